@@ -1,0 +1,69 @@
+/* gpt_stage.h — a pipeline stage of GPT-2: blocks [l0, l1), plus the token/position embedding
+ * on the first stage and the final LayerNorm, tied LM head and cross-entropy on the last.
+ * A single process is one stage that is both first and last.
+ *
+ * The stage owns its flat parameter and gradient buffers (model-file order, see
+ * gpt_config.h) and one activation arena sized at creation: `n_slots` micro-batches can be in
+ * flight (stashed between their forward and backward). With activation checkpointing
+ * (ac > 0) a slot keeps only the input of every segment of `ac` blocks and the segment is
+ * recomputed in the backward pass; otherwise it keeps every block's activations.
+ * Nothing here allocates after creation, and nothing here knows about MPI. */
+#ifndef AX_GPT_STAGE_H
+#define AX_GPT_STAGE_H
+
+#include <stdint.h>
+
+#include "gpt_block.h"
+#include "gpt_config.h"
+#include "src/backend.h"
+
+typedef struct AxGptStage AxGptStage;
+
+typedef struct {
+  int l0, l1;      /* blocks owned */
+  int first, last; /* embedding / head */
+  int B, T;        /* micro-batch: sequences and tokens per sequence (T <= max_seq) */
+  int n_slots;     /* micro-batches in flight at once */
+  int ac;          /* checkpoint segment length in blocks; 0 keeps every activation */
+} AxStageSpec;
+
+/* Bytes of device memory for activations (arena) with this spec, without allocating. */
+size_t ax_stage_activation_bytes(const AxGptConfig *cfg, const AxStageSpec *spec, size_t esz);
+
+int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
+                    const AxStageSpec *spec);
+void ax_stage_destroy(AxGptStage *st);
+
+const AxStageLayout *ax_stage_layout_of(const AxGptStage *st);
+const AxStageSpec *ax_stage_spec(const AxGptStage *st);
+/* Flat device buffers of layout.total elements of the compute type. */
+void *ax_stage_params(AxGptStage *st);
+void *ax_stage_grads(AxGptStage *st);
+size_t ax_stage_arena_bytes(const AxGptStage *st);
+
+int ax_stage_zero_grads(AxGptStage *st);
+
+/* Forward of one micro-batch into `slot`. The first stage takes host tokens [B*T]; the others
+ * take the previous stage's output activation [B*T, C] on the device (copied in). */
+int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host,
+                     const void *input_dev);
+/* The stage's output activation for `slot` after ax_stage_forward (non-last stages); valid
+ * until the next call on this stage. */
+void *ax_stage_output(AxGptStage *st, int slot);
+
+/* Last stage, after ax_stage_forward(slot): final LayerNorm, logits, cross-entropy against
+ * host targets [B*T], and (when dloss != 0) the backward pass through the whole stage with
+ * d(total loss)/d(token loss) = dloss. *loss_mean is the micro-batch's mean token loss. */
+int ax_stage_loss_backward(AxGptStage *st, int slot, const int32_t *targets_host, float dloss,
+                           double *loss_mean);
+/* Non-last stage: backward of `slot` from the gradient of its output [B*T, C] (device). */
+int ax_stage_backward(AxGptStage *st, int slot, const void *doutput_dev);
+/* Non-first stage, after a backward: gradient w.r.t. the stage input, valid until the next
+ * call on this stage. */
+void *ax_stage_dinput(AxGptStage *st);
+
+/* Last stage: logits of token position `pos` of sequence 0 after ax_stage_forward(slot)
+ * (for sampling), copied to host floats [vocab]. */
+int ax_stage_logits_at(AxGptStage *st, int slot, int pos, float *out_host);
+
+#endif

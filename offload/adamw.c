@@ -1,0 +1,112 @@
+/* adamw.c — scalar and vectorized AdamW; see adamw.h. */
+#include "adamw.h"
+
+#include <math.h>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define AX_ADAMW_AVX2 1
+#endif
+
+typedef struct {
+  float lr, b1, b2, one_b1, one_b2, c1, c2, eps, wd, gs;
+} Coef;
+
+static Coef coefficients(const AxAdamWHyper *h, int decay) {
+  Coef c;
+  c.lr = h->lr;
+  c.b1 = h->beta1;
+  c.b2 = h->beta2;
+  c.one_b1 = 1.0f - h->beta1;
+  c.one_b2 = 1.0f - h->beta2;
+  c.c1 = (float)(1.0 / (1.0 - pow(h->beta1, h->step)));
+  c.c2 = (float)(1.0 / (1.0 - pow(h->beta2, h->step)));
+  c.eps = h->eps;
+  c.wd = decay ? h->weight_decay : 0.0f;
+  c.gs = h->grad_scale;
+  return c;
+}
+
+void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const AxAdamWHyper *h,
+                  int decay) {
+  double b1t = pow(h->beta1, h->step), b2t = pow(h->beta2, h->step);
+  for (size_t i = 0; i < n; i++) {
+    double gi = (double)g[i] * h->grad_scale;
+    double mi = h->beta1 * (double)m[i] + (1.0 - h->beta1) * gi;
+    double vi = h->beta2 * (double)v[i] + (1.0 - h->beta2) * gi * gi;
+    double mhat = mi / (1.0 - b1t), vhat = vi / (1.0 - b2t);
+    double wd = decay ? h->weight_decay : 0.0;
+    p[i] = (float)(p[i] - h->lr * (mhat / (sqrt(vhat) + h->eps) + wd * p[i]));
+    m[i] = (float)mi;
+    v[i] = (float)vi;
+  }
+}
+
+static inline void scalar_one(float *p, const float *g, float *m, float *v, size_t i,
+                              const Coef *c) {
+  float gi = g[i] * c->gs;
+  float mi = c->b1 * m[i] + c->one_b1 * gi;
+  float vi = c->b2 * v[i] + c->one_b2 * gi * gi;
+  float upd = (mi * c->c1) / (sqrtf(vi * c->c2) + c->eps) + c->wd * p[i];
+  p[i] -= c->lr * upd;
+  m[i] = mi;
+  v[i] = vi;
+}
+
+void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
+                    const AxAdamWHyper *h, int decay) {
+  Coef c = coefficients(h, decay);
+  size_t i = 0;
+#ifdef AX_ADAMW_AVX2
+  const __m256 b1 = _mm256_set1_ps(c.b1), b2 = _mm256_set1_ps(c.b2);
+  const __m256 ob1 = _mm256_set1_ps(c.one_b1), ob2 = _mm256_set1_ps(c.one_b2);
+  const __m256 c1 = _mm256_set1_ps(c.c1), c2 = _mm256_set1_ps(c.c2);
+  const __m256 eps = _mm256_set1_ps(c.eps), wd = _mm256_set1_ps(c.wd);
+  const __m256 lr = _mm256_set1_ps(c.lr), gs = _mm256_set1_ps(c.gs);
+  for (; i + 8 <= n; i += 8) {
+    __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g + i), gs);
+    __m256 mi = _mm256_fmadd_ps(b1, _mm256_loadu_ps(m + i), _mm256_mul_ps(ob1, gi));
+    __m256 vi = _mm256_fmadd_ps(b2, _mm256_loadu_ps(v + i), _mm256_mul_ps(_mm256_mul_ps(ob2, gi), gi));
+    __m256 pi = _mm256_loadu_ps(p + i);
+    __m256 den = _mm256_add_ps(_mm256_sqrt_ps(_mm256_mul_ps(vi, c2)), eps);
+    __m256 upd = _mm256_fmadd_ps(wd, pi, _mm256_div_ps(_mm256_mul_ps(mi, c1), den));
+    _mm256_storeu_ps(p + i, _mm256_fnmadd_ps(lr, upd, pi));
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+  }
+#endif
+  for (; i < n; i++) scalar_one(p, g, m, v, i, &c);
+}
+
+typedef struct {
+  float *p, *m, *v;
+  const float *g;
+  size_t lo, hi;
+  const AxParamSegment *segs;
+  int n_segs;
+  const AxAdamWHyper *h;
+} Job;
+
+/* Applies the kernel to [lo, hi) cut along segment boundaries. */
+static void update_span(const Job *j, size_t lo, size_t hi) {
+  for (int s = 0; s < j->n_segs; s++) {
+    size_t a = j->segs[s].offset, b = a + j->segs[s].count;
+    if (a < lo) a = lo;
+    if (b > hi) b = hi;
+    if (a >= b) continue;
+    ax_adamw_range(j->p + a, j->g + a, j->m + a, j->v + a, b - a, j->h, j->segs[s].decay);
+  }
+}
+
+static void update_task(void *ctx, int tid, int nt) {
+  const Job *j = ctx;
+  size_t lo, hi;
+  ax_split(j->hi - j->lo, tid, nt, &lo, &hi);
+  update_span(j, j->lo + lo, j->lo + hi);
+}
+
+void ax_adamw_update(AxPool *pool, float *p, const float *g, float *m, float *v, size_t lo,
+                     size_t hi, const AxParamSegment *segs, int n_segs, const AxAdamWHyper *h) {
+  Job j = {p, m, v, g, lo, hi, segs, n_segs, h};
+  ax_pool_run(pool, update_task, &j);
+}

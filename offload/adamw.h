@@ -1,0 +1,36 @@
+/* adamw.h — AdamW with decoupled weight decay on host fp32 arrays: a scalar reference and a
+ * vectorized (AVX2, scalar fallback), multithreaded kernel over parameter ranges. A range may
+ * span several tensors; each tensor's slice is decayed or not as the segment table says.
+ *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  (g = grad * grad_scale)
+ *   p -= lr * ( (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + wd * p ) */
+#ifndef AX_ADAMW_H
+#define AX_ADAMW_H
+
+#include <stddef.h>
+
+#include "src/threadpool.h"
+
+typedef struct {
+  float lr, beta1, beta2, eps, weight_decay;
+  int step;          /* t, counted from 1 */
+  float grad_scale;  /* gradients are multiplied by this (clipping, loss-scale removal) */
+} AxAdamWHyper;
+
+/* A run of parameters that share the decay decision. */
+typedef struct {
+  size_t offset, count;
+  int decay;
+} AxParamSegment;
+
+/* The scalar reference over one range (tests compare the fast kernel against it). */
+void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const AxAdamWHyper *h,
+                  int decay);
+/* The fast kernel over one range, on the calling thread. */
+void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
+                    const AxAdamWHyper *h, int decay);
+/* Updates elements [lo, hi) of flat arrays p, g, m, v, splitting the work over the pool and
+ * applying each segment's decay decision. pool may be NULL (calling thread only). */
+void ax_adamw_update(AxPool *pool, float *p, const float *g, float *m, float *v, size_t lo,
+                     size_t hi, const AxParamSegment *segs, int n_segs, const AxAdamWHyper *h);
+
+#endif

@@ -1,0 +1,133 @@
+/* backend.h — the device interface. Everything device-specific goes through it: memory,
+ * copies, streams, GEMMs and the element-wise kernels the GPT model needs.
+ *
+ * Pointers the kernels take are device pointers. Tensors of activations, weights and their
+ * gradients hold the backend's compute type (`be->dtype`: fp32 on the CPU backend, bf16/fp16/
+ * fp32 on CUDA) and are passed as void *; small per-row statistics (LayerNorm mean/rstd,
+ * per-token losses) are always fp32, token ids always int32.
+ *
+ * Kernels are enqueued on the compute stream and may run asynchronously (CUDA); errors surface
+ * at the next ax_sync()/copy, which return AX_ERR with the error recorded. On the CPU backend
+ * every call completes before it returns and the streams are ordering labels only. */
+#ifndef AX_BACKEND_H
+#define AX_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { AX_DTYPE_F32 = 0, AX_DTYPE_BF16, AX_DTYPE_F16 } AxDType;
+typedef enum { AX_STREAM_COMPUTE = 0, AX_STREAM_COPY, AX_STREAM_COMM, AX_N_STREAMS } AxStream;
+typedef enum { AX_COPY_H2D = 0, AX_COPY_D2H, AX_COPY_D2D, AX_COPY_H2H } AxCopyKind;
+
+/* Row-major C[m x n] = alpha * op(A)[m x k] @ op(B)[k x n] + beta * C, `batch` times with the
+ * given element strides between consecutive matrices (strided-batched GEMM). Leading
+ * dimensions are row strides in elements of the stored (untransposed) matrices. */
+typedef struct {
+  int trans_a, trans_b;
+  int m, n, k;
+  float alpha, beta;
+  int lda, ldb, ldc;
+  int batch; /* 0 or 1: a single GEMM */
+  long long stride_a, stride_b, stride_c;
+} AxGemm;
+
+typedef struct AxBackend AxBackend;
+
+typedef struct {
+  const char *name;
+  void (*destroy)(AxBackend *be);
+
+  /* memory */
+  void *(*alloc)(AxBackend *be, size_t bytes); /* device; NULL with error recorded on failure */
+  void (*free)(AxBackend *be, void *p);
+  void *(*host_alloc)(AxBackend *be, size_t bytes); /* pinned host memory (page-locked) */
+  void (*host_free)(AxBackend *be, void *p);
+  int (*copy)(AxBackend *be, void *dst, const void *src, size_t bytes, AxCopyKind kind,
+              AxStream s);
+  int (*zero)(AxBackend *be, void *p, size_t bytes, AxStream s);
+  int (*sync)(AxBackend *be, AxStream s);
+  /* fp32 host <-> compute-type device conversions of n elements (weights up, grads down). */
+  int (*upload_f32)(AxBackend *be, void *dst, const float *src, size_t n, AxStream s);
+  int (*download_f32)(AxBackend *be, float *dst, const void *src, size_t n, AxStream s);
+
+  /* dense algebra */
+  void (*gemm)(AxBackend *be, const AxGemm *g, const void *a, const void *b, void *c);
+
+  /* GPT element-wise kernels; N rows of C channels unless noted */
+  void (*encoder_forward)(AxBackend *be, void *out, const int32_t *tokens, const void *wte,
+                          const void *wpe, int B, int T, int C);
+  void (*encoder_backward)(AxBackend *be, void *dwte, void *dwpe, const void *dout,
+                           const int32_t *tokens, int B, int T, int C); /* += */
+  void (*layernorm_forward)(AxBackend *be, void *out, float *mean, float *rstd, const void *inp,
+                            const void *w, const void *b, int N, int C);
+  /* dinp, dw, db all accumulate (+=) */
+  void (*layernorm_backward)(AxBackend *be, void *dinp, void *dw, void *db, const void *dout,
+                             const void *inp, const void *w, const float *mean,
+                             const float *rstd, int N, int C);
+  /* out[i][j] = bias[j] + (residual ? residual[i][j] : 0); precedes a beta=1 GEMM */
+  void (*bias_residual)(AxBackend *be, void *out, const void *bias, const void *residual, int N,
+                        int C);
+  void (*bias_backward)(AxBackend *be, void *dbias, const void *dout, int N, int C); /* += */
+  void (*gelu_forward)(AxBackend *be, void *out, const void *inp, size_t n);
+  /* dinp = gelu'(inp) * dout; dinp may alias dout */
+  void (*gelu_backward)(AxBackend *be, void *dinp, const void *inp, const void *dout, size_t n);
+  /* rows of length T in groups of T (one T x T matrix per head): row t keeps columns 0..t,
+   * softmax in place, the rest set to 0 */
+  void (*softmax_causal_forward)(AxBackend *be, void *att, int n_mats, int T);
+  /* in place: datt becomes d(pre-softmax scores) */
+  void (*softmax_causal_backward)(AxBackend *be, void *datt, const void *att, int n_mats, int T);
+  /* N rows of V logits (row stride ldv): losses[i] = -log softmax(logits_i)[targets[i]];
+   * when dloss != 0 the logits are overwritten with dloss * (softmax - onehot). */
+  void (*crossentropy)(AxBackend *be, float *losses, void *logits, const int32_t *targets,
+                       int N, int V, int ldv, float dloss);
+  /* reductions and vector updates over n elements */
+  double (*sumsq)(AxBackend *be, const void *x, size_t n); /* synchronizes */
+  void (*scale)(AxBackend *be, void *x, float s, size_t n);
+  void (*add)(AxBackend *be, void *dst, const void *src, size_t n); /* dst += src */
+} AxBackendOps;
+
+struct AxBackend {
+  const AxBackendOps *ops;
+  AxDType dtype;  /* compute type of activations, weights and gradients */
+  size_t esz;     /* bytes per element of dtype */
+  int threads;    /* compute threads (CPU backend) */
+  int is_host;    /* device memory is ordinary host memory (CPU backend) */
+  char desc[256]; /* one line for the run log, e.g. binding or GPU name */
+  void *impl;
+};
+
+typedef struct {
+  const char *device;  /* "cpu" or "cuda" */
+  AxDType dtype;
+  int threads;         /* compute threads; <= 0 means all cores available to this rank */
+  int bind;            /* pin threads with hwloc */
+  int local_rank, local_size; /* this rank among the ranks on its node (binding) */
+} AxBackendConfig;
+
+/* Creates the backend named in cfg; NULL with the error recorded when it cannot. */
+AxBackend *ax_backend_create(const AxBackendConfig *cfg);
+void ax_backend_destroy(AxBackend *be);
+
+const char *ax_dtype_name(AxDType t);
+size_t ax_dtype_size(AxDType t);
+
+/* Device pointer `base` advanced by `elems` elements of the compute type. */
+static inline void *ax_at(const AxBackend *be, void *base, size_t elems) {
+  return (char *)base + elems * be->esz;
+}
+
+/* Thin wrappers so call sites read like function calls. */
+static inline void *ax_alloc(AxBackend *be, size_t bytes) { return be->ops->alloc(be, bytes); }
+static inline void ax_free(AxBackend *be, void *p) {
+  if (p) be->ops->free(be, p);
+}
+static inline int ax_sync(AxBackend *be) { return be->ops->sync(be, AX_STREAM_COMPUTE); }
+static inline void ax_gemm(AxBackend *be, const AxGemm *g, const void *a, const void *b,
+                           void *c) {
+  be->ops->gemm(be, g, a, b, c);
+}
+
+/* Backends compiled into this binary, for --help and errors ("cpu" or "cpu, cuda"). */
+const char *ax_backends_available(void);
+
+#endif

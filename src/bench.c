@@ -1,0 +1,229 @@
+/* bench.c — `axonn bench gemm` (the SGEMM peak of this machine through the backend) and
+ * `axonn bench train` (the full training step of `axonn train`, timed, against the SGEMM peak
+ * measured in the same run). Figures are medians over repeated runs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "commands.h"
+#include "error.h"
+#include "log.h"
+#include "options.h"
+#include "timer.h"
+#include "train_config.h"
+#include "trainer.h"
+
+typedef struct {
+  int threads, reps, steps, warmup;
+  int size;
+  char *models; /* comma list of a|b or L:C:NH:T:B:V */
+  char *json;
+} BenchConfig;
+
+#define BOFF(f) offsetof(BenchConfig, f)
+static const AxOption BENCH_OPTS[] = {
+    {"threads", AX_OPT_INT, BOFF(threads), "1", "N", "compute threads", 1, 256, NULL},
+    {"reps", AX_OPT_INT, BOFF(reps), "5", "N", "GEMM repetitions per size (median)", 1, 1000,
+     NULL},
+    {"size", AX_OPT_INT, BOFF(size), "0", "N",
+     "one square GEMM size (0: 1024, 1536 and 2048; the best median is the peak)", 0, 16384,
+     NULL},
+    {"steps", AX_OPT_INT, BOFF(steps), "5", "N", "timed training steps per model (median)", 1,
+     100000, NULL},
+    {"warmup", AX_OPT_INT, BOFF(warmup), "2", "N", "untimed training steps first", 0, 1000,
+     NULL},
+    {"models", AX_OPT_STRING, BOFF(models), "a,b", "LIST",
+     "a (L4 C128 NH4 T64 B4 V256), b (GPT-2 small, T256 B4), or L:C:NH:T:B:V", 1, 0, NULL},
+    {"json", AX_OPT_STRING, BOFF(json), NULL, "FILE", "append one JSON line per result", 1, 0,
+     NULL},
+};
+static const AxOptionTable BENCH_TABLE = {
+    "bench", "Usage: axonn bench gemm|train [options]", BENCH_OPTS, 7};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Median GFLOP/s of an n x n x n SGEMM through the backend. */
+static int gemm_gflops(AxBackend *be, int n, int reps, double *out) {
+  size_t bytes = (size_t)n * n * be->esz;
+  float *host = ax_malloc((size_t)n * n * sizeof(float));
+  void *a = ax_alloc(be, bytes), *b = a ? ax_alloc(be, bytes) : NULL;
+  void *c = b ? ax_alloc(be, bytes) : NULL;
+  int rc = host && c ? AX_OK : AX_ERR;
+  double *rates = ax_malloc((size_t)reps * sizeof *rates);
+  if (!rates) rc = AX_ERR;
+  if (rc == AX_OK) {
+    for (size_t i = 0; i < (size_t)n * n; i++) host[i] = (float)((i * 2654435761u) % 1000) / 1e3f;
+    rc = be->ops->upload_f32(be, a, host, (size_t)n * n, AX_STREAM_COMPUTE);
+    if (rc == AX_OK) rc = be->ops->upload_f32(be, b, host, (size_t)n * n, AX_STREAM_COMPUTE);
+  }
+  AxGemm g = {.trans_b = 1, .m = n, .n = n, .k = n, .alpha = 1, .beta = 0, .lda = n, .ldb = n,
+              .ldc = n};
+  for (int r = -1; r < reps && rc == AX_OK; r++) { /* r = -1 warms up */
+    double t0 = ax_now();
+    ax_gemm(be, &g, a, b, c);
+    rc = ax_sync(be);
+    if (r >= 0) rates[r] = 2.0 * n * n * (double)n / (ax_now() - t0) / 1e9;
+  }
+  if (rc == AX_OK) *out = median(rates, reps);
+  free(rates);
+  free(host);
+  ax_free(be, a);
+  ax_free(be, b);
+  ax_free(be, c);
+  return rc;
+}
+
+static int measure_peak(const BenchConfig *c, double *peak) {
+  AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = c->threads,
+                        .bind = 1, .local_size = 1};
+  AxBackend *be = ax_backend_create(&bc);
+  if (!be) return AX_ERR;
+  static const int sizes[] = {1024, 1536, 2048};
+  int n_sizes = c->size ? 1 : 3, rc = AX_OK;
+  *peak = 0;
+  ax_log("SGEMM (C = A B^T, fp32) on %s", be->desc);
+  ax_log("%8s %12s", "n", "GFLOP/s");
+  for (int i = 0; i < n_sizes && rc == AX_OK; i++) {
+    int n = c->size ? c->size : sizes[i];
+    double g = 0;
+    rc = gemm_gflops(be, n, c->reps, &g);
+    if (rc == AX_OK) {
+      ax_log("%8d %12.1f", n, g);
+      if (g > *peak) *peak = g;
+    }
+  }
+  if (rc == AX_OK) ax_log("peak (best median): %.1f GFLOP/s", *peak);
+  ax_backend_destroy(be);
+  return rc;
+}
+
+typedef struct {
+  const char *name;
+  int L, C, NH, T, B, V;
+} BenchModel;
+
+static int parse_model(const char *spec, BenchModel *m) {
+  if (!strcmp(spec, "a")) {
+    *m = (BenchModel){"a", 4, 128, 4, 64, 4, 256};
+    return AX_OK;
+  }
+  if (!strcmp(spec, "b")) {
+    *m = (BenchModel){"b (GPT-2 small)", 12, 768, 12, 256, 4, 50257};
+    return AX_OK;
+  }
+  m->name = spec;
+  if (sscanf(spec, "%d:%d:%d:%d:%d:%d", &m->L, &m->C, &m->NH, &m->T, &m->B, &m->V) != 6)
+    return AX_FAIL("--models: '%s' is not a, b or L:C:NH:T:B:V", spec);
+  return AX_OK;
+}
+
+static void fill_train_config(AxTrainConfig *tc, const BenchModel *m, const BenchConfig *c) {
+  ax_options_defaults(&AX_TRAIN_OPTIONS, tc);
+  tc->layers = m->L;
+  tc->hidden = m->C;
+  tc->heads = m->NH;
+  tc->seq = m->T;
+  tc->batch = m->B;
+  tc->vocab = m->V;
+  tc->threads = c->threads;
+  tc->steps = c->steps + c->warmup;
+  tc->val_steps = 0;
+}
+
+static void write_json(const BenchConfig *c, const BenchModel *m, double ms, double tps,
+                       double gflops, double peak) {
+  if (!c->json) return;
+  FILE *f = fopen(c->json, "a");
+  if (!f) return;
+  fprintf(f, "{\"bench\":\"train\",\"model\":\"%s\",\"layers\":%d,\"hidden\":%d,\"heads\":%d,"
+             "\"seq\":%d,\"batch\":%d,\"vocab\":%d,\"threads\":%d,\"step_ms\":%.3f,"
+             "\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"sgemm_peak_gflops\":%.2f,"
+             "\"percent_of_peak\":%.2f}\n", m->name, m->L, m->C, m->NH, m->T, m->B, m->V,
+          c->threads, ms, tps, gflops, peak, 100.0 * gflops / peak);
+  fclose(f);
+}
+
+static int bench_model(const BenchConfig *c, const BenchModel *m, double peak) {
+  AxTrainConfig tc;
+  memset(&tc, 0, sizeof tc);
+  fill_train_config(&tc, m, c);
+  AxTrainer *t = NULL;
+  int rc = ax_trainer_create(&t, &tc);
+  double *ms = ax_malloc((size_t)c->steps * sizeof *ms);
+  if (!ms) rc = AX_ERR;
+  for (int s = 1; rc == AX_OK && s <= c->warmup + c->steps; s++) {
+    AxStepRecord rec;
+    rc = ax_trainer_step(t, s, &rec);
+    if (rc == AX_OK && s > c->warmup) ms[s - c->warmup - 1] = rec.ms;
+  }
+  if (rc == AX_OK) {
+    double med = median(ms, c->steps), sec = med / 1e3;
+    double gflops = ax_trainer_flops_per_step(t) / sec / 1e9, tps = (double)m->B * m->T / sec;
+    ax_log("%-18s %4d %5d %4d %5d %3d %6d | %10.2f %10.0f %9.1f %7.1f%%", m->name, m->L, m->C,
+           m->NH, m->T, m->B, m->V, med, tps, gflops, 100.0 * gflops / peak);
+    write_json(c, m, med, tps, gflops, peak);
+  }
+  free(ms);
+  ax_trainer_destroy(t);
+  ax_train_config_free(&tc);
+  return rc;
+}
+
+static int bench_train(const BenchConfig *c) {
+  double peak;
+  AX_TRY(measure_peak(c, &peak));
+  ax_log("\ntraining step (forward + backward + AdamW), %d thread(s), median of %d steps after "
+         "%d warm-up:", c->threads, c->steps, c->warmup);
+  ax_log("%-18s %4s %5s %4s %5s %3s %6s | %10s %10s %9s %8s", "model", "L", "C", "NH", "T", "B",
+         "V", "step ms", "tokens/s", "GFLOP/s", "of peak");
+  char *list = strdup(c->models);
+  if (!list) return AX_FAIL("out of memory");
+  int rc = AX_OK;
+  char *save = NULL;
+  for (char *item = strtok_r(list, ",", &save); item && rc == AX_OK;
+       item = strtok_r(NULL, ",", &save)) {
+    BenchModel m;
+    rc = parse_model(item, &m);
+    if (rc == AX_OK) rc = bench_model(c, &m, peak);
+  }
+  free(list);
+  return rc;
+}
+
+int ax_cmd_bench(int argc, char **argv) {
+  if (argc < 2 || argv[1][0] == '-') {
+    fprintf(stderr, "Usage: axonn bench gemm|train [options] (axonn bench train --help)\n");
+    return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+  }
+  const char *what = argv[1];
+  BenchConfig c;
+  AxOptState st;
+  memset(&c, 0, sizeof c);
+  int rc = ax_options_parse(&BENCH_TABLE, &c, argc - 1, argv + 1, &st);
+  if (rc == AX_OK && st.help) {
+    ax_options_print_help(&BENCH_TABLE, stdout);
+    ax_options_free(&BENCH_TABLE, &c);
+    return 0;
+  }
+  if (rc == AX_OK) {
+    double peak;
+    if (!strcmp(what, "gemm"))
+      rc = measure_peak(&c, &peak);
+    else if (!strcmp(what, "train"))
+      rc = bench_train(&c);
+    else
+      rc = AX_FAIL("unknown benchmark '%s' (gemm, train)", what);
+  }
+  if (rc != AX_OK) ax_print_error();
+  ax_options_free(&BENCH_TABLE, &c);
+  return rc == AX_OK ? 0 : 1;
+}

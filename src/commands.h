@@ -1,0 +1,11 @@
+/* commands.h — the subcommands of bin/axonn. Each takes argv with argv[0] = its own name and
+ * returns the process exit status; each prints its own errors. */
+#ifndef AX_COMMANDS_H
+#define AX_COMMANDS_H
+
+int ax_cmd_train(int argc, char **argv);
+int ax_cmd_prep(int argc, char **argv);
+int ax_cmd_sample(int argc, char **argv);
+int ax_cmd_bench(int argc, char **argv);
+
+#endif

@@ -1,0 +1,50 @@
+/* metrics.c — progress lines and the metrics CSV; see metrics.h. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "error.h"
+#include "log.h"
+
+int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_steps,
+                    long long tokens_per_step, double flops_per_step) {
+  memset(m, 0, sizeof *m);
+  m->quiet = quiet;
+  m->total_steps = total_steps;
+  m->tokens_per_step = tokens_per_step;
+  m->flops_per_step = flops_per_step;
+  m->last_val = NAN;
+  if (!csv_path) return AX_OK;
+  m->csv = fopen(csv_path, "w");
+  if (!m->csv) return AX_FAIL("cannot create metrics file %s: %s", csv_path, strerror(errno));
+  fprintf(m->csv, "step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss\n");
+  fflush(m->csv);
+  return AX_OK;
+}
+
+void ax_metrics_step(AxMetrics *m, const AxStepRecord *r) {
+  double sec = r->ms / 1e3, tps = m->tokens_per_step / sec, tflops = m->flops_per_step / sec / 1e12;
+  m->n++;
+  m->sum_ms += r->ms;
+  m->last_loss = r->loss;
+  if (!isnan(r->val_loss)) m->last_val = r->val_loss;
+  if (!m->quiet) {
+    ax_log("step %*d/%d | loss %.6f | lr %.2e | %8.2f ms | %9.0f tok/s | %.4f TFLOP/s | "
+           "grad norm %.4f", r->step < 10000 ? 4 : 7, r->step, m->total_steps, r->loss, r->lr,
+           r->ms, tps, tflops, r->grad_norm);
+  }
+  if (m->csv) {
+    fprintf(m->csv, "%d,%.9g,%.9g,%.6g,%.6g,%.6g,%.9g,", r->step, r->loss, r->lr, r->ms, tps,
+            tflops, r->grad_norm);
+    if (!isnan(r->val_loss)) fprintf(m->csv, "%.9g", r->val_loss);
+    fputc('\n', m->csv);
+    fflush(m->csv);
+  }
+}
+
+void ax_metrics_close(AxMetrics *m) {
+  if (m->csv) fclose(m->csv);
+  m->csv = NULL;
+}

@@ -1,0 +1,32 @@
+/* metrics.h — what a step reports: one progress line on stdout (rank 0) and one CSV row.
+ * The CSV header is `step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss`: the loss is
+ * the one computed in that step's forward pass, before the update; val_loss is empty on steps
+ * without validation. */
+#ifndef AX_METRICS_H
+#define AX_METRICS_H
+
+#include <stdio.h>
+
+typedef struct {
+  int step;
+  double loss, lr, ms, grad_norm;
+  double val_loss; /* NAN when not measured this step */
+} AxStepRecord;
+
+typedef struct {
+  FILE *csv;
+  int quiet;
+  int total_steps;
+  long long tokens_per_step;
+  double flops_per_step;
+  /* running figures for the summary */
+  int n;
+  double sum_ms, last_loss, last_val;
+} AxMetrics;
+
+int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_steps,
+                    long long tokens_per_step, double flops_per_step);
+void ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
+void ax_metrics_close(AxMetrics *m);
+
+#endif

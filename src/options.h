@@ -1,0 +1,61 @@
+/* options.h — GNU long options (`--name value`, `--name=value`) and `--config FILE`
+ * (`name = value` per line, `#` comments; the command line wins) parsed into a plain struct
+ * from a table. The same table prints `--help`. Every problem is one clear error. */
+#ifndef AX_OPTIONS_H
+#define AX_OPTIONS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum {
+  AX_OPT_INT,    /* int, checked against [min, max] */
+  AX_OPT_LONG,   /* long long, checked against [min, max] */
+  AX_OPT_FLOAT,  /* double, checked against [min, max] */
+  AX_OPT_STRING, /* char *, owned by the struct (free with ax_options_free) */
+  AX_OPT_FLAG,   /* int 0/1; `--name` alone sets 1, `--name=0` clears */
+  AX_OPT_CHOICE, /* int index into `choices` ("a|b|c"), given by name */
+} AxOptType;
+
+typedef struct {
+  const char *name;    /* without the dashes */
+  AxOptType type;
+  size_t offset;       /* offsetof(config struct, field) */
+  const char *def;     /* default as text; NULL = 0 / NULL string */
+  const char *metavar; /* shown in --help, e.g. "N" or "FILE" */
+  const char *help;
+  double min, max;     /* numeric range; min > max means unchecked */
+  const char *choices; /* for AX_OPT_CHOICE: "constant|cosine" */
+} AxOption;
+
+typedef struct {
+  const char *command; /* "train" */
+  const char *summary; /* one line under the usage */
+  const AxOption *opts;
+  int n_opts;
+} AxOptionTable;
+
+enum { AX_MAX_OPTIONS = 160 };
+
+typedef struct {
+  unsigned char set[AX_MAX_OPTIONS]; /* 1 where the user gave the option (flag or config) */
+  int help;                          /* --help / -h was given */
+} AxOptState;
+
+/* Applies defaults, then the --config file if any, then the command line (argv[0] is the
+ * subcommand name and is skipped). Returns AX_OK or AX_ERR with the error recorded. */
+int ax_options_parse(const AxOptionTable *t, void *cfg, int argc, char **argv, AxOptState *st);
+/* Applies defaults only (tests and internal callers that build a config by hand). */
+int ax_options_defaults(const AxOptionTable *t, void *cfg);
+/* Sets one option from text, as if given on the command line. */
+int ax_options_set(const AxOptionTable *t, void *cfg, const char *name, const char *value,
+                   AxOptState *st);
+/* 1 when the option named was given by the user (command line or config file). */
+int ax_options_was_set(const AxOptionTable *t, const AxOptState *st, const char *name);
+void ax_options_print_help(const AxOptionTable *t, FILE *out);
+/* Writes "name = value" lines for every option (the effective configuration). */
+void ax_options_dump(const AxOptionTable *t, const void *cfg, FILE *out);
+/* The value of one option as text (for JSON summaries); buf must hold 256 bytes. */
+const char *ax_options_value_text(const AxOption *o, const void *cfg, char *buf, size_t cap);
+void ax_options_free(const AxOptionTable *t, void *cfg);
+
+#endif

@@ -1,0 +1,163 @@
+/* sample.c — `axonn sample`: generates tokens from a saved model. Byte-level models
+ * (vocabulary <= 256) take the prompt as text and print text; larger vocabularies take and
+ * print token ids (no tokenizer is bundled). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "commands.h"
+#include "error.h"
+#include "log.h"
+#include "model_file.h"
+#include "models/gpt_stage.h"
+#include "options.h"
+#include "rng.h"
+
+typedef struct {
+  char *model, *prompt;
+  int tokens, threads;
+  double temperature;
+  long long seed;
+} SampleConfig;
+
+#define SOFF(f) offsetof(SampleConfig, f)
+static const AxOption SAMPLE_OPTS[] = {
+    {"model", AX_OPT_STRING, SOFF(model), NULL, "FILE", "llm.c fp32 model file", 1, 0, NULL},
+    {"prompt", AX_OPT_STRING, SOFF(prompt), "", "TEXT",
+     "text to continue (token ids like 1,2,3 for vocabularies over 256)", 1, 0, NULL},
+    {"tokens", AX_OPT_INT, SOFF(tokens), "200", "N", "tokens to generate", 1, 1 << 20, NULL},
+    {"temperature", AX_OPT_FLOAT, SOFF(temperature), "1.0", "X",
+     "softmax temperature (0: greedy)", 0, 100, NULL},
+    {"seed", AX_OPT_LONG, SOFF(seed), "1337", "N", "sampling seed", 0, 9.2e18, NULL},
+    {"threads", AX_OPT_INT, SOFF(threads), "0", "N", "compute threads (0: all cores)", 0, 256,
+     NULL},
+};
+static const AxOptionTable SAMPLE_TABLE = {"sample", "Generate text from a saved model.",
+                                           SAMPLE_OPTS, 6};
+
+typedef struct {
+  AxGptConfig cfg;
+  AxBackend *be;
+  AxGptStage *stage;
+  int window;
+  int32_t *ctx;
+  float *logits;
+} Sampler;
+
+static int parse_prompt(const SampleConfig *c, const Sampler *s, int32_t *out, int *n) {
+  *n = 0;
+  int bytes = s->cfg.vocab <= 256;
+  const char *p = c->prompt;
+  if (bytes) {
+    for (; *p && *n < s->window; p++) {
+      int tok = (unsigned char)*p;
+      if (tok >= s->cfg.vocab) return AX_FAIL("prompt byte %d is outside the vocabulary", tok);
+      out[(*n)++] = tok;
+    }
+  } else {
+    while (*p && *n < s->window) {
+      char *end;
+      long v = strtol(p, &end, 10);
+      if (end == p || v < 0 || v >= s->cfg.vocab)
+        return AX_FAIL("--prompt for a %d-token vocabulary must be token ids like 1,2,3",
+                       s->cfg.vocab);
+      out[(*n)++] = (int32_t)v;
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  if (*n == 0) out[(*n)++] = bytes ? '\n' : 0;
+  return AX_OK;
+}
+
+static int choose(const float *logits, int V, double temperature, AxRng *r) {
+  int best = 0;
+  for (int i = 1; i < V; i++) best = logits[i] > logits[best] ? i : best;
+  if (temperature <= 0) return best;
+  double sum = 0, u;
+  for (int i = 0; i < V; i++) sum += exp((logits[i] - logits[best]) / temperature);
+  u = ax_rng_double(r) * sum;
+  for (int i = 0; i < V; i++) {
+    u -= exp((logits[i] - logits[best]) / temperature);
+    if (u <= 0) return i;
+  }
+  return best;
+}
+
+static void emit(const Sampler *s, int tok) {
+  if (s->cfg.vocab <= 256)
+    putchar(tok);
+  else
+    printf("%d ", tok);
+  fflush(stdout);
+}
+
+static int generate(const SampleConfig *c, Sampler *s) {
+  int n;
+  AX_TRY(parse_prompt(c, s, s->ctx, &n));
+  for (int i = 0; i < n; i++) emit(s, s->ctx[i]);
+  AxRng r;
+  ax_rng_seed(&r, (uint64_t)c->seed);
+  for (int k = 0; k < c->tokens; k++) {
+    if (n == s->window) { /* slide: keep the last window-1 tokens */
+      memmove(s->ctx, s->ctx + 1, (size_t)(s->window - 1) * sizeof *s->ctx);
+      n--;
+    }
+    for (int i = n; i < s->window; i++) s->ctx[i] = 0; /* causal: padding is never seen */
+    AX_TRY(ax_stage_forward(s->stage, 0, s->ctx, NULL));
+    AX_TRY(ax_stage_logits_at(s->stage, 0, n - 1, s->logits));
+    int tok = choose(s->logits, s->cfg.vocab, c->temperature, &r);
+    s->ctx[n++] = tok;
+    emit(s, tok);
+  }
+  putchar('\n');
+  return AX_OK;
+}
+
+static int run_sample(const SampleConfig *c) {
+  if (!c->model) return AX_FAIL("sample needs --model FILE");
+  Sampler s;
+  memset(&s, 0, sizeof s);
+  AX_TRY(ax_model_file_read_config(c->model, &s.cfg));
+  s.window = s.cfg.max_seq;
+  AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = c->threads,
+                        .bind = 0, .local_size = 1};
+  AxStageSpec spec = {.l0 = 0, .l1 = s.cfg.layers, .first = 1, .last = 1, .B = 1,
+                      .T = s.window, .n_slots = 1};
+  int rc = (s.be = ax_backend_create(&bc)) ? AX_OK : AX_ERR;
+  if (rc == AX_OK) rc = ax_stage_create(&s.stage, s.be, &s.cfg, &spec);
+  float *host = NULL;
+  if (rc == AX_OK) {
+    size_t total = ax_stage_layout_of(s.stage)->total;
+    host = ax_malloc(total * sizeof *host);
+    s.ctx = ax_malloc((size_t)s.window * sizeof *s.ctx);
+    s.logits = ax_malloc((size_t)s.cfg.vocab * sizeof *s.logits);
+    rc = host && s.ctx && s.logits ? AX_OK : AX_ERR;
+    if (rc == AX_OK)
+      rc = ax_model_file_read_stage(c->model, &s.cfg, ax_stage_layout_of(s.stage), host);
+    if (rc == AX_OK)
+      rc = s.be->ops->upload_f32(s.be, ax_stage_params(s.stage), host, total, AX_STREAM_COMPUTE);
+  }
+  if (rc == AX_OK) rc = generate(c, &s);
+  free(host);
+  free(s.ctx);
+  free(s.logits);
+  ax_stage_destroy(s.stage);
+  ax_backend_destroy(s.be);
+  return rc;
+}
+
+int ax_cmd_sample(int argc, char **argv) {
+  SampleConfig c;
+  AxOptState st;
+  memset(&c, 0, sizeof c);
+  int rc = ax_options_parse(&SAMPLE_TABLE, &c, argc, argv, &st);
+  if (rc == AX_OK && st.help) {
+    ax_options_print_help(&SAMPLE_TABLE, stdout);
+  } else {
+    if (rc == AX_OK) rc = run_sample(&c);
+    if (rc != AX_OK) ax_print_error();
+  }
+  ax_options_free(&SAMPLE_TABLE, &c);
+  return rc == AX_OK ? 0 : 1;
+}

@@ -1,0 +1,111 @@
+/* train_config.c — the option table of `axonn train` and its consistency checks. */
+#include "train_config.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "error.h"
+
+#define OFF(f) offsetof(AxTrainConfig, f)
+#define NORANGE 1, 0
+#define INT(name, f, def, mv, help, lo, hi) {name, AX_OPT_INT, OFF(f), def, mv, help, lo, hi, NULL}
+#define LNG(name, f, def, mv, help, lo, hi) {name, AX_OPT_LONG, OFF(f), def, mv, help, lo, hi, NULL}
+#define FLT(name, f, def, mv, help, lo, hi) {name, AX_OPT_FLOAT, OFF(f), def, mv, help, lo, hi, NULL}
+#define STR(name, f, def, mv, help) {name, AX_OPT_STRING, OFF(f), def, mv, help, NORANGE, NULL}
+#define FLAG(name, f, help) {name, AX_OPT_FLAG, OFF(f), "0", NULL, help, NORANGE, NULL}
+#define CHOICE(name, f, def, choices, help) \
+  {name, AX_OPT_CHOICE, OFF(f), def, NULL, help, NORANGE, choices}
+
+static const AxOption OPTIONS[] = {
+    STR("init", init, NULL, "FILE", "start from an llm.c fp32 model file (sets the model size)"),
+    INT("layers", layers, "4", "N", "transformer blocks", 1, 100000),
+    INT("hidden", hidden, "128", "N", "hidden size (channels)", 1, 1 << 20),
+    INT("heads", heads, "4", "N", "attention heads (must divide --hidden)", 1, 1 << 16),
+    INT("seq", seq, "64", "N", "sequence length (tokens per sequence)", 1, 1 << 20),
+    INT("vocab", vocab, "256", "N", "vocabulary size (256 = bytes)", 2, 65536),
+    STR("data", data, NULL, "PATTERN",
+        "llm.c token shards (file, glob or comma list); none: built-in Markov corpus"),
+    STR("val-data", val_data, NULL, "PATTERN", "validation token shards"),
+    INT("shuffle", shuffle, "1", "0|1", "shuffle batch windows each epoch (0: sequential)", 0, 1),
+    LNG("seed", seed, "1337", "N", "seed for initialization, data order and sampling", 0,
+        9.2e18),
+    INT("batch", batch, "16", "N", "global batch size in sequences", 1, 1 << 24),
+    INT("micro-batch", micro_batch, "0", "N",
+        "sequences per micro-batch (0: the whole per-row shard)", 0, 1 << 24),
+    INT("g-inter", g_inter, "1", "P", "pipeline stages (inter-layer parallelism)", 1, 1 << 16),
+    INT("g-data", g_data, "1", "D", "data-parallel rows", 1, 1 << 20),
+    INT("steps", steps, "200", "N", "optimizer steps", 0, 1 << 30),
+    FLT("lr", lr, "1e-3", "X", "peak learning rate", 0, 10),
+    CHOICE("lr-schedule", lr_schedule, "cosine", "constant|cosine",
+           "learning-rate schedule after the warm-up"),
+    INT("warmup", warmup, "20", "N", "linear warm-up steps", 0, 1 << 30),
+    FLT("min-lr-frac", min_lr_frac, "0.1", "X", "cosine floor as a fraction of --lr", 0, 1),
+    FLT("weight-decay", weight_decay, "0.1", "X", "decoupled weight decay (AdamW)", 0, 10),
+    FLAG("decay-all", decay_all, "decay biases and LayerNorm parameters too"),
+    FLT("beta1", beta1, "0.9", "X", "Adam beta1", 0, 0.999999),
+    FLT("beta2", beta2, "0.95", "X", "Adam beta2", 0, 0.99999999),
+    FLT("eps", eps, "1e-8", "X", "Adam epsilon", 0, 1),
+    FLT("grad-clip", grad_clip, "1.0", "X", "clip the global gradient norm (0 = off)", 0, 1e30),
+    LNG("bucket-size", bucket_size, "16M", "N", "optimizer bucket size in elements", 1, 1e15),
+    INT("coarsening", coarsening, "4", "K", "buckets per all-reduce chunk", 1, 1 << 20),
+    STR("device", device, "cpu", "cpu|cuda", "compute backend"),
+    CHOICE("precision", precision, "fp32", "fp32|bf16|fp16", "compute precision"),
+    INT("threads", threads, "0", "N", "compute threads per rank (0: all cores of the rank)", 0,
+        256),
+    INT("bind", bind, "1", "0|1", "pin compute threads to cores with hwloc", 0, 1),
+    FLAG("checkpoint-activations", checkpoint_activations,
+         "keep only segment inputs and recompute blocks in the backward pass"),
+    INT("ac", ac, "0", "N",
+        "blocks per checkpoint segment (0: the factor of L/P closest to sqrt(L))", 0, 1 << 20),
+    STR("metrics", metrics, NULL, "FILE.csv", "write per-step metrics as CSV"),
+    STR("save", save, NULL, "FILE.bin", "write the trained model (llm.c fp32 format)"),
+    INT("val-every", val_every, "100", "N", "validation loss every N steps (0: only at the end)",
+        0, 1 << 30),
+    INT("val-steps", val_steps, "8", "N", "batches per validation (0: no validation)", 0,
+        1 << 20),
+    FLAG("quiet", quiet, "print only the final summary"),
+};
+
+const AxOptionTable AX_TRAIN_OPTIONS = {
+    "train",
+    "Train a GPT-2 model (one process, or a G_inter x G_data grid under mpirun/srun/jsrun).",
+    OPTIONS, (int)(sizeof OPTIONS / sizeof OPTIONS[0])};
+
+int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st) {
+  memset(cfg, 0, sizeof *cfg);
+  return ax_options_parse(&AX_TRAIN_OPTIONS, cfg, argc, argv, st);
+}
+
+AxGptConfig ax_train_model_config(const AxTrainConfig *cfg) {
+  AxGptConfig m = {.max_seq = cfg->seq, .vocab = cfg->vocab,
+                   .padded_vocab = ax_gpt_pad_vocab(cfg->vocab), .layers = cfg->layers,
+                   .heads = cfg->heads, .channels = cfg->hidden};
+  return m;
+}
+
+int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
+  if (cfg->batch % cfg->g_data)
+    return AX_FAIL("--batch %d is not divisible by --g-data %d", cfg->batch, cfg->g_data);
+  int shard = cfg->batch / cfg->g_data;
+  if (cfg->micro_batch && shard % cfg->micro_batch)
+    return AX_FAIL("the per-row batch shard of %d sequences (--batch %d / --g-data %d) is not "
+                   "divisible by --micro-batch %d", shard, cfg->batch, cfg->g_data,
+                   cfg->micro_batch);
+  if (cfg->micro_batch > shard)
+    return AX_FAIL("--micro-batch %d exceeds the per-row batch shard of %d sequences",
+                   cfg->micro_batch, shard);
+  if (cfg->init) {
+    static const char *const dims[] = {"layers", "hidden", "heads", "vocab"};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+      if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, dims[i]))
+        return AX_FAIL("--%s conflicts with --init: the model file sets the model size",
+                       dims[i]);
+  }
+  if (cfg->ac && !cfg->checkpoint_activations)
+    return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->ac);
+  if (cfg->val_data && !cfg->data)
+    return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
+  return AX_OK;
+}
+
+void ax_train_config_free(AxTrainConfig *cfg) { ax_options_free(&AX_TRAIN_OPTIONS, cfg); }

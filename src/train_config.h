@@ -1,0 +1,53 @@
+/* train_config.h — every option of `axonn train`, its defaults and its checks. The option
+ * names are the command-line contract of DESIGN.md; scripts depend on them. */
+#ifndef AX_TRAIN_CONFIG_H
+#define AX_TRAIN_CONFIG_H
+
+#include "models/gpt_config.h"
+#include "options.h"
+
+typedef enum { AX_LR_CONSTANT = 0, AX_LR_COSINE } AxLrKind;
+typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16, AX_PREC_FP16 } AxPrecision;
+
+typedef struct {
+  /* model */
+  char *init;
+  int layers, hidden, heads, seq, vocab;
+  /* data */
+  char *data, *val_data;
+  int shuffle;
+  long long seed;
+  /* batch and parallel layout */
+  int batch, micro_batch;
+  int g_inter, g_data;
+  /* optimization */
+  int steps;
+  double lr, min_lr_frac;
+  int lr_schedule; /* AxLrKind */
+  int warmup;
+  double weight_decay, beta1, beta2, eps, grad_clip;
+  int decay_all;
+  long long bucket_size;
+  int coarsening;
+  /* device */
+  char *device;
+  int precision; /* AxPrecision */
+  int threads, bind;
+  int checkpoint_activations, ac;
+  /* output */
+  char *metrics, *save;
+  int val_every, val_steps;
+  int quiet;
+} AxTrainConfig;
+
+extern const AxOptionTable AX_TRAIN_OPTIONS;
+
+/* Parses argv into cfg (defaults, --config FILE, then flags). *help is set for --help. */
+int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st);
+/* The model dimensions the options describe (without --init). */
+AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
+/* Checks that do not need files or MPI: batch divisibility, ranges, combinations. */
+int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
+void ax_train_config_free(AxTrainConfig *cfg);
+
+#endif

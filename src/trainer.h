@@ -1,0 +1,26 @@
+/* trainer.h — one training run on one process: backend, model stage, optimizer, data.
+ * `axonn train` drives it step by step; `axonn bench train` times the very same step. */
+#ifndef AX_TRAINER_H
+#define AX_TRAINER_H
+
+#include "metrics.h"
+#include "models/gpt_config.h"
+#include "train_config.h"
+
+typedef struct AxTrainer AxTrainer;
+
+/* Builds everything the configuration describes (cfg must outlive the trainer). */
+int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg);
+void ax_trainer_destroy(AxTrainer *t);
+void ax_trainer_print_header(const AxTrainer *t);
+/* One optimizer step (steps count from 1): fills loss, lr, grad_norm and ms of rec. */
+int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec);
+/* Runs validation when `step` is due (every --val-every steps and at the last step). */
+int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec);
+int ax_trainer_save(AxTrainer *t, const char *path);
+double ax_trainer_flops_per_step(const AxTrainer *t);
+/* Entropy rate of the built-in corpus (nats/token), NAN with real data. */
+double ax_trainer_loss_floor(const AxTrainer *t);
+const AxGptConfig *ax_trainer_model(const AxTrainer *t);
+
+#endif

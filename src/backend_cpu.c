@@ -94,15 +94,66 @@ static int cpu_download_f32(AxBackend *be, float *dst, const void *src, size_t n
   return cpu_copy(be, dst, src, n * sizeof(float), AX_COPY_D2H, s);
 }
 
-static void cpu_gemm(AxBackend *be, const AxGemm *g, const void *a, const void *b, void *c) {
-  (void)be;
+/* One SGEMM on the slice [m0, m0+m) x [n0, n0+n) of C (all of K), on the calling thread. */
+static void sgemm_slice(const AxGemm *g, const float *a, const float *b, float *c, int m0, int m,
+                        int n0, int n) {
+  if (m <= 0 || n <= 0) return;
+  const float *as = g->trans_a ? a + m0 : a + (size_t)m0 * g->lda;
+  const float *bs = g->trans_b ? b + (size_t)n0 * g->ldb : b + n0;
+  cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+              g->trans_b ? CblasTrans : CblasNoTrans, m, n, g->k, g->alpha, as, g->lda, bs,
+              g->ldb, g->beta, c + (size_t)m0 * g->ldc + n0, g->ldc);
+}
+
+typedef struct {
+  const AxGemm *g;
+  const float *a, *b;
+  float *c;
+} GemmJob;
+
+enum { GEMM_GRAIN = 16 }; /* split M or N in multiples of this (whole micro-kernel tiles) */
+
+static void split_grains(int total, int tid, int nt, int *lo, int *n) {
+  size_t blocks = (size_t)(total + GEMM_GRAIN - 1) / GEMM_GRAIN, b0, b1;
+  ax_split(blocks, tid, nt, &b0, &b1);
+  *lo = (int)b0 * GEMM_GRAIN;
+  int hi = (int)b1 * GEMM_GRAIN < total ? (int)b1 * GEMM_GRAIN : total;
+  *n = hi - *lo;
+}
+
+/* Every thread takes whole matrices of a batch when there are enough of them; otherwise a
+ * slice of rows (or columns, whichever is longer) of every matrix. */
+static void gemm_task(void *ctx, int tid, int nt) {
+  const GemmJob *j = ctx;
+  const AxGemm *g = j->g;
   int batch = g->batch > 1 ? g->batch : 1;
-  for (int i = 0; i < batch; i++) {
-    cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
-                g->trans_b ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, g->alpha,
-                (const float *)a + i * g->stride_a, g->lda, (const float *)b + i * g->stride_b,
-                g->ldb, g->beta, (float *)c + i * g->stride_c, g->ldc);
+  if (batch >= nt) {
+    size_t lo, hi;
+    ax_split((size_t)batch, tid, nt, &lo, &hi);
+    for (size_t i = lo; i < hi; i++)
+      sgemm_slice(g, j->a + i * g->stride_a, j->b + i * g->stride_b, j->c + i * g->stride_c, 0,
+                  g->m, 0, g->n);
+    return;
   }
+  int lo, n;
+  split_grains(g->m >= g->n ? g->m : g->n, tid, nt, &lo, &n);
+  for (int i = 0; i < batch; i++) {
+    const float *a = j->a + i * g->stride_a, *b = j->b + i * g->stride_b;
+    float *c = j->c + i * g->stride_c;
+    if (g->m >= g->n)
+      sgemm_slice(g, a, b, c, lo, n, 0, g->n);
+    else
+      sgemm_slice(g, a, b, c, 0, g->m, lo, n);
+  }
+}
+
+static void cpu_gemm(AxBackend *be, const AxGemm *g, const void *a, const void *b, void *c) {
+  GemmJob j = {g, a, b, c};
+  double work = 2.0 * g->m * g->n * (double)g->k * (g->batch > 1 ? g->batch : 1);
+  if (work < 1e6) /* too small to be worth waking threads */
+    gemm_task(&j, 0, 1);
+  else
+    ax_pool_run(pool_of(be), gemm_task, &j);
 }
 
 static void cpu_encoder_forward(AxBackend *be, void *out, const int32_t *tokens, const void *wte,
@@ -195,11 +246,11 @@ static const AxBackendOps CPU_OPS = {
 
 static void pin_worker(void *arg, int tid) { ax_binding_pin_thread(arg, tid); }
 
-static void set_blas_threads(int n) {
+/* Our pinned pool runs every parallel region, GEMMs included, so BLAS itself runs one
+ * thread per call and never competes with the pool for cores. */
+static void single_threaded_blas(void) {
 #ifdef OPENBLAS_VERSION
-  openblas_set_num_threads(n);
-#else
-  (void)n; /* another CBLAS: its own environment variable decides */
+  openblas_set_num_threads(1);
 #endif
 }
 
@@ -229,7 +280,7 @@ AxBackend *ax_backend_cpu_create(const AxBackendConfig *cfg) {
   ax_binding_pin_thread(impl->binding, 0);
   impl->pool = ax_pool_create(threads, pin_worker, impl->binding);
   if (!impl->pool) goto fail;
-  set_blas_threads(threads);
+  single_threaded_blas();
   be->ops = &CPU_OPS;
   be->dtype = AX_DTYPE_F32;
   be->esz = sizeof(float);

@@ -2,13 +2,22 @@
 #include "threadpool.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "error.h"
 
-enum { SPIN_ROUNDS = 20000 };
+/* About 20-50 microseconds of polling before a worker sleeps: long enough to catch the next
+ * kernel of a busy step, short enough not to steal a core from BLAS in a long GEMM. */
+enum { SPIN_ROUNDS = 4000 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
 
 struct AxPool {
   int n;
@@ -33,7 +42,7 @@ static unsigned wait_for_generation(AxPool *p, unsigned seen) {
   for (int i = 0; i < SPIN_ROUNDS; i++) {
     unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
     if (g != seen || atomic_load(&p->stop)) return g;
-    if (i > SPIN_ROUNDS / 2) sched_yield();
+    cpu_relax();
   }
   pthread_mutex_lock(&p->mu);
   unsigned g;
@@ -120,5 +129,5 @@ void ax_pool_run(AxPool *p, AxPoolFn fn, void *ctx) {
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   fn(ctx, 0, p->n);
-  while (atomic_load_explicit(&p->remaining, memory_order_acquire) > 0) sched_yield();
+  while (atomic_load_explicit(&p->remaining, memory_order_acquire) > 0) cpu_relax();
 }

@@ -1,0 +1,275 @@
+/* test_formats.c — llm.c model files and token shards against their specification (header
+ * words, tensor order, sizes): round trips, stage slices, and one clear error for each kind of
+ * damage; the data loader's sequential and shuffled windows; `axonn prep`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt_config.h"
+#include "models/gpt_init.h"
+#include "src/commands.h"
+#include "src/dataloader.h"
+#include "src/error.h"
+#include "src/log.h"
+#include "src/model_file.h"
+#include "src/shard.h"
+#include "testutil.h"
+
+static const AxGptConfig CFG = {.max_seq = 8, .vocab = 10, .padded_vocab = 16, .layers = 3,
+                                .heads = 2, .channels = 4};
+
+static float *whole_model(void) {
+  AxStageLayout all;
+  ax_stage_layout(&all, &CFG, 0, CFG.layers, 1, 1);
+  float *p = malloc(all.total * sizeof *p);
+  for (size_t i = 0; i < all.total; i++) p[i] = (float)i * 0.5f; /* position-coded values */
+  return p;
+}
+
+static void write_bytes(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+  fclose(f);
+}
+
+static void *read_bytes(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void *d = malloc(*n);
+  ck_assert_uint_eq(fread(d, 1, *n, f), *n);
+  fclose(f);
+  return d;
+}
+
+static void expect_error(int rc, const char *needle) {
+  ck_assert_int_eq(rc, AX_ERR);
+  ck_assert_msg(strstr(ax_error_text(), needle) != NULL, "error '%s' lacks '%s'",
+                ax_error_text(), needle);
+  ax_error_clear();
+}
+
+START_TEST(model_file_layout_follows_spec) {
+  float *p = whole_model();
+  const char *path = tu_path("m.bin");
+  ck_assert_int_eq(ax_model_file_write(path, &CFG, p), AX_OK);
+  size_t n;
+  int32_t *raw = read_bytes(path, &n);
+  ck_assert_int_eq(raw[0], 20240326);
+  ck_assert_int_eq(raw[1], 3);
+  ck_assert_int_eq(raw[2], 8); ck_assert_int_eq(raw[3], 10); ck_assert_int_eq(raw[4], 3);
+  ck_assert_int_eq(raw[5], 2); ck_assert_int_eq(raw[6], 4); ck_assert_int_eq(raw[7], 16);
+  /* tensor sizes in file order: wte Vp*C, wpe maxT*C, ln1w L*C, ln1b, qkvw L*3C*C, ... */
+  size_t C = 4, L = 3, expect = 16 * C + 8 * C + L * C * 2 + L * 3 * C * C + L * 3 * C + L * C * C +
+                                 L * C + L * C * 2 + L * 4 * C * C + L * 4 * C + L * C * 4 * C +
+                                 L * C + C * 2;
+  ck_assert_uint_eq(n, 1024 + expect * 4);
+  ck_assert_uint_eq(ax_gpt_num_params(&CFG), expect);
+  const float *body = (const float *)(raw + 256);
+  for (size_t i = 0; i < expect; i++) ck_assert_float_eq(body[i], (float)i * 0.5f);
+  AxGptConfig got;
+  ck_assert_int_eq(ax_model_file_read_config(path, &got), AX_OK);
+  ck_assert_mem_eq(&got, &CFG, sizeof got);
+  free(raw);
+  free(p);
+}
+END_TEST
+
+/* Stage slices read from a whole file and written back from two stages give the same bytes. */
+START_TEST(model_file_stage_slices_round_trip) {
+  float *p = whole_model();
+  const char *path = tu_path("m.bin");
+  ck_assert_int_eq(ax_model_file_write(path, &CFG, p), AX_OK);
+  AxStageLayout s[2];
+  ax_stage_layout(&s[0], &CFG, 0, 2, 1, 0);
+  ax_stage_layout(&s[1], &CFG, 2, 3, 0, 1);
+  ck_assert(s[0].has[AX_P_WTE] && s[1].has[AX_P_WTE]); /* tied head: both ends hold wte */
+  ck_assert(!s[1].has[AX_P_WPE] && !s[0].has[AX_P_LNFW]);
+  float *a = malloc(s[0].total * 4), *b = malloc(s[1].total * 4);
+  ck_assert_int_eq(ax_model_file_read_stage(path, &CFG, &s[0], a), AX_OK);
+  ck_assert_int_eq(ax_model_file_read_stage(path, &CFG, &s[1], b), AX_OK);
+  /* stage 1 holds block 2 of qkvw: the elements after two blocks' worth */
+  size_t per = ax_param_per_layer(&CFG, AX_P_QKVW);
+  ck_assert_float_eq(b[s[1].offset[AX_P_QKVW]], p[s[1].file_offset[AX_P_QKVW]]);
+  ck_assert_uint_eq(s[1].file_offset[AX_P_QKVW] - s[0].file_offset[AX_P_QKVW], 2 * per);
+  const char *path2 = tu_path("m2.bin");
+  const float *pieces[2] = {a, b};
+  ck_assert_int_eq(ax_model_file_write_stages(path2, &CFG, s, pieces, 2), AX_OK);
+  size_t n1, n2;
+  void *d1 = read_bytes(path, &n1), *d2 = read_bytes(path2, &n2);
+  ck_assert_uint_eq(n1, n2);
+  ck_assert_mem_eq(d1, d2, n1);
+  free(d1), free(d2), free(a), free(b), free(p);
+}
+END_TEST
+
+START_TEST(model_file_damage_is_reported) {
+  float *p = whole_model();
+  const char *path = tu_path("m.bin");
+  ck_assert_int_eq(ax_model_file_write(path, &CFG, p), AX_OK);
+  size_t n;
+  unsigned char *raw = read_bytes(path, &n);
+  AxGptConfig got;
+  const char *bad = tu_path("bad.bin");
+  int32_t *h = (int32_t *)raw;
+  h[0] = 12345;
+  write_bytes(bad, raw, n);
+  expect_error(ax_model_file_read_config(bad, &got), "bad magic 12345");
+  h[0] = 20240326, h[1] = 5;
+  write_bytes(bad, raw, n);
+  expect_error(ax_model_file_read_config(bad, &got), "version 5 is not supported");
+  h[1] = 3;
+  write_bytes(bad, raw, n - 7); /* truncated */
+  expect_error(ax_model_file_read_config(bad, &got), "size mismatch");
+  write_bytes(bad, raw, 100); /* shorter than the header */
+  expect_error(ax_model_file_read_config(bad, &got), "truncated");
+  h[4] = 4; /* header claims more layers than the file holds */
+  write_bytes(bad, raw, n);
+  expect_error(ax_model_file_read_config(bad, &got), "size mismatch");
+  h[4] = 3, h[6] = 5; /* C not divisible by NH */
+  write_bytes(bad, raw, n);
+  expect_error(ax_model_file_read_config(bad, &got), "not divisible");
+  expect_error(ax_model_file_read_config(tu_path("absent.bin"), &got), "cannot open");
+  free(raw), free(p);
+}
+END_TEST
+
+START_TEST(shard_round_trip_and_damage) {
+  uint16_t tok[100];
+  for (int i = 0; i < 100; i++) tok[i] = (uint16_t)(i * 3);
+  const char *path = tu_path("s.bin");
+  ck_assert_int_eq(ax_shard_write(path, tok, 100), AX_OK);
+  size_t n;
+  int32_t *raw = read_bytes(path, &n);
+  ck_assert_uint_eq(n, 1024 + 200);
+  ck_assert_int_eq(raw[0], 20240520); ck_assert_int_eq(raw[1], 1); ck_assert_int_eq(raw[2], 100);
+  AxShard s;
+  ck_assert_int_eq(ax_shard_open(&s, path), AX_OK);
+  ck_assert_uint_eq(s.n, 100);
+  ck_assert_mem_eq(s.tokens, tok, sizeof tok);
+  ax_shard_close(&s);
+  const char *bad = tu_path("bad.bin");
+  raw[0] = 7;
+  write_bytes(bad, raw, n);
+  expect_error(ax_shard_open(&s, bad), "bad magic 7");
+  raw[0] = 20240520;
+  write_bytes(bad, raw, n - 2);
+  expect_error(ax_shard_open(&s, bad), "size mismatch");
+  write_bytes(bad, raw, 10);
+  expect_error(ax_shard_open(&s, bad), "truncated");
+  raw[1] = 2;
+  write_bytes(bad, raw, n);
+  expect_error(ax_shard_open(&s, bad), "version 2");
+  free(raw);
+}
+END_TEST
+
+static void make_shard(const char *name, int n, int base) {
+  uint16_t *tok = malloc((size_t)n * 2);
+  for (int i = 0; i < n; i++) tok[i] = (uint16_t)(base + i);
+  ck_assert_int_eq(ax_shard_write(tu_path(name), tok, (size_t)n), AX_OK);
+  free(tok);
+}
+
+START_TEST(loader_sequential_windows_wrap) {
+  make_shard("seq.bin", 25, 0); /* B*T = 2*3 = 6: windows start at 0, 6, 12, 18 */
+  AxLoader L;
+  ck_assert_int_eq(ax_loader_open(&L, tu_path("seq.bin"), 2, 3, 100, 0, 1), AX_OK);
+  ck_assert_uint_eq(ax_loader_windows(&L), 4);
+  int32_t in[6], tg[6];
+  for (int step = 0; step < 6; step++) {
+    ck_assert_int_eq(ax_loader_next(&L, 0, 2, in, tg), AX_OK);
+    int start = (step % 4) * 6; /* wraps after the last full window */
+    for (int i = 0; i < 6; i++) {
+      ck_assert_int_eq(in[i], start + i);
+      ck_assert_int_eq(tg[i], start + i + 1);
+    }
+  }
+  /* a data-parallel rank takes sequence 1 only */
+  ax_loader_set_position(&L, 1);
+  ck_assert_int_eq(ax_loader_next(&L, 1, 1, in, tg), AX_OK);
+  ck_assert_int_eq(in[0], 9); ck_assert_int_eq(tg[2], 12);
+  ax_loader_close(&L);
+}
+END_TEST
+
+START_TEST(loader_shuffle_visits_each_window_once) {
+  make_shard("shuf_a.bin", 61, 0);    /* 10 windows of 6 */
+  make_shard("shuf_b.bin", 31, 1000); /* 5 windows */
+  AxLoader L;
+  ck_assert_int_eq(ax_loader_open(&L, tu_path("shuf_?.bin"), 2, 3, 2000, 1, 42), AX_OK);
+  ck_assert_int_eq(L.n_shards, 2);
+  ck_assert_uint_eq(ax_loader_windows(&L), 15);
+  int32_t in[6], tg[6];
+  int seen[2][15] = {{0}}, order[2][15];
+  for (int epoch = 0; epoch < 2; epoch++)
+    for (int i = 0; i < 15; i++) {
+      ck_assert_int_eq(ax_loader_next(&L, 0, 2, in, tg), AX_OK);
+      int w = in[0] >= 1000 ? 10 + (in[0] - 1000) / 6 : in[0] / 6;
+      seen[epoch][w]++;
+      order[epoch][i] = w;
+    }
+  for (int e = 0; e < 2; e++)
+    for (int w = 0; w < 15; w++) ck_assert_int_eq(seen[e][w], 1);
+  ck_assert_msg(memcmp(order[0], order[1], sizeof order[0]) != 0, "epochs repeat one order");
+  int sequential = 1;
+  for (int i = 0; i < 15; i++) sequential &= order[0][i] == i;
+  ck_assert_msg(!sequential, "shuffle 1 gave the sequential order");
+  ax_loader_close(&L);
+}
+END_TEST
+
+START_TEST(loader_errors) {
+  make_shard("small.bin", 6, 0);
+  AxLoader L;
+  expect_error(ax_loader_open(&L, tu_path("small.bin"), 2, 3, 100, 0, 1), "fewer than one batch");
+  expect_error(ax_loader_open(&L, tu_path("nothing-*.bin"), 2, 3, 100, 0, 1), "no token shard");
+  make_shard("big.bin", 20, 250);
+  ck_assert_int_eq(ax_loader_open(&L, tu_path("big.bin"), 2, 3, 256, 0, 1), AX_OK);
+  int32_t in[6], tg[6];
+  expect_error(ax_loader_next(&L, 0, 2, in, tg), "outside the vocabulary");
+  ax_loader_close(&L);
+}
+END_TEST
+
+START_TEST(prep_splits_bytes) {
+  const char *txt = tu_path("in.txt");
+  char text[1000];
+  for (int i = 0; i < 1000; i++) text[i] = (char)('a' + i % 26);
+  write_bytes(txt, text, sizeof text);
+  char prefix[600];
+  snprintf(prefix, sizeof prefix, "%s", tu_path("out"));
+  char *argv[] = {"prep", "--input", (char *)txt, "--output", prefix, NULL};
+  ax_log_set_quiet(1);
+  ck_assert_int_eq(ax_cmd_prep(5, argv), 0);
+  char path[700];
+  AxShard s;
+  snprintf(path, sizeof path, "%s_train.bin", prefix);
+  ck_assert_int_eq(ax_shard_open(&s, path), AX_OK);
+  ck_assert_uint_eq(s.n, 900);
+  for (int i = 0; i < 900; i++) ck_assert_uint_eq(s.tokens[i], (unsigned char)text[i]);
+  ax_shard_close(&s);
+  snprintf(path, sizeof path, "%s_val.bin", prefix);
+  ck_assert_int_eq(ax_shard_open(&s, path), AX_OK);
+  ck_assert_uint_eq(s.n, 100);
+  ck_assert_uint_eq(s.tokens[0], (unsigned char)text[900]);
+  ax_shard_close(&s);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("formats");
+  TCase *tc = tu_tcase(s, "formats", 30);
+  tcase_add_test(tc, model_file_layout_follows_spec);
+  tcase_add_test(tc, model_file_stage_slices_round_trip);
+  tcase_add_test(tc, model_file_damage_is_reported);
+  tcase_add_test(tc, shard_round_trip_and_damage);
+  tcase_add_test(tc, loader_sequential_windows_wrap);
+  tcase_add_test(tc, loader_shuffle_visits_each_window_once);
+  tcase_add_test(tc, loader_errors);
+  tcase_add_test(tc, prep_splits_bytes);
+  return tu_run(s);
+}

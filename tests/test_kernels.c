@@ -1,0 +1,146 @@
+/* test_kernels.c — CPU kernels against plain references: fast exp/tanh against libm, the
+ * vectorized multithreaded AdamW against the scalar reference, causal softmax rows, GEMM
+ * transposes and batching, and kernels that must not depend on the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/layers.h"
+#include "offload/adamw.h"
+#include "src/threadpool.h"
+#include "src/vecmath.h"
+#include "testutil.h"
+
+START_TEST(exp_and_tanh_accuracy) {
+  double worst_exp = 0, worst_tanh = 0;
+  for (int i = -8700; i <= 8800; i++) {
+    float x = i * 0.01f;
+    double e = exp((double)x), te = fabs(ax_expf(x) - e) / e;
+    worst_exp = te > worst_exp ? te : worst_exp;
+  }
+  for (int i = -2000; i <= 2000; i++) {
+    float x = i * 0.005f;
+    double t = tanh((double)x), tt = fabs(ax_tanhf(x) - t);
+    worst_tanh = tt > worst_tanh ? tt : worst_tanh;
+  }
+  ck_assert_msg(worst_exp < 4e-7, "exp relative error %g", worst_exp);
+  ck_assert_msg(worst_tanh < 3e-7, "tanh absolute error %g", worst_tanh);
+#ifdef AX_HAVE_AVX2
+  float in[8] = {-3.1f, -0.7f, -0.01f, 0.0f, 0.3f, 0.62f, 0.63f, 9.0f}, out[8];
+  _mm256_storeu_ps(out, ax_tanh8(_mm256_loadu_ps(in)));
+  for (int i = 0; i < 8; i++) ck_assert_float_eq(out[i], ax_tanhf(in[i]));
+  _mm256_storeu_ps(out, ax_exp8(_mm256_loadu_ps(in)));
+  for (int i = 0; i < 8; i++) ck_assert_float_eq(out[i], ax_expf(in[i]));
+#endif
+}
+END_TEST
+
+START_TEST(adamw_matches_reference) {
+  size_t n = 1003; /* odd: vector body and scalar tail */
+  float *p = tu_random(n, 1.0f, 1), *g = tu_random(n, 0.1f, 2);
+  float *m = tu_random(n, 0.01f, 3), *v = tu_random(n, 0.01f, 4);
+  for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+  float *p2 = malloc(n * 4), *m2 = malloc(n * 4), *v2 = malloc(n * 4);
+  memcpy(p2, p, n * 4), memcpy(m2, m, n * 4), memcpy(v2, v, n * 4);
+  AxAdamWHyper h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                    .weight_decay = 0.1f, .step = 3, .grad_scale = 0.5f};
+  /* three segments: decay, no decay, decay; updated by 3 threads with range cuts */
+  AxParamSegment segs[3] = {{0, 400, 1}, {400, 203, 0}, {603, 400, 1}};
+  AxPool *pool = ax_pool_create(3, NULL, NULL);
+  ax_adamw_update(pool, p, g, m, v, 0, n, segs, 3, &h);
+  for (int s = 0; s < 3; s++) {
+    size_t o = segs[s].offset;
+    ax_adamw_ref(p2 + o, g + o, m2 + o, v2 + o, segs[s].count, &h, segs[s].decay);
+  }
+  ck_assert_double_le(tu_max_rel(p, p2, n, 1e-7, 1e-5), 1.0);
+  ck_assert_double_le(tu_max_rel(m, m2, n, 1e-9, 1e-5), 1.0);
+  ck_assert_double_le(tu_max_rel(v, v2, n, 1e-10, 1e-5), 1.0);
+  /* decay off for the middle segment: with g = 0, m = v = 0 the parameter must not move */
+  float pz = 1.5f, gz = 0, mz = 0, vz = 0;
+  ax_adamw_range(&pz, &gz, &mz, &vz, 1, &h, 0);
+  ck_assert_float_eq(pz, 1.5f);
+  ax_adamw_range(&pz, &gz, &mz, &vz, 1, &h, 1);
+  ck_assert_float_eq_tol(pz, 1.5f * (1 - 1e-2f * 0.1f), 1e-7f);
+  ax_pool_destroy(pool);
+}
+END_TEST
+
+START_TEST(gemm_transposes_and_batches) {
+  AxBackend *be = tu_backend(1);
+  int M = 5, N = 4, K = 3, batch = 2;
+  float *a = tu_random((size_t)batch * M * K, 1.0f, 1), *b = tu_random((size_t)batch * K * N, 1.0f, 2);
+  for (int ta = 0; ta < 2; ta++)
+    for (int tb = 0; tb < 2; tb++) {
+      float *c = tu_random((size_t)batch * M * N, 1.0f, 3), *ref = malloc((size_t)batch * M * N * 4);
+      memcpy(ref, c, (size_t)batch * M * N * 4);
+      AxGemm g = {.trans_a = ta, .trans_b = tb, .m = M, .n = N, .k = K, .alpha = 0.5f,
+                  .beta = 2.0f, .lda = ta ? M : K, .ldb = tb ? K : N, .ldc = N, .batch = batch,
+                  .stride_a = (long long)M * K, .stride_b = (long long)K * N,
+                  .stride_c = (long long)M * N};
+      ax_gemm(be, &g, a, b, c);
+      for (int q = 0; q < batch; q++)
+        for (int i = 0; i < M; i++)
+          for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) {
+              float av = ta ? a[q * M * K + k * M + i] : a[q * M * K + i * K + k];
+              float bv = tb ? b[q * K * N + j * K + k] : b[q * K * N + k * N + j];
+              s += (double)av * bv;
+            }
+            ref[q * M * N + i * N + j] = (float)(0.5 * s + 2.0 * ref[q * M * N + i * N + j]);
+          }
+      ck_assert_double_le(tu_max_rel(c, ref, (size_t)batch * M * N, 1e-6, 1e-5), 1.0);
+      free(c), free(ref);
+    }
+  ax_backend_destroy(be);
+}
+END_TEST
+
+/* Reductions split by columns and row kernels split by rows: any thread count gives the same
+ * bits as one thread. */
+START_TEST(kernels_independent_of_thread_count) {
+  AxBackend *b1 = tu_backend(1), *b3 = tu_backend(3);
+  int N = 37, C = 29;
+  size_t nc = (size_t)N * C;
+  float *x = tu_random(nc, 2.0f, 1), *w = tu_random(C, 1.0f, 2), *bb = tu_random(C, 1.0f, 3);
+  float *d = tu_random(nc, 1.0f, 4);
+  float *o1 = tu_zeros(nc), *o3 = tu_zeros(nc), *m1 = tu_zeros(N), *r1 = tu_zeros(N);
+  float *m3 = tu_zeros(N), *r3 = tu_zeros(N);
+  b1->ops->layernorm_forward(b1, o1, m1, r1, x, w, bb, N, C);
+  b3->ops->layernorm_forward(b3, o3, m3, r3, x, w, bb, N, C);
+  ck_assert_mem_eq(o1, o3, nc * 4);
+  float *dx1 = tu_zeros(nc), *dx3 = tu_zeros(nc), *dw1 = tu_zeros(C), *dw3 = tu_zeros(C);
+  float *db1 = tu_zeros(C), *db3 = tu_zeros(C);
+  b1->ops->layernorm_backward(b1, dx1, dw1, db1, d, x, w, m1, r1, N, C);
+  b3->ops->layernorm_backward(b3, dx3, dw3, db3, d, x, w, m3, r3, N, C);
+  ck_assert_mem_eq(dx1, dx3, nc * 4);
+  ck_assert_mem_eq(dw1, dw3, (size_t)C * 4);
+  ck_assert_mem_eq(db1, db3, (size_t)C * 4);
+  float *s1 = tu_random((size_t)3 * 11 * 11, 3.0f, 5), *s3 = malloc((size_t)3 * 11 * 11 * 4);
+  memcpy(s3, s1, (size_t)3 * 11 * 11 * 4);
+  b1->ops->softmax_causal_forward(b1, s1, 3, 11);
+  b3->ops->softmax_causal_forward(b3, s3, 3, 11);
+  ck_assert_mem_eq(s1, s3, (size_t)3 * 11 * 11 * 4);
+  for (int r = 0; r < 3 * 11; r++) { /* each row is a distribution over columns 0..t */
+    double sum = 0;
+    for (int j = 0; j < 11; j++) sum += s1[r * 11 + j];
+    ck_assert_double_le(fabs(sum - 1.0), 1e-6);
+  }
+  ck_assert_double_eq(b1->ops->sumsq(b1, x, nc), b1->ops->sumsq(b1, x, nc));
+  double ss = 0;
+  for (size_t i = 0; i < nc; i++) ss += (double)x[i] * x[i];
+  ck_assert_double_le(fabs(b3->ops->sumsq(b3, x, nc) - ss), 1e-6 * ss);
+  ax_backend_destroy(b1);
+  ax_backend_destroy(b3);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("kernels");
+  TCase *tc = tu_tcase(s, "kernels", 60);
+  tcase_add_test(tc, exp_and_tanh_accuracy);
+  tcase_add_test(tc, adamw_matches_reference);
+  tcase_add_test(tc, gemm_transposes_and_batches);
+  tcase_add_test(tc, kernels_independent_of_thread_count);
+  return tu_run(s);
+}

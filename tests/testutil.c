@@ -1,0 +1,84 @@
+/* testutil.c — see testutil.h. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/error.h"
+#include "src/rng.h"
+
+AxBackend *tu_backend(int threads) {
+  AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = threads,
+                        .bind = 0, .local_size = 1};
+  AxBackend *be = ax_backend_create(&bc);
+  ck_assert_msg(be != NULL, "backend: %s", ax_error_message());
+  return be;
+}
+
+float *tu_random(size_t n, float scale, uint64_t seed) {
+  float *x = malloc(n * sizeof *x);
+  ck_assert_ptr_nonnull(x);
+  AxRng r;
+  ax_rng_seed(&r, seed);
+  for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * ax_rng_float(&r) - 1.0f);
+  return x;
+}
+
+float *tu_zeros(size_t n) {
+  float *x = calloc(n, sizeof *x);
+  ck_assert_ptr_nonnull(x);
+  return x;
+}
+
+static char g_dir[256];
+
+const char *tu_path(const char *name) {
+  char path[512];
+  if (!g_dir[0]) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/axonn-test-XXXXXX");
+    if (!mkdtemp(g_dir)) {
+      perror("mkdtemp");
+      abort();
+    }
+  }
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  return strdup(path); /* tests are short-lived: each path stays valid to the end */
+}
+
+void tu_cleanup(void) {
+  if (!g_dir[0]) return;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", g_dir);
+  g_dir[0] = 0;
+}
+
+double tu_max_rel(const float *a, const float *b, size_t n, double atol, double rtol) {
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)a[i] - (double)b[i]) / (atol + rtol * fabs((double)b[i]));
+    if (d > worst || d != d) worst = d != d ? 1e30 : d;
+  }
+  return worst;
+}
+
+int tu_run(Suite *s) {
+  tu_path(""); /* create the directory in the parent so forked tests share it */
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_FORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  tu_cleanup();
+  return failed == 0 ? 0 : 1;
+}
+
+TCase *tu_tcase(Suite *s, const char *name, double timeout) {
+  TCase *tc = tcase_create(name);
+  tcase_set_timeout(tc, timeout);
+  suite_add_tcase(s, tc);
+  return tc;
+}

@@ -1,0 +1,28 @@
+/* testutil.h — helpers shared by the Check suites: a CPU backend, seeded random tensors,
+ * temporary files, and running a suite with a timeout. */
+#ifndef AX_TESTUTIL_H
+#define AX_TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/backend.h"
+
+/* A CPU backend with `threads` threads (unbound); aborts the test on failure. */
+AxBackend *tu_backend(int threads);
+/* n floats uniform in [-scale, scale], from a fixed seed. */
+float *tu_random(size_t n, float scale, uint64_t seed);
+float *tu_zeros(size_t n);
+/* A fresh path under a per-process temporary directory (removed by tu_cleanup). */
+const char *tu_path(const char *name);
+void tu_cleanup(void);
+/* Max |a-b| / (atol + rtol*|b|) over n elements: <= 1 means within tolerance. */
+double tu_max_rel(const float *a, const float *b, size_t n, double atol, double rtol);
+/* Runs the suite (no fork, so failures in C code are reported with context); returns the
+ * process exit status. */
+int tu_run(Suite *s);
+/* Adds a test case with a timeout in seconds. */
+TCase *tu_tcase(Suite *s, const char *name, double timeout);
+
+#endif

@@ -24,6 +24,104 @@ typedef struct {
 
 static void run(AxPool *pool, AxPoolFn fn, Args *a) { ax_pool_run(pool, fn, a); }
 
+/* ---------------------------------------------------------------- row helpers (fixed-order AVX2) */
+
+static float row_max(const float *x, size_t n) {
+  float m = -INFINITY;
+  size_t i = 0;
+#ifdef AX_HAVE_AVX2
+  if (n >= 8) {
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
+    m = ax_hmax8(vm);
+  }
+#endif
+  for (; i < n; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+/* y[i] = exp(x[i] - shift); returns the sum (x and y may alias). */
+static float row_exp_sum(float *y, const float *x, size_t n, float shift) {
+  float sum = 0;
+  size_t i = 0;
+#ifdef AX_HAVE_AVX2
+  __m256 vs = _mm256_setzero_ps(), sh = _mm256_set1_ps(shift);
+  for (; i + 8 <= n; i += 8) {
+    __m256 e = ax_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh));
+    _mm256_storeu_ps(y + i, e);
+    vs = _mm256_add_ps(vs, e);
+  }
+  sum = ax_hsum8(vs);
+#endif
+  for (; i < n; i++) {
+    y[i] = ax_expf(x[i] - shift);
+    sum += y[i];
+  }
+  return sum;
+}
+
+static void row_scale(float *y, size_t n, float s) {
+  for (size_t i = 0; i < n; i++) y[i] *= s;
+}
+
+static float row_dot(const float *x, const float *y, size_t n) {
+  float sum = 0;
+  size_t i = 0;
+#ifdef AX_HAVE_AVX2
+  __m256 vs = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8)
+    vs = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), vs);
+  sum = ax_hsum8(vs);
+#endif
+  for (; i < n; i++) sum += x[i] * y[i];
+  return sum;
+}
+
+static float row_sum(const float *x, size_t n) {
+  float sum = 0;
+  size_t i = 0;
+#ifdef AX_HAVE_AVX2
+  __m256 vs = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) vs = _mm256_add_ps(vs, _mm256_loadu_ps(x + i));
+  sum = ax_hsum8(vs);
+#endif
+  for (; i < n; i++) sum += x[i];
+  return sum;
+}
+
+/* sum of w[i] * d[i] * (x[i] - m) */
+static float row_dot3_centered(const float *w, const float *d, const float *x, float m,
+                               size_t n) {
+  float sum = 0;
+  size_t i = 0;
+#ifdef AX_HAVE_AVX2
+  __m256 vs = _mm256_setzero_ps(), vm = _mm256_set1_ps(m);
+  for (; i + 8 <= n; i += 8) {
+    __m256 wd = _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(d + i));
+    vs = _mm256_fmadd_ps(wd, _mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vs);
+  }
+  sum = ax_hsum8(vs);
+#endif
+  for (; i < n; i++) sum += w[i] * d[i] * (x[i] - m);
+  return sum;
+}
+
+/* sum of (x[i] - m)^2 */
+static float row_centered_sumsq(const float *x, size_t n, float m) {
+  float sum = 0;
+  size_t i = 0;
+#ifdef AX_HAVE_AVX2
+  __m256 vs = _mm256_setzero_ps(), vm = _mm256_set1_ps(m);
+  for (; i + 8 <= n; i += 8) {
+    __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+    vs = _mm256_fmadd_ps(d, d, vs);
+  }
+  sum = ax_hsum8(vs);
+#endif
+  for (; i < n; i++) sum += (x[i] - m) * (x[i] - m);
+  return sum;
+}
+
 /* ---------------------------------------------------------------- embedding */
 
 static void encoder_fwd_task(void *ctx, int tid, int nt) {
@@ -74,11 +172,8 @@ static void layernorm_fwd_task(void *ctx, int tid, int nt) {
   ax_split((size_t)a->N, tid, nt, &lo, &hi);
   for (size_t i = lo; i < hi; i++) {
     const float *x = a->inp + i * C;
-    float sum = 0, sq = 0;
-    for (size_t c = 0; c < C; c++) sum += x[c];
-    float m = sum / (float)C;
-    for (size_t c = 0; c < C; c++) sq += (x[c] - m) * (x[c] - m);
-    float r = 1.0f / sqrtf(sq / (float)C + 1e-5f);
+    float m = row_sum(x, C) / (float)C;
+    float r = 1.0f / sqrtf(row_centered_sumsq(x, C, m) / (float)C + 1e-5f);
     float *o = a->out + i * C;
     for (size_t c = 0; c < C; c++) o[c] = (x[c] - m) * r * a->w[c] + a->b[c];
     a->mean[i] = m;
@@ -98,14 +193,10 @@ static void layernorm_bwd_rows_task(void *ctx, int tid, int nt) {
   ax_split((size_t)a->N, tid, nt, &lo, &hi);
   for (size_t i = lo; i < hi; i++) {
     const float *x = a->inp + i * C, *d = a->dout + i * C;
-    float m = a->mean[i], r = a->rstd[i], dnorm_mean = 0, dnorm_norm_mean = 0;
-    for (size_t c = 0; c < C; c++) {
-      float dnorm = a->w[c] * d[c];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * (x[c] - m) * r;
-    }
-    dnorm_mean /= (float)C;
-    dnorm_norm_mean /= (float)C;
+    float m = a->mean[i], r = a->rstd[i];
+    /* with dnorm = w * dout: the means of dnorm and of dnorm * norm */
+    float dnorm_mean = row_dot(a->w, d, C) / (float)C;
+    float dnorm_norm_mean = row_dot3_centered(a->w, d, x, m, C) * r / (float)C;
     float *di = a->dinp + i * C;
     for (size_t c = 0; c < C; c++) {
       float norm = (x[c] - m) * r;
@@ -244,59 +335,6 @@ void ax_cpu_gelu_backward(AxPool *pool, float *dinp, const float *inp, const flo
                           size_t n) {
   Args a = {.dinp = dinp, .inp = inp, .dout = dout, .n = n};
   run(pool, gelu_bwd_task, &a);
-}
-
-/* ---------------------------------------------------------------- softmax helpers */
-
-static float row_max(const float *x, size_t n) {
-  float m = -INFINITY;
-  size_t i = 0;
-#ifdef AX_HAVE_AVX2
-  if (n >= 8) {
-    __m256 vm = _mm256_set1_ps(-INFINITY);
-    for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
-    m = ax_hmax8(vm);
-  }
-#endif
-  for (; i < n; i++) m = x[i] > m ? x[i] : m;
-  return m;
-}
-
-/* y[i] = exp(x[i] - shift); returns the sum (x and y may alias). */
-static float row_exp_sum(float *y, const float *x, size_t n, float shift) {
-  float sum = 0;
-  size_t i = 0;
-#ifdef AX_HAVE_AVX2
-  __m256 vs = _mm256_setzero_ps(), sh = _mm256_set1_ps(shift);
-  for (; i + 8 <= n; i += 8) {
-    __m256 e = ax_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh));
-    _mm256_storeu_ps(y + i, e);
-    vs = _mm256_add_ps(vs, e);
-  }
-  sum = ax_hsum8(vs);
-#endif
-  for (; i < n; i++) {
-    y[i] = ax_expf(x[i] - shift);
-    sum += y[i];
-  }
-  return sum;
-}
-
-static void row_scale(float *y, size_t n, float s) {
-  for (size_t i = 0; i < n; i++) y[i] *= s;
-}
-
-static float row_dot(const float *x, const float *y, size_t n) {
-  float sum = 0;
-  size_t i = 0;
-#ifdef AX_HAVE_AVX2
-  __m256 vs = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8)
-    vs = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), vs);
-  sum = ax_hsum8(vs);
-#endif
-  for (; i < n; i++) sum += x[i] * y[i];
-  return sum;
 }
 
 /* ---------------------------------------------------------------- causal softmax */

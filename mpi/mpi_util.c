@@ -1,0 +1,58 @@
+/* mpi_util.c — checked MPI calls and (polite) waiting; see mpi_util.h. */
+#include "mpi_util.h"
+
+#include <sched.h>
+
+static int g_polite;
+
+void ax_mpi_set_polite(int polite) { g_polite = polite; }
+int ax_mpi_polite(void) { return g_polite; }
+
+int ax_mpi_fail_at(int code, const char *call, const char *file, int line) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS) len = 0;
+  msg[len] = 0;
+  return ax_fail_at(file, line, "MPI call failed: %s: %s", call, len ? msg : "unknown error");
+}
+
+void ax_mpi_relax(void) {
+  if (g_polite) {
+    sched_yield();
+  } else {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+int ax_mpi_wait(MPI_Request *req, MPI_Status *status) {
+  if (!g_polite) {
+    AX_MPI(MPI_Wait(req, status ? status : MPI_STATUS_IGNORE));
+    return AX_OK;
+  }
+  for (;;) {
+    int done = 0;
+    AX_MPI(MPI_Test(req, &done, status ? status : MPI_STATUS_IGNORE));
+    if (done) return AX_OK;
+    ax_mpi_relax();
+  }
+}
+
+int ax_mpi_waitall(int n, MPI_Request *reqs) {
+  for (int i = 0; i < n; i++) AX_TRY(ax_mpi_wait(&reqs[i], NULL));
+  return AX_OK;
+}
+
+int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
+  if (!g_polite) {
+    AX_MPI(MPI_Waitany(n, reqs, index, status ? status : MPI_STATUS_IGNORE));
+    return AX_OK;
+  }
+  for (;;) {
+    int done = 0;
+    AX_MPI(MPI_Testany(n, reqs, index, &done, status ? status : MPI_STATUS_IGNORE));
+    if (done) return AX_OK; /* also when every request is null: index = MPI_UNDEFINED */
+    ax_mpi_relax();
+  }
+}

@@ -1,0 +1,30 @@
+/* mpi_util.h — checked MPI calls and waiting. AX_MPI(call) turns an MPI failure into a
+ * recorded error with the MPI error string, file, line and rank. Waiting goes through
+ * ax_mpi_wait*/ax_mpi_waitany, which poll with MPI_Test and, when this node runs more ranks
+ * than cores ("polite" mode), yield the core between polls so oversubscribed runs progress. */
+#ifndef AX_MPI_UTIL_H
+#define AX_MPI_UTIL_H
+
+#include <mpi.h>
+
+#include "src/error.h"
+
+int ax_mpi_fail_at(int code, const char *call, const char *file, int line);
+#define AX_MPI(call)                                                                             \
+  do {                                                                                           \
+    int ax_mpi_rc_ = (call);                                                                     \
+    if (ax_mpi_rc_ != MPI_SUCCESS) return ax_mpi_fail_at(ax_mpi_rc_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+/* Polite waiting: yield the core between polls. Set once at start-up (oversubscription). */
+void ax_mpi_set_polite(int polite);
+int ax_mpi_polite(void);
+
+int ax_mpi_wait(MPI_Request *req, MPI_Status *status);
+int ax_mpi_waitall(int n, MPI_Request *reqs);
+/* Waits until one of reqs completes; *index gets it (MPI_UNDEFINED if all are null). */
+int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status);
+/* One polling pause: a yield in polite mode, a CPU pause otherwise. */
+void ax_mpi_relax(void);
+
+#endif

@@ -1,6 +1,6 @@
 /* mpi_util.h — checked MPI calls and waiting. AX_MPI(call) turns an MPI failure into a
  * recorded error with the MPI error string, file, line and rank. Waiting goes through
- * ax_mpi_wait*/ax_mpi_waitany, which poll with MPI_Test and, when this node runs more ranks
+ * ax_mpi_wait, ax_mpi_waitall and ax_mpi_waitany, which poll with MPI_Test and, when this node runs more ranks
  * than cores ("polite" mode), yield the core between polls so oversubscribed runs progress. */
 #ifndef AX_MPI_UTIL_H
 #define AX_MPI_UTIL_H

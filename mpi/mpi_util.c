@@ -2,6 +2,8 @@
 #include "mpi_util.h"
 
 #include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 static int g_polite;
 
@@ -55,4 +57,28 @@ int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
     if (done) return AX_OK; /* also when every request is null: index = MPI_UNDEFINED */
     ax_mpi_relax();
   }
+}
+
+int ax_mpi_node_ranks(MPI_Comm comm, int *local_rank, int *local_size) {
+  MPI_Comm node;
+  AX_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int rc = MPI_Comm_rank(node, local_rank);
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, local_size);
+  MPI_Comm_free(&node);
+  if (rc != MPI_SUCCESS) return ax_mpi_fail_at(rc, "MPI_Comm_rank/size(node)", __FILE__, __LINE__);
+  return AX_OK;
+}
+
+int ax_mpi_auto_polite(MPI_Comm comm) {
+  int local_rank = 0, local_size = 1;
+  if (ax_mpi_node_ranks(comm, &local_rank, &local_size) != AX_OK) {
+    ax_error_clear();
+    local_size = 1;
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int polite = cores > 0 && local_size > cores;
+  const char *env = getenv("AXONN_POLITE_WAIT");
+  if (env && (*env == '0' || *env == '1')) polite = *env == '1';
+  ax_mpi_set_polite(polite);
+  return polite;
 }

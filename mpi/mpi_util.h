@@ -16,6 +16,12 @@ int ax_mpi_fail_at(int code, const char *call, const char *file, int line);
     if (ax_mpi_rc_ != MPI_SUCCESS) return ax_mpi_fail_at(ax_mpi_rc_, #call, __FILE__, __LINE__); \
   } while (0)
 
+/* This rank's index among the ranks on its node, and their number (MPI_COMM_TYPE_SHARED). */
+int ax_mpi_node_ranks(MPI_Comm comm, int *local_rank, int *local_size);
+/* Turns polite waiting on when the ranks of this node outnumber its online cores, or when
+ * AXONN_POLITE_WAIT=1 (=0 forces it off). Returns the mode chosen. Collective over comm. */
+int ax_mpi_auto_polite(MPI_Comm comm);
+
 /* Polite waiting: yield the core between polls. Set once at start-up (oversubscription). */
 void ax_mpi_set_polite(int polite);
 int ax_mpi_polite(void);

@@ -20,6 +20,16 @@ void ax_log(const char *fmt, ...) {
   fflush(stdout);
 }
 
+void ax_log_result(const char *fmt, ...) {
+  if (!is_root()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stdout, fmt, ap);
+  va_end(ap);
+  fputc('\n', stdout);
+  fflush(stdout);
+}
+
 void ax_log_all(const char *fmt, ...) {
   if (g_quiet) return;
   char line[2048];

@@ -7,6 +7,8 @@
 
 /* Rank 0 (or a run without MPI) prints to stdout; other ranks print nothing. */
 void ax_log(const char *fmt, ...) AX_PRINTF(1, 2);
+/* Like ax_log, but printed even under --quiet (final results). */
+void ax_log_result(const char *fmt, ...) AX_PRINTF(1, 2);
 /* Every rank prints, prefixed with "[rank r] ". */
 void ax_log_all(const char *fmt, ...) AX_PRINTF(1, 2);
 /* Rank 0 prints "axonn: warning: ..." to stderr. */

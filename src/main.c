@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < N_COMMANDS; i++)
     if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "axonn: error: unknown command '%s'\n\n", argv[1]);
-  usage(stderr);
+  fprintf(stderr, "axonn: error: unknown command '%s' (commands: train, prep, sample, bench, "
+                  "version; see axonn --help)\n", argv[1]);
   return 2;
 }

@@ -24,7 +24,7 @@ static int run(AxTrainer *t, const AxTrainConfig *cfg) {
   AX_TRY(rc);
   if (m.n) {
     double sec = m.sum_ms / m.n / 1e3;
-    ax_log("done: %d steps, final loss %.6f, mean step %.2f ms (%.0f tok/s, %.4f TFLOP/s)", m.n,
+    ax_log_result("done: %d steps, final loss %.6f, mean step %.2f ms (%.0f tok/s, %.4f TFLOP/s)", m.n,
            m.last_loss, sec * 1e3, m.tokens_per_step / sec, m.flops_per_step / sec / 1e12);
   }
   return cfg->save ? ax_trainer_save(t, cfg->save) : AX_OK;

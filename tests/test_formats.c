@@ -21,7 +21,7 @@ static const AxGptConfig CFG = {.max_seq = 8, .vocab = 10, .padded_vocab = 16, .
 static float *whole_model(void) {
   AxStageLayout all;
   ax_stage_layout(&all, &CFG, 0, CFG.layers, 1, 1);
-  float *p = malloc(all.total * sizeof *p);
+  float *p = tu_alloc(all.total * sizeof *p);
   for (size_t i = 0; i < all.total; i++) p[i] = (float)i * 0.5f; /* position-coded values */
   return p;
 }
@@ -39,7 +39,7 @@ static void *read_bytes(const char *path, size_t *n) {
   fseek(f, 0, SEEK_END);
   *n = (size_t)ftell(f);
   fseek(f, 0, SEEK_SET);
-  void *d = malloc(*n);
+  void *d = tu_alloc(*n);
   ck_assert_uint_eq(fread(d, 1, *n, f), *n);
   fclose(f);
   return d;
@@ -73,8 +73,6 @@ START_TEST(model_file_layout_follows_spec) {
   AxGptConfig got;
   ck_assert_int_eq(ax_model_file_read_config(path, &got), AX_OK);
   ck_assert_mem_eq(&got, &CFG, sizeof got);
-  free(raw);
-  free(p);
 }
 END_TEST
 
@@ -88,7 +86,7 @@ START_TEST(model_file_stage_slices_round_trip) {
   ax_stage_layout(&s[1], &CFG, 2, 3, 0, 1);
   ck_assert(s[0].has[AX_P_WTE] && s[1].has[AX_P_WTE]); /* tied head: both ends hold wte */
   ck_assert(!s[1].has[AX_P_WPE] && !s[0].has[AX_P_LNFW]);
-  float *a = malloc(s[0].total * 4), *b = malloc(s[1].total * 4);
+  float *a = tu_alloc(s[0].total * 4), *b = tu_alloc(s[1].total * 4);
   ck_assert_int_eq(ax_model_file_read_stage(path, &CFG, &s[0], a), AX_OK);
   ck_assert_int_eq(ax_model_file_read_stage(path, &CFG, &s[1], b), AX_OK);
   /* stage 1 holds block 2 of qkvw: the elements after two blocks' worth */
@@ -102,7 +100,6 @@ START_TEST(model_file_stage_slices_round_trip) {
   void *d1 = read_bytes(path, &n1), *d2 = read_bytes(path2, &n2);
   ck_assert_uint_eq(n1, n2);
   ck_assert_mem_eq(d1, d2, n1);
-  free(d1), free(d2), free(a), free(b), free(p);
 }
 END_TEST
 
@@ -133,7 +130,6 @@ START_TEST(model_file_damage_is_reported) {
   write_bytes(bad, raw, n);
   expect_error(ax_model_file_read_config(bad, &got), "not divisible");
   expect_error(ax_model_file_read_config(tu_path("absent.bin"), &got), "cannot open");
-  free(raw), free(p);
 }
 END_TEST
 
@@ -163,15 +159,13 @@ START_TEST(shard_round_trip_and_damage) {
   raw[1] = 2;
   write_bytes(bad, raw, n);
   expect_error(ax_shard_open(&s, bad), "version 2");
-  free(raw);
 }
 END_TEST
 
 static void make_shard(const char *name, int n, int base) {
-  uint16_t *tok = malloc((size_t)n * 2);
+  uint16_t *tok = tu_alloc((size_t)n * 2);
   for (int i = 0; i < n; i++) tok[i] = (uint16_t)(base + i);
   ck_assert_int_eq(ax_shard_write(tu_path(name), tok, (size_t)n), AX_OK);
-  free(tok);
 }
 
 START_TEST(loader_sequential_windows_wrap) {

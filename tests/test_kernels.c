@@ -40,7 +40,7 @@ START_TEST(adamw_matches_reference) {
   float *p = tu_random(n, 1.0f, 1), *g = tu_random(n, 0.1f, 2);
   float *m = tu_random(n, 0.01f, 3), *v = tu_random(n, 0.01f, 4);
   for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
-  float *p2 = malloc(n * 4), *m2 = malloc(n * 4), *v2 = malloc(n * 4);
+  float *p2 = tu_alloc(n * 4), *m2 = tu_alloc(n * 4), *v2 = tu_alloc(n * 4);
   memcpy(p2, p, n * 4), memcpy(m2, m, n * 4), memcpy(v2, v, n * 4);
   AxAdamWHyper h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                     .weight_decay = 0.1f, .step = 3, .grad_scale = 0.5f};
@@ -71,7 +71,7 @@ START_TEST(gemm_transposes_and_batches) {
   float *a = tu_random((size_t)batch * M * K, 1.0f, 1), *b = tu_random((size_t)batch * K * N, 1.0f, 2);
   for (int ta = 0; ta < 2; ta++)
     for (int tb = 0; tb < 2; tb++) {
-      float *c = tu_random((size_t)batch * M * N, 1.0f, 3), *ref = malloc((size_t)batch * M * N * 4);
+      float *c = tu_random((size_t)batch * M * N, 1.0f, 3), *ref = tu_alloc((size_t)batch * M * N * 4);
       memcpy(ref, c, (size_t)batch * M * N * 4);
       AxGemm g = {.trans_a = ta, .trans_b = tb, .m = M, .n = N, .k = K, .alpha = 0.5f,
                   .beta = 2.0f, .lda = ta ? M : K, .ldb = tb ? K : N, .ldc = N, .batch = batch,
@@ -90,7 +90,7 @@ START_TEST(gemm_transposes_and_batches) {
             ref[q * M * N + i * N + j] = (float)(0.5 * s + 2.0 * ref[q * M * N + i * N + j]);
           }
       ck_assert_double_le(tu_max_rel(c, ref, (size_t)batch * M * N, 1e-6, 1e-5), 1.0);
-      free(c), free(ref);
+      
     }
   ax_backend_destroy(be);
 }
@@ -116,7 +116,7 @@ START_TEST(kernels_independent_of_thread_count) {
   ck_assert_mem_eq(dx1, dx3, nc * 4);
   ck_assert_mem_eq(dw1, dw3, (size_t)C * 4);
   ck_assert_mem_eq(db1, db3, (size_t)C * 4);
-  float *s1 = tu_random((size_t)3 * 11 * 11, 3.0f, 5), *s3 = malloc((size_t)3 * 11 * 11 * 4);
+  float *s1 = tu_random((size_t)3 * 11 * 11, 3.0f, 5), *s3 = tu_alloc((size_t)3 * 11 * 11 * 4);
   memcpy(s3, s1, (size_t)3 * 11 * 11 * 4);
   b1->ops->softmax_causal_forward(b1, s1, 3, 11);
   b3->ops->softmax_causal_forward(b3, s3, 3, 11);

@@ -114,7 +114,7 @@ START_TEST(linear_backward) {
   c.res = tu_random((size_t)c.N * c.OC, 1.0f, 4);
   c.R = tu_random((size_t)c.N * c.OC, 1.0f, 5);
   c.out = tu_zeros((size_t)c.N * c.OC);
-  float *dx = tu_random((size_t)c.N * c.C, 1.0f, 6), *dx0 = malloc((size_t)c.N * c.C * 4);
+  float *dx = tu_random((size_t)c.N * c.C, 1.0f, 6), *dx0 = tu_alloc((size_t)c.N * c.C * 4);
   memcpy(dx0, dx, (size_t)c.N * c.C * 4);
   float *dw = tu_zeros((size_t)c.OC * c.C), *db = tu_zeros(c.OC);
   /* accumulate = 1: dx must be added to what was there */
@@ -179,7 +179,7 @@ static double att_loss(void *p) {
 /* Plain scalar causal attention, the textbook way. */
 static void attention_reference(float *out, const float *qkv, int B, int T, int C, int NH) {
   int hs = C / NH;
-  double *w = malloc((size_t)T * sizeof *w);
+  double *w = tu_alloc((size_t)T * sizeof *w);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < NH; h++)
       for (int t = 0; t < T; t++) {
@@ -200,7 +200,6 @@ static void attention_reference(float *out, const float *qkv, int B, int T, int 
           out[((size_t)b * T + t) * C + h * hs + i] = (float)acc;
         }
       }
-  free(w);
 }
 
 START_TEST(attention_forward_reference) {
@@ -258,7 +257,7 @@ START_TEST(crossentropy_backward) {
   CeCtx c = {.be = tu_backend(1), .N = 4, .V = 19, .ldv = 24};
   c.logits = tu_random((size_t)c.N * c.ldv, 3.0f, 1);
   c.losses = tu_zeros(c.N);
-  c.targets = malloc((size_t)c.N * sizeof *c.targets);
+  c.targets = tu_alloc((size_t)c.N * sizeof *c.targets);
   for (int i = 0; i < c.N; i++) c.targets[i] = (i * 7) % c.V;
   double l0 = ce_loss(&c);
   /* against log-softmax computed in double */
@@ -272,7 +271,7 @@ START_TEST(crossentropy_backward) {
   }
   ck_assert_double_le(fabs(l0 - ref), 1e-5 * fabs(ref));
   /* dlogits in place, scaled by dloss = 1/N; padding columns untouched */
-  float *d = malloc((size_t)c.N * c.ldv * 4);
+  float *d = tu_alloc((size_t)c.N * c.ldv * 4);
   memcpy(d, c.logits, (size_t)c.N * c.ldv * 4);
   c.be->ops->crossentropy(c.be, c.losses, d, c.targets, c.N, c.V, c.ldv, 1.0f / c.N);
   for (int i = 0; i < c.N; i++)
@@ -303,7 +302,7 @@ static double emb_loss(void *p) {
 START_TEST(embedding_backward) {
   EmbCtx c = {.be = tu_backend(2), .B = 2, .T = 4, .C = 6};
   int V = 5;
-  c.tok = malloc(8 * sizeof *c.tok);
+  c.tok = tu_alloc(8 * sizeof *c.tok);
   int32_t toks[8] = {1, 3, 3, 0, 4, 1, 1, 2}; /* repeats: gradients must add up */
   memcpy(c.tok, toks, sizeof toks);
   c.wte = tu_random((size_t)V * c.C, 1.0f, 1);
@@ -350,8 +349,8 @@ static void check_model(int ac, int threads) {
   ax_rng_seed(&r, 5);
   for (size_t i = 0; i < lay->total; i++) params[i] += 0.3f * (ax_rng_float(&r) - 0.5f);
   int n = spec.B * spec.T;
-  c.in = malloc((size_t)n * sizeof *c.in);
-  c.tgt = malloc((size_t)n * sizeof *c.tgt);
+  c.in = tu_alloc((size_t)n * sizeof *c.in);
+  c.tgt = tu_alloc((size_t)n * sizeof *c.tgt);
   for (int i = 0; i < n; i++) {
     c.in[i] = (int32_t)ax_rng_below(&r, (uint64_t)cfg.vocab);
     c.tgt[i] = (int32_t)ax_rng_below(&r, (uint64_t)cfg.vocab);
@@ -360,7 +359,7 @@ static void check_model(int ac, int threads) {
   ck_assert_int_eq(ax_stage_zero_grads(c.st), AX_OK);
   ck_assert_int_eq(ax_stage_forward(c.st, 0, c.in, NULL), AX_OK);
   ck_assert_int_eq(ax_stage_loss_backward(c.st, 0, c.tgt, 1.0f / n, &loss), AX_OK);
-  float *g = malloc(lay->total * sizeof *g);
+  float *g = tu_alloc(lay->total * sizeof *g);
   memcpy(g, grads, lay->total * sizeof *g);
   for (int id = 0; id < AX_N_PARAMS; id++) {
     char what[64];
@@ -368,7 +367,6 @@ static void check_model(int ac, int threads) {
     check_grad(what, params + lay->offset[id], g + lay->offset[id], lay->count[id], model_loss,
                &c, 40);
   }
-  free(g);
   ax_stage_destroy(c.st);
   ax_backend_destroy(be);
 }

@@ -10,6 +10,24 @@
 #include "src/error.h"
 #include "src/rng.h"
 
+enum { TU_MAX_ALLOCS = 4096 };
+static void *g_allocs[TU_MAX_ALLOCS];
+static int g_n_allocs;
+
+void *tu_alloc(size_t bytes) {
+  void *p = calloc(1, bytes ? bytes : 1);
+  if (!p || g_n_allocs == TU_MAX_ALLOCS) {
+    fprintf(stderr, "tu_alloc: out of memory or too many allocations\n");
+    abort();
+  }
+  g_allocs[g_n_allocs++] = p;
+  return p;
+}
+
+void tu_free_all(void) {
+  while (g_n_allocs > 0) free(g_allocs[--g_n_allocs]);
+}
+
 AxBackend *tu_backend(int threads) {
   AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = threads,
                         .bind = 0, .local_size = 1};
@@ -19,8 +37,7 @@ AxBackend *tu_backend(int threads) {
 }
 
 float *tu_random(size_t n, float scale, uint64_t seed) {
-  float *x = malloc(n * sizeof *x);
-  ck_assert_ptr_nonnull(x);
+  float *x = tu_alloc(n * sizeof *x);
   AxRng r;
   ax_rng_seed(&r, seed);
   for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * ax_rng_float(&r) - 1.0f);
@@ -28,9 +45,7 @@ float *tu_random(size_t n, float scale, uint64_t seed) {
 }
 
 float *tu_zeros(size_t n) {
-  float *x = calloc(n, sizeof *x);
-  ck_assert_ptr_nonnull(x);
-  return x;
+  return tu_alloc(n * sizeof(float));
 }
 
 static char g_dir[256];
@@ -45,7 +60,7 @@ const char *tu_path(const char *name) {
     }
   }
   snprintf(path, sizeof path, "%s/%s", g_dir, name);
-  return strdup(path); /* tests are short-lived: each path stays valid to the end */
+  return strcpy(tu_alloc(strlen(path) + 1), path);
 }
 
 void tu_cleanup(void) {
@@ -79,6 +94,17 @@ int tu_run(Suite *s) {
 TCase *tu_tcase(Suite *s, const char *name, double timeout) {
   TCase *tc = tcase_create(name);
   tcase_set_timeout(tc, timeout);
+  tcase_add_checked_fixture(tc, NULL, tu_free_all);
   suite_add_tcase(s, tc);
   return tc;
+}
+
+int tu_run_nofork(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  tu_cleanup();
+  return failed == 0 ? 0 : 1;
 }

@@ -9,9 +9,13 @@
 
 #include "src/backend.h"
 
+/* Test scratch memory, freed after each test by the fixture tu_tcase installs (so leak
+ * checkers report only the library's own leaks). */
+void *tu_alloc(size_t bytes);
+void tu_free_all(void);
 /* A CPU backend with `threads` threads (unbound); aborts the test on failure. */
 AxBackend *tu_backend(int threads);
-/* n floats uniform in [-scale, scale], from a fixed seed. */
+/* n floats uniform in [-scale, scale], from a fixed seed (tu_alloc memory). */
 float *tu_random(size_t n, float scale, uint64_t seed);
 float *tu_zeros(size_t n);
 /* A fresh path under a per-process temporary directory (removed by tu_cleanup). */
@@ -22,6 +26,9 @@ double tu_max_rel(const float *a, const float *b, size_t n, double atol, double 
 /* Runs the suite (no fork, so failures in C code are reported with context); returns the
  * process exit status. */
 int tu_run(Suite *s);
+/* Runs the suite in this process (CK_NOFORK), as multi-rank MPI suites must: the caller does
+ * MPI_Init before and MPI_Finalize after. Returns the process exit status. */
+int tu_run_nofork(Suite *s);
 /* Adds a test case with a timeout in seconds. */
 TCase *tu_tcase(Suite *s, const char *name, double timeout);
 

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Command-line contract of bin/axonn: help, bad input (one clear line on stderr, non-zero exit,
+# no output files left behind), and the prep -> train -> save -> sample path on real files.
+set -u
+AXONN=${AXONN:-bin/axonn}
+TMP=$(mktemp -d /tmp/axonn-cli-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect_error "needle" args... : exit status 1, exactly one line on stderr containing needle
+expect_error() {
+  needle=$1; shift
+  "$AXONN" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
+  lines=$(wc -l <"$TMP/err")
+  if [ "$rc" -eq 0 ]; then fail "'$*' succeeded; expected an error with '$needle'"; return; fi
+  if [ "$lines" -ne 1 ]; then fail "'$*' printed $lines lines on stderr:"; cat "$TMP/err"; return; fi
+  grep -q -- "$needle" "$TMP/err" || { fail "'$*': stderr lacks '$needle':"; cat "$TMP/err"; }
+}
+
+"$AXONN" --help >/dev/null || fail "axonn --help"
+"$AXONN" train --help | grep -q -- "--micro-batch" || fail "train --help lacks --micro-batch"
+"$AXONN" >/dev/null 2>&1 && fail "axonn with no command must fail"
+expect_error "unknown command 'fly'" fly
+expect_error "unknown option --nope" train --nope 1
+expect_error "expects an integer" train --layers many
+expect_error "not divisible by --heads" train --hidden 100 --heads 3 --steps 1
+expect_error "not divisible by --micro-batch 3" train --batch 8 --micro-batch 3
+expect_error "cannot open" train --data "$TMP/missing.bin" --metrics "$TMP/m.csv" --save "$TMP/s.bin"
+[ -e "$TMP/m.csv" ] && fail "metrics file left behind after bad input"
+[ -e "$TMP/s.bin" ] && fail "model file left behind after bad input"
+printf 'garbage that is not a model file, long enough to hold a header? no.' >"$TMP/bad.bin"
+expect_error "truncated" train --init "$TMP/bad.bin"
+expect_error "needs --model" sample
+expect_error "needs --input FILE and --output PREFIX" prep --input x
+
+# a real round trip: text -> shards -> training -> model file -> sample
+i=0; : >"$TMP/text.txt"
+while [ $i -lt 300 ]; do echo "to be or not to be, that is the question $i" >>"$TMP/text.txt"; i=$((i + 1)); done
+"$AXONN" prep --input "$TMP/text.txt" --output "$TMP/t" >/dev/null || fail "prep"
+"$AXONN" train --data "$TMP/t_train.bin" --val-data "$TMP/t_val.bin" --layers 2 --hidden 32 \
+  --heads 2 --seq 32 --batch 4 --steps 20 --val-every 10 --metrics "$TMP/m.csv" \
+  --save "$TMP/model.bin" >"$TMP/train.log" || fail "train on prepared shards"
+head -1 "$TMP/m.csv" | grep -q '^step,loss,lr,batch_ms,tokens_per_s,tflops' || fail "metrics header"
+[ "$(wc -l <"$TMP/m.csv")" -eq 21 ] || fail "metrics rows: $(wc -l <"$TMP/m.csv")"
+grep -q "val  step 20" "$TMP/train.log" || fail "validation line at the last step"
+"$AXONN" sample --model "$TMP/model.bin" --prompt "to be" --tokens 40 >"$TMP/sample.txt" ||
+  fail "sample"
+head -c 5 "$TMP/sample.txt" | grep -q "to be" || fail "sample does not start with the prompt"
+expect_error "exceeds the model's maximum sequence length 32" train --init "$TMP/model.bin" --seq 64
+expect_error "conflicts with --init" train --init "$TMP/model.bin" --layers 3
+expect_error "outside the vocabulary" train --data "$TMP/t_train.bin" --vocab 50 --steps 1 \
+  --val-steps 0
+
+if [ $fails -ne 0 ]; then echo "cli_basic: $fails failure(s)"; exit 1; fi
+echo "cli_basic: all checks passed"

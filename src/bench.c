@@ -200,8 +200,11 @@ static int bench_train(const BenchConfig *c) {
 }
 
 int ax_cmd_bench(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "allreduce"))
+    return ax_cmd_bench_allreduce(argc - 1, argv + 1);
   if (argc < 2 || argv[1][0] == '-') {
-    fprintf(stderr, "Usage: axonn bench gemm|train [options] (axonn bench train --help)\n");
+    fprintf(stderr, "Usage: axonn bench gemm|train|allreduce [options] (axonn bench train "
+                    "--help)\n");
     return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
   }
   const char *what = argv[1];

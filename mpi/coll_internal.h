@@ -1,0 +1,104 @@
+/* coll_internal.h — inside the collectives (mpi/ only). A started operation is a schedule of
+ * exchange steps run by one engine (coll_engine.c): each step sends one range to one peer and
+ * receives one range from another, both cut into chunks, at most `window` chunks in flight per
+ * direction; a received chunk is copied in place, added into the result, or summed with a
+ * local addend. Chunks move in schedule order (step, chunk); a step either waits for the one
+ * before it to finish, or is chained to it chunk by chunk (ring: chunk k is forwarded as soon
+ * as it has arrived and been reduced, while later chunks are still on the wire).
+ * ring.c and rhd.c build schedules; coll_mpi.c wraps MPI_Iallreduce instead; coll_tag.c hands
+ * out the per-communicator tags. */
+#ifndef AX_COLL_INTERNAL_H
+#define AX_COLL_INTERNAL_H
+
+#include "collectives.h"
+#include "src/error.h"
+
+typedef enum {
+  AX_RECV_COPY, /* received straight into recv_buf */
+  AX_RECV_ADD,  /* received into a slot, then recv_buf += slot */
+  AX_RECV_SUM,  /* received into a slot, then recv_buf = slot + addend */
+} AxRecvMode;
+
+typedef struct {
+  int send_peer, recv_peer; /* MPI_PROC_NULL: no send / no receive in this step */
+  const char *send_buf;
+  size_t send_count;
+  char *recv_buf;
+  size_t recv_count;
+  const char *addend; /* AX_RECV_SUM only */
+  AxRecvMode mode;
+  /* recv_buf is also this step's send_buf: chunk k of the result is written only after
+   * chunk k has been sent (same chunking on both sides). */
+  int write_after_send;
+  /* 1: this step's send range is the previous step's receive range, and chunk k goes out as
+   * soon as the previous step has received (and reduced) chunk k. 0: the step starts when the
+   * previous one has finished. */
+  int chained;
+  /* >= 0: receiving chunk k writes where that earlier step sent its chunk k from, so the
+   * receive is posted only once that send has completed. */
+  int reuses_step;
+} AxCollStep;
+
+/* A position in the schedule: chunk k of step `step` (step == n_steps: past the end). */
+typedef struct {
+  int step;
+  size_t k;
+} AxCursor;
+
+struct AxColl {
+  MPI_Comm comm;
+  int rank, size, tag;
+  AxCommType type;
+  size_t esz;
+  MPI_Datatype dtype;
+  AxCommBytes *bytes;
+  /* the schedule */
+  AxCollStep *steps;
+  int n_steps, cap_steps;
+  size_t chunk; /* elements */
+  int window;
+  /* send_base[t] / recv_base[t]: index of step t's first chunk among all sent / received
+   * chunks in schedule order ([n_steps] = the totals) */
+  size_t *send_base, *recv_base;
+  AxCursor send_posted, send_done, recv_posted, recv_done;
+  MPI_Request *send_req, *recv_req; /* [window]; chunk number i uses entry i % window */
+  char *slots;                      /* window * slot_elems elements */
+  size_t slot_elems;
+  /* AX_ALLREDUCE_MPI */
+  MPI_Request mpi_req;
+  int uses_mpi;
+  AxCommBytes mpi_bytes; /* added to *bytes when mpi_req completes */
+  int finished, failed;
+};
+
+/* A new operation on comm with an empty schedule; takes the next tag of comm. */
+int ax_coll_create(AxColl **op, MPI_Comm comm, AxCommType type, AxCommBytes *bytes);
+int ax_coll_add_step(AxColl *op, const AxCollStep *step);
+/* Counts the schedule's chunks, allocates the windows and slots it needs and starts it. */
+int ax_coll_launch(AxColl *op);
+/* Puts the progress cursors at the start of the schedule (coll_progress.c). */
+void ax_coll_cursors_start(AxColl *op);
+/* A step that only sends / only receives / does both (not chained, no reuse). */
+AxCollStep ax_coll_step(int send_peer, const void *send_buf, size_t send_count, int recv_peer,
+                        void *recv_buf, size_t recv_count, AxRecvMode mode);
+
+/* The tag for the next operation on comm (per-communicator sequence, 1024..32767). */
+int ax_coll_next_tag(MPI_Comm comm, int *tag);
+
+/* Offset and length of block b when n elements are cut into `parts` near-equal blocks (the
+ * first n % parts blocks are one longer). */
+size_t ax_block_offset(size_t n, int parts, int b);
+size_t ax_block_count(size_t n, int parts, int b);
+
+/* Schedules. */
+int ax_ring_allreduce(AxColl *op, void *buf, size_t count);
+int ax_ring_reduce_scatter(AxColl *op, const void *send, void *recv, size_t recv_count);
+int ax_ring_allgather(AxColl *op, const void *send, void *recv, size_t send_count);
+/* Bytes rank `rank` of `size` sends and receives in a ring all-reduce of count elements. */
+void ax_ring_allreduce_bytes(size_t count, size_t esz, int rank, int size, AxCommBytes *out);
+int ax_rhd_allreduce(AxColl *op, void *buf, size_t count);
+/* AX_ALLREDUCE_MPI: MPI_Iallreduce (bf16 through a user-defined sum). */
+int ax_mpi_allreduce_start(AxColl *op, void *buf, size_t count);
+int ax_mpi_allreduce_test(AxColl *op, int *done);
+
+#endif

@@ -1,0 +1,59 @@
+/* coll_mpi.c — AX_ALLREDUCE_MPI: the library's MPI_Iallreduce behind the same start/test/wait
+ * interface. fp32 uses MPI_SUM; bf16 a user-defined commutative sum (fp32 add, round to
+ * nearest even) created on first use and freed when MPI finalizes. The bytes it moves are
+ * invisible to us, so it counts what the ring would have moved. */
+#include <limits.h>
+
+#include "coll_internal.h"
+#include "mpi_util.h"
+#include "reduce_local.h"
+
+static MPI_Op g_bf16_sum = MPI_OP_NULL;
+
+static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  ax_reduce_add_bf16(inout, in, (size_t)*len);
+}
+
+/* Delete callback of an attribute on MPI_COMM_SELF: runs at the start of MPI_Finalize. */
+static int free_bf16_sum(MPI_Comm comm, int keyval, void *value, void *extra) {
+  (void)comm, (void)keyval, (void)value, (void)extra;
+  if (g_bf16_sum != MPI_OP_NULL) MPI_Op_free(&g_bf16_sum);
+  return MPI_SUCCESS;
+}
+
+static int bf16_sum_op(MPI_Op *out) {
+  if (g_bf16_sum == MPI_OP_NULL) {
+    int keyval;
+    AX_MPI(MPI_Op_create(bf16_sum, 1, &g_bf16_sum));
+    AX_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_bf16_sum, &keyval, NULL));
+    AX_MPI(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL));
+  }
+  *out = g_bf16_sum;
+  return AX_OK;
+}
+
+int ax_mpi_allreduce_start(AxColl *op, void *buf, size_t count) {
+  if (count > INT_MAX)
+    return AX_FAIL("all-reduce (mpi): %zu elements exceed MPI's int count", count);
+  MPI_Op sum = MPI_SUM;
+  if (op->type == AX_COMM_BF16) AX_TRY(bf16_sum_op(&sum));
+  op->uses_mpi = 1;
+  ax_ring_allreduce_bytes(count, op->esz, op->rank, op->size, &op->mpi_bytes);
+  AX_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, op->dtype, sum, op->comm, &op->mpi_req));
+  return AX_OK;
+}
+
+int ax_mpi_allreduce_test(AxColl *op, int *done) {
+  int flag = 1;
+  if (!op->finished) AX_MPI(MPI_Test(&op->mpi_req, &flag, MPI_STATUS_IGNORE));
+  if (flag && !op->finished) {
+    op->finished = 1;
+    if (op->bytes) {
+      op->bytes->sent += op->mpi_bytes.sent;
+      op->bytes->received += op->mpi_bytes.received;
+    }
+  }
+  *done = op->finished;
+  return AX_OK;
+}

@@ -1,0 +1,140 @@
+/* coll_op.c — the life of a started collective: creation (tag, element type, tuning), the
+ * schedule's steps, launch (chunk counts, request windows, slots) and free; plus the
+ * chunk/window tuning. Progress is coll_progress.c's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_internal.h"
+#include "mpi_util.h"
+
+/* Measured with `axonn bench allreduce --chunk C --window W` (docs/benchmarks.md). */
+enum { DEFAULT_CHUNK_BYTES = 256 * 1024, DEFAULT_WINDOW = 4 };
+
+static size_t g_chunk_bytes = DEFAULT_CHUNK_BYTES;
+static int g_window = DEFAULT_WINDOW;
+
+void ax_coll_set_tuning(size_t chunk_bytes, int window) {
+  g_chunk_bytes = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
+  g_window = window > 0 ? window : DEFAULT_WINDOW;
+}
+
+void ax_coll_get_tuning(size_t *chunk_bytes, int *window) {
+  if (chunk_bytes) *chunk_bytes = g_chunk_bytes;
+  if (window) *window = g_window;
+}
+
+int ax_coll_create(AxColl **out, MPI_Comm comm, AxCommType type, AxCommBytes *bytes) {
+  *out = NULL;
+  if (type != AX_COMM_F32 && type != AX_COMM_BF16)
+    return AX_FAIL("collective: unknown element type %d", (int)type);
+  if (comm == MPI_COMM_NULL) return AX_FAIL("collective: MPI_COMM_NULL");
+  int rank, size, tag;
+  AX_MPI(MPI_Comm_rank(comm, &rank));
+  AX_MPI(MPI_Comm_size(comm, &size));
+  AX_TRY(ax_coll_next_tag(comm, &tag));
+  AxColl *op = ax_calloc(1, sizeof *op);
+  if (!op) return AX_ERR;
+  op->comm = comm;
+  op->rank = rank;
+  op->size = size;
+  op->tag = tag;
+  op->type = type;
+  op->esz = type == AX_COMM_F32 ? sizeof(float) : sizeof(uint16_t);
+  op->dtype = type == AX_COMM_F32 ? MPI_FLOAT : MPI_UINT16_T;
+  op->bytes = bytes;
+  op->chunk = g_chunk_bytes / op->esz ? g_chunk_bytes / op->esz : 1;
+  if (op->chunk > (size_t)1 << 30) op->chunk = (size_t)1 << 30; /* an int count per message */
+  op->window = g_window;
+  op->mpi_req = MPI_REQUEST_NULL;
+  *out = op;
+  return AX_OK;
+}
+
+int ax_coll_add_step(AxColl *op, const AxCollStep *step) {
+  if (op->n_steps == op->cap_steps) {
+    int cap = op->cap_steps ? 2 * op->cap_steps : 8;
+    AxCollStep *grown = realloc(op->steps, (size_t)cap * sizeof *grown);
+    if (!grown) return AX_FAIL("out of memory for a collective schedule of %d steps", cap);
+    op->steps = grown;
+    op->cap_steps = cap;
+  }
+  op->steps[op->n_steps++] = *step;
+  return AX_OK;
+}
+
+AxCollStep ax_coll_step(int send_peer, const void *send_buf, size_t send_count, int recv_peer,
+                        void *recv_buf, size_t recv_count, AxRecvMode mode) {
+  AxCollStep s = {.send_peer = send_peer, .send_buf = send_buf, .send_count = send_count,
+                  .recv_peer = recv_peer, .recv_buf = recv_buf, .recv_count = recv_count,
+                  .mode = mode, .reuses_step = -1};
+  return s;
+}
+
+static size_t n_chunks(size_t count, size_t chunk, int peer) {
+  return peer == MPI_PROC_NULL ? 0 : (count + chunk - 1) / chunk;
+}
+
+static MPI_Request *null_requests(int n) {
+  MPI_Request *r = ax_malloc((size_t)n * sizeof *r);
+  for (int i = 0; r && i < n; i++) r[i] = MPI_REQUEST_NULL;
+  return r;
+}
+
+/* Chunk counts of every step, and the slot size: the largest chunk received into a slot. */
+static int plan_chunks(AxColl *op) {
+  op->send_base = ax_malloc((size_t)(op->n_steps + 1) * sizeof *op->send_base);
+  op->recv_base = ax_malloc((size_t)(op->n_steps + 1) * sizeof *op->recv_base);
+  if (!op->send_base || !op->recv_base) return AX_ERR;
+  op->send_base[0] = op->recv_base[0] = 0;
+  for (int t = 0; t < op->n_steps; t++) {
+    const AxCollStep *s = &op->steps[t];
+    op->send_base[t + 1] = op->send_base[t] + n_chunks(s->send_count, op->chunk, s->send_peer);
+    op->recv_base[t + 1] = op->recv_base[t] + n_chunks(s->recv_count, op->chunk, s->recv_peer);
+    size_t need = s->recv_count < op->chunk ? s->recv_count : op->chunk;
+    if (s->recv_peer != MPI_PROC_NULL && s->mode != AX_RECV_COPY && need > op->slot_elems)
+      op->slot_elems = need;
+  }
+  return AX_OK;
+}
+
+int ax_coll_launch(AxColl *op) {
+  AX_TRY(plan_chunks(op));
+  op->send_req = null_requests(op->window);
+  op->recv_req = null_requests(op->window);
+  if (!op->send_req || !op->recv_req) return AX_ERR;
+  if (op->slot_elems) {
+    op->slots = ax_malloc((size_t)op->window * op->slot_elems * op->esz);
+    if (!op->slots) return AX_ERR;
+  }
+  ax_coll_cursors_start(op);
+  int done;
+  return ax_coll_test(op, &done);
+}
+
+/* Unfinished receives are cancelled and waited for (guaranteed to return once cancelled), so
+ * no message lands in freed slots; unfinished sends are released to complete on their own. */
+static void drop_requests(MPI_Request *reqs, int n, int is_recv) {
+  for (int i = 0; reqs && i < n; i++) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    if (is_recv) {
+      MPI_Cancel(&reqs[i]);
+      MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+    } else {
+      MPI_Request_free(&reqs[i]);
+    }
+  }
+}
+
+void ax_coll_free(AxColl *op) {
+  if (!op) return;
+  drop_requests(op->recv_req, op->window, 1);
+  drop_requests(op->send_req, op->window, 0);
+  if (op->mpi_req != MPI_REQUEST_NULL) MPI_Request_free(&op->mpi_req);
+  free(op->send_req);
+  free(op->recv_req);
+  free(op->slots);
+  free(op->send_base);
+  free(op->recv_base);
+  free(op->steps);
+  free(op);
+}

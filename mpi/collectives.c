@@ -1,0 +1,91 @@
+/* collectives.c — the public entry points of collectives.h: argument checks, algorithm names
+ * and the automatic choice, then the schedule (ring.c, rhd.c) or MPI_Iallreduce (coll_mpi.c),
+ * run by the engine (coll_engine.c). */
+#include <string.h>
+
+#include "coll_internal.h"
+#include "mpi_util.h"
+
+static const char *const ALGO_NAMES[] = {"auto", "mpi", "ring", "rhd"};
+
+const char *ax_allreduce_algo_name(AxAllreduceAlgo a) {
+  return a >= AX_ALLREDUCE_AUTO && a <= AX_ALLREDUCE_RHD ? ALGO_NAMES[a] : "?";
+}
+
+int ax_allreduce_algo_parse(const char *name, AxAllreduceAlgo *out) {
+  for (int a = AX_ALLREDUCE_AUTO; name && a <= AX_ALLREDUCE_RHD; a++)
+    if (!strcmp(name, ALGO_NAMES[a])) {
+      *out = (AxAllreduceAlgo)a;
+      return AX_OK;
+    }
+  return AX_FAIL("unknown all-reduce algorithm '%s' (auto, mpi, ring, rhd)", name ? name : "");
+}
+
+/* Thresholds from `axonn bench allreduce` on 2 and 4 ranks (docs/benchmarks.md, "All-reduce
+ * (issue 4)"): PLACEHOLDER until measured. */
+enum { RHD_MAX_BYTES = 64 * 1024 };
+
+static int is_power_of_two(int p) { return p > 0 && (p & (p - 1)) == 0; }
+
+AxAllreduceAlgo ax_allreduce_choose(size_t bytes, int group_size) {
+  if (bytes <= RHD_MAX_BYTES && is_power_of_two(group_size)) return AX_ALLREDUCE_RHD;
+  return AX_ALLREDUCE_RING;
+}
+
+/* Finishes a start: launch the schedule, or on failure free what was built. */
+static int launch_or_free(AxColl **op, int rc) {
+  if (rc == AX_OK && !(*op)->uses_mpi) rc = ax_coll_launch(*op);
+  if (rc != AX_OK) {
+    ax_coll_free(*op);
+    *op = NULL;
+  }
+  return rc;
+}
+
+int ax_allreduce_start(AxColl **op, MPI_Comm comm, void *buf, size_t count, AxCommType type,
+                       AxAllreduceAlgo algo, AxCommBytes *bytes) {
+  *op = NULL;
+  if (algo < AX_ALLREDUCE_AUTO || algo > AX_ALLREDUCE_RHD)
+    return AX_FAIL("all-reduce: unknown algorithm %d", (int)algo);
+  if (count && !buf) return AX_FAIL("all-reduce: no buffer for %zu elements", count);
+  AX_TRY(ax_coll_create(op, comm, type, bytes));
+  if (algo == AX_ALLREDUCE_AUTO) algo = ax_allreduce_choose(count * (*op)->esz, (*op)->size);
+  int rc = AX_OK;
+  if (algo == AX_ALLREDUCE_MPI)
+    rc = ax_mpi_allreduce_start(*op, buf, count);
+  else if (algo == AX_ALLREDUCE_RING)
+    rc = ax_ring_allreduce(*op, buf, count);
+  else
+    rc = ax_rhd_allreduce(*op, buf, count);
+  return launch_or_free(op, rc);
+}
+
+static int check_blocks(const char *what, const void *send, const void *recv, size_t count) {
+  if (count && (!send || !recv)) return AX_FAIL("%s: missing buffer for %zu elements", what, count);
+  return AX_OK;
+}
+
+int ax_reduce_scatter_start(AxColl **op, MPI_Comm comm, const void *send, void *recv,
+                            size_t recv_count, AxCommType type, AxCommBytes *bytes) {
+  *op = NULL;
+  AX_TRY(check_blocks("reduce-scatter", send, recv, recv_count));
+  AX_TRY(ax_coll_create(op, comm, type, bytes));
+  return launch_or_free(op, ax_ring_reduce_scatter(*op, send, recv, recv_count));
+}
+
+int ax_allgather_start(AxColl **op, MPI_Comm comm, const void *send, void *recv,
+                       size_t send_count, AxCommType type, AxCommBytes *bytes) {
+  *op = NULL;
+  AX_TRY(check_blocks("all-gather", send, recv, send_count));
+  AX_TRY(ax_coll_create(op, comm, type, bytes));
+  return launch_or_free(op, ax_ring_allgather(*op, send, recv, send_count));
+}
+
+int ax_allreduce(MPI_Comm comm, void *buf, size_t count, AxCommType type, AxAllreduceAlgo algo,
+                 AxCommBytes *bytes) {
+  AxColl *op = NULL;
+  AX_TRY(ax_allreduce_start(&op, comm, buf, count, type, algo, bytes));
+  int rc = ax_coll_wait(op);
+  ax_coll_free(op);
+  return rc;
+}

@@ -1,10 +1,11 @@
 /* coll_internal.h — inside the collectives (mpi/ only). A started operation is a schedule of
- * exchange steps run by one engine (coll_engine.c): each step sends one range to one peer and
+ * exchange steps run by one engine (coll_progress.c): each step sends one range to one peer and
  * receives one range from another, both cut into chunks, at most `window` chunks in flight per
  * direction; a received chunk is copied in place, added into the result, or summed with a
- * local addend. Chunks move in schedule order (step, chunk); a step either waits for the one
- * before it to finish, or is chained to it chunk by chunk (ring: chunk k is forwarded as soon
- * as it has arrived and been reduced, while later chunks are still on the wire).
+ * local addend. A step either waits for the one before it to finish, or is chained to it chunk
+ * by chunk (ring: chunk k is forwarded as soon as it has arrived and been reduced, while later
+ * chunks are still on the wire); chained steps run as a wavefront, each a fixed number of
+ * chunks behind the one before (coll_op.c fixes that order, the same on every rank).
  * ring.c and rhd.c build schedules; coll_mpi.c wraps MPI_Iallreduce instead; coll_tag.c hands
  * out the per-communicator tags. */
 #ifndef AX_COLL_INTERNAL_H
@@ -39,11 +40,13 @@ typedef struct {
   int reuses_step;
 } AxCollStep;
 
-/* A position in the schedule: chunk k of step `step` (step == n_steps: past the end). */
+/* One chunk of one step, and where it falls in the order chunks are posted in. */
 typedef struct {
+  int phase; /* a step that is not chained starts a new phase */
   int step;
+  size_t key; /* within a phase: k + (steps since the phase began) * lag */
   size_t k;
-} AxCursor;
+} AxChunk;
 
 struct AxColl {
   MPI_Comm comm;
@@ -57,10 +60,14 @@ struct AxColl {
   int n_steps, cap_steps;
   size_t chunk; /* elements */
   int window;
-  /* send_base[t] / recv_base[t]: index of step t's first chunk among all sent / received
-   * chunks in schedule order ([n_steps] = the totals) */
-  size_t *send_base, *recv_base;
-  AxCursor send_posted, send_done, recv_posted, recv_done;
+  size_t lag; /* chunks a chained step trails the step before it by */
+  /* every chunk sent / received, in the order they are posted (the same order on every rank,
+   * so a peer's i-th send to this rank is this rank's i-th receive from it) */
+  AxChunk *send_order, *recv_order;
+  size_t n_send, n_recv;
+  size_t send_posted, send_done, recv_posted, recv_done; /* positions in those orders */
+  /* per step: its chunk counts, and how many of them have completed */
+  size_t *send_chunks, *recv_chunks, *sent_in_step, *received_in_step;
   MPI_Request *send_req, *recv_req; /* [window]; chunk number i uses entry i % window */
   char *slots;                      /* window * slot_elems elements */
   size_t slot_elems;
@@ -76,8 +83,6 @@ int ax_coll_create(AxColl **op, MPI_Comm comm, AxCommType type, AxCommBytes *byt
 int ax_coll_add_step(AxColl *op, const AxCollStep *step);
 /* Counts the schedule's chunks, allocates the windows and slots it needs and starts it. */
 int ax_coll_launch(AxColl *op);
-/* Puts the progress cursors at the start of the schedule (coll_progress.c). */
-void ax_coll_cursors_start(AxColl *op);
 /* A step that only sends / only receives / does both (not chained, no reuse). */
 AxCollStep ax_coll_step(int send_peer, const void *send_buf, size_t send_count, int recv_peer,
                         void *recv_buf, size_t recv_count, AxRecvMode mode);

@@ -7,8 +7,13 @@
 #include "coll_internal.h"
 #include "mpi_util.h"
 
-/* Measured with `axonn bench allreduce --chunk C --window W` (docs/benchmarks.md). */
-enum { DEFAULT_CHUNK_BYTES = 256 * 1024, DEFAULT_WINDOW = 4 };
+/* Chosen with `axonn bench allreduce --chunk C --window W` on 2 ranks (docs/benchmarks.md):
+ * 2 MiB chunks, 2 in flight, did best from 4 MB to 256 MB (smaller chunks pay MPICH/UCX's
+ * per-message rendezvous cost, 64 KB-512 KB lost 10-25% at 64 MB); messages smaller than two
+ * chunks per segment are not cut at all, so small sizes do not depend on it. */
+enum { DEFAULT_CHUNK_BYTES = 2 * 1024 * 1024, DEFAULT_WINDOW = 2 };
+/* A chained step trails the one before it by this many windows of chunks. */
+enum { LAG_WINDOWS = 2 };
 
 static size_t g_chunk_bytes = DEFAULT_CHUNK_BYTES;
 static int g_window = DEFAULT_WINDOW;
@@ -45,6 +50,7 @@ int ax_coll_create(AxColl **out, MPI_Comm comm, AxCommType type, AxCommBytes *by
   op->chunk = g_chunk_bytes / op->esz ? g_chunk_bytes / op->esz : 1;
   if (op->chunk > (size_t)1 << 30) op->chunk = (size_t)1 << 30; /* an int count per message */
   op->window = g_window;
+  op->lag = (size_t)g_window * LAG_WINDOWS;
   op->mpi_req = MPI_REQUEST_NULL;
   *out = op;
   return AX_OK;
@@ -80,21 +86,53 @@ static MPI_Request *null_requests(int n) {
   return r;
 }
 
-/* Chunk counts of every step, and the slot size: the largest chunk received into a slot. */
+static int chunk_before(const void *pa, const void *pb) {
+  const AxChunk *a = pa, *b = pb;
+  if (a->phase != b->phase) return a->phase < b->phase ? -1 : 1;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return (a->step > b->step) - (a->step < b->step);
+}
+
+/* All chunks of one direction in posting order: phase by phase; within a chained phase as a
+ * wavefront, step t's chunk k next to step t+1's chunk k - lag. Every rank derives the same
+ * order from the same schedule, which keeps sender and receiver in step. */
+static int order_chunks(AxColl *op, const size_t *counts, AxChunk **out, size_t *n_out) {
+  size_t n = 0;
+  for (int t = 0; t < op->n_steps; t++) n += counts[t];
+  *out = ax_malloc((n ? n : 1) * sizeof **out);
+  if (!*out) return AX_ERR;
+  int phase = 0, first = 0;
+  size_t i = 0;
+  for (int t = 0; t < op->n_steps; t++) {
+    if (t > 0 && !op->steps[t].chained) phase++, first = t;
+    for (size_t k = 0; k < counts[t]; k++)
+      (*out)[i++] = (AxChunk){phase, t, k + (size_t)(t - first) * op->lag, k};
+  }
+  qsort(*out, n, sizeof **out, chunk_before);
+  *n_out = n;
+  return AX_OK;
+}
+
+/* Chunk counts and posting orders of every step, and the slot size: the largest chunk
+ * received into a slot. */
 static int plan_chunks(AxColl *op) {
-  op->send_base = ax_malloc((size_t)(op->n_steps + 1) * sizeof *op->send_base);
-  op->recv_base = ax_malloc((size_t)(op->n_steps + 1) * sizeof *op->recv_base);
-  if (!op->send_base || !op->recv_base) return AX_ERR;
-  op->send_base[0] = op->recv_base[0] = 0;
+  size_t steps = (size_t)(op->n_steps ? op->n_steps : 1);
+  op->send_chunks = ax_calloc(steps, sizeof(size_t));
+  op->recv_chunks = ax_calloc(steps, sizeof(size_t));
+  op->sent_in_step = ax_calloc(steps, sizeof(size_t));
+  op->received_in_step = ax_calloc(steps, sizeof(size_t));
+  if (!op->send_chunks || !op->recv_chunks || !op->sent_in_step || !op->received_in_step)
+    return AX_ERR;
   for (int t = 0; t < op->n_steps; t++) {
     const AxCollStep *s = &op->steps[t];
-    op->send_base[t + 1] = op->send_base[t] + n_chunks(s->send_count, op->chunk, s->send_peer);
-    op->recv_base[t + 1] = op->recv_base[t] + n_chunks(s->recv_count, op->chunk, s->recv_peer);
+    op->send_chunks[t] = n_chunks(s->send_count, op->chunk, s->send_peer);
+    op->recv_chunks[t] = n_chunks(s->recv_count, op->chunk, s->recv_peer);
     size_t need = s->recv_count < op->chunk ? s->recv_count : op->chunk;
     if (s->recv_peer != MPI_PROC_NULL && s->mode != AX_RECV_COPY && need > op->slot_elems)
       op->slot_elems = need;
   }
-  return AX_OK;
+  AX_TRY(order_chunks(op, op->send_chunks, &op->send_order, &op->n_send));
+  return order_chunks(op, op->recv_chunks, &op->recv_order, &op->n_recv);
 }
 
 int ax_coll_launch(AxColl *op) {
@@ -106,7 +144,6 @@ int ax_coll_launch(AxColl *op) {
     op->slots = ax_malloc((size_t)op->window * op->slot_elems * op->esz);
     if (!op->slots) return AX_ERR;
   }
-  ax_coll_cursors_start(op);
   int done;
   return ax_coll_test(op, &done);
 }
@@ -133,8 +170,12 @@ void ax_coll_free(AxColl *op) {
   free(op->send_req);
   free(op->recv_req);
   free(op->slots);
-  free(op->send_base);
-  free(op->recv_base);
+  free(op->send_order);
+  free(op->recv_order);
+  free(op->send_chunks);
+  free(op->recv_chunks);
+  free(op->sent_in_step);
+  free(op->received_in_step);
   free(op->steps);
   free(op);
 }

@@ -21,9 +21,21 @@ int ax_allreduce_algo_parse(const char *name, AxAllreduceAlgo *out) {
   return AX_FAIL("unknown all-reduce algorithm '%s' (auto, mpi, ring, rhd)", name ? name : "");
 }
 
-/* Thresholds from `axonn bench allreduce` on 2 and 4 ranks (docs/benchmarks.md, "All-reduce
- * (issue 4)"): PLACEHOLDER until measured. */
-enum { RHD_MAX_BYTES = 64 * 1024 };
+/* What auto runs, from `axonn bench allreduce` on 2, 3 and 4 ranks of the 2-core dev machine
+ * (docs/benchmarks.md, "All-reduce (issue 4)", 2026-11-22):
+ *  - MPI_Iallreduce never won a size: on 2 ranks it trails the better of ring/rhd everywhere
+ *    (1.15-1.4x from 32 KB to 16 MB, 2.2-2.3x from 32 MB up), on 3 and 4 ranks it ties at
+ *    best. So auto never picks it.
+ *  - 2 ranks: ring and rhd are the same two exchanges; they measure within noise of each other.
+ *  - 4 ranks (a power of two): rhd's 2·log2(p) steps beat or tie the ring's 2(p-1) up to
+ *    512 KB (1.0-3.8x); from 1 MB on they are within noise, and the ring is the one whose
+ *    steps overlap (chained), so it should pull ahead on larger groups. Threshold: rhd up to
+ *    1 MiB.
+ *  - 3 ranks (not a power of two): rhd pays two extra full-buffer transfers to fold the odd
+ *    rank in and loses to the ring by 1.2-1.5x from 8 MB on; below that both sit at the
+ *    scheduler's granularity (3 ranks on 2 cores). So non-powers of two use the ring.
+ * Groups of 5 or more ranks could not be measured here (2 cores); revisit on a cluster. */
+enum { RHD_MAX_BYTES = 1024 * 1024 };
 
 static int is_power_of_two(int p) { return p > 0 && (p & (p - 1)) == 0; }
 

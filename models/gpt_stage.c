@@ -272,7 +272,7 @@ static int check_slot(const AxGptStage *st, int slot) {
 }
 
 int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host,
-                     const void *input_dev) {
+                     const void *input_host) {
   AX_TRY(check_slot(st, slot));
   AxBackend *be = st->be;
   Slot *sl = &st->slots[slot];
@@ -284,7 +284,7 @@ int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host,
                              param_view(st, st->params, AX_P_WPE), st->dims.B, st->dims.T,
                              st->dims.C);
   } else {
-    AX_TRY(be->ops->copy(be, sl->input, input_dev, N * st->dims.C * be->esz, AX_COPY_D2D,
+    AX_TRY(be->ops->copy(be, sl->input, input_host, N * st->dims.C * be->esz, AX_COPY_H2D,
                          AX_STREAM_COMPUTE));
   }
   forward_blocks(st, slot, 0, st->n_blocks);
@@ -388,11 +388,12 @@ int ax_stage_loss_backward(AxGptStage *st, int slot, const int32_t *targets_host
   return download_loss(st, loss_mean);
 }
 
-int ax_stage_backward(AxGptStage *st, int slot, const void *doutput_dev) {
+int ax_stage_backward(AxGptStage *st, int slot, const void *doutput_host) {
   AX_TRY(check_slot(st, slot));
   AxBackend *be = st->be;
   size_t bytes = (size_t)st->dims.B * st->dims.T * st->dims.C * be->esz;
-  AX_TRY(be->ops->copy(be, st->scratch.dres, doutput_dev, bytes, AX_COPY_D2D, AX_STREAM_COMPUTE));
+  AX_TRY(be->ops->copy(be, st->scratch.dres, doutput_host, bytes, AX_COPY_H2D,
+                       AX_STREAM_COMPUTE));
   backward_blocks(st, slot);
   return AX_OK;
 }

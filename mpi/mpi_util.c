@@ -82,3 +82,23 @@ int ax_mpi_auto_polite(MPI_Comm comm) {
   ax_mpi_set_polite(polite);
   return polite;
 }
+
+enum { CHUNK_FLOATS = 1 << 28 }; /* 1 GiB per message */
+
+int ax_mpi_send_floats(const float *buf, size_t n, int dest, int tag, MPI_Comm comm) {
+  for (size_t off = 0; off < n; off += CHUNK_FLOATS) {
+    int count = (int)(n - off < CHUNK_FLOATS ? n - off : CHUNK_FLOATS);
+    AX_MPI(MPI_Send(buf + off, count, MPI_FLOAT, dest, tag, comm));
+  }
+  return AX_OK;
+}
+
+int ax_mpi_recv_floats(float *buf, size_t n, int src, int tag, MPI_Comm comm) {
+  for (size_t off = 0; off < n; off += CHUNK_FLOATS) {
+    int count = (int)(n - off < CHUNK_FLOATS ? n - off : CHUNK_FLOATS);
+    MPI_Request req;
+    AX_MPI(MPI_Irecv(buf + off, count, MPI_FLOAT, src, tag, comm, &req));
+    AX_TRY(ax_mpi_wait(&req, NULL));
+  }
+  return AX_OK;
+}

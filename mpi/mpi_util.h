@@ -30,6 +30,10 @@ int ax_mpi_wait(MPI_Request *req, MPI_Status *status);
 int ax_mpi_waitall(int n, MPI_Request *reqs);
 /* Waits until one of reqs completes; *index gets it (MPI_UNDEFINED if all are null). */
 int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status);
+/* Blocking send/receive of any number of floats (split into messages under 2^31 bytes). */
+int ax_mpi_send_floats(const float *buf, size_t n, int dest, int tag, MPI_Comm comm);
+int ax_mpi_recv_floats(float *buf, size_t n, int src, int tag, MPI_Comm comm);
+
 /* One polling pause: a yield in polite mode, a CPU pause otherwise. */
 void ax_mpi_relax(void);
 

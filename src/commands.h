@@ -7,6 +7,7 @@ int ax_cmd_train(int argc, char **argv);
 int ax_cmd_prep(int argc, char **argv);
 int ax_cmd_sample(int argc, char **argv);
 int ax_cmd_bench(int argc, char **argv);
+int ax_cmd_compare(int argc, char **argv);
 /* `axonn bench allreduce` (src/bench_allreduce.c): initializes MPI itself, run under mpiexec. */
 int ax_cmd_bench_allreduce(int argc, char **argv);
 

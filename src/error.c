@@ -31,6 +31,14 @@ int ax_fail_at(const char *file, int line, const char *fmt, ...) {
   return AX_ERR;
 }
 
+int ax_fail_forwarded(const char *message) {
+  if (g_pending) return AX_ERR;
+  snprintf(g_text, sizeof g_text, "%s", message);
+  g_file = NULL;
+  g_pending = 1;
+  return AX_ERR;
+}
+
 int ax_error_context(const char *fmt, ...) {
   char prefix[AX_ERROR_CAP];
   va_list ap;
@@ -53,6 +61,7 @@ const char *ax_error_text(void) { return g_pending ? g_text : "no error"; }
 
 const char *ax_error_message(void) {
   if (!g_pending) return "no error";
+  if (!g_file) return g_text;
   if (g_rank >= 0)
     snprintf(g_full, sizeof g_full, "%s (%s:%d, rank %d)", g_text, g_file, g_line, g_rank);
   else

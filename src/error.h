@@ -23,6 +23,10 @@
 int ax_fail_at(const char *file, int line, const char *fmt, ...) AX_PRINTF(3, 4);
 #define AX_FAIL(...) ax_fail_at(__FILE__, __LINE__, __VA_ARGS__)
 
+/* Records a complete message from elsewhere (e.g. forwarded from another rank, origin
+ * included) that ax_error_message() returns as it is. Returns AX_ERR. */
+int ax_fail_forwarded(const char *message);
+
 /* Prefixes context to the recorded message: "loading x.bin: " + "bad magic". Returns AX_ERR. */
 int ax_error_context(const char *fmt, ...) AX_PRINTF(1, 2);
 

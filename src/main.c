@@ -18,7 +18,8 @@ static const Command COMMANDS[] = {
     {"train", ax_cmd_train, "train a GPT-2 model (one process or an MPI grid)"},
     {"prep", ax_cmd_prep, "turn a text file into byte-level token shards"},
     {"sample", ax_cmd_sample, "generate text from a saved model"},
-    {"bench", ax_cmd_bench, "benchmarks: gemm, train"},
+    {"bench", ax_cmd_bench, "benchmarks: gemm, train, allreduce"},
+    {"compare", ax_cmd_compare, "compare two model files tensor by tensor"},
 };
 enum { N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 
@@ -44,6 +45,6 @@ int main(int argc, char **argv) {
   for (int i = 0; i < N_COMMANDS; i++)
     if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].run(argc - 1, argv + 1);
   fprintf(stderr, "axonn: error: unknown command '%s' (commands: train, prep, sample, bench, "
-                  "version; see axonn --help)\n", argv[1]);
+                  "compare, version; see axonn --help)\n", argv[1]);
   return 2;
 }

@@ -1,7 +1,15 @@
-/* train.c — `axonn train`: parse and check options, build the trainer, run the step loop with
- * its progress lines and metrics CSV, save the model. */
+/* train.c — `axonn train`: MPI start-up, options, the step loop with its progress lines and
+ * metrics CSV (rank 0), the saved model and trace.
+ *
+ * Failure policy: problems found while setting up (options, files, grid) are agreed on by all
+ * ranks and printed once, by rank 0, with the failing rank named; every rank exits 1. A failure
+ * inside a step (other ranks may be waiting on this one) is printed by the failing rank, which
+ * then aborts the whole job, so nothing ever hangs. */
 #include <math.h>
+#include <mpi.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "commands.h"
 #include "error.h"
@@ -9,25 +17,59 @@
 #include "metrics.h"
 #include "trainer.h"
 
+static void print_failure(void) {
+  if (ax_rank() <= 0) ax_print_error();
+}
+
+/* Never returns when other ranks may be blocked on this one. */
+static void abort_job(const AxTrainer *t) {
+  ax_print_error();
+  if (ax_trainer_grid(t)->size > 1) {
+    /* The launcher forwards our stderr through a pipe; give it a moment to pass the message
+     * on before the abort tears the job down (under load it can otherwise be lost). */
+    fflush(NULL);
+    nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+static int open_metrics(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer *t) {
+  int rank0 = ax_trainer_grid(t)->rank == 0;
+  int rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
+                           (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t));
+  return ax_grid_agree(ax_trainer_grid(t), rc);
+}
+
 static int run(AxTrainer *t, const AxTrainConfig *cfg) {
   AxMetrics m;
-  AX_TRY(ax_metrics_open(&m, cfg->metrics, cfg->quiet, cfg->steps,
-                         (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t)));
-  int rc = AX_OK;
-  for (int step = 1; step <= cfg->steps && rc == AX_OK; step++) {
+  AX_TRY(open_metrics(&m, cfg, t));
+  for (int step = 1; step <= cfg->steps; step++) {
     AxStepRecord rec;
-    rc = ax_trainer_step(t, step, &rec);
-    if (rc == AX_OK) rc = ax_trainer_validate_if_due(t, step, &rec);
-    if (rc == AX_OK) ax_metrics_step(&m, &rec);
+    if (ax_trainer_step(t, step, &rec) != AX_OK || ax_trainer_validate_if_due(t, step, &rec) != AX_OK) {
+      ax_metrics_close(&m);
+      abort_job(t);
+      return AX_ERR;
+    }
+    ax_metrics_step(&m, &rec);
   }
   ax_metrics_close(&m);
-  AX_TRY(rc);
   if (m.n) {
     double sec = m.sum_ms / m.n / 1e3;
-    ax_log_result("done: %d steps, final loss %.6f, mean step %.2f ms (%.0f tok/s, %.4f TFLOP/s)", m.n,
-           m.last_loss, sec * 1e3, m.tokens_per_step / sec, m.flops_per_step / sec / 1e12);
+    ax_log_result("done: %d steps, final loss %.6f, mean step %.2f ms (%.0f tok/s, %.4f "
+                  "TFLOP/s)", m.n, m.last_loss, sec * 1e3, m.tokens_per_step / sec,
+                  m.flops_per_step / sec / 1e12);
   }
-  return cfg->save ? ax_trainer_save(t, cfg->save) : AX_OK;
+  if (cfg->save) AX_TRY(ax_trainer_save(t, cfg->save));
+  return ax_trainer_finish(t);
+}
+
+static int start_mpi(int *argc, char ***argv) {
+  int provided, rank;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    return AX_FAIL("MPI_Init failed");
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ax_set_rank(rank);
+  return AX_OK;
 }
 
 int ax_cmd_train(int argc, char **argv) {
@@ -39,18 +81,21 @@ int ax_cmd_train(int argc, char **argv) {
     ax_train_config_free(&cfg);
     return 0;
   }
+  if (start_mpi(&argc, &argv) != AX_OK) {
+    ax_print_error();
+    return 1;
+  }
   ax_log_set_quiet(cfg.quiet);
   if (rc == AX_OK) rc = ax_train_config_check(&cfg, &opts);
-  if (rc == AX_OK && (cfg.g_inter != 1 || cfg.g_data != 1))
-    rc = AX_FAIL("--g-inter/--g-data other than 1 need the parallel grid (not in this build)");
   AxTrainer *t = NULL;
   if (rc == AX_OK) rc = ax_trainer_create(&t, &cfg);
   if (rc == AX_OK) {
     ax_trainer_print_header(t);
     rc = run(t, &cfg);
   }
-  if (rc != AX_OK) ax_print_error();
+  if (rc != AX_OK) print_failure();
   ax_trainer_destroy(t);
   ax_train_config_free(&cfg);
+  MPI_Finalize();
   return rc == AX_OK ? 0 : 1;
 }

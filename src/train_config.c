@@ -2,6 +2,7 @@
 #include "train_config.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "error.h"
@@ -34,6 +35,12 @@ static const AxOption OPTIONS[] = {
         "sequences per micro-batch (0: the whole per-row shard)", 0, 1 << 24),
     INT("g-inter", g_inter, "1", "P", "pipeline stages (inter-layer parallelism)", 1, 1 << 16),
     INT("g-data", g_data, "1", "D", "data-parallel rows", 1, 1 << 20),
+    INT("pipeline-limit", pipeline_limit, "0", "N",
+        "micro-batches in flight in the pipeline (0: --g-inter)", 0, 1 << 20),
+    STR("stage-layers", stage_layers, NULL, "N,N,...",
+        "blocks per pipeline stage (default: as even as possible)"),
+    CHOICE("allreduce", allreduce, "auto", "auto|mpi|ring|rhd",
+           "data-parallel all-reduce algorithm"),
     INT("steps", steps, "500", "N", "optimizer steps", 0, 1 << 30),
     FLT("lr", lr, "3e-3", "X", "peak learning rate", 0, 10),
     CHOICE("lr-schedule", lr_schedule, "cosine", "constant|cosine",
@@ -63,7 +70,14 @@ static const AxOption OPTIONS[] = {
         0, 1 << 30),
     INT("val-steps", val_steps, "8", "N", "batches per validation (0: no validation)", 0,
         1 << 20),
+    STR("trace", trace, NULL, "FILE.json",
+        "write a Chrome trace (Perfetto) of every rank's events in --trace-steps"),
+    STR("trace-steps", trace_steps, "2-3", "A-B", "steps to trace"),
     FLAG("quiet", quiet, "print only the final summary"),
+    INT("debug-delay-stage", debug_delay_stage, "-1", "S",
+        "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
+    INT("debug-delay-ms", debug_delay_ms, "0", "MS",
+        "testing: sleep this long before each forward/backward on that stage", 0, 60000),
 };
 
 const AxOptionTable AX_TRAIN_OPTIONS = {
@@ -103,6 +117,12 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   }
   if (cfg->ac && !cfg->checkpoint_activations)
     return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->ac);
+  int lo, hi;
+  if (sscanf(cfg->trace_steps, "%d-%d", &lo, &hi) != 2 || lo < 1 || hi < lo)
+    return AX_FAIL("--trace-steps '%s' is not a range like 2-3", cfg->trace_steps);
+  if (cfg->debug_delay_stage >= cfg->g_inter)
+    return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
+                   cfg->debug_delay_stage, cfg->g_inter);
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   return AX_OK;

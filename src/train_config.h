@@ -20,6 +20,9 @@ typedef struct {
   /* batch and parallel layout */
   int batch, micro_batch;
   int g_inter, g_data;
+  int pipeline_limit;
+  char *stage_layers;
+  int allreduce; /* AxAllreduceAlgo */
   /* optimization */
   int steps;
   double lr, min_lr_frac;
@@ -37,7 +40,10 @@ typedef struct {
   /* output */
   char *metrics, *save;
   int val_every, val_steps;
+  char *trace, *trace_steps;
   int quiet;
+  /* fault and timing injection for tests */
+  int debug_delay_stage, debug_delay_ms;
 } AxTrainConfig;
 
 extern const AxOptionTable AX_TRAIN_OPTIONS;

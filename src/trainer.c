@@ -1,53 +1,40 @@
-/* trainer.c — one training run's state on one process: backend, stage, optimizer and data;
- * a step (every micro-batch forward + backward, clipping, AdamW), validation and saving. */
+/* trainer.c — building a training run on this rank: grid, this rank's stage of the model,
+ * backend, optimizer, data and pipeline scheduler; the header lines; saving the model; and
+ * tearing it all down. Every setup phase ends with an agreement across ranks, so a failure on
+ * one rank stops every rank with that rank's message. The step itself is in train_step.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "dataloader.h"
 #include "error.h"
 #include "log.h"
-#include "lr_schedule.h"
-#include "markov.h"
 #include "model_file.h"
 #include "models/gpt_init.h"
-#include "models/gpt_stage.h"
-#include "offload/optimizer.h"
-#include "threadpool.h"
-#include "timer.h"
-#include "trainer.h"
+#include "mpi/mpi_util.h"
+#include "mpi/trace_merge.h"
+#include "pipeline/partition.h"
+#include "trainer_impl.h"
 
-enum { SYNTH_TRAIN_TOKENS = 2000000, SYNTH_VAL_TOKENS = 200000 };
+enum { SYNTH_TRAIN_TOKENS = 2000000, SYNTH_VAL_TOKENS = 200000, TRACE_CAPACITY = 1 << 20 };
 
-struct AxTrainer {
-  AxTrainConfig cfg; /* a shallow copy; strings stay owned by the caller */
-  AxGptConfig model;
-  int micro, n_micro, ac;
-  AxBackend *be;
-  AxGptStage *stage;
-  AxPool *opt_pool;
-  AxOptimizer opt;
-  float *params_host, *grads_host; /* fp32 host copies; alias the stage on the CPU backend */
-  int host_alias;
-  AxLoader train, val;
-  int have_val;
-  AxMarkov markov;
-  uint16_t *corpus; /* synthetic train + val tokens */
-  double floor;     /* entropy rate of the synthetic corpus, NAN with real data */
-  int32_t *inputs, *targets;
-  AxLrSchedule lr;
-};
+static int stage_first(const Trainer *t) { return t->grid.stage == 0; }
+static int stage_last(const Trainer *t) { return t->grid.stage == t->grid.P - 1; }
 
-typedef AxTrainer Trainer;
-
-/* The factor of n closest to sqrt(total) (the paper's choice of checkpoint interval). */
-static int default_ac(int n_blocks, int total_layers) {
-  double target = sqrt((double)total_layers);
-  int best = 1;
-  for (int f = 1; f <= n_blocks; f++)
-    if (n_blocks % f == 0 && fabs(f - target) < fabs(best - target)) best = f;
-  return best;
+static int setup_grid(Trainer *t) {
+  int mpi = 0;
+  MPI_Initialized(&mpi);
+  if (!mpi) {
+    if (t->cfg.g_inter * t->cfg.g_data != 1)
+      return AX_FAIL("--g-inter %d x --g-data %d needs MPI (run under mpirun/srun/jsrun)",
+                     t->cfg.g_inter, t->cfg.g_data);
+    ax_grid_solo(&t->grid);
+    return AX_OK;
+  }
+  AX_TRY(ax_grid_create(&t->grid, t->cfg.g_inter, t->cfg.g_data));
+  t->have_grid = 1;
+  ax_set_rank(t->grid.rank);
+  ax_mpi_auto_polite(MPI_COMM_WORLD);
+  return AX_OK;
 }
 
 static int setup_model(Trainer *t) {
@@ -60,13 +47,26 @@ static int setup_model(Trainer *t) {
   if (t->cfg.seq > t->model.max_seq)
     return AX_FAIL("--seq %d exceeds the model's maximum sequence length %d", t->cfg.seq,
                    t->model.max_seq);
-  int shard = t->cfg.batch / t->cfg.g_data;
-  t->micro = t->cfg.micro_batch ? t->cfg.micro_batch : shard;
-  t->n_micro = shard / t->micro;
+  t->shard = t->cfg.batch / t->cfg.g_data;
+  t->micro = t->cfg.micro_batch ? t->cfg.micro_batch : t->shard;
+  t->n_micro = t->shard / t->micro;
+  t->limit = t->cfg.pipeline_limit ? t->cfg.pipeline_limit : t->grid.P;
+  return AX_OK;
+}
+
+static int setup_partition(Trainer *t) {
+  int P = t->grid.P, s = t->grid.stage;
+  t->first_block = ax_malloc((size_t)(P + 1) * sizeof *t->first_block);
+  if (!t->first_block) return AX_ERR;
+  AX_TRY(ax_partition(t->model.layers, P, t->cfg.stage_layers, t->first_block));
+  int l0 = t->first_block[s], l1 = t->first_block[s + 1], ac = 0;
   if (t->cfg.checkpoint_activations)
-    t->ac = t->cfg.ac ? t->cfg.ac : default_ac(t->model.layers, t->model.layers);
-  if (t->ac > t->model.layers)
-    return AX_FAIL("--ac %d exceeds the %d layers", t->ac, t->model.layers);
+    ac = t->cfg.ac ? t->cfg.ac : ax_partition_default_ac(l1 - l0, t->model.layers);
+  if (ac > l1 - l0)
+    return AX_FAIL("--ac %d exceeds the %d block(s) of stage %d", ac, l1 - l0, s);
+  t->spec = (AxStageSpec){.l0 = l0, .l1 = l1, .first = stage_first(t), .last = stage_last(t),
+                          .B = t->micro, .T = t->cfg.seq,
+                          .n_slots = ax_sched_slots(s, P, t->limit), .ac = ac};
   return AX_OK;
 }
 
@@ -75,8 +75,8 @@ static int setup_backend(Trainer *t) {
                         .dtype = (AxDType)t->cfg.precision,
                         .threads = t->cfg.threads,
                         .bind = t->cfg.bind,
-                        .local_rank = 0,
-                        .local_size = 1};
+                        .local_rank = t->grid.local_rank,
+                        .local_size = t->grid.local_size};
   t->be = ax_backend_create(&bc);
   if (!t->be) return AX_ERR;
   t->opt_pool = ax_pool_create(t->be->threads, NULL, NULL);
@@ -84,16 +84,13 @@ static int setup_backend(Trainer *t) {
 }
 
 static int load_params(Trainer *t, const AxStageLayout *layout) {
-  float *host = t->params_host;
-  if (t->cfg.init) return ax_model_file_read_stage(t->cfg.init, &t->model, layout, host);
-  ax_gpt_init_stage(&t->model, layout, (uint64_t)t->cfg.seed, host);
+  if (t->cfg.init) return ax_model_file_read_stage(t->cfg.init, &t->model, layout, t->params_host);
+  ax_gpt_init_stage(&t->model, layout, (uint64_t)t->cfg.seed, t->params_host);
   return AX_OK;
 }
 
 static int setup_stage(Trainer *t) {
-  AxStageSpec spec = {.l0 = 0, .l1 = t->model.layers, .first = 1, .last = 1,
-                      .B = t->micro, .T = t->cfg.seq, .n_slots = 1, .ac = t->ac};
-  AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &spec));
+  AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &t->spec));
   const AxStageLayout *layout = ax_stage_layout_of(t->stage);
   t->host_alias = t->be->is_host && t->be->dtype == AX_DTYPE_F32;
   if (t->host_alias) {
@@ -116,13 +113,11 @@ static int setup_synthetic(Trainer *t) {
   if (t->model.vocab < 128)
     return AX_FAIL("the built-in corpus is byte text and needs --vocab >= 128 (got %d); give "
                    "--data for other vocabularies", t->model.vocab);
-  ax_markov_build(&t->markov, (uint64_t)t->cfg.seed);
   t->corpus = ax_malloc((SYNTH_TRAIN_TOKENS + SYNTH_VAL_TOKENS) * sizeof *t->corpus);
   if (!t->corpus) return AX_ERR;
   ax_markov_generate(&t->markov, (uint64_t)t->cfg.seed + 1, t->corpus, SYNTH_TRAIN_TOKENS);
   ax_markov_generate(&t->markov, (uint64_t)t->cfg.seed + 2, t->corpus + SYNTH_TRAIN_TOKENS,
                      SYNTH_VAL_TOKENS);
-  t->floor = t->markov.entropy_rate;
   AX_TRY(ax_loader_open_tokens(&t->train, t->corpus, SYNTH_TRAIN_TOKENS, t->cfg.batch,
                                t->cfg.seq, t->model.vocab, t->cfg.shuffle,
                                (uint64_t)t->cfg.seed));
@@ -132,12 +127,22 @@ static int setup_synthetic(Trainer *t) {
   return AX_OK;
 }
 
+/* Only the first stage (tokens) and the last (targets) of each row read data. */
 static int setup_data(Trainer *t) {
   t->floor = NAN;
-  size_t n = (size_t)t->cfg.batch / t->cfg.g_data * t->cfg.seq;
+  if (!t->cfg.data) {
+    ax_markov_build(&t->markov, (uint64_t)t->cfg.seed);
+    t->floor = t->markov.entropy_rate;
+  }
+  if (!stage_first(t) && !stage_last(t)) {
+    t->have_val = t->cfg.data ? t->cfg.val_data != NULL : 1; /* takes part in validation */
+    return AX_OK;
+  }
+  size_t n = (size_t)t->shard * t->cfg.seq;
   t->inputs = ax_malloc(n * sizeof *t->inputs);
   t->targets = t->inputs ? ax_malloc(n * sizeof *t->targets) : NULL;
   if (!t->targets) return AX_ERR;
+  t->have_data = 1;
   if (!t->cfg.data) return setup_synthetic(t);
   AX_TRY(ax_loader_open(&t->train, t->cfg.data, t->cfg.batch, t->cfg.seq, t->model.vocab,
                         t->cfg.shuffle, (uint64_t)t->cfg.seed));
@@ -149,127 +154,123 @@ static int setup_data(Trainer *t) {
   return AX_OK;
 }
 
+static int setup_scheduler(Trainer *t) {
+  AxStageOps ops;
+  AX_TRY(ax_trainer_make_ops(t, &ops));
+  size_t act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz;
+  AX_TRY(ax_sched_init(&t->sched, t->grid.pipe, t->grid.stage, t->grid.P, t->limit, t->n_micro,
+                       act_bytes, t->be, &ops, &t->trace));
+  t->have_sched = 1;
+  if (t->cfg.debug_delay_stage == t->grid.stage) t->sched.delay_ms = t->cfg.debug_delay_ms;
+  return AX_OK;
+}
+
+static int setup_trace(Trainer *t) {
+  ax_trace_off(&t->trace);
+  if (!t->cfg.trace) return AX_OK;
+  int lo, hi;
+  sscanf(t->cfg.trace_steps, "%d-%d", &lo, &hi);
+  AX_TRY(ax_trace_init(&t->trace, lo, hi, TRACE_CAPACITY));
+  return t->have_grid ? ax_trace_align(&t->trace, t->grid.world) : AX_OK;
+}
+
 void ax_trainer_print_header(const AxTrainer *t) {
   const AxGptConfig *m = &t->model;
+  if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
   ax_log("axonn train: GPT-2 L=%d C=%d NH=%d T=%d V=%d (padded %d) | %.2fM parameters%s%s",
          m->layers, m->channels, m->heads, t->cfg.seq, m->vocab, m->padded_vocab,
          ax_gpt_num_params(m) / 1e6, t->cfg.init ? " from " : " (random init)",
          t->cfg.init ? t->cfg.init : "");
-  ax_log("device: %s", t->be->desc);
-  ax_log("batch: %d sequences x %d tokens = %d tokens/step, %d micro-batch(es) of %d; "
-         "activation checkpointing: %s", t->cfg.batch, t->cfg.seq, t->cfg.batch * t->cfg.seq,
-         t->n_micro, t->micro, t->ac ? "on" : "off");
-  if (t->ac) ax_log("checkpoint segments of %d block(s)", t->ac);
-  ax_log("memory: %.1f MB parameters + %.1f MB gradients + %.1f MB Adam state + %.1f MB "
-         "activations", ax_stage_layout_of(t->stage)->total * t->be->esz / 1e6,
-         ax_stage_layout_of(t->stage)->total * t->be->esz / 1e6,
+  ax_log("batch: %d sequences x %d tokens = %d tokens/step; per row %d micro-batch(es) of %d; "
+         "pipeline limit %d; activation checkpointing: %s", t->cfg.batch, t->cfg.seq,
+         t->cfg.batch * t->cfg.seq, t->n_micro, t->micro, t->limit,
+         t->spec.ac ? "on" : "off");
+  for (int s = 0; s < t->grid.P && t->grid.P > 1; s++)
+    ax_log("  stage %d: blocks %d-%d%s%s", s, t->first_block[s], t->first_block[s + 1] - 1,
+           s == 0 ? " + embedding" : "", s == t->grid.P - 1 ? " + final LayerNorm, LM head, loss" : "");
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  ax_log("memory (rank 0): %.1f MB parameters + %.1f MB gradients + %.1f MB Adam state + %.1f MB "
+         "activations", lay->total * t->be->esz / 1e6, lay->total * t->be->esz / 1e6,
          2.0 * t->opt.n * sizeof(float) / 1e6, ax_stage_arena_bytes(t->stage) / 1e6);
   if (!isnan(t->floor))
     ax_log("data: built-in order-2 Markov corpus (seed %lld): %d train / %d val tokens; "
            "entropy rate = loss floor %.4f nats/token", t->cfg.seed, SYNTH_TRAIN_TOKENS,
            SYNTH_VAL_TOKENS, t->floor);
-  else
+  else if (t->have_data)
     ax_log("data: %s (%zu tokens, %zu batches/epoch)%s%s", t->cfg.data,
            ax_loader_tokens(&t->train), ax_loader_windows(&t->train),
            t->have_val ? "; validation: " : "; no validation data",
            t->have_val ? t->cfg.val_data : "");
 }
 
-/* Forward + backward of every micro-batch of one global batch window; mean loss out. */
-static int run_batch(Trainer *t, AxLoader *L, int with_grad, double *loss) {
-  AX_TRY(ax_loader_next(L, 0, t->cfg.batch, t->inputs, t->targets));
-  size_t per = (size_t)t->micro * t->cfg.seq;
-  float dloss = with_grad ? 1.0f / ((float)t->cfg.batch * (float)t->cfg.seq) : 0.0f;
-  double sum = 0;
-  for (int mb = 0; mb < t->n_micro; mb++) {
-    double mean;
-    AX_TRY(ax_stage_forward(t->stage, 0, t->inputs + mb * per, NULL));
-    AX_TRY(ax_stage_loss_backward(t->stage, 0, t->targets + mb * per, dloss, &mean));
-    sum += mean;
+/* Rank 0 receives the parameters of row 0's other stages and writes the whole model. */
+static int gather_and_write(AxTrainer *t, const char *path) {
+  int P = t->grid.P;
+  AxStageLayout *lay = ax_calloc((size_t)P, sizeof *lay);
+  const float **pieces = ax_calloc((size_t)P, sizeof *pieces);
+  int rc = lay && pieces ? AX_OK : AX_ERR;
+  for (int s = 0; s < P && rc == AX_OK; s++) {
+    ax_stage_layout(&lay[s], &t->model, t->first_block[s], t->first_block[s + 1], s == 0,
+                    s == P - 1);
+    if (s == 0) {
+      pieces[s] = t->params_host;
+    } else {
+      float *buf = ax_malloc(lay[s].total * sizeof *buf);
+      pieces[s] = buf;
+      /* row 0's stage s is world rank s; the pipeline communicator carries only pipeline
+       * messages (its receives are pre-posted for any tag) */
+      rc = buf ? ax_mpi_recv_floats(buf, lay[s].total, s, 77, t->grid.world) : AX_ERR;
+    }
   }
-  *loss = sum / t->n_micro;
-  return AX_OK;
-}
-
-static int validate(Trainer *t, double *val_loss) {
-  ax_loader_set_position(&t->val, 0); /* the same batches every time: comparable figures */
-  double sum = 0;
-  for (int i = 0; i < t->cfg.val_steps; i++) {
-    double l;
-    AX_TRY(run_batch(t, &t->val, 0, &l));
-    sum += l;
-  }
-  *val_loss = sum / t->cfg.val_steps;
-  return AX_OK;
-}
-
-static int optimizer_step(Trainer *t, int step, double *grad_norm, double *lr) {
-  AxBackend *be = t->be;
-  size_t n = ax_stage_layout_of(t->stage)->total;
-  double norm = sqrt(be->ops->sumsq(be, ax_stage_grads(t->stage), n));
-  float scale = 1.0f;
-  if (t->cfg.grad_clip > 0 && norm > t->cfg.grad_clip) scale = (float)(t->cfg.grad_clip / norm);
-  if (!t->host_alias)
-    AX_TRY(be->ops->download_f32(be, t->grads_host, ax_stage_grads(t->stage), n,
-                                 AX_STREAM_COMPUTE));
-  *lr = ax_lr_at(&t->lr, step);
-  AxAdamWHyper h = {.lr = (float)*lr, .beta1 = (float)t->cfg.beta1,
-                    .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
-                    .weight_decay = (float)t->cfg.weight_decay, .step = step,
-                    .grad_scale = scale};
-  ax_optimizer_update(&t->opt, t->params_host, t->grads_host, 0, n, &h);
-  if (!t->host_alias)
-    AX_TRY(be->ops->upload_f32(be, ax_stage_params(t->stage), t->params_host, n,
-                               AX_STREAM_COMPUTE));
-  *grad_norm = norm;
-  return AX_OK;
-}
-
-int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
-  double t0 = ax_now();
-  AX_TRY(ax_stage_zero_grads(t->stage));
-  AX_TRY(run_batch(t, &t->train, 1, &rec->loss));
-  if (!isfinite(rec->loss)) return AX_FAIL("loss is %f at step %d: training diverged", rec->loss, step);
-  AX_TRY(optimizer_step(t, step, &rec->grad_norm, &rec->lr));
-  AX_TRY(ax_sync(t->be));
-  rec->ms = (ax_now() - t0) * 1e3;
-  rec->step = step;
-  rec->val_loss = NAN;
-  return AX_OK;
-}
-
-int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec) {
-  if (!t->have_val || t->cfg.val_steps == 0) return AX_OK;
-  int due = step == t->cfg.steps || (t->cfg.val_every && step % t->cfg.val_every == 0);
-  if (!due) return AX_OK;
-  AX_TRY(validate(t, &rec->val_loss));
-  if (!isnan(t->floor))
-    ax_log("val  step %d | val loss %.6f | floor %.4f (gap %.4f)", step, rec->val_loss, t->floor,
-           rec->val_loss - t->floor);
-  else
-    ax_log("val  step %d | val loss %.6f", step, rec->val_loss);
-  return AX_OK;
+  if (rc == AX_OK) rc = ax_model_file_write_stages(path, &t->model, lay, pieces, P);
+  for (int s = 1; s < P && pieces; s++) free((void *)pieces[s]);
+  free(pieces);
+  free(lay);
+  return rc;
 }
 
 int ax_trainer_save(AxTrainer *t, const char *path) {
+  int rc = AX_OK;
   if (!t->host_alias)
-    AX_TRY(t->be->ops->download_f32(t->be, t->params_host, ax_stage_params(t->stage),
-                                    ax_stage_layout_of(t->stage)->total, AX_STREAM_COMPUTE));
-  AX_TRY(ax_model_file_write(path, &t->model, t->params_host));
+    rc = t->be->ops->download_f32(t->be, t->params_host, ax_stage_params(t->stage),
+                                  ax_stage_layout_of(t->stage)->total, AX_STREAM_COMPUTE);
+  if (rc == AX_OK && t->grid.row == 0) {
+    if (t->grid.stage == 0)
+      rc = gather_and_write(t, path);
+    else
+      rc = ax_mpi_send_floats(t->params_host, ax_stage_layout_of(t->stage)->total, 0, 77,
+                              t->grid.world);
+  }
+  AX_TRY(ax_grid_agree(&t->grid, rc));
   ax_log("saved model to %s", path);
   return AX_OK;
 }
 
+int ax_trainer_finish(AxTrainer *t) {
+  if (!t->cfg.trace) return AX_OK;
+  int rc = AX_OK;
+  if (t->have_grid)
+    rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.trace, t->grid.P);
+  else
+    rc = ax_trace_write_json(t->cfg.trace, t->trace.ev, &t->trace.n, 1, 1);
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  ax_log("wrote trace of steps %s to %s", t->cfg.trace_steps, t->cfg.trace);
+  return AX_OK;
+}
+
 double ax_trainer_flops_per_step(const AxTrainer *t) {
-  return ax_gpt_train_flops(&t->model, t->cfg.batch, t->cfg.seq, t->ac > 0);
+  return ax_gpt_train_flops(&t->model, t->cfg.batch, t->cfg.seq, t->spec.ac > 0);
 }
 
 double ax_trainer_loss_floor(const AxTrainer *t) { return t->floor; }
-
 const AxGptConfig *ax_trainer_model(const AxTrainer *t) { return &t->model; }
+const AxGrid *ax_trainer_grid(const AxTrainer *t) { return &t->grid; }
+const AxTrace *ax_trainer_trace(const AxTrainer *t) { return &t->trace; }
 
 void ax_trainer_destroy(AxTrainer *t) {
   if (!t) return;
+  if (t->have_sched) ax_sched_destroy(&t->sched);
+  ax_trace_free(&t->trace);
   ax_optimizer_free(&t->opt);
   if (!t->host_alias && t->be) {
     if (t->params_host) t->be->ops->host_free(t->be, t->params_host);
@@ -283,8 +284,13 @@ void ax_trainer_destroy(AxTrainer *t) {
   free(t->corpus);
   free(t->inputs);
   free(t->targets);
+  free(t->first_block);
+  if (t->have_grid) ax_grid_destroy(&t->grid);
   free(t);
 }
+
+/* Runs one setup phase on every rank and agrees on the outcome. */
+static int phase(Trainer *t, int (*fn)(Trainer *)) { return ax_grid_agree(&t->grid, fn(t)); }
 
 int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   *out = NULL;
@@ -294,10 +300,15 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   t->lr = (AxLrSchedule){.cosine = cfg->lr_schedule == AX_LR_COSINE, .lr = cfg->lr,
                          .min_frac = cfg->min_lr_frac, .warmup = cfg->warmup,
                          .total = cfg->steps};
-  int rc = setup_model(t);
-  if (rc == AX_OK) rc = setup_backend(t);
-  if (rc == AX_OK) rc = setup_stage(t);
-  if (rc == AX_OK) rc = setup_data(t);
+  ax_trace_off(&t->trace);
+  int rc = setup_grid(t);
+  if (rc == AX_OK) rc = phase(t, setup_model);
+  if (rc == AX_OK) rc = phase(t, setup_partition);
+  if (rc == AX_OK) rc = phase(t, setup_backend);
+  if (rc == AX_OK) rc = phase(t, setup_stage);
+  if (rc == AX_OK) rc = phase(t, setup_data);
+  if (rc == AX_OK) rc = phase(t, setup_trace);
+  if (rc == AX_OK) rc = phase(t, setup_scheduler);
   if (rc != AX_OK) {
     ax_trainer_destroy(t);
     return AX_ERR;

@@ -1,10 +1,14 @@
-/* trainer.h — one training run on one process: backend, model stage, optimizer, data.
- * `axonn train` drives it step by step; `axonn bench train` times the very same step. */
+/* trainer.h — one training run as seen by one rank: the grid, this rank's pipeline stage,
+ * backend, optimizer, data and scheduler. Without MPI initialized it runs as a 1 x 1 grid.
+ * `axonn train` drives it step by step; `axonn bench train` times the very same step.
+ * Every function here is collective over the grid: all ranks call it together. */
 #ifndef AX_TRAINER_H
 #define AX_TRAINER_H
 
 #include "metrics.h"
 #include "models/gpt_config.h"
+#include "mpi/grid.h"
+#include "trace.h"
 #include "train_config.h"
 
 typedef struct AxTrainer AxTrainer;
@@ -17,10 +21,15 @@ void ax_trainer_print_header(const AxTrainer *t);
 int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec);
 /* Runs validation when `step` is due (every --val-every steps and at the last step). */
 int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec);
+/* Rank 0 writes the whole model (llm.c format), gathered from the stages of row 0. */
 int ax_trainer_save(AxTrainer *t, const char *path);
+/* End of run: writes the merged trace when --trace was given. */
+int ax_trainer_finish(AxTrainer *t);
 double ax_trainer_flops_per_step(const AxTrainer *t);
 /* Entropy rate of the built-in corpus (nats/token), NAN with real data. */
 double ax_trainer_loss_floor(const AxTrainer *t);
 const AxGptConfig *ax_trainer_model(const AxTrainer *t);
+const AxGrid *ax_trainer_grid(const AxTrainer *t);
+const AxTrace *ax_trainer_trace(const AxTrainer *t);
 
 #endif

@@ -1,0 +1,38 @@
+/* grid.h — the G_inter x G_data process grid. Rank r is pipeline stage r % P of data-parallel
+ * row r / P, so consecutive ranks form one pipeline. Communicators: the pipeline row (ranks of
+ * one row, ordered by stage), the data-parallel column (ranks of one stage, ordered by row),
+ * the tied-embedding pair (first and last stage of one row) and a duplicate of the world for
+ * collectives of our own. */
+#ifndef AX_GRID_H
+#define AX_GRID_H
+
+#include <mpi.h>
+
+typedef struct {
+  int rank, size;         /* world */
+  int P, D;               /* G_inter (stages), G_data (rows) */
+  int stage, row;
+  int local_rank, local_size; /* among the ranks on this node */
+  MPI_Comm pipe;          /* this row's stages, rank = stage; pipeline messages only */
+  MPI_Comm data;          /* this stage's rows, rank = row */
+  MPI_Comm tied;          /* first + last stage of this row (MPI_COMM_NULL elsewhere or P == 1) */
+  MPI_Comm world;         /* a duplicate of MPI_COMM_WORLD for axonn's own collectives */
+  char host[64];
+} AxGrid;
+
+/* Collective over MPI_COMM_WORLD. Fails (on every rank alike) when size != P*D. */
+int ax_grid_create(AxGrid *g, int P, int D);
+/* A 1 x 1 grid for a process that runs without MPI (unit tests, benchmarks): no
+ * communicators, and every grid operation below works without calling MPI. */
+void ax_grid_solo(AxGrid *g);
+void ax_grid_destroy(AxGrid *g);
+
+/* Rank 0 prints one line per rank: rank, stage, row, host and `detail` (e.g. the binding). */
+int ax_grid_print(const AxGrid *g, const char *detail);
+
+/* Agreement after a phase that may fail on some ranks only: every rank passes its status; all
+ * learn whether any failed. The lowest failing rank's error message is forwarded so that rank
+ * 0 can print it with the failing rank named. Returns AX_OK when every rank succeeded. */
+int ax_grid_agree(const AxGrid *g, int status);
+
+#endif

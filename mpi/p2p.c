@@ -1,0 +1,116 @@
+/* p2p.c — pre-posted receives and pooled sends between pipeline stages; see p2p.h. */
+#include "p2p.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_util.h"
+#include "src/error.h"
+
+static int post_recv(AxP2P *p, int dir) {
+  void *buf = p->rbuf[dir][p->rcur[dir]];
+  AX_MPI(MPI_Irecv(buf, (int)p->bytes, MPI_BYTE, p->peer[dir], MPI_ANY_TAG, p->comm,
+                   &p->rreq[dir]));
+  return AX_OK;
+}
+
+static void *host_buffer(AxP2P *p) { return p->be->ops->host_alloc(p->be, p->bytes ? p->bytes : 1); }
+
+static int grow_sends(AxP2P *p, int n) {
+  AxSendSlot *grown = realloc(p->sends, (size_t)(p->n_sends + n) * sizeof *grown);
+  if (!grown) return AX_FAIL("out of memory growing the send pool");
+  p->sends = grown;
+  for (int i = 0; i < n; i++) {
+    AxSendSlot *s = &p->sends[p->n_sends];
+    s->req = MPI_REQUEST_NULL;
+    if (!(s->buf = host_buffer(p))) return AX_ERR;
+    p->n_sends++;
+  }
+  return AX_OK;
+}
+
+int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
+                AxBackend *be) {
+  memset(p, 0, sizeof *p);
+  p->comm = comm;
+  p->peer[AX_FROM_PREV] = prev;
+  p->peer[AX_FROM_NEXT] = next;
+  p->bytes = bytes;
+  p->be = be;
+  p->rreq[0] = p->rreq[1] = MPI_REQUEST_NULL;
+  if (bytes > (size_t)2147483647) return AX_FAIL("pipeline message of %zu bytes is too large", bytes);
+  for (int dir = 0; dir < 2; dir++) {
+    if (p->peer[dir] == MPI_PROC_NULL) continue;
+    for (int b = 0; b < 2; b++)
+      if (!(p->rbuf[dir][b] = host_buffer(p))) return AX_ERR;
+    AX_TRY(post_recv(p, dir));
+  }
+  return grow_sends(p, pool);
+}
+
+void ax_p2p_destroy(AxP2P *p) {
+  for (int dir = 0; dir < 2; dir++) {
+    if (p->rreq[dir] != MPI_REQUEST_NULL) {
+      MPI_Cancel(&p->rreq[dir]);
+      MPI_Wait(&p->rreq[dir], MPI_STATUS_IGNORE);
+    }
+    for (int b = 0; b < 2; b++)
+      if (p->rbuf[dir][b]) p->be->ops->host_free(p->be, p->rbuf[dir][b]);
+  }
+  for (int i = 0; i < p->n_sends; i++) {
+    if (p->sends[i].req != MPI_REQUEST_NULL) MPI_Wait(&p->sends[i].req, MPI_STATUS_IGNORE);
+    p->be->ops->host_free(p->be, p->sends[i].buf);
+  }
+  free(p->sends);
+  memset(p, 0, sizeof *p);
+}
+
+int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data) {
+  int index;
+  MPI_Status st;
+  AX_TRY(ax_mpi_waitany(2, p->rreq, &index, &st));
+  if (index == MPI_UNDEFINED) return AX_FAIL("internal: waiting for a message with no receive posted");
+  int got;
+  AX_MPI(MPI_Get_count(&st, MPI_BYTE, &got));
+  if ((size_t)got != p->bytes)
+    return AX_FAIL("pipeline message of %d bytes from rank %d, expected %zu", got, st.MPI_SOURCE,
+                   p->bytes);
+  *dir = (AxP2PDir)index;
+  *tag = st.MPI_TAG;
+  *data = p->rbuf[index][p->rcur[index]];
+  p->bytes_received += p->bytes;
+  p->rcur[index] ^= 1; /* re-post into the other buffer before anyone computes */
+  return post_recv(p, index);
+}
+
+/* A send slot whose previous send has completed, growing the pool if none has. */
+static int free_send_slot(AxP2P *p, int *slot) {
+  for (int i = 0; i < p->n_sends; i++) {
+    int done = 1;
+    if (p->sends[i].req != MPI_REQUEST_NULL) AX_MPI(MPI_Test(&p->sends[i].req, &done, MPI_STATUS_IGNORE));
+    if (done) {
+      *slot = i;
+      return AX_OK;
+    }
+  }
+  *slot = p->n_sends;
+  return grow_sends(p, 1);
+}
+
+int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev) {
+  int peer = p->peer[to_next ? AX_FROM_NEXT : AX_FROM_PREV], slot = -1;
+  if (peer == MPI_PROC_NULL) return AX_FAIL("internal: no %s stage to send to", to_next ? "next" : "previous");
+  AX_TRY(free_send_slot(p, &slot));
+  AxSendSlot *s = &p->sends[slot];
+  AX_TRY(p->be->ops->copy(p->be, s->buf, src_dev, p->bytes, AX_COPY_D2H, AX_STREAM_COMPUTE));
+  AX_TRY(p->be->ops->sync(p->be, AX_STREAM_COMPUTE));
+  AX_MPI(MPI_Isend(s->buf, (int)p->bytes, MPI_BYTE, peer, tag, p->comm, &s->req));
+  p->bytes_sent += p->bytes;
+  return AX_OK;
+}
+
+int ax_p2p_flush(AxP2P *p) {
+  for (int i = 0; i < p->n_sends; i++)
+    if (p->sends[i].req != MPI_REQUEST_NULL) AX_TRY(ax_mpi_wait(&p->sends[i].req, NULL));
+  return AX_OK;
+}

@@ -1,0 +1,52 @@
+/* p2p.h — the pipeline's point-to-point message engine. Every message is one micro-batch's
+ * activation (to the next stage) or activation gradient (to the previous stage), all of one
+ * size, tagged with the micro-batch id.
+ *
+ * Receives: one MPI_Irecv per direction (activations from the previous stage, gradients from
+ * the next) is always posted, into one of two host buffers; when a message arrives the other
+ * buffer is re-posted at once, before the message is computed on, so the next message can land
+ * meanwhile. Sends: the device data is copied into a host send buffer from a pool and sent
+ * with MPI_Isend; the buffer returns to the pool only when that send has completed. The pool
+ * grows instead of waiting, so a send never blocks the rank. */
+#ifndef AX_P2P_H
+#define AX_P2P_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "src/backend.h"
+
+typedef enum { AX_FROM_PREV = 0, AX_FROM_NEXT = 1 } AxP2PDir;
+
+typedef struct {
+  void *buf;
+  MPI_Request req;
+} AxSendSlot;
+
+typedef struct {
+  MPI_Comm comm;
+  int peer[2];      /* [AX_FROM_PREV] = previous stage, [AX_FROM_NEXT] = next; MPI_PROC_NULL */
+  size_t bytes;
+  AxBackend *be;
+  void *rbuf[2][2]; /* per direction, two alternating host buffers */
+  int rcur[2];      /* which buffer the posted receive targets */
+  MPI_Request rreq[2];
+  AxSendSlot *sends;
+  int n_sends;
+  unsigned long long bytes_sent, bytes_received;
+} AxP2P;
+
+/* prev/next: ranks in comm, or MPI_PROC_NULL at the ends of the pipeline. */
+int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
+                AxBackend *be);
+void ax_p2p_destroy(AxP2P *p);
+/* Waits for the next message from either neighbour; re-posts that direction's receive before
+ * returning. *data is valid until the second-next message from that direction arrives. */
+int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data);
+/* Sends `bytes` of device memory: to_next = 1 sends an activation to the next stage, 0 a
+ * gradient to the previous one. Returns once the data is copied; the send completes later. */
+int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev);
+/* Completes every outstanding send. */
+int ax_p2p_flush(AxP2P *p);
+
+#endif

@@ -1,0 +1,16 @@
+/* trace_merge.h — gathers every rank's trace events to rank 0, which writes one Chrome trace
+ * file with a track per rank. Also aligns the ranks' trace origins with a barrier. */
+#ifndef AX_TRACE_MERGE_H
+#define AX_TRACE_MERGE_H
+
+#include <mpi.h>
+
+#include "src/trace.h"
+
+/* Collective: barrier, then every rank's origin is "now" (clocks of one node agree; across
+ * nodes the barrier skew, microseconds, is the alignment error). */
+int ax_trace_align(AxTrace *t, MPI_Comm comm);
+/* Collective: rank 0 writes path. */
+int ax_trace_merge_write(const AxTrace *t, MPI_Comm comm, const char *path, int P);
+
+#endif

@@ -1,0 +1,166 @@
+/* scheduler.c — Algorithm 2 of axonn-ipdps22 over the p2p engine; see scheduler.h. */
+#include "scheduler.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/error.h"
+
+int ax_sched_slots(int stage, int P, int limit) { return stage == P - 1 ? 1 : limit; }
+
+int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
+                  size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace) {
+  memset(s, 0, sizeof *s);
+  if (limit < 1) return AX_FAIL("--pipeline-limit must be at least 1 (got %d)", limit);
+  s->stage = stage;
+  s->P = P;
+  s->limit = limit;
+  s->n_slots = ax_sched_slots(stage, P, limit);
+  s->ops = *ops;
+  s->trace = trace;
+  s->max_micro = max_micro;
+  s->slot_of = ax_malloc((size_t)max_micro * sizeof *s->slot_of);
+  s->slot_used = ax_calloc((size_t)s->n_slots, sizeof *s->slot_used);
+  if (!s->slot_of || !s->slot_used) return AX_ERR;
+  for (int i = 0; i < max_micro; i++) s->slot_of[i] = -1;
+  if (P == 1) return AX_OK; /* no neighbours, no messages */
+  int prev = stage > 0 ? stage - 1 : MPI_PROC_NULL, next = stage < P - 1 ? stage + 1 : MPI_PROC_NULL;
+  return ax_p2p_init(&s->p2p, pipe, prev, next, act_bytes, limit + 1, be);
+}
+
+void ax_sched_destroy(AxScheduler *s) {
+  if (s->P > 1 && s->p2p.comm) ax_p2p_destroy(&s->p2p);
+  free(s->slot_of);
+  free(s->slot_used);
+  memset(s, 0, sizeof *s);
+}
+
+static int take_slot(AxScheduler *s, int mb) {
+  if (mb < 0 || mb >= s->max_micro) return AX_FAIL("message tagged with micro-batch %d, expected 0..%d", mb, s->max_micro - 1);
+  for (int i = 0; i < s->n_slots; i++) {
+    if (!s->slot_used[i]) {
+      s->slot_used[i] = 1;
+      s->slot_of[mb] = i;
+      return AX_OK;
+    }
+  }
+  return AX_FAIL("internal: stage %d has all %d stash slots in use", s->stage, s->n_slots);
+}
+
+static void release_slot(AxScheduler *s, int mb) {
+  s->slot_used[s->slot_of[mb]] = 0;
+  s->slot_of[mb] = -1;
+}
+
+static void debug_delay(const AxScheduler *s) {
+  if (s->delay_ms <= 0) return;
+  struct timespec ts = {s->delay_ms / 1000, (long)(s->delay_ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int run_forward(AxScheduler *s, int mb, const void *input, const void **out) {
+  debug_delay(s);
+  double t0 = ax_trace_begin(s->trace);
+  AX_TRY(s->ops.forward(s->ops.ctx, mb, s->slot_of[mb], input, out));
+  ax_trace_end(s->trace, AX_EV_FORWARD, mb, t0);
+  return AX_OK;
+}
+
+static int run_backward(AxScheduler *s, int mb, const void *dout, const void **din) {
+  debug_delay(s);
+  double t0 = ax_trace_begin(s->trace);
+  AX_TRY(s->ops.backward(s->ops.ctx, mb, s->slot_of[mb], dout, din));
+  ax_trace_end(s->trace, AX_EV_BACKWARD, mb, t0);
+  release_slot(s, mb);
+  return AX_OK;
+}
+
+static int send(AxScheduler *s, int to_next, int mb, const void *data) {
+  double t0 = ax_trace_begin(s->trace);
+  AX_TRY(ax_p2p_send(&s->p2p, to_next, mb, data));
+  ax_trace_end(s->trace, AX_EV_SEND, mb, t0);
+  return AX_OK;
+}
+
+static int receive(AxScheduler *s, AxP2PDir *dir, int *mb, const void **data) {
+  double t0 = ax_trace_begin(s->trace);
+  AX_TRY(ax_p2p_wait(&s->p2p, dir, mb, data));
+  ax_trace_end(s->trace, AX_EV_RECV_WAIT, *mb, t0);
+  return AX_OK;
+}
+
+/* Stage 0 starts micro-batch mb: forward, send the activation on. */
+static int inject(AxScheduler *s, int mb) {
+  const void *out;
+  AX_TRY(take_slot(s, mb));
+  AX_TRY(run_forward(s, mb, NULL, &out));
+  return send(s, 1, mb, out);
+}
+
+/* One process holds every block: micro-batches run one after another. */
+static int train_single(AxScheduler *s, int n_micro) {
+  for (int mb = 0; mb < n_micro; mb++) {
+    const void *out, *din;
+    AX_TRY(take_slot(s, mb));
+    AX_TRY(run_forward(s, mb, NULL, &out));
+    AX_TRY(run_backward(s, mb, NULL, &din));
+  }
+  return AX_OK;
+}
+
+static int on_activation(AxScheduler *s, int mb, const void *data) {
+  const void *out, *din;
+  if (s->slot_of[mb] >= 0) return AX_FAIL("micro-batch %d arrived twice at stage %d", mb, s->stage);
+  AX_TRY(take_slot(s, mb));
+  AX_TRY(run_forward(s, mb, data, &out));
+  if (s->stage < s->P - 1) return send(s, 1, mb, out);
+  AX_TRY(run_backward(s, mb, NULL, &din)); /* the last stage turns around at once */
+  return send(s, 0, mb, din);
+}
+
+static int on_gradient(AxScheduler *s, int mb, const void *data, int *next_mb, int n_micro) {
+  const void *din;
+  if (mb < 0 || mb >= s->max_micro || s->slot_of[mb] < 0)
+    return AX_FAIL("gradient for micro-batch %d, which stage %d has not forwarded", mb, s->stage);
+  AX_TRY(run_backward(s, mb, data, &din));
+  if (s->stage > 0) return send(s, 0, mb, din);
+  if (*next_mb < n_micro) AX_TRY(inject(s, (*next_mb)++));
+  return AX_OK;
+}
+
+int ax_sched_train(AxScheduler *s, int n_micro) {
+  if (n_micro > s->max_micro) return AX_FAIL("internal: %d micro-batches exceed %d", n_micro, s->max_micro);
+  if (s->P == 1) return train_single(s, n_micro);
+  int first = s->stage == 0, last = s->stage == s->P - 1, next_mb = 0;
+  if (first)
+    while (next_mb < n_micro && next_mb < s->limit) AX_TRY(inject(s, next_mb++));
+  int expected = first || last ? n_micro : 2 * n_micro;
+  for (int handled = 0; handled < expected; handled++) {
+    AxP2PDir dir;
+    int mb;
+    const void *data;
+    AX_TRY(receive(s, &dir, &mb, &data));
+    if (dir == AX_FROM_PREV)
+      AX_TRY(on_activation(s, mb, data));
+    else
+      AX_TRY(on_gradient(s, mb, data, &next_mb, n_micro));
+  }
+  return ax_p2p_flush(&s->p2p);
+}
+
+int ax_sched_forward(AxScheduler *s, int n_micro) {
+  if (n_micro > s->max_micro) return AX_FAIL("internal: %d micro-batches exceed %d", n_micro, s->max_micro);
+  for (int i = 0; i < n_micro; i++) {
+    AxP2PDir dir = AX_FROM_PREV;
+    int mb = i;
+    const void *data = NULL, *out;
+    if (s->stage > 0) AX_TRY(receive(s, &dir, &mb, &data));
+    if (dir != AX_FROM_PREV) return AX_FAIL("internal: gradient message during a forward-only pass");
+    AX_TRY(take_slot(s, mb));
+    AX_TRY(run_forward(s, mb, data, &out));
+    release_slot(s, mb);
+    if (s->stage < s->P - 1) AX_TRY(send(s, 1, mb, out));
+  }
+  return s->P > 1 ? ax_p2p_flush(&s->p2p) : AX_OK;
+}

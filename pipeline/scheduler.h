@@ -1,0 +1,52 @@
+/* scheduler.h — the message-driven pipeline schedule of one stage (axonn-ipdps22, Algorithm 2).
+ * Stage 0 injects `limit` micro-batches, then one more each time it finishes a backward.
+ * Every stage waits on its pre-posted receives and runs the forward or backward of whichever
+ * message arrives first; the last stage runs a micro-batch's backward right after its forward.
+ * There is no barrier in a step and every rank knows up front how many messages it handles.
+ *
+ * The scheduler knows nothing of the model: it calls the stage through AxStageOps, hands it a
+ * stash slot per in-flight micro-batch, and moves the data through the p2p engine. */
+#ifndef AX_SCHEDULER_H
+#define AX_SCHEDULER_H
+
+#include "mpi/p2p.h"
+#include "src/trace.h"
+
+typedef struct {
+  void *ctx;
+  /* Forward of micro-batch mb into stash slot `slot`. input: the received activation (host),
+   * NULL on the first stage. *output: the activation for the next stage (device), valid until
+   * the next call; ignored on the last stage. */
+  int (*forward)(void *ctx, int mb, int slot, const void *input, const void **output);
+  /* Backward of mb. doutput: the received gradient (host), NULL on the last stage (which
+   * computes its loss first). *dinput: the gradient for the previous stage (device); ignored
+   * on the first stage. */
+  int (*backward)(void *ctx, int mb, int slot, const void *doutput, const void **dinput);
+} AxStageOps;
+
+typedef struct {
+  int stage, P;
+  int limit;       /* micro-batches in flight (pipeline limit) */
+  int n_slots;     /* stash slots this stage needs: limit, or 1 on the last stage */
+  AxStageOps ops;
+  AxP2P p2p;
+  AxTrace *trace;
+  int delay_ms;    /* debug: sleep before each forward/backward on this stage */
+  int *slot_of;    /* micro-batch -> slot, -1 when none */
+  int *slot_used;
+  int max_micro;
+} AxScheduler;
+
+/* pipe: the pipeline row (rank = stage). act_bytes: one micro-batch activation. */
+int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
+                  size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace);
+void ax_sched_destroy(AxScheduler *s);
+/* Stash slots a stage needs for a pipeline limit (for sizing its activation arena). */
+int ax_sched_slots(int stage, int P, int limit);
+/* One training step's pipeline phase: forward and backward of n_micro micro-batches. */
+int ax_sched_train(AxScheduler *s, int n_micro);
+/* Forward only (validation): the last stage's backward callback is not called; instead each
+ * micro-batch's forward on the last stage is expected to compute its loss. */
+int ax_sched_forward(AxScheduler *s, int n_micro);
+
+#endif

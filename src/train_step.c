@@ -1,0 +1,183 @@
+/* train_step.c — one training step on this rank: the pipeline phase (the scheduler calling
+ * back into this rank's stage), the gradient sync (tied embedding across the row's ends, then
+ * the data-parallel column), global-norm clipping, AdamW, and the loss every rank agrees on;
+ * and forward-only validation. */
+#include <math.h>
+#include <string.h>
+
+#include "error.h"
+#include "log.h"
+#include "mpi/mpi_util.h"
+#include "timer.h"
+#include "trainer_impl.h"
+
+/* ------------------------------------------------------------------ stage callbacks */
+
+static size_t mb_offset(const Trainer *t, int mb) { return (size_t)mb * t->micro * t->cfg.seq; }
+
+static int cb_forward(void *ctx, int mb, int slot, const void *input, const void **output) {
+  Trainer *t = ctx;
+  const int32_t *tokens = t->spec.first ? t->inputs + mb_offset(t, mb) : NULL;
+  AX_TRY(ax_stage_forward(t->stage, slot, tokens, input));
+  *output = ax_stage_output(t->stage, slot);
+  if (t->validating && t->spec.last) { /* forward-only: the loss, no gradients */
+    double mean;
+    AX_TRY(ax_stage_loss_backward(t->stage, slot, t->targets + mb_offset(t, mb), 0.0f, &mean));
+    t->loss_sum += mean;
+  }
+  return AX_OK;
+}
+
+static int cb_backward(void *ctx, int mb, int slot, const void *doutput, const void **dinput) {
+  Trainer *t = ctx;
+  if (t->spec.last) {
+    /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
+    float dloss = 1.0f / ((float)t->cfg.batch * (float)t->cfg.seq);
+    double mean;
+    AX_TRY(ax_stage_loss_backward(t->stage, slot, t->targets + mb_offset(t, mb), dloss, &mean));
+    t->loss_sum += mean;
+  } else {
+    AX_TRY(ax_stage_backward(t->stage, slot, doutput));
+  }
+  *dinput = ax_stage_dinput(t->stage);
+  return AX_OK;
+}
+
+int ax_trainer_make_ops(Trainer *t, AxStageOps *ops) {
+  *ops = (AxStageOps){.ctx = t, .forward = cb_forward, .backward = cb_backward};
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ reductions */
+
+static int sum_over(MPI_Comm comm, double *x) {
+  if (comm == MPI_COMM_NULL) return AX_OK;
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, x, 1, MPI_DOUBLE, MPI_SUM, comm));
+  return AX_OK;
+}
+
+/* Mean loss of the global batch: the last stage of each row holds its row's sum. */
+static int agree_on_loss(Trainer *t, int batches, double *loss) {
+  double row = t->spec.last ? t->loss_sum / (t->n_micro * (double)batches) : 0.0;
+  AX_TRY(sum_over(t->grid.world, &row));
+  *loss = row / t->grid.D;
+  return AX_OK;
+}
+
+static int allreduce_grads(Trainer *t, MPI_Comm comm, void *buf, size_t n) {
+  double t0 = ax_trace_begin(&t->trace);
+  AX_TRY(ax_allreduce(comm, buf, n, AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce,
+                      &t->comm_bytes));
+  ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
+  return AX_OK;
+}
+
+/* The tied LM head: the first and last stage of a row each hold wte; their gradients are
+ * summed so both copies take the same update. Then every stage's gradients are summed over
+ * the data-parallel column. */
+static int sync_grads(Trainer *t) {
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  void *grads = ax_stage_grads(t->stage);
+  if (t->grid.tied != MPI_COMM_NULL)
+    AX_TRY(allreduce_grads(t, t->grid.tied, ax_at(t->be, grads, lay->offset[AX_P_WTE]),
+                           lay->count[AX_P_WTE]));
+  if (t->grid.D > 1) AX_TRY(allreduce_grads(t, t->grid.data, grads, lay->total));
+  return AX_OK;
+}
+
+/* The global gradient norm over the whole model: each stage's sum of squares, counting the
+ * tied wte once (the last stage leaves its copy out), summed along the pipeline row. */
+static int grad_norm(Trainer *t, double *norm) {
+  AxBackend *be = t->be;
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  void *grads = ax_stage_grads(t->stage);
+  double ss = be->ops->sumsq(be, grads, lay->total);
+  if (t->grid.P > 1 && t->spec.last)
+    ss -= be->ops->sumsq(be, ax_at(be, grads, lay->offset[AX_P_WTE]), lay->count[AX_P_WTE]);
+  AX_TRY(sum_over(t->grid.pipe, &ss));
+  *norm = sqrt(ss > 0 ? ss : 0);
+  return AX_OK;
+}
+
+static int optimizer_step(Trainer *t, int step, double *norm, double *lr) {
+  AxBackend *be = t->be;
+  size_t n = ax_stage_layout_of(t->stage)->total;
+  AX_TRY(grad_norm(t, norm));
+  float scale = 1.0f;
+  if (t->cfg.grad_clip > 0 && *norm > t->cfg.grad_clip) scale = (float)(t->cfg.grad_clip / *norm);
+  double t0 = ax_trace_begin(&t->trace);
+  if (!t->host_alias)
+    AX_TRY(be->ops->download_f32(be, t->grads_host, ax_stage_grads(t->stage), n,
+                                 AX_STREAM_COMPUTE));
+  *lr = ax_lr_at(&t->lr, step);
+  AxAdamWHyper h = {.lr = (float)*lr, .beta1 = (float)t->cfg.beta1,
+                    .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
+                    .weight_decay = (float)t->cfg.weight_decay, .step = step,
+                    .grad_scale = scale};
+  ax_optimizer_update(&t->opt, t->params_host, t->grads_host, 0, n, &h);
+  if (!t->host_alias)
+    AX_TRY(be->ops->upload_f32(be, ax_stage_params(t->stage), t->params_host, n,
+                               AX_STREAM_COMPUTE));
+  ax_trace_end(&t->trace, AX_EV_OPTIMIZER, -1, t0);
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ step and validation */
+
+static int load_batch(Trainer *t, AxLoader *L) {
+  if (!t->have_data) return AX_OK;
+  return ax_loader_next(L, t->grid.row * t->shard, t->shard, t->inputs, t->targets);
+}
+
+static int pipeline_phase(Trainer *t) {
+  double t0 = ax_trace_begin(&t->trace);
+  AX_TRY(ax_sched_train(&t->sched, t->n_micro));
+  ax_trace_end(&t->trace, AX_EV_PIPELINE, -1, t0);
+  return AX_OK;
+}
+
+int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
+  ax_trace_set_step(&t->trace, step);
+  double t0 = ax_now(), tr0 = ax_trace_begin(&t->trace);
+  AX_TRY(ax_stage_zero_grads(t->stage));
+  AX_TRY(load_batch(t, &t->train));
+  t->loss_sum = 0;
+  t->validating = 0;
+  AX_TRY(pipeline_phase(t));
+  AX_TRY(sync_grads(t));
+  AX_TRY(optimizer_step(t, step, &rec->grad_norm, &rec->lr));
+  AX_TRY(agree_on_loss(t, 1, &rec->loss));
+  if (!isfinite(rec->loss))
+    return AX_FAIL("loss is %f at step %d: training diverged", rec->loss, step);
+  AX_TRY(ax_sync(t->be));
+  ax_trace_end(&t->trace, AX_EV_STEP, -1, tr0);
+  rec->ms = (ax_now() - t0) * 1e3;
+  rec->step = step;
+  rec->val_loss = NAN;
+  return AX_OK;
+}
+
+static int validate(Trainer *t, double *val_loss) {
+  if (t->have_data) ax_loader_set_position(&t->val, 0); /* same batches every time */
+  t->loss_sum = 0;
+  t->validating = 1;
+  for (int i = 0; i < t->cfg.val_steps; i++) {
+    AX_TRY(load_batch(t, &t->val));
+    AX_TRY(ax_sched_forward(&t->sched, t->n_micro));
+  }
+  t->validating = 0;
+  return agree_on_loss(t, t->cfg.val_steps, val_loss);
+}
+
+int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec) {
+  if (!t->have_val || t->cfg.val_steps == 0) return AX_OK;
+  int due = step == t->cfg.steps || (t->cfg.val_every && step % t->cfg.val_every == 0);
+  if (!due) return AX_OK;
+  AX_TRY(validate(t, &rec->val_loss));
+  if (!isnan(t->floor))
+    ax_log("val  step %d | val loss %.6f | floor %.4f (gap %.4f)", step, rec->val_loss, t->floor,
+           rec->val_loss - t->floor);
+  else
+    ax_log("val  step %d | val loss %.6f", step, rec->val_loss);
+  return AX_OK;
+}

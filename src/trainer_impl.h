@@ -1,0 +1,57 @@
+/* trainer_impl.h — the trainer's state, shared by its setup (trainer.c) and its step
+ * (train_step.c); nothing outside those two files includes it. */
+#ifndef AX_TRAINER_IMPL_H
+#define AX_TRAINER_IMPL_H
+
+#include "backend.h"
+#include "dataloader.h"
+#include "lr_schedule.h"
+#include "markov.h"
+#include "models/gpt_stage.h"
+#include "mpi/collectives.h"
+#include "mpi/grid.h"
+#include "offload/optimizer.h"
+#include "pipeline/scheduler.h"
+#include "threadpool.h"
+#include "trace.h"
+#include "trainer.h"
+
+struct AxTrainer {
+  AxTrainConfig cfg; /* a shallow copy; strings stay owned by the caller */
+  AxGptConfig model;
+  AxGrid grid;
+  int have_grid;
+  int *first_block; /* P + 1 entries: stage s owns blocks [first_block[s], first_block[s+1]) */
+  AxStageSpec spec;
+  int shard;      /* sequences per data-parallel row */
+  int micro;      /* sequences per micro-batch */
+  int n_micro;    /* micro-batches per row per step */
+  int limit;      /* pipeline limit */
+  AxBackend *be;
+  AxGptStage *stage;
+  AxScheduler sched;
+  int have_sched;
+  AxPool *opt_pool;
+  AxOptimizer opt;
+  float *params_host, *grads_host; /* fp32 host copies; alias the stage on the CPU backend */
+  int host_alias;
+  AxLoader train, val;
+  int have_data, have_val;
+  AxMarkov markov;
+  uint16_t *corpus; /* synthetic train + val tokens */
+  double floor;     /* entropy rate of the synthetic corpus, NAN with real data */
+  int32_t *inputs, *targets; /* this row's shard of the batch */
+  AxLrSchedule lr;
+  AxTrace trace;
+  AxCommBytes comm_bytes;
+  /* per-step accumulation by the stage callbacks */
+  double loss_sum;
+  int validating;
+};
+
+typedef AxTrainer Trainer;
+
+/* train_step.c */
+int ax_trainer_make_ops(Trainer *t, AxStageOps *ops);
+
+#endif

@@ -1,0 +1,109 @@
+#!/bin/sh
+# Every parallel layout against the single-rank run (real MPI, several ranks):
+#  - grids 2x1, 1x2, 2x2, 4x1, 1x4 on the same data and seed: per-step losses over 20 steps
+#    equal the 1x1 run within 1e-5 relative, final weights within 1e-4 (largest difference
+#    per tensor relative to the tensor's largest magnitude; summation order differs between
+#    layouts, so bits may not);
+#  - pipeline limits 1 to 4, and a delayed stage (arrival order changes, the math must not);
+#  - failures end the whole job with a clear message and a non-zero exit in bounded time.
+set -u
+AXONN=${AXONN:-bin/axonn}
+MPIEXEC=${MPIEXEC:-mpiexec}
+TMP=$(mktemp -d /tmp/axonn-grid-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --steps 20 --shuffle 0 --seed 7 \
+  --val-every 10 --val-steps 2 --lr 3e-3 --threads 1 --quiet"
+
+# run NAME NP ARGS...: trains, leaving $TMP/NAME.csv and $TMP/NAME.bin
+run() {
+  name=$1; np=$2; shift 2
+  # shellcheck disable=SC2086
+  if ! timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON --metrics "$TMP/$name.csv" \
+      --save "$TMP/$name.bin" "$@" >"$TMP/$name.log" 2>&1; then
+    fail "$name: training failed"; cat "$TMP/$name.log"; return 1
+  fi
+}
+
+# same_losses NAME: losses (and validation losses) of NAME equal ref's within 1e-5 relative
+same_losses() {
+  awk -F, -v name="$1" 'NR == FNR { if (FNR > 1) { l[$1] = $2; v[$1] = $8 } next }
+    FNR > 1 {
+      d = $2 - l[$1]; if (d < 0) d = -d
+      if (d > 1e-5 * l[$1]) { printf "%s: step %d loss %.9g vs 1x1 %.9g\n", name, $1, $2, l[$1]; bad = 1 }
+      if ($8 != "") { d = $8 - v[$1]; if (d < 0) d = -d
+        if (d > 1e-5 * v[$1]) { printf "%s: step %d val %.9g vs 1x1 %.9g\n", name, $1, $8, v[$1]; bad = 1 } }
+      n++ }
+    END { if (n != 20) { printf "%s: %d steps in the CSV\n", name, n; bad = 1 } exit bad }' \
+    "$TMP/ref.csv" "$TMP/$1.csv" || fail "$1: losses differ from the 1x1 run"
+  "$AXONN" compare "$TMP/ref.bin" "$TMP/$1.bin" --tol 1e-4 >"$TMP/$1.cmp" 2>&1 ||
+    { fail "$1: final weights differ from the 1x1 run"; cat "$TMP/$1.cmp"; }
+}
+
+run ref 1 --micro-batch 2 || exit 1
+for grid in "2 1" "1 2" "2 2" "4 1" "1 4"; do
+  set -- $grid
+  name="grid${1}x${2}"
+  run "$name" $(($1 * $2)) --g-inter "$1" --g-data "$2" --micro-batch 2 && same_losses "$name"
+done
+# pipeline limits, and an uneven stage split
+for limit in 1 2 3 4; do
+  run "limit$limit" 4 --g-inter 4 --micro-batch 1 --pipeline-limit "$limit" && same_losses "limit$limit"
+done
+run split 2 --g-inter 2 --micro-batch 2 --stage-layers 3,1 && same_losses split
+# a slow stage changes the order messages arrive in, not the result
+run delay 4 --g-inter 4 --micro-batch 1 --debug-delay-stage 1 --debug-delay-ms 3 && same_losses delay
+run delay2 4 --g-inter 2 --g-data 2 --micro-batch 1 --debug-delay-stage 0 --debug-delay-ms 2 &&
+  same_losses delay2
+# with activation checkpointing per stage
+run ckpt 2 --g-inter 2 --micro-batch 2 --checkpoint-activations --ac 1 && same_losses ckpt
+
+# our own all-reduce algorithms instead of MPI_Allreduce
+run ring 2 --g-data 2 --micro-batch 2 --allreduce ring && same_losses ring
+run rhd 4 --g-data 4 --micro-batch 2 --allreduce rhd && same_losses rhd
+run ring2x2 4 --g-inter 2 --g-data 2 --micro-batch 1 --allreduce ring && same_losses ring2x2
+
+# the trace: valid JSON, one track per rank, forward/backward/all-reduce/optimizer events
+if run trace 4 --g-inter 2 --g-data 2 --micro-batch 1 --trace "$TMP/trace.json" --trace-steps 2-3; then
+  for ev in '"forward' '"backward' '"allreduce' '"optimizer' '"send' '"recv-wait'; do
+    grep -q "$ev" "$TMP/trace.json" || fail "trace: no $ev events"
+  done
+  tracks=$(grep -o '"thread_name","ph":"M","pid":0,"tid":[0-9]*' "$TMP/trace.json" | sort -u | wc -l)
+  [ "$tracks" -eq 4 ] || fail "trace: $tracks rank tracks, expected 4"
+  if command -v python3 >/dev/null; then
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/trace.json" ||
+      fail "trace: not valid JSON"
+  fi
+fi
+
+# ---- failures: one clear message, non-zero exit, bounded time
+expect_job_error() {
+  needle=$1; np=$2; shift 2
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  timeout 120 $MPIEXEC -n "$np" "$AXONN" train $COMMON "$@" >"$TMP/f.out" 2>"$TMP/f.err"; rc=$?
+  took=$(($(date +%s) - start))
+  if [ "$rc" -eq 0 ]; then fail "'$*' succeeded"; return; fi
+  if [ "$rc" -eq 124 ]; then fail "'$*' hung (killed after 120 s)"; return; fi
+  grep -q -- "$needle" "$TMP/f.err" || { fail "'$*': no '$needle' in stderr:"; cat "$TMP/f.err"; }
+  echo "  failed as expected in ${took}s (exit $rc): $(grep -m1 'axonn: error' "$TMP/f.err")"
+}
+# the grid does not match the job: every rank knows, rank 0 alone says so
+expect_job_error "needs 4 ranks, but the job has 3" 3 --g-inter 2 --g-data 2
+[ "$(grep -c 'axonn: error' "$TMP/f.err")" -eq 1 ] || fail "grid error printed more than once"
+# a file only rank 0 writes cannot be created, before the run starts
+expect_job_error "cannot create metrics file" 2 --g-inter 2 --metrics "$TMP/no/such/dir/m.csv"
+# ... and at the end of the run, when the model is saved
+expect_job_error "cannot create" 4 --g-inter 2 --g-data 2 --save "$TMP/no/such/dir/m.bin"
+# a token shard that goes bad in its fourth batch: the ranks reading data fail mid-run while
+# the others wait on them; the job must still end
+# (bytes 'A' = 65 fit --vocab 100; one 'z' = 122 sits in batch window 4: tokens 384-511)
+awk 'BEGIN { for (i = 0; i < 2000; i++) printf (i == 389 ? "z" : "A") }' >"$TMP/bad.txt"
+"$AXONN" prep --input "$TMP/bad.txt" --output "$TMP/bad" >/dev/null || fail "prep bad.txt"
+expect_job_error "outside the vocabulary" 4 --g-inter 4 --micro-batch 2 --vocab 100 \
+  --data "$TMP/bad_train.bin" --val-steps 0
+
+if [ $fails -ne 0 ]; then echo "mpi_grid: $fails failure(s)"; exit 1; fi
+echo "mpi_grid: all checks passed"

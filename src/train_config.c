@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "models/gpt_presets.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
 #define NORANGE 1, 0
@@ -18,6 +19,9 @@
   {name, AX_OPT_CHOICE, OFF(f), def, NULL, help, NORANGE, choices}
 
 static const AxOption OPTIONS[] = {
+    STR("model", model, NULL, "NAME",
+        "model preset (gpt2-small, gpt2-medium, gpt2-large, gpt2-xl, gpt-12b, gpt-24b, gpt-50b, "
+        "gpt-100b, gpt-5b, gpt-10b, gpt-20b, gpt-40b, gpt-80b); explicit flags override it"),
     STR("init", init, NULL, "FILE", "start from an llm.c fp32 model file (sets the model size)"),
     INT("layers", layers, "4", "N", "transformer blocks", 1, 100000),
     INT("hidden", hidden, "128", "N", "hidden size (channels)", 1, 1 << 20),
@@ -53,10 +57,24 @@ static const AxOption OPTIONS[] = {
     FLT("beta2", beta2, "0.95", "X", "Adam beta2", 0, 0.99999999),
     FLT("eps", eps, "1e-8", "X", "Adam epsilon", 0, 1),
     FLT("grad-clip", grad_clip, "1.0", "X", "clip the global gradient norm (0 = off)", 0, 1e30),
+    INT("offload", offload, "1", "0|1",
+        "interleave the chunked gradient all-reduce with the host AdamW (0: all-reduce, then "
+        "update)", 0, 1),
     LNG("bucket-size", bucket_size, "16M", "N", "optimizer bucket size in elements", 1, 1e15),
     INT("coarsening", coarsening, "4", "K", "buckets per all-reduce chunk", 1, 1 << 20),
+    INT("optimizer-threads", optimizer_threads, "0", "N",
+        "host AdamW threads (0: the compute threads)", 0, 256),
+    CHOICE("allreduce-dtype", allreduce_dtype, "fp32", "fp32|bf16",
+           "gradient all-reduce payload (bf16 halves the bytes; summed in fp32)"),
+    CHOICE("loss-scaling", loss_scaling, "auto", "auto|dynamic|off",
+           "dynamic loss scaling (auto: on for fp16 compute)"),
+    INT("debug-overflow-step", debug_overflow_step, "0", "N",
+        "testing: poison one gradient with inf at step N (0: never)", 0, 1 << 30),
+    FLAG("dry-run", dry_run, "print the memory plan per rank and exit without allocating"),
     STR("device", device, "cpu", "cpu|cuda", "compute backend"),
     CHOICE("precision", precision, "fp32", "fp32|bf16|fp16", "compute precision"),
+    CHOICE("cuda-aware-mpi", cuda_aware_mpi, "auto", "auto|0|1",
+           "pass device buffers to MPI (auto: detect; 0: stage through pinned host memory)"),
     INT("threads", threads, "0", "N", "compute threads per rank (0: all cores of the rank)", 0,
         256),
     INT("bind", bind, "1", "0|1", "pin compute threads to cores with hwloc", 0, 1),
@@ -74,6 +92,17 @@ static const AxOption OPTIONS[] = {
         "write a Chrome trace (Perfetto) of every rank's events in --trace-steps"),
     STR("trace-steps", trace_steps, "2-3", "A-B", "steps to trace"),
     FLAG("quiet", quiet, "print only the final summary"),
+    STR("summary", summary, NULL, "FILE.json", "write the end-of-run JSON summary"),
+    INT("timing-skip", timing_skip, "1", "N", "warm-up steps left out of the timing", 0,
+        1 << 30),
+    INT("timing-steps", timing_steps, "10", "N", "steps averaged for the batch time", 1, 1 << 30),
+    FLT("peak-tflops", peak_tflops, "0", "X",
+        "peak per rank for % of peak (0: built-in table / measured CPU peak)", 0, 1e9),
+    STR("checkpoint-dir", checkpoint_dir, NULL, "DIR", "write checkpoints here"),
+    INT("checkpoint-every", checkpoint_every, "0", "N", "checkpoint every N steps (0: never)", 0,
+        1 << 30),
+    INT("keep", keep, "2", "K", "complete checkpoints kept", 1, 1 << 20),
+    FLAG("resume", resume, "continue from the newest complete checkpoint in --checkpoint-dir"),
     INT("debug-delay-stage", debug_delay_stage, "-1", "S",
         "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
     INT("debug-delay-ms", debug_delay_ms, "0", "MS",
@@ -85,9 +114,26 @@ const AxOptionTable AX_TRAIN_OPTIONS = {
     "Train a GPT-2 model (one process, or a G_inter x G_data grid under mpirun/srun/jsrun).",
     OPTIONS, (int)(sizeof OPTIONS / sizeof OPTIONS[0])};
 
+/* --model: the preset's dimensions, except those the user gave explicitly. */
+static int apply_preset(AxTrainConfig *cfg, const AxOptState *st) {
+  if (!cfg->model) return AX_OK;
+  const AxGptPreset *p = ax_gpt_preset_find(cfg->model);
+  if (!p)
+    return AX_FAIL("--model '%s' is not a preset; known: %s", cfg->model, ax_gpt_preset_names());
+  if (cfg->init) return AX_FAIL("--model conflicts with --init: the model file sets the model");
+  const struct { const char *name; int *field; int value; } dims[] = {
+      {"layers", &cfg->layers, p->layers}, {"hidden", &cfg->hidden, p->hidden},
+      {"heads", &cfg->heads, p->heads},    {"seq", &cfg->seq, p->seq},
+      {"vocab", &cfg->vocab, p->vocab}};
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+    if (!ax_options_was_set(&AX_TRAIN_OPTIONS, st, dims[i].name)) *dims[i].field = dims[i].value;
+  return AX_OK;
+}
+
 int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st) {
   memset(cfg, 0, sizeof *cfg);
-  return ax_options_parse(&AX_TRAIN_OPTIONS, cfg, argc, argv, st);
+  AX_TRY(ax_options_parse(&AX_TRAIN_OPTIONS, cfg, argc, argv, st));
+  return st->help ? AX_OK : apply_preset(cfg, st);
 }
 
 AxGptConfig ax_train_model_config(const AxTrainConfig *cfg) {

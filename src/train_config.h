@@ -8,9 +8,12 @@
 
 typedef enum { AX_LR_CONSTANT = 0, AX_LR_COSINE } AxLrKind;
 typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16, AX_PREC_FP16 } AxPrecision;
+/* auto: dynamic loss scaling for fp16 compute only (bf16 and fp32 do not need it). */
+typedef enum { AX_LOSS_SCALING_AUTO = 0, AX_LOSS_SCALING_DYNAMIC, AX_LOSS_SCALING_OFF } AxLossScaling;
 
 typedef struct {
   /* model */
+  char *model; /* preset name (presets.h); explicit dimension flags override it */
   char *init;
   int layers, hidden, heads, seq, vocab;
   /* data */
@@ -30,11 +33,19 @@ typedef struct {
   int warmup;
   double weight_decay, beta1, beta2, eps, grad_clip;
   int decay_all;
+  /* optimizer offload (offload/) */
+  int offload;         /* 1: chunked all-reduce interleaved with the host AdamW */
   long long bucket_size;
   int coarsening;
+  int optimizer_threads;
+  int allreduce_dtype; /* AxCommDtype index: 0 fp32, 1 bf16 */
+  int loss_scaling;    /* AxLossScaling */
+  int debug_overflow_step;
+  int dry_run;
   /* device */
   char *device;
   int precision; /* AxPrecision */
+  int cuda_aware_mpi; /* 0 auto, 1 off, 2 on (choice index of auto|0|1) */
   int threads, bind;
   int checkpoint_activations, ac;
   /* output */
@@ -42,6 +53,12 @@ typedef struct {
   int val_every, val_steps;
   char *trace, *trace_steps;
   int quiet;
+  char *summary;
+  int timing_skip, timing_steps;
+  double peak_tflops;
+  /* checkpoint and resume */
+  char *checkpoint_dir;
+  int checkpoint_every, keep, resume;
   /* fault and timing injection for tests */
   int debug_delay_stage, debug_delay_ms;
 } AxTrainConfig;

@@ -42,13 +42,21 @@ void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const 
   }
 }
 
+/* The scalar element. Where the AVX2 body exists, the tail uses the very same fused
+ * operations, so results do not depend on where a range starts or is cut (chunking,
+ * threads). */
+#ifdef AX_ADAMW_AVX2
+#define MULADD(a, b, c) fmaf(a, b, c)
+#else
+#define MULADD(a, b, c) ((a) * (b) + (c))
+#endif
 static inline void scalar_one(float *p, const float *g, float *m, float *v, size_t i,
                               const Coef *c) {
   float gi = g[i] * c->gs;
-  float mi = c->b1 * m[i] + c->one_b1 * gi;
-  float vi = c->b2 * v[i] + c->one_b2 * gi * gi;
-  float upd = (mi * c->c1) / (sqrtf(vi * c->c2) + c->eps) + c->wd * p[i];
-  p[i] -= c->lr * upd;
+  float mi = MULADD(c->b1, m[i], c->one_b1 * gi);
+  float vi = MULADD(c->b2, v[i], (c->one_b2 * gi) * gi);
+  float upd = MULADD(c->wd, p[i], (mi * c->c1) / (sqrtf(vi * c->c2) + c->eps));
+  p[i] = MULADD(-c->lr, upd, p[i]);
   m[i] = mi;
   v[i] = vi;
 }

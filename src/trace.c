@@ -41,7 +41,7 @@ void ax_trace_set_origin(AxTrace *t, double origin) { t->origin = origin; }
 void ax_trace_set_step(AxTrace *t, int step) { t->step = step; }
 
 int ax_trace_active(const AxTrace *t) {
-  return t->ev && t->step >= t->step_lo && t->step <= t->step_hi;
+  return t && t->ev && t->step >= t->step_lo && t->step <= t->step_hi;
 }
 
 double ax_trace_begin(const AxTrace *t) { return ax_trace_active(t) ? ax_now() : 0.0; }

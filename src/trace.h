@@ -33,7 +33,7 @@ void ax_trace_free(AxTrace *t);
 void ax_trace_set_origin(AxTrace *t, double origin);
 void ax_trace_set_step(AxTrace *t, int step);
 int ax_trace_active(const AxTrace *t);
-/* Start time for an event (0 when not recording). */
+/* Start time for an event (0 when not recording; t may be NULL: nothing recorded). */
 double ax_trace_begin(const AxTrace *t);
 void ax_trace_end(AxTrace *t, int kind, int mb, double t0);
 const char *ax_trace_kind_name(int kind);

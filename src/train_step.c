@@ -32,7 +32,7 @@ static int cb_backward(void *ctx, int mb, int slot, const void *doutput, const v
   Trainer *t = ctx;
   if (t->spec.last) {
     /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
-    float dloss = 1.0f / ((float)t->cfg.batch * (float)t->cfg.seq);
+    float dloss = t->loss_scale.scale / ((float)t->cfg.batch * (float)t->cfg.seq);
     double mean;
     AX_TRY(ax_stage_loss_backward(t->stage, slot, t->targets + mb_offset(t, mb), dloss, &mean));
     t->loss_sum += mean;
@@ -64,61 +64,94 @@ static int agree_on_loss(Trainer *t, int batches, double *loss) {
   return AX_OK;
 }
 
-static int allreduce_grads(Trainer *t, MPI_Comm comm, void *buf, size_t n) {
+/* The tied LM head: the first and last stage of a row each hold wte; their gradients are
+ * summed so both copies take the same update (before the data-parallel sum; sums commute). */
+static int sync_tied(Trainer *t) {
+  if (t->grid.tied == MPI_COMM_NULL) return AX_OK;
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   double t0 = ax_trace_begin(&t->trace);
-  AX_TRY(ax_allreduce(comm, buf, n, AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce,
-                      &t->comm_bytes));
+  AX_TRY(ax_allreduce(t->grid.tied, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
+                      AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce, &t->comm_bytes));
   ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
   return AX_OK;
 }
 
-/* The tied LM head: the first and last stage of a row each hold wte; their gradients are
- * summed so both copies take the same update. Then every stage's gradients are summed over
- * the data-parallel column. */
-static int sync_grads(Trainer *t) {
-  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
-  void *grads = ax_stage_grads(t->stage);
-  if (t->grid.tied != MPI_COMM_NULL)
-    AX_TRY(allreduce_grads(t, t->grid.tied, ax_at(t->be, grads, lay->offset[AX_P_WTE]),
-                           lay->count[AX_P_WTE]));
-  if (t->grid.D > 1) AX_TRY(allreduce_grads(t, t->grid.data, grads, lay->total));
+/* Dynamic loss scaling: did any rank's gradients overflow? (--debug-overflow-step poisons
+ * one gradient of the last rank to test the path.) Every rank gets the same answer. */
+static int any_overflow(Trainer *t, int step, int *overflow) {
+  *overflow = 0;
+  if (!t->loss_scale.enabled && !t->cfg.debug_overflow_step) return AX_OK;
+  if (step == t->cfg.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n)
+    t->off.grads[0] = INFINITY;
+  int local = !isfinite(ax_host_sumsq(t->off.grads, t->off.n));
+  if (t->grid.size > 1)
+    AX_MPI(MPI_Allreduce(&local, overflow, 1, MPI_INT, MPI_MAX, t->grid.world));
+  else
+    *overflow = local;
   return AX_OK;
 }
 
-/* The global gradient norm over the whole model: each stage's sum of squares, counting the
- * tied wte once (the last stage leaves its copy out), summed along the pipeline row. */
-static int grad_norm(Trainer *t, double *norm) {
-  AxBackend *be = t->be;
-  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
-  void *grads = ax_stage_grads(t->stage);
-  double ss = be->ops->sumsq(be, grads, lay->total);
-  if (t->grid.P > 1 && t->spec.last)
-    ss -= be->ops->sumsq(be, ax_at(be, grads, lay->offset[AX_P_WTE]), lay->count[AX_P_WTE]);
-  AX_TRY(sum_over(t->grid.pipe, &ss));
-  *norm = sqrt(ss > 0 ? ss : 0);
+static AxReduceSpec reduce_spec(Trainer *t) {
+  AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
+                    .algo = (AxAllreduceAlgo)t->cfg.allreduce, .bytes = &t->comm_bytes,
+                    .window = 2, .progress = 1, .trace = &t->trace};
+  if (t->grid.P > 1 && t->spec.last) { /* the tied wte counts once, on the first stage */
+    const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+    r.norm_skip_lo = lay->offset[AX_P_WTE];
+    r.norm_skip_hi = r.norm_skip_lo + lay->count[AX_P_WTE];
+  }
+  return r;
+}
+
+static AxAdamWHyper adamw_hyper(const Trainer *t, double lr, float grad_scale) {
+  return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)t->cfg.beta1,
+                        .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
+                        .weight_decay = (float)t->cfg.weight_decay,
+                        .step = (int)(t->adam_steps + 1), .grad_scale = grad_scale};
+}
+
+/* The global gradient norm: each stage's sum of squares summed along the pipeline row. */
+static int finish_norm(Trainer *t, double sumsq, double *norm) {
+  AX_TRY(sum_over(t->grid.pipe, &sumsq));
+  *norm = sqrt(sumsq > 0 ? sumsq : 0) / t->loss_scale.scale;
   return AX_OK;
 }
 
-static int optimizer_step(Trainer *t, int step, double *norm, double *lr) {
-  AxBackend *be = t->be;
-  size_t n = ax_stage_layout_of(t->stage)->total;
-  AX_TRY(grad_norm(t, norm));
-  float scale = 1.0f;
-  if (t->cfg.grad_clip > 0 && *norm > t->cfg.grad_clip) scale = (float)(t->cfg.grad_clip / *norm);
-  double t0 = ax_trace_begin(&t->trace);
-  if (!t->host_alias)
-    AX_TRY(be->ops->download_f32(be, t->grads_host, ax_stage_grads(t->stage), n,
-                                 AX_STREAM_COMPUTE));
-  *lr = ax_lr_at(&t->lr, step);
-  AxAdamWHyper h = {.lr = (float)*lr, .beta1 = (float)t->cfg.beta1,
-                    .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
-                    .weight_decay = (float)t->cfg.weight_decay, .step = step,
-                    .grad_scale = scale};
-  ax_optimizer_update(&t->opt, t->params_host, t->grads_host, 0, n, &h);
-  if (!t->host_alias)
-    AX_TRY(be->ops->upload_f32(be, ax_stage_params(t->stage), t->params_host, n,
-                               AX_STREAM_COMPUTE));
-  ax_trace_end(&t->trace, AX_EV_OPTIMIZER, -1, t0);
+/* Sum the gradients over the data-parallel column and update the master weights, chunk by
+ * chunk; interleaved unless clipping needs the whole norm first (or --offload 0). */
+static int reduce_and_update(Trainer *t, double lr, double *norm) {
+  AxReduceSpec r = reduce_spec(t);
+  void *params = ax_stage_params(t->stage);
+  float unscale = 1.0f / t->loss_scale.scale;
+  double sumsq;
+  int may_clip = t->cfg.grad_clip > 0;
+  if (t->cfg.offload && !may_clip) {
+    AxAdamWHyper h = adamw_hyper(t, lr, unscale);
+    AX_TRY(ax_offload_reduce_update(&t->off, &r, params, &h, &sumsq));
+    return finish_norm(t, sumsq, norm);
+  }
+  AX_TRY(ax_offload_reduce(&t->off, &r, &sumsq));
+  AX_TRY(finish_norm(t, sumsq, norm));
+  float clip = 1.0f;
+  if (may_clip && *norm > t->cfg.grad_clip) clip = (float)(t->cfg.grad_clip / *norm);
+  AxAdamWHyper h = adamw_hyper(t, lr, clip * unscale);
+  return ax_offload_update_all(&t->off, params, &h, &t->trace);
+}
+
+static int optimizer_step(Trainer *t, int step, AxStepRecord *rec) {
+  rec->lr = ax_lr_at(&t->lr, step);
+  AX_TRY(ax_offload_download_grads(&t->off, ax_stage_grads(t->stage)));
+  int overflow;
+  AX_TRY(any_overflow(t, step, &overflow));
+  if (ax_loss_scale_update(&t->loss_scale, overflow)) {
+    rec->grad_norm = NAN;
+    ax_warn("step %d: gradients overflowed; step skipped on every rank (loss scale now %g)",
+           step, t->loss_scale.scale);
+    return AX_OK;
+  }
+  AX_TRY(sync_tied(t));
+  AX_TRY(reduce_and_update(t, rec->lr, &rec->grad_norm));
+  t->adam_steps++;
   return AX_OK;
 }
 
@@ -144,8 +177,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   t->loss_sum = 0;
   t->validating = 0;
   AX_TRY(pipeline_phase(t));
-  AX_TRY(sync_grads(t));
-  AX_TRY(optimizer_step(t, step, &rec->grad_norm, &rec->lr));
+  AX_TRY(optimizer_step(t, step, rec));
   AX_TRY(agree_on_loss(t, 1, &rec->loss));
   if (!isfinite(rec->loss))
     return AX_FAIL("loss is %f at step %d: training diverged", rec->loss, step);

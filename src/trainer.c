@@ -79,34 +79,38 @@ static int setup_backend(Trainer *t) {
                         .local_size = t->grid.local_size};
   t->be = ax_backend_create(&bc);
   if (!t->be) return AX_ERR;
-  t->opt_pool = ax_pool_create(t->be->threads, NULL, NULL);
+  int opt_threads = t->cfg.optimizer_threads ? t->cfg.optimizer_threads : t->be->threads;
+  t->opt_pool = ax_pool_create(opt_threads, NULL, NULL);
   return t->opt_pool ? AX_OK : AX_ERR;
 }
 
+/* The fp32 master weights (host arena) from --init or the seeded initialization. */
 static int load_params(Trainer *t, const AxStageLayout *layout) {
-  if (t->cfg.init) return ax_model_file_read_stage(t->cfg.init, &t->model, layout, t->params_host);
-  ax_gpt_init_stage(&t->model, layout, (uint64_t)t->cfg.seed, t->params_host);
+  float *master = t->off.master;
+  if (t->cfg.init) return ax_model_file_read_stage(t->cfg.init, &t->model, layout, master);
+  ax_gpt_init_stage(&t->model, layout, (uint64_t)t->cfg.seed, master);
   return AX_OK;
+}
+
+static int loss_scaling_on(const AxTrainConfig *cfg) {
+  if (cfg->loss_scaling == AX_LOSS_SCALING_AUTO) return cfg->precision == AX_PREC_FP16;
+  return cfg->loss_scaling == AX_LOSS_SCALING_DYNAMIC;
 }
 
 static int setup_stage(Trainer *t) {
   AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &t->spec));
   const AxStageLayout *layout = ax_stage_layout_of(t->stage);
-  t->host_alias = t->be->is_host && t->be->dtype == AX_DTYPE_F32;
-  if (t->host_alias) {
-    t->params_host = ax_stage_params(t->stage);
-    t->grads_host = ax_stage_grads(t->stage);
-  } else {
-    size_t bytes = layout->total * sizeof(float);
-    t->params_host = t->be->ops->host_alloc(t->be, bytes);
-    t->grads_host = t->params_host ? t->be->ops->host_alloc(t->be, bytes) : NULL;
-    if (!t->grads_host) return AX_ERR;
-  }
+  AxOffloadConfig oc = {.bucket_size = (size_t)t->cfg.bucket_size,
+                        .coarsening = t->cfg.coarsening,
+                        .wire_bf16 = t->cfg.allreduce_dtype == 1,
+                        .decay_all = t->cfg.decay_all,
+                        .single_chunk = !t->cfg.offload};
+  AX_TRY(ax_offload_init(&t->off, t->be, layout, ax_stage_grads(t->stage), &oc, t->opt_pool));
   AX_TRY(load_params(t, layout));
-  if (!t->host_alias)
-    AX_TRY(t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->params_host,
-                                  layout->total, AX_STREAM_COMPUTE));
-  return ax_optimizer_init(&t->opt, t->be, layout, t->cfg.decay_all, t->opt_pool);
+  ax_loss_scale_init(&t->loss_scale, loss_scaling_on(&t->cfg));
+  AX_TRY(t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, layout->total,
+                                AX_STREAM_COMPUTE));
+  return ax_sync(t->be);
 }
 
 static int setup_synthetic(Trainer *t) {
@@ -189,9 +193,19 @@ void ax_trainer_print_header(const AxTrainer *t) {
     ax_log("  stage %d: blocks %d-%d%s%s", s, t->first_block[s], t->first_block[s + 1] - 1,
            s == 0 ? " + embedding" : "", s == t->grid.P - 1 ? " + final LayerNorm, LM head, loss" : "");
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
-  ax_log("memory (rank 0): %.1f MB parameters + %.1f MB gradients + %.1f MB Adam state + %.1f MB "
-         "activations", lay->total * t->be->esz / 1e6, lay->total * t->be->esz / 1e6,
-         2.0 * t->opt.n * sizeof(float) / 1e6, ax_stage_arena_bytes(t->stage) / 1e6);
+  ax_log("memory (rank 0): device %.1f MB weights + %.1f MB gradients + %.1f MB activations; "
+         "host arena %.1f MB (fp32 master weights, Adam moments%s)",
+         lay->total * t->be->esz / 1e6, lay->total * t->be->esz / 1e6,
+         ax_stage_arena_bytes(t->stage) / 1e6, t->off.arena_bytes / 1e6,
+         t->off.grads_alias ? "" : ", gradient staging");
+  ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
+         "loss scaling %s", t->cfg.offload ? "all-reduce interleaved with host AdamW" :
+         "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,
+         t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.allreduce),
+         t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
+  if (t->cfg.offload && t->cfg.grad_clip > 0 && t->grid.D > 1)
+    ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
+           "chunked all-reduce (--grad-clip 0 interleaves them)");
   if (!isnan(t->floor))
     ax_log("data: built-in order-2 Markov corpus (seed %lld): %d train / %d val tokens; "
            "entropy rate = loss floor %.4f nats/token", t->cfg.seed, SYNTH_TRAIN_TOKENS,
@@ -213,7 +227,7 @@ static int gather_and_write(AxTrainer *t, const char *path) {
     ax_stage_layout(&lay[s], &t->model, t->first_block[s], t->first_block[s + 1], s == 0,
                     s == P - 1);
     if (s == 0) {
-      pieces[s] = t->params_host;
+      pieces[s] = t->off.master;
     } else {
       float *buf = ax_malloc(lay[s].total * sizeof *buf);
       pieces[s] = buf;
@@ -230,15 +244,12 @@ static int gather_and_write(AxTrainer *t, const char *path) {
 }
 
 int ax_trainer_save(AxTrainer *t, const char *path) {
-  int rc = AX_OK;
-  if (!t->host_alias)
-    rc = t->be->ops->download_f32(t->be, t->params_host, ax_stage_params(t->stage),
-                                  ax_stage_layout_of(t->stage)->total, AX_STREAM_COMPUTE);
-  if (rc == AX_OK && t->grid.row == 0) {
+  int rc = AX_OK; /* the fp32 master weights are the model */
+  if (t->grid.row == 0) {
     if (t->grid.stage == 0)
       rc = gather_and_write(t, path);
     else
-      rc = ax_mpi_send_floats(t->params_host, ax_stage_layout_of(t->stage)->total, 0, 77,
+      rc = ax_mpi_send_floats(t->off.master, ax_stage_layout_of(t->stage)->total, 0, 77,
                               t->grid.world);
   }
   AX_TRY(ax_grid_agree(&t->grid, rc));
@@ -271,11 +282,7 @@ void ax_trainer_destroy(AxTrainer *t) {
   if (!t) return;
   if (t->have_sched) ax_sched_destroy(&t->sched);
   ax_trace_free(&t->trace);
-  ax_optimizer_free(&t->opt);
-  if (!t->host_alias && t->be) {
-    if (t->params_host) t->be->ops->host_free(t->be, t->params_host);
-    if (t->grads_host) t->be->ops->host_free(t->be, t->grads_host);
-  }
+  ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);
   ax_pool_destroy(t->opt_pool);
   ax_backend_destroy(t->be);

@@ -10,7 +10,9 @@
 #include "models/gpt_stage.h"
 #include "mpi/collectives.h"
 #include "mpi/grid.h"
-#include "offload/optimizer.h"
+#include "offload/interleave.h"
+#include "offload/loss_scale.h"
+#include "offload/offload.h"
 #include "pipeline/scheduler.h"
 #include "threadpool.h"
 #include "trace.h"
@@ -32,9 +34,9 @@ struct AxTrainer {
   AxScheduler sched;
   int have_sched;
   AxPool *opt_pool;
-  AxOptimizer opt;
-  float *params_host, *grads_host; /* fp32 host copies; alias the stage on the CPU backend */
-  int host_alias;
+  AxOffload off;   /* fp32 master weights, Adam state, host gradients (offload/) */
+  AxLossScale loss_scale;
+  long long adam_steps; /* optimizer steps taken (skipped steps do not count) */
   AxLoader train, val;
   int have_data, have_val;
   AxMarkov markov;

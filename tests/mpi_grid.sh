@@ -6,41 +6,10 @@
 #    layouts, so bits may not);
 #  - pipeline limits 1 to 4, and a delayed stage (arrival order changes, the math must not);
 #  - failures end the whole job with a clear message and a non-zero exit in bounded time.
-set -u
-AXONN=${AXONN:-bin/axonn}
-MPIEXEC=${MPIEXEC:-mpiexec}
-TMP=$(mktemp -d /tmp/axonn-grid-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/mpilib.sh"
 
 COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --steps 20 --shuffle 0 --seed 7 \
   --val-every 10 --val-steps 2 --lr 3e-3 --threads 1 --quiet"
-
-# run NAME NP ARGS...: trains, leaving $TMP/NAME.csv and $TMP/NAME.bin
-run() {
-  name=$1; np=$2; shift 2
-  # shellcheck disable=SC2086
-  if ! timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON --metrics "$TMP/$name.csv" \
-      --save "$TMP/$name.bin" "$@" >"$TMP/$name.log" 2>&1; then
-    fail "$name: training failed"; cat "$TMP/$name.log"; return 1
-  fi
-}
-
-# same_losses NAME: losses (and validation losses) of NAME equal ref's within 1e-5 relative
-same_losses() {
-  awk -F, -v name="$1" 'NR == FNR { if (FNR > 1) { l[$1] = $2; v[$1] = $8 } next }
-    FNR > 1 {
-      d = $2 - l[$1]; if (d < 0) d = -d
-      if (d > 1e-5 * l[$1]) { printf "%s: step %d loss %.9g vs 1x1 %.9g\n", name, $1, $2, l[$1]; bad = 1 }
-      if ($8 != "") { d = $8 - v[$1]; if (d < 0) d = -d
-        if (d > 1e-5 * v[$1]) { printf "%s: step %d val %.9g vs 1x1 %.9g\n", name, $1, $8, v[$1]; bad = 1 } }
-      n++ }
-    END { if (n != 20) { printf "%s: %d steps in the CSV\n", name, n; bad = 1 } exit bad }' \
-    "$TMP/ref.csv" "$TMP/$1.csv" || fail "$1: losses differ from the 1x1 run"
-  "$AXONN" compare "$TMP/ref.bin" "$TMP/$1.bin" --tol 1e-4 >"$TMP/$1.cmp" 2>&1 ||
-    { fail "$1: final weights differ from the 1x1 run"; cat "$TMP/$1.cmp"; }
-}
 
 run ref 1 --micro-batch 2 || exit 1
 for grid in "2 1" "1 2" "2 2" "4 1" "1 4"; do
@@ -105,5 +74,4 @@ awk 'BEGIN { for (i = 0; i < 2000; i++) printf (i == 389 ? "z" : "A") }' >"$TMP/
 expect_job_error "outside the vocabulary" 4 --g-inter 4 --micro-batch 2 --vocab 100 \
   --data "$TMP/bad_train.bin" --val-steps 0
 
-if [ $fails -ne 0 ]; then echo "mpi_grid: $fails failure(s)"; exit 1; fi
-echo "mpi_grid: all checks passed"
+finish mpi_grid

@@ -1,0 +1,155 @@
+/* interleave.c — chunked all-reduce of the host gradients and the AdamW that follows each
+ * chunk; see interleave.h. */
+#include "interleave.h"
+
+#include <stdlib.h>
+
+#include "mpi/bf16.h"
+#include "src/error.h"
+
+enum { SUB_BLOCK = 1 << 18 }; /* elements updated between two progress calls */
+
+typedef struct {
+  AxOffload *o;
+  const AxReduceSpec *r;
+  AxColl **ops; /* per chunk, NULL when not in flight */
+  int active;   /* 1 when there is a group to sum over */
+} Reducer;
+
+double ax_host_sumsq(const float *x, size_t n) {
+  double total = 0;
+  size_t i = 0;
+  while (i < n) {
+    size_t end = i + 4096 < n ? i + 4096 : n;
+    float acc[8] = {0};
+    for (; i + 8 <= end; i += 8)
+      for (int k = 0; k < 8; k++) acc[k] += x[i + k] * x[i + k];
+    for (; i < end; i++) acc[0] += x[i] * x[i];
+    for (int k = 0; k < 8; k++) total += acc[k];
+  }
+  return total;
+}
+
+/* Sum of squares of [lo, hi) without [skip_lo, skip_hi). */
+static double chunk_sumsq(const AxOffload *o, const AxReduceSpec *r, size_t lo, size_t hi) {
+  size_t a = r->norm_skip_lo > lo ? r->norm_skip_lo : lo;
+  size_t b = r->norm_skip_hi < hi ? r->norm_skip_hi : hi;
+  if (a >= b) return ax_host_sumsq(o->grads + lo, hi - lo);
+  return ax_host_sumsq(o->grads + lo, a - lo) + ax_host_sumsq(o->grads + b, hi - b);
+}
+
+static int reducer_init(Reducer *rd, AxOffload *o, const AxReduceSpec *r) {
+  int size = 1;
+  if (r->comm != MPI_COMM_NULL) MPI_Comm_size(r->comm, &size);
+  *rd = (Reducer){.o = o, .r = r, .active = size > 1};
+  if (!rd->active) return AX_OK;
+  rd->ops = ax_calloc((size_t)o->n_chunks + 1, sizeof *rd->ops);
+  return rd->ops ? AX_OK : AX_ERR;
+}
+
+static void reducer_free(Reducer *rd) {
+  if (rd->ops)
+    for (int c = 0; c < rd->o->n_chunks; c++) ax_coll_free(rd->ops[c]);
+  free(rd->ops);
+}
+
+static int start_chunk(Reducer *rd, int c) {
+  if (!rd->active || c >= rd->o->n_chunks) return AX_OK;
+  AxOffload *o = rd->o;
+  size_t lo, hi;
+  ax_offload_chunk_range(o, c, &lo, &hi);
+  if (o->wire) {
+    ax_f32_to_bf16_array(o->wire + lo, o->grads + lo, hi - lo);
+    return ax_allreduce_start(&rd->ops[c], rd->r->comm, o->wire + lo, hi - lo, AX_COMM_BF16,
+                              rd->r->algo, rd->r->bytes);
+  }
+  return ax_allreduce_start(&rd->ops[c], rd->r->comm, o->grads + lo, hi - lo, AX_COMM_F32,
+                            rd->r->algo, rd->r->bytes);
+}
+
+static int finish_chunk(Reducer *rd, int c) {
+  if (!rd->active) return AX_OK;
+  AxOffload *o = rd->o;
+  double t0 = ax_trace_begin(rd->r->trace);
+  int rc = ax_coll_wait(rd->ops[c]);
+  ax_coll_free(rd->ops[c]);
+  rd->ops[c] = NULL;
+  AX_TRY(rc);
+  ax_trace_end(rd->r->trace, AX_EV_ALLREDUCE, c, t0);
+  if (o->wire) {
+    size_t lo, hi;
+    ax_offload_chunk_range(o, c, &lo, &hi);
+    ax_bf16_to_f32_array(o->grads + lo, o->wire + lo, hi - lo);
+  }
+  return AX_OK;
+}
+
+/* One progress call on every chunk in flight after c. */
+static int progress_after(Reducer *rd, int c) {
+  if (!rd->active) return AX_OK;
+  int last = c + rd->r->window < rd->o->n_chunks ? c + rd->r->window : rd->o->n_chunks - 1;
+  for (int k = c + 1; k <= last; k++) {
+    int done;
+    if (rd->ops[k]) AX_TRY(ax_coll_test(rd->ops[k], &done));
+  }
+  return AX_OK;
+}
+
+/* AdamW on chunk c in sub-blocks, progressing the chunks in flight between them. */
+static int update_chunk(AxOffload *o, Reducer *rd, int c, void *device_params,
+                        const AxAdamWHyper *h, AxTrace *trace) {
+  size_t lo, hi;
+  ax_offload_chunk_range(o, c, &lo, &hi);
+  double t0 = ax_trace_begin(trace);
+  for (size_t s = lo; s < hi; s += SUB_BLOCK) {
+    size_t e = s + SUB_BLOCK < hi ? s + SUB_BLOCK : hi;
+    ax_offload_update(o, s, e, h);
+    if (rd && rd->r->progress) AX_TRY(progress_after(rd, c));
+  }
+  AX_TRY(ax_offload_write_back(o, device_params, lo, hi));
+  ax_trace_end(trace, AX_EV_OPTIMIZER, c, t0);
+  return AX_OK;
+}
+
+/* Drives every chunk through start / finish; after each finish calls `then` (may be NULL). */
+static int run_chunks(AxOffload *o, const AxReduceSpec *r, double *sumsq,
+                      int (*then)(AxOffload *, Reducer *, int, void *, const AxAdamWHyper *,
+                                  AxTrace *),
+                      void *device_params, const AxAdamWHyper *h) {
+  Reducer rd;
+  AX_TRY(reducer_init(&rd, o, r));
+  int rc = AX_OK, window = r->window > 0 ? r->window : 1;
+  *sumsq = 0;
+  for (int c = 0; c < window && rc == AX_OK; c++) rc = start_chunk(&rd, c);
+  for (int c = 0; c < o->n_chunks && rc == AX_OK; c++) {
+    rc = finish_chunk(&rd, c);
+    if (rc == AX_OK) rc = start_chunk(&rd, c + window);
+    if (rc != AX_OK) break;
+    if (!then) continue;
+    size_t lo, hi;
+    ax_offload_chunk_range(o, c, &lo, &hi);
+    *sumsq += chunk_sumsq(o, r, lo, hi);
+    rc = then(o, &rd, c, device_params, h, r->trace);
+  }
+  reducer_free(&rd);
+  /* reduce only: one pass over the whole range, so the norm (and the clipping it decides)
+   * does not depend on the chunking */
+  if (rc == AX_OK && !then) *sumsq = chunk_sumsq(o, r, 0, o->n);
+  return rc;
+}
+
+int ax_offload_reduce(AxOffload *o, const AxReduceSpec *r, double *sumsq) {
+  return run_chunks(o, r, sumsq, NULL, NULL, NULL);
+}
+
+int ax_offload_reduce_update(AxOffload *o, const AxReduceSpec *r, void *device_params,
+                             const AxAdamWHyper *h, double *sumsq) {
+  AX_TRY(run_chunks(o, r, sumsq, update_chunk, device_params, h));
+  return o->be->ops->sync(o->be, AX_STREAM_COPY);
+}
+
+int ax_offload_update_all(AxOffload *o, void *device_params, const AxAdamWHyper *h,
+                          AxTrace *trace) {
+  for (int c = 0; c < o->n_chunks; c++) AX_TRY(update_chunk(o, NULL, c, device_params, h, trace));
+  return o->be->ops->sync(o->be, AX_STREAM_COPY);
+}

@@ -1,0 +1,43 @@
+/* interleave.h — the data-parallel gradient all-reduce over chunks, interleaved with the host
+ * AdamW (AxoNN §V-C). Chunks are started non-blocking, a window at a time; when chunk c is
+ * summed, its buckets are updated while chunks c+1.. are in flight, with a progress call on
+ * every in-flight chunk between sub-blocks of the update, and the new weights of chunk c are
+ * written back to the device copy. Each summed chunk's sum of squares is accumulated for the
+ * global gradient norm.
+ *
+ * Global-norm clipping needs the norm of the whole summed gradient before any update, so a
+ * step that may clip runs the two halves separately: ax_offload_reduce (all chunks, sums of
+ * squares as they complete), then ax_offload_update_all. */
+#ifndef AX_INTERLEAVE_H
+#define AX_INTERLEAVE_H
+
+#include <mpi.h>
+
+#include "mpi/collectives.h"
+#include "offload.h"
+#include "src/trace.h"
+
+typedef struct {
+  MPI_Comm comm;        /* data-parallel column; MPI_COMM_NULL or one rank: nothing to sum */
+  AxAllreduceAlgo algo;
+  AxCommBytes *bytes;   /* payload counters, may be NULL */
+  int window;           /* chunks in flight at once (>= 1) */
+  int progress;         /* progress calls between update sub-blocks (0: only between chunks) */
+  size_t norm_skip_lo, norm_skip_hi; /* elements left out of the sum of squares (tied copy) */
+  AxTrace *trace;       /* may be NULL */
+} AxReduceSpec;
+
+/* Sums every chunk; *sumsq gets the summed gradient's sum of squares (outside the skip),
+ * taken over the whole range once every chunk is in, so it does not depend on the chunking. */
+int ax_offload_reduce(AxOffload *o, const AxReduceSpec *r, double *sumsq);
+/* AdamW on every chunk and write-back to the device copy. */
+int ax_offload_update_all(AxOffload *o, void *device_params, const AxAdamWHyper *h,
+                          AxTrace *trace);
+/* Both at once, interleaved (h must not depend on the norm). */
+int ax_offload_reduce_update(AxOffload *o, const AxReduceSpec *r, void *device_params,
+                             const AxAdamWHyper *h, double *sumsq);
+
+/* Sum of squares of host floats, in double (blocks of fp32 partial sums). */
+double ax_host_sumsq(const float *x, size_t n);
+
+#endif

@@ -1,0 +1,69 @@
+/* offload.h — the optimizer side of a stage, in host memory (AxoNN §V-B, §V-C).
+ *
+ * One page-locked host arena holds the stage's fp32 master weights and Adam moments (and,
+ * when the device is not ordinary host memory or the all-reduce payload is bf16, a host
+ * staging copy of the gradients and the bf16 wire buffer). The flat parameter range is cut
+ * into buckets of `bucket` elements; a chunk is `coarsening` consecutive buckets and is the
+ * unit of the data-parallel all-reduce. The last bucket and chunk may be short.
+ *
+ * The device keeps only the compute copy of the weights and the gradients. A step downloads
+ * the gradients (a no-op when the CPU backend's fp32 gradients are used in place), reduces
+ * them chunk by chunk over the data-parallel communicator and, as soon as a chunk is summed,
+ * runs AdamW on its buckets while later chunks are still in flight (progress calls between
+ * sub-blocks keep MPI moving), then writes the updated weights of the chunk back to the
+ * device copy. See interleave.h for the step itself. */
+#ifndef AX_OFFLOAD_H
+#define AX_OFFLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adamw.h"
+#include "models/gpt_config.h"
+#include "src/backend.h"
+
+typedef struct {
+  size_t bucket_size; /* elements per bucket */
+  int coarsening;     /* buckets per all-reduce chunk */
+  int wire_bf16;      /* all-reduce payload in bf16 (summed in fp32) */
+  int decay_all;      /* decay biases and LayerNorm parameters too */
+  int single_chunk;   /* the whole range is one chunk (the plain, non-interleaved step) */
+} AxOffloadConfig;
+
+typedef struct {
+  AxBackend *be;
+  size_t n;          /* parameters of the stage */
+  size_t bucket;     /* elements per bucket */
+  size_t chunk;      /* elements per chunk (coarsening x bucket) */
+  int n_buckets, n_chunks;
+  void *arena;       /* the single host allocation */
+  size_t arena_bytes;
+  float *master;     /* fp32 master weights [n] */
+  float *m, *v;      /* Adam moments [n] */
+  float *grads;      /* fp32 gradients on the host [n]: staging, or the device buffer itself */
+  int grads_alias;   /* grads is the device gradient buffer (CPU backend, fp32) */
+  uint16_t *wire;    /* bf16 all-reduce payload [n], or NULL */
+  AxParamSegment segs[AX_N_PARAMS];
+  int n_segs;
+  AxPool *pool;      /* optimizer threads; NULL: the calling thread */
+} AxOffload;
+
+/* Host bytes the arena needs for n parameters (for plans; nothing is allocated). */
+size_t ax_offload_arena_bytes(size_t n, int stage_grads_on_host, int wire_bf16);
+
+/* Builds the arena for a stage; device_grads is the stage's gradient buffer (aliased on the
+ * CPU backend in fp32). The master weights are left for the caller to fill. */
+int ax_offload_init(AxOffload *o, AxBackend *be, const AxStageLayout *layout,
+                    void *device_grads, const AxOffloadConfig *cfg, AxPool *pool);
+void ax_offload_free(AxOffload *o);
+
+/* Element range [lo, hi) of chunk c. */
+void ax_offload_chunk_range(const AxOffload *o, int c, size_t *lo, size_t *hi);
+/* Device gradients -> host fp32 gradients (no-op when aliased). */
+int ax_offload_download_grads(AxOffload *o, const void *device_grads);
+/* Master weights [lo, hi) -> the device compute copy (on the copy stream). */
+int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t hi);
+/* AdamW on [lo, hi) of the master weights from the host gradients. */
+void ax_offload_update(AxOffload *o, size_t lo, size_t hi, const AxAdamWHyper *h);
+
+#endif

@@ -1,0 +1,47 @@
+#!/bin/sh
+# mpilib.sh — shared by the tests/mpi_*.sh scripts (sourced, not run): a temporary directory,
+# failure counting, training a layout under mpiexec, and comparing its per-step losses and
+# final weights with a reference run.
+#   COMMON      options every run shares
+#   run NAME NP ARGS...            trains, leaving $TMP/NAME.csv, .bin and .log
+#   same_losses NAME [REF] [RTOL] [WTOL]   NAME's losses vs REF's within RTOL relative
+#                                  (default ref, 1e-5), final weights within WTOL (1e-4)
+set -u
+AXONN=${AXONN:-bin/axonn}
+MPIEXEC=${MPIEXEC:-mpiexec}
+TMP=$(mktemp -d /tmp/axonn-mpi-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+run() {
+  name=$1; np=$2; shift 2
+  # shellcheck disable=SC2086
+  if ! timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON --metrics "$TMP/$name.csv" \
+      --save "$TMP/$name.bin" "$@" >"$TMP/$name.log" 2>&1; then
+    fail "$name: training failed"; cat "$TMP/$name.log"; return 1
+  fi
+}
+
+same_losses() {
+  ref=${2:-ref}; rtol=${3:-1e-5}; wtol=${4:-1e-4}
+  steps=$(($(wc -l <"$TMP/$ref.csv") - 1))
+  awk -F, -v name="$1" -v ref="$ref" -v rtol="$rtol" -v steps="$steps" '
+    NR == FNR { if (FNR > 1) { l[$1] = $2; v[$1] = $8 } next }
+    FNR > 1 {
+      d = $2 - l[$1]; if (d < 0) d = -d
+      if (d > rtol * l[$1]) { printf "%s: step %d loss %.9g vs %s %.9g\n", name, $1, $2, ref, l[$1]; bad = 1 }
+      if ($8 != "") { d = $8 - v[$1]; if (d < 0) d = -d
+        if (d > rtol * v[$1]) { printf "%s: step %d val %.9g vs %s %.9g\n", name, $1, $8, ref, v[$1]; bad = 1 } }
+      n++ }
+    END { if (n != steps) { printf "%s: %d steps in the CSV, %s has %d\n", name, n, ref, steps; bad = 1 } exit bad }' \
+    "$TMP/$ref.csv" "$TMP/$1.csv" || fail "$1: losses differ from $ref"
+  "$AXONN" compare "$TMP/$ref.bin" "$TMP/$1.bin" --tol "$wtol" >"$TMP/$1.cmp" 2>&1 ||
+    { fail "$1: final weights differ from $ref"; cat "$TMP/$1.cmp"; }
+}
+
+# finish NAME: the script's verdict and exit status
+finish() {
+  if [ "$fails" -ne 0 ]; then echo "$1: $fails failure(s)"; exit 1; fi
+  echo "$1: all checks passed"
+}

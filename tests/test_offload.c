@@ -1,0 +1,133 @@
+/* test_offload.c — the host arena's buckets and chunks, the chunked update against one
+ * whole-range AdamW (bucket sizes that do not divide the parameter count, coarsening 1..8,
+ * bf16 wire), the write-back to the device copy, and the loss-scale state machine. The
+ * multi-rank all-reduce side is tested by tests/mpi_offload.sh. */
+#include <math.h>
+#include <string.h>
+
+#include "models/gpt_config.h"
+#include "offload/interleave.h"
+#include "offload/loss_scale.h"
+#include "offload/offload.h"
+#include "src/error.h"
+#include "testutil.h"
+
+static AxStageLayout small_layout(void) {
+  AxGptConfig c = {.max_seq = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2,
+                   .channels = 8};
+  AxStageLayout lay;
+  ax_stage_layout(&lay, &c, 0, 2, 1, 1);
+  return lay;
+}
+
+START_TEST(chunks_cover_the_range_once) {
+  AxBackend *be = tu_backend(1);
+  AxStageLayout lay = small_layout();
+  float *grads = tu_zeros(lay.total);
+  for (size_t bucket = 1; bucket < 3000; bucket = bucket * 3 + 7)
+    for (int k = 1; k <= 8; k++) {
+      AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = k};
+      AxOffload o;
+      ck_assert_int_eq(ax_offload_init(&o, be, &lay, grads, &oc, NULL), AX_OK);
+      size_t next = 0;
+      for (int c = 0; c < o.n_chunks; c++) {
+        size_t lo, hi;
+        ax_offload_chunk_range(&o, c, &lo, &hi);
+        ck_assert_uint_eq(lo, next);
+        ck_assert(hi > lo && hi - lo <= o.chunk);
+        next = hi;
+      }
+      ck_assert_uint_eq(next, lay.total);
+      ck_assert(o.grads == grads); /* fp32 on the CPU: gradients summed in place */
+      ax_offload_free(&o);
+    }
+  ax_backend_destroy(be);
+}
+END_TEST
+
+/* The chunked, interleaved step on one rank equals AdamW over the whole range. */
+static void check_update(size_t bucket, int k, int wire_bf16) {
+  AxBackend *be = tu_backend(2);
+  AxPool *pool = ax_pool_create(2, NULL, NULL);
+  AxStageLayout lay = small_layout();
+  size_t n = lay.total;
+  float *grads = tu_random(n, 0.1f, 5), *device_params = tu_zeros(n);
+  AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = k, .wire_bf16 = wire_bf16};
+  AxOffload o;
+  ck_assert_int_eq(ax_offload_init(&o, be, &lay, grads, &oc, pool), AX_OK);
+  float *init = tu_random(n, 1.0f, 6);
+  memcpy(o.master, init, n * 4);
+  AxAdamWHyper h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                    .weight_decay = 0.1f, .step = 1, .grad_scale = 0.5f};
+  AxReduceSpec r = {.comm = MPI_COMM_NULL, .window = 2, .progress = 1};
+  double sumsq;
+  ck_assert_int_eq(ax_offload_download_grads(&o, grads), AX_OK);
+  ck_assert_int_eq(ax_offload_reduce_update(&o, &r, device_params, &h, &sumsq), AX_OK);
+  /* reference: the scalar AdamW per tensor, decay as the layout says */
+  float *p = tu_alloc(n * 4), *m = tu_zeros(n), *v = tu_zeros(n);
+  memcpy(p, init, n * 4);
+  for (int s = 0; s < o.n_segs; s++)
+    ax_adamw_ref(p + o.segs[s].offset, grads + o.segs[s].offset, m + o.segs[s].offset,
+                 v + o.segs[s].offset, o.segs[s].count, &h, o.segs[s].decay);
+  ck_assert_double_le(tu_max_rel(o.master, p, n, 1e-7, 1e-5), 1.0);
+  ck_assert_int_eq(memcmp(device_params, o.master, n * 4), 0); /* written back */
+  double ref = 0;
+  for (size_t i = 0; i < n; i++) ref += (double)grads[i] * grads[i];
+  ck_assert_double_eq_tol(sumsq, ref, 1e-6 * ref);
+  ax_offload_free(&o);
+  ax_pool_destroy(pool);
+  ax_backend_destroy(be);
+}
+
+START_TEST(chunked_update_equals_whole_update) {
+  for (int k = 1; k <= 8; k *= 2) {
+    check_update(1000, k, 0); /* 1000 does not divide the parameter count */
+    check_update(333, k, 0);
+  }
+  check_update(1u << 24, 4, 0); /* the default: one bucket holds everything */
+}
+END_TEST
+
+START_TEST(bf16_wire_on_one_rank_leaves_gradients_exact) {
+  check_update(1000, 2, 1); /* nothing to sum, so nothing is rounded */
+}
+END_TEST
+
+START_TEST(loss_scale_halves_on_overflow_and_grows_after_200_clean_steps) {
+  AxLossScale ls;
+  ax_loss_scale_init(&ls, 1);
+  ck_assert_float_eq(ls.scale, 65536.0f);
+  ck_assert_int_eq(ax_loss_scale_update(&ls, 1), 1);
+  ck_assert_float_eq(ls.scale, 32768.0f);
+  for (int i = 0; i < 199; i++) ck_assert_int_eq(ax_loss_scale_update(&ls, 0), 0);
+  ck_assert_float_eq(ls.scale, 32768.0f);
+  ax_loss_scale_update(&ls, 0);
+  ck_assert_float_eq(ls.scale, 65536.0f);
+  ck_assert_int_eq(ls.skipped, 1);
+  ax_loss_scale_init(&ls, 0);
+  ck_assert_int_eq(ax_loss_scale_update(&ls, 1), 1); /* off: an overflow still skips */
+  ck_assert_float_eq(ls.scale, 1.0f);
+}
+END_TEST
+
+START_TEST(host_sumsq_matches_double_sum) {
+  size_t n = 100003;
+  float *x = tu_random(n, 3.0f, 9);
+  double ref = 0;
+  for (size_t i = 0; i < n; i++) ref += (double)x[i] * x[i];
+  ck_assert_double_eq_tol(ax_host_sumsq(x, n), ref, 1e-6 * ref);
+  x[77] = INFINITY;
+  ck_assert(!isfinite(ax_host_sumsq(x, n)));
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("offload");
+  TCase *tc = tu_tcase(s, "offload", 60);
+  tcase_add_test(tc, chunks_cover_the_range_once);
+  tcase_add_test(tc, chunked_update_equals_whole_update);
+  tcase_add_test(tc, bf16_wire_on_one_rank_leaves_gradients_exact);
+  tcase_add_test(tc, loss_scale_halves_on_overflow_and_grows_after_200_clean_steps);
+  tcase_add_test(tc, host_sumsq_matches_double_sum);
+  return tu_run(s);
+}

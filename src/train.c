@@ -15,6 +15,7 @@
 #include "error.h"
 #include "log.h"
 #include "metrics.h"
+#include "plan.h"
 #include "trainer.h"
 
 static void print_failure(void) {
@@ -80,6 +81,13 @@ int ax_cmd_train(int argc, char **argv) {
     ax_options_print_help(&AX_TRAIN_OPTIONS, stdout);
     ax_train_config_free(&cfg);
     return 0;
+  }
+  if (rc == AX_OK && cfg.dry_run) { /* the memory plan: nothing allocated, no MPI needed */
+    rc = ax_train_config_check(&cfg, &opts);
+    if (rc == AX_OK) rc = ax_plan_print(&cfg);
+    if (rc != AX_OK) ax_print_error();
+    ax_train_config_free(&cfg);
+    return rc == AX_OK ? 0 : 1;
   }
   if (start_mpi(&argc, &argv) != AX_OK) {
     ax_print_error();

@@ -1,0 +1,14 @@
+/* plan.h — the memory plan of a training run, computed without allocating anything: per
+ * pipeline stage (every data-parallel row holds the same), the device bytes of weights,
+ * gradients and activations (with and without activation checkpointing) and the host bytes
+ * of the optimizer arena, for any model and grid; and the paper's accounting of the same
+ * stage without and with offloading (20φ against 4φ + 16·bucket, axonn-ipdps22 §V-B). */
+#ifndef AX_PLAN_H
+#define AX_PLAN_H
+
+#include "train_config.h"
+
+/* Prints the plan for cfg to stdout (--dry-run, `axonn plan`). */
+int ax_plan_print(const AxTrainConfig *cfg);
+
+#endif

@@ -1,0 +1,28 @@
+#!/bin/sh
+# `axonn plan`: the paper's 12B model on 48 GPUs (G_inter 24 x G_data 2, micro-batch 1,
+# bucket 16M, bf16, checkpointing) reproduces the paper's accounting (520 GB -> 130.24 GB
+# with activations, axonn-ipdps22 §V-B) within a few percent, allocating nothing; bad grids
+# get one error.
+set -u
+AXONN=${AXONN:-bin/axonn}
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+out=$("$AXONN" plan --model gpt-12b --g-inter 24 --g-data 2 --micro-batch 1 --batch 2048 \
+  --device cuda --precision bf16 --checkpoint-activations) || fail "plan of the 12B model failed"
+echo "$out" | tail -1
+echo "$out" | awk '/^paper accounting/ {
+    for (i = 1; i <= NF; i++) if ($i == "against") { plain = $(i - 2); off = $(i + 1) }
+    found = 1 }
+  END { if (!found) exit 1
+        if (plain < 0.95 * 520 || plain > 1.05 * 520) { print "20phi + acts " plain " GB, paper 520"; exit 1 }
+        if (off < 0.95 * 130.24 || off > 1.05 * 130.24) { print "4phi+16b + acts " off " GB, paper 130.24"; exit 1 } }' ||
+  fail "12B plan does not match the paper's figures"
+[ "$(echo "$out" | grep -c '^[0-9]')" -ge 6 ] || fail "per-stage rows missing"
+# the plan is for any grid size, without MPI
+"$AXONN" train --model gpt2-small --g-inter 4 --g-data 8 --batch 64 --dry-run >/dev/null ||
+  fail "train --dry-run failed"
+err=$("$AXONN" plan --g-inter 3 --g-data 2 --batch 15 2>&1 >/dev/null) && fail "bad grid accepted"
+[ "$(echo "$err" | grep -c 'axonn: error')" -eq 1 ] || fail "expected one error line, got: $err"
+if [ $fails -ne 0 ]; then echo "cli_plan: $fails failure(s)"; exit 1; fi
+echo "cli_plan: all checks passed"

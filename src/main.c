@@ -20,6 +20,7 @@ static const Command COMMANDS[] = {
     {"sample", ax_cmd_sample, "generate text from a saved model"},
     {"bench", ax_cmd_bench, "benchmarks: gemm, train, allreduce"},
     {"compare", ax_cmd_compare, "compare two model files tensor by tensor"},
+    {"export", ax_cmd_export, "write the llm.c model file of a checkpoint"},
     {"plan", ax_cmd_plan, "memory per rank of a training run, without allocating"},
 };
 enum { N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };

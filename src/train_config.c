@@ -169,6 +169,8 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->debug_delay_stage >= cfg->g_inter)
     return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
                    cfg->debug_delay_stage, cfg->g_inter);
+  if ((cfg->resume || cfg->checkpoint_every) && !cfg->checkpoint_dir)
+    return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   return AX_OK;

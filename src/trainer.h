@@ -25,6 +25,13 @@ int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec);
 int ax_trainer_save(AxTrainer *t, const char *path);
 /* End of run: writes the merged trace when --trace was given. */
 int ax_trainer_finish(AxTrainer *t);
+/* Checkpoints (trainer_ckpt.c): writes step's state under --checkpoint-dir. */
+int ax_trainer_checkpoint(AxTrainer *t, int step);
+/* Loads the newest complete checkpoint under --checkpoint-dir; *step is its step (0: none,
+ * start from scratch). */
+int ax_trainer_resume(AxTrainer *t, int *step);
+/* *any = 1 on every rank when `local` is 1 on some rank. */
+int ax_trainer_agree_flag(AxTrainer *t, int local, int *any);
 double ax_trainer_flops_per_step(const AxTrainer *t);
 /* Entropy rate of the built-in corpus (nats/token), NAN with real data. */
 double ax_trainer_loss_floor(const AxTrainer *t);

@@ -5,7 +5,8 @@
 #   COMMON      options every run shares
 #   run NAME NP ARGS...            trains, leaving $TMP/NAME.csv, .bin and .log
 #   same_losses NAME [REF] [RTOL] [WTOL]   NAME's losses vs REF's within RTOL relative
-#                                  (default ref, 1e-5), final weights within WTOL (1e-4)
+#                                  (default ref, 1e-5), final weights within WTOL (1e-4);
+#                                  a resumed NAME (first step > 1) is checked on its steps
 set -u
 AXONN=${AXONN:-bin/axonn}
 MPIEXEC=${MPIEXEC:-mpiexec}
@@ -28,13 +29,16 @@ same_losses() {
   steps=$(($(wc -l <"$TMP/$ref.csv") - 1))
   awk -F, -v name="$1" -v ref="$ref" -v rtol="$rtol" -v steps="$steps" '
     NR == FNR { if (FNR > 1) { l[$1] = $2; v[$1] = $8 } next }
+    FNR == 2 { first = $1 }
     FNR > 1 {
+      if (!($1 in l)) { printf "%s: step %d is not in %s\n", name, $1, ref; bad = 1; next }
       d = $2 - l[$1]; if (d < 0) d = -d
       if (d > rtol * l[$1]) { printf "%s: step %d loss %.9g vs %s %.9g\n", name, $1, $2, ref, l[$1]; bad = 1 }
       if ($8 != "") { d = $8 - v[$1]; if (d < 0) d = -d
         if (d > rtol * v[$1]) { printf "%s: step %d val %.9g vs %s %.9g\n", name, $1, $8, ref, v[$1]; bad = 1 } }
       n++ }
-    END { if (n != steps) { printf "%s: %d steps in the CSV, %s has %d\n", name, n, ref, steps; bad = 1 } exit bad }' \
+    END { if (n == 0 || (first == 1 && n != steps)) { printf "%s: %d steps in the CSV, %s has %d\n", name, n, ref, steps; bad = 1 }
+          exit bad }' \
     "$TMP/$ref.csv" "$TMP/$1.csv" || fail "$1: losses differ from $ref"
   "$AXONN" compare "$TMP/$ref.bin" "$TMP/$1.bin" --tol "$wtol" >"$TMP/$1.cmp" 2>&1 ||
     { fail "$1: final weights differ from $ref"; cat "$TMP/$1.cmp"; }

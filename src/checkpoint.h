@@ -1,0 +1,74 @@
+/* checkpoint.h — the on-disk checkpoint: a directory per saved step, DIR/step-NNNNNNNN/, with
+ *   stage-S.bin  written by the rank of stage S in data-parallel row 0: a header, a table of
+ *                records, then per record the fp32 master weights, Adam m and Adam v of one
+ *                parameter tensor over a range of layers (the tied wte once, on stage 0), and
+ *                a CRC-32 trailer of everything before it;
+ *   manifest     written by rank 0 last, text: step, optimizer step count, data position,
+ *                loss scale, model and batch shape, every file with its size and CRC-32, every
+ *                record, and a CRC-32 of the manifest itself.
+ * State is stored per parameter tensor and layer, not per rank layout, so a checkpoint
+ * written on one grid resumes on any other. Every file goes to a temporary name, is fsync'd
+ * and renamed; a step directory without a valid manifest, or whose files do not match it,
+ * is incomplete or corrupt and is passed over for the previous one. */
+#ifndef AX_CHECKPOINT_H
+#define AX_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "models/gpt_config.h"
+
+typedef struct {
+  int file;              /* index into the manifest's files */
+  int id, l0, l1;        /* tensor; layers [l0, l1) for per-layer tensors, 0..0 otherwise */
+  unsigned long long count, offset; /* elements; byte offset of the master weights */
+} AxCkptRecord;
+
+typedef struct {
+  char name[32];
+  unsigned long long bytes;
+  uint32_t crc;
+} AxCkptFile;
+
+typedef struct {
+  int step;
+  long long adam_steps, data_position, skipped;
+  float loss_scale;
+  int clean_steps;
+  AxGptConfig model;
+  int batch, seq, stages;
+  AxCkptFile *files;
+  int n_files;
+  AxCkptRecord *records;
+  int n_records;
+} AxCkptManifest;
+
+/* The step directory DIR/step-NNNNNNNN (buf holds 1024 bytes). */
+const char *ax_ckpt_step_dir(const char *dir, int step, char *buf);
+/* Creates DIR and DIR/step-N (rank 0, before anyone writes). */
+int ax_ckpt_make_dirs(const char *dir, int step);
+
+/* The records stage s of P (blocks [l0, l1)) writes, offsets from the start of its file. */
+int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
+                          AxCkptRecord **out, int *n);
+/* Writes stage-S.bin into step_dir from the stage's flat master/m/v arrays (layout lay);
+ * returns its size and CRC. */
+int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
+                        const AxStageLayout *lay, int P, const float *master, const float *am,
+                        const float *av, AxCkptFile *info);
+int ax_ckpt_write_manifest(const char *step_dir, const AxCkptManifest *man);
+
+/* Reads and validates step_dir's manifest and (when check_files) every file's size and
+ * CRC. AX_ERR with the reason when anything is missing or wrong. */
+int ax_ckpt_load_manifest(const char *step_dir, int check_files, AxCkptManifest *man);
+void ax_ckpt_manifest_free(AxCkptManifest *man);
+/* The newest complete checkpoint under dir: *found = 0 when there is none. Corrupt or
+ * incomplete ones are reported (warning) and skipped. step_dir holds 1024 bytes. */
+int ax_ckpt_find_latest(const char *dir, int *found, char *step_dir, AxCkptManifest *man);
+/* Fills a stage's flat master/m/v (layout lay) from the checkpoint's records (am and av may
+ * be NULL: weights only). */
+int ax_ckpt_read_stage(const char *step_dir, const AxCkptManifest *man,
+                       const AxStageLayout *lay, float *master, float *am, float *av);
+/* Removes all but the newest `keep` step directories. */
+int ax_ckpt_prune(const char *dir, int keep);
+
+#endif

@@ -1,0 +1,102 @@
+#!/bin/sh
+# Checkpoint and resume (real MPI, real files):
+#  - 20 steps straight equal 10 steps, stop, resume, 10 more, bit for bit (losses and final
+#    weights) on grids 1x1, 2x2 and 4x1;
+#  - a checkpoint written on 2x2 resumes on 4x1, 1x1 and 1x4 (and a 4x1 one back on 2x2)
+#    within the tolerance of the layouts themselves (losses 1e-5, weights 2e-4);
+#  - `axonn export` writes the model of the run at that step, exactly;
+#  - a corrupt or incomplete newest checkpoint is reported and the previous one is used;
+#  - SIGUSR1 / SIGTERM: the step finishes, a checkpoint is written, the job exits 0;
+#  - a rank killed mid-run ends the job with a non-zero exit in bounded time, and --resume
+#    loses at most --checkpoint-every steps.
+. "$(dirname "$0")/mpilib.sh"
+
+COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --seed 3 \
+  --val-steps 0 --threads 1 --quiet --lr-schedule constant --warmup 0"
+
+# tail_equal NAME REF: NAME's CSV rows (a resumed run: steps 11-20) equal REF's same steps
+tail_equal() {
+  awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { bad = 1; print "step " $1 ": " $2 " vs " l[$1] }
+    END { exit bad }' "$TMP/$2.csv" "$TMP/$1.csv" || fail "$1: losses differ from $2"
+}
+
+for grid in "1 1" "2 2" "4 1"; do
+  set -- $grid; np=$(($1 * $2)); g="--g-inter $1 --g-data $2"; n="g$1$2"
+  run "full$n" $np $g --steps 20 || continue
+  run "half$n" $np $g --steps 10 --checkpoint-dir "$TMP/ck$n" --checkpoint-every 5 || continue
+  run "res$n" $np $g --steps 20 --checkpoint-dir "$TMP/ck$n" --resume || continue
+  [ "$(sed -n 2p "$TMP/res$n.csv" | cut -d, -f1)" = 11 ] || fail "res$n did not start at step 11"
+  tail_equal "res$n" "full$n"
+  "$AXONN" compare "$TMP/full$n.bin" "$TMP/res$n.bin" --tol 0 >"$TMP/c" 2>&1 ||
+    { fail "res$n: weights not bit-identical to 20 straight steps"; cat "$TMP/c"; }
+done
+
+# export: the model of the 2x2 run at step 10
+"$AXONN" export --checkpoint "$TMP/ckg22" --output "$TMP/export.bin" >/dev/null &&
+  "$AXONN" compare "$TMP/halfg22.bin" "$TMP/export.bin" --tol 0 >/dev/null ||
+  fail "export of the 2x2 checkpoint differs from the model saved at step 10"
+
+# across grids (keep the 2x2 checkpoint untouched: copy it per target)
+for grid in "4 1" "1 1" "1 4"; do
+  set -- $grid; n="x$1$2"
+  cp -r "$TMP/ckg22" "$TMP/ck$n"
+  run "$n" $(($1 * $2)) --g-inter "$1" --g-data "$2" --steps 20 --checkpoint-dir "$TMP/ck$n" \
+    --resume && same_losses "$n" fullg22 1e-5 2e-4
+done
+# ... and back: 4x1 checkpoint at step 15 resumed on 2x2
+run x41b 4 --g-inter 4 --steps 15 --checkpoint-dir "$TMP/ckx41b" --checkpoint-every 15 &&
+  run back22 4 --g-inter 2 --g-data 2 --steps 20 --checkpoint-dir "$TMP/ckx41b" --resume &&
+  same_losses back22 fullg41 1e-5 2e-4
+
+# corrupt newest checkpoint (a flipped byte in a stage file): reported, the previous one used
+cp -r "$TMP/ckg11" "$TMP/ckbad"
+f="$TMP/ckbad/step-00000010/stage-0.bin"
+printf 'X' | dd of="$f" bs=1 seek=1000 conv=notrunc 2>/dev/null
+run bad 1 --steps 20 --checkpoint-dir "$TMP/ckbad" --resume &&
+  grep -q "step-00000010 is incomplete or corrupt.*CRC mismatch" "$TMP/bad.log" &&
+  [ "$(sed -n 2p "$TMP/bad.csv" | cut -d, -f1)" = 6 ] && tail_equal bad fullg11 ||
+  { fail "corrupt checkpoint not reported, or step 5 not used"; cat "$TMP/bad.log"; }
+# incomplete (no manifest: the writer died before rank 0 finished)
+cp -r "$TMP/ckg11" "$TMP/ckinc" && rm "$TMP/ckinc/step-00000010/manifest"
+run inc 1 --steps 20 --checkpoint-dir "$TMP/ckinc" --resume &&
+  grep -q "step-00000010 is incomplete or corrupt" "$TMP/inc.log" &&
+  [ "$(sed -n 2p "$TMP/inc.csv" | cut -d, -f1)" = 6 ] ||
+  { fail "incomplete checkpoint not skipped"; cat "$TMP/inc.log"; }
+
+# our own axonn ranks of the job whose files live under $1 (never mpiexec, never other jobs)
+ranks_of() { for p in $(pgrep -f "$1"); do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = axonn ] && echo "$p"; done; }
+# waits until the CSV $1 has at least $2 steps (or 60 s)
+csv_steps() { if [ -f "$1" ]; then echo $(($(wc -l <"$1") - 1)); else echo 0; fi; }
+wait_steps() { i=0; while [ "$(csv_steps "$1")" -lt "$2" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; }
+
+# stop signals: finish the step, checkpoint, exit 0
+for sig in USR1 TERM; do
+  timeout 120 $MPIEXEC -n 2 "$AXONN" train $COMMON --g-inter 2 --steps 100000 \
+    --checkpoint-dir "$TMP/sig$sig" --metrics "$TMP/sig$sig.csv" >"$TMP/sig$sig.log" 2>&1 &
+  job=$!
+  wait_steps "$TMP/sig$sig.csv" 3
+  for p in $(ranks_of "$TMP/sig$sig"); do kill -"$sig" "$p"; done
+  wait $job; rc=$?
+  [ $rc -eq 0 ] || { fail "SIG$sig: exit $rc, expected 0"; cat "$TMP/sig$sig.log"; }
+  grep -q "stop requested" "$TMP/sig$sig.log" || fail "SIG$sig: no stop message"
+  ls "$TMP/sig$sig"/step-*/manifest >/dev/null 2>&1 || fail "SIG$sig: no checkpoint written"
+done
+
+# a rank dies (SIGKILL): the job ends non-zero in bounded time; the restart loses <= 3 steps
+start=$(date +%s)
+timeout 120 $MPIEXEC -n 2 "$AXONN" train $COMMON --g-data 2 --steps 100000 \
+  --checkpoint-dir "$TMP/kill" --checkpoint-every 3 --metrics "$TMP/kill.csv" >"$TMP/kill.log" 2>&1 &
+job=$!
+wait_steps "$TMP/kill.csv" 8
+victim=$(ranks_of "$TMP/kill" | tail -n 1)
+last=$(csv_steps "$TMP/kill.csv")
+kill -KILL "$victim"
+wait $job; rc=$?
+took=$(($(date +%s) - start))
+if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then fail "killed rank: job exit $rc (expected a failure, not 0 or a hang)"; fi
+echo "  killed a rank after step >= $last: job ended in ${took}s with exit $rc"
+run killres 2 --g-data 2 --steps $((last + 6)) --checkpoint-dir "$TMP/kill" --resume &&
+  first=$(sed -n 2p "$TMP/killres.csv" | cut -d, -f1) &&
+  { [ $((first - 1)) -ge $((last - 3)) ] || fail "resume from step $((first - 1)) lost more than 3 steps (last was $last)"; }
+
+finish mpi_checkpoint

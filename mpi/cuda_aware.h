@@ -1,0 +1,25 @@
+/* cuda_aware.h — whether the MPI library can take CUDA device pointers (CUDA-aware MPI),
+ * decided at run time, with a one-line reason for the run log. Without it, pipeline messages
+ * and gradients go through pinned host buffers (the staged path).
+ *
+ * Order of evidence: the option (forced off/on); the library's own query when it has one and
+ * MPI is initialized (Open MPI's MPIX_Query_cuda_support, MPICH's MPIX_GPU_query_support; Open
+ * MPI's mpi_built_with_cuda_support control variable); then the first of these environment
+ * settings that is set to a clear yes/no (1/0, true/false, yes/no, on/off):
+ *   MPICH_GPU_SUPPORT_ENABLED      Cray MPICH
+ *   MPIR_CVAR_ENABLE_GPU           MPICH 4
+ *   OMPI_MCA_pml_pami_enable_cuda  IBM Spectrum MPI (set by mpirun -gpu / jsrun --smpiargs=-gpu)
+ *   OMPI_MCA_opal_cuda_support     Open MPI
+ *   MV2_USE_CUDA                   MVAPICH2
+ * and otherwise "not CUDA-aware". Nothing here touches CUDA. */
+#ifndef AX_CUDA_AWARE_H
+#define AX_CUDA_AWARE_H
+
+#include <stddef.h>
+
+/* forced: 0 auto, 1 off, 2 on (the choice index of --cuda-aware-mpi auto|0|1).
+ * Returns 1 when device buffers may be handed to MPI, else 0; `why` (may be NULL) gets one
+ * line, truncated to cap - 1 characters. */
+int ax_cuda_aware_mpi(int forced, char *why, size_t cap);
+
+#endif

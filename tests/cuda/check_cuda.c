@@ -1,0 +1,512 @@
+/* check_cuda.c — the CUDA backend against the CPU backend (make check-cuda; not a tests/test_*
+ * suite because it needs a GPU). Every op of AxBackendOps runs on the same random data on
+ * both; the GPU's inputs are rounded to its compute type first and the CPU gets the same
+ * rounded values, so the differences left are the GPU's arithmetic and output rounding.
+ * Tolerances, as |gpu - cpu| <= atol + rtol * |cpu| per element:
+ *   fp32  atol 1e-5, rtol 1e-4   (summation order, expf/tanhf against the CPU's vecmath)
+ *   bf16  atol 1e-2, rtol 1e-2   (8 significant bits: one rounding is up to 2^-8 = 0.4%)
+ *   fp16  atol 2e-3, rtol 2e-3   (11 significant bits: up to 2^-11 = 0.05% per rounding)
+ * fp32 results (LayerNorm mean/rstd, token losses, sums of squares) are compared at 1e-5
+ * relative in every precision. One training step of a 2-block GPT (forward, loss, backward)
+ * gives the same loss within 1e-5 (fp32), 5e-3 (fp16), 2e-2 (bf16) relative, and gradients
+ * within 1e-4 / 2e-2 / 1e-1 of each tensor's largest gradient; a rerun gives the same bits.
+ *
+ * Without a GPU (no driver or no device) it prints "skipped: no GPU" and exits 0; built
+ * without CUDA it prints "skipped: built without CUDA" and exits 0. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt_init.h"
+#include "models/gpt_stage.h"
+#include "src/backend.h"
+#include "src/error.h"
+#include "src/rng.h"
+#include "tests/testutil.h"
+
+#ifdef AX_HAVE_CUDA
+#include "src/backend_cuda.h"
+
+typedef struct {
+  AxDType dtype;
+  const char *name;
+  double atol, rtol;      /* element-wise, values of order 1 */
+  double loss_rel, grad_rel; /* training step */
+} Precision;
+
+static const Precision PRECISIONS[] = {
+    {AX_DTYPE_F32, "fp32", 1e-5, 1e-4, 1e-5, 1e-4},
+    {AX_DTYPE_BF16, "bf16", 1e-2, 1e-2, 2e-2, 1e-1},
+    {AX_DTYPE_F16, "fp16", 2e-3, 2e-3, 5e-3, 2e-2},
+};
+enum { N_PRECISIONS = 3, MAX_DEV = 64 };
+
+static AxBackend *g_cpu, *g_gpu[N_PRECISIONS];
+
+/* The pair of backends under test, and the device buffers of the current test. */
+typedef struct {
+  AxBackend *cpu, *gpu;
+  const Precision *p;
+  void *dev[MAX_DEV];
+  int n_dev;
+} Ctx;
+
+static Ctx ctx_for(int i) {
+  Ctx c = {.cpu = g_cpu, .gpu = g_gpu[i], .p = &PRECISIONS[i]};
+  return c;
+}
+
+static void *dev(Ctx *c, size_t bytes) {
+  ck_assert_int_lt(c->n_dev, MAX_DEV);
+  void *d = ax_alloc(c->gpu, bytes);
+  ck_assert_msg(d != NULL, "%s", ax_error_message());
+  return c->dev[c->n_dev++] = d;
+}
+
+static void dev_free_all(Ctx *c) {
+  while (c->n_dev > 0) ax_free(c->gpu, c->dev[--c->n_dev]);
+}
+
+/* Host floats -> new device tensor of the compute type. */
+static void *up(Ctx *c, const float *h, size_t n) {
+  void *d = dev(c, n * c->gpu->esz);
+  ck_assert_msg(c->gpu->ops->upload_f32(c->gpu, d, h, n, AX_STREAM_COMPUTE) == AX_OK, "%s",
+                ax_error_message());
+  return d;
+}
+
+/* Device tensor of the compute type -> new host floats. */
+static float *down(Ctx *c, const void *d, size_t n) {
+  float *h = tu_alloc(n * sizeof *h);
+  ck_assert_msg(c->gpu->ops->download_f32(c->gpu, h, d, n, AX_STREAM_COMPUTE) == AX_OK, "%s",
+                ax_error_message());
+  return h;
+}
+
+/* Raw bytes both ways (fp32 statistics, int32 tokens). */
+static void *up_raw(Ctx *c, const void *h, size_t bytes) {
+  void *d = dev(c, bytes);
+  ck_assert_msg(c->gpu->ops->copy(c->gpu, d, h, bytes, AX_COPY_H2D, AX_STREAM_COMPUTE) == AX_OK,
+                "%s", ax_error_message());
+  return d;
+}
+static float *down_f32(Ctx *c, const float *d, size_t n) {
+  float *h = tu_alloc(n * sizeof *h);
+  ck_assert_msg(c->gpu->ops->copy(c->gpu, h, d, n * sizeof *h, AX_COPY_D2H, AX_STREAM_COMPUTE) ==
+                    AX_OK, "%s", ax_error_message());
+  return h;
+}
+
+/* n random values in [-scale, scale] as the GPU stores them (rounded to its type). */
+static float *rnd(Ctx *c, size_t n, float scale, uint64_t seed) {
+  float *h = tu_random(n, scale, seed);
+  void *d = up(c, h, n);
+  ck_assert(c->gpu->ops->download_f32(c->gpu, h, d, n, AX_STREAM_COMPUTE) == AX_OK);
+  return h;
+}
+
+static float *copy_of(const float *h, size_t n) {
+  return memcpy(tu_alloc(n * sizeof *h), h, n * sizeof *h);
+}
+
+static int32_t *tokens(size_t n, int below, uint64_t seed) {
+  int32_t *t = tu_alloc(n * sizeof *t);
+  AxRng r;
+  ax_rng_seed(&r, seed);
+  for (size_t i = 0; i < n; i++) t[i] = (int32_t)ax_rng_below(&r, (uint64_t)below);
+  return t;
+}
+
+static void same_tol(Ctx *c, const char *what, const float *gpu, const float *cpu, size_t n,
+                     double atol, double rtol) {
+  double worst = tu_max_rel(gpu, cpu, n, atol, rtol);
+  size_t at = 0;
+  double d = -1;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)gpu[i] - cpu[i]);
+    if (e > d || e != e) d = e != e ? INFINITY : e, at = i;
+  }
+  ck_assert_msg(worst <= 1.0, "%s %s: %.3g of tolerance (element %zu: gpu %.9g cpu %.9g)",
+                c->p->name, what, worst, at, gpu[at], cpu[at]);
+}
+
+/* Compute-type results: the precision's tolerance. */
+static void same(Ctx *c, const char *what, const float *gpu, const float *cpu, size_t n) {
+  same_tol(c, what, gpu, cpu, n, c->p->atol, c->p->rtol);
+}
+
+/* fp32 results computed from identical inputs. */
+static void same_f32(Ctx *c, const char *what, const float *gpu, const float *cpu, size_t n) {
+  same_tol(c, what, gpu, cpu, n, 1e-6, 1e-5);
+}
+
+/* Runs the block once per precision whose GPU backend exists, as `Ctx c`; frees its buffers. */
+#define FOR_EACH_PRECISION(c)                                                                    \
+  for (int pi_ = 0; pi_ < N_PRECISIONS; pi_++)                                                   \
+    if (g_gpu[pi_])                                                                              \
+      for (Ctx c = ctx_for(pi_), *once_ = &c; once_; dev_free_all(&c), once_ = NULL)
+
+/* ------------------------------------------------------------------ memory and conversions */
+
+/* bf16 round to nearest even, on the host, for the conversion check. */
+static float bf16_round(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
+START_TEST(memory_copies_and_conversions) {
+  FOR_EACH_PRECISION(c) {
+    size_t n = 1000;
+    float *h = tu_random(n, 3.0f, 1), *back = down(&c, up(&c, h, n), n);
+    /* fp32 exact, bf16 rounded to nearest even; unit roundoff u: bf16 2^-8, fp16 2^-11 */
+    double u = c.p->dtype == AX_DTYPE_F32    ? 0
+               : c.p->dtype == AX_DTYPE_BF16 ? 1.0 / 256
+                                             : 1.0 / 2048;
+    for (size_t i = 0; i < n; i++) {
+      float want = c.p->dtype == AX_DTYPE_BF16 ? bf16_round(h[i]) : h[i];
+      if (c.p->dtype != AX_DTYPE_F16)
+        ck_assert_msg(back[i] == want, "%s: upload/download of %.9g gave %.9g", c.p->name, h[i],
+                      back[i]);
+      ck_assert_msg(fabs((double)back[i] - h[i]) <= u * fabs(h[i]) + 1e-7,
+                    "%s: %.9g -> %.9g", c.p->name, h[i], back[i]);
+    }
+    /* device to device on the copy stream, zero on the comm stream, pinned host memory */
+    void *a = up(&c, h, n), *b = dev(&c, n * c.gpu->esz);
+    AxBackendOps const *o = c.gpu->ops;
+    ck_assert_int_eq(o->copy(c.gpu, b, a, n * c.gpu->esz, AX_COPY_D2D, AX_STREAM_COPY), AX_OK);
+    ck_assert_int_eq(o->sync(c.gpu, AX_STREAM_COPY), AX_OK);
+    float *pinned = o->host_alloc(c.gpu, n * sizeof(float));
+    ck_assert_ptr_nonnull(pinned);
+    ck_assert_int_eq(o->download_f32(c.gpu, pinned, b, n, AX_STREAM_COPY), AX_OK);
+    ck_assert_mem_eq(pinned, back, n * sizeof(float));
+    ck_assert_int_eq(o->zero(c.gpu, b, n * c.gpu->esz, AX_STREAM_COMM), AX_OK);
+    ck_assert_int_eq(o->sync(c.gpu, AX_STREAM_COMM), AX_OK);
+    ck_assert_int_eq(o->download_f32(c.gpu, pinned, b, n, AX_STREAM_COMPUTE), AX_OK);
+    for (size_t i = 0; i < n; i++) ck_assert_float_eq(pinned[i], 0.0f);
+    o->host_free(c.gpu, pinned);
+    ck_assert_int_eq(ax_sync(c.gpu), AX_OK);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ GEMM */
+
+static void check_gemm(Ctx *c, int ta, int tb, int batch, float beta) {
+  int M = 37, N = 29, K = 64, pad = 3;
+  int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N; /* stored shapes */
+  AxGemm g = {.trans_a = ta, .trans_b = tb, .m = M, .n = N, .k = K, .alpha = 0.5f, .beta = beta,
+              .lda = ca + pad, .ldb = cb + pad, .ldc = N + pad, .batch = batch,
+              .stride_a = (long long)ra * (ca + pad), .stride_b = (long long)rb * (cb + pad),
+              .stride_c = (long long)M * (N + pad)};
+  int nb = batch > 1 ? batch : 1;
+  size_t na = (size_t)nb * g.stride_a, nbb = (size_t)nb * g.stride_b, nc = (size_t)nb * g.stride_c;
+  float *a = rnd(c, na, 1.0f, 11), *b = rnd(c, nbb, 1.0f, 12), *cc = rnd(c, nc, 1.0f, 13);
+  void *da = up(c, a, na), *db = up(c, b, nbb), *dc = up(c, cc, nc);
+  ax_gemm(c->cpu, &g, a, b, cc);
+  ax_gemm(c->gpu, &g, da, db, dc);
+  char what[64];
+  snprintf(what, sizeof what, "gemm ta=%d tb=%d batch=%d beta=%g", ta, tb, batch, beta);
+  same(c, what, down(c, dc, nc), cc, nc);
+}
+
+START_TEST(gemm_transposes_strides_batches) {
+  FOR_EACH_PRECISION(c) {
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        check_gemm(&c, ta, tb, 1, 0.0f);
+        check_gemm(&c, ta, tb, 3, 1.0f);
+      }
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ embedding, LayerNorm, bias */
+
+START_TEST(encoder_forward_backward) {
+  FOR_EACH_PRECISION(c) {
+    int B = 2, T = 9, C = 40, V = 13;
+    size_t N = (size_t)B * T;
+    int32_t *tok = tokens(N, V, 3);
+    int32_t *dtok = up_raw(&c, tok, N * sizeof *tok);
+    float *wte = rnd(&c, (size_t)V * C, 1.0f, 1), *wpe = rnd(&c, (size_t)T * C, 1.0f, 2);
+    float *out = tu_zeros(N * C);
+    void *dout = dev(&c, N * C * c.gpu->esz);
+    c.cpu->ops->encoder_forward(c.cpu, out, tok, wte, wpe, B, T, C);
+    c.gpu->ops->encoder_forward(c.gpu, dout, dtok, up(&c, wte, (size_t)V * C),
+                                up(&c, wpe, (size_t)T * C), B, T, C);
+    same(&c, "encoder_forward", down(&c, dout, N * C), out, N * C);
+    float *d = rnd(&c, N * C, 1.0f, 4), *dwte = rnd(&c, (size_t)V * C, 1.0f, 5);
+    float *dwpe = rnd(&c, (size_t)T * C, 1.0f, 6);
+    void *ddwte = up(&c, dwte, (size_t)V * C), *ddwpe = up(&c, dwpe, (size_t)T * C);
+    c.cpu->ops->encoder_backward(c.cpu, dwte, dwpe, d, tok, B, T, C);
+    c.gpu->ops->encoder_backward(c.gpu, ddwte, ddwpe, up(&c, d, N * C), dtok, B, T, C);
+    same(&c, "encoder_backward dwte (+=)", down(&c, ddwte, (size_t)V * C), dwte, (size_t)V * C);
+    same(&c, "encoder_backward dwpe (+=)", down(&c, ddwpe, (size_t)T * C), dwpe, (size_t)T * C);
+  }
+}
+END_TEST
+
+START_TEST(layernorm_forward_backward) {
+  FOR_EACH_PRECISION(c) {
+    int N = 37, C = 100;
+    size_t nc = (size_t)N * C;
+    float *x = rnd(&c, nc, 2.0f, 1), *w = rnd(&c, C, 1.0f, 2), *b = rnd(&c, C, 1.0f, 3);
+    float *out = tu_zeros(nc), *mean = tu_zeros(N), *rstd = tu_zeros(N);
+    void *dx = up(&c, x, nc), *dw_ = up(&c, w, C), *dout = dev(&c, nc * c.gpu->esz);
+    float *dmean = dev(&c, N * sizeof(float)), *drstd = dev(&c, N * sizeof(float));
+    c.cpu->ops->layernorm_forward(c.cpu, out, mean, rstd, x, w, b, N, C);
+    c.gpu->ops->layernorm_forward(c.gpu, dout, dmean, drstd, dx, dw_, up(&c, b, C), N, C);
+    same(&c, "layernorm_forward out", down(&c, dout, nc), out, nc);
+    same_f32(&c, "layernorm_forward mean", down_f32(&c, dmean, N), mean, N);
+    same_f32(&c, "layernorm_forward rstd", down_f32(&c, drstd, N), rstd, N);
+    /* backward from the CPU's statistics on both sides, so only the backward differs */
+    float *d = rnd(&c, nc, 1.0f, 4), *dinp = rnd(&c, nc, 1.0f, 5);
+    float *gw = rnd(&c, C, 1.0f, 6), *gb = rnd(&c, C, 1.0f, 7);
+    void *ddinp = up(&c, dinp, nc), *dgw = up(&c, gw, C), *dgb = up(&c, gb, C);
+    c.cpu->ops->layernorm_backward(c.cpu, dinp, gw, gb, d, x, w, mean, rstd, N, C);
+    c.gpu->ops->layernorm_backward(c.gpu, ddinp, dgw, dgb, up(&c, d, nc), dx, dw_,
+                                   up_raw(&c, mean, N * sizeof(float)),
+                                   up_raw(&c, rstd, N * sizeof(float)), N, C);
+    same(&c, "layernorm_backward dinp (+=)", down(&c, ddinp, nc), dinp, nc);
+    same(&c, "layernorm_backward dw (+=)", down(&c, dgw, C), gw, C);
+    same(&c, "layernorm_backward db (+=)", down(&c, dgb, C), gb, C);
+  }
+}
+END_TEST
+
+START_TEST(bias_residual_and_backward) {
+  FOR_EACH_PRECISION(c) {
+    int N = 45, C = 70;
+    size_t nc = (size_t)N * C;
+    float *bias = rnd(&c, C, 1.0f, 1), *res = rnd(&c, nc, 1.0f, 2), *out = tu_zeros(nc);
+    void *dbias = up(&c, bias, C), *dres = up(&c, res, nc), *dout = dev(&c, nc * c.gpu->esz);
+    for (int with_res = 0; with_res < 2; with_res++) {
+      c.cpu->ops->bias_residual(c.cpu, out, bias, with_res ? res : NULL, N, C);
+      c.gpu->ops->bias_residual(c.gpu, dout, dbias, with_res ? dres : NULL, N, C);
+      same(&c, with_res ? "bias_residual" : "bias_residual (no residual)", down(&c, dout, nc), out,
+           nc);
+    }
+    float *db = rnd(&c, C, 1.0f, 3);
+    void *ddb = up(&c, db, C);
+    c.cpu->ops->bias_backward(c.cpu, db, res, N, C);
+    c.gpu->ops->bias_backward(c.gpu, ddb, dres, N, C);
+    same(&c, "bias_backward (+=)", down(&c, ddb, C), db, C);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ GELU, softmax, xent */
+
+START_TEST(gelu_forward_backward) {
+  FOR_EACH_PRECISION(c) {
+    size_t n = 5003;
+    float *x = rnd(&c, n, 4.0f, 1), *out = tu_zeros(n);
+    void *dx = up(&c, x, n), *dout = dev(&c, n * c.gpu->esz);
+    c.cpu->ops->gelu_forward(c.cpu, out, x, n);
+    c.gpu->ops->gelu_forward(c.gpu, dout, dx, n);
+    same(&c, "gelu_forward", down(&c, dout, n), out, n);
+    float *d = rnd(&c, n, 1.0f, 2), *din = tu_zeros(n);
+    void *dd = up(&c, d, n), *ddin = dev(&c, n * c.gpu->esz);
+    c.cpu->ops->gelu_backward(c.cpu, din, x, d, n);
+    c.gpu->ops->gelu_backward(c.gpu, ddin, dx, dd, n);
+    same(&c, "gelu_backward", down(&c, ddin, n), din, n);
+    c.gpu->ops->gelu_backward(c.gpu, dd, dx, dd, n); /* dinp aliasing dout */
+    same(&c, "gelu_backward in place", down(&c, dd, n), din, n);
+  }
+}
+END_TEST
+
+START_TEST(softmax_causal_forward_backward) {
+  FOR_EACH_PRECISION(c) {
+    int mats = 3, T = 37; /* rows longer than a warp */
+    size_t n = (size_t)mats * T * T;
+    float *s = rnd(&c, n, 3.0f, 1), *p = copy_of(s, n);
+    void *ds = up(&c, s, n);
+    c.cpu->ops->softmax_causal_forward(c.cpu, p, mats, T);
+    c.gpu->ops->softmax_causal_forward(c.gpu, ds, mats, T);
+    same(&c, "softmax_causal_forward", down(&c, ds, n), p, n);
+    /* backward from the CPU's probabilities, as the GPU stores them */
+    void *dp = up(&c, p, n);
+    float *pr = down(&c, dp, n), *d = rnd(&c, n, 1.0f, 2), *dcpu = copy_of(d, n);
+    void *dd = up(&c, d, n);
+    c.cpu->ops->softmax_causal_backward(c.cpu, dcpu, pr, mats, T);
+    c.gpu->ops->softmax_causal_backward(c.gpu, dd, dp, mats, T);
+    same(&c, "softmax_causal_backward", down(&c, dd, n), dcpu, n);
+  }
+}
+END_TEST
+
+static void check_crossentropy(Ctx *c, int N, int V, float dloss) {
+  int ldv = V + 6; /* padded columns must stay as they are */
+  size_t n = (size_t)N * ldv;
+  float *logits = rnd(c, n, 4.0f, (uint64_t)V), *cpu = copy_of(logits, n);
+  int32_t *tgt = tokens((size_t)N, V, 9);
+  float *losses = tu_zeros((size_t)N), *dlosses = dev(c, (size_t)N * sizeof(float));
+  void *dlog = up(c, logits, n);
+  c->cpu->ops->crossentropy(c->cpu, losses, cpu, tgt, N, V, ldv, dloss);
+  c->gpu->ops->crossentropy(c->gpu, dlosses, dlog, up_raw(c, tgt, (size_t)N * sizeof *tgt), N, V,
+                            ldv, dloss);
+  char what[80];
+  snprintf(what, sizeof what, "crossentropy V=%d dloss=%g losses", V, dloss);
+  same_f32(c, what, down_f32(c, dlosses, (size_t)N), losses, (size_t)N);
+  snprintf(what, sizeof what, "crossentropy V=%d dloss=%g logits", V, dloss);
+  float *g = down(c, dlog, n);
+  same(c, what, g, cpu, n);
+  for (int i = 0; i < N; i++)
+    for (int j = V; j < ldv; j++)
+      ck_assert_float_eq(g[(size_t)i * ldv + j], logits[(size_t)i * ldv + j]);
+}
+
+START_TEST(crossentropy_losses_and_gradients) {
+  FOR_EACH_PRECISION(c) {
+    check_crossentropy(&c, 7, 50, 0.0f);
+    check_crossentropy(&c, 7, 50, 0.25f);
+    check_crossentropy(&c, 3, 5000, 1.0f / 3); /* the wide-block path */
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ vector ops */
+
+START_TEST(sumsq_scale_add) {
+  FOR_EACH_PRECISION(c) {
+    size_t n = 100003;
+    float *x = rnd(&c, n, 1.0f, 1), *y = rnd(&c, n, 1.0f, 2);
+    void *dx = up(&c, x, n), *dy = up(&c, y, n);
+    double want = 0;
+    for (size_t i = 0; i < n; i++) want += (double)x[i] * x[i];
+    double got = c.gpu->ops->sumsq(c.gpu, dx, n);
+    ck_assert_msg(fabs(got - want) <= 1e-5 * want, "%s sumsq %.12g vs %.12g", c.p->name, got, want);
+    ck_assert_msg(fabs(c.cpu->ops->sumsq(c.cpu, x, n) - want) <= 1e-5 * want, "cpu sumsq");
+    ck_assert_double_eq(c.gpu->ops->sumsq(c.gpu, dx, n), got); /* same bits again */
+    c.cpu->ops->scale(c.cpu, x, 0.37f, n);
+    c.gpu->ops->scale(c.gpu, dx, 0.37f, n);
+    same(&c, "scale", down(&c, dx, n), x, n);
+    c.cpu->ops->add(c.cpu, y, x, n);
+    c.gpu->ops->add(c.gpu, dy, dx, n);
+    same(&c, "add (+=)", down(&c, dy, n), y, n);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ one training step */
+
+typedef struct {
+  AxGptStage *st;
+  double loss;
+  float *grads; /* host fp32 */
+} StepResult;
+
+static const AxGptConfig MODEL = {.max_seq = 16, .vocab = 96, .padded_vocab = 128, .layers = 2,
+                                  .heads = 4, .channels = 64};
+static const AxStageSpec SPEC = {.l0 = 0, .l1 = 2, .first = 1, .last = 1, .B = 2, .T = 16,
+                                 .n_slots = 1};
+
+/* Forward, loss and backward of one micro-batch on `be` from host fp32 parameters. */
+static void train_step(AxBackend *be, const float *params, const int32_t *in, const int32_t *tgt,
+                       StepResult *r) {
+  ck_assert_msg(ax_stage_create(&r->st, be, &MODEL, &SPEC) == AX_OK, "%s", ax_error_message());
+  const AxStageLayout *lay = ax_stage_layout_of(r->st);
+  ck_assert(be->ops->upload_f32(be, ax_stage_params(r->st), params, lay->total,
+                                AX_STREAM_COMPUTE) == AX_OK);
+  ck_assert(ax_stage_zero_grads(r->st) == AX_OK);
+  int n = SPEC.B * SPEC.T;
+  ck_assert_msg(ax_stage_forward(r->st, 0, in, NULL) == AX_OK, "%s", ax_error_message());
+  ck_assert_msg(ax_stage_loss_backward(r->st, 0, tgt, 1.0f / n, &r->loss) == AX_OK, "%s",
+                ax_error_message());
+  r->grads = tu_alloc(lay->total * sizeof(float));
+  ck_assert(be->ops->download_f32(be, r->grads, ax_stage_grads(r->st), lay->total,
+                                  AX_STREAM_COMPUTE) == AX_OK);
+  ck_assert_int_eq(ax_sync(be), AX_OK);
+}
+
+START_TEST(training_step_matches_cpu) {
+  AxStageLayout lay;
+  ax_stage_layout(&lay, &MODEL, 0, MODEL.layers, 1, 1);
+  float *params = tu_alloc(lay.total * sizeof(float));
+  ax_gpt_init_stage(&MODEL, &lay, 7, params);
+  int n = SPEC.B * SPEC.T;
+  int32_t *in = tokens((size_t)n, MODEL.vocab, 1), *tgt = tokens((size_t)n, MODEL.vocab, 2);
+  StepResult ref;
+  train_step(g_cpu, params, in, tgt, &ref);
+  for (int i = 0; i < N_PRECISIONS; i++) {
+    const Precision *p = &PRECISIONS[i];
+    StepResult r, again;
+    if (!g_gpu[i]) continue;
+    train_step(g_gpu[i], params, in, tgt, &r);
+    ck_assert_msg(fabs(r.loss - ref.loss) <= p->loss_rel * ref.loss, "%s loss %.9g vs cpu %.9g",
+                  p->name, r.loss, ref.loss);
+    for (int id = 0; id < AX_N_PARAMS; id++) {
+      const float *g = r.grads + lay.offset[id], *w = ref.grads + lay.offset[id];
+      double big = 0, diff = 0;
+      for (size_t k = 0; k < lay.count[id]; k++) {
+        big = fmax(big, fabs(w[k]));
+        diff = fmax(diff, fabs((double)g[k] - w[k]));
+      }
+      ck_assert_msg(diff <= p->grad_rel * big + 1e-12, "%s d%s: largest difference %.3g, largest "
+                    "gradient %.3g", p->name, ax_param_name(id), diff, big);
+    }
+    train_step(g_gpu[i], params, in, tgt, &again);
+    ck_assert_double_eq(again.loss, r.loss);
+    ck_assert_mem_eq(again.grads, r.grads, lay.total * sizeof(float));
+    printf("check_cuda: one step, %s: loss %.7f (cpu fp32 %.7f)\n", p->name, r.loss, ref.loss);
+    ax_stage_destroy(r.st);
+    ax_stage_destroy(again.st);
+  }
+  ax_stage_destroy(ref.st);
+}
+END_TEST
+
+static int run_suite(void) {
+  AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = 2, .local_size = 1};
+  g_cpu = ax_backend_create(&bc);
+  bc.device = "cuda";
+  for (int i = 0; i < N_PRECISIONS && g_cpu; i++) {
+    bc.dtype = PRECISIONS[i].dtype;
+    g_gpu[i] = ax_backend_create(&bc);
+    if (g_gpu[i]) continue;
+    /* bf16 needs compute capability 8.0: an older GPU skips it, and only it */
+    int skip = PRECISIONS[i].dtype == AX_DTYPE_BF16 && strstr(ax_error_text(), "8.0 or newer");
+    printf("check_cuda: %s %s: %s\n", PRECISIONS[i].name, skip ? "skipped" : "backend failed",
+           ax_error_message());
+    if (!skip) return 1;
+    ax_error_clear();
+  }
+  if (!g_cpu) return 1;
+  printf("check_cuda: %s\n", g_gpu[0]->desc);
+  Suite *s = suite_create("cuda");
+  TCase *tc = tu_tcase(s, "cuda-vs-cpu", 300);
+  tcase_add_test(tc, memory_copies_and_conversions);
+  tcase_add_test(tc, gemm_transposes_strides_batches);
+  tcase_add_test(tc, encoder_forward_backward);
+  tcase_add_test(tc, layernorm_forward_backward);
+  tcase_add_test(tc, bias_residual_and_backward);
+  tcase_add_test(tc, gelu_forward_backward);
+  tcase_add_test(tc, softmax_causal_forward_backward);
+  tcase_add_test(tc, crossentropy_losses_and_gradients);
+  tcase_add_test(tc, sumsq_scale_add);
+  tcase_add_test(tc, training_step_matches_cpu);
+  int rc = tu_run_nofork(s); /* CUDA does not survive fork() */
+  for (int i = 0; i < N_PRECISIONS; i++) ax_backend_destroy(g_gpu[i]);
+  ax_backend_destroy(g_cpu);
+  return rc;
+}
+#endif /* AX_HAVE_CUDA */
+
+int main(void) {
+#ifndef AX_HAVE_CUDA
+  printf("skipped: built without CUDA\n");
+  return 0;
+#else
+  char why[200];
+  if (ax_cuda_device_count(why, sizeof why) < 1) {
+    printf("skipped: no GPU (%s)\n", why);
+    return 0;
+  }
+  return run_suite();
+#endif
+}

@@ -1,0 +1,73 @@
+#!/bin/sh
+# check_cuda.sh — make check-cuda: the CUDA backend against the CPU backend.
+#  1. check_cuda (the compiled test program, $1): every backend op and one training step on
+#     random data, fp32/bf16/fp16 (tolerances in tests/cuda/check_cuda.c). It prints
+#     "skipped: no GPU" or "skipped: built without CUDA" and exits 0 where it cannot run; then
+#     so does this script.
+#  2. `axonn train --device cuda` on one GPU: 1x1 against the CPU backend (fp32, 10 steps,
+#     1e-3 relative: cuBLAS and OpenBLAS sum in different orders), and the 2x1 and 1x2 grids,
+#     two ranks sharing the GPU, against the 1x1 GPU run (1e-4 relative); bf16 and fp16 1x1
+#     runs must start within 2% of the fp32 loss and learn.
+set -u
+TEST=${1:?usage: check_cuda.sh path/to/check_cuda}
+AXONN=${AXONN:-bin/axonn}
+MPIEXEC=${MPIEXEC:-mpiexec}
+TMP=$(mktemp -d /tmp/axonn-cuda-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+"$TEST" >"$TMP/unit.out" 2>&1
+rc=$?
+cat "$TMP/unit.out"
+if head -n 1 "$TMP/unit.out" | grep -q '^skipped:'; then exit "$rc"; fi
+[ "$rc" -eq 0 ] || fail "check_cuda (kernels and one step against the CPU backend)"
+
+COMMON="--layers 4 --hidden 64 --heads 4 --seq 32 --batch 8 --micro-batch 2 --steps 10 \
+  --shuffle 0 --seed 7 --val-steps 0 --lr 1e-3 --lr-schedule constant --warmup 0 --threads 1 \
+  --quiet"
+
+# run NAME NP ARGS...: trains, leaving $TMP/NAME.csv
+run() {
+  name=$1; np=$2; shift 2
+  # shellcheck disable=SC2086
+  if ! timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON --metrics "$TMP/$name.csv" "$@" \
+      >"$TMP/$name.log" 2>&1; then
+    fail "$name: training failed"; cat "$TMP/$name.log"; return 1
+  fi
+}
+
+# close NAME REF TOL: every step's loss of NAME within TOL (relative) of REF's
+close() {
+  awk -F, -v name="$1" -v tol="$3" 'NR == FNR { if (FNR > 1) l[$1] = $2; next }
+    FNR > 1 { d = $2 - l[$1]; if (d < 0) d = -d
+      if (d > tol * l[$1]) {
+        printf "%s: step %d loss %.9g vs %.9g\n", name, $1, $2, l[$1]; bad = 1 }
+      n++ }
+    END { if (n != 10) { printf "%s: %d steps in the CSV\n", name, n; bad = 1 } exit bad }' \
+    "$TMP/$2.csv" "$TMP/$1.csv" || fail "$1: losses differ from $2 by more than $3"
+}
+
+# learns NAME REF TOL: first loss within TOL of REF's first, and the last below the first
+learns() {
+  awk -F, -v name="$1" -v tol="$3" 'NR == FNR { if (FNR == 2) r = $2; next }
+    FNR == 2 { first = $2 } FNR > 1 { last = $2 }
+    END { d = first - r; if (d < 0) d = -d; bad = 0
+      if (d > tol * r) { printf "%s: first loss %.6g vs %.6g\n", name, first, r; bad = 1 }
+      if (!(last < first)) {
+        printf "%s: loss %.6g -> %.6g does not fall\n", name, first, last; bad = 1 }
+      exit bad }' "$TMP/$2.csv" "$TMP/$1.csv" || fail "$1: does not track $2"
+}
+
+run cpu 1 --device cpu
+if run ref 1 --device cuda; then
+  close ref cpu 1e-3
+  run grid2x1 2 --device cuda --g-inter 2 && close grid2x1 ref 1e-4
+  run grid1x2 2 --device cuda --g-data 2 && close grid1x2 ref 1e-4
+  run bf16 1 --device cuda --precision bf16 && learns bf16 ref 0.02
+  run fp16 1 --device cuda --precision fp16 && learns fp16 ref 0.02
+fi
+grep -h -m1 -i "cuda" "$TMP/ref.log" 2>/dev/null | head -n 2
+
+if [ $fails -ne 0 ]; then echo "check_cuda: $fails failure(s)"; exit 1; fi
+echo "check_cuda: all checks passed"

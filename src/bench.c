@@ -1,6 +1,7 @@
-/* bench.c — `axonn bench gemm` (the SGEMM peak of this machine through the backend) and
- * `axonn bench train` (the full training step of `axonn train`, timed, against the SGEMM peak
- * measured in the same run). Figures are medians over repeated runs. */
+/* bench.c — `axonn bench gemm` (the SGEMM peak of this machine through the backend; the
+ * measurement itself is src/peak.c) and `axonn bench train` (the full training step of
+ * `axonn train`, timed, against the SGEMM peak measured in the same run), and the dispatch of
+ * the MPI benchmarks `bench allreduce` and `bench p2p`. Figures are medians over repeated runs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "error.h"
 #include "log.h"
 #include "options.h"
+#include "peak.h"
 #include "timer.h"
 #include "train_config.h"
 #include "trainer.h"
@@ -41,47 +43,6 @@ static const AxOption BENCH_OPTS[] = {
 static const AxOptionTable BENCH_TABLE = {
     "bench", "Usage: axonn bench gemm|train [options]", BENCH_OPTS, 7};
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Median GFLOP/s of an n x n x n SGEMM through the backend. */
-static int gemm_gflops(AxBackend *be, int n, int reps, double *out) {
-  size_t bytes = (size_t)n * n * be->esz;
-  float *host = ax_malloc((size_t)n * n * sizeof(float));
-  void *a = ax_alloc(be, bytes), *b = a ? ax_alloc(be, bytes) : NULL;
-  void *c = b ? ax_alloc(be, bytes) : NULL;
-  int rc = host && c ? AX_OK : AX_ERR;
-  double *rates = ax_malloc((size_t)reps * sizeof *rates);
-  if (!rates) rc = AX_ERR;
-  if (rc == AX_OK) {
-    for (size_t i = 0; i < (size_t)n * n; i++) host[i] = (float)((i * 2654435761u) % 1000) / 1e3f;
-    rc = be->ops->upload_f32(be, a, host, (size_t)n * n, AX_STREAM_COMPUTE);
-    if (rc == AX_OK) rc = be->ops->upload_f32(be, b, host, (size_t)n * n, AX_STREAM_COMPUTE);
-  }
-  AxGemm g = {.trans_b = 1, .m = n, .n = n, .k = n, .alpha = 1, .beta = 0, .lda = n, .ldb = n,
-              .ldc = n};
-  for (int r = -1; r < reps && rc == AX_OK; r++) { /* r = -1 warms up */
-    double t0 = ax_now();
-    ax_gemm(be, &g, a, b, c);
-    rc = ax_sync(be);
-    if (r >= 0) rates[r] = 2.0 * n * n * (double)n / (ax_now() - t0) / 1e9;
-  }
-  if (rc == AX_OK) *out = median(rates, reps);
-  free(rates);
-  free(host);
-  ax_free(be, a);
-  ax_free(be, b);
-  ax_free(be, c);
-  return rc;
-}
-
 static int measure_peak(const BenchConfig *c, double *peak) {
   AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = c->threads,
                         .bind = 1, .local_size = 1};
@@ -95,7 +56,7 @@ static int measure_peak(const BenchConfig *c, double *peak) {
   for (int i = 0; i < n_sizes && rc == AX_OK; i++) {
     int n = c->size ? c->size : sizes[i];
     double g = 0;
-    rc = gemm_gflops(be, n, c->reps, &g);
+    rc = ax_gemm_gflops(be, n, c->reps, &g);
     if (rc == AX_OK) {
       ax_log("%8d %12.1f", n, g);
       if (g > *peak) *peak = g;
@@ -166,7 +127,7 @@ static int bench_model(const BenchConfig *c, const BenchModel *m, double peak) {
     if (rc == AX_OK && s > c->warmup) ms[s - c->warmup - 1] = rec.ms;
   }
   if (rc == AX_OK) {
-    double med = median(ms, c->steps), sec = med / 1e3;
+    double med = ax_median(ms, c->steps), sec = med / 1e3;
     double gflops = ax_trainer_flops_per_step(t) / sec / 1e9, tps = (double)m->B * m->T / sec;
     ax_log("%-18s %4d %5d %4d %5d %3d %6d | %10.2f %10.0f %9.1f %7.1f%%", m->name, m->L, m->C,
            m->NH, m->T, m->B, m->V, med, tps, gflops, 100.0 * gflops / peak);
@@ -202,8 +163,9 @@ static int bench_train(const BenchConfig *c) {
 int ax_cmd_bench(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "allreduce"))
     return ax_cmd_bench_allreduce(argc - 1, argv + 1);
+  if (argc >= 2 && !strcmp(argv[1], "p2p")) return ax_cmd_bench_p2p(argc - 1, argv + 1);
   if (argc < 2 || argv[1][0] == '-') {
-    fprintf(stderr, "Usage: axonn bench gemm|train|allreduce [options] (axonn bench train "
+    fprintf(stderr, "Usage: axonn bench gemm|train|allreduce|p2p [options] (axonn bench train "
                     "--help)\n");
     return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
   }
@@ -224,7 +186,7 @@ int ax_cmd_bench(int argc, char **argv) {
     else if (!strcmp(what, "train"))
       rc = bench_train(&c);
     else
-      rc = AX_FAIL("unknown benchmark '%s' (gemm, train)", what);
+      rc = AX_FAIL("unknown benchmark '%s' (gemm, train, allreduce, p2p)", what);
   }
   if (rc != AX_OK) ax_print_error();
   ax_options_free(&BENCH_TABLE, &c);

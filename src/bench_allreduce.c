@@ -2,7 +2,10 @@
  * mpi/collectives.h side by side on message sizes from --min-bytes to --max-bytes (doubling),
  * printed by rank 0 as an nccl-tests-style table: time (median over iterations of the slowest
  * rank's time), algorithm bandwidth (size / time) and bus bandwidth (algbw · 2(p-1)/p), and a
- * check of every result against the exact sum. Initializes and finalizes MPI itself. */
+ * check of every result against the exact sum. With --bucket-size the sizes are instead the
+ * all-reduce chunks of training, k x bucket-size elements for k in --coarsening (1,2,4,8).
+ * Host buffers only (CUDA build: device buffers TODO via the backend). Initializes and
+ * finalizes MPI itself. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,8 +19,8 @@
 #include "timer.h"
 
 typedef struct {
-  char *algos, *json;
-  long long min_bytes, max_bytes, chunk;
+  char *algos, *json, *coarsening;
+  long long min_bytes, max_bytes, chunk, bucket_size;
   int iters, warmup, type, window;
   double budget;
 } ArBenchConfig;
@@ -40,6 +43,11 @@ static const AxOption AR_OPTS[] = {
      "chunk size of ring/rhd (0: the library default)", 0, (double)(1LL << 30), NULL},
     {"window", AX_OPT_INT, AOFF(window), "0", "N",
      "chunks in flight per direction (0: the library default)", 0, 1024, NULL},
+    {"bucket-size", AX_OPT_LONG, AOFF(bucket_size), "0", "N",
+     "time the training chunks k x N elements (k from --coarsening) instead of the size sweep "
+     "(0: off)", 0, (double)(1LL << 40), NULL},
+    {"coarsening", AX_OPT_STRING, AOFF(coarsening), "1,2,4,8", "LIST",
+     "coarsening factors k for --bucket-size", 1, 0, NULL},
     {"json", AX_OPT_STRING, AOFF(json), NULL, "FILE", "append one JSON line per result", 1, 0,
      NULL},
 };
@@ -48,7 +56,7 @@ static const AxOptionTable AR_TABLE = {
     "All-reduce algorithms side by side; run under mpiexec -n P.",
     AR_OPTS, (int)(sizeof AR_OPTS / sizeof AR_OPTS[0])};
 
-enum { MAX_ALGOS = 4 };
+enum { MAX_ALGOS = 4, MAX_K = 16 };
 
 typedef struct {
   const ArBenchConfig *c;
@@ -58,6 +66,7 @@ typedef struct {
   size_t esz;
   AxAllreduceAlgo algos[MAX_ALGOS];
   int n_algos;
+  int ks[MAX_K], n_ks; /* coarsening factors (--bucket-size mode) */
   void *buf;
 } ArBench;
 
@@ -155,7 +164,8 @@ static int measure(ArBench *b, size_t bytes, AxAllreduceAlgo algo, ArResult *res
   return rc;
 }
 
-static void write_json(const ArBench *b, size_t bytes, AxAllreduceAlgo algo, const ArResult *r) {
+static void write_json(const ArBench *b, size_t bytes, int k, AxAllreduceAlgo algo,
+                       const ArResult *r) {
   if (!b->c->json || b->rank != 0) return;
   FILE *f = fopen(b->c->json, "a");
   if (!f) return;
@@ -164,10 +174,11 @@ static void write_json(const ArBench *b, size_t bytes, AxAllreduceAlgo algo, con
   ax_coll_get_tuning(&chunk, &window);
   fprintf(f, "{\"bench\":\"allreduce\",\"ranks\":%d,\"type\":\"%s\",\"algo\":\"%s\","
              "\"bytes\":%zu,\"count\":%zu,\"iters\":%d,\"time_us\":%.2f,\"algbw_gbs\":%.4f,"
-             "\"busbw_gbs\":%.4f,\"chunk_bytes\":%zu,\"window\":%d,\"correct\":%s}\n",
+             "\"busbw_gbs\":%.4f,\"chunk_bytes\":%zu,\"window\":%d,\"bucket_size\":%lld,"
+             "\"coarsening\":%d,\"correct\":%s}\n",
           b->size, b->type == AX_COMM_F32 ? "f32" : "bf16", ax_allreduce_algo_name(algo), bytes,
-          bytes / b->esz, r->iters, r->us, r->algbw, r->busbw, chunk, window,
-          r->ok ? "true" : "false");
+          bytes / b->esz, r->iters, r->us, r->algbw, r->busbw, chunk, window, b->c->bucket_size,
+          k, r->ok ? "true" : "false");
   fclose(f);
 }
 
@@ -185,48 +196,99 @@ static void print_header(const ArBench *b) {
          "rank; algbw = size/time, busbw = algbw*2(p-1)/p, GB/s = 1e9 B/s; ring/rhd chunks of "
          "%zu bytes, window %d; auto = what ax_allreduce_choose picks",
          b->type == AX_COMM_F32 ? "f32" : "bf16", b->c->iters, b->c->warmup, chunk, window);
+  if (b->c->bucket_size)
+    ax_log("# training chunks: k x bucket-size %lld elements; per-bucket(us) = time / k (lower "
+           "is better: the cost of one bucket's all-reduce at that coarsening)",
+           b->c->bucket_size);
   char line[512];
-  int k = snprintf(line, sizeof line, "# %12s %11s %5s %5s", "size(B)", "count", "type", "auto");
+  int k = snprintf(line, sizeof line, "# %s%12s %11s %5s %5s", b->c->bucket_size ? "  k " : "",
+                   "size(B)", "count", "type", "auto");
   for (int a = 0; a < b->n_algos && k < (int)sizeof line; a++)
-    k += snprintf(line + k, sizeof line - (size_t)k, " | %-5s %10s %7s %7s %3s",
-                  ax_allreduce_algo_name(b->algos[a]), "time(us)", "algbw", "busbw", "ok");
+    k += snprintf(line + k, sizeof line - (size_t)k, " | %-5s %10s %7s %7s %3s%s",
+                  ax_allreduce_algo_name(b->algos[a]), "time(us)", "algbw", "busbw", "ok",
+                  b->c->bucket_size ? " per-bucket(us)" : "");
   ax_log("%s", line);
 }
 
-static int bench_size(ArBench *b, size_t bytes) {
-  char line[512];
-  int k = snprintf(line, sizeof line, "  %12zu %11zu %5s %5s", bytes, bytes / b->esz,
+/* One row: every algorithm on `bytes`; coarsening k > 0 labels a training chunk. */
+static int bench_size(ArBench *b, size_t bytes, int coarsening) {
+  char line[768], kcol[16] = "";
+  if (coarsening) snprintf(kcol, sizeof kcol, "%4d", coarsening);
+  int k = snprintf(line, sizeof line, "  %s%12zu %11zu %5s %5s", kcol, bytes, bytes / b->esz,
                    b->type == AX_COMM_F32 ? "f32" : "bf16",
                    ax_allreduce_algo_name(ax_allreduce_choose(bytes, b->size)));
   for (int a = 0; a < b->n_algos; a++) {
     ArResult r;
     AX_TRY(measure(b, bytes, b->algos[a], &r));
-    write_json(b, bytes, b->algos[a], &r);
+    write_json(b, bytes, coarsening, b->algos[a], &r);
     if (k < (int)sizeof line)
       k += snprintf(line + k, sizeof line - (size_t)k, " | %-5s %10.1f %7.3f %7.3f %3s", "",
                     r.us, r.algbw, r.busbw, r.ok ? "ok" : "BAD");
+    if (coarsening && k < (int)sizeof line)
+      k += snprintf(line + k, sizeof line - (size_t)k, " %14.1f", r.us / coarsening);
   }
   ax_log("%s", line);
   return AX_OK;
 }
 
-static int run_bench(const ArBenchConfig *c, MPI_Comm comm) {
-  ArBench b = {.c = c, .comm = comm};
-  AX_MPI(MPI_Comm_rank(comm, &b.rank));
-  AX_MPI(MPI_Comm_size(comm, &b.size));
-  b.type = c->type == 0 ? AX_COMM_F32 : AX_COMM_BF16;
-  b.esz = b.type == AX_COMM_F32 ? sizeof(float) : sizeof(uint16_t);
-  AX_TRY(parse_algos(&b));
-  if (c->min_bytes > c->max_bytes) return AX_FAIL("--min-bytes is larger than --max-bytes");
-  ax_coll_set_tuning((size_t)c->chunk, c->window);
-  b.buf = ax_malloc((size_t)c->max_bytes);
-  if (!b.buf) return AX_ERR;
-  print_header(&b);
+/* --coarsening "1,2,4,8" into b->ks. */
+static int parse_coarsening(ArBench *b) {
+  const char *p = b->c->coarsening;
+  b->n_ks = 0;
+  while (*p) {
+    char *end;
+    long k = strtol(p, &end, 10);
+    if (end == p || k < 1 || k > 1 << 20 || (*end && *end != ','))
+      return AX_FAIL("--coarsening '%s' is not a list of positive integers like 1,2,4,8",
+                     b->c->coarsening);
+    if (b->n_ks == MAX_K) return AX_FAIL("--coarsening: at most %d factors", MAX_K);
+    b->ks[b->n_ks++] = (int)k;
+    p = *end ? end + 1 : end;
+  }
+  return b->n_ks ? AX_OK : AX_FAIL("--coarsening: empty list");
+}
+
+/* The largest message this run sends. */
+static size_t max_message(const ArBench *b) {
+  if (!b->c->bucket_size) return (size_t)b->c->max_bytes;
+  int kmax = 0;
+  for (int i = 0; i < b->n_ks; i++) kmax = b->ks[i] > kmax ? b->ks[i] : kmax;
+  return (size_t)kmax * (size_t)b->c->bucket_size * b->esz;
+}
+
+static int sweep(ArBench *b) {
   int rc = AX_OK;
-  for (size_t bytes = (size_t)c->min_bytes; bytes <= (size_t)c->max_bytes && rc == AX_OK;
+  if (b->c->bucket_size) {
+    for (int i = 0; i < b->n_ks && rc == AX_OK; i++)
+      rc = bench_size(b, (size_t)b->ks[i] * (size_t)b->c->bucket_size * b->esz, b->ks[i]);
+    return rc;
+  }
+  for (size_t bytes = (size_t)b->c->min_bytes; bytes <= (size_t)b->c->max_bytes && rc == AX_OK;
        bytes *= 2)
-    rc = bench_size(&b, bytes / b.esz * b.esz);
-  free(b.buf);
+    rc = bench_size(b, bytes / b->esz * b->esz, 0);
+  return rc;
+}
+
+/* Checks of the options: they fail alike on every rank. */
+static int prepare(ArBench *b, const ArBenchConfig *c, MPI_Comm comm) {
+  *b = (ArBench){.c = c, .comm = comm};
+  AX_MPI(MPI_Comm_rank(comm, &b->rank));
+  AX_MPI(MPI_Comm_size(comm, &b->size));
+  b->type = c->type == 0 ? AX_COMM_F32 : AX_COMM_BF16;
+  b->esz = b->type == AX_COMM_F32 ? sizeof(float) : sizeof(uint16_t);
+  AX_TRY(parse_algos(b));
+  if (c->min_bytes > c->max_bytes) return AX_FAIL("--min-bytes is larger than --max-bytes");
+  if (c->bucket_size) AX_TRY(parse_coarsening(b));
+  return AX_OK;
+}
+
+static int run_bench(ArBench *b) {
+  ax_coll_set_tuning((size_t)b->c->chunk, b->c->window);
+  b->buf = ax_malloc(max_message(b));
+  if (!b->buf) return AX_ERR;
+  print_header(b);
+  int rc = sweep(b);
+  free(b->buf);
   return rc;
 }
 
@@ -240,8 +302,10 @@ static int with_mpi(const ArBenchConfig *c, int *argc, char ***argv) {
   ax_mpi_auto_polite(MPI_COMM_WORLD);
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  int rc = run_bench(c, comm);
-  if (rc != AX_OK) ax_print_error();
+  ArBench b;
+  int rc = prepare(&b, c, comm);
+  if (rc != AX_OK && rank == 0) ax_print_error(); /* the same on every rank: rank 0 says it */
+  if (rc == AX_OK && (rc = run_bench(&b)) != AX_OK) ax_print_error();
   MPI_Comm_free(&comm);
   if (!initialized) MPI_Finalize();
   return rc;

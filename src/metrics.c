@@ -16,6 +16,7 @@ int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_ste
   m->tokens_per_step = tokens_per_step;
   m->flops_per_step = flops_per_step;
   m->last_val = NAN;
+  ax_metrics_timing_window(m, 0, total_steps > 0 ? total_steps : 1);
   if (!csv_path) return AX_OK;
   m->csv = fopen(csv_path, "w");
   if (!m->csv) return AX_FAIL("cannot create metrics file %s: %s", csv_path, strerror(errno));
@@ -24,10 +25,27 @@ int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_ste
   return AX_OK;
 }
 
+void ax_metrics_timing_window(AxMetrics *m, int skip, int steps) {
+  m->timing_skip = skip;
+  m->timing_steps = steps;
+}
+
+static void add_time(AxStepTimes *t, int step, double ms) {
+  if (t->n == 0 || ms < t->min_ms) t->min_ms = ms;
+  if (t->n == 0 || ms > t->max_ms) t->max_ms = ms;
+  if (t->n == 0) t->first = step;
+  t->last = step;
+  t->n++;
+  t->sum_ms += ms;
+}
+
 void ax_metrics_step(AxMetrics *m, const AxStepRecord *r) {
   double sec = r->ms / 1e3, tps = m->tokens_per_step / sec, tflops = m->flops_per_step / sec / 1e12;
   m->n++;
   m->sum_ms += r->ms;
+  add_time(&m->all, r->step, r->ms);
+  if (m->n > m->timing_skip && m->n <= m->timing_skip + m->timing_steps)
+    add_time(&m->timed, r->step, r->ms);
   m->last_loss = r->loss;
   if (!isnan(r->val_loss)) m->last_val = r->val_loss;
   if (!m->quiet) {

@@ -1,7 +1,8 @@
 /* metrics.h — what a step reports: one progress line on stdout (rank 0) and one CSV row.
  * The CSV header is `step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss`: the loss is
  * the one computed in that step's forward pass, before the update; val_loss is empty on steps
- * without validation. */
+ * without validation. It also keeps this rank's step times for the batch time of the end-of-run
+ * summary (src/summary.h): over the timing window and over every step. */
 #ifndef AX_METRICS_H
 #define AX_METRICS_H
 
@@ -13,6 +14,12 @@ typedef struct {
   double val_loss; /* NAN when not measured this step */
 } AxStepRecord;
 
+/* Step times over a set of steps (step numbers of the first and last one counted). */
+typedef struct {
+  int first, last, n;
+  double sum_ms, min_ms, max_ms;
+} AxStepTimes;
+
 typedef struct {
   FILE *csv;
   int quiet;
@@ -22,10 +29,16 @@ typedef struct {
   /* running figures for the summary */
   int n;
   double sum_ms, last_loss, last_val;
+  /* the timing window: the (skip+1)-th to (skip+steps)-th step this process runs (so a resumed
+   * run leaves its own warm-up out too), and every step */
+  int timing_skip, timing_steps;
+  AxStepTimes timed, all;
 } AxMetrics;
 
 int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_steps,
                     long long tokens_per_step, double flops_per_step);
+/* Sets the timing window (default: no skip, every step). */
+void ax_metrics_timing_window(AxMetrics *m, int skip, int steps);
 void ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
 void ax_metrics_close(AxMetrics *m);
 

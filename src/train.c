@@ -1,5 +1,5 @@
 /* train.c — `axonn train`: MPI start-up, options, the step loop with its progress lines and
- * metrics CSV (rank 0), the saved model and trace.
+ * metrics CSV (rank 0), the end-of-run summary (src/summary.h), the saved model and trace.
  *
  * Failure policy: problems found while setting up (options, files, grid) are agreed on by all
  * ranks and printed once, by rank 0, with the failing rank named; every rank exits 1. A failure
@@ -16,34 +16,52 @@
 #include "log.h"
 #include "metrics.h"
 #include "plan.h"
+#include "summary.h"
 #include "trainer.h"
 
 static void print_failure(void) {
   if (ax_rank() <= 0) ax_print_error();
 }
 
-/* Never returns when other ranks may be blocked on this one. */
+/* Never returns when other ranks may be blocked on this one. A single rank returns and its
+ * caller prints the error (once). */
 static void abort_job(const AxTrainer *t) {
+  if (ax_trainer_grid(t)->size <= 1) return;
   ax_print_error();
-  if (ax_trainer_grid(t)->size > 1) {
-    /* The launcher forwards our stderr through a pipe; give it a moment to pass the message
-     * on before the abort tears the job down (under load it can otherwise be lost). */
-    fflush(NULL);
-    nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  /* The launcher forwards our stderr through a pipe; give it a moment to pass the message on
+   * before the abort tears the job down (under load it can otherwise be lost). */
+  fflush(NULL);
+  nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+  MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static int open_metrics(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer *t) {
-  int rank0 = ax_trainer_grid(t)->rank == 0;
-  int rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
-                           (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t));
-  return ax_grid_agree(ax_trainer_grid(t), rc);
+/* The metrics CSV, and a check that --summary can be written (before any time is spent). */
+static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer *t) {
+  int rank0 = ax_trainer_grid(t)->rank == 0, rc = AX_OK;
+  memset(m, 0, sizeof *m);
+  if (rank0 && cfg->summary && ax_summary_check_path(cfg->summary) != AX_OK)
+    rc = ax_error_context("--summary");
+  if (rc == AX_OK)
+    rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
+                         (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t));
+  if (rc == AX_OK) ax_metrics_timing_window(m, cfg->timing_skip, cfg->timing_steps);
+  rc = ax_grid_agree(ax_trainer_grid(t), rc);
+  if (rc != AX_OK) ax_metrics_close(m);
+  return rc;
+}
+
+/* The summary comes before the save, so that its memory marks are those of training; the
+ * model is saved even when the summary could not be written. */
+static int finish(AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
+  int rc = ax_summary_finish(t, cfg, m);
+  if (cfg->save && ax_trainer_save(t, cfg->save) != AX_OK) rc = AX_ERR;
+  AX_TRY(rc);
+  return ax_trainer_finish(t);
 }
 
 static int run(AxTrainer *t, const AxTrainConfig *cfg) {
   AxMetrics m;
-  AX_TRY(open_metrics(&m, cfg, t));
+  AX_TRY(open_outputs(&m, cfg, t));
   for (int step = 1; step <= cfg->steps; step++) {
     AxStepRecord rec;
     if (ax_trainer_step(t, step, &rec) != AX_OK || ax_trainer_validate_if_due(t, step, &rec) != AX_OK) {
@@ -60,8 +78,7 @@ static int run(AxTrainer *t, const AxTrainConfig *cfg) {
                   "TFLOP/s)", m.n, m.last_loss, sec * 1e3, m.tokens_per_step / sec,
                   m.flops_per_step / sec / 1e12);
   }
-  if (cfg->save) AX_TRY(ax_trainer_save(t, cfg->save));
-  return ax_trainer_finish(t);
+  return finish(t, cfg, &m);
 }
 
 static int start_mpi(int *argc, char ***argv) {

@@ -1,0 +1,94 @@
+#!/bin/sh
+# The end-of-run summary of `axonn train` (docs/summary.md): one JSON line on stdout starting
+# with {"axonn_summary":, the same line in --summary FILE, parseable, holding every option, and
+# consistent figures (tokens/s = B*s / batch time, the 96-form FLOP bound, days on 300B tokens,
+# % of peak); the timing window of full and short runs; a bad --summary path fails at once.
+set -u
+AXONN=${AXONN:-bin/axonn}
+PYTHON=${PYTHON:-/usr/bin/python3}
+[ -x "$PYTHON" ] || PYTHON=python3
+TMP=$(mktemp -d /tmp/axonn-summary-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+TINY="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 4 --threads 1 --val-steps 0 --quiet"
+
+# check NAME FILE FIRST LAST [PEAK]: parses FILE and checks the figures against each other
+check() {
+  "$PYTHON" - "$@" <<'EOF' || fail "$1: summary inconsistent"
+import json, math, sys
+name, path, first, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+peak = float(sys.argv[5]) if len(sys.argv) > 5 else None
+d = json.load(open(path))
+bad = []
+def close(a, b, what, tol=1e-6):
+    if not (abs(a - b) <= tol * abs(b)):
+        bad.append("%s: %r vs %r" % (what, a, b))
+c, m, t, th, p = d["config"], d["model"], d["timing"], d["throughput"], d["peak"]
+B, s, l, h, V = c["batch"], c["seq"], m["layers"], m["hidden"], m["vocab"]
+tb = t["batch_time_s"]
+if d["axonn_summary"] != 1: bad.append("schema version")
+if (t["first_step"], t["last_step"]) != (first, last): bad.append("window %r" % t)
+if t["steps_used"] != last - first + 1: bad.append("steps_used")
+if t["complete"] != (t["steps_used"] == t["steps_requested"]): bad.append("complete")
+if not t["batch_time_min_s"] * (1 - 1e-9) <= tb <= t["batch_time_max_s"] * (1 + 1e-9):
+    bad.append("batch time outside min/max")
+close(th["tokens_per_s"], B * s / tb, "tokens/s")
+flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+close(th["flops_per_step"], flops, "flops per step")
+close(th["flops_per_s"], flops / tb, "flops/s")
+close(d["training_time"]["days"], 3e11 * tb / (B * s) / 86400, "days")
+ranks = d["run"]["ranks"]
+if peak is not None:
+    close(p["tflops_per_rank"], peak, "peak per rank")
+    if p["source"] != "--peak-tflops": bad.append("peak source " + p["source"])
+close(p["tflops_total"], p["tflops_per_rank"] * ranks, "peak total")
+close(p["percent_of_peak"], 100 * th["flops_per_s"] / (p["tflops_total"] * 1e12), "% of peak")
+mem = d["memory"]
+if len(mem["host_peak_bytes"]) != ranks or min(mem["host_peak_bytes"]) <= 0: bad.append("memory")
+if mem["host_peak_bytes_max"] != max(mem["host_peak_bytes"]): bad.append("memory max")
+if d["run"]["g_inter"] * d["run"]["g_data"] != ranks: bad.append("grid")
+for key in ("lr", "micro-batch", "summary", "timing-skip", "peak-tflops", "device"):
+    if key not in c: bad.append("config lacks " + key)
+for b in bad: print("%s: %s" % (name, b))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# a full window: 11 steps, the last 10 averaged (the paper's batch time)
+# shellcheck disable=SC2086
+"$AXONN" train $TINY --steps 11 --summary "$TMP/full.json" --metrics "$TMP/m.csv" \
+  >"$TMP/full.out" 2>"$TMP/full.err" || { fail "train --summary"; cat "$TMP/full.err"; }
+[ "$(grep -c '^{"axonn_summary":' "$TMP/full.out")" -eq 1 ] || fail "not one summary line on stdout"
+grep '^{"axonn_summary":' "$TMP/full.out" | cmp -s - "$TMP/full.json" ||
+  fail "stdout summary line differs from --summary file"
+grep -q '^summary: batch time .* (steps 2-11, 10 of 10)' "$TMP/full.out" || fail "human summary line"
+for f in "$TMP"/*.tmp.*; do [ -e "$f" ] && fail "temporary file left behind: $f"; done
+check full "$TMP/full.json" 2 11
+
+# a short run: what exists after the warm-up, said so
+# shellcheck disable=SC2086
+"$AXONN" train $TINY --steps 4 --summary "$TMP/short.json" --peak-tflops 0.25 >/dev/null ||
+  fail "short run"
+check short "$TMP/short.json" 2 4 0.25
+grep -q '"complete":false' "$TMP/short.json" || fail "short run not marked incomplete"
+
+# an explicit window
+# shellcheck disable=SC2086
+"$AXONN" train $TINY --steps 6 --timing-skip 0 --timing-steps 3 --summary "$TMP/win.json" \
+  >/dev/null || fail "window run"
+check window "$TMP/win.json" 1 3
+
+# a bad path fails before training, with one line, and leaves no metrics file
+# shellcheck disable=SC2086
+"$AXONN" train $TINY --steps 2 --summary "$TMP/no/such/dir/s.json" --metrics "$TMP/bad.csv" \
+  >"$TMP/bad.out" 2>"$TMP/bad.err" && fail "unwritable --summary accepted"
+if [ "$(wc -l <"$TMP/bad.err")" -ne 1 ] || ! grep -q -- "--summary" "$TMP/bad.err"; then
+  fail "bad --summary message:"; cat "$TMP/bad.err"
+fi
+[ -e "$TMP/bad.csv" ] && fail "metrics file left behind after a bad --summary"
+grep -q "step" "$TMP/bad.out" && fail "trained despite a bad --summary"
+
+if [ $fails -ne 0 ]; then echo "cli_summary: $fails failure(s)"; exit 1; fi
+echo "cli_summary: all checks passed"

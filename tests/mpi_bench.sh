@@ -1,0 +1,57 @@
+#!/bin/sh
+# Communication benchmarks under mpiexec: `bench p2p` prints one OSU-style row per size with
+# positive latency and bandwidth (and JSON lines that parse), refuses to run on one rank with
+# one clear message; `bench allreduce --bucket-size` times the training chunks k x bucket for
+# k = 1, 2, 4, 8, every result checked exactly. Short runs: this is a test, not a measurement.
+# MPIEXEC may carry flags: it is split on purpose.
+# shellcheck disable=SC2086
+set -u
+AXONN=${AXONN:-bin/axonn}
+MPIEXEC=${MPIEXEC:-mpiexec}
+PYTHON=${PYTHON:-/usr/bin/python3}
+[ -x "$PYTHON" ] || PYTHON=python3
+TMP=$(mktemp -d /tmp/axonn-bench-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# p2p: sizes 1 B .. 64 KiB = 17 rows
+if ! timeout 120 $MPIEXEC -n 2 "$AXONN" bench p2p --max-bytes 64K --iters 100 --window 8 \
+    --json "$TMP/p2p.jsonl" >"$TMP/p2p.txt" 2>&1; then
+  fail "bench p2p"; cat "$TMP/p2p.txt"
+fi
+rows=$(grep -c '^ *[0-9]' "$TMP/p2p.txt")
+[ "$rows" -eq 17 ] || { fail "bench p2p printed $rows rows, expected 17"; cat "$TMP/p2p.txt"; }
+grep -q "host buffers" "$TMP/p2p.txt" || fail "bench p2p does not say which buffers"
+"$PYTHON" - "$TMP/p2p.jsonl" <<'EOF' || fail "bench p2p JSON"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["bytes"] for l in lines] == [2 ** i for i in range(17)], "sizes"
+for l in lines:
+    assert l["latency_us"] > 0 and l["pingpong_mbs"] > 0 and l["stream_mbs"] > 0, l
+    assert abs(l["pingpong_mbs"] - l["bytes"] / l["latency_us"]) <= 0.01 * l["pingpong_mbs"] + 0.01, l
+EOF
+# one rank: one line from rank 0, non-zero exit
+$MPIEXEC -n 1 "$AXONN" bench p2p >"$TMP/one.out" 2>"$TMP/one.err" && fail "bench p2p on 1 rank"
+if [ "$(wc -l <"$TMP/one.err")" -ne 1 ] || ! grep -q "needs 2 ranks" "$TMP/one.err"; then
+  fail "bench p2p on 1 rank: message"; cat "$TMP/one.err"
+fi
+# more ranks: only 0 and 1 measure, the others wait
+timeout 120 $MPIEXEC -n 3 "$AXONN" bench p2p --max-bytes 16 --iters 20 --window 0 \
+  >"$TMP/three.txt" 2>&1 || { fail "bench p2p on 3 ranks"; cat "$TMP/three.txt"; }
+
+# all-reduce of the training chunks: 4 rows (k = 1, 2, 4, 8), all correct
+if ! timeout 120 $MPIEXEC -n 2 "$AXONN" bench allreduce --bucket-size 16K --algos ring,mpi \
+    --iters 5 --json "$TMP/ar.jsonl" >"$TMP/ar.txt" 2>&1; then
+  fail "bench allreduce --bucket-size"; cat "$TMP/ar.txt"
+fi
+[ "$(grep -c '^ *[1248] ' "$TMP/ar.txt")" -eq 4 ] || { fail "bucket rows"; cat "$TMP/ar.txt"; }
+grep -q BAD "$TMP/ar.txt" && fail "bench allreduce --bucket-size: wrong sums"
+[ "$(grep -c '"bucket_size":16384,"coarsening":8,"correct":true' "$TMP/ar.jsonl")" -eq 2 ] ||
+  fail "bench allreduce JSON lacks the k = 8 chunk"
+$MPIEXEC -n 2 "$AXONN" bench allreduce --bucket-size 1K --coarsening 2,zero >/dev/null \
+  2>"$TMP/bad.err" && fail "bad --coarsening accepted"
+[ "$(wc -l <"$TMP/bad.err")" -eq 1 ] || { fail "bad --coarsening: not one line"; cat "$TMP/bad.err"; }
+
+if [ $fails -ne 0 ]; then echo "mpi_bench: $fails failure(s)"; exit 1; fi
+echo "mpi_bench: all checks passed"

@@ -164,8 +164,10 @@ int ax_cmd_bench(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "allreduce"))
     return ax_cmd_bench_allreduce(argc - 1, argv + 1);
   if (argc >= 2 && !strcmp(argv[1], "p2p")) return ax_cmd_bench_p2p(argc - 1, argv + 1);
+  if (argc >= 2 && !strcmp(argv[1], "optimizer"))
+    return ax_cmd_bench_optimizer(argc - 1, argv + 1);
   if (argc < 2 || argv[1][0] == '-') {
-    fprintf(stderr, "Usage: axonn bench gemm|train|allreduce|p2p [options] (axonn bench train "
+    fprintf(stderr, "Usage: axonn bench gemm|train|allreduce|p2p|optimizer [options] (axonn bench train "
                     "--help)\n");
     return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
   }
@@ -186,7 +188,7 @@ int ax_cmd_bench(int argc, char **argv) {
     else if (!strcmp(what, "train"))
       rc = bench_train(&c);
     else
-      rc = AX_FAIL("unknown benchmark '%s' (gemm, train, allreduce, p2p)", what);
+      rc = AX_FAIL("unknown benchmark '%s' (gemm, train, allreduce, p2p, optimizer)", what);
   }
   if (rc != AX_OK) ax_print_error();
   ax_options_free(&BENCH_TABLE, &c);

@@ -6,6 +6,7 @@
  * inside a step (other ranks may be waiting on this one) is printed by the failing rank, which
  * then aborts the whole job, so nothing ever hangs. */
 #include <math.h>
+#include <signal.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,17 +60,59 @@ static int finish(AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
   return ax_trainer_finish(t);
 }
 
+/* SIGTERM / SIGUSR1 (what batch systems send before the time limit) with --checkpoint-dir:
+ * finish the step, checkpoint, exit 0. */
+static volatile sig_atomic_t stop_requested;
+static void on_stop_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+static void install_stop_handlers(const AxTrainConfig *cfg) {
+  if (!cfg->checkpoint_dir) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* After a step: checkpoint when due or when any rank was asked to stop (*stop is agreed). */
+static int after_step(AxTrainer *t, const AxTrainConfig *cfg, int step, int *stop) {
+  *stop = 0;
+  if (!cfg->checkpoint_dir) return AX_OK;
+  AX_TRY(ax_trainer_agree_flag(t, stop_requested, stop));
+  int due = cfg->checkpoint_every && step % cfg->checkpoint_every == 0;
+  if (due || *stop) AX_TRY(ax_trainer_checkpoint(t, step));
+  if (*stop) ax_log_result("stop requested (SIGTERM/SIGUSR1): checkpoint of step %d written; "
+                           "exiting", step);
+  return AX_OK;
+}
+
 static int run(AxTrainer *t, const AxTrainConfig *cfg) {
   AxMetrics m;
+  int first = 1, stop = 0;
+  if (cfg->resume) {
+    int done;
+    AX_TRY(ax_trainer_resume(t, &done));
+    first = done + 1;
+  }
   AX_TRY(open_outputs(&m, cfg, t));
-  for (int step = 1; step <= cfg->steps; step++) {
+  install_stop_handlers(cfg);
+  for (int step = first; step <= cfg->steps && !stop; step++) {
     AxStepRecord rec;
-    if (ax_trainer_step(t, step, &rec) != AX_OK || ax_trainer_validate_if_due(t, step, &rec) != AX_OK) {
+    int rc = ax_trainer_step(t, step, &rec);
+    if (rc == AX_OK) rc = ax_trainer_validate_if_due(t, step, &rec);
+    if (rc == AX_OK) {
+      ax_metrics_step(&m, &rec);
+      rc = after_step(t, cfg, step, &stop);
+    }
+    if (rc != AX_OK) {
       ax_metrics_close(&m);
       abort_job(t);
       return AX_ERR;
     }
-    ax_metrics_step(&m, &rec);
   }
   ax_metrics_close(&m);
   if (m.n) {

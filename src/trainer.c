@@ -10,10 +10,14 @@
 #include "log.h"
 #include "model_file.h"
 #include "models/gpt_init.h"
+#include "mpi/cuda_aware.h"
 #include "mpi/mpi_util.h"
 #include "mpi/trace_merge.h"
 #include "pipeline/partition.h"
 #include "trainer_impl.h"
+
+_Static_assert(AX_PREC_BF16 == (int)AX_DTYPE_BF16 && AX_PREC_FP16 == (int)AX_DTYPE_F16,
+               "AxPrecision mirrors AxDType");
 
 enum { SYNTH_TRAIN_TOKENS = 2000000, SYNTH_VAL_TOKENS = 200000, TRACE_CAPACITY = 1 << 20 };
 
@@ -198,6 +202,12 @@ void ax_trainer_print_header(const AxTrainer *t) {
          lay->total * t->be->esz / 1e6, lay->total * t->be->esz / 1e6,
          ax_stage_arena_bytes(t->stage) / 1e6, t->off.arena_bytes / 1e6,
          t->off.grads_alias ? "" : ", gradient staging");
+  if (!strcmp(t->cfg.device, "cuda")) {
+    char why[192];
+    int aware = ax_cuda_aware_mpi(t->cfg.cuda_aware_mpi, why, sizeof why);
+    ax_log("MPI path: stage messages and gradients staged through pinned host buffers "
+           "(CUDA-aware MPI %s: %s)", aware ? "detected, not used yet" : "not used", why);
+  }
   ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
          "loss scaling %s", t->cfg.offload ? "all-reduce interleaved with host AdamW" :
          "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,

@@ -146,7 +146,7 @@ static int optimizer_step(Trainer *t, int step, AxStepRecord *rec) {
   if (ax_loss_scale_update(&t->loss_scale, overflow)) {
     rec->grad_norm = NAN;
     ax_warn("step %d: gradients overflowed; step skipped on every rank (loss scale now %g)",
-           step, t->loss_scale.scale);
+            step, t->loss_scale.scale);
     return AX_OK;
   }
   AX_TRY(sync_tied(t));

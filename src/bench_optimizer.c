@@ -15,6 +15,7 @@
 #include "mpi/mpi_util.h"
 #include "offload/interleave.h"
 #include "options.h"
+#include "peak.h"
 #include "threadpool.h"
 #include "timer.h"
 
@@ -59,16 +60,6 @@ typedef struct {
   AxStageLayout layout;
 } OptBench;
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Seconds of fn on the slowest rank, median over --repeat runs. */
 static int time_slowest(OptBench *b, int (*fn)(OptBench *, AxOffload *, int), AxOffload *o,
                         int arg, double *sec) {
@@ -82,7 +73,7 @@ static int time_slowest(OptBench *b, int (*fn)(OptBench *, AxOffload *, int), Ax
     t[r] = ax_now() - t0;
     if (rc == AX_OK) AX_MPI(MPI_Allreduce(MPI_IN_PLACE, &t[r], 1, MPI_DOUBLE, MPI_MAX, b->comm));
   }
-  if (rc == AX_OK) *sec = median(t, b->c->repeat);
+  if (rc == AX_OK) *sec = ax_median(t, b->c->repeat);
   free(t);
   return rc;
 }

@@ -50,12 +50,11 @@ int ax_ckpt_make_dirs(const char *dir, int step) {
 
 /* ------------------------------------------------------------------ stage files */
 
-static int wanted(int id, int first, int last, int P) {
+/* Layer tensors, wte and wpe of the first stage, the final LayerNorm of the last; the tied
+ * wte copy of the last stage is not stored. */
+static int wanted(int id, int first, int last) {
   if (ax_param_is_layer(id)) return 1;
-  if (id == AX_P_WTE) return first; /* the tied copy of the last stage is not stored */
-  if (id == AX_P_WPE) return first;
-  (void)P;
-  return last;
+  return id == AX_P_WTE || id == AX_P_WPE ? first : last;
 }
 
 int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
@@ -66,7 +65,7 @@ int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
   if (!r) return AX_ERR;
   int k = 0;
   for (int id = 0; id < AX_N_PARAMS; id++) {
-    if (!lay.has[id] || !wanted(id, s == 0, s == P - 1, P)) continue;
+    if (!lay.has[id] || !wanted(id, s == 0, s == P - 1)) continue;
     int layer = ax_param_is_layer(id);
     r[k++] = (AxCkptRecord){.file = s, .id = id, .l0 = layer ? l0 : 0, .l1 = layer ? l1 : 0,
                             .count = lay.count[id]};

@@ -6,6 +6,8 @@
 #    within the tolerance of the layouts themselves (losses 1e-5, weights 2e-4);
 #  - `axonn export` writes the model of the run at that step, exactly;
 #  - a corrupt or incomplete newest checkpoint is reported and the previous one is used;
+#  - bad input (--resume without a directory, no checkpoint to export, another batch or model
+#    shape than the checkpoint's) gets one clear error;
 #  - SIGUSR1 / SIGTERM: the step finishes, a checkpoint is written, the job exits 0;
 #  - a rank killed mid-run ends the job with a non-zero exit in bounded time, and --resume
 #    loses at most --checkpoint-every steps.
@@ -62,6 +64,20 @@ run inc 1 --steps 20 --checkpoint-dir "$TMP/ckinc" --resume &&
   grep -q "step-00000010 is incomplete or corrupt" "$TMP/inc.log" &&
   [ "$(sed -n 2p "$TMP/inc.csv" | cut -d, -f1)" = 6 ] ||
   { fail "incomplete checkpoint not skipped"; cat "$TMP/inc.log"; }
+
+# bad input: one clear error, non-zero exit
+expect_error() {
+  needle=$1; shift
+  if "$@" >"$TMP/e.out" 2>"$TMP/e.err"; then fail "'$*' succeeded"; return; fi
+  grep -q -- "$needle" "$TMP/e.err" || { fail "'$*': no '$needle' in:"; cat "$TMP/e.err"; }
+}
+expect_error "--resume needs --checkpoint-dir" "$AXONN" train $COMMON --resume
+expect_error "no complete checkpoint in" "$AXONN" export --checkpoint "$TMP/empty" --output "$TMP/x.bin"
+[ ! -e "$TMP/x.bin" ] || fail "export left a file behind after failing"
+expect_error "resume with the same" "$AXONN" train $COMMON --batch 16 --steps 20 \
+  --checkpoint-dir "$TMP/ckg11" --resume
+expect_error "holds a model L=4" "$AXONN" train $COMMON --layers 2 --steps 20 \
+  --checkpoint-dir "$TMP/ckg11" --resume
 
 # our own axonn ranks of the job whose files live under $1 (never mpiexec, never other jobs)
 ranks_of() { for p in $(pgrep -f "$1"); do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = axonn ] && echo "$p"; done; }

@@ -19,21 +19,7 @@
 #include "src/rng.h"
 #include "tests/testutil.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AX_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define AX_TEST_ASAN 1
-#endif
-#ifdef AX_TEST_ASAN
-#include <sanitizer/lsan_interface.h>
-/* UCX (under MPICH ch4:ucx) keeps a few allocations LeakSanitizer cannot see are referenced;
- * they are UCX's, not ours. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libuct.so\nleak:libucs.so\n"; }
-#endif
+#include "tests/lsan_mpi.h"
 
 static int g_rank, g_size;
 static MPI_Comm g_comm; /* a duplicate of MPI_COMM_WORLD for our collectives */

@@ -9,20 +9,7 @@
 #include "mpi/cuda_aware.h"
 #include "testutil.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AX_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define AX_TEST_ASAN 1
-#endif
-#ifdef AX_TEST_ASAN
-/* MPI_Init under MPICH ch4:ucx leaves UCX allocations LeakSanitizer cannot see referenced
- * (make DEBUG=1); they are UCX's, not ours (as in mpitest_collectives.c). */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libuct.so\nleak:libucs.so\n"; }
-#endif
+#include "tests/lsan_mpi.h"
 
 static const char *const VARS[] = {"MPICH_GPU_SUPPORT_ENABLED", "MPIR_CVAR_ENABLE_GPU",
                                    "OMPI_MCA_pml_pami_enable_cuda", "OMPI_MCA_opal_cuda_support",

@@ -1,5 +1,5 @@
 /* coll_mpi.c — AX_ALLREDUCE_MPI: the library's MPI_Iallreduce behind the same start/test/wait
- * interface. fp32 uses MPI_SUM; bf16 a user-defined commutative sum (fp32 add, round to
+ * interface (and its blocking MPI_Allreduce, the benchmark's baseline). fp32 uses MPI_SUM; bf16 a user-defined commutative sum (fp32 add, round to
  * nearest even) created on first use and freed when MPI finalizes. The bytes it moves are
  * invisible to us, so it counts what the ring would have moved. */
 #include <limits.h>
@@ -33,11 +33,25 @@ static int bf16_sum_op(MPI_Op *out) {
   return AX_OK;
 }
 
-int ax_mpi_allreduce_start(AxColl *op, void *buf, size_t count) {
+/* The MPI sum operation for `type`; fails for counts MPI's int cannot hold. */
+static int sum_op(AxCommType type, size_t count, MPI_Op *sum) {
   if (count > INT_MAX)
     return AX_FAIL("all-reduce (mpi): %zu elements exceed MPI's int count", count);
+  *sum = MPI_SUM;
+  return type == AX_COMM_BF16 ? bf16_sum_op(sum) : AX_OK;
+}
+
+int ax_mpi_allreduce_blocking(MPI_Comm comm, void *buf, size_t count, AxCommType type) {
   MPI_Op sum = MPI_SUM;
-  if (op->type == AX_COMM_BF16) AX_TRY(bf16_sum_op(&sum));
+  AX_TRY(sum_op(type, count, &sum));
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)count,
+                       type == AX_COMM_F32 ? MPI_FLOAT : MPI_UINT16_T, sum, comm));
+  return AX_OK;
+}
+
+int ax_mpi_allreduce_start(AxColl *op, void *buf, size_t count) {
+  MPI_Op sum = MPI_SUM;
+  AX_TRY(sum_op(op->type, count, &sum));
   op->uses_mpi = 1;
   ax_ring_allreduce_bytes(count, op->esz, op->rank, op->size, &op->mpi_bytes);
   AX_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, op->dtype, sum, op->comm, &op->mpi_req));

@@ -76,6 +76,10 @@ void ax_coll_free(AxColl *op);
 int ax_allreduce(MPI_Comm comm, void *buf, size_t count, AxCommType type, AxAllreduceAlgo algo,
                  AxCommBytes *bytes);
 
+/* The library's blocking MPI_Allreduce, in place (fp32: MPI_SUM; bf16: the same sum as
+ * AX_ALLREDUCE_MPI). The baseline `axonn bench allreduce` compares against; counts nothing. */
+int ax_mpi_allreduce_blocking(MPI_Comm comm, void *buf, size_t count, AxCommType type);
+
 const char *ax_allreduce_algo_name(AxAllreduceAlgo a);
 /* "auto|mpi|ring|rhd"; AX_ERR with a message otherwise. */
 int ax_allreduce_algo_parse(const char *name, AxAllreduceAlgo *out);

@@ -1,7 +1,10 @@
 /* interleave.c — chunked all-reduce of the host gradients and the AdamW that follows each
- * chunk; see interleave.h. */
+ * chunk, progressed by calls between update sub-blocks or by a communication thread; see
+ * interleave.h. */
 #include "interleave.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "mpi/bf16.h"
@@ -67,20 +70,30 @@ static int start_chunk(Reducer *rd, int c) {
                             rd->r->algo, rd->r->bytes);
 }
 
-static int finish_chunk(Reducer *rd, int c) {
-  if (!rd->active) return AX_OK;
+/* Waits for chunk c (yielding the core between polls when `yield`), frees it, and brings a
+ * bf16 sum back to fp32. */
+static int wait_chunk(Reducer *rd, int c, int yield) {
   AxOffload *o = rd->o;
-  double t0 = ax_trace_begin(rd->r->trace);
-  int rc = ax_coll_wait(rd->ops[c]);
+  int rc = AX_OK, done = 0;
+  if (!yield) rc = ax_coll_wait(rd->ops[c]);
+  while (yield && rc == AX_OK && (rc = ax_coll_test(rd->ops[c], &done)) == AX_OK && !done)
+    sched_yield();
   ax_coll_free(rd->ops[c]);
   rd->ops[c] = NULL;
   AX_TRY(rc);
-  ax_trace_end(rd->r->trace, AX_EV_ALLREDUCE, c, t0);
   if (o->wire) {
     size_t lo, hi;
     ax_offload_chunk_range(o, c, &lo, &hi);
     ax_bf16_to_f32_array(o->grads + lo, o->wire + lo, hi - lo);
   }
+  return AX_OK;
+}
+
+static int finish_chunk(Reducer *rd, int c) {
+  if (!rd->active) return AX_OK;
+  double t0 = ax_trace_begin(rd->r->trace);
+  AX_TRY(wait_chunk(rd, c, 0));
+  ax_trace_end(rd->r->trace, AX_EV_ALLREDUCE, c, t0);
   return AX_OK;
 }
 
@@ -104,11 +117,100 @@ static int update_chunk(AxOffload *o, Reducer *rd, int c, void *device_params,
   for (size_t s = lo; s < hi; s += SUB_BLOCK) {
     size_t e = s + SUB_BLOCK < hi ? s + SUB_BLOCK : hi;
     ax_offload_update(o, s, e, h);
-    if (rd && rd->r->progress) AX_TRY(progress_after(rd, c));
+    if (rd && rd->r->progress == AX_PROGRESS_CALLS) AX_TRY(progress_after(rd, c));
   }
   AX_TRY(ax_offload_write_back(o, device_params, lo, hi));
   ax_trace_end(trace, AX_EV_OPTIMIZER, c, t0);
   return AX_OK;
+}
+
+/* The communication thread of AX_PROGRESS_THREAD: it alone calls MPI while it runs. It starts
+ * the chunks a window at a time, waits for each in order and tells the main thread, which
+ * updates chunk c while the thread keeps c+1.. moving. */
+typedef struct {
+  Reducer *rd;
+  pthread_mutex_t mu;
+  pthread_cond_t summed_cv;
+  int summed;      /* chunks [0, summed) are summed */
+  int failed;      /* the thread stopped on an error: message below */
+  char message[512];
+} CommThread;
+
+static int comm_chunks(Reducer *rd, CommThread *ct) {
+  int window = rd->r->window > 0 ? rd->r->window : 1;
+  for (int c = 0; c < window; c++) AX_TRY(start_chunk(rd, c));
+  for (int c = 0; c < rd->o->n_chunks; c++) {
+    AX_TRY(wait_chunk(rd, c, 1));
+    AX_TRY(start_chunk(rd, c + window));
+    pthread_mutex_lock(&ct->mu);
+    ct->summed = c + 1;
+    pthread_cond_signal(&ct->summed_cv);
+    pthread_mutex_unlock(&ct->mu);
+  }
+  return AX_OK;
+}
+
+static void *comm_thread_main(void *arg) {
+  CommThread *ct = arg;
+  int rc = comm_chunks(ct->rd, ct);
+  pthread_mutex_lock(&ct->mu);
+  if (rc != AX_OK) {
+    ct->failed = 1;
+    snprintf(ct->message, sizeof ct->message, "%s", ax_error_message());
+  }
+  pthread_cond_signal(&ct->summed_cv);
+  pthread_mutex_unlock(&ct->mu);
+  return NULL;
+}
+
+/* Blocks until chunk c is summed; AX_ERR with the thread's message if it failed first. The
+ * wait shows in the trace as the chunk's all-reduce. */
+static int await_chunk(CommThread *ct, int c, AxTrace *trace) {
+  double t0 = ax_trace_begin(trace);
+  pthread_mutex_lock(&ct->mu);
+  while (ct->summed <= c && !ct->failed) pthread_cond_wait(&ct->summed_cv, &ct->mu);
+  int ok = ct->summed > c;
+  pthread_mutex_unlock(&ct->mu);
+  if (!ok) return ax_fail_forwarded(ct->message);
+  ax_trace_end(trace, AX_EV_ALLREDUCE, c, t0);
+  return AX_OK;
+}
+
+static int mpi_allows_thread(void) {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  if (level >= MPI_THREAD_SERIALIZED) return AX_OK;
+  return AX_FAIL("--progress thread needs MPI initialized with MPI_THREAD_SERIALIZED or more "
+                 "(this MPI provides %d)", level);
+}
+
+static int run_chunks_threaded(AxOffload *o, const AxReduceSpec *r, double *sumsq,
+                               void *device_params, const AxAdamWHyper *h) {
+  Reducer rd;
+  AX_TRY(mpi_allows_thread());
+  AX_TRY(reducer_init(&rd, o, r));
+  CommThread ct = {.rd = &rd};
+  pthread_mutex_init(&ct.mu, NULL);
+  pthread_cond_init(&ct.summed_cv, NULL);
+  pthread_t thread;
+  int rc = pthread_create(&thread, NULL, comm_thread_main, &ct)
+               ? AX_FAIL("cannot start the communication thread")
+               : AX_OK;
+  int started = rc == AX_OK;
+  *sumsq = 0;
+  for (int c = 0; c < o->n_chunks && rc == AX_OK; c++) {
+    rc = await_chunk(&ct, c, r->trace);
+    size_t lo, hi;
+    ax_offload_chunk_range(o, c, &lo, &hi);
+    if (rc == AX_OK) *sumsq += chunk_sumsq(o, r, lo, hi);
+    if (rc == AX_OK) rc = update_chunk(o, NULL, c, device_params, h, r->trace);
+  }
+  if (started) pthread_join(thread, NULL); /* it finishes its chunks: the peers need them */
+  if (rc == AX_OK && ct.failed) rc = ax_fail_forwarded(ct.message);
+  pthread_cond_destroy(&ct.summed_cv);
+  pthread_mutex_destroy(&ct.mu);
+  reducer_free(&rd);
+  return rc;
 }
 
 /* Drives every chunk through start / finish; after each finish calls `then` (may be NULL). */
@@ -144,7 +246,16 @@ int ax_offload_reduce(AxOffload *o, const AxReduceSpec *r, double *sumsq) {
 
 int ax_offload_reduce_update(AxOffload *o, const AxReduceSpec *r, void *device_params,
                              const AxAdamWHyper *h, double *sumsq) {
-  AX_TRY(run_chunks(o, r, sumsq, update_chunk, device_params, h));
+  int threaded = r->progress == AX_PROGRESS_THREAD && r->comm != MPI_COMM_NULL;
+  if (threaded) {
+    int size = 1;
+    MPI_Comm_size(r->comm, &size);
+    threaded = size > 1;
+  }
+  if (threaded)
+    AX_TRY(run_chunks_threaded(o, r, sumsq, device_params, h));
+  else
+    AX_TRY(run_chunks(o, r, sumsq, update_chunk, device_params, h));
   return o->be->ops->sync(o->be, AX_STREAM_COPY);
 }
 

@@ -1,8 +1,10 @@
 /* interleave.h — the data-parallel gradient all-reduce over chunks, interleaved with the host
  * AdamW (AxoNN §V-C). Chunks are started non-blocking, a window at a time; when chunk c is
- * summed, its buckets are updated while chunks c+1.. are in flight, with a progress call on
- * every in-flight chunk between sub-blocks of the update, and the new weights of chunk c are
- * written back to the device copy. Each summed chunk's sum of squares is accumulated for the
+ * summed, its buckets are updated while chunks c+1.. are in flight, and the new weights of
+ * chunk c are written back to the device copy. MPI progresses either by a progress call on
+ * every in-flight chunk between sub-blocks of the update (AX_PROGRESS_CALLS), or by a
+ * communication thread that alone calls MPI during the step, polls the chunks in order and
+ * yields the core between polls (AX_PROGRESS_THREAD: needs MPI_THREAD_SERIALIZED). Each summed chunk's sum of squares is accumulated for the
  * global gradient norm.
  *
  * Global-norm clipping needs the norm of the whole summed gradient before any update, so a
@@ -17,12 +19,18 @@
 #include "offload.h"
 #include "src/trace.h"
 
+typedef enum {
+  AX_PROGRESS_NONE = 0, /* only between chunks */
+  AX_PROGRESS_CALLS,    /* a test on every chunk in flight between update sub-blocks */
+  AX_PROGRESS_THREAD    /* a communication thread */
+} AxProgressMode;
+
 typedef struct {
   MPI_Comm comm;        /* data-parallel column; MPI_COMM_NULL or one rank: nothing to sum */
   AxAllreduceAlgo algo;
   AxCommBytes *bytes;   /* payload counters, may be NULL */
   int window;           /* chunks in flight at once (>= 1) */
-  int progress;         /* progress calls between update sub-blocks (0: only between chunks) */
+  AxProgressMode progress; /* how MPI progresses while AdamW runs */
   size_t norm_skip_lo, norm_skip_hi; /* elements left out of the sum of squares (tied copy) */
   AxTrace *trace;       /* may be NULL */
 } AxReduceSpec;

@@ -2,8 +2,12 @@
  * mpi/collectives.h side by side on message sizes from --min-bytes to --max-bytes (doubling),
  * printed by rank 0 as an nccl-tests-style table: time (median over iterations of the slowest
  * rank's time), algorithm bandwidth (size / time) and bus bandwidth (algbw · 2(p-1)/p), and a
- * check of every result against the exact sum. With --bucket-size the sizes are instead the
- * all-reduce chunks of training, k x bucket-size elements for k in --coarsening (1,2,4,8).
+ * check of every result against the exact sum. `mpi-blocking` is the library's blocking
+ * MPI_Allreduce (the baseline), `mpi` its MPI_Iallreduce driven like ours. After the sweep, the
+ * memory-traffic bound at the largest size: the least local work any all-reduce that moves
+ * data between processes must do, timed on every rank at once (see traffic_bound). With
+ * --bucket-size the sizes are instead the all-reduce chunks of training, k x bucket-size
+ * elements for k in --coarsening (1,2,4,8).
  * Host buffers only (CUDA build: device buffers TODO via the backend). Initializes and
  * finalizes MPI itself. */
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include "log.h"
 #include "mpi/collectives.h"
 #include "mpi/mpi_util.h"
+#include "mpi/reduce_local.h"
 #include "options.h"
 #include "timer.h"
 
@@ -27,8 +32,9 @@ typedef struct {
 
 #define AOFF(f) offsetof(ArBenchConfig, f)
 static const AxOption AR_OPTS[] = {
-    {"algos", AX_OPT_STRING, AOFF(algos), "mpi,ring,rhd", "LIST",
-     "algorithms side by side: mpi, ring, rhd, auto (comma list)", 1, 0, NULL},
+    {"algos", AX_OPT_STRING, AOFF(algos), "mpi-blocking,mpi,ring,rhd", "LIST",
+     "algorithms side by side: mpi-blocking (MPI_Allreduce), mpi (MPI_Iallreduce), ring, rhd, "
+     "auto (comma list)", 1, 0, NULL},
     {"min-bytes", AX_OPT_LONG, AOFF(min_bytes), "4K", "BYTES", "smallest message", 4,
      (double)(1LL << 40), NULL},
     {"max-bytes", AX_OPT_LONG, AOFF(max_bytes), "256M", "BYTES", "largest message (doubling)", 4,
@@ -56,7 +62,29 @@ static const AxOptionTable AR_TABLE = {
     "All-reduce algorithms side by side; run under mpiexec -n P.",
     AR_OPTS, (int)(sizeof AR_OPTS / sizeof AR_OPTS[0])};
 
-enum { MAX_ALGOS = 4, MAX_K = 16 };
+enum { MAX_ALGOS = 5, MAX_K = 16 };
+
+typedef enum {
+  AR_OURS,     /* ax_allreduce with `algo` */
+  AR_BLOCKING, /* the library's blocking MPI_Allreduce */
+  AR_BOUND     /* no all-reduce: the local memory traffic any of them needs (traffic_op) */
+} ArKind;
+
+typedef struct {
+  ArKind kind;
+  AxAllreduceAlgo algo; /* AR_OURS */
+} ArColumn;
+
+static const char *column_name(ArColumn col) {
+  return col.kind == AR_BLOCKING ? "mpi-blocking"
+         : col.kind == AR_BOUND  ? "memory-bound"
+                                 : ax_allreduce_algo_name(col.algo);
+}
+
+typedef struct {
+  double us, algbw, busbw;
+  int iters, ok;
+} ArResult;
 
 typedef struct {
   const ArBenchConfig *c;
@@ -64,30 +92,34 @@ typedef struct {
   int rank, size;
   AxCommType type;
   size_t esz;
-  AxAllreduceAlgo algos[MAX_ALGOS];
-  int n_algos;
+  ArColumn cols[MAX_ALGOS];
+  int n_cols;
   int ks[MAX_K], n_ks; /* coarsening factors (--bucket-size mode) */
   void *buf;
+  char *traffic[4]; /* AR_BOUND's buffers: (p-1)/p of the largest message each */
+  ArResult last[MAX_ALGOS]; /* the latest row */
 } ArBench;
-
-typedef struct {
-  double us, algbw, busbw;
-  int iters, ok;
-} ArResult;
 
 static int parse_algos(ArBench *b) {
   char *list = strdup(b->c->algos);
   if (!list) return AX_FAIL("out of memory");
   int rc = AX_OK;
   char *save = NULL;
-  b->n_algos = 0;
+  b->n_cols = 0;
   for (char *item = strtok_r(list, ",", &save); item && rc == AX_OK;
        item = strtok_r(NULL, ",", &save)) {
-    if (b->n_algos == MAX_ALGOS) rc = AX_FAIL("--algos: at most %d algorithms", MAX_ALGOS);
-    if (rc == AX_OK) rc = ax_allreduce_algo_parse(item, &b->algos[b->n_algos++]);
+    if (b->n_cols == MAX_ALGOS) rc = AX_FAIL("--algos: at most %d algorithms", MAX_ALGOS);
+    if (rc != AX_OK) break;
+    ArColumn *col = &b->cols[b->n_cols++];
+    col->kind = strcmp(item, "mpi-blocking") ? AR_OURS : AR_BLOCKING;
+    col->algo = AX_ALLREDUCE_MPI;
+    if (col->kind == AR_OURS && ax_allreduce_algo_parse(item, &col->algo) != AX_OK) {
+      ax_error_clear();
+      rc = AX_FAIL("--algos: unknown algorithm '%s' (mpi-blocking, mpi, ring, rhd, auto)", item);
+    }
   }
   free(list);
-  if (rc == AX_OK && b->n_algos == 0) rc = AX_FAIL("--algos: empty list");
+  if (rc == AX_OK && b->n_cols == 0) rc = AX_FAIL("--algos: empty list");
   return rc;
 }
 
@@ -126,22 +158,43 @@ static int cmp_double(const void *x, const void *y) {
   return (a > c) - (a < c);
 }
 
+/* The least local work of an all-reduce of n elements that moves data between processes,
+ * whatever its algorithm: each rank sums m = (p-1)/p·n elements it holds with as many that
+ * arrive (read 2m, write m) and takes in the m elements of the result it did not reduce
+ * (read m, write m: the copy out of the sender's memory, however it is done). Run on every
+ * rank at once, on buffers larger than the caches, it bounds the algorithm bandwidth that
+ * message passing can reach on this node. */
+static void traffic_op(ArBench *b, size_t n) {
+  size_t m = n / (size_t)b->size * (size_t)(b->size - 1);
+  char **t = b->traffic;
+  if (b->type == AX_COMM_F32)
+    ax_reduce_sum_f32((float *)t[0], (const float *)t[1], (const float *)t[2], m);
+  else
+    ax_reduce_sum_bf16((uint16_t *)t[0], (const uint16_t *)t[1], (const uint16_t *)t[2], m);
+  memcpy(t[3], t[1], m * b->esz);
+}
+
 /* One all-reduce as the slowest rank saw it, ranks started together. */
-static int timed_allreduce(ArBench *b, size_t n, AxAllreduceAlgo algo, double *sec) {
-  fill(b, n);
+static int timed_allreduce(ArBench *b, size_t n, ArColumn col, double *sec) {
+  if (col.kind != AR_BOUND) fill(b, n);
   AX_MPI(MPI_Barrier(b->comm));
   double t0 = ax_now();
-  AX_TRY(ax_allreduce(b->comm, b->buf, n, b->type, algo, NULL));
+  if (col.kind == AR_BLOCKING)
+    AX_TRY(ax_mpi_allreduce_blocking(b->comm, b->buf, n, b->type));
+  else if (col.kind == AR_OURS)
+    AX_TRY(ax_allreduce(b->comm, b->buf, n, b->type, col.algo, NULL));
+  else
+    traffic_op(b, n);
   double mine = ax_now() - t0;
   AX_MPI(MPI_Allreduce(&mine, sec, 1, MPI_DOUBLE, MPI_MAX, b->comm));
   return AX_OK;
 }
 
-static int measure(ArBench *b, size_t bytes, AxAllreduceAlgo algo, ArResult *res) {
+static int measure(ArBench *b, size_t bytes, ArColumn col, ArResult *res) {
   size_t n = bytes / b->esz;
   double sec = 0, warm = 0;
   for (int i = 0; i < b->c->warmup; i++) {
-    AX_TRY(timed_allreduce(b, n, algo, &sec));
+    AX_TRY(timed_allreduce(b, n, col, &sec));
     warm = sec;
   }
   int iters = b->c->iters;
@@ -150,7 +203,7 @@ static int measure(ArBench *b, size_t bytes, AxAllreduceAlgo algo, ArResult *res
   double *t = ax_malloc((size_t)iters * sizeof *t);
   if (!t) return AX_ERR;
   int rc = AX_OK;
-  for (int i = 0; i < iters && rc == AX_OK; i++) rc = timed_allreduce(b, n, algo, &t[i]);
+  for (int i = 0; i < iters && rc == AX_OK; i++) rc = timed_allreduce(b, n, col, &t[i]);
   if (rc == AX_OK) {
     qsort(t, (size_t)iters, sizeof *t, cmp_double);
     double med = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
@@ -158,13 +211,13 @@ static int measure(ArBench *b, size_t bytes, AxAllreduceAlgo algo, ArResult *res
     res->algbw = (double)bytes / med / 1e9;
     res->busbw = res->algbw * 2.0 * (b->size - 1) / b->size;
     res->iters = iters;
-    res->ok = verify(b, n);
+    res->ok = col.kind == AR_BOUND || verify(b, n);
   }
   free(t);
   return rc;
 }
 
-static void write_json(const ArBench *b, size_t bytes, int k, AxAllreduceAlgo algo,
+static void write_json(const ArBench *b, size_t bytes, int k, const char *algo,
                        const ArResult *r) {
   if (!b->c->json || b->rank != 0) return;
   FILE *f = fopen(b->c->json, "a");
@@ -176,7 +229,7 @@ static void write_json(const ArBench *b, size_t bytes, int k, AxAllreduceAlgo al
              "\"bytes\":%zu,\"count\":%zu,\"iters\":%d,\"time_us\":%.2f,\"algbw_gbs\":%.4f,"
              "\"busbw_gbs\":%.4f,\"chunk_bytes\":%zu,\"window\":%d,\"bucket_size\":%lld,"
              "\"coarsening\":%d,\"correct\":%s}\n",
-          b->size, b->type == AX_COMM_F32 ? "f32" : "bf16", ax_allreduce_algo_name(algo), bytes,
+          b->size, b->type == AX_COMM_F32 ? "f32" : "bf16", algo, bytes,
           bytes / b->esz, r->iters, r->us, r->algbw, r->busbw, chunk, window, b->c->bucket_size,
           k, r->ok ? "true" : "false");
   fclose(f);
@@ -200,29 +253,30 @@ static void print_header(const ArBench *b) {
     ax_log("# training chunks: k x bucket-size %lld elements; per-bucket(us) = time / k (lower "
            "is better: the cost of one bucket's all-reduce at that coarsening)",
            b->c->bucket_size);
-  char line[512];
+  char line[1024];
   int k = snprintf(line, sizeof line, "# %s%12s %11s %5s %5s", b->c->bucket_size ? "  k " : "",
                    "size(B)", "count", "type", "auto");
-  for (int a = 0; a < b->n_algos && k < (int)sizeof line; a++)
-    k += snprintf(line + k, sizeof line - (size_t)k, " | %-5s %10s %7s %7s %3s%s",
-                  ax_allreduce_algo_name(b->algos[a]), "time(us)", "algbw", "busbw", "ok",
+  for (int a = 0; a < b->n_cols && k < (int)sizeof line; a++)
+    k += snprintf(line + k, sizeof line - (size_t)k, " | %-12s %10s %7s %7s %3s%s",
+                  column_name(b->cols[a]), "time(us)", "algbw", "busbw", "ok",
                   b->c->bucket_size ? " per-bucket(us)" : "");
   ax_log("%s", line);
 }
 
 /* One row: every algorithm on `bytes`; coarsening k > 0 labels a training chunk. */
 static int bench_size(ArBench *b, size_t bytes, int coarsening) {
-  char line[768], kcol[16] = "";
+  char line[1024], kcol[16] = "";
   if (coarsening) snprintf(kcol, sizeof kcol, "%4d", coarsening);
   int k = snprintf(line, sizeof line, "  %s%12zu %11zu %5s %5s", kcol, bytes, bytes / b->esz,
                    b->type == AX_COMM_F32 ? "f32" : "bf16",
                    ax_allreduce_algo_name(ax_allreduce_choose(bytes, b->size)));
-  for (int a = 0; a < b->n_algos; a++) {
+  for (int a = 0; a < b->n_cols; a++) {
     ArResult r;
-    AX_TRY(measure(b, bytes, b->algos[a], &r));
-    write_json(b, bytes, coarsening, b->algos[a], &r);
+    AX_TRY(measure(b, bytes, b->cols[a], &r));
+    b->last[a] = r;
+    write_json(b, bytes, coarsening, column_name(b->cols[a]), &r);
     if (k < (int)sizeof line)
-      k += snprintf(line + k, sizeof line - (size_t)k, " | %-5s %10.1f %7.3f %7.3f %3s", "",
+      k += snprintf(line + k, sizeof line - (size_t)k, " | %-12s %10.1f %7.3f %7.3f %3s", "",
                     r.us, r.algbw, r.busbw, r.ok ? "ok" : "BAD");
     if (coarsening && k < (int)sizeof line)
       k += snprintf(line + k, sizeof line - (size_t)k, " %14.1f", r.us / coarsening);
@@ -256,6 +310,30 @@ static size_t max_message(const ArBench *b) {
   return (size_t)kmax * (size_t)b->c->bucket_size * b->esz;
 }
 
+/* After the row of `bytes`: the memory-traffic bound at that size, and each column against it. */
+static int report_bound(ArBench *b, size_t bytes) {
+  size_t m = bytes / b->esz / (size_t)b->size * (size_t)(b->size - 1) * b->esz;
+  int rc = AX_OK;
+  for (int i = 0; i < 4 && rc == AX_OK; i++)
+    if (!(b->traffic[i] = ax_malloc(m ? m : 1))) rc = AX_ERR;
+  for (int i = 1; i < 3 && rc == AX_OK; i++) memset(b->traffic[i], 0x3c, m); /* finite values */
+  ArResult bound;
+  if (rc == AX_OK) rc = measure(b, bytes, (ArColumn){.kind = AR_BOUND}, &bound);
+  for (int i = 0; i < 4; i++) free(b->traffic[i]), b->traffic[i] = NULL;
+  if (rc != AX_OK) return rc;
+  write_json(b, bytes, 0, "memory-bound", &bound);
+  char line[1024];
+  int k = snprintf(line, sizeof line,
+                   "# memory-traffic bound at %zu B (every rank at once sums (p-1)/p of the "
+                   "buffer out of place and copies (p-1)/p): %.1f us, algbw <= %.3f GB/s;",
+                   bytes, bound.us, bound.algbw);
+  for (int a = 0; a < b->n_cols && k < (int)sizeof line; a++)
+    k += snprintf(line + k, sizeof line - (size_t)k, " %s %.0f%%", column_name(b->cols[a]),
+                  100 * b->last[a].algbw / bound.algbw);
+  ax_log("%s of it", line);
+  return AX_OK;
+}
+
 static int sweep(ArBench *b) {
   int rc = AX_OK;
   if (b->c->bucket_size) {
@@ -263,9 +341,11 @@ static int sweep(ArBench *b) {
       rc = bench_size(b, (size_t)b->ks[i] * (size_t)b->c->bucket_size * b->esz, b->ks[i]);
     return rc;
   }
+  size_t largest = 0;
   for (size_t bytes = (size_t)b->c->min_bytes; bytes <= (size_t)b->c->max_bytes && rc == AX_OK;
        bytes *= 2)
-    rc = bench_size(b, bytes / b->esz * b->esz, 0);
+    rc = bench_size(b, largest = bytes / b->esz * b->esz, 0);
+  if (rc == AX_OK && b->size > 1) rc = report_bound(b, largest);
   return rc;
 }
 

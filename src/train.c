@@ -126,7 +126,7 @@ static int run(AxTrainer *t, const AxTrainConfig *cfg) {
 
 static int start_mpi(int *argc, char ***argv) {
   int provided, rank;
-  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     return AX_FAIL("MPI_Init failed");
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   ax_set_rank(rank);

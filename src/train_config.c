@@ -64,6 +64,9 @@ static const AxOption OPTIONS[] = {
     INT("coarsening", coarsening, "4", "K", "buckets per all-reduce chunk", 1, 1 << 20),
     INT("optimizer-threads", optimizer_threads, "0", "N",
         "host AdamW threads (0: the compute threads)", 0, 256),
+    CHOICE("progress", progress, "calls", "calls|thread",
+           "how MPI moves the all-reduce while the host AdamW runs: progress calls between "
+           "update sub-blocks, or a communication thread"),
     CHOICE("allreduce-dtype", allreduce_dtype, "fp32", "fp32|bf16",
            "gradient all-reduce payload (bf16 halves the bytes; summed in fp32)"),
     CHOICE("loss-scaling", loss_scaling, "auto", "auto|dynamic|off",

@@ -39,6 +39,7 @@ typedef struct {
   int coarsening;
   int optimizer_threads;
   int allreduce_dtype; /* AxCommDtype index: 0 fp32, 1 bf16 */
+  int progress;        /* 0: progress calls, 1: communication thread */
   int loss_scaling;    /* AxLossScaling */
   int debug_overflow_step;
   int dry_run;

@@ -94,7 +94,8 @@ static int any_overflow(Trainer *t, int step, int *overflow) {
 static AxReduceSpec reduce_spec(Trainer *t) {
   AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
                     .algo = (AxAllreduceAlgo)t->cfg.allreduce, .bytes = &t->comm_bytes,
-                    .window = 2, .progress = 1, .trace = &t->trace};
+                    .window = 2, .trace = &t->trace,
+                    .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS};
   if (t->grid.P > 1 && t->spec.last) { /* the tied wte counts once, on the first stage */
     const AxStageLayout *lay = ax_stage_layout_of(t->stage);
     r.norm_skip_lo = lay->offset[AX_P_WTE];

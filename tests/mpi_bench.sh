@@ -2,7 +2,9 @@
 # Communication benchmarks under mpiexec: `bench p2p` prints one OSU-style row per size with
 # positive latency and bandwidth (and JSON lines that parse), refuses to run on one rank with
 # one clear message; `bench allreduce --bucket-size` times the training chunks k x bucket for
-# k = 1, 2, 4, 8, every result checked exactly. Short runs: this is a test, not a measurement.
+# k = 1, 2, 4, 8, every result checked exactly; the size sweep has the blocking MPI_Allreduce
+# column (fp32 and bf16) and ends with a positive memory-traffic bound. Short runs: this is a
+# test, not a measurement. scripts/bench-grid.sh (make bench) runs end to end on a tiny model.
 # MPIEXEC may carry flags: it is split on purpose.
 # shellcheck disable=SC2086
 set -u
@@ -52,6 +54,32 @@ grep -q BAD "$TMP/ar.txt" && fail "bench allreduce --bucket-size: wrong sums"
 $MPIEXEC -n 2 "$AXONN" bench allreduce --bucket-size 1K --coarsening 2,zero >/dev/null \
   2>"$TMP/bad.err" && fail "bad --coarsening accepted"
 [ "$(wc -l <"$TMP/bad.err")" -eq 1 ] || { fail "bad --coarsening: not one line"; cat "$TMP/bad.err"; }
+
+# size sweep: 5 rows of 4 checked columns, then the bound at the largest size
+for type in f32 bf16; do
+  if ! timeout 120 $MPIEXEC -n 2 "$AXONN" bench allreduce --min-bytes 4K --max-bytes 64K \
+      --iters 3 --type $type --json "$TMP/sweep.jsonl" >"$TMP/sweep.txt" 2>&1; then
+    fail "bench allreduce sweep ($type)"; cat "$TMP/sweep.txt"
+  fi
+  [ "$(grep -c "^ *[0-9]* *[0-9]* *$type .*ok.*ok.*ok.*ok" "$TMP/sweep.txt")" -eq 5 ] ||
+    { fail "sweep ($type): expected 5 rows of 4 correct columns"; cat "$TMP/sweep.txt"; }
+  grep -q "| mpi-blocking" "$TMP/sweep.txt" || fail "sweep ($type): no mpi-blocking column"
+  grep -Eq "^# memory-traffic bound at 65536 B .* algbw <= [0-9.]*[1-9][0-9.]* GB/s; mpi-blocking [0-9]+% mpi [0-9]+% ring [0-9]+% rhd [0-9]+% of it" \
+    "$TMP/sweep.txt" || { fail "sweep ($type): no memory-traffic bound line"; cat "$TMP/sweep.txt"; }
+done
+[ "$(grep -c '"algo":"memory-bound"' "$TMP/sweep.jsonl")" -eq 2 ] || fail "bound JSON lines"
+$MPIEXEC -n 2 "$AXONN" bench allreduce --algos ring,nccl >/dev/null 2>"$TMP/algo.err" &&
+  fail "unknown --algos accepted"
+grep -q "unknown algorithm 'nccl'" "$TMP/algo.err" || { fail "bad --algos message"; cat "$TMP/algo.err"; }
+
+# the grid benchmark script: one repeat on a tiny model
+if ! REPEAT=1 STEPS=2 MPIEXEC="$MPIEXEC" timeout 120 scripts/bench-grid.sh "$AXONN" --layers 2 \
+    --hidden 32 --heads 2 --seq 16 --vocab 256 >"$TMP/grid.txt" 2>&1; then
+  fail "scripts/bench-grid.sh"; cat "$TMP/grid.txt"
+fi
+grep -Eq "^median over 1 repeats: data 1x2 speedup [0-9.]+x .* [0-9.]+x at limit 2, [0-9.]+x at limit 8" \
+  "$TMP/grid.txt" || { fail "bench-grid summary line"; cat "$TMP/grid.txt"; }
+[ "$(grep -c '^stage [01]: idle' "$TMP/grid.txt")" -eq 2 ] || fail "bench-grid idle lines"
 
 if [ $fails -ne 0 ]; then echo "mpi_bench: $fails failure(s)"; exit 1; fi
 echo "mpi_bench: all checks passed"

@@ -5,7 +5,8 @@
 #    weights (AdamW is element-wise and its vector and scalar paths round alike; two-rank
 #    sums do not depend on the order) for bucket sizes that do not divide the parameter
 #    count, coarsening 1 to 8, every all-reduce algorithm, and optimizer threads; on a 2x2
-#    grid within 1e-5 of the plain step on the same grid;
+#    grid within 1e-5 of the plain step on the same grid; the same with a communication
+#    thread (--progress thread) instead of progress calls;
 #  - a bf16 all-reduce payload stays close (1e-2) to fp32;
 #  - dynamic loss scaling leaves an fp32 run's losses as they are, and a forced overflow skips
 #    exactly one step on every rank: 3 steps with an overflow at step 3 end with the weights
@@ -24,9 +25,15 @@ for clip in 0 1; do
 done
 run ring 2 --g-data 2 --grad-clip 0 --bucket-size 777 --coarsening 3 --allreduce ring \
   --optimizer-threads 2 && same_losses ring plain0 0 0
+for k in 1 3; do
+  run "thread$k" 2 --g-data 2 --grad-clip 0 --bucket-size 1000 --coarsening $k \
+    --progress thread --allreduce ring --optimizer-threads 2 && same_losses "thread$k" plain0 0 0
+done
 run plain_grid 4 --g-inter 2 --g-data 2 --grad-clip 0 --offload 0 &&
   run grid 4 --g-inter 2 --g-data 2 --grad-clip 0 --bucket-size 500 --coarsening 2 \
     --allreduce rhd && same_losses grid plain_grid
+run grid_thread 4 --g-inter 2 --g-data 2 --grad-clip 0 --bucket-size 500 --coarsening 2 \
+  --progress thread && same_losses grid_thread plain_grid
 run grid_clip 4 --g-inter 2 --g-data 2 --bucket-size 500 --coarsening 2 --allreduce ring &&
   run plain_grid_clip 4 --g-inter 2 --g-data 2 --offload 0 &&
   same_losses grid_clip plain_grid_clip

@@ -59,7 +59,7 @@ static void check_update(size_t bucket, int k, int wire_bf16) {
   memcpy(o.master, init, n * 4);
   AxAdamWHyper h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                     .weight_decay = 0.1f, .step = 1, .grad_scale = 0.5f};
-  AxReduceSpec r = {.comm = MPI_COMM_NULL, .window = 2, .progress = 1};
+  AxReduceSpec r = {.comm = MPI_COMM_NULL, .window = 2, .progress = AX_PROGRESS_CALLS};
   double sumsq;
   ck_assert_int_eq(ax_offload_download_grads(&o, grads), AX_OK);
   ck_assert_int_eq(ax_offload_reduce_update(&o, &r, device_params, &h, &sumsq), AX_OK);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "sanitizer.h"
 
 #ifndef AX_VERSION
 #define AX_VERSION "0.1.0"
@@ -35,6 +36,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  ax_sanitizer_keep_libraries();
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
       !strcmp(argv[1], "help")) {
     usage(argc < 2 ? stderr : stdout);

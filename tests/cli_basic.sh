@@ -52,5 +52,18 @@ expect_error "conflicts with --init" train --init "$TMP/model.bin" --layers 3
 expect_error "outside the vocabulary" train --data "$TMP/t_train.bin" --vocab 50 --steps 1 \
   --val-steps 0
 
+# compare: one float changed in the key bias passes (it has no effect on the output) unless
+# --tol 0 asks for bit identity; the same change in the query bias fails
+set -- $(od -An -t d4 -j 8 -N 24 "$TMP/model.bin")   # max_seq vocab layers heads channels padded
+qkvb=$(( (1024 + 4 * ($6 * $5 + $1 * $5 + 2 * $3 * $5 + $3 * 3 * $5 * $5)) ))
+patch() { cp "$TMP/model.bin" "$TMP/$1.bin"
+  printf '\000\000\200\077' | dd of="$TMP/$1.bin" bs=1 seek="$2" conv=notrunc 2>/dev/null; }
+patch key $((qkvb + 4 * $5)); patch query "$qkvb"
+"$AXONN" compare "$TMP/model.bin" "$TMP/model.bin" --tol 0 >/dev/null || fail "compare: a file with itself"
+"$AXONN" compare "$TMP/model.bin" "$TMP/key.bin" --tol 1e-5 >"$TMP/c" || fail "compare: key bias judged"
+grep -q "qkvb key .*not judged" "$TMP/c" || fail "compare: no line for the key bias"
+"$AXONN" compare "$TMP/model.bin" "$TMP/key.bin" --tol 0 >/dev/null && fail "compare --tol 0 missed the key bias"
+"$AXONN" compare "$TMP/model.bin" "$TMP/query.bin" --tol 1e-5 >/dev/null && fail "compare missed the query bias"
+
 if [ $fails -ne 0 ]; then echo "cli_basic: $fails failure(s)"; exit 1; fi
 echo "cli_basic: all checks passed"

@@ -1,7 +1,8 @@
-/* bench.c — `axonn bench gemm` (the SGEMM peak of this machine through the backend; the
- * measurement itself is src/peak.c) and `axonn bench train` (the full training step of
- * `axonn train`, timed, against the SGEMM peak measured in the same run), and the dispatch of
- * the MPI benchmarks `bench allreduce` and `bench p2p`. Figures are medians over repeated runs. */
+/* bench.c — `axonn bench gemm` (the GEMM peak of this machine through the backend chosen by
+ * --device and --precision; the measurement itself is src/peak.c) and `axonn bench train` (the
+ * full training step of `axonn train` on that backend, timed, against the GEMM peak measured
+ * in the same run), and the dispatch of the MPI benchmarks `bench allreduce`, `bench p2p` and
+ * `bench optimizer`. Figures are medians over repeated runs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 typedef struct {
   int threads, reps, steps, warmup;
   int size;
+  char *device;
+  int precision; /* AxDType, in the order of the choices below */
   char *models; /* comma list of a|b or L:C:NH:T:B:V */
   char *json;
 } BenchConfig;
@@ -26,6 +29,9 @@ typedef struct {
 #define BOFF(f) offsetof(BenchConfig, f)
 static const AxOption BENCH_OPTS[] = {
     {"threads", AX_OPT_INT, BOFF(threads), "1", "N", "compute threads", 1, 256, NULL},
+    {"device", AX_OPT_STRING, BOFF(device), "cpu", "cpu|cuda", "compute backend", 1, 0, NULL},
+    {"precision", AX_OPT_CHOICE, BOFF(precision), "fp32", "fp32|bf16|fp16",
+     "compute precision (GEMM inputs; fp32 accumulation)", 0, 0, "fp32|bf16|fp16"},
     {"reps", AX_OPT_INT, BOFF(reps), "5", "N", "GEMM repetitions per size (median)", 1, 1000,
      NULL},
     {"size", AX_OPT_INT, BOFF(size), "0", "N",
@@ -41,17 +47,22 @@ static const AxOption BENCH_OPTS[] = {
      NULL},
 };
 static const AxOptionTable BENCH_TABLE = {
-    "bench", "Usage: axonn bench gemm|train [options]", BENCH_OPTS, 7};
+    "bench gemm|train",
+    "gemm: the GEMM peak of the backend (--device, --precision); train: the training step "
+    "against it. allreduce, p2p and optimizer run under mpiexec (each has its --help).",
+    BENCH_OPTS,
+    (int)(sizeof BENCH_OPTS / sizeof BENCH_OPTS[0])};
 
 static int measure_peak(const BenchConfig *c, double *peak) {
-  AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = c->threads,
-                        .bind = 1, .local_size = 1};
+  AxBackendConfig bc = {.device = c->device, .dtype = (AxDType)c->precision,
+                        .threads = c->threads, .bind = 1, .local_size = 1};
   AxBackend *be = ax_backend_create(&bc);
   if (!be) return AX_ERR;
   static const int sizes[] = {1024, 1536, 2048};
   int n_sizes = c->size ? 1 : 3, rc = AX_OK;
   *peak = 0;
-  ax_log("SGEMM (C = A B^T, fp32) on %s", be->desc);
+  ax_log("GEMM (C = A B^T, %s inputs, fp32 accumulation) on %s", ax_dtype_name(be->dtype),
+         be->desc);
   ax_log("%8s %12s", "n", "GFLOP/s");
   for (int i = 0; i < n_sizes && rc == AX_OK; i++) {
     int n = c->size ? c->size : sizes[i];
@@ -87,8 +98,11 @@ static int parse_model(const char *spec, BenchModel *m) {
   return AX_OK;
 }
 
-static void fill_train_config(AxTrainConfig *tc, const BenchModel *m, const BenchConfig *c) {
-  ax_options_defaults(&AX_TRAIN_OPTIONS, tc);
+static int fill_train_config(AxTrainConfig *tc, const BenchModel *m, const BenchConfig *c) {
+  AX_TRY(ax_options_defaults(&AX_TRAIN_OPTIONS, tc));
+  free(tc->device);
+  tc->device = strdup(c->device);
+  if (!tc->device) return AX_FAIL("out of memory");
   tc->layers = m->L;
   tc->hidden = m->C;
   tc->heads = m->NH;
@@ -96,8 +110,10 @@ static void fill_train_config(AxTrainConfig *tc, const BenchModel *m, const Benc
   tc->batch = m->B;
   tc->vocab = m->V;
   tc->threads = c->threads;
+  tc->precision = c->precision;
   tc->steps = c->steps + c->warmup;
   tc->val_steps = 0;
+  return AX_OK;
 }
 
 static void write_json(const BenchConfig *c, const BenchModel *m, double ms, double tps,
@@ -105,20 +121,22 @@ static void write_json(const BenchConfig *c, const BenchModel *m, double ms, dou
   if (!c->json) return;
   FILE *f = fopen(c->json, "a");
   if (!f) return;
-  fprintf(f, "{\"bench\":\"train\",\"model\":\"%s\",\"layers\":%d,\"hidden\":%d,\"heads\":%d,"
+  fprintf(f, "{\"bench\":\"train\",\"device\":\"%s\",\"precision\":\"%s\",\"model\":\"%s\","
+             "\"layers\":%d,\"hidden\":%d,\"heads\":%d,"
              "\"seq\":%d,\"batch\":%d,\"vocab\":%d,\"threads\":%d,\"step_ms\":%.3f,"
-             "\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"sgemm_peak_gflops\":%.2f,"
-             "\"percent_of_peak\":%.2f}\n", m->name, m->L, m->C, m->NH, m->T, m->B, m->V,
-          c->threads, ms, tps, gflops, peak, 100.0 * gflops / peak);
+             "\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,"
+             "\"percent_of_peak\":%.2f}\n",
+          c->device, ax_dtype_name((AxDType)c->precision), m->name, m->L, m->C, m->NH, m->T, m->B,
+          m->V, c->threads, ms, tps, gflops, peak, 100.0 * gflops / peak);
   fclose(f);
 }
 
 static int bench_model(const BenchConfig *c, const BenchModel *m, double peak) {
   AxTrainConfig tc;
   memset(&tc, 0, sizeof tc);
-  fill_train_config(&tc, m, c);
   AxTrainer *t = NULL;
-  int rc = ax_trainer_create(&t, &tc);
+  int rc = fill_train_config(&tc, m, c);
+  if (rc == AX_OK) rc = ax_trainer_create(&t, &tc);
   double *ms = ax_malloc((size_t)c->steps * sizeof *ms);
   if (!ms) rc = AX_ERR;
   for (int s = 1; rc == AX_OK && s <= c->warmup + c->steps; s++) {
@@ -167,9 +185,10 @@ int ax_cmd_bench(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "optimizer"))
     return ax_cmd_bench_optimizer(argc - 1, argv + 1);
   if (argc < 2 || argv[1][0] == '-') {
-    fprintf(stderr, "Usage: axonn bench gemm|train|allreduce|p2p|optimizer [options] (axonn bench train "
-                    "--help)\n");
-    return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+    int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+    fprintf(help ? stdout : stderr, "Usage: axonn bench gemm|train|allreduce|p2p|optimizer "
+                                    "[options] (axonn bench train --help)\n");
+    return help ? 0 : 2;
   }
   const char *what = argv[1];
   BenchConfig c;

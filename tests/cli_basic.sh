@@ -52,6 +52,16 @@ expect_error "conflicts with --init" train --init "$TMP/model.bin" --layers 3
 expect_error "outside the vocabulary" train --data "$TMP/t_train.bin" --vocab 50 --steps 1 \
   --val-steps 0
 
+# bench gemm|train on a tiny model: a table row and a JSON line; bad backend choices
+"$AXONN" bench --help | grep -q "bench gemm|train|allreduce" || fail "bench --help"
+"$AXONN" bench train --models 2:32:2:16:2:256 --steps 2 --warmup 1 --size 128 --reps 1 \
+  --json "$TMP/b.jsonl" >"$TMP/b.out" || fail "bench train"
+grep -q "^2:32:2:16:2:256 .*%" "$TMP/b.out" || { fail "bench train: no result row"; cat "$TMP/b.out"; }
+grep -q '"bench":"train".*"percent_of_peak"' "$TMP/b.jsonl" || fail "bench train: no JSON line"
+expect_error "must be one of fp32|bf16|fp16" bench gemm --precision fp8
+expect_error "needs --device cuda" bench train --precision bf16 --models a
+expect_error "unknown --device 'tpu'" bench gemm --device tpu
+
 # compare: one float changed in the key bias passes (it has no effect on the output) unless
 # --tol 0 asks for bit identity; the same change in the query bias fails
 set -- $(od -An -t d4 -j 8 -N 24 "$TMP/model.bin")   # max_seq vocab layers heads channels padded

@@ -6,29 +6,35 @@
 
 #include "src/error.h"
 
-enum { ARENA_ALIGN = 4096 };
+/* Regions start on pages, each AX_OFFLOAD_STAGGER bytes further on than a plain packing
+ * would put it (see offload.h). */
+enum { ARENA_ALIGN = 4096, ARENA_STAGGER = AX_OFFLOAD_STAGGER };
 
 static size_t align_up(size_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
 
-size_t ax_offload_arena_bytes(size_t n, int stage_grads_on_host, int wire_bf16) {
-  size_t f = align_up(n * sizeof(float));
-  size_t bytes = 3 * f; /* master, m, v */
-  if (!stage_grads_on_host || wire_bf16) bytes += f;
+/* The fp32 regions of the arena, in order: m, v, then the master weights when they are not
+ * the device buffer, then gradient staging when it is needed. */
+static int fp32_regions(int host_fp32, int wire_bf16) {
+  return 2 + !host_fp32 + (!host_fp32 || wire_bf16);
+}
+
+size_t ax_offload_arena_bytes(size_t n, int host_fp32, int wire_bf16) {
+  size_t region = align_up(n * sizeof(float)) + ARENA_STAGGER;
+  size_t bytes = (size_t)fp32_regions(host_fp32, wire_bf16) * region;
   if (wire_bf16) bytes += align_up(n * sizeof(uint16_t));
   return bytes;
 }
 
-static void carve(AxOffload *o, int need_staging, int wire_bf16) {
+static void carve(AxOffload *o, int wire_bf16) {
   char *p = o->arena;
-  size_t f = align_up(o->n * sizeof(float));
-  o->master = (float *)p;
-  o->m = (float *)(p + f);
-  o->v = (float *)(p + 2 * f);
-  p += 3 * f;
-  if (need_staging) {
-    o->grads = (float *)p;
-    p += f;
-  }
+  size_t region = align_up(o->n * sizeof(float)) + ARENA_STAGGER;
+  float **fp32[4] = {&o->m, &o->v, &o->master, &o->grads};
+  int use[4] = {1, 1, !o->params_alias, !o->grads_alias};
+  for (int r = 0; r < 4; r++)
+    if (use[r]) {
+      *fp32[r] = (float *)p;
+      p += region;
+    }
   if (wire_bf16) o->wire = (uint16_t *)p;
 }
 
@@ -41,7 +47,8 @@ static void make_segments(AxOffload *o, const AxStageLayout *layout, int decay_a
 }
 
 int ax_offload_init(AxOffload *o, AxBackend *be, const AxStageLayout *layout,
-                    void *device_grads, const AxOffloadConfig *cfg, AxPool *pool) {
+                    void *device_params, void *device_grads, const AxOffloadConfig *cfg,
+                    AxPool *pool) {
   memset(o, 0, sizeof *o);
   o->be = be;
   o->pool = pool;
@@ -54,14 +61,17 @@ int ax_offload_init(AxOffload *o, AxBackend *be, const AxStageLayout *layout,
   make_segments(o, layout, cfg->decay_all);
   /* With a bf16 wire the fp32 gradients are summed in a staging copy, so the device's own
    * gradients are never overwritten by a partial result. */
-  o->grads_alias = be->is_host && be->dtype == AX_DTYPE_F32 && !cfg->wire_bf16;
-  o->arena_bytes = ax_offload_arena_bytes(o->n, o->grads_alias, cfg->wire_bf16);
+  int host_fp32 = be->is_host && be->dtype == AX_DTYPE_F32;
+  o->params_alias = host_fp32;
+  o->grads_alias = host_fp32 && !cfg->wire_bf16;
+  o->arena_bytes = ax_offload_arena_bytes(o->n, host_fp32, cfg->wire_bf16);
   o->arena = be->ops->host_alloc(be, o->arena_bytes);
   if (!o->arena)
     return ax_error_context("allocating the optimizer's host arena (%.1f MB)",
                             o->arena_bytes / 1e6);
   memset(o->arena, 0, o->arena_bytes);
-  carve(o, !o->grads_alias, cfg->wire_bf16);
+  carve(o, cfg->wire_bf16);
+  if (o->params_alias) o->master = device_params;
   if (o->grads_alias) o->grads = device_grads;
   return AX_OK;
 }
@@ -84,6 +94,7 @@ int ax_offload_download_grads(AxOffload *o, const void *device_grads) {
 }
 
 int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t hi) {
+  if (o->params_alias) return AX_OK;
   AxBackend *be = o->be;
   return be->ops->upload_f32(be, ax_at(be, device_params, lo), o->master + lo, hi - lo,
                              AX_STREAM_COPY);

@@ -40,8 +40,8 @@ static void plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
   out->act = (double)ax_stage_activation_bytes(m, &spec, esz);
   spec.ac = cfg->ac ? cfg->ac : ax_partition_default_ac(spec.l1 - spec.l0, m->layers);
   out->act_ckpt = (double)ax_stage_activation_bytes(m, &spec, esz);
-  int on_host = strcmp(cfg->device, "cpu") == 0 && esz == 4;
-  out->host = (double)ax_offload_arena_bytes(lay.total, on_host, cfg->allreduce_dtype == 1);
+  int host_fp32 = strcmp(cfg->device, "cpu") == 0 && esz == 4;
+  out->host = (double)ax_offload_arena_bytes(lay.total, host_fp32, cfg->allreduce_dtype == 1);
   double bucket = (double)cfg->bucket_size < n ? (double)cfg->bucket_size : n;
   out->paper_plain = 20.0 * n;
   out->paper_offload = 4.0 * n + 16.0 * bucket;

@@ -109,7 +109,8 @@ static int setup_stage(Trainer *t) {
                         .wire_bf16 = t->cfg.allreduce_dtype == 1,
                         .decay_all = t->cfg.decay_all,
                         .single_chunk = !t->cfg.offload};
-  AX_TRY(ax_offload_init(&t->off, t->be, layout, ax_stage_grads(t->stage), &oc, t->opt_pool));
+  AX_TRY(ax_offload_init(&t->off, t->be, layout, ax_stage_params(t->stage),
+                         ax_stage_grads(t->stage), &oc, t->opt_pool));
   AX_TRY(load_params(t, layout));
   ax_loss_scale_init(&t->loss_scale, loss_scaling_on(&t->cfg));
   AX_TRY(t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, layout->total,
@@ -198,9 +199,11 @@ void ax_trainer_print_header(const AxTrainer *t) {
            s == 0 ? " + embedding" : "", s == t->grid.P - 1 ? " + final LayerNorm, LM head, loss" : "");
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   ax_log("memory (rank 0): device %.1f MB weights + %.1f MB gradients + %.1f MB activations; "
-         "host arena %.1f MB (fp32 master weights, Adam moments%s)",
+         "host arena %.1f MB (%s%s)",
          lay->total * t->be->esz / 1e6, lay->total * t->be->esz / 1e6,
          ax_stage_arena_bytes(t->stage) / 1e6, t->off.arena_bytes / 1e6,
+         t->off.params_alias ? "Adam moments; the fp32 weights are the master weights"
+                             : "fp32 master weights, Adam moments",
          t->off.grads_alias ? "" : ", gradient staging");
   if (!strcmp(t->cfg.device, "cuda")) {
     char why[192];

@@ -1,7 +1,8 @@
 /* test_offload.c — the host arena's buckets and chunks, the chunked update against one
  * whole-range AdamW (bucket sizes that do not divide the parameter count, coarsening 1..8,
- * bf16 wire), the write-back to the device copy, and the loss-scale state machine. The
- * multi-rank all-reduce side is tested by tests/mpi_offload.sh. */
+ * bf16 wire), the master weights aliasing the compute copy on the CPU backend, and the
+ * loss-scale state machine. The multi-rank all-reduce side is tested by tests/mpi_offload.sh;
+ * the write-back to a separate device copy by tests/cuda. */
 #include <math.h>
 #include <string.h>
 
@@ -23,12 +24,12 @@ static AxStageLayout small_layout(void) {
 START_TEST(chunks_cover_the_range_once) {
   AxBackend *be = tu_backend(1);
   AxStageLayout lay = small_layout();
-  float *grads = tu_zeros(lay.total);
+  float *grads = tu_zeros(lay.total), *params = tu_zeros(lay.total);
   for (size_t bucket = 1; bucket < 3000; bucket = bucket * 3 + 7)
     for (int k = 1; k <= 8; k++) {
       AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = k};
       AxOffload o;
-      ck_assert_int_eq(ax_offload_init(&o, be, &lay, grads, &oc, NULL), AX_OK);
+      ck_assert_int_eq(ax_offload_init(&o, be, &lay, params, grads, &oc, NULL), AX_OK);
       size_t next = 0;
       for (int c = 0; c < o.n_chunks; c++) {
         size_t lo, hi;
@@ -38,23 +39,34 @@ START_TEST(chunks_cover_the_range_once) {
         next = hi;
       }
       ck_assert_uint_eq(next, lay.total);
-      ck_assert(o.grads == grads); /* fp32 on the CPU: gradients summed in place */
+      ck_assert(o.grads == grads); /* fp32 on the CPU: gradients summed in place, */
+      ck_assert(o.master == params); /* the compute copy is the master copy, */
+      ck_assert_uint_eq(o.arena_bytes, ax_offload_arena_bytes(lay.total, 1, 0)); /* m, v */
+      ck_assert_uint_ge(o.arena_bytes, 2 * lay.total * sizeof(float));
+      ck_assert_uint_lt(o.arena_bytes, 2 * (lay.total * sizeof(float) + 4 * 4096));
       ax_offload_free(&o);
     }
   ax_backend_destroy(be);
 }
 END_TEST
 
-/* The chunked, interleaved step on one rank equals AdamW over the whole range. */
-static void check_update(size_t bucket, int k, int wire_bf16) {
+/* The chunked, interleaved step on one rank equals AdamW over the whole range. With
+ * separate_device the CPU backend poses as one whose memory is not the host's (as CUDA's):
+ * the arena then holds the master weights and gradient staging, and the update is written
+ * back to the device copy. */
+static void check_update(size_t bucket, int k, int wire_bf16, int separate_device) {
   AxBackend *be = tu_backend(2);
+  be->is_host = !separate_device;
   AxPool *pool = ax_pool_create(2, NULL, NULL);
   AxStageLayout lay = small_layout();
   size_t n = lay.total;
   float *grads = tu_random(n, 0.1f, 5), *device_params = tu_zeros(n);
   AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = k, .wire_bf16 = wire_bf16};
   AxOffload o;
-  ck_assert_int_eq(ax_offload_init(&o, be, &lay, grads, &oc, pool), AX_OK);
+  ck_assert_int_eq(ax_offload_init(&o, be, &lay, device_params, grads, &oc, pool), AX_OK);
+  /* CPU backend, fp32: the weights are updated in place, the gradients summed in place */
+  ck_assert(separate_device ? o.master != device_params : o.master == device_params);
+  ck_assert(wire_bf16 || separate_device ? o.grads != grads : o.grads == grads);
   float *init = tu_random(n, 1.0f, 6);
   memcpy(o.master, init, n * 4);
   AxAdamWHyper h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
@@ -70,7 +82,7 @@ static void check_update(size_t bucket, int k, int wire_bf16) {
     ax_adamw_ref(p + o.segs[s].offset, grads + o.segs[s].offset, m + o.segs[s].offset,
                  v + o.segs[s].offset, o.segs[s].count, &h, o.segs[s].decay);
   ck_assert_double_le(tu_max_rel(o.master, p, n, 1e-7, 1e-5), 1.0);
-  ck_assert_int_eq(memcmp(device_params, o.master, n * 4), 0); /* written back */
+  ck_assert_int_eq(memcmp(device_params, o.master, n * 4), 0); /* written back, or the same */
   double ref = 0;
   for (size_t i = 0; i < n; i++) ref += (double)grads[i] * grads[i];
   ck_assert_double_eq_tol(sumsq, ref, 1e-6 * ref);
@@ -81,15 +93,21 @@ static void check_update(size_t bucket, int k, int wire_bf16) {
 
 START_TEST(chunked_update_equals_whole_update) {
   for (int k = 1; k <= 8; k *= 2) {
-    check_update(1000, k, 0); /* 1000 does not divide the parameter count */
-    check_update(333, k, 0);
+    check_update(1000, k, 0, 0); /* 1000 does not divide the parameter count */
+    check_update(333, k, 0, 0);
   }
-  check_update(1u << 24, 4, 0); /* the default: one bucket holds everything */
+  check_update(1u << 24, 4, 0, 0); /* the default: one bucket holds everything */
+}
+END_TEST
+
+START_TEST(separate_device_copy_gets_the_update_written_back) {
+  check_update(1000, 2, 0, 1);
+  check_update(333, 8, 1, 1);
 }
 END_TEST
 
 START_TEST(bf16_wire_on_one_rank_leaves_gradients_exact) {
-  check_update(1000, 2, 1); /* nothing to sum, so nothing is rounded */
+  check_update(1000, 2, 1, 0); /* nothing to sum, so nothing is rounded */
 }
 END_TEST
 
@@ -126,6 +144,7 @@ int main(void) {
   TCase *tc = tu_tcase(s, "offload", 60);
   tcase_add_test(tc, chunks_cover_the_range_once);
   tcase_add_test(tc, chunked_update_equals_whole_update);
+  tcase_add_test(tc, separate_device_copy_gets_the_update_written_back);
   tcase_add_test(tc, bf16_wire_on_one_rank_leaves_gradients_exact);
   tcase_add_test(tc, loss_scale_halves_on_overflow_and_grows_after_200_clean_steps);
   tcase_add_test(tc, host_sumsq_matches_double_sum);

@@ -1,6 +1,7 @@
 /* coll_mpi.c — AX_ALLREDUCE_MPI: the library's MPI_Iallreduce behind the same start/test/wait
- * interface (and its blocking MPI_Allreduce, the benchmark's baseline). fp32 uses MPI_SUM; bf16 a user-defined commutative sum (fp32 add, round to
- * nearest even) created on first use and freed when MPI finalizes. The bytes it moves are
+ * interface (and its blocking MPI_Allreduce, the benchmark's baseline). fp32 uses MPI_SUM;
+ * bf16 a user-defined commutative sum (fp32 add, round to nearest even) created on first use
+ * and freed when MPI finalizes. The bytes it moves are
  * invisible to us, so it counts what the ring would have moved. */
 #include <limits.h>
 

@@ -1,9 +1,10 @@
 /* bench_optimizer.c — `axonn bench optimizer`, run under mpiexec (paper axonn-ipdps22 Fig. 8):
  * for N parameters per rank cut into buckets, the chunked all-reduce alone, the host AdamW
  * alone, the two in sequence, and interleaved (with progress calls between update sub-blocks,
- * without them, and with a communication thread instead), for each coarsening k. Times are the slowest rank's, median over
- * --repeat runs. AdamW's memory traffic (28 bytes per parameter: p, g, m, v read; p, m, v
- * written) is set against a copy bandwidth measured in the same run with the same threads.
+ * without them, and with a communication thread instead), for each coarsening k. Times are
+ * the slowest rank's, median over --repeat runs. AdamW's memory traffic (28 bytes per
+ * parameter: p, g, m, v read; p, m, v written) is set against a copy and an in-place add
+ * measured in the same run with the same threads.
  * Initializes and finalizes MPI itself. */
 #include <stdio.h>
 #include <stdlib.h>

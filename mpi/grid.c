@@ -34,6 +34,7 @@ int ax_grid_create(AxGrid *g, int P, int D) {
   g->stage = g->rank % P;
   g->row = g->rank / P;
   AX_TRY(ax_mpi_node_ranks(MPI_COMM_WORLD, &g->local_rank, &g->local_size));
+  AX_TRY(ax_mpi_cpuset_ranks(MPI_COMM_WORLD, &g->share_rank, &g->share_size));
   if (gethostname(g->host, sizeof g->host) != 0) snprintf(g->host, sizeof g->host, "?");
   g->host[sizeof g->host - 1] = 0;
   return split_comms(g);
@@ -41,7 +42,7 @@ int ax_grid_create(AxGrid *g, int P, int D) {
 
 void ax_grid_solo(AxGrid *g) {
   memset(g, 0, sizeof *g);
-  g->size = g->P = g->D = g->local_size = 1;
+  g->size = g->P = g->D = g->local_size = g->share_size = 1;
   g->pipe = g->data = g->tied = g->world = MPI_COMM_NULL;
   if (gethostname(g->host, sizeof g->host) != 0) snprintf(g->host, sizeof g->host, "?");
   g->host[sizeof g->host - 1] = 0;

@@ -13,6 +13,7 @@ typedef struct {
   int P, D;               /* G_inter (stages), G_data (rows) */
   int stage, row;
   int local_rank, local_size; /* among the ranks on this node */
+  int share_rank, share_size; /* among those that started with this rank's CPU set */
   MPI_Comm pipe;          /* this row's stages, rank = stage; pipeline messages only */
   MPI_Comm data;          /* this stage's rows, rank = row */
   MPI_Comm tied;          /* first + last stage of this row (MPI_COMM_NULL elsewhere or P == 1) */

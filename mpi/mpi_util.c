@@ -69,14 +69,46 @@ int ax_mpi_node_ranks(MPI_Comm comm, int *local_rank, int *local_size) {
   return AX_OK;
 }
 
+/* The CPU affinity set this process runs on; empty when it cannot be read. */
+static cpu_set_t my_cpus(void) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine); /* unknown: all alike */
+  return mine;
+}
+
+int ax_mpi_cpuset_ranks(MPI_Comm comm, int *share_rank, int *share_size) {
+  cpu_set_t mine = my_cpus();
+  MPI_Comm node;
+  int me = 0, n = 1;
+  AX_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int rc = MPI_Comm_rank(node, &me);
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, &n);
+  cpu_set_t *all = rc == MPI_SUCCESS ? ax_malloc((size_t)n * sizeof *all) : NULL;
+  if (all)
+    rc = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node);
+  *share_rank = 0;
+  *share_size = 0;
+  for (int r = 0; all && rc == MPI_SUCCESS && r < n; r++)
+    if (CPU_EQUAL(&all[r], &mine)) {
+      *share_rank += r < me;
+      (*share_size)++;
+    }
+  free(all);
+  MPI_Comm_free(&node);
+  if (rc != MPI_SUCCESS) return ax_mpi_fail_at(rc, "MPI_Allgather(CPU sets)", __FILE__, __LINE__);
+  return *share_size > 0 ? AX_OK : AX_ERR; /* ax_malloc recorded why */
+}
+
 int ax_mpi_auto_polite(MPI_Comm comm) {
-  int local_rank = 0, local_size = 1;
-  if (ax_mpi_node_ranks(comm, &local_rank, &local_size) != AX_OK) {
+  int share_rank = 0, share_size = 1;
+  if (ax_mpi_cpuset_ranks(comm, &share_rank, &share_size) != AX_OK) {
     ax_error_clear();
-    local_size = 1;
+    share_size = 1;
   }
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int polite = cores > 0 && local_size > cores;
+  cpu_set_t mine = my_cpus();
+  long cpus = CPU_COUNT(&mine) ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
+  int polite = cpus > 0 && share_size > cpus;
   const char *env = getenv("AXONN_POLITE_WAIT");
   if (env && (*env == '0' || *env == '1')) polite = *env == '1';
   ax_mpi_set_polite(polite);

@@ -1,7 +1,8 @@
 /* mpi_util.h — checked MPI calls and waiting. AX_MPI(call) turns an MPI failure into a
  * recorded error with the MPI error string, file, line and rank. Waiting goes through
- * ax_mpi_wait, ax_mpi_waitall and ax_mpi_waitany, which poll with MPI_Test and, when this node runs more ranks
- * than cores ("polite" mode), yield the core between polls so oversubscribed runs progress. */
+ * ax_mpi_wait, ax_mpi_waitall and ax_mpi_waitany, which poll with MPI_Test and, when ranks
+ * outnumber the CPUs they run on ("polite" mode), yield the CPU between polls so
+ * oversubscribed runs progress. */
 #ifndef AX_MPI_UTIL_H
 #define AX_MPI_UTIL_H
 
@@ -18,7 +19,12 @@ int ax_mpi_fail_at(int code, const char *call, const char *file, int line);
 
 /* This rank's index among the ranks on its node, and their number (MPI_COMM_TYPE_SHARED). */
 int ax_mpi_node_ranks(MPI_Comm comm, int *local_rank, int *local_size);
-/* Turns polite waiting on when the ranks of this node outnumber its online cores, or when
+/* This rank's index among the ranks on its node that started with the same CPU affinity
+ * set (the launcher's binding; all of them when it bound none), and their number. Collective
+ * over comm; call it before binding anything. */
+int ax_mpi_cpuset_ranks(MPI_Comm comm, int *share_rank, int *share_size);
+/* Turns polite waiting on when the ranks of this node that share this rank's CPU set
+ * outnumber its CPUs (with no launcher binding: the node's ranks and CPUs), or when
  * AXONN_POLITE_WAIT=1 (=0 forces it off). Returns the mode chosen. Collective over comm. */
 int ax_mpi_auto_polite(MPI_Comm comm);
 

@@ -43,3 +43,9 @@ AxBackend *ax_backend_create(const AxBackendConfig *cfg) {
 void ax_backend_destroy(AxBackend *be) {
   if (be) be->ops->destroy(be);
 }
+
+void ax_backend_cpu_share(const AxBackendConfig *cfg, int *rank, int *size) {
+  int shared = cfg->share_size > 0;
+  *rank = shared ? cfg->share_rank : cfg->local_rank;
+  *size = shared ? cfg->share_size : (cfg->local_size > 0 ? cfg->local_size : 1);
+}

@@ -101,8 +101,13 @@ typedef struct {
   AxDType dtype;
   int threads;         /* compute threads; <= 0 means all cores available to this rank */
   int bind;            /* pin threads with hwloc */
-  int local_rank, local_size; /* this rank among the ranks on its node (binding) */
+  int local_rank, local_size; /* this rank among the ranks on its node (its GPU) */
+  int share_rank, share_size; /* this rank among those of its node that started with the same
+                                 CPU set (core binding, binding.h); share_size 0: local_* */
 } AxBackendConfig;
+
+/* The share_rank/share_size of cfg, or local_rank/local_size where no share was given. */
+void ax_backend_cpu_share(const AxBackendConfig *cfg, int *rank, int *size);
 
 /* Creates the backend named in cfg; NULL with the error recorded when it cannot. */
 AxBackend *ax_backend_create(const AxBackendConfig *cfg);

@@ -263,19 +263,17 @@ AxBackend *ax_backend_cpu_create(const AxBackendConfig *cfg) {
   AxBackend *be = ax_calloc(1, sizeof *be);
   CpuImpl *impl = ax_calloc(1, sizeof *impl);
   if (!be || !impl) goto fail;
-  int threads = cfg->threads;
-  impl->binding = ax_binding_create(threads > 0 ? threads : 1, cfg->local_rank,
-                                    cfg->local_size > 0 ? cfg->local_size : 1, cfg->bind);
-  if (!impl->binding) goto fail;
-  if (threads <= 0) {
-    int per_rank = ax_binding_available_cores(impl->binding) /
-                   (cfg->local_size > 0 ? cfg->local_size : 1);
-    threads = per_rank > 0 ? per_rank : 1;
-    ax_binding_destroy(impl->binding);
-    impl->binding = ax_binding_create(threads, cfg->local_rank,
-                                      cfg->local_size > 0 ? cfg->local_size : 1, cfg->bind);
-    if (!impl->binding) goto fail;
+  int threads = cfg->threads, share_rank, share_size;
+  ax_backend_cpu_share(cfg, &share_rank, &share_size);
+  if (threads <= 0) { /* this rank's share of the cores it may use */
+    AxBinding *probe = ax_binding_create(1, share_rank, share_size, 0);
+    if (!probe) goto fail;
+    threads = ax_binding_available_cores(probe) / share_size;
+    if (threads < 1) threads = 1;
+    ax_binding_destroy(probe);
   }
+  impl->binding = ax_binding_create(threads, share_rank, share_size, cfg->bind);
+  if (!impl->binding) goto fail;
   if (threads > 256) threads = 256;
   ax_binding_pin_thread(impl->binding, 0);
   impl->pool = ax_pool_create(threads, pin_worker, impl->binding);

@@ -32,13 +32,14 @@ static int default_threads(const AxBackendConfig *cfg, int share) {
 }
 
 static void use_fallback(AxCudaBinding *b, const AxBackendConfig *cfg, const char *why) {
-  int ranks = cfg->local_size > 0 ? cfg->local_size : 1;
+  int rank, ranks;
+  ax_backend_cpu_share(cfg, &rank, &ranks);
   b->threads = cfg->threads > 0 ? cfg->threads : 1;
-  b->fallback = ax_binding_create(b->threads, cfg->local_rank, ranks, 0);
+  b->fallback = ax_binding_create(b->threads, rank, ranks, 0);
   if (!b->fallback) return;
   b->threads = default_threads(cfg, ax_binding_available_cores(b->fallback) / ranks);
   ax_binding_destroy(b->fallback);
-  b->fallback = ax_binding_create(b->threads, cfg->local_rank, ranks, cfg->bind);
+  b->fallback = ax_binding_create(b->threads, rank, ranks, cfg->bind);
   if (b->fallback)
     snprintf(b->desc, sizeof b->desc, "%s (%s)", ax_binding_describe(b->fallback), why);
 }

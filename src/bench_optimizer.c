@@ -216,10 +216,10 @@ static int setup(OptBench *b, const OptBenchConfig *c) {
   MPI_Comm_rank(b->comm, &b->rank);
   MPI_Comm_size(b->comm, &b->size);
   ax_set_rank(b->rank);
-  int local_rank, local_size;
-  AX_TRY(ax_mpi_node_ranks(b->comm, &local_rank, &local_size));
+  int share_rank, share_size;
+  AX_TRY(ax_mpi_cpuset_ranks(b->comm, &share_rank, &share_size));
   AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = c->threads,
-                        .bind = c->bind, .local_rank = local_rank, .local_size = local_size};
+                        .bind = c->bind, .share_rank = share_rank, .share_size = share_size};
   b->be = ax_backend_create(&bc);
   if (!b->be) return AX_ERR;
   b->pool = ax_pool_create(c->threads, NULL, NULL);

@@ -60,9 +60,9 @@ int ax_gemm_gflops(AxBackend *be, int n, int reps, double *out) {
   return rc;
 }
 
-int ax_peak_cpu_gflops(int threads, int bind, int local_rank, int local_size, double *gflops) {
+int ax_peak_cpu_gflops(int threads, int bind, int share_rank, int share_size, double *gflops) {
   AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = threads,
-                        .bind = bind, .local_rank = local_rank, .local_size = local_size};
+                        .bind = bind, .share_rank = share_rank, .share_size = share_size};
   AxBackend *be = ax_backend_create(&bc);
   if (!be) return ax_error_context("measuring the CPU peak");
   int rc = ax_gemm_gflops(be, 1024, 3, gflops);

@@ -13,7 +13,7 @@ int ax_gemm_gflops(AxBackend *be, int n, int reps, double *out);
 
 /* The CPU SGEMM peak of one rank: a CPU backend with these threads and binding (threads <= 0:
  * the rank's share of the cores), n = 1024, median of 3 (about 0.1 to 0.5 s). */
-int ax_peak_cpu_gflops(int threads, int bind, int local_rank, int local_size, double *gflops);
+int ax_peak_cpu_gflops(int threads, int bind, int share_rank, int share_size, double *gflops);
 
 /* Dense fp16/bf16 peak in TFLOP/s of a GPU whose name contains V100, A100, H100 or H200;
  * 0 when the name is not in the table. */

@@ -56,7 +56,7 @@ static int polite_sum(const AxGrid *g, double mine, double *total) {
 static int measure_cpu_peak(const AxGrid *g, const AxTrainConfig *cfg, AxPeakInfo *p) {
   double mine = 0, total = 0, none = 0;
   AX_TRY(polite_sum(g, 0, &none)); /* start together */
-  int rc = ax_peak_cpu_gflops(cfg->threads, cfg->bind, g->local_rank, g->local_size, &mine);
+  int rc = ax_peak_cpu_gflops(cfg->threads, cfg->bind, g->share_rank, g->share_size, &mine);
   AX_TRY(polite_sum(g, rc == AX_OK ? mine : 0, &total));
   AX_TRY(ax_grid_agree(g, rc));
   p->tflops_per_rank = total / g->size / 1e3;

@@ -80,7 +80,9 @@ static int setup_backend(Trainer *t) {
                         .threads = t->cfg.threads,
                         .bind = t->cfg.bind,
                         .local_rank = t->grid.local_rank,
-                        .local_size = t->grid.local_size};
+                        .local_size = t->grid.local_size,
+                        .share_rank = t->grid.share_rank,
+                        .share_size = t->grid.share_size};
   t->be = ax_backend_create(&bc);
   if (!t->be) return AX_ERR;
   int opt_threads = t->cfg.optimizer_threads ? t->cfg.optimizer_threads : t->be->threads;

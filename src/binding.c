@@ -60,8 +60,8 @@ static const char *refuse(AxBinding *b, int share_size, int enable, char *why, s
   if (b->ncores < 1) {
     char set[64];
     hwloc_bitmap_list_snprintf(set, sizeof set, b->set);
-    snprintf(why, cap, "not bound: the launcher's CPU set (PUs %s) holds no whole core; kept it",
-             set);
+    snprintf(why, cap, "not bound: the CPU set it started with (PUs %s) holds no whole core; "
+             "kept that set", set);
     return why;
   }
   if (share_size * b->nthreads <= b->ncores) return NULL;

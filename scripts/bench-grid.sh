@@ -5,7 +5,8 @@
 # and with all M micro-batches allowed in flight), and the pipeline's idle fraction (limit 2)
 # measured from the trace against the bubble (P-1)/(m+P-1). Each repeat runs 1x1, 1x2 and the
 # two 2x1 back to back (so a noisy neighbour slows them alike) and takes the median batch time
-# of steps 2..STEPS of each; the summary line is the median over REPEAT repeats.
+# of steps 2..STEPS of each; the summary line is the median over REPEAT repeats, and a noise
+# line gives the 1x1 spread and how many speedups exceed what 2 ranks can reach.
 #   usage: [M=8] [STEPS=4] [REPEAT=3] scripts/bench-grid.sh [AXONN] [MODEL FLAGS...]
 set -eu
 AXONN=${1:-bin/axonn}
@@ -42,6 +43,15 @@ done
 nth_speedup() { awk -v want="$1" '{ n = 0; for (i = 1; i <= NF; i++) if ($i == "speedup" && ++n == want) print $(i + 1) + 0 }' "$TMP/repeats.txt"; }
 data=$(nth_speedup 1 | median); pipe=$(nth_speedup 2 | median); pipem=$(nth_speedup 3 | median)
 echo "median over $REPEAT repeats: data 1x2 speedup ${data}x (target 1.8x), pipeline 2x1 speedup ${pipe}x at limit 2, ${pipem}x at limit $M (target 1.7x)"
+# how far to trust it: the baseline's spread, and repeats above what 2 ranks can reach (2x for
+# data, 2m/(m+1) for a 2-stage pipeline of m micro-batches), which only a slow baseline gives
+awk -v m="$M" '{ for (i = 1; i <= NF; i++) {
+    if ($i == "1x1") t = $(i + 1) + 0
+    if ($i == "speedup") { n++; s = $(i + 1) + 0; cap = n % 3 == 1 ? 2 : 2 * m / (m + 1)
+      if (s > cap + 0.005) over++ } }  # + half the printed precision
+  lo = NR == 1 || t < lo ? t : lo; hi = t > hi ? t : hi }
+  END { printf "noise: 1x1 from %.0f to %.0f ms (spread %.0f%% of the fastest); %d of %d speedups above what 2 ranks can reach (a slow 1x1)\n",
+        lo, hi, 100 * (hi - lo) / lo, over, n }' "$TMP/repeats.txt"
 /usr/bin/python3 - "$M" "$TMP"/2x1-*.json <<'PY'
 import json, sys
 m = int(sys.argv[1]); P = 2

@@ -80,6 +80,8 @@ fi
 grep -Eq "^median over 1 repeats: data 1x2 speedup [0-9.]+x .* [0-9.]+x at limit 2, [0-9.]+x at limit 8" \
   "$TMP/grid.txt" || { fail "bench-grid summary line"; cat "$TMP/grid.txt"; }
 [ "$(grep -c '^stage [01]: idle' "$TMP/grid.txt")" -eq 2 ] || fail "bench-grid idle lines"
+grep -Eq "^noise: 1x1 from [0-9]+ to [0-9]+ ms \(spread [0-9]+% of the fastest\); [0-3] of 3 speedups" \
+  "$TMP/grid.txt" || { fail "bench-grid noise line"; cat "$TMP/grid.txt"; }
 
 if [ $fails -ne 0 ]; then echo "mpi_bench: $fails failure(s)"; exit 1; fi
 echo "mpi_bench: all checks passed"

@@ -161,8 +161,10 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
   Carve measure = {0};
   carve_all(st, &measure, be->esz);
   st->arena_bytes = measure.off;
-  st->params = ax_alloc(be, pbytes);
-  st->grads = st->params ? ax_alloc(be, pbytes) : NULL;
+  /* weights and gradients in one allocation, staggered (AdamW streams through both) */
+  size_t grads_at = (pbytes + 255) / 256 * 256 + AX_STAGGER_BYTES;
+  st->params = ax_alloc(be, grads_at + pbytes);
+  st->grads = st->params ? (char *)st->params + grads_at : NULL;
   st->arena = st->grads ? ax_alloc(be, st->arena_bytes) : NULL;
   st->losses_host = ax_malloc((size_t)spec->B * spec->T * sizeof(float));
   if (!st->arena || !st->losses_host) {
@@ -186,8 +188,7 @@ void ax_stage_destroy(AxGptStage *st) {
   if (!st) return;
   if (st->be) {
     ax_free(st->be, st->arena);
-    ax_free(st->be, st->grads);
-    ax_free(st->be, st->params);
+    ax_free(st->be, st->params); /* the gradients too */
   }
   if (st->slots) {
     for (int s = 0; s < st->spec.n_slots; s++) {

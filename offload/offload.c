@@ -6,9 +6,9 @@
 
 #include "src/error.h"
 
-/* Regions start on pages, each AX_OFFLOAD_STAGGER bytes further on than a plain packing
- * would put it (see offload.h). */
-enum { ARENA_ALIGN = 4096, ARENA_STAGGER = AX_OFFLOAD_STAGGER };
+/* Regions start on pages, each AX_STAGGER_BYTES further on than a plain packing would put
+ * it (see backend.h). */
+enum { ARENA_ALIGN = 4096, ARENA_STAGGER = AX_STAGGER_BYTES };
 
 static size_t align_up(size_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
 

@@ -49,12 +49,6 @@ typedef struct {
   AxPool *pool;      /* optimizer threads; NULL: the calling thread */
 } AxOffload;
 
-/* Gap between the arena's arrays: AdamW streams through master, m, v and the gradients at
- * once, and arrays a large power of two apart (a stage of 32M parameters) collide in the
- * caches and memory banks; 3 pages and a cache line apart, AdamW over 32M parameters took
- * 28-33 ms instead of 59-62 ms (Zen 3, one core). */
-enum { AX_OFFLOAD_STAGGER = 3 * 4096 + 64 };
-
 /* Host bytes the arena needs for n parameters (for plans; nothing is allocated). */
 size_t ax_offload_arena_bytes(size_t n, int host_fp32, int wire_bf16);
 

@@ -229,7 +229,7 @@ static int setup(OptBench *b, const OptBenchConfig *c) {
   b->layout.count[AX_P_FCW] = n;
   /* the stage's two buffers in one allocation, staggered like the arena's arrays, so the
    * copy and add yardsticks run on a layout as good as AdamW's */
-  size_t offset = (n * sizeof(float) + 63) / 64 * 64 + AX_OFFLOAD_STAGGER;
+  size_t offset = (n * sizeof(float) + 255) / 256 * 256 + AX_STAGGER_BYTES;
   b->grads = b->be->ops->alloc(b->be, offset + n * sizeof(float));
   b->device_params = b->grads ? (float *)((char *)b->grads + offset) : NULL;
   return b->pool && b->device_params ? AX_OK : AX_ERR;

@@ -162,7 +162,7 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
   carve_all(st, &measure, be->esz);
   st->arena_bytes = measure.off;
   /* weights and gradients in one allocation, staggered (AdamW streams through both) */
-  size_t grads_at = (pbytes + 255) / 256 * 256 + AX_STAGGER_BYTES;
+  size_t grads_at = ax_staggered(pbytes);
   st->params = ax_alloc(be, grads_at + pbytes);
   st->grads = st->params ? (char *)st->params + grads_at : NULL;
   st->arena = st->grads ? ax_alloc(be, st->arena_bytes) : NULL;

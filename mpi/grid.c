@@ -33,8 +33,12 @@ int ax_grid_create(AxGrid *g, int P, int D) {
   g->D = D;
   g->stage = g->rank % P;
   g->row = g->rank / P;
-  AX_TRY(ax_mpi_node_ranks(MPI_COMM_WORLD, &g->local_rank, &g->local_size));
-  AX_TRY(ax_mpi_cpuset_ranks(MPI_COMM_WORLD, &g->share_rank, &g->share_size));
+  AxNodeRanks nr;
+  AX_TRY(ax_mpi_node_ranks(MPI_COMM_WORLD, &nr));
+  g->local_rank = nr.local_rank;
+  g->local_size = nr.local_size;
+  g->share_rank = nr.share_rank;
+  g->share_size = nr.share_size;
   if (gethostname(g->host, sizeof g->host) != 0) snprintf(g->host, sizeof g->host, "?");
   g->host[sizeof g->host - 1] = 0;
   return split_comms(g);

@@ -59,16 +59,6 @@ int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
   }
 }
 
-int ax_mpi_node_ranks(MPI_Comm comm, int *local_rank, int *local_size) {
-  MPI_Comm node;
-  AX_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int rc = MPI_Comm_rank(node, local_rank);
-  if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, local_size);
-  MPI_Comm_free(&node);
-  if (rc != MPI_SUCCESS) return ax_mpi_fail_at(rc, "MPI_Comm_rank/size(node)", __FILE__, __LINE__);
-  return AX_OK;
-}
-
 /* The CPU affinity set this process runs on; empty when it cannot be read. */
 static cpu_set_t my_cpus(void) {
   cpu_set_t mine;
@@ -77,35 +67,45 @@ static cpu_set_t my_cpus(void) {
   return mine;
 }
 
-int ax_mpi_cpuset_ranks(MPI_Comm comm, int *share_rank, int *share_size) {
-  cpu_set_t mine = my_cpus();
-  MPI_Comm node;
-  int me = 0, n = 1;
-  AX_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int rc = MPI_Comm_rank(node, &me);
-  if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, &n);
-  cpu_set_t *all = rc == MPI_SUCCESS ? ax_malloc((size_t)n * sizeof *all) : NULL;
-  if (all)
-    rc = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node);
-  *share_rank = 0;
-  *share_size = 0;
-  for (int r = 0; all && rc == MPI_SUCCESS && r < n; r++)
+/* Our index among the node's ranks whose CPU set equals ours, and their number. */
+static int same_cpus(MPI_Comm node, int me, int n, int *share_rank, int *share_size) {
+  cpu_set_t mine = my_cpus(), *all = ax_malloc((size_t)n * sizeof *all);
+  if (!all) return AX_ERR;
+  int rc = MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, node);
+  *share_rank = *share_size = 0;
+  for (int r = 0; rc == MPI_SUCCESS && r < n; r++)
     if (CPU_EQUAL(&all[r], &mine)) {
       *share_rank += r < me;
       (*share_size)++;
     }
   free(all);
-  MPI_Comm_free(&node);
   if (rc != MPI_SUCCESS) return ax_mpi_fail_at(rc, "MPI_Allgather(CPU sets)", __FILE__, __LINE__);
-  return *share_size > 0 ? AX_OK : AX_ERR; /* ax_malloc recorded why */
+  return AX_OK;
+}
+
+int ax_mpi_node_ranks(MPI_Comm comm, AxNodeRanks *out) {
+  MPI_Comm node;
+  AX_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int rc = MPI_Comm_rank(node, &out->local_rank);
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, &out->local_size);
+  int status = rc == MPI_SUCCESS
+                   ? same_cpus(node, out->local_rank, out->local_size, &out->share_rank,
+                               &out->share_size)
+                   : ax_mpi_fail_at(rc, "MPI_Comm_rank/size(node)", __FILE__, __LINE__);
+  MPI_Comm_free(&node);
+  return status;
 }
 
 int ax_mpi_auto_polite(MPI_Comm comm) {
-  int share_rank = 0, share_size = 1;
-  if (ax_mpi_cpuset_ranks(comm, &share_rank, &share_size) != AX_OK) {
+  AxNodeRanks nr = {.share_size = 1};
+  if (ax_mpi_node_ranks(comm, &nr) != AX_OK) {
     ax_error_clear();
-    share_size = 1;
+    nr.share_size = 1;
   }
+  return ax_mpi_polite_for(nr.share_size);
+}
+
+int ax_mpi_polite_for(int share_size) {
   cpu_set_t mine = my_cpus();
   long cpus = CPU_COUNT(&mine) ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
   int polite = cpus > 0 && share_size > cpus;

@@ -17,16 +17,22 @@ int ax_mpi_fail_at(int code, const char *call, const char *file, int line);
     if (ax_mpi_rc_ != MPI_SUCCESS) return ax_mpi_fail_at(ax_mpi_rc_, #call, __FILE__, __LINE__); \
   } while (0)
 
-/* This rank's index among the ranks on its node, and their number (MPI_COMM_TYPE_SHARED). */
-int ax_mpi_node_ranks(MPI_Comm comm, int *local_rank, int *local_size);
-/* This rank's index among the ranks on its node that started with the same CPU affinity
- * set (the launcher's binding; all of them when it bound none), and their number. Collective
- * over comm; call it before binding anything. */
-int ax_mpi_cpuset_ranks(MPI_Comm comm, int *share_rank, int *share_size);
+/* Where this rank sits on its node (MPI_COMM_TYPE_SHARED): its index among the node's ranks
+ * and their number (which GPU it takes), and its index among those that started with the
+ * same CPU affinity set and their number (which cores it binds: the launcher's binding, or
+ * all of the node's ranks when it bound none). */
+typedef struct {
+  int local_rank, local_size;
+  int share_rank, share_size;
+} AxNodeRanks;
+/* Collective over comm; call it before binding anything. */
+int ax_mpi_node_ranks(MPI_Comm comm, AxNodeRanks *out);
 /* Turns polite waiting on when the ranks of this node that share this rank's CPU set
  * outnumber its CPUs (with no launcher binding: the node's ranks and CPUs), or when
  * AXONN_POLITE_WAIT=1 (=0 forces it off). Returns the mode chosen. Collective over comm. */
 int ax_mpi_auto_polite(MPI_Comm comm);
+/* The same for a caller that already knows its share_size (ax_mpi_node_ranks). */
+int ax_mpi_polite_for(int share_size);
 
 /* Polite waiting: yield the core between polls. Set once at start-up (oversubscription). */
 void ax_mpi_set_polite(int polite);

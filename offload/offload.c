@@ -6,34 +6,31 @@
 
 #include "src/error.h"
 
-/* Regions start on pages, each AX_STAGGER_BYTES further on than a plain packing would put
- * it (see backend.h). */
-enum { ARENA_ALIGN = 4096, ARENA_STAGGER = AX_STAGGER_BYTES };
-
-static size_t align_up(size_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
-
-/* The fp32 regions of the arena, in order: m, v, then the master weights when they are not
- * the device buffer, then gradient staging when it is needed. */
-static int fp32_regions(int host_fp32, int wire_bf16) {
-  return 2 + !host_fp32 + (!host_fp32 || wire_bf16);
+/* The arena's fp32 regions, in order: m, v, the master weights unless they are the device
+ * buffer (host_fp32), gradient staging unless the device buffer serves (host_fp32 without a
+ * bf16 wire). Each starts ax_staggered() bytes after the one before (see backend.h). */
+static void fp32_regions(int host_fp32, int wire_bf16, int use[4]) {
+  use[0] = use[1] = 1;
+  use[2] = !host_fp32;
+  use[3] = !host_fp32 || wire_bf16;
 }
 
 size_t ax_offload_arena_bytes(size_t n, int host_fp32, int wire_bf16) {
-  size_t region = align_up(n * sizeof(float)) + ARENA_STAGGER;
-  size_t bytes = (size_t)fp32_regions(host_fp32, wire_bf16) * region;
-  if (wire_bf16) bytes += align_up(n * sizeof(uint16_t));
-  return bytes;
+  int use[4];
+  fp32_regions(host_fp32, wire_bf16, use);
+  size_t bytes = (size_t)(use[0] + use[1] + use[2] + use[3]) * ax_staggered(n * sizeof(float));
+  return wire_bf16 ? bytes + n * sizeof(uint16_t) : bytes;
 }
 
-static void carve(AxOffload *o, int wire_bf16) {
+static void carve(AxOffload *o, int host_fp32, int wire_bf16) {
   char *p = o->arena;
-  size_t region = align_up(o->n * sizeof(float)) + ARENA_STAGGER;
   float **fp32[4] = {&o->m, &o->v, &o->master, &o->grads};
-  int use[4] = {1, 1, !o->params_alias, !o->grads_alias};
+  int use[4];
+  fp32_regions(host_fp32, wire_bf16, use);
   for (int r = 0; r < 4; r++)
     if (use[r]) {
       *fp32[r] = (float *)p;
-      p += region;
+      p += ax_staggered(o->n * sizeof(float));
     }
   if (wire_bf16) o->wire = (uint16_t *)p;
 }
@@ -70,7 +67,7 @@ int ax_offload_init(AxOffload *o, AxBackend *be, const AxStageLayout *layout,
     return ax_error_context("allocating the optimizer's host arena (%.1f MB)",
                             o->arena_bytes / 1e6);
   memset(o->arena, 0, o->arena_bytes);
-  carve(o, cfg->wire_bf16);
+  carve(o, host_fp32, cfg->wire_bf16);
   if (o->params_alias) o->master = device_params;
   if (o->grads_alias) o->grads = device_grads;
   return AX_OK;

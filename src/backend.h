@@ -102,6 +102,12 @@ struct AxBackend {
  * core; 3 pages and 64 or 256 bytes apart, 27-34 ms. A multiple of 256 (device alignment). */
 enum { AX_STAGGER_BYTES = 3 * 4096 + 256 };
 
+/* Where the next of several arrays of `bytes` each starts in one allocation: past this one,
+ * rounded up to 256 bytes, plus AX_STAGGER_BYTES. */
+static inline size_t ax_staggered(size_t bytes) {
+  return (bytes + 255) / 256 * 256 + AX_STAGGER_BYTES;
+}
+
 typedef struct {
   const char *device;  /* "cpu" or "cuda" */
   AxDType dtype;

@@ -236,14 +236,14 @@ static void write_json(const ArBench *b, size_t bytes, int k, const char *algo,
 }
 
 static void print_header(const ArBench *b) {
-  int local_rank = 0, local_size = 1;
-  if (ax_mpi_node_ranks(b->comm, &local_rank, &local_size) != AX_OK) ax_error_clear();
+  AxNodeRanks nr = {.local_size = 1};
+  if (ax_mpi_node_ranks(b->comm, &nr) != AX_OK) ax_error_clear();
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t chunk;
   int window;
   ax_coll_get_tuning(&chunk, &window);
   ax_log("# axonn bench allreduce: %d ranks, %d on this node with %ld cores (%s, %s waiting)",
-         b->size, local_size, cores, local_size > cores ? "OVERSUBSCRIBED" : "not oversubscribed",
+         b->size, nr.local_size, cores, nr.local_size > cores ? "OVERSUBSCRIBED" : "not oversubscribed",
          ax_mpi_polite() ? "polite" : "busy");
   ax_log("# type %s; time = median over up to %d iterations (after %d warm-up) of the slowest "
          "rank; algbw = size/time, busbw = algbw*2(p-1)/p, GB/s = 1e9 B/s; ring/rhd chunks of "

@@ -216,10 +216,10 @@ static int setup(OptBench *b, const OptBenchConfig *c) {
   MPI_Comm_rank(b->comm, &b->rank);
   MPI_Comm_size(b->comm, &b->size);
   ax_set_rank(b->rank);
-  int share_rank, share_size;
-  AX_TRY(ax_mpi_cpuset_ranks(b->comm, &share_rank, &share_size));
+  AxNodeRanks nr;
+  AX_TRY(ax_mpi_node_ranks(b->comm, &nr));
   AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = c->threads,
-                        .bind = c->bind, .share_rank = share_rank, .share_size = share_size};
+                        .bind = c->bind, .share_rank = nr.share_rank, .share_size = nr.share_size};
   b->be = ax_backend_create(&bc);
   if (!b->be) return AX_ERR;
   b->pool = ax_pool_create(c->threads, NULL, NULL);
@@ -229,7 +229,7 @@ static int setup(OptBench *b, const OptBenchConfig *c) {
   b->layout.count[AX_P_FCW] = n;
   /* the stage's two buffers in one allocation, staggered like the arena's arrays, so the
    * copy and add yardsticks run on a layout as good as AdamW's */
-  size_t offset = (n * sizeof(float) + 255) / 256 * 256 + AX_STAGGER_BYTES;
+  size_t offset = ax_staggered(n * sizeof(float));
   b->grads = b->be->ops->alloc(b->be, offset + n * sizeof(float));
   b->device_params = b->grads ? (float *)((char *)b->grads + offset) : NULL;
   return b->pool && b->device_params ? AX_OK : AX_ERR;

@@ -1,15 +1,6 @@
 /* sanitizer.c — see sanitizer.h. */
 #include "sanitizer.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AX_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define AX_ASAN 1
-#endif
-
 #ifdef AX_ASAN
 #include <dlfcn.h>
 

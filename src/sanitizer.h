@@ -9,4 +9,14 @@
  * other builds. */
 void ax_sanitizer_keep_libraries(void);
 
+/* AX_ASAN is defined when this translation unit is built with AddressSanitizer (gcc or clang). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AX_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(AX_ASAN)
+#define AX_ASAN 1
+#endif
+
 #endif

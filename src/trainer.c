@@ -37,7 +37,7 @@ static int setup_grid(Trainer *t) {
   AX_TRY(ax_grid_create(&t->grid, t->cfg.g_inter, t->cfg.g_data));
   t->have_grid = 1;
   ax_set_rank(t->grid.rank);
-  ax_mpi_auto_polite(MPI_COMM_WORLD);
+  ax_mpi_polite_for(t->grid.share_size);
   return AX_OK;
 }
 

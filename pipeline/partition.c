@@ -14,9 +14,9 @@ static int parse_spec(int L, int P, const char *spec, int *first_block) {
     char *end;
     errno = 0;
     long n = strtol(p, &end, 10);
-    if (end == p || errno || n < 1)
-      return AX_FAIL("--stage-layers '%s': entry %d is not a positive number of layers", spec,
-                     s + 1);
+    if (end == p || errno || n < 1 || n > L)
+      return AX_FAIL("--stage-layers '%s': entry %d is not a number of layers from 1 to %d "
+                     "(every stage holds at least one block)", spec, s + 1, L);
     first_block[s + 1] = first_block[s] + (int)n;
     if (s < P - 1) {
       if (*end != ',')

@@ -99,28 +99,16 @@ static int compare(const char *pa, const char *pb, double tol) {
 }
 
 int ax_cmd_compare(int argc, char **argv) {
-  const char *files[2] = {NULL, NULL};
-  char *rest[8] = {argv[0]};
-  int n_rest = 1, n_files = 0;
-  for (int i = 1; i < argc; i++) { /* file names apart, options to the parser */
-    int takes_value = !strcmp(argv[i], "--tol") && i + 1 < argc;
-    if (argv[i][0] != '-' && n_files < 2) {
-      files[n_files++] = argv[i];
-    } else if (n_rest + 2 <= 8) {
-      rest[n_rest++] = argv[i];
-      if (takes_value) rest[n_rest++] = argv[++i];
-    }
-  }
   CompareConfig c;
   AxOptState st;
-  int rc = ax_options_parse(&COMPARE_TABLE, &c, n_rest, rest, &st);
+  int rc = ax_options_parse_with_args(&COMPARE_TABLE, &c, argc, argv, 2, &st);
   if (rc == AX_OK && st.help) {
     ax_options_print_help(&COMPARE_TABLE, stdout);
     return 0;
   }
-  if (rc == AX_OK && n_files != 2) rc = AX_FAIL("compare needs two model files");
+  if (rc == AX_OK && st.n_positional != 2) rc = AX_FAIL("compare needs two model files");
   if (rc == AX_OK) {
-    rc = compare(files[0], files[1], c.tol);
+    rc = compare(st.positional[0], st.positional[1], c.tol);
     if (rc != AX_OK && !ax_error_pending()) return 1; /* differences were printed */
   }
   if (rc != AX_OK) ax_print_error();

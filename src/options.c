@@ -3,9 +3,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -56,18 +59,23 @@ static int range_error(const AxOption *o, const char *value) {
   return AX_FAIL("--%s %s is out of range [%g, %g]", o->name, value, o->min, o->max);
 }
 
+/* K, M, G: x 1024, 1024^2, 1024^3 (bucket sizes and data sizes read better that way). */
+static long long suffix_multiplier(char c) {
+  return c == 'K' ? 1LL << 10 : c == 'M' ? 1LL << 20 : c == 'G' ? 1LL << 30 : 1;
+}
+
 static int parse_integer(const AxOption *o, const char *value, long long *out) {
   char *end;
   errno = 0;
   long long v = strtoll(value, &end, 10);
-  /* Accept 16M / 4K / 1G suffixes: bucket sizes and data sizes read better that way. */
-  if (end != value && (*end == 'K' || *end == 'M' || *end == 'G') && end[1] == 0) {
-    long long mul = *end == 'K' ? 1024LL : *end == 'M' ? 1024LL * 1024 : 1024LL * 1024 * 1024;
-    v *= mul;
-    end++;
-  }
-  if (errno || end == value || *end != 0)
+  int overflow = errno == ERANGE;
+  long long mul = end != value && end[0] && !end[1] ? suffix_multiplier(*end) : 1;
+  if (mul > 1) end++;
+  if (end == value || *end != 0 || (errno && !overflow))
     return AX_FAIL("--%s expects an integer, got '%s'", o->name, value);
+  if (overflow || (v > 0 && v > LLONG_MAX / mul) || (v < 0 && v < LLONG_MIN / mul))
+    return AX_FAIL("--%s %s is out of range (more than 64 bits)", o->name, value);
+  v *= mul;
   if (!range_ok(o, (double)v)) return range_error(o, value);
   *out = v;
   return AX_OK;
@@ -81,7 +89,7 @@ static int parse_value(const AxOption *o, void *cfg, const char *value) {
     long long v = 0;
     AX_TRY(parse_integer(o, value, &v));
     if (o->type == AX_OPT_INT) {
-      if (v > 2147483647LL || v < -2147483647LL) return range_error(o, value);
+      if (v > INT_MAX || v < -INT_MAX) return range_error(o, value);
       *(int *)f = (int)v;
     } else {
       *(long long *)f = v;
@@ -160,91 +168,150 @@ static char *trim(char *s) {
   return s;
 }
 
+enum { CONFIG_LINE_MAX = 4096 };
+
+/* A line whose first non-blank character is '#' is a comment; nothing else is stripped, so a
+ * '#' inside a value stays part of it (and a number followed by one is an error, not cut). */
+static int parse_config_line(const AxOptionTable *t, void *cfg, char *line, const char *path,
+                             int lineno, AxOptState *st) {
+  char *s = trim(line);
+  if (!*s || *s == '#') return AX_OK;
+  char *eq = strchr(s, '=');
+  if (!eq) return AX_FAIL("%s:%d: expected `name = value` (comments are lines starting with #)",
+                          path, lineno);
+  *eq = 0;
+  char *name = trim(s), *value = trim(eq + 1);
+  if (name[0] == '-' && name[1] == '-') name += 2;
+  if (!strcmp(name, "config"))
+    return AX_FAIL("%s:%d: a config file cannot include another", path, lineno);
+  if (ax_options_set(t, cfg, name, value, st) != AX_OK)
+    return ax_error_context("%s:%d", path, lineno);
+  return AX_OK;
+}
+
+static int open_config(const char *path, FILE **out) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) return AX_FAIL("cannot open config file %s: %s", path, strerror(errno));
+  if (S_ISDIR(sb.st_mode)) return AX_FAIL("config file %s is a directory", path);
+  *out = fopen(path, "r");
+  if (!*out) return AX_FAIL("cannot open config file %s: %s", path, strerror(errno));
+  return AX_OK;
+}
+
+/* Text: no NUL bytes and no control characters other than tab, CR and LF. */
+static int is_text(const char *line, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)line[i];
+    if ((c < 0x20 && c != '\t' && c != '\r' && c != '\n') || c == 0x7f) return 0;
+  }
+  return 1;
+}
+
 static int parse_config_file(const AxOptionTable *t, void *cfg, const char *path,
                              AxOptState *st) {
-  FILE *f = fopen(path, "r");
-  if (!f) return AX_FAIL("cannot open config file %s: %s", path, strerror(errno));
-  char line[4096];
+  FILE *f;
+  AX_TRY(open_config(path, &f));
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
   int lineno = 0, rc = AX_OK;
-  while (rc == AX_OK && fgets(line, sizeof line, f)) {
+  while (rc == AX_OK && (n = getline(&line, &cap, f)) >= 0) {
     lineno++;
-    char *hash = strchr(line, '#');
-    if (hash) *hash = 0;
-    char *s = trim(line);
-    if (!*s) continue;
-    char *eq = strchr(s, '=');
-    if (!eq) {
-      rc = AX_FAIL("%s:%d: expected `name = value`", path, lineno);
-      break;
-    }
-    *eq = 0;
-    char *name = trim(s), *value = trim(eq + 1);
-    if (name[0] == '-' && name[1] == '-') name += 2;
-    if (!strcmp(name, "config")) {
-      rc = AX_FAIL("%s:%d: a config file cannot include another", path, lineno);
-      break;
-    }
-    if (ax_options_set(t, cfg, name, value, st) != AX_OK)
-      rc = ax_error_context("%s:%d", path, lineno);
+    if (n > CONFIG_LINE_MAX)
+      rc = AX_FAIL("%s:%d: line longer than %d bytes", path, lineno, CONFIG_LINE_MAX);
+    else if (!is_text(line, (size_t)n))
+      rc = AX_FAIL("%s:%d: not a line of text (binary data?)", path, lineno);
+    else
+      rc = parse_config_line(t, cfg, line, path, lineno, st);
   }
+  if (rc == AX_OK && ferror(f)) rc = AX_FAIL("cannot read config file %s: %s", path, strerror(errno));
+  free(line);
   fclose(f);
   return rc;
 }
 
-/* Splits one argv entry into option name and value; may consume the next entry. */
-static int next_option(const AxOptionTable *t, int argc, char **argv, int *i, int *opt,
-                       const char **value) {
-  const char *arg = argv[*i];
-  if (arg[0] != '-' || arg[1] != '-' || arg[2] == 0)
+typedef enum { ARG_OPTION, ARG_CONFIG, ARG_HELP, ARG_POSITIONAL, ARG_BAD } ArgKind;
+
+typedef struct {
+  ArgKind kind;
+  int opt;           /* ARG_OPTION: index into the table, -1 when unknown */
+  const char *value; /* ARG_OPTION, ARG_CONFIG: NULL when the value is missing */
+  size_t name_len;   /* of argv[i] + 2, for messages about unknown options */
+} Arg;
+
+/* Classifies argv[*i], advancing *i past a value given as the next entry. Only entries in an
+ * option's place are options: the value of --prompt may be "-h". */
+static Arg classify(const AxOptionTable *t, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  Arg r = {ARG_POSITIONAL, -1, NULL, 0};
+  if (!strcmp(a, "--help") || !strcmp(a, "-h")) return (Arg){ARG_HELP, -1, NULL, 0};
+  if (a[0] != '-') return r;
+  if (a[1] != '-' || a[2] == 0) return (Arg){ARG_BAD, -1, NULL, 0};
+  const char *name = a + 2, *eq = strchr(name, '=');
+  r.name_len = eq ? (size_t)(eq - name) : strlen(name);
+  int is_config = r.name_len == 6 && !strncmp(name, "config", 6);
+  r.kind = is_config ? ARG_CONFIG : ARG_OPTION;
+  r.opt = is_config ? -1 : find_option(t, name, r.name_len);
+  if (eq)
+    r.value = eq + 1;
+  else if (r.opt >= 0 && t->opts[r.opt].type == AX_OPT_FLAG)
+    r.value = "1";
+  else if ((is_config || r.opt >= 0) && *i + 1 < argc)
+    r.value = argv[++*i];
+  return r;
+}
+
+/* The command line proper (the config file was applied before it). */
+static int apply_arg(const AxOptionTable *t, void *cfg, const Arg *a, const char *text,
+                     int max_positional, AxOptState *st) {
+  switch (a->kind) {
+  case ARG_CONFIG: return AX_OK;
+  case ARG_HELP: return AX_OK;
+  case ARG_BAD:
     return AX_FAIL("unexpected argument '%s' (options are --name value; see `axonn %s --help`)",
-                   arg, t->command);
-  const char *name = arg + 2, *eq = strchr(name, '=');
-  size_t len = eq ? (size_t)(eq - name) : strlen(name);
-  *opt = find_option(t, name, len);
-  if (*opt < 0)
-    return AX_FAIL("unknown option --%.*s (see `axonn %s --help`)", (int)len, name, t->command);
-  if (eq) {
-    *value = eq + 1;
-  } else if (t->opts[*opt].type == AX_OPT_FLAG) {
-    *value = "1";
-  } else {
-    if (*i + 1 >= argc) return AX_FAIL("--%s needs a value", t->opts[*opt].name);
-    *value = argv[++*i];
+                   text, t->command);
+  case ARG_POSITIONAL:
+    if (st->n_positional >= max_positional || st->n_positional >= AX_MAX_POSITIONAL)
+      return AX_FAIL("unexpected argument '%s' (see `axonn %s --help`)", text, t->command);
+    st->positional[st->n_positional++] = text;
+    return AX_OK;
+  case ARG_OPTION:
+    if (a->opt < 0)
+      return AX_FAIL("unknown option --%.*s (see `axonn %s --help`)", (int)a->name_len,
+                     text + 2, t->command);
+    if (!a->value) return AX_FAIL("--%s needs a value", t->opts[a->opt].name);
+    AX_TRY(parse_value(&t->opts[a->opt], cfg, a->value));
+    st->set[a->opt] = 1;
+    return AX_OK;
   }
-  return AX_OK;
+  return AX_FAIL("internal: bad argument kind");
 }
 
 int ax_options_parse(const AxOptionTable *t, void *cfg, int argc, char **argv, AxOptState *st) {
+  return ax_options_parse_with_args(t, cfg, argc, argv, 0, st);
+}
+
+int ax_options_parse_with_args(const AxOptionTable *t, void *cfg, int argc, char **argv,
+                               int max_positional, AxOptState *st) {
   memset(st, 0, sizeof *st);
   if (t->n_opts > AX_MAX_OPTIONS) return AX_FAIL("internal: too many options");
   AX_TRY(ax_options_defaults(t, cfg));
-  /* First pass: --help and --config, so the file applies before the command line. */
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+  /* --help wins over everything; then the config file; then the command line over it. */
+  for (int i = 1; i < argc; i++)
+    if (classify(t, argc, argv, &i).kind == ARG_HELP) {
       st->help = 1;
       return AX_OK;
     }
+  for (int i = 1; i < argc; i++) {
+    Arg a = classify(t, argc, argv, &i);
+    if (a.kind != ARG_CONFIG) continue;
+    if (!a.value) return AX_FAIL("--config needs a file name");
+    AX_TRY(parse_config_file(t, cfg, a.value, st));
   }
   for (int i = 1; i < argc; i++) {
-    const char *path = NULL;
-    if (!strcmp(argv[i], "--config") && i + 1 < argc)
-      path = argv[i + 1];
-    else if (!strncmp(argv[i], "--config=", 9))
-      path = argv[i] + 9;
-    if (path) AX_TRY(parse_config_file(t, cfg, path, st));
-  }
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--config")) {
-      if (i + 1 >= argc) return AX_FAIL("--config needs a file name");
-      i++;
-      continue;
-    }
-    if (!strncmp(argv[i], "--config=", 9)) continue;
-    int opt = -1;
-    const char *value = NULL;
-    AX_TRY(next_option(t, argc, argv, &i, &opt, &value));
-    AX_TRY(parse_value(&t->opts[opt], cfg, value));
-    st->set[opt] = 1;
+    const char *text = argv[i];
+    Arg a = classify(t, argc, argv, &i);
+    AX_TRY(apply_arg(t, cfg, &a, text, max_positional, st));
   }
   return AX_OK;
 }

@@ -1,6 +1,8 @@
 /* options.h — GNU long options (`--name value`, `--name=value`) and `--config FILE`
- * (`name = value` per line, `#` comments; the command line wins) parsed into a plain struct
- * from a table. The same table prints `--help`. Every problem is one clear error. */
+ * (`name = value` per line; a line whose first non-blank character is `#` is a comment, and a
+ * `#` anywhere else is part of the value; the command line wins) parsed into a plain struct
+ * from a table. Integers take K, M, G suffixes (x 1024^n) and are checked for overflow. The
+ * same table prints `--help`. Every problem is one clear error. */
 #ifndef AX_OPTIONS_H
 #define AX_OPTIONS_H
 
@@ -34,16 +36,22 @@ typedef struct {
   int n_opts;
 } AxOptionTable;
 
-enum { AX_MAX_OPTIONS = 160 };
+enum { AX_MAX_OPTIONS = 160, AX_MAX_POSITIONAL = 4 };
 
 typedef struct {
   unsigned char set[AX_MAX_OPTIONS]; /* 1 where the user gave the option (flag or config) */
-  int help;                          /* --help / -h was given */
+  int help;                          /* --help / -h was given in an option's place */
+  const char *positional[AX_MAX_POSITIONAL]; /* into argv, in order */
+  int n_positional;
 } AxOptState;
 
 /* Applies defaults, then the --config file if any, then the command line (argv[0] is the
  * subcommand name and is skipped). Returns AX_OK or AX_ERR with the error recorded. */
 int ax_options_parse(const AxOptionTable *t, void *cfg, int argc, char **argv, AxOptState *st);
+/* The same for a command that also takes up to max_positional arguments that are not options
+ * (file names), returned in st->positional in order; more is an error. */
+int ax_options_parse_with_args(const AxOptionTable *t, void *cfg, int argc, char **argv,
+                               int max_positional, AxOptState *st);
 /* Applies defaults only (tests and internal callers that build a config by hand). */
 int ax_options_defaults(const AxOptionTable *t, void *cfg);
 /* Sets one option from text, as if given on the command line. */

@@ -167,7 +167,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->ac && !cfg->checkpoint_activations)
     return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->ac);
   int lo, hi;
-  if (sscanf(cfg->trace_steps, "%d-%d", &lo, &hi) != 2 || lo < 1 || hi < lo)
+  if (ax_train_trace_range(cfg, &lo, &hi) != AX_OK)
     return AX_FAIL("--trace-steps '%s' is not a range like 2-3", cfg->trace_steps);
   if (cfg->debug_delay_stage >= cfg->g_inter)
     return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
@@ -176,6 +176,14 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
     return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
+  return AX_OK;
+}
+
+int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi) {
+  int end = 0;
+  if (sscanf(cfg->trace_steps, "%d-%d%n", lo, hi, &end) != 2 || cfg->trace_steps[end] != 0 ||
+      *lo < 1 || *hi < *lo)
+    return AX_ERR;
   return AX_OK;
 }
 

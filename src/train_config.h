@@ -72,6 +72,8 @@ int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState 
 AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
 /* Checks that do not need files or MPI: batch divisibility, ranges, combinations. */
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
+/* The steps of --trace-steps A-B; AX_ERR (nothing recorded) when it is not such a range. */
+int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi);
 void ax_train_config_free(AxTrainConfig *cfg);
 
 #endif

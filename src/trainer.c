@@ -179,8 +179,8 @@ static int setup_scheduler(Trainer *t) {
 static int setup_trace(Trainer *t) {
   ax_trace_off(&t->trace);
   if (!t->cfg.trace) return AX_OK;
-  int lo, hi;
-  sscanf(t->cfg.trace_steps, "%d-%d", &lo, &hi);
+  int lo = 0, hi = 0;
+  ax_train_trace_range(&t->cfg, &lo, &hi); /* checked by ax_train_config_check */
   AX_TRY(ax_trace_init(&t->trace, lo, hi, TRACE_CAPACITY));
   return t->have_grid ? ax_trace_align(&t->trace, t->grid.world) : AX_OK;
 }

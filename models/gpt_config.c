@@ -61,6 +61,12 @@ int ax_gpt_config_check(const AxGptConfig *c) {
                    c->vocab);
   if (c->vocab > 65536)
     return AX_FAIL("vocabulary %d does not fit the uint16 token format", c->vocab);
+  /* in floating point, so that a huge header cannot wrap the count to something small */
+  double C = c->channels, params = (double)c->padded_vocab * C + (double)c->max_seq * C +
+                                   c->layers * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+  if (params * sizeof(float) > AX_GPT_MAX_BYTES)
+    return AX_FAIL("a model of %.3g parameters (L=%d C=%d V=%d T=%d) is too large to address",
+                   params, c->layers, c->channels, c->padded_vocab, c->max_seq);
   return AX_OK;
 }
 

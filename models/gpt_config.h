@@ -21,7 +21,12 @@ typedef enum {
   AX_N_PARAMS
 } AxParamId;
 
-/* Checks the dimensions make sense (C divisible by NH, sizes positive, ...). */
+/* The largest model, in bytes of fp32 parameters, that sizes and offsets can address with room
+ * to spare (2^62). */
+#define AX_GPT_MAX_BYTES 4.6e18
+
+/* Checks the dimensions make sense (C divisible by NH, sizes positive, the parameter count
+ * addressable, ...). */
 int ax_gpt_config_check(const AxGptConfig *c);
 int ax_gpt_pad_vocab(int vocab);
 

@@ -86,24 +86,5 @@ int ax_grid_print(const AxGrid *g, const char *detail) {
 
 int ax_grid_agree(const AxGrid *g, int status) {
   if (g->world == MPI_COMM_NULL) return status;
-  int mine = status == AX_OK ? g->size : g->rank, first = g->size;
-  AX_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, g->world));
-  if (first == g->size) return AX_OK;
-  if (first == 0) { /* rank 0 failed itself: it holds the message */
-    if (g->rank != 0) {
-      ax_error_clear();
-      AX_FAIL("rank 0 failed");
-    }
-    return AX_ERR;
-  }
-  char msg[1024] = "";
-  if (g->rank == first) {
-    snprintf(msg, sizeof msg, "%s", ax_error_message());
-    AX_MPI(MPI_Send(msg, sizeof msg, MPI_CHAR, 0, 0, g->world));
-  } else if (g->rank == 0) {
-    AX_MPI(MPI_Recv(msg, sizeof msg, MPI_CHAR, first, 0, g->world, MPI_STATUS_IGNORE));
-  }
-  ax_error_clear();
-  if (g->rank != 0) return AX_FAIL("rank %d failed", first);
-  return ax_fail_forwarded(msg);
+  return ax_mpi_agree(g->world, status);
 }

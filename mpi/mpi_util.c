@@ -2,6 +2,7 @@
 #include "mpi_util.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -133,4 +134,30 @@ int ax_mpi_recv_floats(float *buf, size_t n, int src, int tag, MPI_Comm comm) {
     AX_TRY(ax_mpi_wait(&req, NULL));
   }
   return AX_OK;
+}
+
+int ax_mpi_agree(MPI_Comm comm, int status) {
+  int rank, size;
+  AX_MPI(MPI_Comm_rank(comm, &rank));
+  AX_MPI(MPI_Comm_size(comm, &size));
+  int mine = status == AX_OK ? size : rank, first = size;
+  AX_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == size) return AX_OK;
+  if (first == 0) { /* rank 0 failed itself: it holds the message */
+    if (rank != 0) {
+      ax_error_clear();
+      AX_FAIL("rank 0 failed");
+    }
+    return AX_ERR;
+  }
+  char msg[1024] = "";
+  if (rank == first) {
+    snprintf(msg, sizeof msg, "%s", ax_error_message());
+    AX_MPI(MPI_Send(msg, sizeof msg, MPI_CHAR, 0, 0, comm));
+  } else if (rank == 0) {
+    AX_MPI(MPI_Recv(msg, sizeof msg, MPI_CHAR, first, 0, comm, MPI_STATUS_IGNORE));
+  }
+  ax_error_clear();
+  if (rank != 0) return AX_FAIL("rank %d failed", first);
+  return ax_fail_forwarded(msg);
 }

@@ -46,6 +46,11 @@ int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status);
 int ax_mpi_send_floats(const float *buf, size_t n, int dest, int tag, MPI_Comm comm);
 int ax_mpi_recv_floats(float *buf, size_t n, int src, int tag, MPI_Comm comm);
 
+/* Agreement after a phase that may fail on some ranks only (collective over comm): every
+ * rank passes its status and all learn whether any failed; the lowest failing rank's message
+ * is forwarded to rank 0, which prints it with that rank named. AX_OK when all succeeded. */
+int ax_mpi_agree(MPI_Comm comm, int status);
+
 /* One polling pause: a yield in polite mode, a CPU pause otherwise. */
 void ax_mpi_relax(void);
 

@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "commands.h"
 #include "error.h"
+#include "fileio.h"
 #include "log.h"
 #include "options.h"
 #include "peak.h"
@@ -93,42 +94,76 @@ static int parse_model(const char *spec, BenchModel *m) {
     return AX_OK;
   }
   m->name = spec;
-  if (sscanf(spec, "%d:%d:%d:%d:%d:%d", &m->L, &m->C, &m->NH, &m->T, &m->B, &m->V) != 6)
+  int end = 0;
+  if (sscanf(spec, "%d:%d:%d:%d:%d:%d%n", &m->L, &m->C, &m->NH, &m->T, &m->B, &m->V, &end) != 6 ||
+      spec[end] != 0)
     return AX_FAIL("--models: '%s' is not a, b or L:C:NH:T:B:V", spec);
   return AX_OK;
 }
 
+/* The model's dimensions go through train's own option table, so they get its range checks
+ * (and then its consistency checks), as if given to `axonn train`. */
+static int set_dims(AxTrainConfig *tc, const BenchModel *m, AxOptState *st) {
+  const struct { const char *name; int value; } dims[] = {
+      {"layers", m->L}, {"hidden", m->C}, {"heads", m->NH}, {"seq", m->T}, {"batch", m->B},
+      {"vocab", m->V}};
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+    char text[24];
+    snprintf(text, sizeof text, "%d", dims[i].value);
+    AX_TRY(ax_options_set(&AX_TRAIN_OPTIONS, tc, dims[i].name, text, st));
+  }
+  return AX_OK;
+}
+
 static int fill_train_config(AxTrainConfig *tc, const BenchModel *m, const BenchConfig *c) {
+  AxOptState st;
+  memset(&st, 0, sizeof st);
   AX_TRY(ax_options_defaults(&AX_TRAIN_OPTIONS, tc));
   free(tc->device);
   tc->device = strdup(c->device);
   if (!tc->device) return AX_FAIL("out of memory");
-  tc->layers = m->L;
-  tc->hidden = m->C;
-  tc->heads = m->NH;
-  tc->seq = m->T;
-  tc->batch = m->B;
-  tc->vocab = m->V;
+  if (set_dims(tc, m, &st) != AX_OK) return ax_error_context("--models %s", m->name);
   tc->threads = c->threads;
   tc->precision = c->precision;
   tc->steps = c->steps + c->warmup;
   tc->val_steps = 0;
+  AxGptConfig model = ax_train_model_config(tc);
+  if (ax_train_config_check(tc, &st) != AX_OK || ax_gpt_config_check(&model) != AX_OK)
+    return ax_error_context("--models %s", m->name);
   return AX_OK;
 }
 
-static void write_json(const BenchConfig *c, const BenchModel *m, double ms, double tps,
-                       double gflops, double peak) {
-  if (!c->json) return;
-  FILE *f = fopen(c->json, "a");
-  if (!f) return;
-  fprintf(f, "{\"bench\":\"train\",\"device\":\"%s\",\"precision\":\"%s\",\"model\":\"%s\","
-             "\"layers\":%d,\"hidden\":%d,\"heads\":%d,"
-             "\"seq\":%d,\"batch\":%d,\"vocab\":%d,\"threads\":%d,\"step_ms\":%.3f,"
-             "\"tokens_per_s\":%.1f,\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,"
-             "\"percent_of_peak\":%.2f}\n",
-          c->device, ax_dtype_name((AxDType)c->precision), m->name, m->L, m->C, m->NH, m->T, m->B,
-          m->V, c->threads, ms, tps, gflops, peak, 100.0 * gflops / peak);
-  fclose(f);
+/* Every model of --models, checked before anything is measured. */
+static int check_models(const BenchConfig *c) {
+  char *list = strdup(c->models);
+  if (!list) return AX_FAIL("out of memory");
+  int rc = AX_OK;
+  char *save = NULL;
+  for (char *item = strtok_r(list, ",", &save); item && rc == AX_OK;
+       item = strtok_r(NULL, ",", &save)) {
+    BenchModel m;
+    AxTrainConfig tc;
+    memset(&tc, 0, sizeof tc);
+    rc = parse_model(item, &m);
+    if (rc == AX_OK) rc = fill_train_config(&tc, &m, c);
+    ax_train_config_free(&tc);
+  }
+  free(list);
+  return rc;
+}
+
+static int write_json(const BenchConfig *c, const BenchModel *m, double ms, double tps,
+                      double gflops, double peak) {
+  if (!c->json) return AX_OK;
+  char line[1024];
+  int n = snprintf(line, sizeof line,
+                   "{\"bench\":\"train\",\"device\":\"%s\",\"precision\":\"%s\",\"model\":\"%s\","
+                   "\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,\"batch\":%d,"
+                   "\"vocab\":%d,\"threads\":%d,\"step_ms\":%.3f,\"tokens_per_s\":%.1f,"
+                   "\"gflops\":%.2f,\"gemm_peak_gflops\":%.2f,\"percent_of_peak\":%.2f}\n",
+                   c->device, ax_dtype_name((AxDType)c->precision), m->name, m->L, m->C, m->NH,
+                   m->T, m->B, m->V, c->threads, ms, tps, gflops, peak, 100.0 * gflops / peak);
+  return ax_file_append(c->json, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 static int bench_model(const BenchConfig *c, const BenchModel *m, double peak) {
@@ -149,7 +184,7 @@ static int bench_model(const BenchConfig *c, const BenchModel *m, double peak) {
     double gflops = ax_trainer_flops_per_step(t) / sec / 1e9, tps = (double)m->B * m->T / sec;
     ax_log("%-18s %4d %5d %4d %5d %3d %6d | %10.2f %10.0f %9.1f %7.1f%%", m->name, m->L, m->C,
            m->NH, m->T, m->B, m->V, med, tps, gflops, 100.0 * gflops / peak);
-    write_json(c, m, med, tps, gflops, peak);
+    rc = write_json(c, m, med, tps, gflops, peak);
   }
   free(ms);
   ax_trainer_destroy(t);
@@ -159,6 +194,8 @@ static int bench_model(const BenchConfig *c, const BenchModel *m, double peak) {
 
 static int bench_train(const BenchConfig *c) {
   double peak;
+  AX_TRY(check_models(c));
+  if (c->json) AX_TRY(ax_file_check_appendable(c->json));
   AX_TRY(measure_peak(c, &peak));
   ax_log("\ntraining step (forward + backward + AdamW), %d thread(s), median of %d steps after "
          "%d warm-up:", c->threads, c->steps, c->warmup);

@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "fileio.h"
 #include "log.h"
 #include "mpi/collectives.h"
 #include "mpi/mpi_util.h"
@@ -98,6 +99,7 @@ typedef struct {
   void *buf;
   char *traffic[4]; /* AR_BOUND's buffers: (p-1)/p of the largest message each */
   ArResult last[MAX_ALGOS]; /* the latest row */
+  int json_rc;              /* rank 0: the first failure to append to --json */
 } ArBench;
 
 static int parse_algos(ArBench *b) {
@@ -217,22 +219,23 @@ static int measure(ArBench *b, size_t bytes, ArColumn col, ArResult *res) {
   return rc;
 }
 
-static void write_json(const ArBench *b, size_t bytes, int k, const char *algo,
-                       const ArResult *r) {
-  if (!b->c->json || b->rank != 0) return;
-  FILE *f = fopen(b->c->json, "a");
-  if (!f) return;
+/* Rank 0 appends one JSON line; the first failure is kept in b->json_rc (the benchmark goes
+ * on, so no rank is left waiting, and the run fails at its end). */
+static void write_json(ArBench *b, size_t bytes, int k, const char *algo, const ArResult *r) {
+  if (!b->c->json || b->rank != 0 || b->json_rc != AX_OK) return;
   size_t chunk;
   int window;
   ax_coll_get_tuning(&chunk, &window);
-  fprintf(f, "{\"bench\":\"allreduce\",\"ranks\":%d,\"type\":\"%s\",\"algo\":\"%s\","
-             "\"bytes\":%zu,\"count\":%zu,\"iters\":%d,\"time_us\":%.2f,\"algbw_gbs\":%.4f,"
-             "\"busbw_gbs\":%.4f,\"chunk_bytes\":%zu,\"window\":%d,\"bucket_size\":%lld,"
-             "\"coarsening\":%d,\"correct\":%s}\n",
-          b->size, b->type == AX_COMM_F32 ? "f32" : "bf16", algo, bytes,
-          bytes / b->esz, r->iters, r->us, r->algbw, r->busbw, chunk, window, b->c->bucket_size,
-          k, r->ok ? "true" : "false");
-  fclose(f);
+  char line[1024];
+  int n = snprintf(line, sizeof line,
+                   "{\"bench\":\"allreduce\",\"ranks\":%d,\"type\":\"%s\",\"algo\":\"%s\","
+                   "\"bytes\":%zu,\"count\":%zu,\"iters\":%d,\"time_us\":%.2f,\"algbw_gbs\":%.4f,"
+                   "\"busbw_gbs\":%.4f,\"chunk_bytes\":%zu,\"window\":%d,\"bucket_size\":%lld,"
+                   "\"coarsening\":%d,\"correct\":%s}\n",
+                   b->size, b->type == AX_COMM_F32 ? "f32" : "bf16", algo, bytes, bytes / b->esz,
+                   r->iters, r->us, r->algbw, r->busbw, chunk, window, b->c->bucket_size, k,
+                   r->ok ? "true" : "false");
+  b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
 }
 
 static void print_header(const ArBench *b) {
@@ -359,6 +362,7 @@ static int prepare(ArBench *b, const ArBenchConfig *c, MPI_Comm comm) {
   AX_TRY(parse_algos(b));
   if (c->min_bytes > c->max_bytes) return AX_FAIL("--min-bytes is larger than --max-bytes");
   if (c->bucket_size) AX_TRY(parse_coarsening(b));
+  if (c->json && b->rank == 0) AX_TRY(ax_file_check_appendable(c->json));
   return AX_OK;
 }
 
@@ -369,7 +373,7 @@ static int run_bench(ArBench *b) {
   print_header(b);
   int rc = sweep(b);
   free(b->buf);
-  return rc;
+  return rc == AX_OK ? b->json_rc : rc;
 }
 
 static int with_mpi(const ArBenchConfig *c, int *argc, char ***argv) {
@@ -383,8 +387,8 @@ static int with_mpi(const ArBenchConfig *c, int *argc, char ***argv) {
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   ArBench b;
-  int rc = prepare(&b, c, comm);
-  if (rc != AX_OK && rank == 0) ax_print_error(); /* the same on every rank: rank 0 says it */
+  int rc = ax_mpi_agree(comm, prepare(&b, c, comm));
+  if (rc != AX_OK && rank == 0) ax_print_error(); /* agreed: rank 0 says it */
   if (rc == AX_OK && (rc = run_bench(&b)) != AX_OK) ax_print_error();
   MPI_Comm_free(&comm);
   if (!initialized) MPI_Finalize();

@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "fileio.h"
 #include "log.h"
 #include "mpi/mpi_util.h"
 #include "mpi/reduce_local.h"
@@ -61,6 +62,7 @@ typedef struct {
   int rank, size;
   float *device_params, *grads;
   AxStageLayout layout;
+  int json_rc; /* rank 0: the first failure to append to --json */
 } OptBench;
 
 /* Seconds of fn on the slowest rank, median over --repeat runs. */
@@ -137,7 +139,25 @@ static void fill(float *x, size_t n, float scale, unsigned seed) {
   }
 }
 
-static int bench_k(OptBench *b, int k, FILE *json) {
+/* Rank 0 appends one JSON line; the first failure is kept in b->json_rc (the benchmark goes
+ * on, so no rank is left waiting, and the run fails at its end). */
+static void write_json(OptBench *b, int k, const double sec[N_MODES]) {
+  double best = sec[M_ALLREDUCE] > sec[M_ADAMW] ? sec[M_ALLREDUCE] : sec[M_ADAMW];
+  char line[1024];
+  int n = snprintf(line, sizeof line,
+                   "{\"bench\":\"optimizer\",\"ranks\":%d,\"params\":%lld,\"bucket\":%lld,"
+                   "\"k\":%d,\"threads\":%d", b->size, b->c->params, b->c->bucket_size, k,
+                   b->c->threads);
+  for (int m = 0; m < N_MODES; m++)
+    n += snprintf(line + n, sizeof line - (size_t)n, ",\"%s_ms\":%.3f", MODE_NAMES[m],
+                  sec[m] * 1e3);
+  n += snprintf(line + n, sizeof line - (size_t)n,
+                ",\"interleaved_over_max\":%.4f,\"thread_over_max\":%.4f}\n",
+                sec[M_INTERLEAVED] / best, sec[M_THREAD] / best);
+  b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
+}
+
+static int bench_k(OptBench *b, int k) {
   AxOffloadConfig oc = {.bucket_size = (size_t)b->c->bucket_size, .coarsening = k};
   AxOffload o;
   AX_TRY(ax_offload_init(&o, b->be, &b->layout, b->device_params, b->grads, &oc, b->pool));
@@ -155,14 +175,7 @@ static int bench_k(OptBench *b, int k, FILE *json) {
   ax_log_result("%3d %10.1f %12.1f %10.1f %11.1f %13.1f %15.1f %10.1f %10.2f %10.2f", k,
                 chunk_mb, sec[0] * 1e3, sec[1] * 1e3, sec[2] * 1e3, sec[3] * 1e3, sec[4] * 1e3,
                 sec[5] * 1e3, sec[M_INTERLEAVED] / best, sec[M_THREAD] / best);
-  if (json && b->rank == 0) {
-    fprintf(json, "{\"bench\":\"optimizer\",\"ranks\":%d,\"params\":%lld,\"bucket\":%lld,"
-                  "\"k\":%d,\"threads\":%d", b->size, b->c->params, b->c->bucket_size, k,
-            b->c->threads);
-    for (int m = 0; m < N_MODES; m++) fprintf(json, ",\"%s_ms\":%.3f", MODE_NAMES[m], sec[m] * 1e3);
-    fprintf(json, ",\"interleaved_over_max\":%.4f,\"thread_over_max\":%.4f}\n",
-            sec[M_INTERLEAVED] / best, sec[M_THREAD] / best);
-  }
+  if (b->c->json && b->rank == 0 && b->json_rc == AX_OK) write_json(b, k, sec);
   return AX_OK;
 }
 
@@ -244,14 +257,9 @@ static void teardown(OptBench *b) {
   if (b->comm != MPI_COMM_NULL) MPI_Comm_free(&b->comm);
 }
 
-static int run_bench(const OptBenchConfig *c) {
-  int ks[MAX_K], n_ks;
-  AX_TRY(parse_ks(c->coarsening, ks, &n_ks));
+static int run_bench(const OptBenchConfig *c, const int *ks, int n_ks) {
   OptBench b;
   int rc = setup(&b, c);
-  FILE *json = NULL;
-  if (rc == AX_OK && c->json && b.rank == 0 && !(json = fopen(c->json, "a")))
-    rc = AX_FAIL("cannot open %s", c->json);
   if (rc == AX_OK) {
     ax_log_result("# bench optimizer: %lld parameters per rank on %d rank(s), bucket %lld, "
                   "%d optimizer thread(s), all-reduce %s; ms, slowest rank, median of %d",
@@ -261,9 +269,9 @@ static int run_bench(const OptBenchConfig *c) {
                   "allreduce", "adamw", "sequence", "interleaved", "no-progress", "thread",
                   "int/max", "thread/max");
   }
-  for (int i = 0; i < n_ks && rc == AX_OK; i++) rc = bench_k(&b, ks[i], json);
+  for (int i = 0; i < n_ks && rc == AX_OK; i++) rc = bench_k(&b, ks[i]);
   if (rc == AX_OK) rc = bench_bandwidth(&b);
-  if (json) fclose(json);
+  if (rc == AX_OK) rc = b.json_rc;
   teardown(&b);
   return rc;
 }
@@ -278,10 +286,16 @@ int ax_cmd_bench_optimizer(int argc, char **argv) {
     ax_options_free(&OPT_TABLE, &c);
     return 0;
   }
-  int provided;
+  int provided, rank, ks[MAX_K], n_ks = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  if (rc == AX_OK) rc = run_bench(&c);
-  if (rc != AX_OK) ax_print_error();
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ax_set_rank(rank);
+  /* the options are the same everywhere, the output file is rank 0's: rank 0 says what is wrong */
+  if (rc == AX_OK) rc = parse_ks(c.coarsening, ks, &n_ks);
+  if (rc == AX_OK && c.json && rank == 0) rc = ax_file_check_appendable(c.json);
+  rc = ax_mpi_agree(MPI_COMM_WORLD, rc);
+  if (rc != AX_OK && rank == 0) ax_print_error();
+  if (rc == AX_OK && (rc = run_bench(&c, ks, n_ks)) != AX_OK) ax_print_error();
   ax_options_free(&OPT_TABLE, &c);
   MPI_Finalize();
   return rc == AX_OK ? 0 : 1;

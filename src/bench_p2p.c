@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "fileio.h"
 #include "log.h"
 #include "mpi/mpi_util.h"
 #include "options.h"
@@ -57,6 +58,7 @@ typedef struct {
   int same_node;
   char *sbuf, *rbuf;
   size_t rbuf_bytes;
+  int json_rc; /* rank 0: the first failure to append to --json */
 } P2p;
 
 typedef struct {
@@ -153,16 +155,19 @@ static int streaming(P2p *b, size_t bytes, P2pResult *r) {
   return rc;
 }
 
-static void write_json(const P2p *b, size_t bytes, const P2pResult *r) {
-  if (!b->c->json || b->me != 0) return;
-  FILE *f = fopen(b->c->json, "a");
-  if (!f) return;
-  fprintf(f, "{\"bench\":\"p2p\",\"bytes\":%zu,\"iters\":%d,\"latency_us\":%.3f,"
-             "\"latency_avg_us\":%.3f,\"pingpong_mbs\":%.2f,\"window\":%d,\"stream_iters\":%d,"
-             "\"stream_mbs\":%.2f,\"same_node\":%s,\"buffers\":\"host\"}\n",
-          bytes, r->iters, r->lat_us, r->avg_us, r->pp_mbs, r->window, r->stream_iters,
-          r->stream_mbs, b->same_node ? "true" : "false");
-  fclose(f);
+/* Rank 0 appends one JSON line; the first failure is kept in b->json_rc (the benchmark goes
+ * on, so rank 1 is not left waiting, and the run fails at its end). */
+static void write_json(P2p *b, size_t bytes, const P2pResult *r) {
+  if (!b->c->json || b->me != 0 || b->json_rc != AX_OK) return;
+  char line[512];
+  int n = snprintf(line, sizeof line,
+                   "{\"bench\":\"p2p\",\"bytes\":%zu,\"iters\":%d,\"latency_us\":%.3f,"
+                   "\"latency_avg_us\":%.3f,\"pingpong_mbs\":%.2f,\"window\":%d,"
+                   "\"stream_iters\":%d,\"stream_mbs\":%.2f,\"same_node\":%s,"
+                   "\"buffers\":\"host\"}\n",
+                   bytes, r->iters, r->lat_us, r->avg_us, r->pp_mbs, r->window, r->stream_iters,
+                   r->stream_mbs, b->same_node ? "true" : "false");
+  b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
 }
 
 static int bench_size(P2p *b, size_t bytes) {
@@ -219,11 +224,12 @@ static int run_pair(P2p *b) {
     rc = bench_size(b, bytes);
   free(b->sbuf);
   free(b->rbuf);
-  return rc;
+  return rc == AX_OK ? b->json_rc : rc;
 }
 
-static int check_config(const P2pConfig *c, int size) {
+static int check_config(const P2pConfig *c, int rank, int size) {
   if (size < 2) return AX_FAIL("bench p2p needs 2 ranks (run it under mpiexec -n 2)");
+  if (c->json && rank == 0) AX_TRY(ax_file_check_appendable(c->json));
   if (c->min_bytes > c->max_bytes) return AX_FAIL("--min-bytes is larger than --max-bytes");
   if (c->max_bytes > (1LL << 31) - 1)
     return AX_FAIL("--max-bytes %lld exceeds one MPI message (2 GiB - 1)", c->max_bytes);
@@ -251,7 +257,7 @@ static int with_mpi(const P2pConfig *c, int *argc, char ***argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   ax_set_rank(rank);
   ax_mpi_auto_polite(MPI_COMM_WORLD);
-  int rc = check_config(c, size); /* the same on every rank: rank 0 says it */
+  int rc = ax_mpi_agree(MPI_COMM_WORLD, check_config(c, rank, size)); /* rank 0 says it */
   if (rc != AX_OK && rank == 0) ax_print_error();
   if (rc == AX_OK && (rc = run_bench(c, rank)) != AX_OK) ax_print_error();
   if (!initialized) MPI_Finalize();

@@ -4,6 +4,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +26,76 @@ const char *ax_ckpt_step_dir(const char *dir, int step, char *buf) {
   return buf;
 }
 
+enum { STEP_DIR_CAP = 1024, LONGEST_TAIL = 64 }; /* "/step-NNNNNNNN/.stage-NNN.bin.tmp.PID" */
+
+int ax_ckpt_check_dir_name(const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 0) return AX_FAIL("--checkpoint-dir is empty");
+  if (n + LONGEST_TAIL >= STEP_DIR_CAP)
+    return AX_FAIL("--checkpoint-dir is %zu bytes long; at most %d fit", n,
+                   STEP_DIR_CAP - LONGEST_TAIL - 1);
+  for (const char *p = dir; *p;) { /* every component within the file system's limit */
+    size_t len = strcspn(p, "/");
+    if (len > NAME_MAX)
+      return AX_FAIL("--checkpoint-dir: a path component is %zu bytes long (at most %d)", len,
+                     NAME_MAX);
+    p += len + (p[len] == '/');
+  }
+  return AX_OK;
+}
+
+static void lock_owner(int fd, char *owner, size_t cap) {
+  ssize_t n = pread(fd, owner, cap - 1, 0);
+  owner[n > 0 ? n : 0] = 0;
+  owner[strcspn(owner, "\n")] = 0;
+  if (!owner[0]) snprintf(owner, cap, "unknown");
+}
+
+int ax_ckpt_lock(const char *dir, int *fd) {
+  char path[STEP_DIR_CAP + 8], owner[256], host[128] = "?";
+  snprintf(path, sizeof path, "%s/lock", dir);
+  *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (*fd < 0) return AX_FAIL("cannot create %s: %s", path, strerror(errno));
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+  if (fcntl(*fd, F_SETLK, &fl) != 0) {
+    int e = errno;
+    if (e == EACCES || e == EAGAIN) {
+      lock_owner(*fd, owner, sizeof owner);
+      close(*fd);
+      *fd = -1;
+      return AX_FAIL("checkpoint directory %s is in use by another run (%s); give each run its "
+                     "own --checkpoint-dir", dir, owner);
+    }
+    ax_warn("cannot lock %s (%s): nothing stops two runs from sharing this checkpoint directory",
+            path, strerror(e));
+    close(*fd);
+    *fd = -1;
+    return AX_OK;
+  }
+  gethostname(host, sizeof host - 1);
+  int n = snprintf(owner, sizeof owner, "pid %ld on %s\n", (long)getpid(), host);
+  if (ftruncate(*fd, 0) != 0 || pwrite(*fd, owner, (size_t)n, 0) != n)
+    ax_warn("cannot record the owner in %s: %s", path, strerror(errno));
+  return AX_OK;
+}
+
+void ax_ckpt_unlock(int fd) {
+  if (fd >= 0) close(fd); /* closing releases the lock */
+}
+
 static int make_dir(const char *path) {
-  if (mkdir(path, 0777) != 0 && errno != EEXIST)
-    return AX_FAIL("cannot create directory %s: %s", path, strerror(errno));
+  struct stat sb;
+  if (mkdir(path, 0777) == 0) return AX_OK;
+  if (errno != EEXIST) return AX_FAIL("cannot create directory %s: %s", path, strerror(errno));
+  if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return AX_FAIL("cannot create directory %s: a file of that name exists", path);
   return AX_OK;
 }
 
 /* mkdir -p */
 static int make_dirs(const char *dir) {
-  char path[1024];
+  char path[STEP_DIR_CAP];
+  AX_TRY(ax_ckpt_check_dir_name(dir));
   snprintf(path, sizeof path, "%s", dir);
   for (char *p = path + 1; *p; p++)
     if (*p == '/') {
@@ -43,9 +107,9 @@ static int make_dirs(const char *dir) {
 }
 
 int ax_ckpt_make_dirs(const char *dir, int step) {
-  char buf[1024];
+  char buf[STEP_DIR_CAP];
   AX_TRY(make_dirs(dir));
-  return make_dir(ax_ckpt_step_dir(dir, step, buf));
+  return step < 0 ? AX_OK : make_dir(ax_ckpt_step_dir(dir, step, buf));
 }
 
 /* ------------------------------------------------------------------ stage files */
@@ -138,6 +202,8 @@ static void print_manifest(FILE *o, const AxCkptManifest *man) {
   fprintf(o, "loss_scale %.9g %d %lld\n", man->loss_scale, man->clean_steps, man->skipped);
   fprintf(o, "model %d %d %d %d %d %d\nbatch %d %d\nstages %d\n", m->layers, m->channels,
           m->heads, m->vocab, m->padded_vocab, m->max_seq, man->batch, man->seq, man->stages);
+  if (man->have_run)
+    fprintf(o, "seed %lld\nlr %.17g\ndata %s\n", man->seed, man->lr, man->data);
   for (int i = 0; i < man->n_files; i++)
     fprintf(o, "file %s %llu %08x\n", man->files[i].name, man->files[i].bytes,
             man->files[i].crc);
@@ -183,6 +249,12 @@ static int parse_line(AxCkptManifest *man, const char *line) {
              &m->padded_vocab, &m->max_seq) == 6) return 1;
   if (sscanf(line, "batch %d %d", &man->batch, &man->seq) == 2) return 1;
   if (sscanf(line, "stages %d", &man->stages) == 1) return 1;
+  if (sscanf(line, "seed %lld", &man->seed) == 1) return man->have_run = 1;
+  if (sscanf(line, "lr %lf", &man->lr) == 1) return man->have_run = 1;
+  if (!strncmp(line, "data ", 5)) {
+    snprintf(man->data, sizeof man->data, "%s", line + 5);
+    return man->have_run = 1;
+  }
   if (sscanf(line, "file %31s %llu %x", name, &a, &crc) == 3) {
     AxCkptFile *f = realloc(man->files, (size_t)(man->n_files + 1) * sizeof *f);
     if (!f) return 0;
@@ -201,6 +273,43 @@ static int parse_line(AxCkptManifest *man, const char *line) {
     return 1;
   }
   return strncmp(line, "axonn-checkpoint 1", 18) == 0;
+}
+
+/* One record: a tensor of the model, whole or a range of its layers, inside its file. */
+static int check_record(const char *path, const AxCkptManifest *man, const AxCkptRecord *r) {
+  const AxGptConfig *m = &man->model;
+  if (r->file < 0 || r->file >= man->n_files || r->id < 0 || r->id >= AX_N_PARAMS)
+    return AX_FAIL("%s: record of file %d, tensor %d does not exist", path, r->file, r->id);
+  int layer = ax_param_is_layer(r->id);
+  unsigned long long want = layer ? (unsigned long long)(r->l1 - r->l0) *
+                                        ax_param_per_layer(m, r->id)
+                                  : ax_param_size(m, r->id);
+  if ((layer && (r->l0 < 0 || r->l1 <= r->l0 || r->l1 > m->layers)) ||
+      (!layer && (r->l0 || r->l1)) || r->count != want)
+    return AX_FAIL("%s: record of %s (layers %d-%d, %llu elements) does not fit the model",
+                   path, ax_param_name(r->id), r->l0, r->l1, r->count);
+  unsigned long long bytes = man->files[r->file].bytes;
+  if (r->offset > bytes || r->count > (bytes - r->offset) / (3 * sizeof(float)))
+    return AX_FAIL("%s: record of %s lies outside %s", path, ax_param_name(r->id),
+                   man->files[r->file].name);
+  return AX_OK;
+}
+
+/* Every field against its range (the CRC only says the text is what was written). */
+static int check_fields(const char *path, const AxCkptManifest *man) {
+  if (man->step < 0 || man->adam_steps < 0 || man->adam_steps > man->step ||
+      man->skipped < 0 || man->skipped > man->step || man->data_position < 0 ||
+      man->clean_steps < 0 || !isfinite(man->loss_scale) || man->loss_scale <= 0)
+    return AX_FAIL("%s: step %d, optimizer steps %lld, skipped %lld, data position %lld or "
+                   "loss scale %g is out of range", path, man->step, man->adam_steps,
+                   man->skipped, man->data_position, man->loss_scale);
+  if (ax_gpt_config_check(&man->model) != AX_OK) return ax_error_context("%s", path);
+  if (man->batch < 1 || man->seq < 1 || man->seq > man->model.max_seq || man->stages < 1 ||
+      man->stages > man->model.layers)
+    return AX_FAIL("%s: batch %d, sequence %d or %d stages do not fit the model", path,
+                   man->batch, man->seq, man->stages);
+  for (int i = 0; i < man->n_records; i++) AX_TRY(check_record(path, man, &man->records[i]));
+  return AX_OK;
 }
 
 static int read_text(const char *path, char **text, size_t *len) {
@@ -225,7 +334,7 @@ static int parse_manifest(const char *path, char *text, size_t len, AxCkptManife
     if (!parse_line(man, line)) return AX_FAIL("%s: unreadable line '%s'", path, line);
   if (man->n_files < 1 || man->n_records < 1 || man->stages != man->n_files)
     return AX_FAIL("%s: lists %d file(s) for %d stage(s)", path, man->n_files, man->stages);
-  return AX_OK;
+  return check_fields(path, man);
 }
 
 static int check_file(const char *step_dir, const AxCkptFile *cf) {
@@ -253,6 +362,7 @@ static int check_file(const char *step_dir, const AxCkptFile *cf) {
 
 int ax_ckpt_load_manifest(const char *step_dir, int check_files, AxCkptManifest *man) {
   memset(man, 0, sizeof *man);
+  man->step = -1; /* a manifest without its step line is out of range */
   char path[1100], *text = NULL;
   size_t len;
   snprintf(path, sizeof path, "%s/manifest", step_dir);
@@ -335,11 +445,26 @@ static void remove_step_dir(const char *path) {
   rmdir(path);
 }
 
-int ax_ckpt_prune(const char *dir, int keep) {
-  int *steps, n;
+/* A step directory with a valid manifest (its files are written before it). */
+static int has_manifest(const char *step_dir) {
+  AxCkptManifest man;
+  int ok = ax_ckpt_load_manifest(step_dir, 0, &man) == AX_OK;
+  if (ok)
+    ax_ckpt_manifest_free(&man);
+  else
+    ax_error_clear();
+  return ok;
+}
+
+int ax_ckpt_prune(const char *dir, int keep, int just_written) {
+  int *steps, n, kept = 1; /* just_written */
   AX_TRY(list_steps(dir, &steps, &n));
-  char path[1024];
-  for (int i = keep; i < n; i++) remove_step_dir(ax_ckpt_step_dir(dir, steps[i], path));
+  char path[STEP_DIR_CAP];
+  for (int i = 0; i < n; i++) { /* newest first */
+    if (steps[i] >= just_written) continue; /* it, and newer ones this run did not write */
+    ax_ckpt_step_dir(dir, steps[i], path);
+    if (!has_manifest(path) || ++kept > keep) remove_step_dir(path);
+  }
   free(steps);
   return AX_OK;
 }

@@ -9,7 +9,9 @@
  * State is stored per parameter tensor and layer, not per rank layout, so a checkpoint
  * written on one grid resumes on any other. Every file goes to a temporary name, is fsync'd
  * and renamed; a step directory without a valid manifest, or whose files do not match it,
- * is incomplete or corrupt and is passed over for the previous one. */
+ * is incomplete or corrupt and is passed over for the previous one. Every field of a manifest
+ * is range-checked when it is read. A run holds DIR/lock (an fcntl lock, gone when its owner
+ * dies) so two runs never write one directory. */
 #ifndef AX_CHECKPOINT_H
 #define AX_CHECKPOINT_H
 
@@ -29,9 +31,17 @@ typedef struct {
   uint32_t crc;
 } AxCkptFile;
 
+enum { AX_CKPT_DATA_MAX = 1024 };
+
 typedef struct {
   int step;
   long long adam_steps, data_position, skipped;
+  /* what the run was started with (resume warns when they differ); absent in older
+   * manifests: have_run = 0 */
+  int have_run;
+  long long seed;
+  double lr;
+  char data[AX_CKPT_DATA_MAX]; /* --data, or "-" for the built-in corpus */
   float loss_scale;
   int clean_steps;
   AxGptConfig model;
@@ -42,9 +52,16 @@ typedef struct {
   int n_records;
 } AxCkptManifest;
 
-/* The step directory DIR/step-NNNNNNNN (buf holds 1024 bytes). */
+/* The step directory DIR/step-NNNNNNNN (buf holds 1024 bytes; ax_ckpt_check_dir_name says
+ * whether DIR fits). */
 const char *ax_ckpt_step_dir(const char *dir, int step, char *buf);
-/* Creates DIR and DIR/step-N (rank 0, before anyone writes). */
+/* Fails (before anything is created) when the paths under DIR would not fit. */
+int ax_ckpt_check_dir_name(const char *dir);
+/* Takes DIR/lock for this process (DIR must exist): fails, naming the owner, when another
+ * live run holds it. *fd is -1 when the file system has no locks (a warning says so). */
+int ax_ckpt_lock(const char *dir, int *fd);
+void ax_ckpt_unlock(int fd);
+/* Creates DIR and DIR/step-N (rank 0, before anyone writes); step < 0: only DIR. */
 int ax_ckpt_make_dirs(const char *dir, int step);
 
 /* The records stage s of P (blocks [l0, l1)) writes, offsets from the start of its file. */
@@ -68,7 +85,8 @@ int ax_ckpt_find_latest(const char *dir, int *found, char *step_dir, AxCkptManif
  * be NULL: weights only). */
 int ax_ckpt_read_stage(const char *step_dir, const AxCkptManifest *man,
                        const AxStageLayout *lay, float *master, float *am, float *av);
-/* Removes all but the newest `keep` step directories. */
-int ax_ckpt_prune(const char *dir, int keep);
+/* Removes complete checkpoints beyond the newest `keep` (never `just_written`, which counts as
+ * one of them) and incomplete step directories older than the newest complete one. */
+int ax_ckpt_prune(const char *dir, int keep, int just_written);
 
 #endif

@@ -144,6 +144,17 @@ int ax_loader_next(AxLoader *L, int seq0, int nseq, int32_t *inputs, int32_t *ta
   return AX_OK;
 }
 
+int ax_loader_check_vocab(const AxLoader *L, const char *what) {
+  for (int s = 0; s < L->n_shards; s++) {
+    const AxShard *sh = &L->shards[s];
+    for (size_t i = 0; i < sh->n; i++)
+      if (sh->tokens[i] >= L->vocab)
+        return AX_FAIL("%s: shard %d holds token %u at position %zu, outside the vocabulary of "
+                       "%d", what, s + 1, sh->tokens[i], i, L->vocab);
+  }
+  return AX_OK;
+}
+
 void ax_loader_set_position(AxLoader *L, long long consumed) { L->consumed = consumed; }
 long long ax_loader_position(const AxLoader *L) { return L->consumed; }
 

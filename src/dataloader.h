@@ -33,6 +33,9 @@ int ax_loader_open_tokens(AxLoader *L, const uint16_t *tokens, size_t n, int B, 
 /* Fills inputs/targets [nseq*T] with sequences [seq0, seq0+nseq) of the next window and
  * advances. Fails if a token is outside the vocabulary. */
 int ax_loader_next(AxLoader *L, int seq0, int nseq, int32_t *inputs, int32_t *targets);
+/* Fails, naming the shard and position, when any token of any shard is outside the
+ * vocabulary (ax_loader_next finds it only when it reaches that batch). */
+int ax_loader_check_vocab(const AxLoader *L, const char *what);
 void ax_loader_set_position(AxLoader *L, long long consumed);
 long long ax_loader_position(const AxLoader *L);
 size_t ax_loader_windows(const AxLoader *L);

@@ -2,27 +2,35 @@
 #include "fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
 
-static int set_path(AxFile *f, const char *path) {
-  memset(f, 0, sizeof *f);
-  if (strlen(path) >= sizeof f->path) return AX_FAIL("file name too long: %.64s...", path);
-  strcpy(f->path, path);
+enum { MAX_LINK_HOPS = 40, TMP_BASE_MAX = 160 };
+
+static int set_path(char *dst, const char *path) {
+  if (strlen(path) >= PATH_MAX) return AX_FAIL("file name too long: %.64s...", path);
+  strcpy(dst, path);
   return AX_OK;
 }
 
 int ax_file_open_read(AxFile *f, const char *path) {
-  AX_TRY(set_path(f, path));
+  memset(f, 0, sizeof *f);
+  AX_TRY(set_path(f->path, path));
   f->f = fopen(path, "rb");
   if (!f->f) return AX_FAIL("cannot open %s: %s", path, strerror(errno));
+  struct stat sb;
+  if (fstat(fileno(f->f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    ax_file_close(f);
+    return AX_FAIL("cannot read %s: it is a directory", path);
+  }
   if (fseeko(f->f, 0, SEEK_END) != 0 || (f->size = ftello(f->f)) < 0 ||
       fseeko(f->f, 0, SEEK_SET) != 0) {
     int e = errno;
-    fclose(f->f);
-    f->f = NULL;
+    ax_file_close(f);
     return AX_FAIL("cannot determine the size of %s: %s", path, strerror(e));
   }
   return AX_OK;
@@ -51,34 +59,129 @@ void ax_file_close(AxFile *f) {
   f->f = NULL;
 }
 
+/* ------------------------------------------------------------------ writing */
+
+/* dst = the directory part of path ("." when none), with a trailing '/'. */
+static void dir_of(const char *path, char *dst) {
+  const char *slash = strrchr(path, '/');
+  size_t n = slash ? (size_t)(slash - path) + 1 : 0;
+  if (n)
+    memcpy(dst, path, n);
+  else
+    dst[n++] = '.', dst[n++] = '/';
+  dst[n] = 0;
+}
+
+/* Follows symlinks from path to the file a write should change (which may not exist yet). */
+static int resolve_target(const char *path, char *dest, struct stat *sb, int *exists) {
+  char link[PATH_MAX], next[PATH_MAX];
+  AX_TRY(set_path(dest, path));
+  for (int hop = 0; hop < MAX_LINK_HOPS; hop++) {
+    if (lstat(dest, sb) != 0) {
+      *exists = 0;
+      if (errno == ENOENT) return AX_OK;
+      return AX_FAIL("cannot write %s: %s", path, strerror(errno));
+    }
+    *exists = 1;
+    if (!S_ISLNK(sb->st_mode)) return AX_OK;
+    ssize_t n = readlink(dest, link, sizeof link - 1);
+    if (n < 0) return AX_FAIL("cannot read the symlink %s: %s", dest, strerror(errno));
+    link[n] = 0;
+    if (link[0] == '/') {
+      next[0] = 0;
+    } else {
+      dir_of(dest, next);
+    }
+    if (strlen(next) + (size_t)n >= PATH_MAX) return AX_FAIL("cannot write %s: path too long", path);
+    strcat(next, link);
+    strcpy(dest, next);
+  }
+  return AX_FAIL("cannot write %s: too many levels of symbolic links", path);
+}
+
+/* Refuses what a write must not replace; *direct = 1 for a character device. */
+static int check_kind(const char *path, const struct stat *sb, int exists, int *direct) {
+  *direct = 0;
+  if (!exists || S_ISREG(sb->st_mode)) return AX_OK;
+  if (S_ISDIR(sb->st_mode)) return AX_FAIL("cannot write %s: it is a directory", path);
+  if (S_ISCHR(sb->st_mode)) {
+    *direct = 1;
+    return AX_OK;
+  }
+  return AX_FAIL("cannot write %s: not a regular file (a %s)", path,
+                 S_ISFIFO(sb->st_mode) ? "FIFO" : S_ISSOCK(sb->st_mode) ? "socket"
+                                                                       : "block device");
+}
+
+/* DIR/.BASE.tmp.PID next to the target: a rename within one directory is atomic. */
+static int temp_name(const char *dest, char *tmp) {
+  const char *slash = strrchr(dest, '/'), *base = slash ? slash + 1 : dest;
+  char dir[PATH_MAX];
+  dir_of(dest, dir);
+  int n = snprintf(tmp, PATH_MAX, "%s.%.*s.tmp.%ld", dir, TMP_BASE_MAX, base, (long)getpid());
+  if (n < 0 || n >= PATH_MAX) return AX_FAIL("cannot write %s: path too long", dest);
+  return AX_OK;
+}
+
+static int open_temp(AxFile *f) {
+  AX_TRY(temp_name(f->dest, f->tmp));
+  unlink(f->tmp); /* left by a killed writer of the same pid */
+  int fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    int e = errno;
+    f->tmp[0] = 0;
+    return AX_FAIL("cannot write %s: %s", f->path, strerror(e));
+  }
+  if (!(f->f = fdopen(fd, "wb"))) {
+    close(fd);
+    unlink(f->tmp);
+    f->tmp[0] = 0;
+    return AX_FAIL("cannot open %s: %s", f->path, strerror(errno));
+  }
+  return AX_OK;
+}
+
 int ax_file_open_write(AxFile *f, const char *path) {
-  AX_TRY(set_path(f, path));
-  snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, (long)getpid());
-  f->f = fopen(f->tmp, "wb");
-  if (!f->f) return AX_FAIL("cannot create %s: %s", f->tmp, strerror(errno));
+  memset(f, 0, sizeof *f);
+  AX_TRY(set_path(f->path, path));
+  struct stat sb;
+  int exists = 0, direct = 0;
+  AX_TRY(resolve_target(path, f->dest, &sb, &exists));
+  AX_TRY(check_kind(path, &sb, exists, &direct));
+  if (!direct) return open_temp(f);
+  if (!(f->f = fopen(f->dest, "wb"))) return AX_FAIL("cannot open %s: %s", path, strerror(errno));
   return AX_OK;
 }
 
 int ax_file_write(AxFile *f, const void *buf, size_t bytes) {
   if (fwrite(buf, 1, bytes, f->f) != bytes)
-    return AX_FAIL("cannot write %s: %s", f->tmp, strerror(errno));
+    return AX_FAIL("cannot write %s: %s", f->path, strerror(errno));
   f->pos += (long long)bytes;
   return AX_OK;
 }
 
+/* fflush, fsync (files only: a device may not support it) and fclose, every one checked. */
+static int flush_and_close(AxFile *f) {
+  int e = 0;
+  if (fflush(f->f) != 0 || (f->tmp[0] && fsync(fileno(f->f)) != 0)) e = errno;
+  if (fclose(f->f) != 0 && !e) e = errno;
+  f->f = NULL;
+  if (e) return AX_FAIL("cannot write %s: %s", f->path, strerror(e));
+  return AX_OK;
+}
+
 int ax_file_commit(AxFile *f) {
-  if (fflush(f->f) != 0 || fsync(fileno(f->f)) != 0) {
+  if (flush_and_close(f) != AX_OK) {
+    ax_file_abort(f);
+    return AX_ERR;
+  }
+  if (!f->tmp[0]) return AX_OK;
+  if (rename(f->tmp, f->dest) != 0) {
     int e = errno;
     ax_file_abort(f);
-    return AX_FAIL("cannot flush %s: %s", f->path, strerror(e));
+    return AX_FAIL("cannot rename %s to %s: %s", f->tmp, f->dest, strerror(e));
   }
-  fclose(f->f);
-  f->f = NULL;
-  if (rename(f->tmp, f->path) != 0) {
-    int e = errno;
-    unlink(f->tmp);
-    return AX_FAIL("cannot rename %s to %s: %s", f->tmp, f->path, strerror(e));
-  }
+  f->tmp[0] = 0;
   return AX_OK;
 }
 
@@ -86,4 +189,29 @@ void ax_file_abort(AxFile *f) {
   if (f->f) fclose(f->f);
   f->f = NULL;
   if (f->tmp[0]) unlink(f->tmp);
+  f->tmp[0] = 0;
+}
+
+int ax_file_check_writable(const char *path) {
+  AxFile f;
+  AX_TRY(ax_file_open_write(&f, path));
+  ax_file_abort(&f);
+  return AX_OK;
+}
+
+int ax_file_append(const char *path, const void *text, size_t len) {
+  FILE *f = fopen(path, "ab");
+  if (!f) return AX_FAIL("cannot open %s for appending: %s", path, strerror(errno));
+  int e = fwrite(text, 1, len, f) != len || fflush(f) != 0 ? errno : 0;
+  if (fclose(f) != 0 && !e) e = errno;
+  if (e) return AX_FAIL("cannot write %s: %s", path, strerror(e));
+  return AX_OK;
+}
+
+int ax_file_check_appendable(const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) return ax_file_check_writable(path); /* would be created */
+  if (S_ISDIR(sb.st_mode)) return AX_FAIL("cannot write %s: it is a directory", path);
+  if (access(path, W_OK) != 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
+  return AX_OK;
 }

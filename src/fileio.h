@@ -1,18 +1,34 @@
 /* fileio.h — checked file I/O. Reads fail with the path, what was being read and how many
- * bytes were missing; writes go to a temporary name that is fsync'd and renamed into place on
- * commit, so a failed or interrupted write never leaves a partial file under the real name. */
+ * bytes were missing, and refuse directories. Writes follow symlinks to their final target
+ * (the link stays a link) and then, for a regular file (or a new one), go to a temporary
+ * name in the target's directory that is fsync'd and renamed into place on commit, so a
+ * failed or interrupted write never leaves a partial file under the real name. A character
+ * device (/dev/null, /dev/full) is written directly, never replaced; a directory, FIFO,
+ * socket or block device is refused. Every write, flush, sync and close is checked. */
 #ifndef AX_FILEIO_H
 #define AX_FILEIO_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+/* Appends len bytes to path (created when missing): the JSON-lines files that successive
+ * benchmark runs add to. Open, write and close are checked. */
+int ax_file_append(const char *path, const void *text, size_t len);
+/* Fails now, with the reason, when `path` could not be appended to later; creates nothing. */
+int ax_file_check_appendable(const char *path);
+
+#endif
+
 typedef struct {
   FILE *f;
-  char path[1024];
-  char tmp[1100];
-  long long size; /* readers: the file's size in bytes */
-  long long pos;  /* bytes read or written so far */
+  char path[PATH_MAX]; /* as given */
+  char tmp[PATH_MAX];  /* writers: the temporary name ("" when writing directly) */
+  char dest[PATH_MAX]; /* writers: the final target (symlinks followed) */
+  long long size;      /* readers: the file's size in bytes */
+  long long pos;       /* bytes read or written so far */
 } AxFile;
 
 int ax_file_open_read(AxFile *f, const char *path);
@@ -23,9 +39,20 @@ void ax_file_close(AxFile *f);
 
 int ax_file_open_write(AxFile *f, const char *path);
 int ax_file_write(AxFile *f, const void *buf, size_t bytes);
-/* Flushes, fsyncs and renames the temporary file to its real name. */
+/* Flushes, fsyncs and renames the temporary file to its real name (or flushes a device). */
 int ax_file_commit(AxFile *f);
 /* Closes and removes the temporary file (after a failure). */
 void ax_file_abort(AxFile *f);
+
+/* Fails now, with the reason, when `path` could not be written later: creates and removes
+ * the temporary file a write would use (nothing is left behind; an existing file is not
+ * touched). */
+int ax_file_check_writable(const char *path);
+
+/* Appends len bytes to path (created when missing): the JSON-lines files that successive
+ * benchmark runs add to. Open, write and close are checked. */
+int ax_file_append(const char *path, const void *text, size_t len);
+/* Fails now, with the reason, when `path` could not be appended to later; creates nothing. */
+int ax_file_check_appendable(const char *path);
 
 #endif

@@ -1,6 +1,7 @@
 /* model_file.c — llm.c fp32 model files; see model_file.h. */
 #include "model_file.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -25,6 +26,15 @@ static int parse_header(const char *path, const int32_t *h, long long file_size,
     return AX_FAIL("%s: size mismatch: the header describes %zu parameters (%lld bytes with "
                    "the header) but the file has %lld bytes", path, ax_gpt_num_params(cfg),
                    expect, file_size);
+  return AX_OK;
+}
+
+/* A NaN or infinity in a model file would train or sample garbage without a word. */
+static int check_finite(const char *path, int id, const float *t, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(t[i]))
+      return AX_FAIL("%s: tensor %s holds a non-finite value (%g) at element %zu", path,
+                     ax_param_name(id), t[i], i);
   return AX_OK;
 }
 
@@ -55,18 +65,17 @@ int ax_model_file_read_stage(const char *path, const AxGptConfig *cfg,
     ax_file_close(&f);
     return AX_FAIL("%s: model dimensions changed while reading", path);
   }
-  for (int id = 0; id < AX_N_PARAMS; id++) {
+  int rc = AX_OK;
+  for (int id = 0; id < AX_N_PARAMS && rc == AX_OK; id++) {
     if (!layout->has[id]) continue;
     long long at = HEADER_INTS * 4 + (long long)layout->file_offset[id] * 4;
-    if (ax_file_seek(&f, at) != AX_OK ||
-        ax_file_read(&f, dst + layout->offset[id], layout->count[id] * 4, ax_param_name(id)) !=
-            AX_OK) {
-      ax_file_close(&f);
-      return AX_ERR;
-    }
+    float *t = dst + layout->offset[id];
+    rc = ax_file_seek(&f, at);
+    if (rc == AX_OK) rc = ax_file_read(&f, t, layout->count[id] * 4, ax_param_name(id));
+    if (rc == AX_OK) rc = check_finite(path, id, t, layout->count[id]);
   }
   ax_file_close(&f);
-  return AX_OK;
+  return rc;
 }
 
 /* The piece holding slice [file_off, file_off + n) of tensor id, or NULL. */

@@ -170,12 +170,21 @@ static char *trim(char *s) {
 
 enum { CONFIG_LINE_MAX = 4096 };
 
-/* A line whose first non-blank character is '#' is a comment; nothing else is stripped, so a
- * '#' inside a value stays part of it (and a number followed by one is an error, not cut). */
+/* '#' at the start of a line or after a blank starts a comment; a '#' inside a word is part of
+ * the value (a file name may hold one), so a value is never cut short silently. */
+static void strip_comment(char *line) {
+  for (char *p = line; *p; p++)
+    if (*p == '#' && (p == line || *(p - 1) == ' ' || *(p - 1) == '\t')) {
+      *p = 0;
+      return;
+    }
+}
+
 static int parse_config_line(const AxOptionTable *t, void *cfg, char *line, const char *path,
                              int lineno, AxOptState *st) {
+  strip_comment(line);
   char *s = trim(line);
-  if (!*s || *s == '#') return AX_OK;
+  if (!*s) return AX_OK;
   char *eq = strchr(s, '=');
   if (!eq) return AX_FAIL("%s:%d: expected `name = value` (comments are lines starting with #)",
                           path, lineno);

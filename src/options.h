@@ -1,6 +1,6 @@
 /* options.h — GNU long options (`--name value`, `--name=value`) and `--config FILE`
- * (`name = value` per line; a line whose first non-blank character is `#` is a comment, and a
- * `#` anywhere else is part of the value; the command line wins) parsed into a plain struct
+ * (`name = value` per line; `#` at the start of a line or after a blank starts a comment, a
+ * `#` inside a word is part of the value; the command line wins) parsed into a plain struct
  * from a table. Integers take K, M, G suffixes (x 1024^n) and are checked for overflow. The
  * same table prints `--help`. Every problem is one clear error. */
 #ifndef AX_OPTIONS_H

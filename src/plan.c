@@ -29,6 +29,7 @@ static void plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
                        StagePlan *out) {
   int P = cfg->g_inter, limit = cfg->pipeline_limit ? cfg->pipeline_limit : P;
   int shard = cfg->batch / cfg->g_data, micro = cfg->micro_batch ? cfg->micro_batch : shard;
+  if (limit > shard / micro) limit = shard / micro; /* as the trainer: no more than there are */
   size_t esz = ax_dtype_size((AxDType)cfg->precision);
   AxStageLayout lay;
   ax_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1);
@@ -70,19 +71,20 @@ int ax_plan_print(const AxTrainConfig *cfg) {
     free(first);
     return AX_ERR;
   }
-  printf("memory plan: GPT L=%d C=%d NH=%d T=%d V=%d, %.3fB parameters; grid %d x %d = %d "
+  printf("memory plan: GPT L=%d C=%d NH=%d T=%d V=%d, %.3fB parameters; grid %d x %d = %lld "
          "ranks; %s %s; micro-batch %d; bucket %lld elements\n", m.layers, m.channels, m.heads,
-         cfg->seq, m.vocab, ax_gpt_num_params(&m) / 1e9, P, D, P * D, cfg->device,
+         cfg->seq, m.vocab, ax_gpt_num_params(&m) / 1e9, P, D, (long long)P * D, cfg->device,
          ax_dtype_name((AxDType)cfg->precision),
          cfg->micro_batch ? cfg->micro_batch : cfg->batch / D, cfg->bucket_size);
   printf("per rank, GB   (device: weights, gradients, activations without / with checkpointing; "
          "host: optimizer arena; paper: 20phi vs 4phi + 16b)\n");
   printf("%-10s %9s %9s %9s %11s %11s %10s %11s %11s\n", "stage", "params(B)", "weights",
          "grads", "acts", "acts(ckpt)", "host", "paper 20phi", "4phi+16b");
-  StagePlan total = {0};
+  StagePlan total = {0}, p;
   for (int s = 0; s < P; s++) {
-    StagePlan p;
-    plan_stage(cfg, &m, first, s, &p);
+    /* stages of the same shape as the one before need no new plan (thousands of stages) */
+    int same = s > 1 && s < P - 1 && first[s + 1] - first[s] == first[s] - first[s - 1];
+    if (!same) plan_stage(cfg, &m, first, s, &p);
     char label[32];
     snprintf(label, sizeof label, "%d", s);
     if (P <= 16 || s < 4 || s >= P - 2) print_row(label, &p);

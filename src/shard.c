@@ -37,6 +37,11 @@ int ax_shard_open(AxShard *s, const char *path) {
     close(fd);
     return AX_FAIL("cannot stat %s: %s", path, strerror(errno));
   }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    return AX_FAIL("cannot read %s: %s", path,
+                   S_ISDIR(sb.st_mode) ? "it is a directory" : "not a regular file");
+  }
   size_t size = (size_t)sb.st_size;
   if (size < HEADER_BYTES) {
     close(fd);

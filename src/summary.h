@@ -69,8 +69,6 @@ int ax_summary_peak_lookup(AxPeakInfo *p, double peak_tflops_option, const char 
 /* The summary as one JSON object on one line, without a newline. */
 void ax_summary_write_json(FILE *f, const AxSummary *s);
 
-/* Fails early (before training) when FILE cannot be written; leaves nothing behind. */
-int ax_summary_check_path(const char *path);
 /* Collective over the trainer's grid: reduces the timing window, resolves the peak (measures
  * the CPU SGEMM peak on every rank when needed), gathers memory marks; rank 0 prints the human
  * line and the JSON line and writes --summary. Every rank returns the same status. */

@@ -170,13 +170,6 @@ static int emit(const AxSummary *s, const char *path) {
   return rc;
 }
 
-int ax_summary_check_path(const char *path) {
-  AxFile f;
-  AX_TRY(ax_file_open_write(&f, path));
-  ax_file_abort(&f);
-  return AX_OK;
-}
-
 int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
   const AxGrid *g = ax_trainer_grid(t);
   AxSummary s;

@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "fileio.h"
 #include "log.h"
 #include "metrics.h"
 #include "plan.h"
@@ -36,14 +37,24 @@ static void abort_job(const AxTrainer *t) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* The metrics CSV, and a check that --summary can be written (before any time is spent). */
+/* Every file rank 0 writes at the end can be written: checked before any time is spent, so a
+ * long run is not lost at its end (--checkpoint-dir is checked by the trainer's setup). */
+static int check_outputs(const AxTrainConfig *cfg, const AxTrainer *t) {
+  const struct { const char *flag, *path; } outputs[] = {
+      {"--save", cfg->save}, {"--summary", cfg->summary}, {"--trace", cfg->trace}};
+  int rc = AX_OK;
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == AX_OK; i++)
+    if (ax_trainer_grid(t)->rank == 0 && outputs[i].path &&
+        ax_file_check_writable(outputs[i].path) != AX_OK)
+      rc = ax_error_context("%s", outputs[i].flag);
+  return ax_grid_agree(ax_trainer_grid(t), rc);
+}
+
+/* The metrics CSV (rank 0). */
 static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer *t) {
-  int rank0 = ax_trainer_grid(t)->rank == 0, rc = AX_OK;
+  int rank0 = ax_trainer_grid(t)->rank == 0;
   memset(m, 0, sizeof *m);
-  if (rank0 && cfg->summary && ax_summary_check_path(cfg->summary) != AX_OK)
-    rc = ax_error_context("--summary");
-  if (rc == AX_OK)
-    rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
+  int rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
                          (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t));
   if (rc == AX_OK) ax_metrics_timing_window(m, cfg->timing_skip, cfg->timing_steps);
   rc = ax_grid_agree(ax_trainer_grid(t), rc);
@@ -93,6 +104,7 @@ static int after_step(AxTrainer *t, const AxTrainConfig *cfg, int step, int *sto
 static int run(AxTrainer *t, const AxTrainConfig *cfg) {
   AxMetrics m;
   int first = 1, stop = 0;
+  AX_TRY(check_outputs(cfg, t));
   if (cfg->resume) {
     int done;
     AX_TRY(ax_trainer_resume(t, &done));

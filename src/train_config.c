@@ -1,6 +1,7 @@
 /* train_config.c — the option table of `axonn train` and its consistency checks. */
 #include "train_config.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -147,6 +148,11 @@ AxGptConfig ax_train_model_config(const AxTrainConfig *cfg) {
 }
 
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
+  if (strcmp(cfg->device, "cpu") != 0 && strcmp(cfg->device, "cuda") != 0)
+    return AX_FAIL("--device '%s' is not cpu or cuda", cfg->device);
+  if ((long long)cfg->g_inter * cfg->g_data > INT_MAX)
+    return AX_FAIL("--g-inter %d x --g-data %d is more ranks than MPI can number", cfg->g_inter,
+                   cfg->g_data);
   if (cfg->batch % cfg->g_data)
     return AX_FAIL("--batch %d is not divisible by --g-data %d", cfg->batch, cfg->g_data);
   int shard = cfg->batch / cfg->g_data;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "error.h"
 #include "log.h"
 #include "model_file.h"
@@ -55,6 +56,7 @@ static int setup_model(Trainer *t) {
   t->micro = t->cfg.micro_batch ? t->cfg.micro_batch : t->shard;
   t->n_micro = t->shard / t->micro;
   t->limit = t->cfg.pipeline_limit ? t->cfg.pipeline_limit : t->grid.P;
+  if (t->limit > t->n_micro) t->limit = t->n_micro; /* never more in flight than there are */
   return AX_OK;
 }
 
@@ -160,6 +162,7 @@ static int setup_data(Trainer *t) {
   if (t->cfg.val_data) {
     AX_TRY(ax_loader_open(&t->val, t->cfg.val_data, t->cfg.batch, t->cfg.seq, t->model.vocab, 0,
                           0));
+    AX_TRY(ax_loader_check_vocab(&t->val, "--val-data")); /* not at the first validation */
     t->have_val = 1;
   }
   return AX_OK;
@@ -307,6 +310,7 @@ void ax_trainer_destroy(AxTrainer *t) {
   free(t->inputs);
   free(t->targets);
   free(t->first_block);
+  ax_ckpt_unlock(t->ckpt_lock);
   if (t->have_grid) ax_grid_destroy(&t->grid);
   free(t);
 }
@@ -319,6 +323,7 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   AxTrainer *t = ax_calloc(1, sizeof *t);
   if (!t) return AX_ERR;
   t->cfg = *cfg;
+  t->ckpt_lock = -1;
   t->lr = (AxLrSchedule){.cosine = cfg->lr_schedule == AX_LR_COSINE, .lr = cfg->lr,
                          .min_frac = cfg->min_lr_frac, .warmup = cfg->warmup,
                          .total = cfg->steps};
@@ -330,6 +335,7 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   if (rc == AX_OK) rc = phase(t, setup_stage);
   if (rc == AX_OK) rc = phase(t, setup_data);
   if (rc == AX_OK) rc = phase(t, setup_trace);
+  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints);
   if (rc == AX_OK) rc = phase(t, setup_scheduler);
   if (rc != AX_OK) {
     ax_trainer_destroy(t);

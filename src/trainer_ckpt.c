@@ -7,6 +7,7 @@
 
 #include "checkpoint.h"
 #include "error.h"
+#include "fileio.h"
 #include "log.h"
 #include "mpi/mpi_util.h"
 #include "timer.h"
@@ -20,11 +21,30 @@ int ax_trainer_agree_flag(AxTrainer *t, int local, int *any) {
   return AX_OK;
 }
 
+/* The ranks that write checkpoints: the stages of row 0. */
+static int writes_checkpoints(const Trainer *t) { return t->grid.row == 0; }
+
+int ax_trainer_setup_checkpoints(Trainer *t) {
+  const char *dir = t->cfg.checkpoint_dir;
+  if (!dir) return AX_OK;
+  int rc = AX_OK;
+  if (t->grid.rank == 0) {
+    rc = ax_ckpt_make_dirs(dir, -1);
+    if (rc == AX_OK) rc = ax_ckpt_lock(dir, &t->ckpt_lock);
+  }
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  if (!writes_checkpoints(t)) return AX_OK;
+  char probe[1100];
+  snprintf(probe, sizeof probe, "%s/stage-%d.bin", dir, t->grid.stage);
+  if (ax_file_check_writable(probe) != AX_OK) return ax_error_context("--checkpoint-dir");
+  return AX_OK;
+}
+
 /* Row 0 ranks write their stage; rank 0 learns every file's size and CRC. */
 static int write_stages(Trainer *t, const char *step_dir, AxCkptFile *files) {
   AxCkptFile mine = {{0}, 0, 0};
   int rc = AX_OK;
-  if (t->grid.row == 0)
+  if (writes_checkpoints(t))
     rc = ax_ckpt_write_stage(step_dir, t->grid.stage, &t->model, ax_stage_layout_of(t->stage),
                              t->grid.P, t->off.master, t->off.m, t->off.v, &mine);
   AX_TRY(ax_grid_agree(&t->grid, rc));
@@ -48,7 +68,9 @@ static int build_manifest(Trainer *t, int step, AxCkptFile *files, AxCkptManifes
                           .skipped = t->loss_scale.skipped, .loss_scale = t->loss_scale.scale,
                           .clean_steps = t->loss_scale.clean_steps, .model = t->model,
                           .batch = t->cfg.batch, .seq = t->cfg.seq, .stages = t->grid.P,
-                          .files = files, .n_files = t->grid.P};
+                          .files = files, .n_files = t->grid.P, .have_run = 1,
+                          .seed = t->cfg.seed, .lr = t->cfg.lr};
+  snprintf(man->data, sizeof man->data, "%s", t->cfg.data ? t->cfg.data : "-");
   for (int s = 0; s < t->grid.P; s++) {
     AxCkptRecord *r;
     int n;
@@ -71,7 +93,7 @@ static int write_manifest(Trainer *t, int step, const char *step_dir, AxCkptFile
   AxCkptManifest man;
   int rc = build_manifest(t, step, files, &man);
   if (rc == AX_OK) rc = ax_ckpt_write_manifest(step_dir, &man);
-  if (rc == AX_OK) rc = ax_ckpt_prune(t->cfg.checkpoint_dir, t->cfg.keep);
+  if (rc == AX_OK) rc = ax_ckpt_prune(t->cfg.checkpoint_dir, t->cfg.keep, step);
   free(man.records);
   return rc;
 }
@@ -123,10 +145,27 @@ static int same_shape(const Trainer *t, const AxCkptManifest *man, const char *s
   return AX_OK;
 }
 
+/* A resumed run may change these on purpose (a new data mix, a lower learning rate), but
+ * never silently. */
+static void warn_changes(const Trainer *t, const AxCkptManifest *man, const char *step_dir) {
+  const char *data = t->cfg.data ? t->cfg.data : "-";
+  if (!man->have_run || t->grid.rank != 0) return;
+  if (man->seed != t->cfg.seed)
+    ax_warn("resume: --seed %lld differs from the %lld that %s was trained with", t->cfg.seed,
+            man->seed, step_dir);
+  if (man->lr != t->cfg.lr)
+    ax_warn("resume: --lr %g differs from the %g that %s was trained with", t->cfg.lr, man->lr,
+            step_dir);
+  if (strcmp(man->data, data) != 0)
+    ax_warn("resume: --data '%s' differs from '%s' that %s was trained on (the data position "
+            "carries over)", data, man->data, step_dir);
+}
+
 static int load_state(Trainer *t, const char *step_dir, int *step) {
   AxCkptManifest man;
   AX_TRY(ax_ckpt_load_manifest(step_dir, 0, &man));
   int rc = same_shape(t, &man, step_dir);
+  if (rc == AX_OK) warn_changes(t, &man, step_dir);
   if (rc == AX_OK)
     rc = ax_ckpt_read_stage(step_dir, &man, ax_stage_layout_of(t->stage), t->off.master,
                             t->off.m, t->off.v);

@@ -46,6 +46,7 @@ struct AxTrainer {
   AxLrSchedule lr;
   AxTrace trace;
   AxCommBytes comm_bytes;
+  int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */
   /* per-step accumulation by the stage callbacks */
   double loss_sum;
   int validating;
@@ -55,5 +56,8 @@ typedef AxTrainer Trainer;
 
 /* train_step.c */
 int ax_trainer_make_ops(Trainer *t, AxStageOps *ops);
+/* trainer_ckpt.c: creates and locks --checkpoint-dir (rank 0) and checks that every rank that
+ * writes into it can (a setup phase; nothing when there is no --checkpoint-dir). */
+int ax_trainer_setup_checkpoints(Trainer *t);
 
 #endif

@@ -20,6 +20,7 @@
 #define AX_LN2_LO (-2.12194440e-4f)
 
 static inline float ax_expf(float x) {
+  if (x != x) return x; /* NaN stays NaN (and never reaches the integer conversion below) */
   x = x > AX_EXP_HI ? AX_EXP_HI : x < AX_EXP_LO ? AX_EXP_LO : x;
   float n = nearbyintf(x * AX_LOG2E);
   float r = fmaf(-n, AX_LN2_HI, x);

@@ -143,7 +143,8 @@ START_TEST(options_are_checked) {
   /* config files: values apply, the command line wins, bad lines are located */
   const char *cfgfile = tu_path("run.cfg");
   FILE *f = fopen(cfgfile, "w");
-  fprintf(f, "# a comment\nlayers = 6\nlr = 0.5  # trailing comment\n--hidden=64\n");
+  fprintf(f, "# a comment\nlayers = 6\nlr = 0.5  # trailing comment\n--hidden=64\n"
+             "save = run#1.bin\n");
   fclose(f);
   char buf[600];
   snprintf(buf, sizeof buf, "train --config %s --lr 0.25", cfgfile);
@@ -155,6 +156,7 @@ START_TEST(options_are_checked) {
   ck_assert_int_eq(ax_train_config_parse(&cfg, argc, argv, &st), AX_OK);
   ck_assert_int_eq(cfg.layers, 6);
   ck_assert_double_eq(cfg.lr, 0.25);
+  ck_assert_str_eq(cfg.save, "run#1.bin"); /* a '#' inside a word is not a comment */
   ck_assert(ax_options_was_set(&AX_TRAIN_OPTIONS, &st, "layers"));
   ck_assert(!ax_options_was_set(&AX_TRAIN_OPTIONS, &st, "heads"));
   ax_train_config_free(&cfg);

@@ -1,0 +1,250 @@
+#!/bin/sh
+# The bad-input corpus: every case is something a user or a batch system really does wrong, and
+# each must end with exactly one line on stderr that says what is wrong, a non-zero exit (never
+# a crash, never a hang: each case runs under `timeout`), no partial output left in the output
+# directory, and nothing already there changed or lost. One-rank cases here; faults of
+# multi-rank runs (killed, stopped and stuck ranks) are in tests/mpi_faults.sh.
+#   bad NEEDLE CMD...   runs CMD (usually $AXONN ...) in a fresh state of $OUT
+set -u
+AXONN=${AXONN:-bin/axonn}
+TMP=$(mktemp -d /tmp/axonn-bad-XXXXXX)
+trap 'chmod -R u+w "$TMP" 2>/dev/null; rm -rf "$TMP"' EXIT
+OUT=$TMP/out        # where cases write; its contents are compared before and after
+IN=$TMP/in          # inputs, prepared once
+mkdir -p "$OUT" "$IN"
+fails=0 cases=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+RUN="--seq 16 --batch 4 --steps 3 --val-steps 0 --quiet"   # with --init
+T="--layers 2 --hidden 32 --heads 2 $RUN"
+
+snapshot() { (cd "$OUT" && find . -print | sort && find . -type f -exec md5sum {} + | sort); }
+
+bad() {
+  needle=$1; shift
+  cases=$((cases + 1))
+  snapshot >"$TMP/before"
+  timeout 120 "$@" >"$TMP/stdout" 2>"$TMP/stderr"; rc=$?
+  snapshot >"$TMP/after"
+  what="case $cases: $*"
+  if [ $rc -eq 0 ]; then fail "$what: exit 0, expected an error with '$needle'"; return; fi
+  if [ $rc -eq 124 ]; then fail "$what: hung (killed after 120 s)"; return; fi
+  if [ $rc -gt 128 ]; then fail "$what: died of signal $((rc - 128))"; cat "$TMP/stderr"; return; fi
+  lines=$(wc -l <"$TMP/stderr")
+  if [ "$lines" -ne 1 ]; then fail "$what: $lines lines on stderr:"; cat "$TMP/stderr"; return; fi
+  grep -q -- "$needle" "$TMP/stderr" || { fail "$what: stderr lacks '$needle':"; cat "$TMP/stderr"; }
+  cmp -s "$TMP/before" "$TMP/after" || { fail "$what: changed $OUT:"; diff "$TMP/before" "$TMP/after"; }
+}
+
+# ---------------------------------------------------------------- inputs
+i=0; : >"$IN/text.txt"
+while [ $i -lt 200 ]; do echo "to be or not to be, that is the question $i" >>"$IN/text.txt"; i=$((i + 1)); done
+"$AXONN" prep --input "$IN/text.txt" --output "$IN/t" >/dev/null || fail "prep of the inputs"
+"$AXONN" train $T --data "$IN/t_train.bin" --save "$IN/model.bin" >/dev/null ||
+  fail "training the input model"
+mkdir -p "$IN/dir"
+# a shard header and a model header, with one field changed: poke FILE OFFSET INT32
+poke() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $(($2 & 255)) $((($2 >> 8) & 255)) \
+  $((($2 >> 16) & 255)) $((($2 >> 24) & 255)))" | dd of="$1" bs=1 seek="$3" conv=notrunc 2>/dev/null; }
+cp "$IN/t_train.bin" "$IN/magic.bin"; poke "$IN/magic.bin" 12345 0
+cp "$IN/t_train.bin" "$IN/version.bin"; poke "$IN/version.bin" 7 4
+cp "$IN/t_train.bin" "$IN/claims.bin"; poke "$IN/claims.bin" 99999999 8
+head -c 2000 "$IN/t_train.bin" >"$IN/truncated.bin"
+head -c 100 "$IN/t_train.bin" >"$IN/short.bin"
+: >"$IN/empty.bin"
+cp "$IN/t_val.bin" "$IN/oov_val.bin"; printf '\377\377' | dd of="$IN/oov_val.bin" bs=1 seek=1100 conv=notrunc 2>/dev/null
+cp "$IN/model.bin" "$IN/mmagic.bin"; poke "$IN/mmagic.bin" 1 0
+cp "$IN/model.bin" "$IN/mversion.bin"; poke "$IN/mversion.bin" 5 4
+head -c 5000 "$IN/model.bin" >"$IN/mtrunc.bin"
+cp "$IN/model.bin" "$IN/mheads.bin"; poke "$IN/mheads.bin" 3 20
+cp "$IN/model.bin" "$IN/overflow.bin"; poke "$IN/overflow.bin" 1 16; poke "$IN/overflow.bin" 1073741824 24
+poke "$IN/overflow.bin" 2147483647 28
+cp "$IN/model.bin" "$IN/nan.bin"; printf '\000\000\300\177' | dd of="$IN/nan.bin" bs=1 seek=1500 conv=notrunc 2>/dev/null
+python3 -c "print('#' + ' ' * 4094 + 'steps = 1')" >"$IN/long.cfg"
+printf 'steps = 5# five steps\n' >"$IN/hash.cfg"
+printf 'steps = 2\nthis is junk\n' >"$IN/junk.cfg"
+head -c 512 "$AXONN" >"$IN/binary.cfg"
+printf 'config = other.cfg\n' >"$IN/nested.cfg"
+printf 'no-such-option = 1\n' >"$IN/unknown.cfg"
+
+# ---------------------------------------------------------------- flags
+bad "unknown command 'fly'" "$AXONN" fly
+bad "unknown option --nope" "$AXONN" train --nope 1
+bad "--steps needs a value" "$AXONN" train --steps
+bad "--steps expects an integer, got 'ten'" "$AXONN" train --steps ten
+bad "--steps -1 is out of range" "$AXONN" train --steps -1
+bad "--layers 0 is out of range" "$AXONN" train --layers 0
+bad "--batch 0 is out of range" "$AXONN" train --batch 0
+bad "--hidden 99999999999 is out of range" "$AXONN" train --hidden 99999999999
+bad "--lr expects a number, got 'nan'" "$AXONN" train --lr nan
+bad "--lr expects a number, got 'inf'" "$AXONN" train --lr inf
+bad "--lr -0.1 is out of range" "$AXONN" train --lr -0.1
+bad "--beta1 1 is out of range" "$AXONN" train --beta1 1
+bad "--grad-clip expects a number" "$AXONN" train --grad-clip 1e999
+bad "--seed 17179869184G is out of range" "$AXONN" train --seed 17179869184G
+bad "--seed 9223372036854775808 is out of range" "$AXONN" train --seed 9223372036854775808
+bad "--seed -5 is out of range" "$AXONN" train --seed -5
+bad "--bucket-size 17179869185G is out of range" "$AXONN" plan --bucket-size 17179869185G
+bad "--bucket-size expects an integer, got '4X'" "$AXONN" train --bucket-size 4X
+bad "--shuffle 2 is out of range" "$AXONN" train --shuffle 2
+bad "--lr-schedule must be one of constant|cosine" "$AXONN" train --lr-schedule linear
+bad "--quiet expects 0 or 1" "$AXONN" train --quiet=maybe
+bad "--threads 1000 is out of range" "$AXONN" train --threads 1000
+bad "unexpected argument 'extra'" "$AXONN" train extra
+bad "unexpected argument '-x'" "$AXONN" train -x
+bad "--trace-steps '2-3junk' is not a range" "$AXONN" train $T --trace-steps 2-3junk
+bad "--trace-steps '3-2' is not a range" "$AXONN" train $T --trace-steps 3-2
+bad "--device 'tpu' is not cpu or cuda" "$AXONN" train $T --device tpu
+bad "--device 'tpu' is not cpu or cuda" "$AXONN" plan --device tpu
+bad "is more ranks than MPI can number" "$AXONN" plan --g-inter 4096 --g-data 1048576
+bad "not divisible by --heads 3" "$AXONN" train --hidden 100 --heads 3
+bad "not divisible by --micro-batch 3" "$AXONN" train --batch 8 --micro-batch 3
+bad "not divisible by --g-data 3" "$AXONN" plan --batch 8 --g-data 3
+bad "--g-inter 5 exceeds the 4 layers" "$AXONN" plan --g-inter 5
+bad "entry 1 is not a number of layers from 1 to 4" "$AXONN" plan --g-inter 2 --stage-layers 4294967297,1
+bad "entry 2 is not a number of layers from 1 to 4" "$AXONN" plan --g-inter 2 --stage-layers 4,0
+bad "has fewer entries than --g-inter 2" "$AXONN" plan --g-inter 2 --stage-layers 4
+bad "adds up to 3 layers, the model has 4" "$AXONN" plan --g-inter 2 --stage-layers 2,1
+bad "needs 2 ranks, but the job has 1" "$AXONN" train $T --g-inter 2
+bad "--ac 2 needs --checkpoint-activations" "$AXONN" train $T --ac 2
+bad "--resume needs --checkpoint-dir" "$AXONN" train $T --resume
+bad "--val-data needs --data" "$AXONN" train $T --val-data "$IN/t_val.bin"
+
+# ---------------------------------------------------------------- --config files
+bad "is a directory" "$AXONN" train --config "$IN/dir"
+bad "cannot open config file" "$AXONN" train --config "$IN/missing.cfg"
+bad "long.cfg:1: line longer than 4096 bytes" "$AXONN" train $T --config "$IN/long.cfg"
+bad "hash.cfg:1: --steps expects an integer, got '5# five steps'" "$AXONN" train $T --config "$IN/hash.cfg"
+bad "junk.cfg:2: expected \`name = value\`" "$AXONN" train $T --config "$IN/junk.cfg"
+bad "binary.cfg:1: not a line of text" "$AXONN" train $T --config "$IN/binary.cfg"
+bad "cannot include another" "$AXONN" train $T --config "$IN/nested.cfg"
+bad "unknown.cfg:1: unknown option --no-such-option" "$AXONN" train $T --config "$IN/unknown.cfg"
+bad "--config needs a file name" "$AXONN" train $T --config
+
+# ---------------------------------------------------------------- data and model files
+bad "cannot open" "$AXONN" train $T --data "$IN/missing.bin"
+bad "it is a directory" "$AXONN" train $T --data "$IN/dir"
+bad "no token shard matches" "$AXONN" train $T --data "$IN/none_*.bin"
+bad "bad magic 12345" "$AXONN" train $T --data "$IN/magic.bin"
+bad "version 7 is not supported" "$AXONN" train $T --data "$IN/version.bin"
+bad "the header says 99999999 tokens" "$AXONN" train $T --data "$IN/claims.bin"
+bad "size mismatch" "$AXONN" train $T --data "$IN/truncated.bin"
+bad "shorter than the 1024-byte header" "$AXONN" train $T --data "$IN/short.bin"
+bad "shorter than the 1024-byte header" "$AXONN" train $T --data "$IN/empty.bin"
+bad "outside the vocabulary of 50" "$AXONN" train $T --data "$IN/t_train.bin" --vocab 50
+bad "--val-data: shard 1 holds token 65535" "$AXONN" train $T --data "$IN/t_train.bin" --val-data "$IN/oov_val.bin" --val-steps 1 --save "$OUT/m.bin"
+bad "bad magic 1" "$AXONN" train $RUN --init "$IN/mmagic.bin"
+bad "this is a bf16 file" "$AXONN" train $RUN --init "$IN/mversion.bin"
+bad "size mismatch" "$AXONN" train $RUN --init "$IN/mtrunc.bin"
+bad "bad header: --hidden 32 is not divisible by --heads 3" "$AXONN" sample --model "$IN/mheads.bin"
+bad "bad header: a model of" "$AXONN" sample --model "$IN/overflow.bin"
+bad "bad header: a model of" "$AXONN" compare "$IN/overflow.bin" "$IN/model.bin"
+bad "bad header: a model of" "$AXONN" plan --init "$IN/overflow.bin"
+bad "tensor wte holds a non-finite value" "$AXONN" sample --model "$IN/nan.bin"
+bad "tensor wte holds a non-finite value" "$AXONN" train $RUN --init "$IN/nan.bin"
+bad "exceeds the model's maximum sequence length 16" "$AXONN" train --init "$IN/model.bin" --seq 64
+bad "conflicts with --init" "$AXONN" train --init "$IN/model.bin" --layers 3
+bad "conflicts with --init" "$AXONN" train --init "$IN/model.bin" --model gpt2-small
+bad "is not a preset" "$AXONN" train --model gpt5
+
+# ---------------------------------------------------------------- outputs: checked before the first step
+bad "--save: cannot write /proc/x.bin" "$AXONN" train $T --save /proc/x.bin
+bad "--save: cannot write $OUT: it is a directory" "$AXONN" train $T --save "$OUT"
+long=$OUT/$(python3 -c "print('x' * 300)")
+bad "--save: cannot write" "$AXONN" train $T --save "$long.bin"
+bad "--trace: cannot write $IN/dir: it is a directory" "$AXONN" train $T --trace "$IN/dir"
+bad "--summary: cannot write $IN/dir: it is a directory" "$AXONN" train $T --summary "$IN/dir"
+bad "cannot create metrics file" "$AXONN" train $T --metrics "$IN/dir"
+bad "--checkpoint-dir is 1020 bytes long; at most 959 fit" "$AXONN" train $T --checkpoint-dir "$OUT/$(python3 -c "print('d/' * 497)")" --checkpoint-every 1
+bad "a path component is 300 bytes long" "$AXONN" train $T --checkpoint-dir "$long" --checkpoint-every 1
+bad "cannot create directory $IN/t_train.bin: a file of that name exists" "$AXONN" train $T --checkpoint-dir "$IN/t_train.bin" --checkpoint-every 1
+bad "cannot create directory /proc/ck" "$AXONN" train $T --checkpoint-dir /proc/ck --checkpoint-every 1
+mkfifo "$IN/fifo"
+bad "--save: cannot write $IN/fifo: not a regular file (a FIFO)" "$AXONN" train $T --save "$IN/fifo"
+bad "cannot write /dev/full: No space left on device" "$AXONN" bench train --models 1:32:2:16:2:256 --steps 1 --warmup 0 --size 64 --reps 1 --json /dev/full
+bad "cannot write /proc/x.json" "$AXONN" bench train --models a --json /proc/x.json
+bad "--models 1:32:2:16:0:256: --batch 0 is out of range" "$AXONN" bench train --models 1:32:2:16:0:256
+bad "is not a, b or L:C:NH:T:B:V" "$AXONN" bench train --models 1:32:2:16:2:256junk
+
+# ---------------------------------------------------------------- other subcommands
+bad "sample needs --model" "$AXONN" sample
+bad "sample needs --model" "$AXONN" sample --prompt -h
+bad "--temperature -1 is out of range" "$AXONN" sample --model "$IN/model.bin" --temperature -1
+bad "--tokens 0 is out of range" "$AXONN" sample --model "$IN/model.bin" --tokens 0
+bad "cannot read $IN/dir: it is a directory" "$AXONN" prep --input "$IN/dir" --output "$OUT/p"
+bad "needs --input FILE and --output PREFIX" "$AXONN" prep --input "$IN/text.txt"
+bad "--val-fraction 2 is out of range" "$AXONN" prep --input "$IN/text.txt" --output "$OUT/p" --val-fraction 2
+bad "compare needs two model files" "$AXONN" compare "$IN/model.bin"
+bad "unexpected argument" "$AXONN" compare "$IN/model.bin" "$IN/model.bin" "$IN/model.bin"
+bad "unknown option --bogus1" "$AXONN" compare a b --tol 1 --tol 2 --tol 3 --tol 4 --bogus1 --bogus2
+bad "export needs --checkpoint DIR --output FILE" "$AXONN" export --checkpoint "$IN/dir"
+bad "no complete checkpoint in $IN/dir" "$AXONN" export --checkpoint "$IN/dir" --output "$OUT/e.bin"
+bad "unknown benchmark 'fly'" "$AXONN" bench fly
+
+# ---------------------------------------------------------------- writes that must not replace
+# A device node and a symlink named as an output: the device is written, never replaced; the
+# link is followed to its target and stays a link. /dev/full fails with its error.
+mknod "$IN/mynull" c 1 3 2>/dev/null && {
+  "$AXONN" train $T --save "$IN/mynull" --summary "$IN/mynull" >/dev/null ||
+    fail "--save to a null device node"
+  [ -c "$IN/mynull" ] || fail "--save replaced the device node with a regular file"
+}
+[ -e "$IN/mynull" ] || echo "skipped: device-node case (mknod needs root)"
+ln -s target.bin "$IN/mylink"
+"$AXONN" train $T --save "$IN/mylink" >/dev/null || fail "--save through a symlink"
+[ -L "$IN/mylink" ] || fail "--save replaced the symlink"
+"$AXONN" compare "$IN/mylink" "$IN/target.bin" --tol 0 >/dev/null 2>&1 || fail "--save did not write the symlink's target"
+ls -a "$IN" | grep -q '\.tmp\.' && fail "a temporary file was left next to the outputs"
+bad "cannot write /dev/full: No space left on device" "$AXONN" train $T --summary /dev/full
+[ -c /dev/full ] || fail "/dev/full is no longer a device"
+bad "cannot write /dev/full: No space left on device" "$AXONN" train $T --metrics /dev/full
+
+# ---------------------------------------------------------------- checkpoints
+CK=$OUT/ck
+ckpt() { "$AXONN" train $T --quiet=0 --checkpoint-dir "$CK" "$@" >"$TMP/ck.log" 2>&1; }
+steps() { (cd "$CK" && ls -d step-* 2>/dev/null | tr '\n' ' '); }
+# --keep counts complete checkpoints only and never deletes the one just written; incomplete
+# directories older than the newest complete one go
+ckpt --steps 8 --checkpoint-every 4 --keep 1 || fail "checkpointed run"
+mkdir "$CK/step-00000012" "$CK/step-00000001"
+ckpt --steps 11 --checkpoint-every 2 --keep 1 --resume || { fail "resumed run"; cat "$TMP/ck.log"; }
+[ "$(steps)" = "step-00000010 step-00000012 " ] || fail "--keep 1 after the resume left: $(steps)"
+ckpt --steps 12 --checkpoint-every 2 --keep 2 --resume || fail "second resume"
+grep -q "continuing from $CK/step-00000010 (step 10)" "$TMP/ck.log" || { fail "resume did not take step 10"; cat "$TMP/ck.log"; }
+[ "$(steps)" = "step-00000010 step-00000012 " ] || fail "--keep 2 left: $(steps)"
+# a resume that changes the data, the seed or the learning rate is told so
+ckpt --steps 14 --checkpoint-every 2 --resume --seed 7 --lr 1e-3 --data "$IN/t_train.bin"
+for w in "--seed 7 differs from the 1337" "--lr 0.001 differs from the 0.003" "--data '$IN/t_train.bin' differs from '-'"; do
+  grep -q -- "warning: resume: $w" "$TMP/ck.log" || { fail "no warning: $w"; cat "$TMP/ck.log"; }
+done
+# manifest fields are range-checked, not only CRC-checked: a checkpoint whose manifest says
+# data position -5 or step -5 (with a valid CRC) is reported and the previous one is used
+edit_manifest() { python3 - "$1" "$2" "$3" <<'PY'
+import sys, zlib
+path, key, value = sys.argv[1:]
+lines = open(path).read().split("\n")[:-2]  # drop the crc line and the final newline
+lines = [key + " " + value if l.split(" ")[0] == key else l for l in lines]
+text = "\n".join(lines) + "\n"
+open(path, "w").write(text + "crc %08x\n" % zlib.crc32(text.encode()))
+PY
+}
+edit_manifest "$CK/step-00000014/manifest" data_position -5
+ckpt --steps 15 --resume --keep 5
+grep -q "step-00000014 is incomplete or corrupt.*data position -5" "$TMP/ck.log" || { fail "data position -5 not reported"; cat "$TMP/ck.log"; }
+grep -q "continuing from $CK/step-00000012" "$TMP/ck.log" || fail "did not fall back to step 12"
+edit_manifest "$CK/step-00000012/manifest" step -5
+"$AXONN" export --checkpoint "$CK/step-00000012" --output "$OUT/e.bin" 2>"$TMP/err" &&
+  fail "export of a manifest with step -5"
+grep -q "step -5" "$TMP/err" || { fail "step -5 not reported"; cat "$TMP/err"; }
+rm -rf "$CK"
+# two runs on one directory: the second is refused, naming the first; a dead owner's lock is
+# stale (the lock dies with its process)
+"$AXONN" train $T --steps 100000 --checkpoint-dir "$CK" --checkpoint-every 1000 >/dev/null 2>&1 &
+owner=$!
+i=0; while [ ! -e "$CK/lock" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.5
+bad "is in use by another run (pid $owner on" "$AXONN" train $T --checkpoint-dir "$CK" --checkpoint-every 1
+kill -9 $owner; wait $owner 2>/dev/null
+ckpt --steps 2 --checkpoint-every 1 || fail "a dead run's lock blocked the next run"
+
+if [ $fails -ne 0 ]; then echo "cli_badinput: $fails failure(s) in $cases cases"; exit 1; fi
+echo "cli_badinput: all $cases cases passed"

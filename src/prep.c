@@ -2,6 +2,7 @@
  * PREFIX_train.bin with the first 90% and PREFIX_val.bin with the rest. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "error.h"
@@ -37,6 +38,32 @@ static int read_all(const char *path, uint8_t **out, size_t *n) {
   return rc;
 }
 
+/* Writes PREFIX_train.bin and PREFIX_val.bin, both or neither: both are written to temporary
+ * files first, and the training shard is removed again if the validation shard cannot be put
+ * in place after it. */
+static int write_split(const char *prefix, const uint16_t *tokens, size_t n_train, size_t n_val) {
+  char train[1100], val[1100];
+  snprintf(train, sizeof train, "%s_train.bin", prefix);
+  snprintf(val, sizeof val, "%s_val.bin", prefix);
+  AxFile ft, fv;
+  AX_TRY(ax_shard_write_pending(&ft, train, tokens, n_train));
+  if (ax_shard_write_pending(&fv, val, tokens + n_train, n_val) != AX_OK) {
+    ax_file_abort(&ft);
+    return AX_ERR;
+  }
+  if (ax_file_commit(&ft) != AX_OK) {
+    ax_file_abort(&fv);
+    return AX_ERR;
+  }
+  if (ax_file_commit(&fv) != AX_OK) {
+    unlink(train);
+    return AX_ERR;
+  }
+  ax_log("wrote %s (%zu tokens)", train, n_train);
+  ax_log("wrote %s (%zu tokens)", val, n_val);
+  return AX_OK;
+}
+
 static int prep(const PrepConfig *c) {
   if (!c->input || !c->output) return AX_FAIL("prep needs --input FILE and --output PREFIX");
   uint8_t *text = NULL;
@@ -47,16 +74,8 @@ static int prep(const PrepConfig *c) {
   if (rc == AX_OK && n < 2) rc = AX_FAIL("%s: needs at least 2 bytes of text", c->input);
   if (rc == AX_OK) {
     for (size_t i = 0; i < n; i++) tokens[i] = text[i];
-    size_t n_val = (size_t)((double)n * c->val_fraction), n_train = n - n_val;
-    char path[1100];
-    snprintf(path, sizeof path, "%s_train.bin", c->output);
-    rc = ax_shard_write(path, tokens, n_train);
-    if (rc == AX_OK) {
-      ax_log("wrote %s (%zu tokens)", path, n_train);
-      snprintf(path, sizeof path, "%s_val.bin", c->output);
-      rc = ax_shard_write(path, tokens + n_train, n_val);
-      if (rc == AX_OK) ax_log("wrote %s (%zu tokens)", path, n_val);
-    }
+    size_t n_val = (size_t)((double)n * c->val_fraction);
+    rc = write_split(c->output, tokens, n - n_val, n_val);
   }
   free(text);
   free(tokens);

@@ -54,7 +54,7 @@ int ax_bpe_load(AxBpe **out, const char *dir) {
   snprintf(json, sizeof json, "%s/encoder.json", dir);
   snprintf(merges, sizeof merges, "%s/vocab.bpe", dir);
   if (ax_bpe_load_files(out, json, merges) != AX_OK)
-    return ax_error_context("GPT-2 BPE files in %s: ", dir);
+    return ax_error_context("GPT-2 BPE files in %s", dir);
   return AX_OK;
 }
 

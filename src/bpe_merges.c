@@ -55,11 +55,12 @@ static int half_id(const AxBpe *b, uint8_t *s, size_t n, int32_t *id) {
 
 static int32_t merged_id(const AxBpe *b, int32_t left, int32_t right) {
   size_t la, lb;
-  const uint8_t *a = ax_token_bytes(&b->table, left, &la), *c = ax_token_bytes(&b->table, right, &lb);
+  const uint8_t *first = ax_token_bytes(&b->table, left, &la);
+  const uint8_t *second = ax_token_bytes(&b->table, right, &lb);
   uint8_t both[512];
   if (la + lb > sizeof both) return -1;
-  memcpy(both, a, la);
-  memcpy(both + la, c, lb);
+  memcpy(both, first, la);
+  memcpy(both + la, second, lb);
   return ax_bpe_lookup(b, both, la + lb);
 }
 

@@ -52,24 +52,25 @@ static int hex4(Json *j, uint32_t *v) {
 /* \uXXXX (j->at just past the 'u'), with a following low surrogate when XXXX is a high one. */
 static int unicode_escape(Json *j, uint32_t *cp) {
   AX_TRY(hex4(j, cp));
-  if (*cp >= 0xDC00 && *cp <= 0xDFFF) return AX_FAIL("%s: lone surrogate at byte %zu", j->path, j->at);
+  if (*cp >= 0xDC00 && *cp <= 0xDFFF)
+    return AX_FAIL("%s: lone surrogate at byte %zu", j->path, j->at);
   if (*cp < 0xD800 || *cp > 0xDBFF) return AX_OK;
   uint32_t low;
   if (j->at + 2 > j->n || j->s[j->at] != '\\' || j->s[j->at + 1] != 'u')
     return AX_FAIL("%s: lone surrogate at byte %zu", j->path, j->at);
   j->at += 2;
   AX_TRY(hex4(j, &low));
-  if (low < 0xDC00 || low > 0xDFFF) return AX_FAIL("%s: lone surrogate at byte %zu", j->path, j->at);
+  if (low < 0xDC00 || low > 0xDFFF)
+    return AX_FAIL("%s: lone surrogate at byte %zu", j->path, j->at);
   *cp = 0x10000 + ((*cp - 0xD800) << 10) + (low - 0xDC00);
   return AX_OK;
 }
 
 static size_t put_utf8(uint8_t *out, uint32_t cp) {
-  if (cp < 0x80) { out[0] = (uint8_t)cp; return 1; }
-  if (cp < 0x800) { out[0] = (uint8_t)(0xC0 | cp >> 6); out[1] = (uint8_t)(0x80 | (cp & 0x3F)); return 2; }
-  size_t len = cp < 0x10000 ? 3 : 4;
-  out[0] = (uint8_t)(len == 3 ? 0xE0 | cp >> 12 : 0xF0 | cp >> 18);
-  for (size_t k = 1; k < len; k++) out[k] = (uint8_t)(0x80 | ((cp >> (6 * (len - 1 - k))) & 0x3F));
+  size_t len = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+  static const uint8_t lead[5] = {0, 0x00, 0xC0, 0xE0, 0xF0};
+  for (size_t k = len - 1; k > 0; k--, cp >>= 6) out[k] = (uint8_t)(0x80 | (cp & 0x3F));
+  out[0] = (uint8_t)(lead[len] | cp);
   return len;
 }
 

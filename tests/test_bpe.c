@@ -560,19 +560,11 @@ static const struct {
 };
 
 static size_t put_utf8(uint8_t *out, uint32_t cp) {
-  if (cp < 0x80) { out[0] = (uint8_t)cp; return 1; }
-  if (cp < 0x800) { out[0] = (uint8_t)(0xC0 | cp >> 6); out[1] = (uint8_t)(0x80 | (cp & 0x3F)); return 2; }
-  if (cp < 0x10000) {
-    out[0] = (uint8_t)(0xE0 | cp >> 12);
-    out[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
-    out[2] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = (uint8_t)(0xF0 | cp >> 18);
-  out[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
-  out[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
-  out[3] = (uint8_t)(0x80 | (cp & 0x3F));
-  return 4;
+  static const uint8_t lead[5] = {0, 0x00, 0xC0, 0xE0, 0xF0};
+  size_t len = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+  for (size_t k = len - 1; k > 0; k--, cp >>= 6) out[k] = (uint8_t)(0x80 | (cp & 0x3F));
+  out[0] = (uint8_t)(lead[len] | cp);
+  return len;
 }
 
 static uint32_t random_char(AxRng *r) {
@@ -621,7 +613,8 @@ START_TEST(same_ids_as_npm_encoder_on_random_unicode) {
       ck_assert_msg(end != at && want == got.ids[i], "string %d: token %zu is %d, node has %s",
                     k, i, got.ids[i], at);
     }
-    ck_assert_msg(strtol(at, &end, 10) == 0 && end == at, "string %d: node has more ids: %s", k, at);
+    ck_assert_msg(strtol(at, &end, 10) == 0 && end == at, "string %d: node has more ids: %s", k,
+                  at);
     total += got.n;
   }
   free(line);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,6 +58,24 @@ int ax_file_seek(AxFile *f, long long offset) {
 void ax_file_close(AxFile *f) {
   if (f->f) fclose(f->f);
   f->f = NULL;
+}
+
+int ax_file_read_all(const char *path, unsigned char **data, size_t *n) {
+  AxFile f;
+  *data = NULL;
+  *n = 0;
+  AX_TRY(ax_file_open_read(&f, path));
+  size_t size = (size_t)f.size;
+  unsigned char *buf = ax_malloc(size + 1);
+  int rc = buf ? ax_file_read(&f, buf, size, "the whole file") : AX_ERR;
+  ax_file_close(&f);
+  if (rc != AX_OK) {
+    free(buf);
+    return AX_ERR;
+  }
+  *data = buf;
+  *n = size;
+  return AX_OK;
 }
 
 /* ------------------------------------------------------------------ writing */

@@ -36,6 +36,8 @@ int ax_file_open_read(AxFile *f, const char *path);
 int ax_file_read(AxFile *f, void *buf, size_t bytes, const char *what);
 int ax_file_seek(AxFile *f, long long offset);
 void ax_file_close(AxFile *f);
+/* Reads a whole file into a new buffer (free with free()) with one spare byte after the end. */
+int ax_file_read_all(const char *path, unsigned char **data, size_t *n);
 
 int ax_file_open_write(AxFile *f, const char *path);
 int ax_file_write(AxFile *f, const void *buf, size_t bytes);

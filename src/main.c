@@ -17,7 +17,7 @@ typedef struct {
 
 static const Command COMMANDS[] = {
     {"train", ax_cmd_train, "train a GPT-2 model (one process or an MPI grid)"},
-    {"prep", ax_cmd_prep, "turn a text file into byte-level token shards"},
+    {"prep", ax_cmd_prep, "turn a text file into token shards (bytes or GPT-2 BPE)"},
     {"sample", ax_cmd_sample, "generate text from a saved model"},
     {"bench", ax_cmd_bench, "benchmarks: gemm, train, allreduce"},
     {"compare", ax_cmd_compare, "compare two model files tensor by tensor"},

@@ -1,6 +1,8 @@
-/* sample.c — `axonn sample`: generates tokens from a saved model. Byte-level models
- * (vocabulary <= 256) take the prompt as text and print text; larger vocabularies take and
- * print token ids (no tokenizer is bundled). */
+/* sample.c — `axonn sample`: generates tokens from a saved model. The prompt and the output go
+ * through sample_text.h: bytes for byte-level models (vocabulary <= 256), token ids for larger
+ * vocabularies, or text through llm.c's tokenizer file (--tokenizer) and GPT-2's BPE files
+ * (--bpe-dir, which also encode a text prompt). A prompt longer than the model's context
+ * conditions the output through its last tokens. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,10 @@
 #include "models/gpt_stage.h"
 #include "options.h"
 #include "rng.h"
+#include "sample_text.h"
 
 typedef struct {
-  char *model, *prompt;
+  char *model, *prompt, *tokenizer, *bpe_dir;
   int tokens, threads;
   double temperature;
   long long seed;
@@ -25,7 +28,14 @@ typedef struct {
 static const AxOption SAMPLE_OPTS[] = {
     {"model", AX_OPT_STRING, SOFF(model), NULL, "FILE", "llm.c fp32 model file", 1, 0, NULL},
     {"prompt", AX_OPT_STRING, SOFF(prompt), "", "TEXT",
-     "text to continue (token ids like 1,2,3 for vocabularies over 256)", 1, 0, NULL},
+     "text to continue (for vocabularies over 256: token ids like 1,2,3, or text with "
+     "--bpe-dir); past the model's context, its last tokens are what the model sees", 1, 0, NULL},
+    {"tokenizer", AX_OPT_STRING, SOFF(tokenizer), NULL, "FILE",
+     "llm.c tokenizer file (gpt2_tokenizer.bin): print tokens as text, <|endoftext|> as itself "
+     "(without it, vocabularies over 256 print token ids)", 1, 0, NULL},
+    {"bpe-dir", AX_OPT_STRING, SOFF(bpe_dir), NULL, "DIR",
+     "GPT-2's encoder.json and vocab.bpe: encode a text --prompt (and print text when "
+     "--tokenizer is not given)", 1, 0, NULL},
     {"tokens", AX_OPT_INT, SOFF(tokens), "200", "N", "tokens to generate", 1, 1 << 20, NULL},
     {"temperature", AX_OPT_FLOAT, SOFF(temperature), "1.0", "X",
      "softmax temperature (0: greedy)", 0, 100, NULL},
@@ -33,42 +43,19 @@ static const AxOption SAMPLE_OPTS[] = {
     {"threads", AX_OPT_INT, SOFF(threads), "0", "N", "compute threads (0: all cores)", 0, 256,
      NULL},
 };
-static const AxOptionTable SAMPLE_TABLE = {"sample", "Generate text from a saved model.",
-                                           SAMPLE_OPTS, 6};
+static const AxOptionTable SAMPLE_TABLE = {
+    "sample", "Generate text from a saved model.", SAMPLE_OPTS,
+    (int)(sizeof SAMPLE_OPTS / sizeof SAMPLE_OPTS[0])};
 
 typedef struct {
   AxGptConfig cfg;
   AxBackend *be;
   AxGptStage *stage;
+  AxSampleText text;
   int window;
   int32_t *ctx;
   float *logits;
 } Sampler;
-
-static int parse_prompt(const SampleConfig *c, const Sampler *s, int32_t *out, int *n) {
-  *n = 0;
-  int bytes = s->cfg.vocab <= 256;
-  const char *p = c->prompt;
-  if (bytes) {
-    for (; *p && *n < s->window; p++) {
-      int tok = (unsigned char)*p;
-      if (tok >= s->cfg.vocab) return AX_FAIL("prompt byte %d is outside the vocabulary", tok);
-      out[(*n)++] = tok;
-    }
-  } else {
-    while (*p && *n < s->window) {
-      char *end;
-      long v = strtol(p, &end, 10);
-      if (end == p || v < 0 || v >= s->cfg.vocab)
-        return AX_FAIL("--prompt for a %d-token vocabulary must be token ids like 1,2,3",
-                       s->cfg.vocab);
-      out[(*n)++] = (int32_t)v;
-      p = *end == ',' ? end + 1 : end;
-    }
-  }
-  if (*n == 0) out[(*n)++] = bytes ? '\n' : 0;
-  return AX_OK;
-}
 
 static int choose(const float *logits, int V, double temperature, AxRng *r) {
   int best = 0;
@@ -84,34 +71,38 @@ static int choose(const float *logits, int V, double temperature, AxRng *r) {
   return best;
 }
 
-static void emit(const Sampler *s, int tok) {
-  if (s->cfg.vocab <= 256)
-    putchar(tok);
-  else
-    printf("%d ", tok);
-  fflush(stdout);
-}
-
-static int generate(const SampleConfig *c, Sampler *s) {
-  int n;
-  AX_TRY(parse_prompt(c, s, s->ctx, &n));
-  for (int i = 0; i < n; i++) emit(s, s->ctx[i]);
+/* Generates c->tokens tokens after the n in s->ctx; the context slides when it is full. */
+static int continue_text(const SampleConfig *c, Sampler *s, int n) {
   AxRng r;
   ax_rng_seed(&r, (uint64_t)c->seed);
   for (int k = 0; k < c->tokens; k++) {
-    if (n == s->window) { /* slide: keep the last window-1 tokens */
-      memmove(s->ctx, s->ctx + 1, (size_t)(s->window - 1) * sizeof *s->ctx);
-      n--;
-    }
     for (int i = n; i < s->window; i++) s->ctx[i] = 0; /* causal: padding is never seen */
     AX_TRY(ax_stage_forward(s->stage, 0, s->ctx, NULL));
     AX_TRY(ax_stage_logits_at(s->stage, 0, n - 1, s->logits));
     int tok = choose(s->logits, s->cfg.vocab, c->temperature, &r);
+    if (n == s->window) { /* full: drop the oldest token */
+      memmove(s->ctx, s->ctx + 1, (size_t)(s->window - 1) * sizeof *s->ctx);
+      n--;
+    }
     s->ctx[n++] = tok;
-    emit(s, tok);
+    ax_sample_text_emit(&s->text, tok);
   }
   putchar('\n');
   return AX_OK;
+}
+
+/* Prints the whole prompt; the model sees its last `window` tokens. */
+static int generate(const SampleConfig *c, Sampler *s) {
+  AxTokens prompt = {0};
+  int rc = ax_sample_text_prompt(&s->text, c->prompt, &prompt);
+  if (rc == AX_OK) {
+    for (size_t i = 0; i < prompt.n; i++) ax_sample_text_emit(&s->text, prompt.ids[i]);
+    size_t keep = prompt.n < (size_t)s->window ? prompt.n : (size_t)s->window;
+    memcpy(s->ctx, prompt.ids + prompt.n - keep, keep * sizeof *s->ctx);
+    rc = continue_text(c, s, (int)keep);
+  }
+  ax_tokens_free(&prompt);
+  return rc;
 }
 
 static int run_sample(const SampleConfig *c) {
@@ -119,6 +110,7 @@ static int run_sample(const SampleConfig *c) {
   Sampler s;
   memset(&s, 0, sizeof s);
   AX_TRY(ax_model_file_read_config(c->model, &s.cfg));
+  AX_TRY(ax_sample_text_open(&s.text, s.cfg.vocab, c->tokenizer, c->bpe_dir));
   s.window = s.cfg.max_seq;
   AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = c->threads,
                         .bind = 0, .local_size = 1};
@@ -144,6 +136,7 @@ static int run_sample(const SampleConfig *c) {
   free(s.logits);
   ax_stage_destroy(s.stage);
   ax_backend_destroy(s.be);
+  ax_sample_text_close(&s.text);
   return rc;
 }
 

@@ -67,14 +67,19 @@ void ax_shard_close(AxShard *s) {
   memset(s, 0, sizeof *s);
 }
 
-int ax_shard_write(const char *path, const uint16_t *tokens, size_t n) {
+int ax_shard_write_pending(AxFile *f, const char *path, const uint16_t *tokens, size_t n) {
   if (n > 2147483647u) return AX_FAIL("%s: %zu tokens do not fit one shard", path, n);
   int32_t h[256] = {AX_SHARD_MAGIC, AX_SHARD_VERSION, (int32_t)n};
-  AxFile f;
-  AX_TRY(ax_file_open_write(&f, path));
-  if (ax_file_write(&f, h, sizeof h) != AX_OK || ax_file_write(&f, tokens, n * 2) != AX_OK) {
-    ax_file_abort(&f);
+  AX_TRY(ax_file_open_write(f, path));
+  if (ax_file_write(f, h, sizeof h) != AX_OK || ax_file_write(f, tokens, n * 2) != AX_OK) {
+    ax_file_abort(f);
     return AX_ERR;
   }
+  return AX_OK;
+}
+
+int ax_shard_write(const char *path, const uint16_t *tokens, size_t n) {
+  AxFile f;
+  AX_TRY(ax_shard_write_pending(&f, path, tokens, n));
   return ax_file_commit(&f);
 }

@@ -1,9 +1,12 @@
 /* test_formats.c — llm.c model files and token shards against their specification (header
  * words, tensor order, sizes): round trips, stage slices, and one clear error for each kind of
- * damage; the data loader's sequential and shuffled windows; `axonn prep`. */
+ * damage; the data loader's sequential and shuffled windows; `axonn prep` (and that a failed
+ * prep leaves no shard behind). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "models/gpt_config.h"
 #include "models/gpt_init.h"
@@ -254,6 +257,24 @@ START_TEST(prep_splits_bytes) {
 }
 END_TEST
 
+/* A failure writing the validation shard (here its name is taken by a directory) leaves no
+ * training shard behind either. */
+START_TEST(prep_leaves_nothing_when_a_shard_fails) {
+  const char *txt = tu_path("in2.txt");
+  write_bytes(txt, "some text to split into two shards", 34);
+  char prefix[600], path[700];
+  snprintf(prefix, sizeof prefix, "%s", tu_path("fail"));
+  snprintf(path, sizeof path, "%s_val.bin", prefix);
+  ck_assert_int_eq(mkdir(path, 0755), 0);
+  char *argv[] = {"prep", "--input", (char *)txt, "--output", prefix, NULL};
+  ax_log_set_quiet(1);
+  ck_assert_int_eq(ax_cmd_prep(5, argv), 1);
+  ax_error_clear();
+  snprintf(path, sizeof path, "%s_train.bin", prefix);
+  ck_assert_msg(access(path, F_OK) != 0, "%s was left behind", path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("formats");
   TCase *tc = tu_tcase(s, "formats", 30);
@@ -265,5 +286,6 @@ int main(void) {
   tcase_add_test(tc, loader_shuffle_visits_each_window_once);
   tcase_add_test(tc, loader_errors);
   tcase_add_test(tc, prep_splits_bytes);
+  tcase_add_test(tc, prep_leaves_nothing_when_a_shard_fails);
   return tu_run(s);
 }

@@ -328,7 +328,7 @@ static int report_bound(ArBench *b, size_t bytes) {
   char line[1024];
   int k = snprintf(line, sizeof line,
                    "# memory-traffic bound at %zu B (every rank at once sums (p-1)/p of the "
-                   "buffer out of place and copies (p-1)/p): %.1f us, algbw <= %.3f GB/s;",
+                   "buffer out of place and copies (p-1)/p): %.1f us, algbw <= %.4g GB/s;",
                    bytes, bound.us, bound.algbw);
   for (int a = 0; a < b->n_cols && k < (int)sizeof line; a++)
     k += snprintf(line + k, sizeof line - (size_t)k, " %s %.0f%%", column_name(b->cols[a]),

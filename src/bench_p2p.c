@@ -161,9 +161,9 @@ static void write_json(P2p *b, size_t bytes, const P2pResult *r) {
   if (!b->c->json || b->me != 0 || b->json_rc != AX_OK) return;
   char line[512];
   int n = snprintf(line, sizeof line,
-                   "{\"bench\":\"p2p\",\"bytes\":%zu,\"iters\":%d,\"latency_us\":%.3f,"
-                   "\"latency_avg_us\":%.3f,\"pingpong_mbs\":%.2f,\"window\":%d,"
-                   "\"stream_iters\":%d,\"stream_mbs\":%.2f,\"same_node\":%s,"
+                   "{\"bench\":\"p2p\",\"bytes\":%zu,\"iters\":%d,\"latency_us\":%.6g,"
+                   "\"latency_avg_us\":%.6g,\"pingpong_mbs\":%.6g,\"window\":%d,"
+                   "\"stream_iters\":%d,\"stream_mbs\":%.6g,\"same_node\":%s,"
                    "\"buffers\":\"host\"}\n",
                    bytes, r->iters, r->lat_us, r->avg_us, r->pp_mbs, r->window, r->stream_iters,
                    r->stream_mbs, b->same_node ? "true" : "false");

@@ -44,6 +44,15 @@ same_losses() {
     { fail "$1: final weights differ from $ref"; cat "$TMP/$1.cmp"; }
 }
 
+# first_step_same NAME [REF]: the first step's loss (same weights, same data: only the order
+# of the sums differs) within 1e-6 relative
+first_step_same() {
+  ref=${2:-ref}
+  a=$(sed -n 2p "$TMP/$ref.csv" | cut -d, -f2); b=$(sed -n 2p "$TMP/$1.csv" | cut -d, -f2)
+  awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6 * a) }' ||
+    fail "$1: first-step loss $b vs $ref $a (more than 1e-6 apart)"
+}
+
 # finish NAME: the script's verdict and exit status
 finish() {
   if [ "$fails" -ne 0 ]; then echo "$1: $fails failure(s)"; exit 1; fi

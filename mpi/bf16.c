@@ -22,11 +22,11 @@ float ax_bf16_to_f32(uint16_t x) {
 
 void ax_f32_to_bf16_array(uint16_t *dst, const float *src, size_t n) {
   size_t i = 0;
-#if defined(__AVX512F__)
+#ifdef AX_SIMD_AVX512
   for (; i + 16 <= n; i += 16)
     _mm256_storeu_si256((__m256i *)(dst + i), ax_f32x16_to_bf16(_mm512_loadu_ps(src + i)));
 #endif
-#if defined(__AVX2__)
+#ifdef AX_SIMD_AVX2
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128((__m128i *)(dst + i), ax_f32x8_to_bf16(_mm256_loadu_ps(src + i)));
 #endif
@@ -35,11 +35,11 @@ void ax_f32_to_bf16_array(uint16_t *dst, const float *src, size_t n) {
 
 void ax_bf16_to_f32_array(float *dst, const uint16_t *src, size_t n) {
   size_t i = 0;
-#if defined(__AVX512F__)
+#ifdef AX_SIMD_AVX512
   for (; i + 16 <= n; i += 16)
     _mm512_storeu_ps(dst + i, ax_bf16x16_to_f32(_mm256_loadu_si256((const __m256i *)(src + i))));
 #endif
-#if defined(__AVX2__)
+#ifdef AX_SIMD_AVX2
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(dst + i, ax_bf16x8_to_f32(_mm_loadu_si128((const __m128i *)(src + i))));
 #endif

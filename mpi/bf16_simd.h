@@ -3,11 +3,9 @@
 #ifndef AX_BF16_SIMD_H
 #define AX_BF16_SIMD_H
 
-#if defined(__AVX2__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "src/simd.h"
 
-#if defined(__AVX2__)
+#ifdef AX_SIMD_AVX2
 /* 8 bf16 (128 bits) -> 8 fp32. */
 static inline __m256 ax_bf16x8_to_f32(__m128i h) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -26,7 +24,7 @@ static inline __m128i ax_f32x8_to_bf16(__m256 x) {
 }
 #endif
 
-#if defined(__AVX512F__)
+#ifdef AX_SIMD_AVX512
 /* 16 bf16 (256 bits) -> 16 fp32. */
 static inline __m512 ax_bf16x16_to_f32(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));

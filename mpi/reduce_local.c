@@ -5,7 +5,7 @@
 #include "bf16_simd.h"
 
 /* Each vector helper handles a prefix of the arrays and returns how many elements it did. */
-#if defined(__AVX512F__)
+#ifdef AX_SIMD_AVX512
 static size_t sum_f32_avx512(float *dst, const float *a, const float *b, size_t n) {
   size_t i = 0;
   for (; i + 64 <= n; i += 64) {
@@ -34,7 +34,7 @@ static size_t sum_bf16_avx512(uint16_t *dst, const uint16_t *a, const uint16_t *
 }
 #endif
 
-#if defined(__AVX2__)
+#ifdef AX_SIMD_AVX2
 static size_t sum_f32_avx2(float *dst, const float *a, const float *b, size_t n) {
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -65,10 +65,10 @@ static size_t sum_bf16_avx2(uint16_t *dst, const uint16_t *a, const uint16_t *b,
 
 void ax_reduce_sum_f32(float *dst, const float *a, const float *b, size_t n) {
   size_t i = 0;
-#if defined(__AVX512F__)
+#ifdef AX_SIMD_AVX512
   i = sum_f32_avx512(dst, a, b, n);
 #endif
-#if defined(__AVX2__)
+#ifdef AX_SIMD_AVX2
   i += sum_f32_avx2(dst + i, a + i, b + i, n - i);
 #endif
   for (; i < n; i++) dst[i] = a[i] + b[i];
@@ -76,10 +76,10 @@ void ax_reduce_sum_f32(float *dst, const float *a, const float *b, size_t n) {
 
 void ax_reduce_sum_bf16(uint16_t *dst, const uint16_t *a, const uint16_t *b, size_t n) {
   size_t i = 0;
-#if defined(__AVX512F__)
+#ifdef AX_SIMD_AVX512
   i = sum_bf16_avx512(dst, a, b, n);
 #endif
-#if defined(__AVX2__)
+#ifdef AX_SIMD_AVX2
   i += sum_bf16_avx2(dst + i, a + i, b + i, n - i);
 #endif
   for (; i < n; i++) dst[i] = ax_f32_to_bf16(ax_bf16_to_f32(a[i]) + ax_bf16_to_f32(b[i]));

@@ -3,10 +3,7 @@
 
 #include <math.h>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define AX_ADAMW_AVX2 1
-#endif
+#include "src/simd.h"
 
 typedef struct {
   float lr, b1, b2, one_b1, one_b2, c1, c2, eps, wd, gs;
@@ -45,7 +42,7 @@ void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const 
 /* The scalar element. Where the AVX2 body exists, the tail uses the very same fused
  * operations, so results do not depend on where a range starts or is cut (chunking,
  * threads). */
-#ifdef AX_ADAMW_AVX2
+#ifdef AX_SIMD_AVX2
 #define MULADD(a, b, c) fmaf(a, b, c)
 #else
 #define MULADD(a, b, c) ((a) * (b) + (c))
@@ -65,7 +62,7 @@ void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
                     const AxAdamWHyper *h, int decay) {
   Coef c = coefficients(h, decay);
   size_t i = 0;
-#ifdef AX_ADAMW_AVX2
+#ifdef AX_SIMD_AVX2
   const __m256 b1 = _mm256_set1_ps(c.b1), b2 = _mm256_set1_ps(c.b2);
   const __m256 ob1 = _mm256_set1_ps(c.one_b1), ob2 = _mm256_set1_ps(c.one_b2);
   const __m256 c1 = _mm256_set1_ps(c.c1), c2 = _mm256_set1_ps(c.c2);

@@ -29,7 +29,7 @@ static void run(AxPool *pool, AxPoolFn fn, Args *a) { ax_pool_run(pool, fn, a); 
 static float row_max(const float *x, size_t n) {
   float m = -INFINITY;
   size_t i = 0;
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
   if (n >= 8) {
     __m256 vm = _mm256_set1_ps(-INFINITY);
     for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
@@ -44,7 +44,7 @@ static float row_max(const float *x, size_t n) {
 static float row_exp_sum(float *y, const float *x, size_t n, float shift) {
   float sum = 0;
   size_t i = 0;
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
   __m256 vs = _mm256_setzero_ps(), sh = _mm256_set1_ps(shift);
   for (; i + 8 <= n; i += 8) {
     __m256 e = ax_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), sh));
@@ -67,7 +67,7 @@ static void row_scale(float *y, size_t n, float s) {
 static float row_dot(const float *x, const float *y, size_t n) {
   float sum = 0;
   size_t i = 0;
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
   __m256 vs = _mm256_setzero_ps();
   for (; i + 8 <= n; i += 8)
     vs = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), vs);
@@ -80,7 +80,7 @@ static float row_dot(const float *x, const float *y, size_t n) {
 static float row_sum(const float *x, size_t n) {
   float sum = 0;
   size_t i = 0;
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
   __m256 vs = _mm256_setzero_ps();
   for (; i + 8 <= n; i += 8) vs = _mm256_add_ps(vs, _mm256_loadu_ps(x + i));
   sum = ax_hsum8(vs);
@@ -94,7 +94,7 @@ static float row_dot3_centered(const float *w, const float *d, const float *x, f
                                size_t n) {
   float sum = 0;
   size_t i = 0;
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
   __m256 vs = _mm256_setzero_ps(), vm = _mm256_set1_ps(m);
   for (; i + 8 <= n; i += 8) {
     __m256 wd = _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(d + i));
@@ -110,7 +110,7 @@ static float row_dot3_centered(const float *w, const float *d, const float *x, f
 static float row_centered_sumsq(const float *x, size_t n, float m) {
   float sum = 0;
   size_t i = 0;
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
   __m256 vs = _mm256_setzero_ps(), vm = _mm256_set1_ps(m);
   for (; i + 8 <= n; i += 8) {
     __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
@@ -270,7 +270,7 @@ void ax_cpu_bias_backward(AxPool *pool, float *dbias, const float *dout, int N, 
 
 static void gelu_fwd_range(float *out, const float *x, size_t lo, size_t hi) {
   size_t i = lo;
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
   const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
   const __m256 k = _mm256_set1_ps(GELU_SCALE), cube = _mm256_set1_ps(GELU_CUBE);
   for (; i + 8 <= hi; i += 8) {
@@ -289,7 +289,7 @@ static void gelu_fwd_range(float *out, const float *x, size_t lo, size_t hi) {
 static void gelu_bwd_range(float *dinp, const float *x, const float *dout, size_t lo,
                            size_t hi) {
   size_t i = lo;
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
   const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
   const __m256 k = _mm256_set1_ps(GELU_SCALE), cube = _mm256_set1_ps(GELU_CUBE);
   const __m256 cube3 = _mm256_set1_ps(3.0f * GELU_CUBE);

@@ -8,10 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#define AX_HAVE_AVX2 1
-#include <immintrin.h>
-#endif
+#include "simd.h"
 
 #define AX_EXP_HI 88.3762626647949f
 #define AX_EXP_LO (-87.3365447504019f)
@@ -52,7 +49,7 @@ static inline float ax_tanhf(float x) {
   return x < 0 ? -y : y;
 }
 
-#ifdef AX_HAVE_AVX2
+#ifdef AX_SIMD_AVX2
 static inline __m256 ax_exp8(__m256 x) {
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(AX_EXP_LO)), _mm256_set1_ps(AX_EXP_HI));
   __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(AX_LOG2E)),

@@ -2,6 +2,7 @@
  * device; see offload.h. */
 #include "offload.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/error.h"
@@ -35,27 +36,35 @@ static void carve(AxOffload *o, int host_fp32, int wire_bf16) {
   if (wire_bf16) o->wire = (uint16_t *)p;
 }
 
-static void make_segments(AxOffload *o, const AxStageLayout *layout, int decay_all) {
-  for (int id = 0; id < AX_N_PARAMS; id++) {
-    if (!layout->has[id]) continue;
-    o->segs[o->n_segs++] = (AxParamSegment){layout->offset[id], layout->count[id],
-                                            decay_all || ax_param_decays(id)};
+static int copy_segments(AxOffload *o, const AxOffloadConfig *cfg) {
+  size_t next = 0;
+  for (int s = 0; s < cfg->n_segs; s++) {
+    if (cfg->segs[s].offset != next)
+      return AX_FAIL("internal: decay segment %d starts at %zu, expected %zu", s,
+                     cfg->segs[s].offset, next);
+    next += cfg->segs[s].count;
   }
+  if (next != o->n)
+    return AX_FAIL("internal: decay segments cover %zu of %zu parameters", next, o->n);
+  o->segs = ax_malloc((size_t)(cfg->n_segs ? cfg->n_segs : 1) * sizeof *o->segs);
+  if (!o->segs) return AX_ERR;
+  if (cfg->n_segs) memcpy(o->segs, cfg->segs, (size_t)cfg->n_segs * sizeof *o->segs);
+  o->n_segs = cfg->n_segs;
+  return AX_OK;
 }
 
-int ax_offload_init(AxOffload *o, AxBackend *be, const AxStageLayout *layout,
-                    void *device_params, void *device_grads, const AxOffloadConfig *cfg,
-                    AxPool *pool) {
+int ax_offload_init(AxOffload *o, AxBackend *be, size_t n, void *device_params,
+                    void *device_grads, const AxOffloadConfig *cfg, AxPool *pool) {
   memset(o, 0, sizeof *o);
   o->be = be;
   o->pool = pool;
-  o->n = layout->total;
+  o->n = n;
   o->bucket = cfg->bucket_size < o->n ? cfg->bucket_size : (o->n ? o->n : 1);
   o->n_buckets = (int)((o->n + o->bucket - 1) / o->bucket);
   o->chunk = o->bucket * (size_t)cfg->coarsening;
   if ((o->chunk > o->n || cfg->single_chunk) && o->n) o->chunk = o->n;
   o->n_chunks = o->n ? (int)((o->n + o->chunk - 1) / o->chunk) : 0;
-  make_segments(o, layout, cfg->decay_all);
+  AX_TRY(copy_segments(o, cfg));
   /* With a bf16 wire the fp32 gradients are summed in a staging copy, so the device's own
    * gradients are never overwritten by a partial result. */
   int host_fp32 = be->is_host && be->dtype == AX_DTYPE_F32;
@@ -75,6 +84,7 @@ int ax_offload_init(AxOffload *o, AxBackend *be, const AxStageLayout *layout,
 
 void ax_offload_free(AxOffload *o) {
   if (o->be && o->arena) o->be->ops->host_free(o->be, o->arena);
+  free(o->segs);
   memset(o, 0, sizeof *o);
 }
 

@@ -19,15 +19,17 @@
 #include <stdint.h>
 
 #include "adamw.h"
-#include "models/gpt_config.h"
 #include "src/backend.h"
 
 typedef struct {
   size_t bucket_size; /* elements per bucket */
   int coarsening;     /* buckets per all-reduce chunk */
   int wire_bf16;      /* all-reduce payload in bf16 (summed in fp32) */
-  int decay_all;      /* decay biases and LayerNorm parameters too */
   int single_chunk;   /* the whole range is one chunk (the plain, non-interleaved step) */
+  /* the weight-decay mask of the range: segments in order, covering [0, n) (the model's
+   * knowledge, handed over as data; copied) */
+  const AxParamSegment *segs;
+  int n_segs;
 } AxOffloadConfig;
 
 typedef struct {
@@ -44,7 +46,7 @@ typedef struct {
   float *grads;      /* fp32 gradients on the host [n]: staging, or the device buffer itself */
   int grads_alias;   /* grads is the device gradient buffer (CPU backend, fp32) */
   uint16_t *wire;    /* bf16 all-reduce payload [n], or NULL */
-  AxParamSegment segs[AX_N_PARAMS];
+  AxParamSegment *segs; /* the decay mask (a copy of the config's) */
   int n_segs;
   AxPool *pool;      /* optimizer threads; NULL: the calling thread */
 } AxOffload;
@@ -52,13 +54,13 @@ typedef struct {
 /* Host bytes the arena needs for n parameters (for plans; nothing is allocated). */
 size_t ax_offload_arena_bytes(size_t n, int host_fp32, int wire_bf16);
 
-/* Builds the arena for a stage. device_params and device_grads are the stage's buffers: on a
- * backend that computes in fp32 in host memory (host_fp32: the CPU backend) the compute copy
- * is the master copy, so master aliases device_params, and grads aliases device_grads unless
- * a bf16 wire needs a staging copy. The master weights are left for the caller to fill. */
-int ax_offload_init(AxOffload *o, AxBackend *be, const AxStageLayout *layout,
-                    void *device_params, void *device_grads, const AxOffloadConfig *cfg,
-                    AxPool *pool);
+/* Builds the arena for a stage of n parameters. device_params and device_grads are the
+ * stage's buffers: on a backend that computes in fp32 in host memory (host_fp32: the CPU
+ * backend) the compute copy is the master copy, so master aliases device_params, and grads
+ * aliases device_grads unless a bf16 wire needs a staging copy. The master weights are left
+ * for the caller to fill. Fails when cfg's segments do not cover [0, n) in order. */
+int ax_offload_init(AxOffload *o, AxBackend *be, size_t n, void *device_params,
+                    void *device_grads, const AxOffloadConfig *cfg, AxPool *pool);
 void ax_offload_free(AxOffload *o);
 
 /* Element range [lo, hi) of chunk c. */

@@ -61,7 +61,7 @@ typedef struct {
   MPI_Comm comm;
   int rank, size;
   float *device_params, *grads;
-  AxStageLayout layout;
+  size_t n; /* parameters per rank */
   int json_rc; /* rank 0: the first failure to append to --json */
 } OptBench;
 
@@ -112,7 +112,7 @@ static int run_mode(OptBench *b, AxOffload *o, int mode) {
 static void copy_task(void *ctx, int tid, int nt) {
   OptBench *b = ctx;
   size_t lo, hi;
-  ax_split(b->layout.total, tid, nt, &lo, &hi);
+  ax_split(b->n, tid, nt, &lo, &hi);
   memcpy(b->device_params + lo, b->grads + lo, (hi - lo) * sizeof(float));
 }
 
@@ -122,7 +122,7 @@ static void copy_task(void *ctx, int tid, int nt) {
 static void add_task(void *ctx, int tid, int nt) {
   OptBench *b = ctx;
   size_t lo, hi;
-  ax_split(b->layout.total, tid, nt, &lo, &hi);
+  ax_split(b->n, tid, nt, &lo, &hi);
   ax_reduce_add_f32(b->device_params + lo, b->grads + lo, hi - lo);
 }
 
@@ -158,9 +158,11 @@ static void write_json(OptBench *b, int k, const double sec[N_MODES]) {
 }
 
 static int bench_k(OptBench *b, int k) {
-  AxOffloadConfig oc = {.bucket_size = (size_t)b->c->bucket_size, .coarsening = k};
+  AxParamSegment all = {0, b->n, 1};
+  AxOffloadConfig oc = {.bucket_size = (size_t)b->c->bucket_size, .coarsening = k,
+                        .segs = &all, .n_segs = 1};
   AxOffload o;
-  AX_TRY(ax_offload_init(&o, b->be, &b->layout, b->device_params, b->grads, &oc, b->pool));
+  AX_TRY(ax_offload_init(&o, b->be, b->n, b->device_params, b->grads, &oc, b->pool));
   fill(o.master, o.n, 1.0f, 7);
   double sec[N_MODES];
   int rc = AX_OK;
@@ -202,9 +204,11 @@ static int run_adamw_only(OptBench *b, AxOffload *o, int arg) {
 /* AdamW alone (no write-back) against a copy and an in-place add, over the whole array, every
  * rank at once (as in training: the ranks of a node share its memory bandwidth). */
 static int bench_bandwidth(OptBench *b) {
-  AxOffloadConfig oc = {.bucket_size = (size_t)b->c->bucket_size, .coarsening = 1};
+  AxParamSegment all = {0, b->n, 1};
+  AxOffloadConfig oc = {.bucket_size = (size_t)b->c->bucket_size, .coarsening = 1,
+                        .segs = &all, .n_segs = 1};
   AxOffload o;
-  AX_TRY(ax_offload_init(&o, b->be, &b->layout, b->device_params, b->grads, &oc, b->pool));
+  AX_TRY(ax_offload_init(&o, b->be, b->n, b->device_params, b->grads, &oc, b->pool));
   fill(o.master, o.n, 1.0f, 7);
   double copy_s = 0, add_s = 0, adamw_s = 0;
   int rc = time_slowest(b, run_copy, &o, 0, &copy_s);
@@ -212,7 +216,7 @@ static int bench_bandwidth(OptBench *b) {
   if (rc == AX_OK) rc = time_slowest(b, run_adamw_only, &o, 0, &adamw_s);
   ax_offload_free(&o);
   AX_TRY(rc);
-  double n = (double)b->layout.total, copy_bw = 2.0 * 4 * n / copy_s;
+  double n = (double)b->n, copy_bw = 2.0 * 4 * n / copy_s;
   double add_bw = 12.0 * n / add_s, adamw_bw = 28.0 * n / adamw_s;
   ax_log_result("bandwidth per rank, %d thread(s) (all ranks running): memcpy %.2f GB/s "
                 "(read + write counted), in-place y += x %.2f GB/s, AdamW %.2f GB/s "
@@ -237,9 +241,7 @@ static int setup(OptBench *b, const OptBenchConfig *c) {
   if (!b->be) return AX_ERR;
   b->pool = ax_pool_create(c->threads, NULL, NULL);
   size_t n = (size_t)c->params;
-  b->layout = (AxStageLayout){.total = n};
-  b->layout.has[AX_P_FCW] = 1;
-  b->layout.count[AX_P_FCW] = n;
+  b->n = n;
   /* the stage's two buffers in one allocation, staggered like the arena's arrays, so the
    * copy and add yardsticks run on a layout as good as AdamW's */
   size_t offset = ax_staggered(n * sizeof(float));

@@ -105,15 +105,27 @@ static int loss_scaling_on(const AxTrainConfig *cfg) {
   return cfg->loss_scaling == AX_LOSS_SCALING_DYNAMIC;
 }
 
+int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
+                              AxParamSegment segs[AX_N_PARAMS]) {
+  int n = 0;
+  for (int id = 0; id < AX_N_PARAMS; id++)
+    if (lay->has[id])
+      segs[n++] = (AxParamSegment){lay->offset[id], lay->count[id],
+                                   decay_all || ax_param_decays(id)};
+  return n;
+}
+
 static int setup_stage(Trainer *t) {
   AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &t->spec));
   const AxStageLayout *layout = ax_stage_layout_of(t->stage);
+  AxParamSegment segs[AX_N_PARAMS];
   AxOffloadConfig oc = {.bucket_size = (size_t)t->cfg.bucket_size,
                         .coarsening = t->cfg.coarsening,
                         .wire_bf16 = t->cfg.allreduce_dtype == 1,
-                        .decay_all = t->cfg.decay_all,
-                        .single_chunk = !t->cfg.offload};
-  AX_TRY(ax_offload_init(&t->off, t->be, layout, ax_stage_params(t->stage),
+                        .single_chunk = !t->cfg.offload,
+                        .segs = segs,
+                        .n_segs = ax_trainer_decay_segments(layout, t->cfg.decay_all, segs)};
+  AX_TRY(ax_offload_init(&t->off, t->be, layout->total, ax_stage_params(t->stage),
                          ax_stage_grads(t->stage), &oc, t->opt_pool));
   AX_TRY(load_params(t, layout));
   ax_loss_scale_init(&t->loss_scale, loss_scaling_on(&t->cfg));

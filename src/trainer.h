@@ -8,6 +8,7 @@
 #include "metrics.h"
 #include "models/gpt_config.h"
 #include "mpi/grid.h"
+#include "offload/adamw.h"
 #include "trace.h"
 #include "train_config.h"
 
@@ -33,6 +34,11 @@ int ax_trainer_resume(AxTrainer *t, int *step);
 /* *any = 1 on every rank when `local` is 1 on some rank. */
 int ax_trainer_agree_flag(AxTrainer *t, int local, int *any);
 double ax_trainer_flops_per_step(const AxTrainer *t);
+/* The weight-decay mask of a stage's flat parameter range for the host optimizer: one segment
+ * per tensor, decayed when the model says so (matrices; biases and LayerNorm only with
+ * decay_all). Returns the number of segments. Not collective. */
+int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
+                              AxParamSegment segs[AX_N_PARAMS]);
 /* Entropy rate of the built-in corpus (nats/token), NAN with real data. */
 double ax_trainer_loss_floor(const AxTrainer *t);
 const AxGptConfig *ax_trainer_model(const AxTrainer *t);

@@ -11,6 +11,7 @@
 #include "offload/loss_scale.h"
 #include "offload/offload.h"
 #include "src/error.h"
+#include "src/trainer.h"
 #include "testutil.h"
 
 static AxStageLayout small_layout(void) {
@@ -27,9 +28,11 @@ START_TEST(chunks_cover_the_range_once) {
   float *grads = tu_zeros(lay.total), *params = tu_zeros(lay.total);
   for (size_t bucket = 1; bucket < 3000; bucket = bucket * 3 + 7)
     for (int k = 1; k <= 8; k++) {
-      AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = k};
+      AxParamSegment segs[AX_N_PARAMS];
+      AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = k, .segs = segs,
+                            .n_segs = ax_trainer_decay_segments(&lay, 0, segs)};
       AxOffload o;
-      ck_assert_int_eq(ax_offload_init(&o, be, &lay, params, grads, &oc, NULL), AX_OK);
+      ck_assert_int_eq(ax_offload_init(&o, be, lay.total, params, grads, &oc, NULL), AX_OK);
       size_t next = 0;
       for (int c = 0; c < o.n_chunks; c++) {
         size_t lo, hi;
@@ -62,9 +65,11 @@ static void check_update(size_t bucket, int k, int wire_bf16, int separate_devic
   AxStageLayout lay = small_layout();
   size_t n = lay.total;
   float *grads = tu_random(n, 0.1f, 5), *device_params = tu_zeros(n);
-  AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = k, .wire_bf16 = wire_bf16};
+  AxParamSegment segs[AX_N_PARAMS];
+  AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = k, .wire_bf16 = wire_bf16,
+                        .segs = segs, .n_segs = ax_trainer_decay_segments(&lay, 0, segs)};
   AxOffload o;
-  ck_assert_int_eq(ax_offload_init(&o, be, &lay, device_params, grads, &oc, pool), AX_OK);
+  ck_assert_int_eq(ax_offload_init(&o, be, lay.total, device_params, grads, &oc, pool), AX_OK);
   /* CPU backend, fp32: the weights are updated in place, the gradients summed in place */
   ck_assert(separate_device ? o.master != device_params : o.master == device_params);
   ck_assert(wire_bf16 || separate_device ? o.grads != grads : o.grads == grads);

@@ -51,6 +51,7 @@ typedef struct {
 struct AxColl {
   MPI_Comm comm;
   int rank, size, tag;
+  const int *world; /* world rank of each rank of comm (world_rank.h), for the watchdog */
   AxCommType type;
   size_t esz;
   MPI_Datatype dtype;

@@ -155,8 +155,12 @@ int ax_coll_test(AxColl *op, int *done) {
   return AX_OK;
 }
 
-/* The peer the operation waits for: the oldest unfinished receive's, else the oldest send's. */
-static void note_pending(const AxColl *op) {
+/* The peer the operation waits for: the oldest unfinished receive's, else the oldest send's
+ * (noted when that changes, not on every poll). */
+static void note_pending(AxColl *op) {
+  size_t at = 1 + op->recv_done + op->send_done;
+  if (op->noted == at) return;
+  op->noted = at;
   if (op->uses_mpi) {
     ax_wd_detail("inside MPI_Iallreduce", 0, -1);
   } else if (op->recv_done < op->n_recv) {

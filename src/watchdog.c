@@ -20,7 +20,7 @@ AxWdRecord ax_wd_record;
 _Thread_local int ax_wd_muted;
 
 enum { LINE_CAP = 1024, EXIT_GRACE_MS = 3000, QUIET_MS = 3000, ABORT_SCAN_MS = 1000,
-       VERDICT_WAIT_MS = 5000, SNAPSHOT_TRIES = 1000 };
+       VERDICT_WAIT_MS = 5000, SNAPSHOT_MS = 50 };
 
 typedef struct {
   AxWatchdogConfig cfg;
@@ -92,15 +92,17 @@ static void read_fields(Snapshot *s) {
   s->detail_peer = atomic_load_explicit(&r->detail_peer, memory_order_relaxed);
 }
 
-/* A consistent copy (the writer is never inside a note for long; after SNAPSHOT_TRIES the
- * last copy is taken as it is). */
+/* A consistent copy. A writer is never inside a note for long, but one that notes in a tight
+ * loop can keep a reader retrying; after SNAPSHOT_MS the last copy is taken as it is. */
 static void snapshot(Snapshot *s) {
-  for (int i = 0; i < SNAPSHOT_TRIES; i++) {
+  long long give_up = now_ns() + SNAPSHOT_MS * 1000000LL;
+  for (unsigned i = 1;; i++) {
     unsigned a = atomic_load_explicit(&ax_wd_record.seq, memory_order_acquire);
     read_fields(s);
     atomic_thread_fence(memory_order_acquire);
     unsigned b = atomic_load_explicit(&ax_wd_record.seq, memory_order_relaxed);
     if (a == b && !(a & 1)) return;
+    if (i % 1024 == 0 && now_ns() > give_up) return;
   }
 }
 

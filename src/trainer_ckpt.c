@@ -26,11 +26,9 @@ int ax_trainer_agree_flag(AxTrainer *t, int local, int *any) {
 static int write_stages(Trainer *t, const char *step_dir, AxCkptFile *files) {
   AxCkptFile mine = {{0}, 0, 0};
   int rc = AX_OK;
-  AX_WD_NOTE(-1, "writing the checkpoint file of stage %d", t->grid.stage);
   if (t->grid.row == 0)
     rc = ax_ckpt_write_stage(step_dir, t->grid.stage, &t->model, ax_stage_layout_of(t->stage),
                              t->grid.P, t->off.master, t->off.m, t->off.v, &mine);
-  AX_WD_NOTE(-1, "agreeing that every stage's checkpoint file was written");
   AX_TRY(ax_grid_agree(&t->grid, rc));
   if (!multi(t)) {
     files[0] = mine;
@@ -90,6 +88,8 @@ int ax_trainer_checkpoint(AxTrainer *t, int step) {
   int rc = t->grid.rank == 0 ? ax_ckpt_make_dirs(t->cfg.checkpoint_dir, step) : AX_OK;
   AX_TRY(ax_grid_agree(&t->grid, rc));
   AxCkptFile *files = ax_calloc((size_t)t->grid.P, sizeof *files);
+  AX_WD_NOTE(-1, "writing the checkpoint file of stage %d, then agreeing that all were written",
+             t->grid.stage);
   rc = files ? write_stages(t, step_dir, files) : AX_ERR;
   AX_WD_NOTE(0, t->grid.rank == 0 ? "writing the checkpoint manifest"
                                    : "waiting for rank 0 to write the checkpoint manifest");

@@ -10,7 +10,8 @@
  * it): a failing call returns to AX_MPI, which reports it in one line. */
 void ax_train_mpi_errors_return(void);
 /* Collective over the trainer's grid: starts the watchdog with --step-timeout seconds (0: no
- * deadline), SIGINT and SIGABRT handling, and this node's other ranks to watch. */
+ * deadline), this node's other ranks to watch and, on more than one rank, SIGINT and SIGABRT
+ * handling (a single process keeps the default: Ctrl-C just ends it). */
 int ax_train_watchdog_start(const AxTrainer *t, double timeout_s);
 void ax_train_watchdog_stop(void);
 

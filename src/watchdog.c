@@ -85,7 +85,8 @@ static void read_fields(Snapshot *s) {
   s->step = atomic_load_explicit(&r->step, memory_order_relaxed);
   s->start_ns = atomic_load_explicit(&r->phase_start_ns, memory_order_relaxed);
   s->what = atomic_load_explicit(&r->what, memory_order_relaxed);
-  for (int i = 0; i < AX_WD_ARGS; i++) s->arg[i] = atomic_load_explicit(&r->arg[i], memory_order_relaxed);
+  for (int i = 0; i < AX_WD_ARGS; i++)
+    s->arg[i] = atomic_load_explicit(&r->arg[i], memory_order_relaxed);
   s->peer = atomic_load_explicit(&r->peer, memory_order_relaxed);
   s->detail = atomic_load_explicit(&r->detail, memory_order_relaxed);
   s->detail_arg = atomic_load_explicit(&r->detail_arg, memory_order_relaxed);
@@ -171,7 +172,8 @@ static const char *signal_name(int sig) {
 }
 
 static int put_how(char *buf, int cap, int at, AxProcState st, int code, int pid) {
-  if (st == AX_PROC_KILLED) return put(buf, cap, at, "killed by signal %d (%s)", code, signal_name(code));
+  if (st == AX_PROC_KILLED)
+    return put(buf, cap, at, "killed by signal %d (%s)", code, signal_name(code));
   if (st == AX_PROC_EXITED) return put(buf, cap, at, "exited with status %d", code);
   return put(buf, cap, at, "its process (pid %d) is gone", pid);
 }

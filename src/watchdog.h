@@ -18,8 +18,8 @@
  * state the report adds. AX_WD_NOTE says what the rank does (set by the layer that knows why:
  * "in the data-parallel gradient all-reduce of chunk 2 (of 4)"); ax_wd_detail is what the
  * innermost wait is blocked on ("waiting for data from rank 5"), set by the engine doing the
- * waiting and cleared by the next note. Only the thread that runs the step notes; a thread that must not (the
- * optimizer's communication thread) calls ax_wd_mute_thread.
+ * waiting and cleared by the next note. Only the thread that runs the step notes; a thread
+ * that must not (the optimizer's communication thread) calls ax_wd_mute_thread.
  *
  * Why a thread, not deadline checks inside the polling waits of mpi/mpi_util.c: such checks would
  * cost one clock read per poll, see nothing while the rank computes (a BLAS or device call that

@@ -51,6 +51,8 @@ typedef struct {
 struct AxColl {
   MPI_Comm comm;
   int rank, size, tag;
+  const int *world; /* world rank of each rank of comm (world_rank.h), for the watchdog */
+  size_t noted;     /* 1 + the position (receives, then sends) last noted for it; 0: none */
   AxCommType type;
   size_t esz;
   MPI_Datatype dtype;

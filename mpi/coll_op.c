@@ -6,6 +6,7 @@
 
 #include "coll_internal.h"
 #include "mpi_util.h"
+#include "world_rank.h"
 
 /* Chosen with `axonn bench allreduce --chunk C --window W` on 2 ranks (docs/benchmarks.md):
  * 2 MiB chunks, 2 in flight, did best from 4 MB to 256 MB (smaller chunks pay MPICH/UCX's
@@ -34,15 +35,18 @@ int ax_coll_create(AxColl **out, MPI_Comm comm, AxCommType type, AxCommBytes *by
     return AX_FAIL("collective: unknown element type %d", (int)type);
   if (comm == MPI_COMM_NULL) return AX_FAIL("collective: MPI_COMM_NULL");
   int rank, size, tag;
+  const int *world;
   AX_MPI(MPI_Comm_rank(comm, &rank));
   AX_MPI(MPI_Comm_size(comm, &size));
   AX_TRY(ax_coll_next_tag(comm, &tag));
+  AX_TRY(ax_mpi_world_ranks(comm, &world));
   AxColl *op = ax_calloc(1, sizeof *op);
   if (!op) return AX_ERR;
   op->comm = comm;
   op->rank = rank;
   op->size = size;
   op->tag = tag;
+  op->world = world;
   op->type = type;
   op->esz = type == AX_COMM_F32 ? sizeof(float) : sizeof(uint16_t);
   op->dtype = type == AX_COMM_F32 ? MPI_FLOAT : MPI_UINT16_T;

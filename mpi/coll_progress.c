@@ -8,10 +8,15 @@
  * receives in the same order, and MPI matches messages of one tag from one source in the order
  * they were posted, so the i-th chunk a rank receives from a peer is the i-th that peer sent it.
  * Every dependency below points at a chunk earlier in that order (or at a peer's receive of the
- * same chunk, which itself waits only for earlier ones), so a schedule cannot deadlock. */
+ * same chunk, which itself waits only for earlier ones), so a schedule cannot deadlock.
+ *
+ * While ax_coll_wait waits, it tells the watchdog (src/watchdog.h) which world rank the oldest
+ * unfinished receive (or, when all have arrived, send) is waiting for. */
 #include "coll_internal.h"
 #include "mpi_util.h"
 #include "reduce_local.h"
+#include "src/watchdog.h"
+#include "world_rank.h"
 
 static size_t chunk_len(size_t count, size_t chunk, size_t k) {
   size_t off = k * chunk;
@@ -150,11 +155,31 @@ int ax_coll_test(AxColl *op, int *done) {
   return AX_OK;
 }
 
+/* The peer the operation waits for: the oldest unfinished receive's, else the oldest send's
+ * (noted when that changes, not on every poll). */
+static void note_pending(AxColl *op) {
+  size_t at = 1 + op->recv_done + op->send_done;
+  if (op->noted == at) return;
+  op->noted = at;
+  if (op->uses_mpi) {
+    ax_wd_detail("inside MPI_Iallreduce", 0, -1);
+  } else if (op->recv_done < op->n_recv) {
+    const AxCollStep *s = &op->steps[op->recv_order[op->recv_done].step];
+    int w = ax_mpi_world_rank_of(op->world, op->size, s->recv_peer);
+    ax_wd_detail("waiting for data from rank %d", w, w);
+  } else if (op->send_done < op->n_send) {
+    const AxCollStep *s = &op->steps[op->send_order[op->send_done].step];
+    int w = ax_mpi_world_rank_of(op->world, op->size, s->send_peer);
+    ax_wd_detail("waiting for rank %d to take its data", w, w);
+  }
+}
+
 int ax_coll_wait(AxColl *op) {
   for (;;) {
     int done = 0;
     AX_TRY(ax_coll_test(op, &done));
     if (done) return AX_OK;
+    note_pending(op);
     ax_mpi_relax();
   }
 }

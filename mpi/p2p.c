@@ -6,6 +6,8 @@
 
 #include "mpi_util.h"
 #include "src/error.h"
+#include "src/watchdog.h"
+#include "world_rank.h"
 
 static int post_recv(AxP2P *p, int dir) {
   void *buf = p->rbuf[dir][p->rcur[dir]];
@@ -39,6 +41,11 @@ int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int p
   p->be = be;
   p->rreq[0] = p->rreq[1] = MPI_REQUEST_NULL;
   if (bytes > (size_t)2147483647) return AX_FAIL("pipeline message of %zu bytes is too large", bytes);
+  const int *world;
+  int size;
+  AX_TRY(ax_mpi_world_ranks(comm, &world));
+  AX_MPI(MPI_Comm_size(comm, &size));
+  for (int dir = 0; dir < 2; dir++) p->world[dir] = ax_mpi_world_rank_of(world, size, p->peer[dir]);
   for (int dir = 0; dir < 2; dir++) {
     if (p->peer[dir] == MPI_PROC_NULL) continue;
     for (int b = 0; b < 2; b++)
@@ -105,12 +112,19 @@ int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev) {
   AX_TRY(p->be->ops->copy(p->be, s->buf, src_dev, p->bytes, AX_COPY_D2H, AX_STREAM_COMPUTE));
   AX_TRY(p->be->ops->sync(p->be, AX_STREAM_COMPUTE));
   AX_MPI(MPI_Isend(s->buf, (int)p->bytes, MPI_BYTE, peer, tag, p->comm, &s->req));
+  s->to_next = to_next;
   p->bytes_sent += p->bytes;
   return AX_OK;
 }
 
 int ax_p2p_flush(AxP2P *p) {
-  for (int i = 0; i < p->n_sends; i++)
-    if (p->sends[i].req != MPI_REQUEST_NULL) AX_TRY(ax_mpi_wait(&p->sends[i].req, NULL));
+  for (int i = 0; i < p->n_sends; i++) {
+    AxSendSlot *s = &p->sends[i];
+    if (s->req == MPI_REQUEST_NULL) continue;
+    int peer = p->world[s->to_next ? AX_FROM_NEXT : AX_FROM_PREV];
+    ax_wd_detail(s->to_next ? "rank %d has not yet taken its activation"
+                            : "rank %d has not yet taken its gradient", peer, peer);
+    AX_TRY(ax_mpi_wait(&s->req, NULL));
+  }
   return AX_OK;
 }

@@ -21,11 +21,13 @@ typedef enum { AX_FROM_PREV = 0, AX_FROM_NEXT = 1 } AxP2PDir;
 typedef struct {
   void *buf;
   MPI_Request req;
+  int to_next;      /* the direction of the last send from this slot (for the watchdog) */
 } AxSendSlot;
 
 typedef struct {
   MPI_Comm comm;
   int peer[2];      /* [AX_FROM_PREV] = previous stage, [AX_FROM_NEXT] = next; MPI_PROC_NULL */
+  int world[2];     /* the same peers' MPI_COMM_WORLD ranks; -1 at the ends of the pipeline */
   size_t bytes;
   AxBackend *be;
   void *rbuf[2][2]; /* per direction, two alternating host buffers */
@@ -46,7 +48,7 @@ int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data);
 /* Sends `bytes` of device memory: to_next = 1 sends an activation to the next stage, 0 a
  * gradient to the previous one. Returns once the data is copied; the send completes later. */
 int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev);
-/* Completes every outstanding send. */
+/* Completes every outstanding send (telling the watchdog which peer it waits for). */
 int ax_p2p_flush(AxP2P *p);
 
 #endif

@@ -1,6 +1,7 @@
 /* interleave.c — chunked all-reduce of the host gradients and the AdamW that follows each
  * chunk, progressed by calls between update sub-blocks or by a communication thread; see
- * interleave.h. */
+ * interleave.h. The main thread tells the watchdog (src/watchdog.h) which chunk it sums or
+ * updates; the communication thread does not note. */
 #include "interleave.h"
 
 #include <pthread.h>
@@ -9,6 +10,7 @@
 
 #include "mpi/bf16.h"
 #include "src/error.h"
+#include "src/watchdog.h"
 
 enum { SUB_BLOCK = 1 << 18 }; /* elements updated between two progress calls */
 
@@ -91,6 +93,8 @@ static int wait_chunk(Reducer *rd, int c, int yield) {
 
 static int finish_chunk(Reducer *rd, int c) {
   if (!rd->active) return AX_OK;
+  AX_WD_NOTE(-1, "in the data-parallel gradient all-reduce of chunk %d (of %d)", c,
+             rd->o->n_chunks);
   double t0 = ax_trace_begin(rd->r->trace);
   AX_TRY(wait_chunk(rd, c, 0));
   ax_trace_end(rd->r->trace, AX_EV_ALLREDUCE, c, t0);
@@ -113,6 +117,7 @@ static int update_chunk(AxOffload *o, Reducer *rd, int c, void *device_params,
                         const AxAdamWHyper *h, AxTrace *trace) {
   size_t lo, hi;
   ax_offload_chunk_range(o, c, &lo, &hi);
+  AX_WD_NOTE(-1, "computing the AdamW update of chunk %d (of %d)", c, o->n_chunks);
   double t0 = ax_trace_begin(trace);
   for (size_t s = lo; s < hi; s += SUB_BLOCK) {
     size_t e = s + SUB_BLOCK < hi ? s + SUB_BLOCK : hi;
@@ -152,6 +157,7 @@ static int comm_chunks(Reducer *rd, CommThread *ct) {
 
 static void *comm_thread_main(void *arg) {
   CommThread *ct = arg;
+  ax_wd_mute_thread();
   int rc = comm_chunks(ct->rd, ct);
   pthread_mutex_lock(&ct->mu);
   if (rc != AX_OK) {
@@ -166,6 +172,8 @@ static void *comm_thread_main(void *arg) {
 /* Blocks until chunk c is summed; AX_ERR with the thread's message if it failed first. The
  * wait shows in the trace as the chunk's all-reduce. */
 static int await_chunk(CommThread *ct, int c, AxTrace *trace) {
+  AX_WD_NOTE(-1, "waiting for the communication thread's data-parallel gradient all-reduce of "
+             "chunk %d (of %d)", c, ct->rd->o->n_chunks);
   double t0 = ax_trace_begin(trace);
   pthread_mutex_lock(&ct->mu);
   while (ct->summed <= c && !ct->failed) pthread_cond_wait(&ct->summed_cv, &ct->mu);

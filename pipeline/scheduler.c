@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "src/error.h"
+#include "src/watchdog.h"
 
 int ax_sched_slots(int stage, int P, int limit) { return stage == P - 1 ? 1 : limit; }
 
@@ -22,7 +23,9 @@ int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, in
   s->max_micro = max_micro;
   s->slot_of = ax_malloc((size_t)max_micro * sizeof *s->slot_of);
   s->slot_used = ax_calloc((size_t)s->n_slots, sizeof *s->slot_used);
-  if (!s->slot_of || !s->slot_used) return AX_ERR;
+  s->got[0] = ax_calloc((size_t)max_micro + 1, 1);
+  s->got[1] = ax_calloc((size_t)max_micro + 1, 1);
+  if (!s->slot_of || !s->slot_used || !s->got[0] || !s->got[1]) return AX_ERR;
   for (int i = 0; i < max_micro; i++) s->slot_of[i] = -1;
   if (P == 1) return AX_OK; /* no neighbours, no messages */
   int prev = stage > 0 ? stage - 1 : MPI_PROC_NULL, next = stage < P - 1 ? stage + 1 : MPI_PROC_NULL;
@@ -33,6 +36,8 @@ void ax_sched_destroy(AxScheduler *s) {
   if (s->P > 1 && s->p2p.comm) ax_p2p_destroy(&s->p2p);
   free(s->slot_of);
   free(s->slot_used);
+  free(s->got[0]);
+  free(s->got[1]);
   memset(s, 0, sizeof *s);
 }
 
@@ -59,8 +64,16 @@ static void debug_delay(const AxScheduler *s) {
   nanosleep(&ts, NULL);
 }
 
+/* --debug-hang-mode sleep: a forward that never returns (the watchdog ends the job). */
+static void debug_hang(const AxScheduler *s) {
+  if (s->hang != AX_SCHED_HANG_SLEEP) return;
+  for (;;) nanosleep(&(struct timespec){1, 0}, NULL);
+}
+
 static int run_forward(AxScheduler *s, int mb, const void *input, const void **out) {
+  AX_WD_NOTE(-1, "computing the forward of micro-batch %d", mb);
   debug_delay(s);
+  debug_hang(s);
   double t0 = ax_trace_begin(s->trace);
   AX_TRY(s->ops.forward(s->ops.ctx, mb, s->slot_of[mb], input, out));
   ax_trace_end(s->trace, AX_EV_FORWARD, mb, t0);
@@ -68,6 +81,7 @@ static int run_forward(AxScheduler *s, int mb, const void *input, const void **o
 }
 
 static int run_backward(AxScheduler *s, int mb, const void *dout, const void **din) {
+  AX_WD_NOTE(-1, "computing the backward of micro-batch %d", mb);
   debug_delay(s);
   double t0 = ax_trace_begin(s->trace);
   AX_TRY(s->ops.backward(s->ops.ctx, mb, s->slot_of[mb], dout, din));
@@ -77,17 +91,69 @@ static int run_backward(AxScheduler *s, int mb, const void *dout, const void **d
 }
 
 static int send(AxScheduler *s, int to_next, int mb, const void *data) {
+  if (s->hang == AX_SCHED_HANG_DROP) { /* --debug-hang-mode drop: the message is lost */
+    s->hang = AX_SCHED_HANG_NONE;
+    return AX_OK;
+  }
   double t0 = ax_trace_begin(s->trace);
   AX_TRY(ax_p2p_send(&s->p2p, to_next, mb, data));
   ax_trace_end(s->trace, AX_EV_SEND, mb, t0);
   return AX_OK;
 }
 
+/* ------------------------------------------------------------------ what a wait waits for */
+
+static void begin_pass(AxScheduler *s, int n_micro) {
+  s->n_now = n_micro;
+  for (int dir = 0; dir < 2; dir++) {
+    memset(s->got[dir], 0, (size_t)n_micro);
+    s->low[dir] = 0;
+  }
+}
+
+/* The lowest micro-batch still to come from direction dir (n_now when none). */
+static int lowest_missing(AxScheduler *s, int dir) {
+  while (s->low[dir] < s->n_now && s->got[dir][s->low[dir]]) s->low[dir]++;
+  return s->low[dir];
+}
+
+/* The lowest micro-batch forwarded here whose gradient has not come back; -1 when none. */
+static int awaited_gradient(AxScheduler *s) {
+  for (int mb = lowest_missing(s, AX_FROM_NEXT); mb < s->n_now; mb++)
+    if (!s->got[AX_FROM_NEXT][mb] && s->slot_of[mb] >= 0) return mb;
+  return -1;
+}
+
+static void note_wait(AxScheduler *s) {
+  int act = s->stage > 0 ? lowest_missing(s, AX_FROM_PREV) : s->n_now;
+  int grad = s->stage < s->P - 1 ? awaited_gradient(s) : -1;
+  int wp = s->p2p.world[AX_FROM_PREV], wn = s->p2p.world[AX_FROM_NEXT];
+  if (act < s->n_now && grad >= 0)
+    AX_WD_NOTE(wp, "waiting for the activation of micro-batch %d from stage %d (rank %d) or the "
+               "gradient of micro-batch %d from stage %d (rank %d)", act, s->stage - 1, wp, grad,
+               s->stage + 1, wn);
+  else if (act < s->n_now)
+    AX_WD_NOTE(wp, "waiting for the activation of micro-batch %d from stage %d (rank %d)", act,
+               s->stage - 1, wp);
+  else if (grad >= 0)
+    AX_WD_NOTE(wn, "waiting for the gradient of micro-batch %d from stage %d (rank %d)", grad,
+               s->stage + 1, wn);
+  else
+    AX_WD_NOTE(-1, "waiting for a pipeline message");
+}
+
 static int receive(AxScheduler *s, AxP2PDir *dir, int *mb, const void **data) {
+  note_wait(s);
   double t0 = ax_trace_begin(s->trace);
   AX_TRY(ax_p2p_wait(&s->p2p, dir, mb, data));
   ax_trace_end(s->trace, AX_EV_RECV_WAIT, *mb, t0);
+  if (*mb >= 0 && *mb < s->n_now) s->got[*dir][*mb] = 1;
   return AX_OK;
+}
+
+static int flush(AxScheduler *s) {
+  AX_WD_NOTE(-1, "completing this pass's pipeline sends");
+  return ax_p2p_flush(&s->p2p);
 }
 
 /* Stage 0 starts micro-batch mb: forward, send the activation on. */
@@ -131,6 +197,7 @@ static int on_gradient(AxScheduler *s, int mb, const void *data, int *next_mb, i
 
 int ax_sched_train(AxScheduler *s, int n_micro) {
   if (n_micro > s->max_micro) return AX_FAIL("internal: %d micro-batches exceed %d", n_micro, s->max_micro);
+  begin_pass(s, n_micro);
   if (s->P == 1) return train_single(s, n_micro);
   int first = s->stage == 0, last = s->stage == s->P - 1, next_mb = 0;
   if (first)
@@ -146,11 +213,12 @@ int ax_sched_train(AxScheduler *s, int n_micro) {
     else
       AX_TRY(on_gradient(s, mb, data, &next_mb, n_micro));
   }
-  return ax_p2p_flush(&s->p2p);
+  return flush(s);
 }
 
 int ax_sched_forward(AxScheduler *s, int n_micro) {
   if (n_micro > s->max_micro) return AX_FAIL("internal: %d micro-batches exceed %d", n_micro, s->max_micro);
+  begin_pass(s, n_micro);
   for (int i = 0; i < n_micro; i++) {
     AxP2PDir dir = AX_FROM_PREV;
     int mb = i;
@@ -162,5 +230,5 @@ int ax_sched_forward(AxScheduler *s, int n_micro) {
     release_slot(s, mb);
     if (s->stage < s->P - 1) AX_TRY(send(s, 1, mb, out));
   }
-  return s->P > 1 ? ax_p2p_flush(&s->p2p) : AX_OK;
+  return s->P > 1 ? flush(s) : AX_OK;
 }

@@ -5,7 +5,9 @@
  * There is no barrier in a step and every rank knows up front how many messages it handles.
  *
  * The scheduler knows nothing of the model: it calls the stage through AxStageOps, hands it a
- * stash slot per in-flight micro-batch, and moves the data through the p2p engine. */
+ * stash slot per in-flight micro-batch, and moves the data through the p2p engine. It tells the
+ * watchdog (src/watchdog.h) what it does: which micro-batch it computes, and which activation
+ * or gradient, from which stage and world rank, it is waiting for. */
 #ifndef AX_SCHEDULER_H
 #define AX_SCHEDULER_H
 
@@ -24,6 +26,13 @@ typedef struct {
   int (*backward)(void *ctx, int mb, int slot, const void *doutput, const void **dinput);
 } AxStageOps;
 
+/* Testing: how --debug-hang-rank makes this rank stop making progress in one step. */
+typedef enum {
+  AX_SCHED_HANG_NONE = 0,
+  AX_SCHED_HANG_SLEEP, /* sleeps forever in its next forward (a compute that never returns) */
+  AX_SCHED_HANG_DROP,  /* never sends its next pipeline message (its neighbour waits for it) */
+} AxSchedHang;
+
 typedef struct {
   int stage, P;
   int limit;       /* micro-batches in flight (pipeline limit) */
@@ -32,6 +41,10 @@ typedef struct {
   AxP2P p2p;
   AxTrace *trace;
   int delay_ms;    /* debug: sleep before each forward/backward on this stage */
+  AxSchedHang hang; /* debug: set for one step; cleared once a message is dropped */
+  unsigned char *got[2]; /* per direction, per micro-batch: received in this pass */
+  int low[2];      /* per direction: no micro-batch below it is still to be received */
+  int n_now;       /* micro-batches of the pass in progress */
   int *slot_of;    /* micro-batch -> slot, -1 when none */
   int *slot_used;
   int max_micro;

@@ -4,7 +4,8 @@
  * Failure policy: problems found while setting up (options, files, grid) are agreed on by all
  * ranks and printed once, by rank 0, with the failing rank named; every rank exits 1. A failure
  * inside a step (other ranks may be waiting on this one) is printed by the failing rank, which
- * then aborts the whole job, so nothing ever hangs. */
+ * then aborts the whole job, so nothing ever hangs; a rank that is stuck, or whose peer on this
+ * node is gone, is ended by the watchdog (src/watchdog.h, wired in train_watchdog.c). */
 #include <math.h>
 #include <signal.h>
 #include <mpi.h>
@@ -19,7 +20,9 @@
 #include "metrics.h"
 #include "plan.h"
 #include "summary.h"
+#include "train_watchdog.h"
 #include "trainer.h"
+#include "watchdog.h"
 
 static void print_failure(void) {
   if (ax_rank() <= 0) ax_print_error();
@@ -29,6 +32,7 @@ static void print_failure(void) {
  * caller prints the error (once). */
 static void abort_job(const AxTrainer *t) {
   if (ax_trainer_grid(t)->size <= 1) return;
+  ax_watchdog_check_lost(); /* a peer of this node is gone: "lost rank", exit 125 */
   ax_print_error();
   /* The launcher forwards our stderr through a pipe; give it a moment to pass the message on
    * before the abort tears the job down (under load it can otherwise be lost). */
@@ -65,6 +69,8 @@ static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer 
 /* The summary comes before the save, so that its memory marks are those of training; the
  * model is saved even when the summary could not be written. */
 static int finish(AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
+  ax_wd_phase(AX_WD_FINAL, cfg->steps);
+  AX_WD_NOTE(-1, "writing the run summary");
   int rc = ax_summary_finish(t, cfg, m);
   if (cfg->save && ax_trainer_save(t, cfg->save) != AX_OK) rc = AX_ERR;
   AX_TRY(rc);
@@ -140,6 +146,7 @@ static int start_mpi(int *argc, char ***argv) {
   int provided, rank;
   if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     return AX_FAIL("MPI_Init failed");
+  ax_train_mpi_errors_return();
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   ax_set_rank(rank);
   return AX_OK;
@@ -169,11 +176,13 @@ int ax_cmd_train(int argc, char **argv) {
   if (rc == AX_OK) rc = ax_train_config_check(&cfg, &opts);
   AxTrainer *t = NULL;
   if (rc == AX_OK) rc = ax_trainer_create(&t, &cfg);
+  if (rc == AX_OK) rc = ax_train_watchdog_start(t, cfg.step_timeout);
   if (rc == AX_OK) {
     ax_trainer_print_header(t);
     rc = run(t, &cfg);
   }
   if (rc != AX_OK) print_failure();
+  ax_train_watchdog_stop();
   ax_trainer_destroy(t);
   ax_train_config_free(&cfg);
   MPI_Finalize();

@@ -111,11 +111,24 @@ static const AxOption OPTIONS[] = {
         "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
     INT("debug-delay-ms", debug_delay_ms, "0", "MS",
         "testing: sleep this long before each forward/backward on that stage", 0, 60000),
+    FLT("step-timeout", step_timeout, "1200", "SECONDS",
+        "end the whole job with exit status 124 when a step, a validation, a checkpoint or the "
+        "final save takes longer on some rank, printing what that rank waits for (0: off)", 0,
+        1e6),
+    INT("debug-hang-rank", debug_hang_rank, "-1", "R",
+        "testing: world rank R stops making progress in step --debug-hang-step (-1: none)", -1,
+        1 << 24),
+    INT("debug-hang-step", debug_hang_step, "1", "N",
+        "testing: the step in which --debug-hang-rank stops", 1, 1 << 30),
+    CHOICE("debug-hang-mode", debug_hang_mode, "sleep", "sleep|drop",
+           "testing: that rank sleeps forever in a forward, or drops its next pipeline message"),
 };
 
 const AxOptionTable AX_TRAIN_OPTIONS = {
     "train",
-    "Train a GPT-2 model (one process, or a G_inter x G_data grid under mpirun/srun/jsrun).",
+    "Train a GPT-2 model (one process, or a G_inter x G_data grid under mpirun/srun/jsrun).\n"
+    "Exit status: 0 done (also after SIGTERM/SIGUSR1 with --checkpoint-dir), 1 error, 124 a step "
+    "exceeded --step-timeout, 125 a rank was lost, 130 SIGINT.",
     OPTIONS, (int)(sizeof OPTIONS / sizeof OPTIONS[0])};
 
 /* --model: the preset's dimensions, except those the user gave explicitly. */
@@ -178,6 +191,11 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->debug_delay_stage >= cfg->g_inter)
     return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
                    cfg->debug_delay_stage, cfg->g_inter);
+  if (cfg->debug_hang_rank >= cfg->g_inter * cfg->g_data)
+    return AX_FAIL("--debug-hang-rank %d does not exist with %d rank(s)", cfg->debug_hang_rank,
+                   cfg->g_inter * cfg->g_data);
+  if (cfg->debug_hang_rank >= 0 && cfg->debug_hang_mode == 1 && cfg->g_inter < 2)
+    return AX_FAIL("--debug-hang-mode drop needs pipeline messages (--g-inter 2 or more)");
   if ((cfg->resume || cfg->checkpoint_every) && !cfg->checkpoint_dir)
     return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
   if (cfg->val_data && !cfg->data)

@@ -62,6 +62,9 @@ typedef struct {
   int checkpoint_every, keep, resume;
   /* fault and timing injection for tests */
   int debug_delay_stage, debug_delay_ms;
+  /* watchdog (src/watchdog.h) */
+  double step_timeout; /* seconds per step, validation, checkpoint, final save; 0: off */
+  int debug_hang_rank, debug_hang_step, debug_hang_mode; /* mode: 0 sleep, 1 drop */
 } AxTrainConfig;
 
 extern const AxOptionTable AX_TRAIN_OPTIONS;

@@ -1,7 +1,8 @@
 /* train_step.c — one training step on this rank: the pipeline phase (the scheduler calling
  * back into this rank's stage), the gradient sync (tied embedding across the row's ends, then
  * the data-parallel column), global-norm clipping, AdamW, and the loss every rank agrees on;
- * and forward-only validation. */
+ * and forward-only validation. Each phase starts the watchdog's clock (src/watchdog.h) and
+ * notes its collectives; the scheduler and the interleaver note the rest. */
 #include <math.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "mpi/mpi_util.h"
 #include "timer.h"
 #include "trainer_impl.h"
+#include "watchdog.h"
 
 /* ------------------------------------------------------------------ stage callbacks */
 
@@ -59,6 +61,7 @@ static int sum_over(MPI_Comm comm, double *x) {
 /* Mean loss of the global batch: the last stage of each row holds its row's sum. */
 static int agree_on_loss(Trainer *t, int batches, double *loss) {
   double row = t->spec.last ? t->loss_sum / (t->n_micro * (double)batches) : 0.0;
+  AX_WD_NOTE(-1, "in the all-reduce of the loss over all ranks");
   AX_TRY(sum_over(t->grid.world, &row));
   *loss = row / t->grid.D;
   return AX_OK;
@@ -69,6 +72,8 @@ static int agree_on_loss(Trainer *t, int batches, double *loss) {
 static int sync_tied(Trainer *t) {
   if (t->grid.tied == MPI_COMM_NULL) return AX_OK;
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  int other = t->grid.row * t->grid.P + (t->spec.first ? t->grid.P - 1 : 0);
+  AX_WD_NOTE(other, "in the tied-embedding gradient all-reduce with rank %d", other);
   double t0 = ax_trace_begin(&t->trace);
   AX_TRY(ax_allreduce(t->grid.tied, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
                       AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce, &t->comm_bytes));
@@ -84,6 +89,7 @@ static int any_overflow(Trainer *t, int step, int *overflow) {
   if (step == t->cfg.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n)
     t->off.grads[0] = INFINITY;
   int local = !isfinite(ax_host_sumsq(t->off.grads, t->off.n));
+  AX_WD_NOTE(-1, "in the gradient overflow check over all ranks");
   if (t->grid.size > 1)
     AX_MPI(MPI_Allreduce(&local, overflow, 1, MPI_INT, MPI_MAX, t->grid.world));
   else
@@ -113,6 +119,7 @@ static AxAdamWHyper adamw_hyper(const Trainer *t, double lr, float grad_scale) {
 
 /* The global gradient norm: each stage's sum of squares summed along the pipeline row. */
 static int finish_norm(Trainer *t, double sumsq, double *norm) {
+  AX_WD_NOTE(-1, "in the gradient-norm sum along the pipeline row");
   AX_TRY(sum_over(t->grid.pipe, &sumsq));
   *norm = sqrt(sumsq > 0 ? sumsq : 0) / t->loss_scale.scale;
   return AX_OK;
@@ -141,6 +148,7 @@ static int reduce_and_update(Trainer *t, double lr, double *norm) {
 
 static int optimizer_step(Trainer *t, int step, AxStepRecord *rec) {
   rec->lr = ax_lr_at(&t->lr, step);
+  AX_WD_NOTE(-1, "copying the gradients to host memory");
   AX_TRY(ax_offload_download_grads(&t->off, ax_stage_grads(t->stage)));
   int overflow;
   AX_TRY(any_overflow(t, step, &overflow));
@@ -160,7 +168,14 @@ static int optimizer_step(Trainer *t, int step, AxStepRecord *rec) {
 
 static int load_batch(Trainer *t, AxLoader *L) {
   if (!t->have_data) return AX_OK;
+  AX_WD_NOTE(-1, "loading a batch");
   return ax_loader_next(L, t->grid.row * t->shard, t->shard, t->inputs, t->targets);
+}
+
+/* --debug-hang-rank/-step/-mode: this rank stops making progress in this step's pipeline. */
+static void debug_hang(Trainer *t, int step) {
+  if (t->grid.rank == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step)
+    t->sched.hang = t->cfg.debug_hang_mode == 0 ? AX_SCHED_HANG_SLEEP : AX_SCHED_HANG_DROP;
 }
 
 static int pipeline_phase(Trainer *t) {
@@ -171,17 +186,20 @@ static int pipeline_phase(Trainer *t) {
 }
 
 int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
+  ax_wd_phase(AX_WD_STEP, step);
   ax_trace_set_step(&t->trace, step);
   double t0 = ax_now(), tr0 = ax_trace_begin(&t->trace);
   AX_TRY(ax_stage_zero_grads(t->stage));
   AX_TRY(load_batch(t, &t->train));
   t->loss_sum = 0;
   t->validating = 0;
+  debug_hang(t, step);
   AX_TRY(pipeline_phase(t));
   AX_TRY(optimizer_step(t, step, rec));
   AX_TRY(agree_on_loss(t, 1, &rec->loss));
   if (!isfinite(rec->loss))
     return AX_FAIL("loss is %f at step %d: training diverged", rec->loss, step);
+  AX_WD_NOTE(-1, "waiting for the device to finish the step");
   AX_TRY(ax_sync(t->be));
   ax_trace_end(&t->trace, AX_EV_STEP, -1, tr0);
   rec->ms = (ax_now() - t0) * 1e3;
@@ -206,6 +224,7 @@ int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec) {
   if (!t->have_val || t->cfg.val_steps == 0) return AX_OK;
   int due = step == t->cfg.steps || (t->cfg.val_every && step % t->cfg.val_every == 0);
   if (!due) return AX_OK;
+  ax_wd_phase(AX_WD_VALIDATION, step);
   AX_TRY(validate(t, &rec->val_loss));
   if (!isnan(t->floor))
     ax_log("val  step %d | val loss %.6f | floor %.4f (gap %.4f)", step, rec->val_loss, t->floor,

@@ -16,6 +16,7 @@
 #include "mpi/trace_merge.h"
 #include "pipeline/partition.h"
 #include "trainer_impl.h"
+#include "watchdog.h"
 
 _Static_assert(AX_PREC_BF16 == (int)AX_DTYPE_BF16 && AX_PREC_FP16 == (int)AX_DTYPE_F16,
                "AxPrecision mirrors AxDType");
@@ -263,9 +264,11 @@ static int gather_and_write(AxTrainer *t, const char *path) {
       pieces[s] = buf;
       /* row 0's stage s is world rank s; the pipeline communicator carries only pipeline
        * messages (its receives are pre-posted for any tag) */
+      AX_WD_NOTE(s, "receiving the weights of stage %d from rank %d", s, s);
       rc = buf ? ax_mpi_recv_floats(buf, lay[s].total, s, 77, t->grid.world) : AX_ERR;
     }
   }
+  AX_WD_NOTE(-1, "writing the model file");
   if (rc == AX_OK) rc = ax_model_file_write_stages(path, &t->model, lay, pieces, P);
   for (int s = 1; s < P && pieces; s++) free((void *)pieces[s]);
   free(pieces);
@@ -278,10 +281,13 @@ int ax_trainer_save(AxTrainer *t, const char *path) {
   if (t->grid.row == 0) {
     if (t->grid.stage == 0)
       rc = gather_and_write(t, path);
-    else
+    else {
+      AX_WD_NOTE(0, "sending the weights of stage %d to rank 0", t->grid.stage);
       rc = ax_mpi_send_floats(t->off.master, ax_stage_layout_of(t->stage)->total, 0, 77,
                               t->grid.world);
+    }
   }
+  AX_WD_NOTE(0, "in the agreement that rank 0 saved the model");
   AX_TRY(ax_grid_agree(&t->grid, rc));
   ax_log("saved model to %s", path);
   return AX_OK;
@@ -290,6 +296,7 @@ int ax_trainer_save(AxTrainer *t, const char *path) {
 int ax_trainer_finish(AxTrainer *t) {
   if (!t->cfg.trace) return AX_OK;
   int rc = AX_OK;
+  AX_WD_NOTE(0, "merging the trace at rank 0");
   if (t->have_grid)
     rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.trace, t->grid.P);
   else

@@ -1,7 +1,7 @@
 /* trainer_ckpt.c — the trainer's checkpoints: writing one (every row-0 rank its stage's
  * tensors, rank 0 the manifest last), resuming from the newest complete one on any grid, and
  * the agreement on a stop request (SIGTERM/SIGUSR1) that ends a run at a step boundary. The
- * file format is src/checkpoint.h's. */
+ * file format is src/checkpoint.h's. Writing and loading each start a watchdog phase. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,11 +12,13 @@
 #include "mpi/mpi_util.h"
 #include "timer.h"
 #include "trainer_impl.h"
+#include "watchdog.h"
 
 static int multi(const Trainer *t) { return t->have_grid && t->grid.size > 1; }
 
 int ax_trainer_agree_flag(AxTrainer *t, int local, int *any) {
   *any = local;
+  AX_WD_NOTE(-1, "in the all-reduce of the stop request (SIGTERM/SIGUSR1) over all ranks");
   if (multi(t)) AX_MPI(MPI_Allreduce(&local, any, 1, MPI_INT, MPI_MAX, t->grid.world));
   return AX_OK;
 }
@@ -55,6 +57,7 @@ static int write_stages(Trainer *t, const char *step_dir, AxCkptFile *files) {
   /* row 0's stage s is world rank s: rank 0 keeps the first P of every rank's entry */
   AxCkptFile *all = t->grid.rank == 0 ? ax_calloc((size_t)t->grid.size, sizeof *all) : NULL;
   if (t->grid.rank == 0 && !all) return AX_ERR;
+  AX_WD_NOTE(0, "gathering the checkpoint files' sizes and CRCs at rank 0");
   AX_MPI(MPI_Gather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0,
                     t->grid.world));
   if (all) memcpy(files, all, (size_t)t->grid.P * sizeof *files);
@@ -99,13 +102,19 @@ static int write_manifest(Trainer *t, int step, const char *step_dir, AxCkptFile
 }
 
 int ax_trainer_checkpoint(AxTrainer *t, int step) {
+  ax_wd_phase(AX_WD_CHECKPOINT, step);
+  AX_WD_NOTE(-1, "creating the checkpoint directory");
   double t0 = ax_now();
   char step_dir[1024];
   ax_ckpt_step_dir(t->cfg.checkpoint_dir, step, step_dir);
   int rc = t->grid.rank == 0 ? ax_ckpt_make_dirs(t->cfg.checkpoint_dir, step) : AX_OK;
   AX_TRY(ax_grid_agree(&t->grid, rc));
   AxCkptFile *files = ax_calloc((size_t)t->grid.P, sizeof *files);
+  AX_WD_NOTE(-1, "writing the checkpoint file of stage %d, then agreeing that all were written",
+             t->grid.stage);
   rc = files ? write_stages(t, step_dir, files) : AX_ERR;
+  AX_WD_NOTE(0, t->grid.rank == 0 ? "writing the checkpoint manifest"
+                                   : "waiting for rank 0 to write the checkpoint manifest");
   if (rc == AX_OK && t->grid.rank == 0) rc = write_manifest(t, step, step_dir, files);
   free(files);
   AX_TRY(ax_grid_agree(&t->grid, rc));
@@ -184,6 +193,8 @@ static int load_state(Trainer *t, const char *step_dir, int *step) {
 }
 
 int ax_trainer_resume(AxTrainer *t, int *step) {
+  ax_wd_phase(AX_WD_RESUME, 0);
+  AX_WD_NOTE(0, "finding the newest complete checkpoint");
   *step = 0;
   int found = 0;
   char step_dir[1024] = {0};
@@ -193,6 +204,7 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
            t->cfg.checkpoint_dir);
     return AX_OK;
   }
+  AX_WD_NOTE(-1, "reading the checkpoint");
   AX_TRY(ax_grid_agree(&t->grid, load_state(t, step_dir, step)));
   if (*step >= t->cfg.steps)
     ax_warn("resume: the checkpoint is at step %d, --steps is %d: nothing left to do", *step,

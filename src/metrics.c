@@ -8,6 +8,17 @@
 #include "error.h"
 #include "log.h"
 
+static int write_failed(const AxMetrics *m, int err) {
+  return AX_FAIL("cannot write metrics file %s: %s", m->csv_path, strerror(err ? err : EIO));
+}
+
+/* The buffered text reaches the file (and a full disk is found) at the flush. */
+static int flush_csv(const AxMetrics *m, int printed) {
+  errno = 0;
+  if (printed < 0 || ferror(m->csv) || fflush(m->csv) != 0) return write_failed(m, errno);
+  return AX_OK;
+}
+
 int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_steps,
                     long long tokens_per_step, double flops_per_step) {
   memset(m, 0, sizeof *m);
@@ -18,11 +29,11 @@ int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_ste
   m->last_val = NAN;
   ax_metrics_timing_window(m, 0, total_steps > 0 ? total_steps : 1);
   if (!csv_path) return AX_OK;
+  m->csv_path = csv_path;
   m->csv = fopen(csv_path, "w");
   if (!m->csv) return AX_FAIL("cannot create metrics file %s: %s", csv_path, strerror(errno));
-  fprintf(m->csv, "step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss\n");
-  fflush(m->csv);
-  return AX_OK;
+  return flush_csv(m, fprintf(m->csv, "step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,"
+                                      "val_loss\n"));
 }
 
 void ax_metrics_timing_window(AxMetrics *m, int skip, int steps) {
@@ -39,7 +50,15 @@ static void add_time(AxStepTimes *t, int step, double ms) {
   t->sum_ms += ms;
 }
 
-void ax_metrics_step(AxMetrics *m, const AxStepRecord *r) {
+static int csv_row(const AxMetrics *m, const AxStepRecord *r, double tps, double tflops) {
+  int a = fprintf(m->csv, "%d,%.9g,%.9g,%.6g,%.6g,%.6g,%.9g,", r->step, r->loss, r->lr, r->ms,
+                  tps, tflops, r->grad_norm);
+  int b = isnan(r->val_loss) ? 0 : fprintf(m->csv, "%.9g", r->val_loss);
+  int c = fputc('\n', m->csv);
+  return flush_csv(m, a < 0 || b < 0 || c == EOF ? -1 : 0);
+}
+
+int ax_metrics_step(AxMetrics *m, const AxStepRecord *r) {
   double sec = r->ms / 1e3, tps = m->tokens_per_step / sec, tflops = m->flops_per_step / sec / 1e12;
   m->n++;
   m->sum_ms += r->ms;
@@ -53,16 +72,13 @@ void ax_metrics_step(AxMetrics *m, const AxStepRecord *r) {
            "grad norm %.4f", r->step < 10000 ? 4 : 7, r->step, m->total_steps, r->loss, r->lr,
            r->ms, tps, tflops, r->grad_norm);
   }
-  if (m->csv) {
-    fprintf(m->csv, "%d,%.9g,%.9g,%.6g,%.6g,%.6g,%.9g,", r->step, r->loss, r->lr, r->ms, tps,
-            tflops, r->grad_norm);
-    if (!isnan(r->val_loss)) fprintf(m->csv, "%.9g", r->val_loss);
-    fputc('\n', m->csv);
-    fflush(m->csv);
-  }
+  return m->csv ? csv_row(m, r, tps, tflops) : AX_OK;
 }
 
-void ax_metrics_close(AxMetrics *m) {
-  if (m->csv) fclose(m->csv);
+int ax_metrics_close(AxMetrics *m) {
+  if (!m->csv) return AX_OK;
+  errno = 0;
+  int bad = ferror(m->csv), closed = fclose(m->csv);
   m->csv = NULL;
+  return bad || closed != 0 ? write_failed(m, errno) : AX_OK;
 }

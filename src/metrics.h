@@ -1,8 +1,10 @@
-/* metrics.h — what a step reports: one progress line on stdout (rank 0) and one CSV row.
- * The CSV header is `step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss`: the loss is
- * the one computed in that step's forward pass, before the update; val_loss is empty on steps
- * without validation. It also keeps this rank's step times for the batch time of the end-of-run
- * summary (src/summary.h): over the timing window and over every step. */
+/* metrics.h — what a step reports: one progress line on stdout (rank 0) and one CSV row. The
+ * CSV header is `step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss`: the loss is the
+ * one computed in that step's forward pass, before the update; val_loss is empty on steps without
+ * validation; tflops counts the FLOPs the step executes (ax_trainer_flops_per_step). Every
+ * write, flush and close of the CSV is checked: a failure is an error of the run. It also keeps
+ * this rank's step times for the batch time of the end-of-run summary (src/summary.h): over
+ * the timing window and over every step. */
 #ifndef AX_METRICS_H
 #define AX_METRICS_H
 
@@ -22,10 +24,11 @@ typedef struct {
 
 typedef struct {
   FILE *csv;
+  const char *csv_path;
   int quiet;
   int total_steps;
   long long tokens_per_step;
-  double flops_per_step;
+  double flops_per_step; /* executed FLOPs of one step */
   /* running figures for the summary */
   int n;
   double sum_ms, last_loss, last_val;
@@ -35,11 +38,15 @@ typedef struct {
   AxStepTimes timed, all;
 } AxMetrics;
 
+/* Opens the CSV (csv_path NULL: none) and writes its header; fails when it cannot be written. */
 int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_steps,
                     long long tokens_per_step, double flops_per_step);
 /* Sets the timing window (default: no skip, every step). */
 void ax_metrics_timing_window(AxMetrics *m, int skip, int steps);
-void ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
-void ax_metrics_close(AxMetrics *m);
+/* Records a step: the summary's figures, the progress line when due, the CSV row. Fails (and
+ * says which file) when the row cannot be written. */
+int ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
+/* Closes the CSV; fails when the last buffered rows cannot be written. */
+int ax_metrics_close(AxMetrics *m);
 
 #endif

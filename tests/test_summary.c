@@ -20,9 +20,9 @@ static AxMetrics run_from(int first, int count, int skip, int steps) {
   ax_metrics_timing_window(&m, skip, steps);
   for (int k = 1; k <= count; k++) {
     AxStepRecord r = {.step = first + k - 1, .loss = 1, .ms = k, .val_loss = NAN};
-    ax_metrics_step(&m, &r);
+    ck_assert_int_eq(ax_metrics_step(&m, &r), AX_OK);
   }
-  ax_metrics_close(&m);
+  ck_assert_int_eq(ax_metrics_close(&m), AX_OK);
   return m;
 }
 

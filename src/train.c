@@ -46,6 +46,7 @@ static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer 
     rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
                          (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t));
   if (rc == AX_OK) ax_metrics_timing_window(m, cfg->timing_skip, cfg->timing_steps);
+  if (rc == AX_OK) ax_metrics_log_every(m, cfg->log_every);
   rc = ax_grid_agree(ax_trainer_grid(t), rc);
   if (rc != AX_OK) ax_metrics_close(m);
   return rc;

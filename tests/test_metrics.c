@@ -1,6 +1,6 @@
 /* test_metrics.c — the metrics CSV and progress lines without MPI: every step gets a row, a
  * write that fails (a full device at the header, a file-size limit in the middle of a run) is
- * an error naming the file. */
+ * an error naming the file, and the automatic --log-every gives 20 to 40 progress lines. */
 #include <math.h>
 #include <signal.h>
 #include <string.h>
@@ -28,6 +28,7 @@ START_TEST(every_step_gets_a_row) {
   const char *path = tu_path("m.csv");
   AxMetrics m;
   ck_assert_int_eq(ax_metrics_open(&m, path, 1, 12, 64, 1e6), AX_OK);
+  ax_metrics_log_every(&m, 5); /* progress lines do not thin out the CSV */
   for (int s = 1; s <= 12; s++) {
     AxStepRecord r = record(s);
     ck_assert_int_eq(ax_metrics_step(&m, &r), AX_OK);
@@ -76,11 +77,25 @@ START_TEST(failed_row_is_an_error) {
 }
 END_TEST
 
+START_TEST(auto_interval_gives_20_to_40_lines) {
+  ck_assert_int_eq(ax_metrics_auto_every(0), 1);
+  ck_assert_int_eq(ax_metrics_auto_every(10), 1);
+  ck_assert_int_eq(ax_metrics_auto_every(100), 4);
+  ck_assert_int_eq(ax_metrics_auto_every(500), 20);
+  for (int steps = 20; steps <= 2000000; steps += 1 + steps / 7) {
+    int every = ax_metrics_auto_every(steps), lines = steps / every;
+    ck_assert_msg(lines >= 20 && lines <= 40, "%d steps, every %d: %d lines", steps, every,
+                  lines);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("metrics");
   TCase *tc = tu_tcase(s, "metrics", 30);
   tcase_add_test(tc, every_step_gets_a_row);
   tcase_add_test(tc, full_device_fails_at_open);
   tcase_add_test(tc, failed_row_is_an_error);
+  tcase_add_test(tc, auto_interval_gives_20_to_40_lines);
   return tu_run(s);
 }

@@ -80,8 +80,7 @@ static void format_duration(char *buf, size_t cap, double s) {
     snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-/* 0.1371 TFLOP/s reads better as 137.1 GFLOP/s */
-static void format_flops(char *buf, size_t cap, double flops_per_s) {
+void ax_metrics_format_flops(char *buf, size_t cap, double flops_per_s) {
   if (flops_per_s >= 1e12)
     snprintf(buf, cap, "%.2f TFLOP/s", flops_per_s / 1e12);
   else
@@ -97,7 +96,7 @@ static void progress_line(const AxMetrics *m, const AxStepRecord *r, double tps,
   double elapsed = ax_now() - m->start_s;
   int left = m->total_steps > r->step ? m->total_steps - r->step : 0;
   char flops[32], el[32], eta[32];
-  format_flops(flops, sizeof flops, fps);
+  ax_metrics_format_flops(flops, sizeof flops, fps);
   format_duration(el, sizeof el, elapsed);
   format_duration(eta, sizeof eta, elapsed / m->n * left);
   ax_log("step %*d/%d | loss %.6f | lr %.2e | %8.2f ms | %7.0f tok/s | %s | grad norm %.4f | "

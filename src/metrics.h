@@ -56,5 +56,7 @@ int ax_metrics_auto_every(int total_steps);
 int ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
 /* Closes the CSV; fails when the last buffered rows cannot be written. */
 int ax_metrics_close(AxMetrics *m);
+/* "137.1 GFLOP/s" below 1 TFLOP/s, "1.37 TFLOP/s" from there on. */
+void ax_metrics_format_flops(char *buf, size_t cap, double flops_per_s);
 
 #endif

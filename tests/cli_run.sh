@@ -1,8 +1,9 @@
 #!/bin/sh
 # What a run shows while it trains: progress lines every --log-every steps (the first and the
 # last always; automatic: 20 to 40 lines), each with step/total, loss, lr, ms, tokens/s, FLOP/s,
-# elapsed time and ETA, while the metrics CSV keeps every step; --quiet prints none.
-# Only the shape of the output is checked, never a speed or a time.
+# elapsed time and ETA, while the metrics CSV keeps every step; --quiet prints none. The loss
+# curve (scripts/plot-loss: a PNG, or "skipped:" without matplotlib) and scripts/run.sh, what
+# `make run` does, on a tiny model. Only the shape of the output is checked, never a speed.
 set -u
 AXONN=${AXONN:-bin/axonn}
 TMP=$(mktemp -d /tmp/axonn-run-XXXXXX)
@@ -39,6 +40,44 @@ case " $(steps auto) " in *" 1 "*" 100 "*) ;; *) fail "first or last step missin
 # shellcheck disable=SC2086
 "$AXONN" train $TINY --steps 5 --quiet >"$TMP/quiet.out" || fail "train --quiet"
 grep -q '^step ' "$TMP/quiet.out" && fail "--quiet printed progress lines"
+
+# ---- scripts/plot-loss: a PNG where matplotlib is, one "skipped:" line and exit 0 elsewhere
+have_mpl=0
+for py in /usr/bin/python3 python3; do
+  command -v "$py" >/dev/null 2>&1 && "$py" -c 'import matplotlib' >/dev/null 2>&1 && have_mpl=1
+done
+if [ $have_mpl -eq 1 ]; then
+  scripts/plot-loss "$TMP/every.csv" "$TMP/loss.png" >"$TMP/plot.out" || fail "plot-loss failed"
+  [ -s "$TMP/loss.png" ] || fail "plot-loss wrote no PNG"
+  [ "$(head -c 4 "$TMP/loss.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "loss.png is not a PNG"
+  grep -q "^loss curve: $TMP/loss.png" "$TMP/plot.out" || fail "plot-loss did not say where the PNG is"
+else
+  echo "skipped: matplotlib is not installed here, so the PNG itself is not checked"
+fi
+# without matplotlib (no interpreter has it): one line, exit 0, no file
+AXONN_PLOT_PYTHONS=/nonexistent/python3 scripts/plot-loss "$TMP/every.csv" "$TMP/none.png" \
+  >"$TMP/skip.out" 2>&1 || fail "plot-loss without matplotlib must exit 0"
+[ "$(wc -l <"$TMP/skip.out")" -eq 1 ] && grep -q '^skipped: .*matplotlib' "$TMP/skip.out" ||
+  { fail "plot-loss without matplotlib:"; cat "$TMP/skip.out"; }
+[ -e "$TMP/none.png" ] && fail "plot-loss without matplotlib wrote a file"
+scripts/plot-loss "$TMP/missing.csv" "$TMP/x.png" 2>/dev/null; [ $? -eq 2 ] || fail "plot-loss on a missing CSV"
+
+# ---- scripts/run.sh (what make run does after the build), on a tiny text and model
+i=0; : >"$TMP/text.txt"
+while [ $i -lt 200 ]; do echo "ROMEO: to be or not to be, that is the question $i" >>"$TMP/text.txt"; i=$((i + 1)); done
+AXONN=$AXONN THREADS=1 TEXT="$TMP/text.txt" SAMPLE_TOKENS=20 AXONN_PLOT_PYTHONS=/nonexistent \
+  TRAIN_ARGS="--layers 1 --hidden 16 --heads 1 --seq 16 --batch 4 --steps 20 --val-every 10" \
+  sh scripts/run.sh "$TMP/run" >"$TMP/run.out" 2>&1 || { fail "scripts/run.sh"; cat "$TMP/run.out"; }
+for f in model.bin metrics.csv summary.json train.log text_train.bin text_val.bin; do
+  [ -s "$TMP/run/$f" ] || fail "run.sh left no $f"
+done
+[ "$(wc -l <"$TMP/run/metrics.csv")" -eq 21 ] || fail "run.sh metrics.csv lacks steps"
+for want in '^val  step 10 | val loss' '^val  step 20 | val loss' '^--- sample from the trained model' \
+  '^ROMEO:' '^skipped: loss curve' '^--- outputs in' '^--- next steps' 'make check' 'mpiexec'; do
+  grep -q "$want" "$TMP/run.out" || fail "run.sh output lacks '$want'"
+done
+grep -q '^{"axonn_summary":' "$TMP/run.out" && fail "run.sh printed the JSON line (summary.json has it)"
+grep -q '^{"axonn_summary":' "$TMP/run/train.log" || fail "train.log lacks the JSON summary line"
 
 if [ $fails -ne 0 ]; then echo "cli_run: $fails failure(s)"; exit 1; fi
 echo "cli_run: all checks passed"

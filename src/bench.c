@@ -150,7 +150,8 @@ static int time_steps(AxTrainer *t, const BenchConfig *c, double *median_ms) {
  * reference, best sample, on a backend like the trainer's. */
 static int model_peak(const BenchConfig *c, const AxTrainer *t, AxPeakResult *peak) {
   AxGemmShape shapes[AX_PEAK_MAX_SHAPES];
-  int n = ax_peak_gpt_shapes(ax_trainer_model(t), ax_trainer_gemm_rows(t), shapes);
+  int gpu = strcmp(c->device, "cpu") != 0;
+  int n = ax_peak_gpt_shapes(ax_trainer_model(t), ax_trainer_gemm_rows(t), gpu, shapes);
   AxBackendConfig bc = {.device = c->device, .dtype = (AxDType)c->precision,
                         .threads = c->threads, .bind = 1, .local_size = 1};
   AxBackend *be = ax_backend_create(&bc);
@@ -189,8 +190,8 @@ static int bench_model(const BenchConfig *c, const BenchModel *m) {
 static int bench_train(const BenchConfig *c) {
   ax_log("training step (forward + backward + AdamW), %d thread(s), median of %d steps after "
          "%d warm-up; GFLOP/s executed (72 form) against the GEMM peak measured at the model's "
-         "own shapes and %d^3 (best sample; as axonn train's summary)", c->threads, c->steps,
-         c->warmup, AX_PEAK_SQUARE);
+         "own shapes and a square reference (best sample; as axonn train's summary)",
+         c->threads, c->steps, c->warmup);
   ax_log("%-18s %4s %5s %4s %5s %3s %6s | %10s %10s %9s %9s %8s | %s", "model", "L", "C", "NH",
          "T", "B", "V", "step ms", "tokens/s", "GFLOP/s", "peak", "of peak", "peak at");
   char *list = strdup(c->models);

@@ -94,16 +94,17 @@ int ax_gemm_gflops(AxBackend *be, int n, int reps, double *out) {
 enum { PEAK_SAMPLES = 5, PEAK_MIN_SAMPLES = 2 };
 static const double PEAK_SAMPLE_S = 0.005, PEAK_SHAPE_S = 0.2;
 
-static int cap(int d) { return d < AX_PEAK_DIM_CAP ? d : AX_PEAK_DIM_CAP; }
+static int cap(int d, int gpu) { return gpu || d < AX_PEAK_DIM_CAP ? d : AX_PEAK_DIM_CAP; }
 
-int ax_peak_gpt_shapes(const AxGptConfig *c, int rows, AxGemmShape *out) {
-  int C = c->channels, n = 0;
+int ax_peak_gpt_shapes(const AxGptConfig *c, int rows, int gpu, AxGemmShape *out) {
+  int C = c->channels, n = 0, sq = gpu ? AX_PEAK_SQUARE_GPU : AX_PEAK_SQUARE;
   const AxGemmShape gpt[] = {{rows, 3 * C, C, "qkv"},       {rows, C, C, "attproj"},
                              {rows, 4 * C, C, "fc"},        {rows, C, 4 * C, "fcproj"},
                              {rows, c->vocab, C, "lm-head"}};
   for (size_t i = 0; i < sizeof gpt / sizeof gpt[0]; i++)
-    out[n++] = (AxGemmShape){cap(gpt[i].m), cap(gpt[i].n), cap(gpt[i].k), gpt[i].name};
-  out[n++] = (AxGemmShape){AX_PEAK_SQUARE, AX_PEAK_SQUARE, AX_PEAK_SQUARE, "square"};
+    out[n++] = (AxGemmShape){cap(gpt[i].m, gpu), cap(gpt[i].n, gpu), cap(gpt[i].k, gpu),
+                             gpt[i].name};
+  out[n++] = (AxGemmShape){sq, sq, sq, "square"};
   return n;
 }
 
@@ -112,7 +113,8 @@ static int best_at(AxBackend *be, const AxGemmShape *s, double *best) {
   GemmBuffers b;
   AX_TRY(alloc_buffers(be, s, &b));
   double rate, sec, spent = 0;
-  int rc = time_calls(be, s, &b, 1, &rate, &sec); /* warm-up, and the size of a sample */
+  int rc = time_calls(be, s, &b, 1, &rate, &sec); /* warm-up (a GPU's first call is slow) */
+  if (rc == AX_OK) rc = time_calls(be, s, &b, 1, &rate, &sec); /* the size of a sample */
   int calls = sec >= PEAK_SAMPLE_S ? 1 : (int)(PEAK_SAMPLE_S / (sec > 1e-7 ? sec : 1e-7)) + 1;
   *best = 0;
   for (int i = 0; rc == AX_OK && i < PEAK_SAMPLES; i++) {

@@ -19,9 +19,11 @@ typedef struct {
 
 enum {
   AX_PEAK_MAX_SHAPES = 6, /* five matmuls of a GPT and the square reference */
-  AX_PEAK_DIM_CAP = 2048, /* larger dimensions are measured at this size (the rate no longer
-                           * depends on them; it keeps a GPT-2-sized LM head under a second) */
-  AX_PEAK_SQUARE = 1024
+  AX_PEAK_DIM_CAP = 2048, /* CPU: larger dimensions are measured at this size (the rate no
+                           * longer depends on them; it keeps a GPT-2-sized LM head under a
+                           * second); a GPU measures the shapes as they are */
+  AX_PEAK_SQUARE = 1024,  /* the square reference: CPU */
+  AX_PEAK_SQUARE_GPU = 8192
 };
 
 /* The best rate measured, and where. */
@@ -33,13 +35,15 @@ typedef struct {
 
 /* The shapes a GPT step's GEMMs are measured at: qkv (rows x 3C x C), attention projection
  * (rows x C x C), fc (rows x 4C x C), fc projection (rows x C x 4C), LM head (rows x V x C),
- * each dimension capped at AX_PEAK_DIM_CAP, and AX_PEAK_SQUARE cubed. rows = sequences per
+ * and a square reference: on the CPU (gpu 0) each dimension capped at AX_PEAK_DIM_CAP and
+ * AX_PEAK_SQUARE cubed, on a GPU as they are and AX_PEAK_SQUARE_GPU cubed. rows = sequences per
  * micro-batch x T (the rows each GEMM of the step has). Returns how many (<= AX_PEAK_MAX_SHAPES). */
-int ax_peak_gpt_shapes(const AxGptConfig *c, int rows, AxGemmShape *out);
+int ax_peak_gpt_shapes(const AxGptConfig *c, int rows, int gpu, AxGemmShape *out);
 
-/* The peak over shapes: at each, one warm-up call, then up to 5 samples (at least 2; each of
- * enough back-to-back calls to last 5 ms; stopping after 0.2 s), the best sample counting. The
- * best, not the median: noise from other processes only ever slows a sample down. */
+/* The peak over shapes: at each, one warm-up call and one timed call that sizes a sample, then
+ * up to 5 samples (at least 2; each of enough back-to-back calls to last 5 ms; stopping after
+ * 0.2 s), the best sample counting. The best, not the median: noise from other processes only
+ * ever slows a sample down. */
 int ax_peak_measure(AxBackend *be, const AxGemmShape *shapes, int n, AxPeakResult *out);
 
 /* ax_peak_measure on a CPU backend with these threads and binding (threads <= 0: the rank's

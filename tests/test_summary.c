@@ -196,7 +196,7 @@ START_TEST(peak_shapes_are_the_runs) {
   AxGptConfig m = {.max_seq = 64, .vocab = 256, .padded_vocab = 256, .layers = 4, .heads = 4,
                    .channels = 128};
   AxGemmShape sh[AX_PEAK_MAX_SHAPES];
-  int n = ax_peak_gpt_shapes(&m, 16 * 64, sh);
+  int n = ax_peak_gpt_shapes(&m, 16 * 64, 0, sh);
   ck_assert_int_eq(n, 6);
   const int want[6][3] = {{1024, 384, 128}, {1024, 128, 128}, {1024, 512, 128},
                           {1024, 128, 512}, {1024, 256, 128}, {1024, 1024, 1024}};
@@ -208,10 +208,14 @@ START_TEST(peak_shapes_are_the_runs) {
   ck_assert_str_eq(sh[4].name, "lm-head");
   AxGptConfig big = {.max_seq = 1024, .vocab = 50257, .padded_vocab = 50304, .layers = 12,
                      .heads = 12, .channels = 768};
-  ax_peak_gpt_shapes(&big, 4 * 1024, sh); /* GPT-2 small, B 4, T 1024: capped at 2048 */
+  ax_peak_gpt_shapes(&big, 4 * 1024, 0, sh); /* GPT-2 small, B 4, T 1024: capped at 2048 */
   ck_assert_int_eq(sh[4].m, AX_PEAK_DIM_CAP);
   ck_assert_int_eq(sh[4].n, AX_PEAK_DIM_CAP);
   ck_assert_int_eq(sh[4].k, 768);
+  ax_peak_gpt_shapes(&big, 4 * 1024, 1, sh); /* a GPU measures them as they are */
+  ck_assert_int_eq(sh[4].m, 4096);
+  ck_assert_int_eq(sh[4].n, 50257);
+  ck_assert_int_eq(sh[5].m, AX_PEAK_SQUARE_GPU);
 }
 END_TEST
 

@@ -30,7 +30,7 @@ bad=$(grep '^step ' "$TMP/every.out" | grep -Evc "$line")
 # shellcheck disable=SC2086
 "$AXONN" train $TINY --steps 100 >"$TMP/auto.out" || fail "train (automatic --log-every)"
 n=$(grep -c '^step ' "$TMP/auto.out")
-[ "$n" -ge 20 ] && [ "$n" -le 40 ] || fail "automatic --log-every printed $n lines on 100 steps"
+if [ "$n" -lt 20 ] || [ "$n" -gt 40 ]; then fail "automatic --log-every printed $n lines on 100 steps"; fi
 case " $(steps auto) " in *" 1 "*" 100 "*) ;; *) fail "first or last step missing: $(steps auto)" ;; esac
 
 # an odd interval still ends on the last step; --quiet prints no step line
@@ -57,8 +57,9 @@ fi
 # without matplotlib (no interpreter has it): one line, exit 0, no file
 AXONN_PLOT_PYTHONS=/nonexistent/python3 scripts/plot-loss "$TMP/every.csv" "$TMP/none.png" \
   >"$TMP/skip.out" 2>&1 || fail "plot-loss without matplotlib must exit 0"
-[ "$(wc -l <"$TMP/skip.out")" -eq 1 ] && grep -q '^skipped: .*matplotlib' "$TMP/skip.out" ||
-  { fail "plot-loss without matplotlib:"; cat "$TMP/skip.out"; }
+if [ "$(wc -l <"$TMP/skip.out")" -ne 1 ] || ! grep -q '^skipped: .*matplotlib' "$TMP/skip.out"; then
+  fail "plot-loss without matplotlib:"; cat "$TMP/skip.out"
+fi
 [ -e "$TMP/none.png" ] && fail "plot-loss without matplotlib wrote a file"
 scripts/plot-loss "$TMP/missing.csv" "$TMP/x.png" 2>/dev/null; [ $? -eq 2 ] || fail "plot-loss on a missing CSV"
 

@@ -1,8 +1,11 @@
-/* metrics.h — what a step reports: one progress line on stdout (rank 0) and one CSV row.
- * The CSV header is `step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss`: the loss is
- * the one computed in that step's forward pass, before the update; val_loss is empty on steps
- * without validation. It also keeps this rank's step times for the batch time of the end-of-run
- * summary (src/summary.h): over the timing window and over every step. */
+/* metrics.h — what a step reports: a progress line on stdout (rank 0; every --log-every steps,
+ * the first and the last step always) and one CSV row for every step. The CSV header is
+ * `step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss`: the loss is the one computed
+ * in that step's forward pass, before the update; val_loss is empty on steps without
+ * validation; tflops counts the FLOPs the step executes (ax_trainer_flops_per_step). Every
+ * write, flush and close of the CSV is checked: a failure is an error of the run. It also keeps
+ * this rank's step times for the batch time of the end-of-run summary (src/summary.h): over
+ * the timing window and over every step. */
 #ifndef AX_METRICS_H
 #define AX_METRICS_H
 
@@ -22,10 +25,13 @@ typedef struct {
 
 typedef struct {
   FILE *csv;
+  const char *csv_path;
   int quiet;
   int total_steps;
+  int log_every; /* progress line every N steps (first and last always) */
   long long tokens_per_step;
-  double flops_per_step;
+  double flops_per_step; /* executed FLOPs of one step */
+  double start_s;        /* ax_now() at open: elapsed time and ETA of the progress lines */
   /* running figures for the summary */
   int n;
   double sum_ms, last_loss, last_val;
@@ -35,11 +41,22 @@ typedef struct {
   AxStepTimes timed, all;
 } AxMetrics;
 
+/* Opens the CSV (csv_path NULL: none) and writes its header; fails when it cannot be written. */
 int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_steps,
                     long long tokens_per_step, double flops_per_step);
 /* Sets the timing window (default: no skip, every step). */
 void ax_metrics_timing_window(AxMetrics *m, int skip, int steps);
-void ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
-void ax_metrics_close(AxMetrics *m);
+/* Progress line every `every` steps; 0 (the default): ax_metrics_auto_every(total steps). */
+void ax_metrics_log_every(AxMetrics *m, int every);
+/* The automatic interval: the smallest of 1, 2, 4, 5, 10, 20, 25, 50, 100, 200, 250, ...
+ * that gives at most 40 lines, so a run of 20 steps or more prints 20 to 40 of them. */
+int ax_metrics_auto_every(int total_steps);
+/* Records a step: the summary's figures, the progress line when due, the CSV row. Fails (and
+ * says which file) when the row cannot be written. */
+int ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
+/* Closes the CSV; fails when the last buffered rows cannot be written. */
+int ax_metrics_close(AxMetrics *m);
+/* "137.1 GFLOP/s" below 1 TFLOP/s, "1.37 TFLOP/s" from there on. */
+void ax_metrics_format_flops(char *buf, size_t cap, double flops_per_s);
 
 #endif

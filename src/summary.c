@@ -10,16 +10,19 @@
 #include "peak.h"
 
 void ax_summary_figures(AxFigures *f, const AxGptConfig *m, long long batch, int seq,
-                        double batch_ms, int ranks, double peak_tflops_per_rank,
-                        double executed_flops_per_step) {
+                        double batch_ms, int ranks, double peak_tflops_per_rank, int recompute) {
   f->batch_s = batch_ms / 1e3;
   f->tokens_per_step = (double)batch * seq;
   f->tokens_per_s = f->tokens_per_step / f->batch_s;
-  f->flops_per_step = ax_gpt_train_flops(m, batch, seq, 1);
-  f->flops_per_step_executed = executed_flops_per_step;
+  f->recompute = recompute != 0;
+  f->flops_per_step = ax_gpt_train_flops(m, batch, seq, f->recompute);
   f->flops_per_s = f->flops_per_step / f->batch_s;
   f->peak_flops_per_s = peak_tflops_per_rank * 1e12 * ranks;
   f->percent_of_peak = 100.0 * f->flops_per_s / f->peak_flops_per_s;
+  f->above_peak = f->percent_of_peak > 100.0;
+  f->paper_flops_per_step = ax_gpt_train_flops(m, batch, seq, 1);
+  f->paper_flops_per_s = f->paper_flops_per_step / f->batch_s;
+  f->paper_percent_of_peak = 100.0 * f->paper_flops_per_s / f->peak_flops_per_s;
   f->days = AX_SUMMARY_TOKENS * f->batch_s / f->tokens_per_step / 86400.0;
 }
 
@@ -40,6 +43,7 @@ void ax_summary_timing(AxTiming *t, const AxMetrics *m, int skip, int requested)
 int ax_summary_peak_lookup(AxPeakInfo *p, double peak_tflops_option, const char *device,
                            const char *gpu_name) {
   p->tflops_per_rank = NAN;
+  p->shapes[0] = p->best_shape[0] = 0;
   if (peak_tflops_option > 0) {
     p->tflops_per_rank = peak_tflops_option;
     snprintf(p->source, sizeof p->source, "--peak-tflops");
@@ -128,17 +132,23 @@ static void timing_json(AxJsonW *j, const AxTiming *t) {
   ax_jsonw_end(j);
 }
 
+/* The headline counts executed FLOPs; the paper's bound follows under its own name. */
 static void throughput_json(AxJsonW *j, const AxSummary *s) {
   const AxFigures *f = &s->fig;
   ax_jsonw_object(j, "throughput");
   ax_jsonw_num(j, "tokens_per_step", f->tokens_per_step);
   ax_jsonw_num(j, "tokens_per_s", f->tokens_per_s);
-  ax_jsonw_str(j, "flops_formula", "96*B*s*l*h^2*(1+s/(6*h)+V/(16*l*h))");
+  ax_jsonw_str(j, "flops_counted", f->recompute ? "executed, with the recompute of activation "
+                                                  "checkpointing" : "executed");
+  ax_jsonw_str(j, "flops_formula", f->recompute ? AX_SUMMARY_FLOPS_96 : AX_SUMMARY_FLOPS_72);
   ax_jsonw_num(j, "flops_per_step", f->flops_per_step);
-  ax_jsonw_num(j, "flops_per_step_executed", f->flops_per_step_executed);
   ax_jsonw_num(j, "flops_per_s", f->flops_per_s);
   ax_jsonw_num(j, "tflops", f->flops_per_s / 1e12);
   ax_jsonw_num(j, "tflops_per_rank", f->flops_per_s / 1e12 / s->ranks);
+  ax_jsonw_str(j, "paper_flops_formula", AX_SUMMARY_FLOPS_96);
+  ax_jsonw_num(j, "paper_flops_per_step", f->paper_flops_per_step);
+  ax_jsonw_num(j, "paper_flops_per_s", f->paper_flops_per_s);
+  ax_jsonw_num(j, "paper_tflops", f->paper_flops_per_s / 1e12);
   ax_jsonw_end(j);
 }
 
@@ -147,7 +157,11 @@ static void peak_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_num(j, "tflops_per_rank", s->peak.tflops_per_rank);
   ax_jsonw_num(j, "tflops_total", s->fig.peak_flops_per_s / 1e12);
   ax_jsonw_str(j, "source", s->peak.source);
+  ax_jsonw_str(j, "shapes", s->peak.shapes[0] ? s->peak.shapes : NULL);
+  ax_jsonw_str(j, "best_shape", s->peak.best_shape[0] ? s->peak.best_shape : NULL);
   ax_jsonw_num(j, "percent_of_peak", s->fig.percent_of_peak);
+  ax_jsonw_bool(j, "above_peak", s->fig.above_peak);
+  ax_jsonw_num(j, "paper_percent_of_peak", s->fig.paper_percent_of_peak);
   ax_jsonw_end(j);
   ax_jsonw_object(j, "training_time");
   ax_jsonw_num(j, "tokens", AX_SUMMARY_TOKENS);
@@ -187,7 +201,7 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   AxJsonW j;
   ax_jsonw_init(&j, f);
   ax_jsonw_object(&j, NULL);
-  ax_jsonw_int(&j, "axonn_summary", 1); /* schema version */
+  ax_jsonw_int(&j, "axonn_summary", AX_SUMMARY_SCHEMA); /* schema version */
   run_json(&j, s);
   model_json(&j, s);
   timing_json(&j, &s->timing);

@@ -1,10 +1,13 @@
 /* summary.h — the end-of-run summary of `axonn train` (schema: docs/summary.md), as the AxoNN
  * paper (IPDPS'22 §VI-D) measures a run: the batch time averaged over the timing window
- * (--timing-skip 1, --timing-steps 10: steps 2..11), tokens/s, FLOP/s by Narayanan's bound with
- * recomputation, 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) / t, % of peak, days to train on 300
- * billion tokens (3e11·t/(B·s)), memory high-water marks of every rank, and the whole
- * configuration. Rank 0 prints it as one line starting with {"axonn_summary": and --summary
- * FILE.json writes the same line to FILE (atomically). */
+ * (--timing-skip 1, --timing-steps 10: steps 2..11), tokens/s, FLOP/s and % of peak, days to
+ * train on 300 billion tokens (3e11·t/(B·s)), memory high-water marks of every rank, and the
+ * whole configuration. The headline FLOP/s counts what the step executes (72·B·s·l·h²·(1 + s/(6h)
+ * + V/(12·l·h)), the 96 form only when activation checkpointing ran) over the peak (on the CPU:
+ * measured at this run's own GEMM shapes); the paper's bound with recomputation,
+ * 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), is reported beside it under its own name. Rank 0 prints
+ * it as one line starting with {"axonn_summary": and --summary FILE.json writes the same line
+ * to FILE (atomically). */
 #ifndef AX_SUMMARY_H
 #define AX_SUMMARY_H
 
@@ -17,6 +20,8 @@
 #include "trainer.h"
 
 #define AX_SUMMARY_TOKENS 3e11 /* GPT-3's training regime: 300 billion tokens */
+/* Schema version: 2 since FLOP/s and % of peak count executed FLOPs (1: the paper's bound). */
+#define AX_SUMMARY_SCHEMA 2
 
 typedef struct {
   int skip, requested;   /* --timing-skip (0 when the run had no step after it), --timing-steps */
@@ -28,13 +33,21 @@ typedef struct {
 typedef struct {
   double tflops_per_rank; /* NAN when unknown */
   char source[192];       /* where it came from, for the reader */
+  char shapes[320];       /* measured: the GEMM shapes (name MxNxK, ...); "" otherwise */
+  char best_shape[64];    /* measured: the shape of the best rate (rank 0's) */
 } AxPeakInfo;
+
+#define AX_SUMMARY_FLOPS_72 "72*B*s*l*h^2*(1+s/(6*h)+V/(12*l*h))"
+#define AX_SUMMARY_FLOPS_96 "96*B*s*l*h^2*(1+s/(6*h)+V/(16*l*h))"
 
 typedef struct {
   double batch_s, tokens_per_step, tokens_per_s;
-  double flops_per_step;          /* the paper's bound, recomputation counted (96 form) */
-  double flops_per_step_executed; /* what the step computes (72 form; 96 with checkpointing) */
+  int recompute;         /* activation checkpointing ran: the executed count is the 96 form */
+  double flops_per_step; /* executed: the 72 form (96 with checkpointing) */
   double flops_per_s, peak_flops_per_s, percent_of_peak;
+  int above_peak; /* percent_of_peak > 100: the peak measurement was noisy */
+  double paper_flops_per_step; /* the paper's bound, recomputation counted (96 form) */
+  double paper_flops_per_s, paper_percent_of_peak;
   double days; /* to train on AX_SUMMARY_TOKENS tokens */
 } AxFigures;
 
@@ -57,10 +70,10 @@ typedef struct {
   AxMemory mem;
 } AxSummary;
 
-/* The figures of a batch time (NAN batch_ms: none); peak_tflops_per_rank may be NAN. */
+/* The figures of a batch time (NAN batch_ms: none); peak_tflops_per_rank may be NAN;
+ * recompute: whether the step ran activation checkpointing. */
 void ax_summary_figures(AxFigures *f, const AxGptConfig *m, long long batch, int seq,
-                        double batch_ms, int ranks, double peak_tflops_per_rank,
-                        double executed_flops_per_step);
+                        double batch_ms, int ranks, double peak_tflops_per_rank, int recompute);
 /* This rank's timing window from its metrics (no MPI). */
 void ax_summary_timing(AxTiming *t, const AxMetrics *m, int skip, int requested);
 /* Peak from --peak-tflops or the GPU table (no measurement): 1 when found. */
@@ -70,7 +83,7 @@ int ax_summary_peak_lookup(AxPeakInfo *p, double peak_tflops_option, const char 
 void ax_summary_write_json(FILE *f, const AxSummary *s);
 
 /* Collective over the trainer's grid: reduces the timing window, resolves the peak (measures
- * the CPU SGEMM peak on every rank when needed), gathers memory marks; rank 0 prints the human
+ * the CPU GEMM peak at the run's shapes on every rank when needed), gathers memory marks; rank 0 prints the human
  * line and the JSON line and writes --summary. Every rank returns the same status. */
 int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m);
 

@@ -1,5 +1,6 @@
 /* summary_run.c — the collective half of the end-of-run summary: the timing window reduced
- * over ranks, the peak (the CPU SGEMM peak measured on every rank when no other is known),
+ * over ranks, the peak (the CPU GEMM peak measured at the run's shapes on every rank when no
+ * other is known),
  * memory high-water marks gathered to rank 0, which prints and writes; see summary.h. */
 #include <math.h>
 #include <mpi.h>
@@ -51,27 +52,46 @@ static int polite_sum(const AxGrid *g, double mine, double *total) {
   return ax_mpi_wait(&req, MPI_STATUS_IGNORE);
 }
 
+/* "qkv 1024x384x128, attproj 1024x128x128, ..." */
+static void describe_shapes(char *buf, size_t cap, const AxGemmShape *shapes, int n) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && used < cap; i++) {
+    int w = snprintf(buf + used, cap - used, "%s%s %dx%dx%d", i ? ", " : "", shapes[i].name,
+                     shapes[i].m, shapes[i].n, shapes[i].k);
+    used += w > 0 ? (size_t)w : 0;
+  }
+}
+
 /* Every rank measures at once, so ranks that share cores share them here too: the sum is what
  * the job's cores can do (roughly, when ranks outnumber cores). */
-static int measure_cpu_peak(const AxGrid *g, const AxTrainConfig *cfg, AxPeakInfo *p) {
-  double mine = 0, total = 0, none = 0;
+static int measure_cpu_peak(const AxTrainer *t, const AxTrainConfig *cfg, AxPeakInfo *p) {
+  const AxGrid *g = ax_trainer_grid(t);
+  AxGemmShape shapes[AX_PEAK_MAX_SHAPES];
+  int n = ax_peak_gpt_shapes(ax_trainer_model(t), ax_trainer_gemm_rows(t), 0, shapes);
+  AxPeakResult r = {0};
+  double total = 0, none = 0;
   AX_TRY(polite_sum(g, 0, &none)); /* start together */
-  int rc = ax_peak_cpu_gflops(cfg->threads, cfg->bind, g->share_rank, g->share_size, &mine);
-  AX_TRY(polite_sum(g, rc == AX_OK ? mine : 0, &total));
+  int rc = ax_peak_cpu(cfg->threads, cfg->bind, g->share_rank, g->share_size, shapes, n, &r);
+  AX_TRY(polite_sum(g, rc == AX_OK ? r.gflops : 0, &total));
   AX_TRY(ax_grid_agree(g, rc));
   p->tflops_per_rank = total / g->size / 1e3;
   snprintf(p->source, sizeof p->source,
-           "measured: fp32 SGEMM n=1024, median of 3, on every rank at once at the end of the "
-           "run (as axonn bench gemm), mean over ranks");
+           "measured: fp32 GEMM (C = A B^T) with the run's threads at this run's GEMM shapes "
+           "and %d^3, best of up to 5 samples each, every rank at once at the end of the run, "
+           "mean over ranks", AX_PEAK_SQUARE);
+  describe_shapes(p->shapes, sizeof p->shapes, shapes, n);
+  snprintf(p->best_shape, sizeof p->best_shape, "%s %dx%dx%d", r.best.name, r.best.m, r.best.n,
+           r.best.k);
   return AX_OK;
 }
 
-static int resolve_peak(const AxGrid *g, const AxTrainConfig *cfg, AxPeakInfo *p) {
+static int resolve_peak(const AxTrainer *t, const AxTrainConfig *cfg, AxPeakInfo *p) {
   char gpu[128] = "";
   if (!is_cpu(cfg)) ax_peak_gpu_name(gpu, sizeof gpu);
   if (ax_summary_peak_lookup(p, cfg->peak_tflops, cfg->device, gpu) || !is_cpu(cfg))
     return AX_OK;
-  return measure_cpu_peak(g, cfg, p);
+  return measure_cpu_peak(t, cfg, p);
 }
 
 static void free_memory(AxMemory *m) {
@@ -135,6 +155,25 @@ static int write_file(const char *path, const char *text, size_t len) {
   return ax_file_commit(&f);
 }
 
+/* "64.01% of peak 207.5 GFLOP/s (measured at this run's GEMM shapes, best qkv 2048x384x128)",
+ * flagged above 100%. */
+static void describe_peak(char *buf, size_t cap, const AxSummary *s) {
+  const AxFigures *f = &s->fig;
+  char peak[32];
+  if (!isfinite(f->percent_of_peak)) {
+    snprintf(buf, cap, "peak unknown (%s)", s->peak.source);
+    return;
+  }
+  ax_metrics_format_flops(peak, sizeof peak, f->peak_flops_per_s);
+  if (s->peak.best_shape[0])
+    snprintf(buf, cap, "%.2f%% of peak %s (measured at this run's GEMM shapes, best %s)%s",
+             f->percent_of_peak, peak, s->peak.best_shape,
+             f->above_peak ? " -- ABOVE the measured peak: the peak measurement was noisy" : "");
+  else
+    snprintf(buf, cap, "%.2f%% of peak %s (%s)%s", f->percent_of_peak, peak, s->peak.source,
+             f->above_peak ? " -- ABOVE the given peak" : "");
+}
+
 static void print_human(const AxSummary *s) {
   const AxTiming *t = &s->timing;
   const AxFigures *f = &s->fig;
@@ -142,14 +181,15 @@ static void print_human(const AxSummary *s) {
     ax_log_result("summary: no steps timed");
     return;
   }
-  char peak[64] = "peak unknown";
-  if (isfinite(f->percent_of_peak)) snprintf(peak, sizeof peak, "%.2f%% of peak", f->percent_of_peak);
-  ax_log_result("summary: batch time %.3f ms (steps %d-%d, %d of %d%s), %.0f tokens/s, %.4g "
-                "TFLOP/s (96-form bound), %s, %.4g days for 300B tokens, max host memory "
-                "%.1f MiB", t->mean_ms, t->first, t->last, t->n, t->requested,
-                t->n < t->requested ? ": run too short" : "", f->tokens_per_s,
-                f->flops_per_s / 1e12, peak, f->days,
-                (double)s->mem.host_bytes[0] / 1048576.0);
+  char flops[32], paper[32], peak[512];
+  ax_metrics_format_flops(flops, sizeof flops, f->flops_per_s);
+  ax_metrics_format_flops(paper, sizeof paper, f->paper_flops_per_s);
+  describe_peak(peak, sizeof peak, s);
+  ax_log_result("summary: batch time %.3f ms (steps %d-%d, %d of %d%s), %.0f tokens/s, %s "
+                "executed = %s; paper's 96-form bound %s; %.4g days for 300B tokens, max host "
+                "memory %.1f MiB", t->mean_ms, t->first, t->last, t->n, t->requested,
+                t->n < t->requested ? ": run too short" : "", f->tokens_per_s, flops, peak,
+                paper, f->days, (double)s->mem.host_bytes[0] / 1048576.0);
 }
 
 /* Rank 0: the human line, the JSON line, and --summary FILE. */
@@ -175,11 +215,11 @@ int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetr
   AxSummary s;
   fill_basics(&s, t, cfg, m);
   int rc = reduce_timing(g, &s.timing);
-  if (rc == AX_OK) rc = resolve_peak(g, cfg, &s.peak);
+  if (rc == AX_OK) rc = resolve_peak(t, cfg, &s.peak);
   if (rc == AX_OK) rc = gather_memory(g, cfg, &s.mem);
   if (rc == AX_OK) {
     ax_summary_figures(&s.fig, &s.model, cfg->batch, cfg->seq, s.timing.mean_ms, s.ranks,
-                       s.peak.tflops_per_rank, ax_trainer_flops_per_step(t));
+                       s.peak.tflops_per_rank, ax_trainer_recomputes(t));
     if (g->rank == 0) rc = emit(&s, cfg->summary);
   }
   free_memory(&s.mem);

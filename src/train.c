@@ -61,6 +61,7 @@ static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer 
   int rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
                          (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t));
   if (rc == AX_OK) ax_metrics_timing_window(m, cfg->timing_skip, cfg->timing_steps);
+  if (rc == AX_OK) ax_metrics_log_every(m, cfg->log_every);
   rc = ax_grid_agree(ax_trainer_grid(t), rc);
   if (rc != AX_OK) ax_metrics_close(m);
   return rc;
@@ -122,17 +123,15 @@ static int run(AxTrainer *t, const AxTrainConfig *cfg) {
     AxStepRecord rec;
     int rc = ax_trainer_step(t, step, &rec);
     if (rc == AX_OK) rc = ax_trainer_validate_if_due(t, step, &rec);
-    if (rc == AX_OK) {
-      ax_metrics_step(&m, &rec);
-      rc = after_step(t, cfg, step, &stop);
-    }
+    if (rc == AX_OK) rc = ax_metrics_step(&m, &rec); /* rank 0 writes the CSV */
+    if (rc == AX_OK) rc = after_step(t, cfg, step, &stop);
     if (rc != AX_OK) {
       ax_metrics_close(&m);
       abort_job(t);
       return AX_ERR;
     }
   }
-  ax_metrics_close(&m);
+  AX_TRY(ax_grid_agree(ax_trainer_grid(t), ax_metrics_close(&m)));
   if (m.n) {
     double sec = m.sum_ms / m.n / 1e3;
     ax_log_result("done: %d steps, final loss %.6f, mean step %.2f ms (%.0f tok/s, %.4f "

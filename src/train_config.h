@@ -53,7 +53,7 @@ typedef struct {
   char *metrics, *save;
   int val_every, val_steps;
   char *trace, *trace_steps;
-  int quiet;
+  int log_every, quiet;
   char *summary;
   int timing_skip, timing_steps;
   double peak_tflops;

@@ -306,9 +306,13 @@ int ax_trainer_finish(AxTrainer *t) {
   return AX_OK;
 }
 
+int ax_trainer_recomputes(const AxTrainer *t) { return t->spec.ac > 0; }
+
 double ax_trainer_flops_per_step(const AxTrainer *t) {
-  return ax_gpt_train_flops(&t->model, t->cfg.batch, t->cfg.seq, t->spec.ac > 0);
+  return ax_gpt_train_flops(&t->model, t->cfg.batch, t->cfg.seq, ax_trainer_recomputes(t));
 }
+
+int ax_trainer_gemm_rows(const AxTrainer *t) { return t->micro * t->cfg.seq; }
 
 double ax_trainer_loss_floor(const AxTrainer *t) { return t->floor; }
 const AxGptConfig *ax_trainer_model(const AxTrainer *t) { return &t->model; }

@@ -33,12 +33,18 @@ int ax_trainer_checkpoint(AxTrainer *t, int step);
 int ax_trainer_resume(AxTrainer *t, int *step);
 /* *any = 1 on every rank when `local` is 1 on some rank. */
 int ax_trainer_agree_flag(AxTrainer *t, int local, int *any);
+/* The FLOPs a step executes: the 72 form, or the 96 form when activation checkpointing runs
+ * (ax_gpt_train_flops). */
 double ax_trainer_flops_per_step(const AxTrainer *t);
 /* The weight-decay mask of a stage's flat parameter range for the host optimizer: one segment
  * per tensor, decayed when the model says so (matrices; biases and LayerNorm only with
  * decay_all). Returns the number of segments. Not collective. */
 int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
                               AxParamSegment segs[AX_N_PARAMS]);
+/* 1 when this rank's stage recomputes blocks in the backward pass (activation checkpointing). */
+int ax_trainer_recomputes(const AxTrainer *t);
+/* Rows of this run's matmuls: sequences per micro-batch x sequence length. */
+int ax_trainer_gemm_rows(const AxTrainer *t);
 /* Entropy rate of the built-in corpus (nats/token), NAN with real data. */
 double ax_trainer_loss_floor(const AxTrainer *t);
 const AxGptConfig *ax_trainer_model(const AxTrainer *t);

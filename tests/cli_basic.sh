@@ -29,6 +29,8 @@ expect_error "not divisible by --micro-batch 3" train --batch 8 --micro-batch 3
 expect_error "cannot open" train --data "$TMP/missing.bin" --metrics "$TMP/m.csv" --save "$TMP/s.bin"
 [ -e "$TMP/m.csv" ] && fail "metrics file left behind after bad input"
 [ -e "$TMP/s.bin" ] && fail "model file left behind after bad input"
+# every write of the metrics CSV is checked: a full disk ends the run with one line
+expect_error "cannot write metrics file /dev/full" train --steps 2 --val-steps 0 --metrics /dev/full
 printf 'garbage that is not a model file, long enough to hold a header? no.' >"$TMP/bad.bin"
 expect_error "truncated" train --init "$TMP/bad.bin"
 expect_error "needs --model" sample

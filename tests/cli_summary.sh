@@ -1,8 +1,10 @@
 #!/bin/sh
 # The end-of-run summary of `axonn train` (docs/summary.md): one JSON line on stdout starting
 # with {"axonn_summary":, the same line in --summary FILE, parseable, holding every option, and
-# consistent figures (tokens/s = B*s / batch time, the 96-form FLOP bound, days on 300B tokens,
-# % of peak); the timing window of full and short runs; a bad --summary path fails at once.
+# consistent figures (tokens/s = B*s / batch time, executed FLOPs (72 form; 96 with activation
+# checkpointing) as the headline and % of peak, the paper's 96-form bound beside it, days on 300B
+# tokens); the CPU peak measured at the run's own GEMM shapes; the timing window of full and
+# short runs; a bad --summary path fails at once.
 set -u
 AXONN=${AXONN:-bin/axonn}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -19,7 +21,7 @@ check() {
   "$PYTHON" - "$@" <<'EOF' || fail "$1: summary inconsistent"
 import json, math, sys
 name, path, first, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-peak = float(sys.argv[5]) if len(sys.argv) > 5 else None
+peak = float(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] else None
 d = json.load(open(path))
 bad = []
 def close(a, b, what, tol=1e-6):
@@ -28,16 +30,26 @@ def close(a, b, what, tol=1e-6):
 c, m, t, th, p = d["config"], d["model"], d["timing"], d["throughput"], d["peak"]
 B, s, l, h, V = c["batch"], c["seq"], m["layers"], m["hidden"], m["vocab"]
 tb = t["batch_time_s"]
-if d["axonn_summary"] != 1: bad.append("schema version")
+if d["axonn_summary"] != 2: bad.append("schema version")
 if (t["first_step"], t["last_step"]) != (first, last): bad.append("window %r" % t)
 if t["steps_used"] != last - first + 1: bad.append("steps_used")
 if t["complete"] != (t["steps_used"] == t["steps_requested"]): bad.append("complete")
 if not t["batch_time_min_s"] * (1 - 1e-9) <= tb <= t["batch_time_max_s"] * (1 + 1e-9):
     bad.append("batch time outside min/max")
 close(th["tokens_per_s"], B * s / tb, "tokens/s")
-flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
-close(th["flops_per_step"], flops, "flops per step")
-close(th["flops_per_s"], flops / tb, "flops/s")
+paper = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+executed = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
+if c["checkpoint-activations"]: executed = paper
+formula = "96*B*s*l*h^2*(1+s/(6*h)+V/(16*l*h))"
+if th["paper_flops_formula"] != formula: bad.append("paper formula " + th["paper_flops_formula"])
+if th["flops_formula"] != (formula if c["checkpoint-activations"] else
+                           "72*B*s*l*h^2*(1+s/(6*h)+V/(12*l*h))"):
+    bad.append("executed formula " + th["flops_formula"])
+if not th["flops_counted"].startswith("executed"): bad.append("flops_counted")
+close(th["flops_per_step"], executed, "executed flops per step")
+close(th["flops_per_s"], executed / tb, "flops/s")
+close(th["paper_flops_per_step"], paper, "paper flops per step")
+close(th["paper_flops_per_s"], paper / tb, "paper flops/s")
 close(d["training_time"]["days"], 3e11 * tb / (B * s) / 86400, "days")
 ranks = d["run"]["ranks"]
 if peak is not None:
@@ -45,6 +57,16 @@ if peak is not None:
     if p["source"] != "--peak-tflops": bad.append("peak source " + p["source"])
 close(p["tflops_total"], p["tflops_per_rank"] * ranks, "peak total")
 close(p["percent_of_peak"], 100 * th["flops_per_s"] / (p["tflops_total"] * 1e12), "% of peak")
+close(p["paper_percent_of_peak"], 100 * th["paper_flops_per_s"] / (p["tflops_total"] * 1e12),
+      "paper % of peak")
+if p["above_peak"] != (p["percent_of_peak"] > 100): bad.append("above_peak")
+if peak is None:  # measured at this run's GEMM shapes (rows = batch * seq) and 1024^3
+    rows, shapes = B * s, p["shapes"] or ""
+    for want in ("qkv %dx%dx%d" % (rows, 3 * h, h), "fcproj %dx%dx%d" % (rows, h, 4 * h),
+                 "lm-head %dx%dx%d" % (rows, V, h), "square 1024x1024x1024"):
+        if want not in shapes: bad.append("peak not measured at " + want)
+    if not p["best_shape"] or p["best_shape"].split(" ")[0] not in shapes: bad.append("best_shape")
+    if not p["source"].startswith("measured"): bad.append("peak source " + p["source"])
 mem = d["memory"]
 if len(mem["host_peak_bytes"]) != ranks or min(mem["host_peak_bytes"]) <= 0: bad.append("memory")
 if mem["host_peak_bytes_max"] != max(mem["host_peak_bytes"]): bad.append("memory max")
@@ -63,7 +85,8 @@ EOF
 [ "$(grep -c '^{"axonn_summary":' "$TMP/full.out")" -eq 1 ] || fail "not one summary line on stdout"
 grep '^{"axonn_summary":' "$TMP/full.out" | cmp -s - "$TMP/full.json" ||
   fail "stdout summary line differs from --summary file"
-grep -q '^summary: batch time .* (steps 2-11, 10 of 10)' "$TMP/full.out" || fail "human summary line"
+grep -q '^summary: batch time .* (steps 2-11, 10 of 10), .* executed = [0-9.]*% of peak .*paper' \
+  "$TMP/full.out" || fail "human summary line"
 for f in "$TMP"/*.tmp.*; do [ -e "$f" ] && fail "temporary file left behind: $f"; done
 check full "$TMP/full.json" 2 11
 
@@ -73,6 +96,12 @@ check full "$TMP/full.json" 2 11
   fail "short run"
 check short "$TMP/short.json" 2 4 0.25
 grep -q '"complete":false' "$TMP/short.json" || fail "short run not marked incomplete"
+
+# activation checkpointing: the recompute ran, so the executed count is the 96 form
+# shellcheck disable=SC2086
+"$AXONN" train $TINY --steps 3 --checkpoint-activations --summary "$TMP/ac.json" \
+  --peak-tflops 0.25 >/dev/null || fail "checkpointing run"
+check checkpointing "$TMP/ac.json" 2 3 0.25
 
 # an explicit window
 # shellcheck disable=SC2086

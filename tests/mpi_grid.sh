@@ -67,6 +67,9 @@ expect_job_error "needs 4 ranks, but the job has 3" 3 --g-inter 2 --g-data 2
 [ "$(grep -c 'axonn: error' "$TMP/f.err")" -eq 1 ] || fail "grid error printed more than once"
 # a file only rank 0 writes cannot be created, before the run starts
 expect_job_error "cannot create metrics file" 2 --g-inter 2 --metrics "$TMP/no/such/dir/m.csv"
+# ... or can be created but not written (a full disk): every rank agrees, rank 0 says so once
+expect_job_error "cannot write metrics file /dev/full" 2 --g-inter 2 --metrics /dev/full
+[ "$(grep -c 'axonn: error' "$TMP/f.err")" -eq 1 ] || fail "metrics error printed more than once"
 # ... nor the model file: found before the first step too
 expect_job_error "--save: cannot write $TMP/no/such/dir/m.bin" 4 --g-inter 2 --g-data 2 \
   --save "$TMP/no/such/dir/m.bin"

@@ -1,6 +1,7 @@
 /* test_summary.c — the end-of-run summary without MPI: the timing window (full, short, too
  * short), the paper's figures against hand-computed values, the peak table and --peak-tflops,
- * the JSON writer's escaping and the summary line's shape, and the SGEMM peak measurement. */
+ * the JSON writer's escaping and the summary line's shape, the GEMM shapes the CPU peak is
+ * measured at and the measurement itself. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,9 @@ static AxMetrics run_from(int first, int count, int skip, int steps) {
   ax_metrics_timing_window(&m, skip, steps);
   for (int k = 1; k <= count; k++) {
     AxStepRecord r = {.step = first + k - 1, .loss = 1, .ms = k, .val_loss = NAN};
-    ax_metrics_step(&m, &r);
+    ck_assert_int_eq(ax_metrics_step(&m, &r), AX_OK);
   }
-  ax_metrics_close(&m);
+  ck_assert_int_eq(ax_metrics_close(&m), AX_OK);
   return m;
 }
 
@@ -74,18 +75,28 @@ START_TEST(figures_follow_the_paper) {
   AxGptConfig m = {.max_seq = 512, .vocab = 51200, .padded_vocab = 51200, .layers = 48,
                    .heads = 24, .channels = 4512};
   AxFigures f;
-  double t = 20.0; /* seconds per batch */
-  ax_summary_figures(&f, &m, 16384, 512, t * 1e3, 48, 125, 1.0);
+  double t = 200.0; /* seconds per batch */
+  ax_summary_figures(&f, &m, 16384, 512, t * 1e3, 48, 125, 0);
   double b = 16384, s = 512, l = 48, h = 4512, V = 51200;
-  double flops = 96 * b * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
-  ck_assert_double_eq_tol(f.flops_per_step / flops, 1, 1e-12);
-  ck_assert_double_eq_tol(f.flops_per_s, flops / t, flops / t * 1e-12);
+  double paper = 96 * b * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  double executed = 72 * b * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  ck_assert_double_eq_tol(f.flops_per_step / executed, 1, 1e-12); /* the headline: executed */
+  ck_assert_double_eq_tol(f.flops_per_s, executed / t, executed / t * 1e-12);
+  ck_assert_double_eq_tol(f.percent_of_peak, 100 * executed / t / (48 * 125e12), 1e-9);
+  ck_assert_double_eq_tol(f.paper_flops_per_step / paper, 1, 1e-12); /* beside it: the paper's */
+  ck_assert_double_eq_tol(f.paper_percent_of_peak, 100 * paper / t / (48 * 125e12), 1e-9);
   ck_assert_double_eq_tol(f.tokens_per_s, b * s / t, 1e-6);
   ck_assert_double_eq_tol(f.days, 3e11 * t / (b * s) / 86400, 1e-9);
-  ck_assert_double_eq_tol(f.percent_of_peak, 100 * flops / t / (48 * 125e12), 1e-9);
-  ck_assert_double_eq(f.flops_per_step_executed, 1.0);
-  ax_summary_figures(&f, &m, 16384, 512, t * 1e3, 48, NAN, 1.0); /* peak unknown */
+  ck_assert_int_eq(f.recompute, 0);
+  ck_assert_int_eq(f.above_peak, 0);
+  ax_summary_figures(&f, &m, 16384, 512, t * 1e3, 48, 125, 1); /* checkpointing ran */
+  ck_assert_double_eq_tol(f.flops_per_step / paper, 1, 1e-12);
+  ax_summary_figures(&f, &m, 16384, 512, 1.0, 48, 125, 0); /* 1 ms: far above the peak */
+  ck_assert_int_eq(f.above_peak, 1);
+  ck_assert(f.percent_of_peak > 100); /* reported as measured, never clamped */
+  ax_summary_figures(&f, &m, 16384, 512, t * 1e3, 48, NAN, 0); /* peak unknown */
   ck_assert(isnan(f.percent_of_peak));
+  ck_assert_int_eq(f.above_peak, 0);
   ck_assert(isfinite(f.tokens_per_s));
 }
 END_TEST
@@ -160,11 +171,11 @@ START_TEST(summary_line_has_every_option) {
   s.model = ax_train_model_config(&cfg);
   AxMetrics m = run_steps(3, 1, 10);
   ax_summary_timing(&s.timing, &m, 1, 10);
-  ax_summary_figures(&s.fig, &s.model, cfg.batch, cfg.seq, s.timing.mean_ms, 2, NAN, 1);
+  ax_summary_figures(&s.fig, &s.model, cfg.batch, cfg.seq, s.timing.mean_ms, 2, NAN, 0);
   snprintf(s.peak.source, sizeof s.peak.source, "unknown");
   s.peak.tflops_per_rank = NAN;
   char *text = written(write_summary, &s);
-  ck_assert(strncmp(text, "{\"axonn_summary\":1,", 19) == 0);
+  ck_assert(strncmp(text, "{\"axonn_summary\":2,", 19) == 0);
   ck_assert_ptr_null(strchr(text, '\n'));
   for (int i = 0; i < AX_TRAIN_OPTIONS.n_opts; i++) {
     char key[96];
@@ -173,16 +184,48 @@ START_TEST(summary_line_has_every_option) {
   }
   ck_assert_ptr_nonnull(strstr(text, "\"host_peak_bytes\":[100,200]"));
   ck_assert_ptr_nonnull(strstr(text, "\"percent_of_peak\":null"));
+  ck_assert_ptr_nonnull(strstr(text, "\"paper_flops_formula\":\"96*B*s*l*h^2*(1+s/(6*h)+V/(16*l*h))\""));
+  ck_assert_ptr_nonnull(strstr(text, "\"flops_formula\":\"72*B*s*l*h^2*(1+s/(6*h)+V/(12*l*h))\""));
   ck_assert_ptr_nonnull(strstr(text, "\"complete\":false"));
   free(text);
   ax_train_config_free(&cfg);
 }
 END_TEST
 
+START_TEST(peak_shapes_are_the_runs) {
+  AxGptConfig m = {.max_seq = 64, .vocab = 256, .padded_vocab = 256, .layers = 4, .heads = 4,
+                   .channels = 128};
+  AxGemmShape sh[AX_PEAK_MAX_SHAPES];
+  int n = ax_peak_gpt_shapes(&m, 16 * 64, 0, sh);
+  ck_assert_int_eq(n, 6);
+  const int want[6][3] = {{1024, 384, 128}, {1024, 128, 128}, {1024, 512, 128},
+                          {1024, 128, 512}, {1024, 256, 128}, {1024, 1024, 1024}};
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_eq(sh[i].m, want[i][0]);
+    ck_assert_int_eq(sh[i].n, want[i][1]);
+    ck_assert_int_eq(sh[i].k, want[i][2]);
+  }
+  ck_assert_str_eq(sh[4].name, "lm-head");
+  AxGptConfig big = {.max_seq = 1024, .vocab = 50257, .padded_vocab = 50304, .layers = 12,
+                     .heads = 12, .channels = 768};
+  ax_peak_gpt_shapes(&big, 4 * 1024, 0, sh); /* GPT-2 small, B 4, T 1024: capped at 2048 */
+  ck_assert_int_eq(sh[4].m, AX_PEAK_DIM_CAP);
+  ck_assert_int_eq(sh[4].n, AX_PEAK_DIM_CAP);
+  ck_assert_int_eq(sh[4].k, 768);
+  ax_peak_gpt_shapes(&big, 4 * 1024, 1, sh); /* a GPU measures them as they are */
+  ck_assert_int_eq(sh[4].m, 4096);
+  ck_assert_int_eq(sh[4].n, 50257);
+  ck_assert_int_eq(sh[5].m, AX_PEAK_SQUARE_GPU);
+}
+END_TEST
+
 START_TEST(cpu_peak_is_measured) {
-  double g = 0;
-  ck_assert_int_eq(ax_peak_cpu_gflops(1, 0, 0, 1, &g), AX_OK);
-  ck_assert_msg(g > 0.1 && g < 1e5, "SGEMM peak %g GFLOP/s", g);
+  AxGemmShape sh[2] = {{64, 96, 32, "small"}, {128, 128, 128, "square"}};
+  AxPeakResult r;
+  ck_assert_int_eq(ax_peak_cpu(1, 0, 0, 1, sh, 2, &r), AX_OK);
+  ck_assert_msg(r.gflops > 0.1 && r.gflops < 1e5, "GEMM peak %g GFLOP/s", r.gflops);
+  ck_assert_int_eq(r.n_shapes, 2);
+  ck_assert(r.best.m == 64 || r.best.m == 128);
 }
 END_TEST
 
@@ -195,6 +238,7 @@ int main(void) {
   tcase_add_test(tc, peak_table_and_option);
   tcase_add_test(tc, json_writer);
   tcase_add_test(tc, summary_line_has_every_option);
+  tcase_add_test(tc, peak_shapes_are_the_runs);
   tcase_add_test(tc, cpu_peak_is_measured);
   return tu_run(s);
 }

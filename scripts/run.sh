@@ -1,0 +1,77 @@
+#!/bin/sh
+# run.sh — what `make run` does once axonn is built: tokenize the bundled tiny Shakespeare
+# (data/tinyshakespeare.txt) into byte-level shards, train a small byte-level GPT on it (the
+# validation loss printed as it falls), sample from the model with the prompt "ROMEO:", draw the
+# loss curve (scripts/plot-loss), and say where everything is and what to try next.
+# Sized to take about two minutes on a 2-core machine (docs/benchmarks.md, "make run").
+#
+# Usage: scripts/run.sh [OUT_DIR]   (default build/run)
+# Environment: AXONN (default bin/axonn); THREADS (default: the cores idle right now, measured
+# over half a second; at least 1); TEXT (default data/tinyshakespeare.txt); TRAIN_ARGS (the
+# model and schedule, default below); PROMPT, SAMPLE_TOKENS, TEMPERATURE for the sample.
+set -eu
+AXONN=${AXONN:-bin/axonn}
+OUT=${1:-build/run}
+TEXT=${TEXT:-data/tinyshakespeare.txt}
+# 2 blocks of 128 channels (0.43M parameters), 32 sequences of 64 bytes a step, 1600 steps:
+# 3.3M tokens, about three passes over the training text (docs/benchmarks.md, "make run"). A
+# warm-up of 200 steps: with 50 the loss spiked once (8.2 at step 16) before recovering.
+TRAIN_ARGS=${TRAIN_ARGS:---layers 2 --hidden 128 --heads 4 --seq 64 --batch 32 --steps 1600 \
+--lr 6e-3 --warmup 200 --val-every 200}
+PROMPT=${PROMPT:-ROMEO:}
+SAMPLE_TOKENS=${SAMPLE_TOKENS:-400}
+TEMPERATURE=${TEMPERATURE:-0.8}
+
+# Cores idle over the next half second (Linux /proc/stat; elsewhere 0, i.e. all cores). A
+# fork-join step on a core another process keeps busy waits for it at every kernel, so on a
+# shared machine fewer threads finish sooner.
+idle_cores() {
+  [ -r /proc/stat ] || { echo 0; return; }
+  a=$(awk '/^cpu /{print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6; exit}' /proc/stat)
+  sleep 0.5
+  b=$(awk '/^cpu /{print $2+$3+$4+$5+$6+$7+$8+$9, $5+$6; exit}' /proc/stat)
+  n=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+  echo "$a $b $n" | awk '{ t = $3 - $1; i = $4 - $2; c = (t > 0 ? int(i / t * $5 + 0.5) : $5)
+                           print (c < 1 ? 1 : c) }'
+}
+
+say() { echo "\$ $*"; "$@"; }
+
+if [ -z "${THREADS:-}" ]; then
+  THREADS=$(idle_cores)
+  echo "make run: $THREADS of $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') core(s) idle" \
+    "-> --threads $THREADS (THREADS=N make run chooses)"
+fi
+mkdir -p "$OUT"
+name=$(basename "$TEXT" .txt)
+say "$AXONN" prep --input "$TEXT" --output "$OUT/$name"
+# The whole output goes to train.log; the screen gets all of it but the JSON summary line,
+# which summary.json holds.
+# shellcheck disable=SC2086
+{ say "$AXONN" train --data "$OUT/${name}_train.bin" --val-data "$OUT/${name}_val.bin" \
+    $TRAIN_ARGS --threads "$THREADS" --metrics "$OUT/metrics.csv" \
+    --summary "$OUT/summary.json" --save "$OUT/model.bin"
+  echo $? >"$OUT/train.rc"; } | tee "$OUT/train.log" | grep --line-buffered -v '^{"axonn_summary":' || :
+rc=$(cat "$OUT/train.rc" 2>/dev/null || echo 1)
+rm -f "$OUT/train.rc"
+[ "$rc" -eq 0 ] || exit "$rc"
+echo "--- sample from the trained model (prompt \"$PROMPT\", temperature $TEMPERATURE):"
+say "$AXONN" sample --model "$OUT/model.bin" --prompt "$PROMPT" --tokens "$SAMPLE_TOKENS" \
+  --temperature "$TEMPERATURE" --threads "$THREADS"
+"$(dirname "$0")/plot-loss" "$OUT/metrics.csv" "$OUT/loss.png"
+
+cat <<EOF
+--- outputs in $OUT/:
+  model.bin       the trained model (llm.c fp32 format): $AXONN sample --model $OUT/model.bin
+  metrics.csv     every step: loss, lr, batch_ms, tokens_per_s, tflops, grad_norm, val_loss
+  summary.json    the end-of-run summary (docs/summary.md)
+  train.log       everything the training printed
+  loss.png        the loss curve, when matplotlib is installed
+--- next steps (README.md):
+  your own text:  $AXONN prep --input book.txt --output data/book
+                  $AXONN train --data data/book_train.bin --val-data data/book_val.bin --save book.bin
+  several ranks:  mpiexec -n 4 $AXONN train --g-inter 2 --g-data 2 ...   (README: "On many ranks")
+  every option:   $AXONN train --help
+  the tests:      make check
+  docs:           README.md, docs/summary.md (what the figures mean), docs/benchmarks.md
+EOF

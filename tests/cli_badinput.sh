@@ -196,7 +196,7 @@ ln -s target.bin "$IN/mylink"
 ls -a "$IN" | grep -q '\.tmp\.' && fail "a temporary file was left next to the outputs"
 bad "cannot write /dev/full: No space left on device" "$AXONN" train $T --summary /dev/full
 [ -c /dev/full ] || fail "/dev/full is no longer a device"
-bad "cannot write /dev/full: No space left on device" "$AXONN" train $T --metrics /dev/full
+bad "cannot write metrics file /dev/full: No space left on device" "$AXONN" train $T --metrics /dev/full
 
 # ---------------------------------------------------------------- checkpoints
 CK=$OUT/ck

@@ -123,8 +123,9 @@ static const AxOption OPTIONS[] = {
         1 << 24),
     INT("debug-hang-step", debug_hang_step, "1", "N",
         "testing: the step in which --debug-hang-rank stops", 1, 1 << 30),
-    CHOICE("debug-hang-mode", debug_hang_mode, "sleep", "sleep|drop",
-           "testing: that rank sleeps forever in a forward, or drops its next pipeline message"),
+    CHOICE("debug-hang-mode", debug_hang_mode, "sleep", "sleep|drop|checkpoint",
+           "testing: that rank sleeps forever in a forward, drops its next pipeline message, or "
+           "sleeps forever in that step's checkpoint after writing its file (a rank of row 0)"),
 };
 
 const AxOptionTable AX_TRAIN_OPTIONS = {
@@ -197,8 +198,11 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->debug_hang_rank >= cfg->g_inter * cfg->g_data)
     return AX_FAIL("--debug-hang-rank %d does not exist with %d rank(s)", cfg->debug_hang_rank,
                    cfg->g_inter * cfg->g_data);
-  if (cfg->debug_hang_rank >= 0 && cfg->debug_hang_mode == 1 && cfg->g_inter < 2)
+  if (cfg->debug_hang_rank >= 0 && cfg->debug_hang_mode == AX_DEBUG_HANG_DROP && cfg->g_inter < 2)
     return AX_FAIL("--debug-hang-mode drop needs pipeline messages (--g-inter 2 or more)");
+  if (cfg->debug_hang_rank >= cfg->g_inter && cfg->debug_hang_mode == AX_DEBUG_HANG_CHECKPOINT)
+    return AX_FAIL("--debug-hang-mode checkpoint needs a rank that writes checkpoints (row 0: "
+                   "ranks 0 to %d)", cfg->g_inter - 1);
   if ((cfg->resume || cfg->checkpoint_every) && !cfg->checkpoint_dir)
     return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
   if (cfg->val_data && !cfg->data)

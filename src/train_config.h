@@ -7,6 +7,12 @@
 #include "options.h"
 
 typedef enum { AX_LR_CONSTANT = 0, AX_LR_COSINE } AxLrKind;
+/* --debug-hang-mode: how the rank under test stops making progress. */
+typedef enum {
+  AX_DEBUG_HANG_SLEEP = 0,  /* sleeps forever in a forward */
+  AX_DEBUG_HANG_DROP,       /* drops its next pipeline message */
+  AX_DEBUG_HANG_CHECKPOINT, /* sleeps forever in the step's checkpoint, its file written */
+} AxDebugHang;
 typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16, AX_PREC_FP16 } AxPrecision;
 /* auto: dynamic loss scaling for fp16 compute only (bf16 and fp32 do not need it). */
 typedef enum { AX_LOSS_SCALING_AUTO = 0, AX_LOSS_SCALING_DYNAMIC, AX_LOSS_SCALING_OFF } AxLossScaling;
@@ -64,7 +70,7 @@ typedef struct {
   int debug_delay_stage, debug_delay_ms;
   /* watchdog (src/watchdog.h) */
   double step_timeout; /* seconds per step, validation, checkpoint, final save; 0: off */
-  int debug_hang_rank, debug_hang_step, debug_hang_mode; /* mode: 0 sleep, 1 drop */
+  int debug_hang_rank, debug_hang_step, debug_hang_mode; /* AxDebugHang */
 } AxTrainConfig;
 
 extern const AxOptionTable AX_TRAIN_OPTIONS;

@@ -174,8 +174,10 @@ static int load_batch(Trainer *t, AxLoader *L) {
 
 /* --debug-hang-rank/-step/-mode: this rank stops making progress in this step's pipeline. */
 static void debug_hang(Trainer *t, int step) {
-  if (t->grid.rank == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step)
-    t->sched.hang = t->cfg.debug_hang_mode == 0 ? AX_SCHED_HANG_SLEEP : AX_SCHED_HANG_DROP;
+  if (t->grid.rank == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step &&
+      t->cfg.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
+    t->sched.hang = t->cfg.debug_hang_mode == AX_DEBUG_HANG_SLEEP ? AX_SCHED_HANG_SLEEP
+                                                                  : AX_SCHED_HANG_DROP;
 }
 
 static int pipeline_phase(Trainer *t) {

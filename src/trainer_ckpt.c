@@ -4,6 +4,7 @@
  * file format is src/checkpoint.h's. Writing and loading each start a watchdog phase. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "checkpoint.h"
 #include "error.h"
@@ -42,13 +43,23 @@ int ax_trainer_setup_checkpoints(Trainer *t) {
   return AX_OK;
 }
 
+/* --debug-hang-mode checkpoint: this rank never gets past its part of the checkpoint (a test
+ * kills it there: a checkpoint interrupted half-way must never be used). */
+static void debug_hang(const Trainer *t, int step) {
+  if (t->grid.rank != t->cfg.debug_hang_rank || step != t->cfg.debug_hang_step ||
+      t->cfg.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
+    return;
+  for (;;) nanosleep(&(struct timespec){1, 0}, NULL);
+}
+
 /* Row 0 ranks write their stage; rank 0 learns every file's size and CRC. */
-static int write_stages(Trainer *t, const char *step_dir, AxCkptFile *files) {
+static int write_stages(Trainer *t, int step, const char *step_dir, AxCkptFile *files) {
   AxCkptFile mine = {{0}, 0, 0};
   int rc = AX_OK;
   if (writes_checkpoints(t))
     rc = ax_ckpt_write_stage(step_dir, t->grid.stage, &t->model, ax_stage_layout_of(t->stage),
                              t->grid.P, t->off.master, t->off.m, t->off.v, &mine);
+  debug_hang(t, step);
   AX_TRY(ax_grid_agree(&t->grid, rc));
   if (!multi(t)) {
     files[0] = mine;
@@ -112,7 +123,7 @@ int ax_trainer_checkpoint(AxTrainer *t, int step) {
   AxCkptFile *files = ax_calloc((size_t)t->grid.P, sizeof *files);
   AX_WD_NOTE(-1, "writing the checkpoint file of stage %d, then agreeing that all were written",
              t->grid.stage);
-  rc = files ? write_stages(t, step_dir, files) : AX_ERR;
+  rc = files ? write_stages(t, step, step_dir, files) : AX_ERR;
   AX_WD_NOTE(0, t->grid.rank == 0 ? "writing the checkpoint manifest"
                                    : "waiting for rank 0 to write the checkpoint manifest");
   if (rc == AX_OK && t->grid.rank == 0) rc = write_manifest(t, step, step_dir, files);

@@ -1,0 +1,83 @@
+#!/bin/sh
+# Faults a batch system or a failing node inflicts on one rank of four (a 2 x 2 grid), under
+# mpiexec; every job bounded by timeout(1), no assertion on speed (only generous upper bounds):
+#  - SIGTERM to one rank with --checkpoint-dir (what a batch system sends before the time
+#    limit): every rank finishes the step, the checkpoint is written, exit 0;
+#  - SIGTERM to one rank without --checkpoint-dir: the job ends, non-zero, nothing left running;
+#  - SIGKILL to a rank in the middle of writing a checkpoint (held there by --debug-hang-mode
+#    checkpoint, so "the middle" is certain): the job ends, the interrupted checkpoint is never
+#    used, --resume continues from the one before, and the next checkpoint of that step replaces
+#    the debris.
+# SIGINT, SIGSTOP, a plain SIGKILL and stuck ranks are in tests/mpi_watchdog.sh.
+. "$(dirname "$0")/mpilib.sh"
+
+COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --seed 5 \
+  --val-steps 0 --threads 1 --lr-schedule constant --warmup 0 --g-inter 2 --g-data 2"
+LIMIT=120
+
+# our own axonn ranks of the job whose files live under $1 (never mpiexec, never other jobs)
+ranks_of() { for p in $(pgrep -f "$1"); do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = axonn ] && echo "$p"; done; }
+# the world rank of an axonn process (its MPI environment)
+world_rank() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^PMI_RANK=//p'; }
+rank_pid() { for p in $(ranks_of "$1"); do [ "$(world_rank "$p")" = "$2" ] && echo "$p"; done; }
+csv_steps() { if [ -f "$1" ]; then echo $(($(wc -l <"$1") - 1)); else echo 0; fi; }
+wait_steps() { i=0; while [ "$(csv_steps "$1")" -lt "$2" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; }
+no_leftovers() {
+  i=0; while [ -n "$(ranks_of "$1")" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  [ -z "$(ranks_of "$1")" ] || { fail "$1: ranks left behind"; kill -KILL $(ranks_of "$1") 2>/dev/null; }
+}
+# start NAME ARGS...: a long run in the background ($job), its metrics in $TMP/NAME.csv
+start() {
+  name=$1; shift
+  # shellcheck disable=SC2086
+  timeout $LIMIT $MPIEXEC -n 4 "$AXONN" train $COMMON --steps 100000 --metrics "$TMP/$name.csv" \
+    "$@" >"$TMP/$name.log" 2>&1 &
+  job=$!
+}
+
+# ---- SIGTERM to one rank, with checkpoints: a clean stop at a step boundary, exit 0
+start term --checkpoint-dir "$TMP/term"
+wait_steps "$TMP/term.csv" 3
+kill -TERM "$(rank_pid "$TMP/term" 3)"
+wait $job; rc=$?
+[ $rc -eq 0 ] || { fail "SIGTERM to rank 3 with --checkpoint-dir: exit $rc, expected 0"; cat "$TMP/term.log"; }
+grep -q "stop requested" "$TMP/term.log" || fail "SIGTERM: no stop message"
+ls "$TMP"/term/step-*/manifest >/dev/null 2>&1 || fail "SIGTERM: no checkpoint written"
+no_leftovers "$TMP/term"
+
+# ---- SIGTERM to one rank, no checkpoints: the job ends in bounded time, non-zero
+start term0
+wait_steps "$TMP/term0.csv" 3
+kill -TERM "$(rank_pid "$TMP/term0" 2)"
+wait $job; rc=$?
+if [ $rc -eq 0 ] || [ $rc -eq 124 ] && ! grep -q "exceeded --step-timeout" "$TMP/term0.log"; then
+  fail "SIGTERM to rank 2 without --checkpoint-dir: exit $rc (expected a failure, not 0 or a hang)"
+  cat "$TMP/term0.log"
+fi
+no_leftovers "$TMP/term0"
+echo "  SIGTERM without --checkpoint-dir: exit $rc"
+
+# ---- SIGKILL in the middle of a checkpoint write
+# checkpoints every 2 steps; rank 1 (stage 1 of row 0, a writer) stops inside step 6's, after
+# its own file is written; it is killed there
+start ckill --checkpoint-dir "$TMP/ckill" --checkpoint-every 2 --debug-hang-rank 1 \
+  --debug-hang-step 6 --debug-hang-mode checkpoint --keep 5
+i=0; while [ ! -f "$TMP/ckill/step-00000006/stage-1.bin" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$TMP/ckill/step-00000006/stage-1.bin" ] || fail "checkpoint 6 was never started"
+kill -KILL "$(rank_pid "$TMP/ckill" 1)"
+wait $job; rc=$?
+[ $rc -ne 0 ] || fail "SIGKILL during a checkpoint: exit 0"
+no_leftovers "$TMP/ckill"
+[ -f "$TMP/ckill/step-00000006/manifest" ] && fail "the interrupted checkpoint got a manifest"
+echo "  SIGKILL during the checkpoint of step 6: exit $rc"
+run ckres 4 --steps 8 --checkpoint-dir "$TMP/ckill" --checkpoint-every 2 --resume --keep 5 --quiet=0 &&
+  { grep -q "continuing from $TMP/ckill/step-00000004 (step 4)" "$TMP/ckres.log" ||
+      { fail "resume after the interrupted checkpoint did not take step 4"; cat "$TMP/ckres.log"; }
+    [ -f "$TMP/ckill/step-00000006/manifest" ] || fail "step 6's checkpoint was not written again"
+    "$AXONN" export --checkpoint "$TMP/ckill" --output "$TMP/ck8.bin" >/dev/null ||
+      fail "export of the newest checkpoint"; }
+# the resumed run equals one that never stopped (same grid: bit-identical)
+run ckref 4 --steps 8 && "$AXONN" compare "$TMP/ckref.bin" "$TMP/ckres.bin" --tol 0 >/dev/null ||
+  fail "the resumed run differs from an uninterrupted one"
+
+finish mpi_faults

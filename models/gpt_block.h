@@ -4,7 +4,7 @@
 #define AX_GPT_BLOCK_H
 
 #include "gpt_config.h"
-#include "src/backend.h"
+#include "src/backend/backend.h"
 
 /* One block's saved activations for one micro-batch of N = B*T tokens. */
 typedef struct {

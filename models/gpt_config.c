@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "src/error.h"
+#include "src/core/error.h"
 
 static const char *const NAMES[AX_N_PARAMS] = {
     "wte",  "wpe",  "ln1w", "ln1b", "qkvw", "qkvb",    "attprojw", "attprojb",

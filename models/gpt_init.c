@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "src/rng.h"
+#include "src/core/rng.h"
 
 static void fill_normal(float *x, size_t n, float stddev, uint64_t seed) {
   AxRng r;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/error.h"
+#include "src/core/error.h"
 
 typedef struct {
   void *input;        /* [N, C]: embedding output (first stage) or the received activation */

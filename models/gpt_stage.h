@@ -15,7 +15,7 @@
 
 #include "gpt_block.h"
 #include "gpt_config.h"
-#include "src/backend.h"
+#include "src/backend/backend.h"
 
 typedef struct AxGptStage AxGptStage;
 

@@ -5,7 +5,7 @@
 #ifndef AX_LAYERS_H
 #define AX_LAYERS_H
 
-#include "src/backend.h"
+#include "src/backend/backend.h"
 
 /* out[N, OC] = inp[N, C] @ w[OC, C]^T + b (+ residual[N, OC] when not NULL) */
 void ax_linear_forward(AxBackend *be, void *out, const void *inp, const void *w, const void *b,

@@ -3,7 +3,7 @@
 #ifndef AX_BF16_SIMD_H
 #define AX_BF16_SIMD_H
 
-#include "src/simd.h"
+#include "src/core/simd.h"
 
 #ifdef AX_SIMD_AVX2
 /* 8 bf16 (128 bits) -> 8 fp32. */

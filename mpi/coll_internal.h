@@ -12,7 +12,7 @@
 #define AX_COLL_INTERNAL_H
 
 #include "collectives.h"
-#include "src/error.h"
+#include "src/core/error.h"
 
 typedef enum {
   AX_RECV_COPY, /* received straight into recv_buf */

@@ -10,12 +10,12 @@
  * Every dependency below points at a chunk earlier in that order (or at a peer's receive of the
  * same chunk, which itself waits only for earlier ones), so a schedule cannot deadlock.
  *
- * While ax_coll_wait waits, it tells the watchdog (src/watchdog.h) which world rank the oldest
+ * While ax_coll_wait waits, it tells the watchdog (src/core/watchdog.h) which world rank the oldest
  * unfinished receive (or, when all have arrived, send) is waiting for. */
 #include "coll_internal.h"
 #include "mpi_util.h"
 #include "reduce_local.h"
-#include "src/watchdog.h"
+#include "src/core/watchdog.h"
 #include "world_rank.h"
 
 static size_t chunk_len(size_t count, size_t chunk, size_t k) {

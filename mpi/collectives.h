@@ -32,7 +32,7 @@
  * Threads: drive an operation from one thread at a time (MPI_THREAD_FUNNELED is enough when
  * that is the main thread). Payload buffers must stay untouched until the operation is done.
  *
- * Every function returns AX_OK or AX_ERR with the error recorded (src/error.h). */
+ * Every function returns AX_OK or AX_ERR with the error recorded (src/core/error.h). */
 #ifndef AX_COLLECTIVES_H
 #define AX_COLLECTIVES_H
 
@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mpi/bf16.h"
+#include "bf16.h"
 
 typedef enum {
   AX_ALLREDUCE_AUTO = 0,

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "mpi_util.h"
-#include "src/error.h"
-#include "src/log.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
 
 enum { DETAIL_CAP = 256 };
 

@@ -8,7 +8,7 @@
 
 #include <mpi.h>
 
-#include "src/error.h"
+#include "src/core/error.h"
 
 int ax_mpi_fail_at(int code, const char *call, const char *file, int line);
 #define AX_MPI(call)                                                                             \

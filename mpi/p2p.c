@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "mpi_util.h"
-#include "src/error.h"
-#include "src/watchdog.h"
+#include "src/core/error.h"
+#include "src/core/watchdog.h"
 #include "world_rank.h"
 
 static int post_recv(AxP2P *p, int dir) {

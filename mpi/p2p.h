@@ -14,7 +14,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#include "src/backend.h"
+#include "src/backend/backend.h"
 
 typedef enum { AX_FROM_PREV = 0, AX_FROM_NEXT = 1 } AxP2PDir;
 

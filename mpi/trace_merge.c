@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "mpi_util.h"
-#include "src/error.h"
-#include "src/timer.h"
+#include "src/core/error.h"
+#include "src/core/timer.h"
 
 int ax_trace_align(AxTrace *t, MPI_Comm comm) {
   AX_MPI(MPI_Barrier(comm));

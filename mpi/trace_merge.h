@@ -5,7 +5,7 @@
 
 #include <mpi.h>
 
-#include "src/trace.h"
+#include "src/core/trace.h"
 
 /* Collective: barrier, then every rank's origin is "now" (clocks of one node agree; across
  * nodes the barrier skew, microseconds, is the alignment error). */

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "src/simd.h"
+#include "src/core/simd.h"
 
 typedef struct {
   float lr, b1, b2, one_b1, one_b2, c1, c2, eps, wd, gs;

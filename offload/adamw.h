@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "src/threadpool.h"
+#include "src/core/threadpool.h"
 
 typedef struct {
   float lr, beta1, beta2, eps, weight_decay;

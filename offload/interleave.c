@@ -1,6 +1,6 @@
 /* interleave.c — chunked all-reduce of the host gradients and the AdamW that follows each
  * chunk, progressed by calls between update sub-blocks or by a communication thread; see
- * interleave.h. The main thread tells the watchdog (src/watchdog.h) which chunk it sums or
+ * interleave.h. The main thread tells the watchdog (src/core/watchdog.h) which chunk it sums or
  * updates; the communication thread does not note. */
 #include "interleave.h"
 
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include "mpi/bf16.h"
-#include "src/error.h"
-#include "src/watchdog.h"
+#include "src/core/error.h"
+#include "src/core/watchdog.h"
 
 enum { SUB_BLOCK = 1 << 18 }; /* elements updated between two progress calls */
 

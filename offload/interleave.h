@@ -17,7 +17,7 @@
 
 #include "mpi/collectives.h"
 #include "offload.h"
-#include "src/trace.h"
+#include "src/core/trace.h"
 
 typedef enum {
   AX_PROGRESS_NONE = 0, /* only between chunks */

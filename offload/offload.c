@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/error.h"
+#include "src/core/error.h"
 
 /* The arena's fp32 regions, in order: m, v, the master weights unless they are the device
  * buffer (host_fp32), gradient staging unless the device buffer serves (host_fp32 without a

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "adamw.h"
-#include "src/backend.h"
+#include "src/backend/backend.h"
 
 typedef struct {
   size_t bucket_size; /* elements per bucket */

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "src/error.h"
+#include "src/core/error.h"
 
 static int parse_spec(int L, int P, const char *spec, int *first_block) {
   const char *p = spec;

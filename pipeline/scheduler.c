@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "src/error.h"
-#include "src/watchdog.h"
+#include "src/core/error.h"
+#include "src/core/watchdog.h"
 
 int ax_sched_slots(int stage, int P, int limit) { return stage == P - 1 ? 1 : limit; }
 

@@ -6,13 +6,13 @@
  *
  * The scheduler knows nothing of the model: it calls the stage through AxStageOps, hands it a
  * stash slot per in-flight micro-batch, and moves the data through the p2p engine. It tells the
- * watchdog (src/watchdog.h) what it does: which micro-batch it computes, and which activation
+ * watchdog (src/core/watchdog.h) what it does: which micro-batch it computes, and which activation
  * or gradient, from which stage and world rank, it is waiting for. */
 #ifndef AX_SCHEDULER_H
 #define AX_SCHEDULER_H
 
 #include "mpi/p2p.h"
-#include "src/trace.h"
+#include "src/core/trace.h"
 
 typedef struct {
   void *ctx;

@@ -4,7 +4,7 @@
 #ifndef AX_LSAN_MPI_H
 #define AX_LSAN_MPI_H
 
-#include "src/sanitizer.h"
+#include "src/core/sanitizer.h"
 
 #ifdef AX_ASAN
 #include <sanitizer/lsan_interface.h>

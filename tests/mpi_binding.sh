@@ -1,5 +1,5 @@
 #!/bin/sh
-# Core binding under a launcher's CPU set (src/binding.c, mpi/mpi_util.c): a rank binds inside
+# Core binding under a launcher's CPU set (src/backend/binding.c, mpi/mpi_util.c): a rank binds inside
 # the set it started with, ranks that start with the same set split it, ranks that would
 # oversubscribe it stay unbound (and wait politely), and every placement trains to the same
 # losses as the unbound single-rank run. The launcher's set comes from taskset here (as from

@@ -5,7 +5,7 @@
 #    within 1e-5 relative, final weights within 1e-4 (largest difference
 #    per tensor relative to the tensor's largest magnitude; summation order differs between
 #    layouts, so bits may not; the key bias, which has no effect on the output and so trains on
-#    rounding noise alone, is left out: see src/compare.c);
+#    rounding noise alone, is left out: see src/cli/compare.c);
 #  - pipeline limits 1 to 4, and a delayed stage (arrival order changes, the math must not);
 #  - failures end the whole job with a clear message and a non-zero exit in bounded time.
 . "$(dirname "$0")/mpilib.sh"

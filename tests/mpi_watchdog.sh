@@ -1,5 +1,5 @@
 #!/bin/sh
-# The watchdog (src/watchdog.h) on 4 ranks, a 2 x 2 grid, under mpiexec. Every job is bounded by
+# The watchdog (src/core/watchdog.h) on 4 ranks, a 2 x 2 grid, under mpiexec. Every job is bounded by
 # timeout(1); no assertion is on speed, only on generous upper bounds.
 #  (a) a stuck rank (--debug-hang-rank 2 --debug-hang-step 3) with --step-timeout 2 ends the job
 #      with exit status 124; each rank that reports prints one line naming step 3, its stage and

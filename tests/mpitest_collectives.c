@@ -15,11 +15,11 @@
 #include "mpi/collectives.h"
 #include "mpi/mpi_util.h"
 #include "mpi/reduce_local.h"
-#include "src/error.h"
-#include "src/rng.h"
-#include "tests/testutil.h"
+#include "src/core/error.h"
+#include "src/core/rng.h"
+#include "testutil.h"
 
-#include "tests/lsan_mpi.h"
+#include "lsan_mpi.h"
 
 static int g_rank, g_size;
 static MPI_Comm g_comm; /* a duplicate of MPI_COMM_WORLD for our collectives */

@@ -10,15 +10,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/bpe.h"
-#include "src/bpe_impl.h"
-#include "src/byte_alphabet.h"
-#include "src/error.h"
-#include "src/fileio.h"
-#include "src/pretok.h"
-#include "src/rng.h"
-#include "src/token_table.h"
-#include "src/unicode_class.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/rng.h"
+#include "src/text/bpe.h"
+#include "src/text/bpe_impl.h"
+#include "src/text/byte_alphabet.h"
+#include "src/text/pretok.h"
+#include "src/text/token_table.h"
+#include "src/text/unicode_class.h"
 #include "testutil.h"
 
 #define SHAKESPEARE "../shared/data/tinyshakespeare.txt"

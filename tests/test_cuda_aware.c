@@ -9,7 +9,7 @@
 #include "mpi/cuda_aware.h"
 #include "testutil.h"
 
-#include "tests/lsan_mpi.h"
+#include "lsan_mpi.h"
 
 static const char *const VARS[] = {"MPICH_GPU_SUPPORT_ENABLED", "MPIR_CVAR_ENABLE_GPU",
                                    "OMPI_MCA_pml_pami_enable_cuda", "OMPI_MCA_opal_cuda_support",

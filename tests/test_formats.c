@@ -10,12 +10,12 @@
 
 #include "models/gpt_config.h"
 #include "models/gpt_init.h"
-#include "src/commands.h"
-#include "src/dataloader.h"
-#include "src/error.h"
-#include "src/log.h"
-#include "src/model_file.h"
-#include "src/shard.h"
+#include "src/cli/commands.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/io/dataloader.h"
+#include "src/io/model_file.h"
+#include "src/io/shard.h"
 #include "testutil.h"
 
 static const AxGptConfig CFG = {.max_seq = 8, .vocab = 10, .padded_vocab = 16, .layers = 3,

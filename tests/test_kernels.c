@@ -7,8 +7,8 @@
 
 #include "models/layers.h"
 #include "offload/adamw.h"
-#include "src/threadpool.h"
-#include "src/vecmath.h"
+#include "src/backend/vecmath.h"
+#include "src/core/threadpool.h"
 #include "testutil.h"
 
 START_TEST(exp_and_tanh_accuracy) {

@@ -14,8 +14,8 @@
 #include "models/gpt_init.h"
 #include "models/gpt_stage.h"
 #include "models/layers.h"
-#include "src/error.h"
-#include "src/rng.h"
+#include "src/core/error.h"
+#include "src/core/rng.h"
 #include "testutil.h"
 
 #define H 5e-3

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "src/error.h"
-#include "src/metrics.h"
+#include "src/core/error.h"
+#include "src/train/metrics.h"
 #include "testutil.h"
 
 static AxStepRecord record(int step) {

@@ -10,8 +10,8 @@
 #include "offload/interleave.h"
 #include "offload/loss_scale.h"
 #include "offload/offload.h"
-#include "src/error.h"
-#include "src/trainer.h"
+#include "src/core/error.h"
+#include "src/train/trainer.h"
 #include "testutil.h"
 
 static AxStageLayout small_layout(void) {

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/error.h"
-#include "src/jsonw.h"
-#include "src/metrics.h"
-#include "src/peak.h"
-#include "src/summary.h"
-#include "src/train_config.h"
+#include "src/backend/peak.h"
+#include "src/core/error.h"
+#include "src/core/jsonw.h"
+#include "src/train/metrics.h"
+#include "src/train/summary.h"
+#include "src/train/train_config.h"
 #include "testutil.h"
 
 /* Feeds steps first..first+count-1, the k-th taking k milliseconds. */

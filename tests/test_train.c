@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/commands.h"
-#include "src/error.h"
-#include "src/log.h"
-#include "src/lr_schedule.h"
-#include "src/train_config.h"
-#include "src/trainer.h"
+#include "src/cli/commands.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/train/lr_schedule.h"
+#include "src/train/train_config.h"
+#include "src/train/trainer.h"
 #include "testutil.h"
 
 #define SHAKESPEARE "../shared/data/tinyshakespeare.txt"

@@ -1,5 +1,5 @@
-/* test_watchdog.c — the watchdog (src/watchdog.h) and the /proc states it relies on
- * (src/procstat.h): what a note reads like; a phase that outlives --step-timeout ends the
+/* test_watchdog.c — the watchdog (src/core/watchdog.h) and the /proc states it relies on
+ * (src/core/procstat.h): what a note reads like; a phase that outlives --step-timeout ends the
  * process with status 124 and one line naming the step, the rank's place in the grid and what it
  * waits for; phases that keep moving never fire; a peer process that is killed, exits or is
  * stopped is reported as such (125, "lost rank", "is stopped"); SIGINT ends with 130; an
@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/error.h"
-#include "src/procstat.h"
-#include "src/watchdog.h"
+#include "src/core/error.h"
+#include "src/core/procstat.h"
+#include "src/core/watchdog.h"
 #include "testutil.h"
 
 enum { ERR_CAP = 4096, WAIT_LIMIT_S = 30 };

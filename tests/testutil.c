@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/error.h"
-#include "src/rng.h"
+#include "src/core/error.h"
+#include "src/core/rng.h"
 
 enum { TU_MAX_ALLOCS = 4096 };
 static void *g_allocs[TU_MAX_ALLOCS];

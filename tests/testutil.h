@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "src/backend.h"
+#include "src/backend/backend.h"
 
 /* Test scratch memory, freed after each test by the fixture tu_tcase installs (so leak
  * checkers report only the library's own leaks). */

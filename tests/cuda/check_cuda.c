@@ -20,13 +20,13 @@
 
 #include "models/gpt_init.h"
 #include "models/gpt_stage.h"
-#include "src/backend.h"
-#include "src/error.h"
-#include "src/rng.h"
+#include "src/backend/backend.h"
+#include "src/core/error.h"
+#include "src/core/rng.h"
 #include "tests/testutil.h"
 
 #ifdef AX_HAVE_CUDA
-#include "src/backend_cuda.h"
+#include "src/backend/backend_cuda.h"
 
 typedef struct {
   AxDType dtype;

@@ -1,0 +1,71 @@
+/* export.c — `axonn export --checkpoint DIR --output FILE.bin`: the llm.c fp32 model file
+ * from a checkpoint (the newest complete one under DIR, or DIR itself when it is a step
+ * directory), whatever grid wrote it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/core/options.h"
+#include "src/io/checkpoint.h"
+#include "src/io/model_file.h"
+
+typedef struct {
+  char *checkpoint, *output;
+} ExportConfig;
+
+static const AxOption EXPORT_OPTS[] = {
+    {"checkpoint", AX_OPT_STRING, offsetof(ExportConfig, checkpoint), NULL, "DIR",
+     "--checkpoint-dir of a run (newest complete checkpoint) or one step-N directory", 1, 0,
+     NULL},
+    {"output", AX_OPT_STRING, offsetof(ExportConfig, output), NULL, "FILE.bin",
+     "model file to write (llm.c fp32 format)", 1, 0, NULL},
+};
+static const AxOptionTable EXPORT_TABLE = {
+    "export", "Write the llm.c model file of a checkpoint.", EXPORT_OPTS,
+    (int)(sizeof EXPORT_OPTS / sizeof EXPORT_OPTS[0])};
+
+static int find_step_dir(const char *dir, char *step_dir, AxCkptManifest *man) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/manifest", dir);
+  if (access(path, F_OK) == 0) {
+    snprintf(step_dir, 1024, "%s", dir);
+    return ax_ckpt_load_manifest(step_dir, 1, man);
+  }
+  int found;
+  AX_TRY(ax_ckpt_find_latest(dir, &found, step_dir, man));
+  return found ? AX_OK : AX_FAIL("no complete checkpoint in %s", dir);
+}
+
+static int export_model(const ExportConfig *c) {
+  if (!c->checkpoint || !c->output) return AX_FAIL("export needs --checkpoint DIR --output FILE");
+  char step_dir[1024];
+  AxCkptManifest man;
+  AX_TRY(find_step_dir(c->checkpoint, step_dir, &man));
+  AxStageLayout lay;
+  ax_stage_layout(&lay, &man.model, 0, man.model.layers, 1, 1);
+  float *params = ax_malloc(lay.total * sizeof *params);
+  int rc = params ? ax_ckpt_read_stage(step_dir, &man, &lay, params, NULL, NULL) : AX_ERR;
+  if (rc == AX_OK) rc = ax_model_file_write(c->output, &man.model, params);
+  if (rc == AX_OK)
+    printf("exported step %d of %s (%zu parameters) to %s\n", man.step, step_dir, lay.total,
+           c->output);
+  free(params);
+  ax_ckpt_manifest_free(&man);
+  return rc;
+}
+
+int ax_cmd_export(int argc, char **argv) {
+  ExportConfig c;
+  AxOptState st;
+  memset(&c, 0, sizeof c);
+  int rc = ax_options_parse(&EXPORT_TABLE, &c, argc, argv, &st);
+  if (rc == AX_OK && st.help) ax_options_print_help(&EXPORT_TABLE, stdout);
+  else if (rc == AX_OK) rc = export_model(&c);
+  if (rc != AX_OK) ax_print_error();
+  ax_options_free(&EXPORT_TABLE, &c);
+  return rc == AX_OK ? 0 : 1;
+}

@@ -1,0 +1,189 @@
+/* train.c — `axonn train`: MPI start-up, options, the step loop with its progress lines and
+ * metrics CSV (rank 0), the end-of-run summary (src/train/summary.h), the saved model and trace.
+ *
+ * Failure policy: problems found while setting up (options, files, grid) are agreed on by all
+ * ranks and printed once, by rank 0, with the failing rank named; every rank exits 1. A failure
+ * inside a step (other ranks may be waiting on this one) is printed by the failing rank, which
+ * then aborts the whole job, so nothing ever hangs; a rank that is stuck, or whose peer on this
+ * node is gone, is ended by the watchdog (src/core/watchdog.h, wired in train_watchdog.c). */
+#include <math.h>
+#include <signal.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/log.h"
+#include "src/core/watchdog.h"
+#include "src/train/metrics.h"
+#include "src/train/plan.h"
+#include "src/train/summary.h"
+#include "src/train/train_watchdog.h"
+#include "src/train/trainer.h"
+
+static void print_failure(void) {
+  if (ax_rank() <= 0) ax_print_error();
+}
+
+/* Never returns when other ranks may be blocked on this one. A single rank returns and its
+ * caller prints the error (once). */
+static void abort_job(const AxTrainer *t) {
+  if (ax_trainer_grid(t)->size <= 1) return;
+  ax_watchdog_check_lost(); /* a peer of this node is gone: "lost rank", exit 125 */
+  ax_print_error();
+  /* The launcher forwards our stderr through a pipe; give it a moment to pass the message on
+   * before the abort tears the job down (under load it can otherwise be lost). */
+  fflush(NULL);
+  nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Every file rank 0 writes at the end can be written: checked before any time is spent, so a
+ * long run is not lost at its end (--checkpoint-dir is checked by the trainer's setup). */
+static int check_outputs(const AxTrainConfig *cfg, const AxTrainer *t) {
+  const struct { const char *flag, *path; } outputs[] = {
+      {"--save", cfg->save}, {"--summary", cfg->summary}, {"--trace", cfg->trace}};
+  int rc = AX_OK;
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == AX_OK; i++)
+    if (ax_trainer_grid(t)->rank == 0 && outputs[i].path &&
+        ax_file_check_writable(outputs[i].path) != AX_OK)
+      rc = ax_error_context("%s", outputs[i].flag);
+  return ax_grid_agree(ax_trainer_grid(t), rc);
+}
+
+/* The metrics CSV (rank 0). */
+static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer *t) {
+  int rank0 = ax_trainer_grid(t)->rank == 0;
+  memset(m, 0, sizeof *m);
+  int rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
+                         (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t));
+  if (rc == AX_OK) ax_metrics_timing_window(m, cfg->timing_skip, cfg->timing_steps);
+  if (rc == AX_OK) ax_metrics_log_every(m, cfg->log_every);
+  rc = ax_grid_agree(ax_trainer_grid(t), rc);
+  if (rc != AX_OK) ax_metrics_close(m);
+  return rc;
+}
+
+/* The summary comes before the save, so that its memory marks are those of training; the
+ * model is saved even when the summary could not be written. */
+static int finish(AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
+  ax_wd_phase(AX_WD_FINAL, cfg->steps);
+  AX_WD_NOTE(-1, "writing the run summary");
+  int rc = ax_summary_finish(t, cfg, m);
+  if (cfg->save && ax_trainer_save(t, cfg->save) != AX_OK) rc = AX_ERR;
+  AX_TRY(rc);
+  return ax_trainer_finish(t);
+}
+
+/* SIGTERM / SIGUSR1 (what batch systems send before the time limit) with --checkpoint-dir:
+ * finish the step, checkpoint, exit 0. */
+static volatile sig_atomic_t stop_requested;
+static void on_stop_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+static void install_stop_handlers(const AxTrainConfig *cfg) {
+  if (!cfg->checkpoint_dir) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* After a step: checkpoint when due or when any rank was asked to stop (*stop is agreed). */
+static int after_step(AxTrainer *t, const AxTrainConfig *cfg, int step, int *stop) {
+  *stop = 0;
+  if (!cfg->checkpoint_dir) return AX_OK;
+  AX_TRY(ax_trainer_agree_flag(t, stop_requested, stop));
+  int due = cfg->checkpoint_every && step % cfg->checkpoint_every == 0;
+  if (due || *stop) AX_TRY(ax_trainer_checkpoint(t, step));
+  if (*stop) ax_log_result("stop requested (SIGTERM/SIGUSR1): checkpoint of step %d written; "
+                           "exiting", step);
+  return AX_OK;
+}
+
+static int run(AxTrainer *t, const AxTrainConfig *cfg) {
+  AxMetrics m;
+  int first = 1, stop = 0;
+  AX_TRY(check_outputs(cfg, t));
+  if (cfg->resume) {
+    int done;
+    AX_TRY(ax_trainer_resume(t, &done));
+    first = done + 1;
+  }
+  AX_TRY(open_outputs(&m, cfg, t));
+  install_stop_handlers(cfg);
+  for (int step = first; step <= cfg->steps && !stop; step++) {
+    AxStepRecord rec;
+    int rc = ax_trainer_step(t, step, &rec);
+    if (rc == AX_OK) rc = ax_trainer_validate_if_due(t, step, &rec);
+    if (rc == AX_OK) rc = ax_metrics_step(&m, &rec); /* rank 0 writes the CSV */
+    if (rc == AX_OK) rc = after_step(t, cfg, step, &stop);
+    if (rc != AX_OK) {
+      ax_metrics_close(&m);
+      abort_job(t);
+      return AX_ERR;
+    }
+  }
+  AX_TRY(ax_grid_agree(ax_trainer_grid(t), ax_metrics_close(&m)));
+  if (m.n) {
+    double sec = m.sum_ms / m.n / 1e3;
+    ax_log_result("done: %d steps, final loss %.6f, mean step %.2f ms (%.0f tok/s, %.4f "
+                  "TFLOP/s)", m.n, m.last_loss, sec * 1e3, m.tokens_per_step / sec,
+                  m.flops_per_step / sec / 1e12);
+  }
+  return finish(t, cfg, &m);
+}
+
+static int start_mpi(int *argc, char ***argv) {
+  int provided, rank;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+    return AX_FAIL("MPI_Init failed");
+  ax_train_mpi_errors_return();
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ax_set_rank(rank);
+  return AX_OK;
+}
+
+int ax_cmd_train(int argc, char **argv) {
+  AxTrainConfig cfg;
+  AxOptState opts;
+  int rc = ax_train_config_parse(&cfg, argc, argv, &opts);
+  if (rc == AX_OK && opts.help) {
+    ax_options_print_help(&AX_TRAIN_OPTIONS, stdout);
+    ax_train_config_free(&cfg);
+    return 0;
+  }
+  if (rc == AX_OK && cfg.dry_run) { /* the memory plan: nothing allocated, no MPI needed */
+    rc = ax_train_config_check(&cfg, &opts);
+    if (rc == AX_OK) rc = ax_plan_print(&cfg);
+    if (rc != AX_OK) ax_print_error();
+    ax_train_config_free(&cfg);
+    return rc == AX_OK ? 0 : 1;
+  }
+  if (start_mpi(&argc, &argv) != AX_OK) {
+    ax_print_error();
+    return 1;
+  }
+  ax_log_set_quiet(cfg.quiet);
+  if (rc == AX_OK) rc = ax_train_config_check(&cfg, &opts);
+  AxTrainer *t = NULL;
+  if (rc == AX_OK) rc = ax_trainer_create(&t, &cfg);
+  if (rc == AX_OK) rc = ax_train_watchdog_start(t, cfg.step_timeout);
+  if (rc == AX_OK) {
+    ax_trainer_print_header(t);
+    rc = run(t, &cfg);
+  }
+  if (rc != AX_OK) print_failure();
+  ax_train_watchdog_stop();
+  ax_trainer_destroy(t);
+  ax_train_config_free(&cfg);
+  MPI_Finalize();
+  return rc == AX_OK ? 0 : 1;
+}

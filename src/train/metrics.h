@@ -1,0 +1,62 @@
+/* metrics.h — what a step reports: a progress line on stdout (rank 0; every --log-every steps,
+ * the first and the last step always) and one CSV row for every step. The CSV header is
+ * `step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,val_loss`: the loss is the one computed
+ * in that step's forward pass, before the update; val_loss is empty on steps without
+ * validation; tflops counts the FLOPs the step executes (ax_trainer_flops_per_step). Every
+ * write, flush and close of the CSV is checked: a failure is an error of the run. It also keeps
+ * this rank's step times for the batch time of the end-of-run summary (src/train/summary.h): over
+ * the timing window and over every step. */
+#ifndef AX_METRICS_H
+#define AX_METRICS_H
+
+#include <stdio.h>
+
+typedef struct {
+  int step;
+  double loss, lr, ms, grad_norm;
+  double val_loss; /* NAN when not measured this step */
+} AxStepRecord;
+
+/* Step times over a set of steps (step numbers of the first and last one counted). */
+typedef struct {
+  int first, last, n;
+  double sum_ms, min_ms, max_ms;
+} AxStepTimes;
+
+typedef struct {
+  FILE *csv;
+  const char *csv_path;
+  int quiet;
+  int total_steps;
+  int log_every; /* progress line every N steps (first and last always) */
+  long long tokens_per_step;
+  double flops_per_step; /* executed FLOPs of one step */
+  double start_s;        /* ax_now() at open: elapsed time and ETA of the progress lines */
+  /* running figures for the summary */
+  int n;
+  double sum_ms, last_loss, last_val;
+  /* the timing window: the (skip+1)-th to (skip+steps)-th step this process runs (so a resumed
+   * run leaves its own warm-up out too), and every step */
+  int timing_skip, timing_steps;
+  AxStepTimes timed, all;
+} AxMetrics;
+
+/* Opens the CSV (csv_path NULL: none) and writes its header; fails when it cannot be written. */
+int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_steps,
+                    long long tokens_per_step, double flops_per_step);
+/* Sets the timing window (default: no skip, every step). */
+void ax_metrics_timing_window(AxMetrics *m, int skip, int steps);
+/* Progress line every `every` steps; 0 (the default): ax_metrics_auto_every(total steps). */
+void ax_metrics_log_every(AxMetrics *m, int every);
+/* The automatic interval: the smallest of 1, 2, 4, 5, 10, 20, 25, 50, 100, 200, 250, ...
+ * that gives at most 40 lines, so a run of 20 steps or more prints 20 to 40 of them. */
+int ax_metrics_auto_every(int total_steps);
+/* Records a step: the summary's figures, the progress line when due, the CSV row. Fails (and
+ * says which file) when the row cannot be written. */
+int ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
+/* Closes the CSV; fails when the last buffered rows cannot be written. */
+int ax_metrics_close(AxMetrics *m);
+/* "137.1 GFLOP/s" below 1 TFLOP/s, "1.37 TFLOP/s" from there on. */
+void ax_metrics_format_flops(char *buf, size_t cap, double flops_per_s);
+
+#endif

@@ -1,0 +1,119 @@
+/* plan.c — `axonn plan` and `axonn train --dry-run`: the memory plan; see plan.h. */
+#include "plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt_stage.h"
+#include "offload/offload.h"
+#include "pipeline/partition.h"
+#include "pipeline/scheduler.h"
+#include "src/backend/backend.h"
+#include "src/cli/commands.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/io/model_file.h"
+
+typedef struct {
+  double params, weights, grads, act, act_ckpt, host, paper_plain, paper_offload;
+} StagePlan;
+
+static int plan_model(const AxTrainConfig *cfg, AxGptConfig *m) {
+  if (cfg->init) return ax_model_file_read_config(cfg->init, m);
+  *m = ax_train_model_config(cfg);
+  return ax_gpt_config_check(m);
+}
+
+static void plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
+                       StagePlan *out) {
+  int P = cfg->g_inter, limit = cfg->pipeline_limit ? cfg->pipeline_limit : P;
+  int shard = cfg->batch / cfg->g_data, micro = cfg->micro_batch ? cfg->micro_batch : shard;
+  if (limit > shard / micro) limit = shard / micro; /* as the trainer: no more than there are */
+  size_t esz = ax_dtype_size((AxDType)cfg->precision);
+  AxStageLayout lay;
+  ax_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1);
+  AxStageSpec spec = {.l0 = first[s], .l1 = first[s + 1], .first = s == 0, .last = s == P - 1,
+                      .B = micro, .T = cfg->seq, .n_slots = ax_sched_slots(s, P, limit)};
+  double n = (double)lay.total;
+  out->params = n;
+  out->weights = out->grads = n * (double)esz;
+  out->act = (double)ax_stage_activation_bytes(m, &spec, esz);
+  spec.ac = cfg->ac ? cfg->ac : ax_partition_default_ac(spec.l1 - spec.l0, m->layers);
+  out->act_ckpt = (double)ax_stage_activation_bytes(m, &spec, esz);
+  int host_fp32 = strcmp(cfg->device, "cpu") == 0 && esz == 4;
+  out->host = (double)ax_offload_arena_bytes(lay.total, host_fp32, cfg->allreduce_dtype == 1);
+  double bucket = (double)cfg->bucket_size < n ? (double)cfg->bucket_size : n;
+  out->paper_plain = 20.0 * n;
+  out->paper_offload = 4.0 * n + 16.0 * bucket;
+}
+
+static void print_row(const char *label, const StagePlan *p) {
+  const double G = 1e9;
+  printf("%-10s %9.3f %9.2f %9.2f %11.2f %11.2f %10.2f %11.2f %11.2f\n", label, p->params / 1e9,
+         p->weights / G, p->grads / G, p->act / G, p->act_ckpt / G, p->host / G,
+         p->paper_plain / G, p->paper_offload / G);
+}
+
+static void add(StagePlan *sum, const StagePlan *p, double times) {
+  double *a = &sum->params;
+  const double *b = &p->params;
+  for (size_t i = 0; i < sizeof *sum / sizeof(double); i++) a[i] += b[i] * times;
+}
+
+int ax_plan_print(const AxTrainConfig *cfg) {
+  AxGptConfig m;
+  AX_TRY(plan_model(cfg, &m));
+  int P = cfg->g_inter, D = cfg->g_data;
+  int *first = ax_malloc((size_t)(P + 1) * sizeof *first);
+  if (!first) return AX_ERR;
+  if (ax_partition(m.layers, P, cfg->stage_layers, first) != AX_OK) {
+    free(first);
+    return AX_ERR;
+  }
+  printf("memory plan: GPT L=%d C=%d NH=%d T=%d V=%d, %.3fB parameters; grid %d x %d = %lld "
+         "ranks; %s %s; micro-batch %d; bucket %lld elements\n", m.layers, m.channels, m.heads,
+         cfg->seq, m.vocab, ax_gpt_num_params(&m) / 1e9, P, D, (long long)P * D, cfg->device,
+         ax_dtype_name((AxDType)cfg->precision),
+         cfg->micro_batch ? cfg->micro_batch : cfg->batch / D, cfg->bucket_size);
+  printf("per rank, GB   (device: weights, gradients, activations without / with checkpointing; "
+         "host: optimizer arena; paper: 20phi vs 4phi + 16b)\n");
+  printf("%-10s %9s %9s %9s %11s %11s %10s %11s %11s\n", "stage", "params(B)", "weights",
+         "grads", "acts", "acts(ckpt)", "host", "paper 20phi", "4phi+16b");
+  StagePlan total = {0}, p;
+  for (int s = 0; s < P; s++) {
+    /* stages of the same shape as the one before need no new plan (thousands of stages) */
+    int same = s > 1 && s < P - 1 && first[s + 1] - first[s] == first[s] - first[s - 1];
+    if (!same) plan_stage(cfg, &m, first, s, &p);
+    char label[32];
+    snprintf(label, sizeof label, "%d", s);
+    if (P <= 16 || s < 4 || s >= P - 2) print_row(label, &p);
+    else if (s == 4) printf("%-10s\n", "...");
+    add(&total, &p, D);
+  }
+  print_row("all ranks", &total);
+  printf("paper accounting over all ranks: %.2f GB without offload, %.2f GB with (%.1fx less); "
+         "with checkpointed activations: %.2f GB against %.2f GB\n",
+         total.paper_plain / 1e9, total.paper_offload / 1e9,
+         total.paper_plain / total.paper_offload, (total.paper_plain + total.act_ckpt) / 1e9,
+         (total.paper_offload + total.act_ckpt) / 1e9);
+  free(first);
+  return AX_OK;
+}
+
+int ax_cmd_plan(int argc, char **argv) {
+  AxTrainConfig cfg;
+  AxOptState st;
+  int rc = ax_train_config_parse(&cfg, argc, argv, &st);
+  if (rc == AX_OK && st.help) {
+    printf("axonn plan: the memory plan of `axonn train` with the same options, per rank, "
+           "without allocating (same as train --dry-run).\n\n");
+    ax_options_print_help(&AX_TRAIN_OPTIONS, stdout);
+  } else {
+    if (rc == AX_OK) rc = ax_train_config_check(&cfg, &st);
+    if (rc == AX_OK) rc = ax_plan_print(&cfg);
+    if (rc != AX_OK) ax_print_error();
+  }
+  ax_train_config_free(&cfg);
+  return rc == AX_OK ? 0 : 1;
+}

@@ -1,0 +1,213 @@
+/* summary.c — the figures of the end-of-run summary and its JSON line (no MPI here; the
+ * collective part is summary_run.c); see summary.h and docs/summary.md. */
+#include "summary.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/backend/peak.h"
+#include "src/core/jsonw.h"
+
+void ax_summary_figures(AxFigures *f, const AxGptConfig *m, long long batch, int seq,
+                        double batch_ms, int ranks, double peak_tflops_per_rank, int recompute) {
+  f->batch_s = batch_ms / 1e3;
+  f->tokens_per_step = (double)batch * seq;
+  f->tokens_per_s = f->tokens_per_step / f->batch_s;
+  f->recompute = recompute != 0;
+  f->flops_per_step = ax_gpt_train_flops(m, batch, seq, f->recompute);
+  f->flops_per_s = f->flops_per_step / f->batch_s;
+  f->peak_flops_per_s = peak_tflops_per_rank * 1e12 * ranks;
+  f->percent_of_peak = 100.0 * f->flops_per_s / f->peak_flops_per_s;
+  f->above_peak = f->percent_of_peak > 100.0;
+  f->paper_flops_per_step = ax_gpt_train_flops(m, batch, seq, 1);
+  f->paper_flops_per_s = f->paper_flops_per_step / f->batch_s;
+  f->paper_percent_of_peak = 100.0 * f->paper_flops_per_s / f->peak_flops_per_s;
+  f->days = AX_SUMMARY_TOKENS * f->batch_s / f->tokens_per_step / 86400.0;
+}
+
+void ax_summary_timing(AxTiming *t, const AxMetrics *m, int skip, int requested) {
+  /* a run with no step after the warm-up is timed over every step it has */
+  const AxStepTimes *w = m->timed.n ? &m->timed : &m->all;
+  memset(t, 0, sizeof *t);
+  t->skip = m->timed.n ? skip : 0;
+  t->requested = requested;
+  t->first = w->first;
+  t->last = w->last;
+  t->n = w->n;
+  t->mean_ms = t->n ? w->sum_ms / t->n : NAN;
+  t->min_ms = t->n ? w->min_ms : NAN;
+  t->max_ms = t->n ? w->max_ms : NAN;
+}
+
+int ax_summary_peak_lookup(AxPeakInfo *p, double peak_tflops_option, const char *device,
+                           const char *gpu_name) {
+  p->tflops_per_rank = NAN;
+  p->shapes[0] = p->best_shape[0] = 0;
+  if (peak_tflops_option > 0) {
+    p->tflops_per_rank = peak_tflops_option;
+    snprintf(p->source, sizeof p->source, "--peak-tflops");
+    return 1;
+  }
+  if (strcmp(device, "cpu") == 0) {
+    snprintf(p->source, sizeof p->source, "not measured");
+    return 0;
+  }
+  double table = ax_peak_gpu_table(gpu_name);
+  if (table > 0) {
+    p->tflops_per_rank = table;
+    snprintf(p->source, sizeof p->source, "table: %s, dense fp16/bf16 peak", gpu_name);
+    return 1;
+  }
+  snprintf(p->source, sizeof p->source, "unknown GPU '%s' (give --peak-tflops)",
+           gpu_name && *gpu_name ? gpu_name : "none found");
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------ JSON */
+
+/* One option as the JSON type its table entry has. */
+static void option_json(AxJsonW *j, const AxOption *o, const void *cfg) {
+  char buf[256];
+  const char *text = ax_options_value_text(o, cfg, buf, sizeof buf);
+  switch (o->type) {
+  case AX_OPT_INT:
+  case AX_OPT_LONG: ax_jsonw_int(j, o->name, strtoll(text, NULL, 10)); break;
+  case AX_OPT_FLOAT: ax_jsonw_num(j, o->name, strtod(text, NULL)); break;
+  case AX_OPT_FLAG: ax_jsonw_bool(j, o->name, strcmp(text, "0") != 0); break;
+  case AX_OPT_STRING: ax_jsonw_str(j, o->name, *text ? text : NULL); break;
+  case AX_OPT_CHOICE: ax_jsonw_str(j, o->name, text); break;
+  }
+}
+
+static void config_json(AxJsonW *j, const AxSummary *s) {
+  ax_jsonw_object(j, "config");
+  for (int i = 0; i < s->options->n_opts; i++) option_json(j, &s->options->opts[i], s->cfg);
+  ax_jsonw_end(j);
+}
+
+static void model_json(AxJsonW *j, const AxSummary *s) {
+  ax_jsonw_object(j, "model");
+  ax_jsonw_str(j, "preset", s->preset);
+  ax_jsonw_int(j, "layers", s->model.layers);
+  ax_jsonw_int(j, "hidden", s->model.channels);
+  ax_jsonw_int(j, "heads", s->model.heads);
+  ax_jsonw_int(j, "max_seq", s->model.max_seq);
+  ax_jsonw_int(j, "vocab", s->model.vocab);
+  ax_jsonw_int(j, "padded_vocab", s->model.padded_vocab);
+  ax_jsonw_int(j, "params", (long long)ax_gpt_num_params(&s->model));
+  ax_jsonw_end(j);
+}
+
+static void run_json(AxJsonW *j, const AxSummary *s) {
+  ax_jsonw_object(j, "run");
+  ax_jsonw_int(j, "ranks", s->ranks);
+  ax_jsonw_int(j, "g_inter", s->g_inter);
+  ax_jsonw_int(j, "g_data", s->g_data);
+  ax_jsonw_str(j, "device", s->device);
+  ax_jsonw_str(j, "host", s->host);
+  ax_jsonw_int(j, "steps", s->steps_run);
+  ax_jsonw_num(j, "final_loss", s->final_loss);
+  ax_jsonw_num(j, "final_val_loss", s->final_val_loss);
+  ax_jsonw_end(j);
+}
+
+static void timing_json(AxJsonW *j, const AxTiming *t) {
+  ax_jsonw_object(j, "timing");
+  ax_jsonw_int(j, "skip", t->skip);
+  ax_jsonw_int(j, "steps_requested", t->requested);
+  ax_jsonw_int(j, "steps_used", t->n);
+  if (t->n) {
+    ax_jsonw_int(j, "first_step", t->first);
+    ax_jsonw_int(j, "last_step", t->last);
+  } else {
+    ax_jsonw_null(j, "first_step");
+    ax_jsonw_null(j, "last_step");
+  }
+  ax_jsonw_bool(j, "complete", t->n == t->requested);
+  ax_jsonw_num(j, "batch_time_s", t->mean_ms / 1e3);
+  ax_jsonw_num(j, "batch_time_min_s", t->min_ms / 1e3);
+  ax_jsonw_num(j, "batch_time_max_s", t->max_ms / 1e3);
+  ax_jsonw_str(j, "over_ranks", "max of the per-rank means");
+  ax_jsonw_end(j);
+}
+
+/* The headline counts executed FLOPs; the paper's bound follows under its own name. */
+static void throughput_json(AxJsonW *j, const AxSummary *s) {
+  const AxFigures *f = &s->fig;
+  ax_jsonw_object(j, "throughput");
+  ax_jsonw_num(j, "tokens_per_step", f->tokens_per_step);
+  ax_jsonw_num(j, "tokens_per_s", f->tokens_per_s);
+  ax_jsonw_str(j, "flops_counted", f->recompute ? "executed, with the recompute of activation "
+                                                  "checkpointing" : "executed");
+  ax_jsonw_str(j, "flops_formula", f->recompute ? AX_SUMMARY_FLOPS_96 : AX_SUMMARY_FLOPS_72);
+  ax_jsonw_num(j, "flops_per_step", f->flops_per_step);
+  ax_jsonw_num(j, "flops_per_s", f->flops_per_s);
+  ax_jsonw_num(j, "tflops", f->flops_per_s / 1e12);
+  ax_jsonw_num(j, "tflops_per_rank", f->flops_per_s / 1e12 / s->ranks);
+  ax_jsonw_str(j, "paper_flops_formula", AX_SUMMARY_FLOPS_96);
+  ax_jsonw_num(j, "paper_flops_per_step", f->paper_flops_per_step);
+  ax_jsonw_num(j, "paper_flops_per_s", f->paper_flops_per_s);
+  ax_jsonw_num(j, "paper_tflops", f->paper_flops_per_s / 1e12);
+  ax_jsonw_end(j);
+}
+
+static void peak_json(AxJsonW *j, const AxSummary *s) {
+  ax_jsonw_object(j, "peak");
+  ax_jsonw_num(j, "tflops_per_rank", s->peak.tflops_per_rank);
+  ax_jsonw_num(j, "tflops_total", s->fig.peak_flops_per_s / 1e12);
+  ax_jsonw_str(j, "source", s->peak.source);
+  ax_jsonw_str(j, "shapes", s->peak.shapes[0] ? s->peak.shapes : NULL);
+  ax_jsonw_str(j, "best_shape", s->peak.best_shape[0] ? s->peak.best_shape : NULL);
+  ax_jsonw_num(j, "percent_of_peak", s->fig.percent_of_peak);
+  ax_jsonw_bool(j, "above_peak", s->fig.above_peak);
+  ax_jsonw_num(j, "paper_percent_of_peak", s->fig.paper_percent_of_peak);
+  ax_jsonw_end(j);
+  ax_jsonw_object(j, "training_time");
+  ax_jsonw_num(j, "tokens", AX_SUMMARY_TOKENS);
+  ax_jsonw_num(j, "days", s->fig.days);
+  ax_jsonw_end(j);
+}
+
+static long long max_of(const long long *v, int n) {
+  long long m = v[0];
+  for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+static void bytes_array(AxJsonW *j, const char *key, const long long *v, int n) {
+  ax_jsonw_array(j, key);
+  for (int i = 0; i < n; i++) ax_jsonw_int(j, NULL, v[i]);
+  ax_jsonw_end(j);
+}
+
+static void memory_json(AxJsonW *j, const AxSummary *s) {
+  const AxMemory *m = &s->mem;
+  ax_jsonw_object(j, "memory");
+  bytes_array(j, "host_peak_bytes", m->host_bytes, s->ranks);
+  ax_jsonw_int(j, "host_peak_bytes_max", max_of(m->host_bytes, s->ranks));
+  if (m->device_bytes) {
+    bytes_array(j, "device_peak_bytes", m->device_bytes, s->ranks);
+    ax_jsonw_int(j, "device_peak_bytes_max", max_of(m->device_bytes, s->ranks));
+  } else {
+    ax_jsonw_null(j, "device_peak_bytes");
+    ax_jsonw_null(j, "device_peak_bytes_max");
+  }
+  ax_jsonw_str(j, "device_source", m->device_source);
+  ax_jsonw_end(j);
+}
+
+void ax_summary_write_json(FILE *f, const AxSummary *s) {
+  AxJsonW j;
+  ax_jsonw_init(&j, f);
+  ax_jsonw_object(&j, NULL);
+  ax_jsonw_int(&j, "axonn_summary", AX_SUMMARY_SCHEMA); /* schema version */
+  run_json(&j, s);
+  model_json(&j, s);
+  timing_json(&j, &s->timing);
+  throughput_json(&j, s);
+  peak_json(&j, s);
+  memory_json(&j, s);
+  config_json(&j, s);
+  ax_jsonw_end(&j);
+}

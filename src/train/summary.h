@@ -1,0 +1,90 @@
+/* summary.h — the end-of-run summary of `axonn train` (schema: docs/summary.md), as the AxoNN
+ * paper (IPDPS'22 §VI-D) measures a run: the batch time averaged over the timing window
+ * (--timing-skip 1, --timing-steps 10: steps 2..11), tokens/s, FLOP/s and % of peak, days to
+ * train on 300 billion tokens (3e11·t/(B·s)), memory high-water marks of every rank, and the
+ * whole configuration. The headline FLOP/s counts what the step executes (72·B·s·l·h²·(1 + s/(6h)
+ * + V/(12·l·h)), the 96 form only when activation checkpointing ran) over the peak (on the CPU:
+ * measured at this run's own GEMM shapes); the paper's bound with recomputation,
+ * 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), is reported beside it under its own name. Rank 0 prints
+ * it as one line starting with {"axonn_summary": and --summary FILE.json writes the same line
+ * to FILE (atomically). */
+#ifndef AX_SUMMARY_H
+#define AX_SUMMARY_H
+
+#include <stdio.h>
+
+#include "metrics.h"
+#include "models/gpt_config.h"
+#include "src/core/options.h"
+#include "train_config.h"
+#include "trainer.h"
+
+#define AX_SUMMARY_TOKENS 3e11 /* GPT-3's training regime: 300 billion tokens */
+/* Schema version: 2 since FLOP/s and % of peak count executed FLOPs (1: the paper's bound). */
+#define AX_SUMMARY_SCHEMA 2
+
+typedef struct {
+  int skip, requested;   /* --timing-skip (0 when the run had no step after it), --timing-steps */
+  int first, last, n;    /* the steps timed (n = 0: none) */
+  double mean_ms;        /* the slowest rank's mean over the window */
+  double min_ms, max_ms; /* fastest and slowest step in the window over all ranks */
+} AxTiming;
+
+typedef struct {
+  double tflops_per_rank; /* NAN when unknown */
+  char source[192];       /* where it came from, for the reader */
+  char shapes[320];       /* measured: the GEMM shapes (name MxNxK, ...); "" otherwise */
+  char best_shape[64];    /* measured: the shape of the best rate (rank 0's) */
+} AxPeakInfo;
+
+#define AX_SUMMARY_FLOPS_72 "72*B*s*l*h^2*(1+s/(6*h)+V/(12*l*h))"
+#define AX_SUMMARY_FLOPS_96 "96*B*s*l*h^2*(1+s/(6*h)+V/(16*l*h))"
+
+typedef struct {
+  double batch_s, tokens_per_step, tokens_per_s;
+  int recompute;         /* activation checkpointing ran: the executed count is the 96 form */
+  double flops_per_step; /* executed: the 72 form (96 with checkpointing) */
+  double flops_per_s, peak_flops_per_s, percent_of_peak;
+  int above_peak; /* percent_of_peak > 100: the peak measurement was noisy */
+  double paper_flops_per_step; /* the paper's bound, recomputation counted (96 form) */
+  double paper_flops_per_s, paper_percent_of_peak;
+  double days; /* to train on AX_SUMMARY_TOKENS tokens */
+} AxFigures;
+
+typedef struct {
+  long long *host_bytes;   /* per rank: ru_maxrss */
+  long long *device_bytes; /* per rank; NULL when the backend does not track it */
+  const char *device_source;
+} AxMemory;
+
+typedef struct {
+  const AxOptionTable *options;
+  const void *cfg; /* an AxTrainConfig, read through the option table */
+  AxGptConfig model;
+  const char *preset, *device, *host;
+  int ranks, g_inter, g_data, steps_run;
+  double final_loss, final_val_loss; /* NAN when none */
+  AxTiming timing;
+  AxPeakInfo peak;
+  AxFigures fig;
+  AxMemory mem;
+} AxSummary;
+
+/* The figures of a batch time (NAN batch_ms: none); peak_tflops_per_rank may be NAN;
+ * recompute: whether the step ran activation checkpointing. */
+void ax_summary_figures(AxFigures *f, const AxGptConfig *m, long long batch, int seq,
+                        double batch_ms, int ranks, double peak_tflops_per_rank, int recompute);
+/* This rank's timing window from its metrics (no MPI). */
+void ax_summary_timing(AxTiming *t, const AxMetrics *m, int skip, int requested);
+/* Peak from --peak-tflops or the GPU table (no measurement): 1 when found. */
+int ax_summary_peak_lookup(AxPeakInfo *p, double peak_tflops_option, const char *device,
+                           const char *gpu_name);
+/* The summary as one JSON object on one line, without a newline. */
+void ax_summary_write_json(FILE *f, const AxSummary *s);
+
+/* Collective over the trainer's grid: reduces the timing window, resolves the peak (measures
+ * the CPU GEMM peak at the run's shapes on every rank when needed), gathers memory marks; rank 0 prints the human
+ * line and the JSON line and writes --summary. Every rank returns the same status. */
+int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m);
+
+#endif

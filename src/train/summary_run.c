@@ -1,0 +1,227 @@
+/* summary_run.c — the collective half of the end-of-run summary: the timing window reduced
+ * over ranks, the peak (the CPU GEMM peak measured at the run's shapes on every rank when no
+ * other is known),
+ * memory high-water marks gathered to rank 0, which prints and writes; see summary.h. */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "mpi/mpi_util.h"
+#include "src/backend/peak.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/log.h"
+#include "summary.h"
+
+static int has_comm(const AxGrid *g) { return g->world != MPI_COMM_NULL && g->size > 1; }
+
+static int is_cpu(const AxTrainConfig *cfg) { return strcmp(cfg->device, "cpu") == 0; }
+
+/* ru_maxrss: KiB on Linux and the BSDs, bytes on macOS. */
+static long long host_peak_bytes(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+#if defined(__APPLE__)
+  return (long long)ru.ru_maxrss;
+#else
+  return (long long)ru.ru_maxrss * 1024;
+#endif
+}
+
+/* Slowest rank's mean, fastest and slowest single step (every rank times the same steps). */
+static int reduce_timing(const AxGrid *g, AxTiming *t) {
+  if (!has_comm(g) || !t->n) return AX_OK;
+  double mine[3] = {t->mean_ms, -t->min_ms, t->max_ms}, all[3];
+  AX_MPI(MPI_Allreduce(mine, all, 3, MPI_DOUBLE, MPI_MAX, g->world));
+  t->mean_ms = all[0];
+  t->min_ms = -all[1];
+  t->max_ms = all[2];
+  return AX_OK;
+}
+
+/* Waits without taking the core from ranks still measuring (polite mode when oversubscribed). */
+static int polite_sum(const AxGrid *g, double mine, double *total) {
+  MPI_Request req;
+  if (!has_comm(g)) {
+    *total = mine;
+    return AX_OK;
+  }
+  AX_MPI(MPI_Iallreduce(&mine, total, 1, MPI_DOUBLE, MPI_SUM, g->world, &req));
+  return ax_mpi_wait(&req, MPI_STATUS_IGNORE);
+}
+
+/* "qkv 1024x384x128, attproj 1024x128x128, ..." */
+static void describe_shapes(char *buf, size_t cap, const AxGemmShape *shapes, int n) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && used < cap; i++) {
+    int w = snprintf(buf + used, cap - used, "%s%s %dx%dx%d", i ? ", " : "", shapes[i].name,
+                     shapes[i].m, shapes[i].n, shapes[i].k);
+    used += w > 0 ? (size_t)w : 0;
+  }
+}
+
+/* Every rank measures at once, so ranks that share cores share them here too: the sum is what
+ * the job's cores can do (roughly, when ranks outnumber cores). */
+static int measure_cpu_peak(const AxTrainer *t, const AxTrainConfig *cfg, AxPeakInfo *p) {
+  const AxGrid *g = ax_trainer_grid(t);
+  AxGemmShape shapes[AX_PEAK_MAX_SHAPES];
+  int n = ax_peak_gpt_shapes(ax_trainer_model(t), ax_trainer_gemm_rows(t), 0, shapes);
+  AxPeakResult r = {0};
+  double total = 0, none = 0;
+  AX_TRY(polite_sum(g, 0, &none)); /* start together */
+  int rc = ax_peak_cpu(cfg->threads, cfg->bind, g->share_rank, g->share_size, shapes, n, &r);
+  AX_TRY(polite_sum(g, rc == AX_OK ? r.gflops : 0, &total));
+  AX_TRY(ax_grid_agree(g, rc));
+  p->tflops_per_rank = total / g->size / 1e3;
+  snprintf(p->source, sizeof p->source,
+           "measured: fp32 GEMM (C = A B^T) with the run's threads at this run's GEMM shapes "
+           "and %d^3, best of up to 5 samples each, every rank at once at the end of the run, "
+           "mean over ranks", AX_PEAK_SQUARE);
+  describe_shapes(p->shapes, sizeof p->shapes, shapes, n);
+  snprintf(p->best_shape, sizeof p->best_shape, "%s %dx%dx%d", r.best.name, r.best.m, r.best.n,
+           r.best.k);
+  return AX_OK;
+}
+
+static int resolve_peak(const AxTrainer *t, const AxTrainConfig *cfg, AxPeakInfo *p) {
+  char gpu[128] = "";
+  if (!is_cpu(cfg)) ax_peak_gpu_name(gpu, sizeof gpu);
+  if (ax_summary_peak_lookup(p, cfg->peak_tflops, cfg->device, gpu) || !is_cpu(cfg))
+    return AX_OK;
+  return measure_cpu_peak(t, cfg, p);
+}
+
+static void free_memory(AxMemory *m) {
+  free(m->host_bytes);
+  free(m->device_bytes);
+  m->host_bytes = m->device_bytes = NULL;
+}
+
+/* Rank 0 gets (host, device) of every rank; device is host on the CPU backend. */
+static int gather_memory(const AxGrid *g, const AxTrainConfig *cfg, AxMemory *m) {
+  int n = g->size, root = g->rank == 0;
+  long long mine[2] = {host_peak_bytes(), -1}, *all = NULL;
+  if (is_cpu(cfg)) mine[1] = mine[0];
+  m->device_source = is_cpu(cfg) ? "host: the CPU backend's device memory is host memory"
+                                 : "untracked: the backend does not report device allocations";
+  if (root) {
+    all = ax_malloc(2 * (size_t)n * sizeof *all);
+    m->host_bytes = ax_malloc((size_t)n * sizeof *m->host_bytes);
+    m->device_bytes = is_cpu(cfg) ? ax_malloc((size_t)n * sizeof *m->device_bytes) : NULL;
+  }
+  int ok = !root || (all && m->host_bytes && (m->device_bytes || !is_cpu(cfg)));
+  int rc = ax_grid_agree(g, ok ? AX_OK : AX_ERR);
+  if (rc == AX_OK && has_comm(g) &&
+      MPI_Gather(mine, 2, MPI_LONG_LONG, all, 2, MPI_LONG_LONG, 0, g->world) != MPI_SUCCESS)
+    rc = AX_FAIL("MPI_Gather of the memory marks failed");
+  if (rc == AX_OK && !has_comm(g)) memcpy(all, mine, sizeof mine);
+  for (int r = 0; root && rc == AX_OK && r < n; r++) {
+    m->host_bytes[r] = all[2 * r];
+    if (m->device_bytes) m->device_bytes[r] = all[2 * r + 1];
+  }
+  free(all);
+  return rc;
+}
+
+static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *cfg,
+                        const AxMetrics *m) {
+  const AxGrid *g = ax_trainer_grid(t);
+  memset(s, 0, sizeof *s);
+  s->options = &AX_TRAIN_OPTIONS;
+  s->cfg = cfg;
+  s->model = *ax_trainer_model(t);
+  s->preset = cfg->model;
+  s->device = cfg->device;
+  s->host = g->host;
+  s->ranks = g->size;
+  s->g_inter = g->P;
+  s->g_data = g->D;
+  s->steps_run = m->n;
+  s->final_loss = m->n ? m->last_loss : NAN;
+  s->final_val_loss = m->last_val;
+  ax_summary_timing(&s->timing, m, cfg->timing_skip, cfg->timing_steps);
+}
+
+static int write_file(const char *path, const char *text, size_t len) {
+  AxFile f;
+  AX_TRY(ax_file_open_write(&f, path));
+  if (ax_file_write(&f, text, len) != AX_OK || ax_file_write(&f, "\n", 1) != AX_OK) {
+    ax_file_abort(&f);
+    return ax_error_context("writing the summary");
+  }
+  return ax_file_commit(&f);
+}
+
+/* "64.01% of peak 207.5 GFLOP/s (measured at this run's GEMM shapes, best qkv 2048x384x128)",
+ * flagged above 100%. */
+static void describe_peak(char *buf, size_t cap, const AxSummary *s) {
+  const AxFigures *f = &s->fig;
+  char peak[32];
+  if (!isfinite(f->percent_of_peak)) {
+    snprintf(buf, cap, "peak unknown (%s)", s->peak.source);
+    return;
+  }
+  ax_metrics_format_flops(peak, sizeof peak, f->peak_flops_per_s);
+  if (s->peak.best_shape[0])
+    snprintf(buf, cap, "%.2f%% of peak %s (measured at this run's GEMM shapes, best %s)%s",
+             f->percent_of_peak, peak, s->peak.best_shape,
+             f->above_peak ? " -- ABOVE the measured peak: the peak measurement was noisy" : "");
+  else
+    snprintf(buf, cap, "%.2f%% of peak %s (%s)%s", f->percent_of_peak, peak, s->peak.source,
+             f->above_peak ? " -- ABOVE the given peak" : "");
+}
+
+static void print_human(const AxSummary *s) {
+  const AxTiming *t = &s->timing;
+  const AxFigures *f = &s->fig;
+  if (!t->n) {
+    ax_log_result("summary: no steps timed");
+    return;
+  }
+  char flops[32], paper[32], peak[512];
+  ax_metrics_format_flops(flops, sizeof flops, f->flops_per_s);
+  ax_metrics_format_flops(paper, sizeof paper, f->paper_flops_per_s);
+  describe_peak(peak, sizeof peak, s);
+  ax_log_result("summary: batch time %.3f ms (steps %d-%d, %d of %d%s), %.0f tokens/s, %s "
+                "executed = %s; paper's 96-form bound %s; %.4g days for 300B tokens, max host "
+                "memory %.1f MiB", t->mean_ms, t->first, t->last, t->n, t->requested,
+                t->n < t->requested ? ": run too short" : "", f->tokens_per_s, flops, peak,
+                paper, f->days, (double)s->mem.host_bytes[0] / 1048576.0);
+}
+
+/* Rank 0: the human line, the JSON line, and --summary FILE. */
+static int emit(const AxSummary *s, const char *path) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return AX_FAIL("out of memory building the summary");
+  ax_summary_write_json(mem, s);
+  if (fclose(mem) != 0) {
+    free(text);
+    return AX_FAIL("out of memory building the summary");
+  }
+  print_human(s);
+  ax_log_result("%s", text);
+  int rc = path ? write_file(path, text, len) : AX_OK;
+  free(text);
+  return rc;
+}
+
+int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
+  const AxGrid *g = ax_trainer_grid(t);
+  AxSummary s;
+  fill_basics(&s, t, cfg, m);
+  int rc = reduce_timing(g, &s.timing);
+  if (rc == AX_OK) rc = resolve_peak(t, cfg, &s.peak);
+  if (rc == AX_OK) rc = gather_memory(g, cfg, &s.mem);
+  if (rc == AX_OK) {
+    ax_summary_figures(&s.fig, &s.model, cfg->batch, cfg->seq, s.timing.mean_ms, s.ranks,
+                       s.peak.tflops_per_rank, ax_trainer_recomputes(t));
+    if (g->rank == 0) rc = emit(&s, cfg->summary);
+  }
+  free_memory(&s.mem);
+  return ax_grid_agree(g, rc);
+}

@@ -1,0 +1,221 @@
+/* train_config.c — the option table of `axonn train` and its consistency checks. */
+#include "train_config.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "models/gpt_presets.h"
+#include "src/core/error.h"
+
+#define OFF(f) offsetof(AxTrainConfig, f)
+#define NORANGE 1, 0
+#define INT(name, f, def, mv, help, lo, hi) {name, AX_OPT_INT, OFF(f), def, mv, help, lo, hi, NULL}
+#define LNG(name, f, def, mv, help, lo, hi) {name, AX_OPT_LONG, OFF(f), def, mv, help, lo, hi, NULL}
+#define FLT(name, f, def, mv, help, lo, hi) {name, AX_OPT_FLOAT, OFF(f), def, mv, help, lo, hi, NULL}
+#define STR(name, f, def, mv, help) {name, AX_OPT_STRING, OFF(f), def, mv, help, NORANGE, NULL}
+#define FLAG(name, f, help) {name, AX_OPT_FLAG, OFF(f), "0", NULL, help, NORANGE, NULL}
+#define CHOICE(name, f, def, choices, help) \
+  {name, AX_OPT_CHOICE, OFF(f), def, NULL, help, NORANGE, choices}
+
+static const AxOption OPTIONS[] = {
+    STR("model", model, NULL, "NAME",
+        "model preset (gpt2-small, gpt2-medium, gpt2-large, gpt2-xl, gpt-12b, gpt-24b, gpt-50b, "
+        "gpt-100b, gpt-5b, gpt-10b, gpt-20b, gpt-40b, gpt-80b); explicit flags override it"),
+    STR("init", init, NULL, "FILE", "start from an llm.c fp32 model file (sets the model size)"),
+    INT("layers", layers, "4", "N", "transformer blocks", 1, 100000),
+    INT("hidden", hidden, "128", "N", "hidden size (channels)", 1, 1 << 20),
+    INT("heads", heads, "4", "N", "attention heads (must divide --hidden)", 1, 1 << 16),
+    INT("seq", seq, "64", "N", "sequence length (tokens per sequence)", 1, 1 << 20),
+    INT("vocab", vocab, "256", "N", "vocabulary size (256 = bytes)", 2, 65536),
+    STR("data", data, NULL, "PATTERN",
+        "llm.c token shards (file, glob or comma list); none: built-in Markov corpus"),
+    STR("val-data", val_data, NULL, "PATTERN", "validation token shards"),
+    INT("shuffle", shuffle, "1", "0|1", "shuffle batch windows each epoch (0: sequential)", 0, 1),
+    LNG("seed", seed, "1337", "N", "seed for initialization, data order and sampling", 0,
+        9.2e18),
+    INT("batch", batch, "16", "N", "global batch size in sequences", 1, 1 << 24),
+    INT("micro-batch", micro_batch, "0", "N",
+        "sequences per micro-batch (0: the whole per-row shard)", 0, 1 << 24),
+    INT("g-inter", g_inter, "1", "P", "pipeline stages (inter-layer parallelism)", 1, 1 << 16),
+    INT("g-data", g_data, "1", "D", "data-parallel rows", 1, 1 << 20),
+    INT("pipeline-limit", pipeline_limit, "0", "N",
+        "micro-batches in flight in the pipeline (0: --g-inter)", 0, 1 << 20),
+    STR("stage-layers", stage_layers, NULL, "N,N,...",
+        "blocks per pipeline stage (default: as even as possible)"),
+    CHOICE("allreduce", allreduce, "auto", "auto|mpi|ring|rhd",
+           "data-parallel all-reduce algorithm"),
+    INT("steps", steps, "500", "N", "optimizer steps", 0, 1 << 30),
+    FLT("lr", lr, "3e-3", "X", "peak learning rate", 0, 10),
+    CHOICE("lr-schedule", lr_schedule, "cosine", "constant|cosine",
+           "learning-rate schedule after the warm-up"),
+    INT("warmup", warmup, "20", "N", "linear warm-up steps", 0, 1 << 30),
+    FLT("min-lr-frac", min_lr_frac, "0.1", "X", "cosine floor as a fraction of --lr", 0, 1),
+    FLT("weight-decay", weight_decay, "0.1", "X", "decoupled weight decay (AdamW)", 0, 10),
+    FLAG("decay-all", decay_all, "decay biases and LayerNorm parameters too"),
+    FLT("beta1", beta1, "0.9", "X", "Adam beta1", 0, 0.999999),
+    FLT("beta2", beta2, "0.95", "X", "Adam beta2", 0, 0.99999999),
+    FLT("eps", eps, "1e-8", "X", "Adam epsilon", 0, 1),
+    FLT("grad-clip", grad_clip, "1.0", "X", "clip the global gradient norm (0 = off)", 0, 1e30),
+    INT("offload", offload, "1", "0|1",
+        "interleave the chunked gradient all-reduce with the host AdamW (0: all-reduce, then "
+        "update)", 0, 1),
+    LNG("bucket-size", bucket_size, "16M", "N", "optimizer bucket size in elements", 1, 1e15),
+    INT("coarsening", coarsening, "4", "K", "buckets per all-reduce chunk", 1, 1 << 20),
+    INT("optimizer-threads", optimizer_threads, "0", "N",
+        "host AdamW threads (0: the compute threads)", 0, 256),
+    CHOICE("progress", progress, "calls", "calls|thread",
+           "how MPI moves the all-reduce while the host AdamW runs: progress calls between "
+           "update sub-blocks, or a communication thread"),
+    CHOICE("allreduce-dtype", allreduce_dtype, "fp32", "fp32|bf16",
+           "gradient all-reduce payload (bf16 halves the bytes; summed in fp32)"),
+    CHOICE("loss-scaling", loss_scaling, "auto", "auto|dynamic|off",
+           "dynamic loss scaling (auto: on for fp16 compute)"),
+    INT("debug-overflow-step", debug_overflow_step, "0", "N",
+        "testing: poison one gradient with inf at step N (0: never)", 0, 1 << 30),
+    FLAG("dry-run", dry_run, "print the memory plan per rank and exit without allocating"),
+    STR("device", device, "cpu", "cpu|cuda", "compute backend"),
+    CHOICE("precision", precision, "fp32", "fp32|bf16|fp16", "compute precision"),
+    CHOICE("cuda-aware-mpi", cuda_aware_mpi, "auto", "auto|0|1",
+           "pass device buffers to MPI (auto: detect; 0: stage through pinned host memory)"),
+    INT("threads", threads, "0", "N", "compute threads per rank (0: all cores of the rank)", 0,
+        256),
+    INT("bind", bind, "1", "0|1", "pin compute threads to cores with hwloc", 0, 1),
+    FLAG("checkpoint-activations", checkpoint_activations,
+         "keep only segment inputs and recompute blocks in the backward pass"),
+    INT("ac", ac, "0", "N",
+        "blocks per checkpoint segment (0: the factor of L/P closest to sqrt(L))", 0, 1 << 20),
+    STR("metrics", metrics, NULL, "FILE.csv", "write per-step metrics as CSV"),
+    STR("save", save, NULL, "FILE.bin", "write the trained model (llm.c fp32 format)"),
+    INT("val-every", val_every, "100", "N", "validation loss every N steps (0: only at the end)",
+        0, 1 << 30),
+    INT("val-steps", val_steps, "8", "N", "batches per validation (0: no validation)", 0,
+        1 << 20),
+    STR("trace", trace, NULL, "FILE.json",
+        "write a Chrome trace (Perfetto) of every rank's events in --trace-steps"),
+    STR("trace-steps", trace_steps, "2-3", "A-B", "steps to trace"),
+    INT("log-every", log_every, "0", "N",
+        "progress line every N steps (0: about 20-40 lines; first and last step always)", 0,
+        1 << 30),
+    FLAG("quiet", quiet, "print only the final summary"),
+    STR("summary", summary, NULL, "FILE.json", "write the end-of-run JSON summary"),
+    INT("timing-skip", timing_skip, "1", "N", "warm-up steps left out of the timing", 0,
+        1 << 30),
+    INT("timing-steps", timing_steps, "10", "N", "steps averaged for the batch time", 1, 1 << 30),
+    FLT("peak-tflops", peak_tflops, "0", "X",
+        "peak per rank for % of peak (0: built-in table / measured CPU peak)", 0, 1e9),
+    STR("checkpoint-dir", checkpoint_dir, NULL, "DIR", "write checkpoints here"),
+    INT("checkpoint-every", checkpoint_every, "0", "N", "checkpoint every N steps (0: never)", 0,
+        1 << 30),
+    INT("keep", keep, "2", "K", "complete checkpoints kept", 1, 1 << 20),
+    FLAG("resume", resume, "continue from the newest complete checkpoint in --checkpoint-dir"),
+    INT("debug-delay-stage", debug_delay_stage, "-1", "S",
+        "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
+    INT("debug-delay-ms", debug_delay_ms, "0", "MS",
+        "testing: sleep this long before each forward/backward on that stage", 0, 60000),
+    FLT("step-timeout", step_timeout, "1200", "SECONDS",
+        "end the whole job with exit status 124 when a step, a validation, a checkpoint or the "
+        "final save takes longer on some rank, printing what that rank waits for (0: off)", 0,
+        1e6),
+    INT("debug-hang-rank", debug_hang_rank, "-1", "R",
+        "testing: world rank R stops making progress in step --debug-hang-step (-1: none)", -1,
+        1 << 24),
+    INT("debug-hang-step", debug_hang_step, "1", "N",
+        "testing: the step in which --debug-hang-rank stops", 1, 1 << 30),
+    CHOICE("debug-hang-mode", debug_hang_mode, "sleep", "sleep|drop|checkpoint",
+           "testing: that rank sleeps forever in a forward, drops its next pipeline message, or "
+           "sleeps forever in that step's checkpoint after writing its file (a rank of row 0)"),
+};
+
+const AxOptionTable AX_TRAIN_OPTIONS = {
+    "train",
+    "Train a GPT-2 model (one process, or a G_inter x G_data grid under mpirun/srun/jsrun).\n"
+    "Exit status: 0 done (also after SIGTERM/SIGUSR1 with --checkpoint-dir), 1 error, 124 a step "
+    "exceeded --step-timeout, 125 a rank was lost, 130 SIGINT.",
+    OPTIONS, (int)(sizeof OPTIONS / sizeof OPTIONS[0])};
+
+/* --model: the preset's dimensions, except those the user gave explicitly. */
+static int apply_preset(AxTrainConfig *cfg, const AxOptState *st) {
+  if (!cfg->model) return AX_OK;
+  const AxGptPreset *p = ax_gpt_preset_find(cfg->model);
+  if (!p)
+    return AX_FAIL("--model '%s' is not a preset; known: %s", cfg->model, ax_gpt_preset_names());
+  if (cfg->init) return AX_FAIL("--model conflicts with --init: the model file sets the model");
+  const struct { const char *name; int *field; int value; } dims[] = {
+      {"layers", &cfg->layers, p->layers}, {"hidden", &cfg->hidden, p->hidden},
+      {"heads", &cfg->heads, p->heads},    {"seq", &cfg->seq, p->seq},
+      {"vocab", &cfg->vocab, p->vocab}};
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+    if (!ax_options_was_set(&AX_TRAIN_OPTIONS, st, dims[i].name)) *dims[i].field = dims[i].value;
+  return AX_OK;
+}
+
+int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st) {
+  memset(cfg, 0, sizeof *cfg);
+  AX_TRY(ax_options_parse(&AX_TRAIN_OPTIONS, cfg, argc, argv, st));
+  return st->help ? AX_OK : apply_preset(cfg, st);
+}
+
+AxGptConfig ax_train_model_config(const AxTrainConfig *cfg) {
+  AxGptConfig m = {.max_seq = cfg->seq, .vocab = cfg->vocab,
+                   .padded_vocab = ax_gpt_pad_vocab(cfg->vocab), .layers = cfg->layers,
+                   .heads = cfg->heads, .channels = cfg->hidden};
+  return m;
+}
+
+int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
+  if (strcmp(cfg->device, "cpu") != 0 && strcmp(cfg->device, "cuda") != 0)
+    return AX_FAIL("--device '%s' is not cpu or cuda", cfg->device);
+  if ((long long)cfg->g_inter * cfg->g_data > INT_MAX)
+    return AX_FAIL("--g-inter %d x --g-data %d is more ranks than MPI can number", cfg->g_inter,
+                   cfg->g_data);
+  if (cfg->batch % cfg->g_data)
+    return AX_FAIL("--batch %d is not divisible by --g-data %d", cfg->batch, cfg->g_data);
+  int shard = cfg->batch / cfg->g_data;
+  if (cfg->micro_batch && shard % cfg->micro_batch)
+    return AX_FAIL("the per-row batch shard of %d sequences (--batch %d / --g-data %d) is not "
+                   "divisible by --micro-batch %d", shard, cfg->batch, cfg->g_data,
+                   cfg->micro_batch);
+  if (cfg->micro_batch > shard)
+    return AX_FAIL("--micro-batch %d exceeds the per-row batch shard of %d sequences",
+                   cfg->micro_batch, shard);
+  if (cfg->init) {
+    static const char *const dims[] = {"layers", "hidden", "heads", "vocab"};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+      if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, dims[i]))
+        return AX_FAIL("--%s conflicts with --init: the model file sets the model size",
+                       dims[i]);
+  }
+  if (cfg->ac && !cfg->checkpoint_activations)
+    return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->ac);
+  int lo, hi;
+  if (ax_train_trace_range(cfg, &lo, &hi) != AX_OK)
+    return AX_FAIL("--trace-steps '%s' is not a range like 2-3", cfg->trace_steps);
+  if (cfg->debug_delay_stage >= cfg->g_inter)
+    return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
+                   cfg->debug_delay_stage, cfg->g_inter);
+  if (cfg->debug_hang_rank >= cfg->g_inter * cfg->g_data)
+    return AX_FAIL("--debug-hang-rank %d does not exist with %d rank(s)", cfg->debug_hang_rank,
+                   cfg->g_inter * cfg->g_data);
+  if (cfg->debug_hang_rank >= 0 && cfg->debug_hang_mode == AX_DEBUG_HANG_DROP && cfg->g_inter < 2)
+    return AX_FAIL("--debug-hang-mode drop needs pipeline messages (--g-inter 2 or more)");
+  if (cfg->debug_hang_rank >= cfg->g_inter && cfg->debug_hang_mode == AX_DEBUG_HANG_CHECKPOINT)
+    return AX_FAIL("--debug-hang-mode checkpoint needs a rank that writes checkpoints (row 0: "
+                   "ranks 0 to %d)", cfg->g_inter - 1);
+  if ((cfg->resume || cfg->checkpoint_every) && !cfg->checkpoint_dir)
+    return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
+  if (cfg->val_data && !cfg->data)
+    return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
+  return AX_OK;
+}
+
+int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi) {
+  int end = 0;
+  if (sscanf(cfg->trace_steps, "%d-%d%n", lo, hi, &end) != 2 || cfg->trace_steps[end] != 0 ||
+      *lo < 1 || *hi < *lo)
+    return AX_ERR;
+  return AX_OK;
+}
+
+void ax_train_config_free(AxTrainConfig *cfg) { ax_options_free(&AX_TRAIN_OPTIONS, cfg); }

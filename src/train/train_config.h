@@ -1,0 +1,88 @@
+/* train_config.h — every option of `axonn train`, its defaults and its checks. The option
+ * names are the command-line contract of DESIGN.md; scripts depend on them. */
+#ifndef AX_TRAIN_CONFIG_H
+#define AX_TRAIN_CONFIG_H
+
+#include "models/gpt_config.h"
+#include "src/core/options.h"
+
+typedef enum { AX_LR_CONSTANT = 0, AX_LR_COSINE } AxLrKind;
+/* --debug-hang-mode: how the rank under test stops making progress. */
+typedef enum {
+  AX_DEBUG_HANG_SLEEP = 0,  /* sleeps forever in a forward */
+  AX_DEBUG_HANG_DROP,       /* drops its next pipeline message */
+  AX_DEBUG_HANG_CHECKPOINT, /* sleeps forever in the step's checkpoint, its file written */
+} AxDebugHang;
+typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16, AX_PREC_FP16 } AxPrecision;
+/* auto: dynamic loss scaling for fp16 compute only (bf16 and fp32 do not need it). */
+typedef enum { AX_LOSS_SCALING_AUTO = 0, AX_LOSS_SCALING_DYNAMIC, AX_LOSS_SCALING_OFF } AxLossScaling;
+
+typedef struct {
+  /* model */
+  char *model; /* preset name (presets.h); explicit dimension flags override it */
+  char *init;
+  int layers, hidden, heads, seq, vocab;
+  /* data */
+  char *data, *val_data;
+  int shuffle;
+  long long seed;
+  /* batch and parallel layout */
+  int batch, micro_batch;
+  int g_inter, g_data;
+  int pipeline_limit;
+  char *stage_layers;
+  int allreduce; /* AxAllreduceAlgo */
+  /* optimization */
+  int steps;
+  double lr, min_lr_frac;
+  int lr_schedule; /* AxLrKind */
+  int warmup;
+  double weight_decay, beta1, beta2, eps, grad_clip;
+  int decay_all;
+  /* optimizer offload (offload/) */
+  int offload;         /* 1: chunked all-reduce interleaved with the host AdamW */
+  long long bucket_size;
+  int coarsening;
+  int optimizer_threads;
+  int allreduce_dtype; /* AxCommDtype index: 0 fp32, 1 bf16 */
+  int progress;        /* 0: progress calls, 1: communication thread */
+  int loss_scaling;    /* AxLossScaling */
+  int debug_overflow_step;
+  int dry_run;
+  /* device */
+  char *device;
+  int precision; /* AxPrecision */
+  int cuda_aware_mpi; /* 0 auto, 1 off, 2 on (choice index of auto|0|1) */
+  int threads, bind;
+  int checkpoint_activations, ac;
+  /* output */
+  char *metrics, *save;
+  int val_every, val_steps;
+  char *trace, *trace_steps;
+  int log_every, quiet;
+  char *summary;
+  int timing_skip, timing_steps;
+  double peak_tflops;
+  /* checkpoint and resume */
+  char *checkpoint_dir;
+  int checkpoint_every, keep, resume;
+  /* fault and timing injection for tests */
+  int debug_delay_stage, debug_delay_ms;
+  /* watchdog (src/core/watchdog.h) */
+  double step_timeout; /* seconds per step, validation, checkpoint, final save; 0: off */
+  int debug_hang_rank, debug_hang_step, debug_hang_mode; /* AxDebugHang */
+} AxTrainConfig;
+
+extern const AxOptionTable AX_TRAIN_OPTIONS;
+
+/* Parses argv into cfg (defaults, --config FILE, then flags). *help is set for --help. */
+int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st);
+/* The model dimensions the options describe (without --init). */
+AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
+/* Checks that do not need files or MPI: batch divisibility, ranges, combinations. */
+int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
+/* The steps of --trace-steps A-B; AX_ERR (nothing recorded) when it is not such a range. */
+int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi);
+void ax_train_config_free(AxTrainConfig *cfg);
+
+#endif

@@ -1,0 +1,237 @@
+/* train_step.c — one training step on this rank: the pipeline phase (the scheduler calling
+ * back into this rank's stage), the gradient sync (tied embedding across the row's ends, then
+ * the data-parallel column), global-norm clipping, AdamW, and the loss every rank agrees on;
+ * and forward-only validation. Each phase starts the watchdog's clock (src/core/watchdog.h) and
+ * notes its collectives; the scheduler and the interleaver note the rest. */
+#include <math.h>
+#include <string.h>
+
+#include "mpi/mpi_util.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/core/timer.h"
+#include "src/core/watchdog.h"
+#include "trainer_impl.h"
+
+/* ------------------------------------------------------------------ stage callbacks */
+
+static size_t mb_offset(const Trainer *t, int mb) { return (size_t)mb * t->micro * t->cfg.seq; }
+
+static int cb_forward(void *ctx, int mb, int slot, const void *input, const void **output) {
+  Trainer *t = ctx;
+  const int32_t *tokens = t->spec.first ? t->inputs + mb_offset(t, mb) : NULL;
+  AX_TRY(ax_stage_forward(t->stage, slot, tokens, input));
+  *output = ax_stage_output(t->stage, slot);
+  if (t->validating && t->spec.last) { /* forward-only: the loss, no gradients */
+    double mean;
+    AX_TRY(ax_stage_loss_backward(t->stage, slot, t->targets + mb_offset(t, mb), 0.0f, &mean));
+    t->loss_sum += mean;
+  }
+  return AX_OK;
+}
+
+static int cb_backward(void *ctx, int mb, int slot, const void *doutput, const void **dinput) {
+  Trainer *t = ctx;
+  if (t->spec.last) {
+    /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
+    float dloss = t->loss_scale.scale / ((float)t->cfg.batch * (float)t->cfg.seq);
+    double mean;
+    AX_TRY(ax_stage_loss_backward(t->stage, slot, t->targets + mb_offset(t, mb), dloss, &mean));
+    t->loss_sum += mean;
+  } else {
+    AX_TRY(ax_stage_backward(t->stage, slot, doutput));
+  }
+  *dinput = ax_stage_dinput(t->stage);
+  return AX_OK;
+}
+
+int ax_trainer_make_ops(Trainer *t, AxStageOps *ops) {
+  *ops = (AxStageOps){.ctx = t, .forward = cb_forward, .backward = cb_backward};
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ reductions */
+
+static int sum_over(MPI_Comm comm, double *x) {
+  if (comm == MPI_COMM_NULL) return AX_OK;
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, x, 1, MPI_DOUBLE, MPI_SUM, comm));
+  return AX_OK;
+}
+
+/* Mean loss of the global batch: the last stage of each row holds its row's sum. */
+static int agree_on_loss(Trainer *t, int batches, double *loss) {
+  double row = t->spec.last ? t->loss_sum / (t->n_micro * (double)batches) : 0.0;
+  AX_WD_NOTE(-1, "in the all-reduce of the loss over all ranks");
+  AX_TRY(sum_over(t->grid.world, &row));
+  *loss = row / t->grid.D;
+  return AX_OK;
+}
+
+/* The tied LM head: the first and last stage of a row each hold wte; their gradients are
+ * summed so both copies take the same update (before the data-parallel sum; sums commute). */
+static int sync_tied(Trainer *t) {
+  if (t->grid.tied == MPI_COMM_NULL) return AX_OK;
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  int other = t->grid.row * t->grid.P + (t->spec.first ? t->grid.P - 1 : 0);
+  AX_WD_NOTE(other, "in the tied-embedding gradient all-reduce with rank %d", other);
+  double t0 = ax_trace_begin(&t->trace);
+  AX_TRY(ax_allreduce(t->grid.tied, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
+                      AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce, &t->comm_bytes));
+  ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
+  return AX_OK;
+}
+
+/* Dynamic loss scaling: did any rank's gradients overflow? (--debug-overflow-step poisons
+ * one gradient of the last rank to test the path.) Every rank gets the same answer. */
+static int any_overflow(Trainer *t, int step, int *overflow) {
+  *overflow = 0;
+  if (!t->loss_scale.enabled && !t->cfg.debug_overflow_step) return AX_OK;
+  if (step == t->cfg.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n)
+    t->off.grads[0] = INFINITY;
+  int local = !isfinite(ax_host_sumsq(t->off.grads, t->off.n));
+  AX_WD_NOTE(-1, "in the gradient overflow check over all ranks");
+  if (t->grid.size > 1)
+    AX_MPI(MPI_Allreduce(&local, overflow, 1, MPI_INT, MPI_MAX, t->grid.world));
+  else
+    *overflow = local;
+  return AX_OK;
+}
+
+static AxReduceSpec reduce_spec(Trainer *t) {
+  AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
+                    .algo = (AxAllreduceAlgo)t->cfg.allreduce, .bytes = &t->comm_bytes,
+                    .window = 2, .trace = &t->trace,
+                    .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS};
+  if (t->grid.P > 1 && t->spec.last) { /* the tied wte counts once, on the first stage */
+    const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+    r.norm_skip_lo = lay->offset[AX_P_WTE];
+    r.norm_skip_hi = r.norm_skip_lo + lay->count[AX_P_WTE];
+  }
+  return r;
+}
+
+static AxAdamWHyper adamw_hyper(const Trainer *t, double lr, float grad_scale) {
+  return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)t->cfg.beta1,
+                        .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
+                        .weight_decay = (float)t->cfg.weight_decay,
+                        .step = (int)(t->adam_steps + 1), .grad_scale = grad_scale};
+}
+
+/* The global gradient norm: each stage's sum of squares summed along the pipeline row. */
+static int finish_norm(Trainer *t, double sumsq, double *norm) {
+  AX_WD_NOTE(-1, "in the gradient-norm sum along the pipeline row");
+  AX_TRY(sum_over(t->grid.pipe, &sumsq));
+  *norm = sqrt(sumsq > 0 ? sumsq : 0) / t->loss_scale.scale;
+  return AX_OK;
+}
+
+/* Sum the gradients over the data-parallel column and update the master weights, chunk by
+ * chunk; interleaved unless clipping needs the whole norm first (or --offload 0). */
+static int reduce_and_update(Trainer *t, double lr, double *norm) {
+  AxReduceSpec r = reduce_spec(t);
+  void *params = ax_stage_params(t->stage);
+  float unscale = 1.0f / t->loss_scale.scale;
+  double sumsq;
+  int may_clip = t->cfg.grad_clip > 0;
+  if (t->cfg.offload && !may_clip) {
+    AxAdamWHyper h = adamw_hyper(t, lr, unscale);
+    AX_TRY(ax_offload_reduce_update(&t->off, &r, params, &h, &sumsq));
+    return finish_norm(t, sumsq, norm);
+  }
+  AX_TRY(ax_offload_reduce(&t->off, &r, &sumsq));
+  AX_TRY(finish_norm(t, sumsq, norm));
+  float clip = 1.0f;
+  if (may_clip && *norm > t->cfg.grad_clip) clip = (float)(t->cfg.grad_clip / *norm);
+  AxAdamWHyper h = adamw_hyper(t, lr, clip * unscale);
+  return ax_offload_update_all(&t->off, params, &h, &t->trace);
+}
+
+static int optimizer_step(Trainer *t, int step, AxStepRecord *rec) {
+  rec->lr = ax_lr_at(&t->lr, step);
+  AX_WD_NOTE(-1, "copying the gradients to host memory");
+  AX_TRY(ax_offload_download_grads(&t->off, ax_stage_grads(t->stage)));
+  int overflow;
+  AX_TRY(any_overflow(t, step, &overflow));
+  if (ax_loss_scale_update(&t->loss_scale, overflow)) {
+    rec->grad_norm = NAN;
+    ax_warn("step %d: gradients overflowed; step skipped on every rank (loss scale now %g)",
+            step, t->loss_scale.scale);
+    return AX_OK;
+  }
+  AX_TRY(sync_tied(t));
+  AX_TRY(reduce_and_update(t, rec->lr, &rec->grad_norm));
+  t->adam_steps++;
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ step and validation */
+
+static int load_batch(Trainer *t, AxLoader *L) {
+  if (!t->have_data) return AX_OK;
+  AX_WD_NOTE(-1, "loading a batch");
+  return ax_loader_next(L, t->grid.row * t->shard, t->shard, t->inputs, t->targets);
+}
+
+/* --debug-hang-rank/-step/-mode: this rank stops making progress in this step's pipeline. */
+static void debug_hang(Trainer *t, int step) {
+  if (t->grid.rank == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step &&
+      t->cfg.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
+    t->sched.hang = t->cfg.debug_hang_mode == AX_DEBUG_HANG_SLEEP ? AX_SCHED_HANG_SLEEP
+                                                                  : AX_SCHED_HANG_DROP;
+}
+
+static int pipeline_phase(Trainer *t) {
+  double t0 = ax_trace_begin(&t->trace);
+  AX_TRY(ax_sched_train(&t->sched, t->n_micro));
+  ax_trace_end(&t->trace, AX_EV_PIPELINE, -1, t0);
+  return AX_OK;
+}
+
+int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
+  ax_wd_phase(AX_WD_STEP, step);
+  ax_trace_set_step(&t->trace, step);
+  double t0 = ax_now(), tr0 = ax_trace_begin(&t->trace);
+  AX_TRY(ax_stage_zero_grads(t->stage));
+  AX_TRY(load_batch(t, &t->train));
+  t->loss_sum = 0;
+  t->validating = 0;
+  debug_hang(t, step);
+  AX_TRY(pipeline_phase(t));
+  AX_TRY(optimizer_step(t, step, rec));
+  AX_TRY(agree_on_loss(t, 1, &rec->loss));
+  if (!isfinite(rec->loss))
+    return AX_FAIL("loss is %f at step %d: training diverged", rec->loss, step);
+  AX_WD_NOTE(-1, "waiting for the device to finish the step");
+  AX_TRY(ax_sync(t->be));
+  ax_trace_end(&t->trace, AX_EV_STEP, -1, tr0);
+  rec->ms = (ax_now() - t0) * 1e3;
+  rec->step = step;
+  rec->val_loss = NAN;
+  return AX_OK;
+}
+
+static int validate(Trainer *t, double *val_loss) {
+  if (t->have_data) ax_loader_set_position(&t->val, 0); /* same batches every time */
+  t->loss_sum = 0;
+  t->validating = 1;
+  for (int i = 0; i < t->cfg.val_steps; i++) {
+    AX_TRY(load_batch(t, &t->val));
+    AX_TRY(ax_sched_forward(&t->sched, t->n_micro));
+  }
+  t->validating = 0;
+  return agree_on_loss(t, t->cfg.val_steps, val_loss);
+}
+
+int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec) {
+  if (!t->have_val || t->cfg.val_steps == 0) return AX_OK;
+  int due = step == t->cfg.steps || (t->cfg.val_every && step % t->cfg.val_every == 0);
+  if (!due) return AX_OK;
+  ax_wd_phase(AX_WD_VALIDATION, step);
+  AX_TRY(validate(t, &rec->val_loss));
+  if (!isnan(t->floor))
+    ax_log("val  step %d | val loss %.6f | floor %.4f (gap %.4f)", step, rec->val_loss, t->floor,
+           rec->val_loss - t->floor);
+  else
+    ax_log("val  step %d | val loss %.6f", step, rec->val_loss);
+  return AX_OK;
+}

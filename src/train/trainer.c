@@ -1,0 +1,369 @@
+/* trainer.c — building a training run on this rank: grid, this rank's stage of the model,
+ * backend, optimizer, data and pipeline scheduler; the header lines; saving the model; and
+ * tearing it all down. Every setup phase ends with an agreement across ranks, so a failure on
+ * one rank stops every rank with that rank's message. The step itself is in train_step.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt_init.h"
+#include "mpi/cuda_aware.h"
+#include "mpi/mpi_util.h"
+#include "mpi/trace_merge.h"
+#include "pipeline/partition.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/core/watchdog.h"
+#include "src/io/checkpoint.h"
+#include "src/io/model_file.h"
+#include "trainer_impl.h"
+
+_Static_assert(AX_PREC_BF16 == (int)AX_DTYPE_BF16 && AX_PREC_FP16 == (int)AX_DTYPE_F16,
+               "AxPrecision mirrors AxDType");
+
+enum { SYNTH_TRAIN_TOKENS = 2000000, SYNTH_VAL_TOKENS = 200000, TRACE_CAPACITY = 1 << 20 };
+
+static int stage_first(const Trainer *t) { return t->grid.stage == 0; }
+static int stage_last(const Trainer *t) { return t->grid.stage == t->grid.P - 1; }
+
+static int setup_grid(Trainer *t) {
+  int mpi = 0;
+  MPI_Initialized(&mpi);
+  if (!mpi) {
+    if (t->cfg.g_inter * t->cfg.g_data != 1)
+      return AX_FAIL("--g-inter %d x --g-data %d needs MPI (run under mpirun/srun/jsrun)",
+                     t->cfg.g_inter, t->cfg.g_data);
+    ax_grid_solo(&t->grid);
+    return AX_OK;
+  }
+  AX_TRY(ax_grid_create(&t->grid, t->cfg.g_inter, t->cfg.g_data));
+  t->have_grid = 1;
+  ax_set_rank(t->grid.rank);
+  ax_mpi_polite_for(t->grid.share_size);
+  return AX_OK;
+}
+
+static int setup_model(Trainer *t) {
+  if (t->cfg.init) {
+    AX_TRY(ax_model_file_read_config(t->cfg.init, &t->model));
+  } else {
+    t->model = ax_train_model_config(&t->cfg);
+    AX_TRY(ax_gpt_config_check(&t->model));
+  }
+  if (t->cfg.seq > t->model.max_seq)
+    return AX_FAIL("--seq %d exceeds the model's maximum sequence length %d", t->cfg.seq,
+                   t->model.max_seq);
+  t->shard = t->cfg.batch / t->cfg.g_data;
+  t->micro = t->cfg.micro_batch ? t->cfg.micro_batch : t->shard;
+  t->n_micro = t->shard / t->micro;
+  t->limit = t->cfg.pipeline_limit ? t->cfg.pipeline_limit : t->grid.P;
+  if (t->limit > t->n_micro) t->limit = t->n_micro; /* never more in flight than there are */
+  return AX_OK;
+}
+
+static int setup_partition(Trainer *t) {
+  int P = t->grid.P, s = t->grid.stage;
+  t->first_block = ax_malloc((size_t)(P + 1) * sizeof *t->first_block);
+  if (!t->first_block) return AX_ERR;
+  AX_TRY(ax_partition(t->model.layers, P, t->cfg.stage_layers, t->first_block));
+  int l0 = t->first_block[s], l1 = t->first_block[s + 1], ac = 0;
+  if (t->cfg.checkpoint_activations)
+    ac = t->cfg.ac ? t->cfg.ac : ax_partition_default_ac(l1 - l0, t->model.layers);
+  if (ac > l1 - l0)
+    return AX_FAIL("--ac %d exceeds the %d block(s) of stage %d", ac, l1 - l0, s);
+  t->spec = (AxStageSpec){.l0 = l0, .l1 = l1, .first = stage_first(t), .last = stage_last(t),
+                          .B = t->micro, .T = t->cfg.seq,
+                          .n_slots = ax_sched_slots(s, P, t->limit), .ac = ac};
+  return AX_OK;
+}
+
+static int setup_backend(Trainer *t) {
+  AxBackendConfig bc = {.device = t->cfg.device,
+                        .dtype = (AxDType)t->cfg.precision,
+                        .threads = t->cfg.threads,
+                        .bind = t->cfg.bind,
+                        .local_rank = t->grid.local_rank,
+                        .local_size = t->grid.local_size,
+                        .share_rank = t->grid.share_rank,
+                        .share_size = t->grid.share_size};
+  t->be = ax_backend_create(&bc);
+  if (!t->be) return AX_ERR;
+  int opt_threads = t->cfg.optimizer_threads ? t->cfg.optimizer_threads : t->be->threads;
+  t->opt_pool = ax_pool_create(opt_threads, NULL, NULL);
+  return t->opt_pool ? AX_OK : AX_ERR;
+}
+
+/* The fp32 master weights (host arena) from --init or the seeded initialization. */
+static int load_params(Trainer *t, const AxStageLayout *layout) {
+  float *master = t->off.master;
+  if (t->cfg.init) return ax_model_file_read_stage(t->cfg.init, &t->model, layout, master);
+  ax_gpt_init_stage(&t->model, layout, (uint64_t)t->cfg.seed, master);
+  return AX_OK;
+}
+
+static int loss_scaling_on(const AxTrainConfig *cfg) {
+  if (cfg->loss_scaling == AX_LOSS_SCALING_AUTO) return cfg->precision == AX_PREC_FP16;
+  return cfg->loss_scaling == AX_LOSS_SCALING_DYNAMIC;
+}
+
+int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
+                              AxParamSegment segs[AX_N_PARAMS]) {
+  int n = 0;
+  for (int id = 0; id < AX_N_PARAMS; id++)
+    if (lay->has[id])
+      segs[n++] = (AxParamSegment){lay->offset[id], lay->count[id],
+                                   decay_all || ax_param_decays(id)};
+  return n;
+}
+
+static int setup_stage(Trainer *t) {
+  AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &t->spec));
+  const AxStageLayout *layout = ax_stage_layout_of(t->stage);
+  AxParamSegment segs[AX_N_PARAMS];
+  AxOffloadConfig oc = {.bucket_size = (size_t)t->cfg.bucket_size,
+                        .coarsening = t->cfg.coarsening,
+                        .wire_bf16 = t->cfg.allreduce_dtype == 1,
+                        .single_chunk = !t->cfg.offload,
+                        .segs = segs,
+                        .n_segs = ax_trainer_decay_segments(layout, t->cfg.decay_all, segs)};
+  AX_TRY(ax_offload_init(&t->off, t->be, layout->total, ax_stage_params(t->stage),
+                         ax_stage_grads(t->stage), &oc, t->opt_pool));
+  AX_TRY(load_params(t, layout));
+  ax_loss_scale_init(&t->loss_scale, loss_scaling_on(&t->cfg));
+  AX_TRY(t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, layout->total,
+                                AX_STREAM_COMPUTE));
+  return ax_sync(t->be);
+}
+
+static int setup_synthetic(Trainer *t) {
+  if (t->model.vocab < 128)
+    return AX_FAIL("the built-in corpus is byte text and needs --vocab >= 128 (got %d); give "
+                   "--data for other vocabularies", t->model.vocab);
+  t->corpus = ax_malloc((SYNTH_TRAIN_TOKENS + SYNTH_VAL_TOKENS) * sizeof *t->corpus);
+  if (!t->corpus) return AX_ERR;
+  ax_markov_generate(&t->markov, (uint64_t)t->cfg.seed + 1, t->corpus, SYNTH_TRAIN_TOKENS);
+  ax_markov_generate(&t->markov, (uint64_t)t->cfg.seed + 2, t->corpus + SYNTH_TRAIN_TOKENS,
+                     SYNTH_VAL_TOKENS);
+  AX_TRY(ax_loader_open_tokens(&t->train, t->corpus, SYNTH_TRAIN_TOKENS, t->cfg.batch,
+                               t->cfg.seq, t->model.vocab, t->cfg.shuffle,
+                               (uint64_t)t->cfg.seed));
+  AX_TRY(ax_loader_open_tokens(&t->val, t->corpus + SYNTH_TRAIN_TOKENS, SYNTH_VAL_TOKENS,
+                               t->cfg.batch, t->cfg.seq, t->model.vocab, 0, 0));
+  t->have_val = 1;
+  return AX_OK;
+}
+
+/* Only the first stage (tokens) and the last (targets) of each row read data. */
+static int setup_data(Trainer *t) {
+  t->floor = NAN;
+  if (!t->cfg.data) {
+    ax_markov_build(&t->markov, (uint64_t)t->cfg.seed);
+    t->floor = t->markov.entropy_rate;
+  }
+  if (!stage_first(t) && !stage_last(t)) {
+    t->have_val = t->cfg.data ? t->cfg.val_data != NULL : 1; /* takes part in validation */
+    return AX_OK;
+  }
+  size_t n = (size_t)t->shard * t->cfg.seq;
+  t->inputs = ax_malloc(n * sizeof *t->inputs);
+  t->targets = t->inputs ? ax_malloc(n * sizeof *t->targets) : NULL;
+  if (!t->targets) return AX_ERR;
+  t->have_data = 1;
+  if (!t->cfg.data) return setup_synthetic(t);
+  AX_TRY(ax_loader_open(&t->train, t->cfg.data, t->cfg.batch, t->cfg.seq, t->model.vocab,
+                        t->cfg.shuffle, (uint64_t)t->cfg.seed));
+  if (t->cfg.val_data) {
+    AX_TRY(ax_loader_open(&t->val, t->cfg.val_data, t->cfg.batch, t->cfg.seq, t->model.vocab, 0,
+                          0));
+    AX_TRY(ax_loader_check_vocab(&t->val, "--val-data")); /* not at the first validation */
+    t->have_val = 1;
+  }
+  return AX_OK;
+}
+
+static int setup_scheduler(Trainer *t) {
+  AxStageOps ops;
+  AX_TRY(ax_trainer_make_ops(t, &ops));
+  size_t act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz;
+  AX_TRY(ax_sched_init(&t->sched, t->grid.pipe, t->grid.stage, t->grid.P, t->limit, t->n_micro,
+                       act_bytes, t->be, &ops, &t->trace));
+  t->have_sched = 1;
+  if (t->cfg.debug_delay_stage == t->grid.stage) t->sched.delay_ms = t->cfg.debug_delay_ms;
+  return AX_OK;
+}
+
+static int setup_trace(Trainer *t) {
+  ax_trace_off(&t->trace);
+  if (!t->cfg.trace) return AX_OK;
+  int lo = 0, hi = 0;
+  ax_train_trace_range(&t->cfg, &lo, &hi); /* checked by ax_train_config_check */
+  AX_TRY(ax_trace_init(&t->trace, lo, hi, TRACE_CAPACITY));
+  return t->have_grid ? ax_trace_align(&t->trace, t->grid.world) : AX_OK;
+}
+
+void ax_trainer_print_header(const AxTrainer *t) {
+  const AxGptConfig *m = &t->model;
+  if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
+  ax_log("axonn train: GPT-2 L=%d C=%d NH=%d T=%d V=%d (padded %d) | %.2fM parameters%s%s",
+         m->layers, m->channels, m->heads, t->cfg.seq, m->vocab, m->padded_vocab,
+         ax_gpt_num_params(m) / 1e6, t->cfg.init ? " from " : " (random init)",
+         t->cfg.init ? t->cfg.init : "");
+  ax_log("batch: %d sequences x %d tokens = %d tokens/step; per row %d micro-batch(es) of %d; "
+         "pipeline limit %d; activation checkpointing: %s", t->cfg.batch, t->cfg.seq,
+         t->cfg.batch * t->cfg.seq, t->n_micro, t->micro, t->limit,
+         t->spec.ac ? "on" : "off");
+  for (int s = 0; s < t->grid.P && t->grid.P > 1; s++)
+    ax_log("  stage %d: blocks %d-%d%s%s", s, t->first_block[s], t->first_block[s + 1] - 1,
+           s == 0 ? " + embedding" : "", s == t->grid.P - 1 ? " + final LayerNorm, LM head, loss" : "");
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  ax_log("memory (rank 0): device %.1f MB weights + %.1f MB gradients + %.1f MB activations; "
+         "host arena %.1f MB (%s%s)",
+         lay->total * t->be->esz / 1e6, lay->total * t->be->esz / 1e6,
+         ax_stage_arena_bytes(t->stage) / 1e6, t->off.arena_bytes / 1e6,
+         t->off.params_alias ? "Adam moments; the fp32 weights are the master weights"
+                             : "fp32 master weights, Adam moments",
+         t->off.grads_alias ? "" : ", gradient staging");
+  if (!strcmp(t->cfg.device, "cuda")) {
+    char why[192];
+    int aware = ax_cuda_aware_mpi(t->cfg.cuda_aware_mpi, why, sizeof why);
+    ax_log("MPI path: stage messages and gradients staged through pinned host buffers "
+           "(CUDA-aware MPI %s: %s)", aware ? "detected, not used yet" : "not used", why);
+  }
+  ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
+         "loss scaling %s", t->cfg.offload ? "all-reduce interleaved with host AdamW" :
+         "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,
+         t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.allreduce),
+         t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
+  if (t->cfg.offload && t->cfg.grad_clip > 0 && t->grid.D > 1)
+    ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
+           "chunked all-reduce (--grad-clip 0 interleaves them)");
+  if (!isnan(t->floor))
+    ax_log("data: built-in order-2 Markov corpus (seed %lld): %d train / %d val tokens; "
+           "entropy rate = loss floor %.4f nats/token", t->cfg.seed, SYNTH_TRAIN_TOKENS,
+           SYNTH_VAL_TOKENS, t->floor);
+  else if (t->have_data)
+    ax_log("data: %s (%zu tokens, %zu batches/epoch)%s%s", t->cfg.data,
+           ax_loader_tokens(&t->train), ax_loader_windows(&t->train),
+           t->have_val ? "; validation: " : "; no validation data",
+           t->have_val ? t->cfg.val_data : "");
+}
+
+/* Rank 0 receives the parameters of row 0's other stages and writes the whole model. */
+static int gather_and_write(AxTrainer *t, const char *path) {
+  int P = t->grid.P;
+  AxStageLayout *lay = ax_calloc((size_t)P, sizeof *lay);
+  const float **pieces = ax_calloc((size_t)P, sizeof *pieces);
+  int rc = lay && pieces ? AX_OK : AX_ERR;
+  for (int s = 0; s < P && rc == AX_OK; s++) {
+    ax_stage_layout(&lay[s], &t->model, t->first_block[s], t->first_block[s + 1], s == 0,
+                    s == P - 1);
+    if (s == 0) {
+      pieces[s] = t->off.master;
+    } else {
+      float *buf = ax_malloc(lay[s].total * sizeof *buf);
+      pieces[s] = buf;
+      /* row 0's stage s is world rank s; the pipeline communicator carries only pipeline
+       * messages (its receives are pre-posted for any tag) */
+      AX_WD_NOTE(s, "receiving the weights of stage %d from rank %d", s, s);
+      rc = buf ? ax_mpi_recv_floats(buf, lay[s].total, s, 77, t->grid.world) : AX_ERR;
+    }
+  }
+  AX_WD_NOTE(-1, "writing the model file");
+  if (rc == AX_OK) rc = ax_model_file_write_stages(path, &t->model, lay, pieces, P);
+  for (int s = 1; s < P && pieces; s++) free((void *)pieces[s]);
+  free(pieces);
+  free(lay);
+  return rc;
+}
+
+int ax_trainer_save(AxTrainer *t, const char *path) {
+  int rc = AX_OK; /* the fp32 master weights are the model */
+  if (t->grid.row == 0) {
+    if (t->grid.stage == 0)
+      rc = gather_and_write(t, path);
+    else {
+      AX_WD_NOTE(0, "sending the weights of stage %d to rank 0", t->grid.stage);
+      rc = ax_mpi_send_floats(t->off.master, ax_stage_layout_of(t->stage)->total, 0, 77,
+                              t->grid.world);
+    }
+  }
+  AX_WD_NOTE(0, "in the agreement that rank 0 saved the model");
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  ax_log("saved model to %s", path);
+  return AX_OK;
+}
+
+int ax_trainer_finish(AxTrainer *t) {
+  if (!t->cfg.trace) return AX_OK;
+  int rc = AX_OK;
+  AX_WD_NOTE(0, "merging the trace at rank 0");
+  if (t->have_grid)
+    rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.trace, t->grid.P);
+  else
+    rc = ax_trace_write_json(t->cfg.trace, t->trace.ev, &t->trace.n, 1, 1);
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  ax_log("wrote trace of steps %s to %s", t->cfg.trace_steps, t->cfg.trace);
+  return AX_OK;
+}
+
+int ax_trainer_recomputes(const AxTrainer *t) { return t->spec.ac > 0; }
+
+double ax_trainer_flops_per_step(const AxTrainer *t) {
+  return ax_gpt_train_flops(&t->model, t->cfg.batch, t->cfg.seq, ax_trainer_recomputes(t));
+}
+
+int ax_trainer_gemm_rows(const AxTrainer *t) { return t->micro * t->cfg.seq; }
+
+double ax_trainer_loss_floor(const AxTrainer *t) { return t->floor; }
+const AxGptConfig *ax_trainer_model(const AxTrainer *t) { return &t->model; }
+const AxGrid *ax_trainer_grid(const AxTrainer *t) { return &t->grid; }
+const AxTrace *ax_trainer_trace(const AxTrainer *t) { return &t->trace; }
+
+void ax_trainer_destroy(AxTrainer *t) {
+  if (!t) return;
+  if (t->have_sched) ax_sched_destroy(&t->sched);
+  ax_trace_free(&t->trace);
+  ax_offload_free(&t->off);
+  ax_stage_destroy(t->stage);
+  ax_pool_destroy(t->opt_pool);
+  ax_backend_destroy(t->be);
+  ax_loader_close(&t->train);
+  ax_loader_close(&t->val);
+  free(t->corpus);
+  free(t->inputs);
+  free(t->targets);
+  free(t->first_block);
+  ax_ckpt_unlock(t->ckpt_lock);
+  if (t->have_grid) ax_grid_destroy(&t->grid);
+  free(t);
+}
+
+/* Runs one setup phase on every rank and agrees on the outcome. */
+static int phase(Trainer *t, int (*fn)(Trainer *)) { return ax_grid_agree(&t->grid, fn(t)); }
+
+int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
+  *out = NULL;
+  AxTrainer *t = ax_calloc(1, sizeof *t);
+  if (!t) return AX_ERR;
+  t->cfg = *cfg;
+  t->ckpt_lock = -1;
+  t->lr = (AxLrSchedule){.cosine = cfg->lr_schedule == AX_LR_COSINE, .lr = cfg->lr,
+                         .min_frac = cfg->min_lr_frac, .warmup = cfg->warmup,
+                         .total = cfg->steps};
+  ax_trace_off(&t->trace);
+  int rc = setup_grid(t);
+  if (rc == AX_OK) rc = phase(t, setup_model);
+  if (rc == AX_OK) rc = phase(t, setup_partition);
+  if (rc == AX_OK) rc = phase(t, setup_backend);
+  if (rc == AX_OK) rc = phase(t, setup_stage);
+  if (rc == AX_OK) rc = phase(t, setup_data);
+  if (rc == AX_OK) rc = phase(t, setup_trace);
+  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints);
+  if (rc == AX_OK) rc = phase(t, setup_scheduler);
+  if (rc != AX_OK) {
+    ax_trainer_destroy(t);
+    return AX_ERR;
+  }
+  *out = t;
+  return AX_OK;
+}

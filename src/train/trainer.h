@@ -1,0 +1,54 @@
+/* trainer.h — one training run as seen by one rank: the grid, this rank's pipeline stage,
+ * backend, optimizer, data and scheduler. Without MPI initialized it runs as a 1 x 1 grid.
+ * `axonn train` drives it step by step; `axonn bench train` times the very same step.
+ * Every function here is collective over the grid: all ranks call it together. */
+#ifndef AX_TRAINER_H
+#define AX_TRAINER_H
+
+#include "metrics.h"
+#include "models/gpt_config.h"
+#include "mpi/grid.h"
+#include "offload/adamw.h"
+#include "src/core/trace.h"
+#include "train_config.h"
+
+typedef struct AxTrainer AxTrainer;
+
+/* Builds everything the configuration describes (cfg must outlive the trainer). */
+int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg);
+void ax_trainer_destroy(AxTrainer *t);
+void ax_trainer_print_header(const AxTrainer *t);
+/* One optimizer step (steps count from 1): fills loss, lr, grad_norm and ms of rec. */
+int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec);
+/* Runs validation when `step` is due (every --val-every steps and at the last step). */
+int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec);
+/* Rank 0 writes the whole model (llm.c format), gathered from the stages of row 0. */
+int ax_trainer_save(AxTrainer *t, const char *path);
+/* End of run: writes the merged trace when --trace was given. */
+int ax_trainer_finish(AxTrainer *t);
+/* Checkpoints (trainer_ckpt.c): writes step's state under --checkpoint-dir. */
+int ax_trainer_checkpoint(AxTrainer *t, int step);
+/* Loads the newest complete checkpoint under --checkpoint-dir; *step is its step (0: none,
+ * start from scratch). */
+int ax_trainer_resume(AxTrainer *t, int *step);
+/* *any = 1 on every rank when `local` is 1 on some rank. */
+int ax_trainer_agree_flag(AxTrainer *t, int local, int *any);
+/* The FLOPs a step executes: the 72 form, or the 96 form when activation checkpointing runs
+ * (ax_gpt_train_flops). */
+double ax_trainer_flops_per_step(const AxTrainer *t);
+/* The weight-decay mask of a stage's flat parameter range for the host optimizer: one segment
+ * per tensor, decayed when the model says so (matrices; biases and LayerNorm only with
+ * decay_all). Returns the number of segments. Not collective. */
+int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
+                              AxParamSegment segs[AX_N_PARAMS]);
+/* 1 when this rank's stage recomputes blocks in the backward pass (activation checkpointing). */
+int ax_trainer_recomputes(const AxTrainer *t);
+/* Rows of this run's matmuls: sequences per micro-batch x sequence length. */
+int ax_trainer_gemm_rows(const AxTrainer *t);
+/* Entropy rate of the built-in corpus (nats/token), NAN with real data. */
+double ax_trainer_loss_floor(const AxTrainer *t);
+const AxGptConfig *ax_trainer_model(const AxTrainer *t);
+const AxGrid *ax_trainer_grid(const AxTrainer *t);
+const AxTrace *ax_trainer_trace(const AxTrainer *t);
+
+#endif

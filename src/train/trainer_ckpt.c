@@ -1,0 +1,225 @@
+/* trainer_ckpt.c — the trainer's checkpoints: writing one (every row-0 rank its stage's
+ * tensors, rank 0 the manifest last), resuming from the newest complete one on any grid, and
+ * the agreement on a stop request (SIGTERM/SIGUSR1) that ends a run at a step boundary. The
+ * file format is src/io/checkpoint.h's. Writing and loading each start a watchdog phase. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mpi/mpi_util.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/log.h"
+#include "src/core/timer.h"
+#include "src/core/watchdog.h"
+#include "src/io/checkpoint.h"
+#include "trainer_impl.h"
+
+static int multi(const Trainer *t) { return t->have_grid && t->grid.size > 1; }
+
+int ax_trainer_agree_flag(AxTrainer *t, int local, int *any) {
+  *any = local;
+  AX_WD_NOTE(-1, "in the all-reduce of the stop request (SIGTERM/SIGUSR1) over all ranks");
+  if (multi(t)) AX_MPI(MPI_Allreduce(&local, any, 1, MPI_INT, MPI_MAX, t->grid.world));
+  return AX_OK;
+}
+
+/* The ranks that write checkpoints: the stages of row 0. */
+static int writes_checkpoints(const Trainer *t) { return t->grid.row == 0; }
+
+int ax_trainer_setup_checkpoints(Trainer *t) {
+  const char *dir = t->cfg.checkpoint_dir;
+  if (!dir) return AX_OK;
+  int rc = AX_OK;
+  if (t->grid.rank == 0) {
+    rc = ax_ckpt_make_dirs(dir, -1);
+    if (rc == AX_OK) rc = ax_ckpt_lock(dir, &t->ckpt_lock);
+  }
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  if (!writes_checkpoints(t)) return AX_OK;
+  char probe[1100];
+  snprintf(probe, sizeof probe, "%s/stage-%d.bin", dir, t->grid.stage);
+  if (ax_file_check_writable(probe) != AX_OK) return ax_error_context("--checkpoint-dir");
+  return AX_OK;
+}
+
+/* --debug-hang-mode checkpoint: this rank never gets past its part of the checkpoint (a test
+ * kills it there: a checkpoint interrupted half-way must never be used). */
+static void debug_hang(const Trainer *t, int step) {
+  if (t->grid.rank != t->cfg.debug_hang_rank || step != t->cfg.debug_hang_step ||
+      t->cfg.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
+    return;
+  for (;;) nanosleep(&(struct timespec){1, 0}, NULL);
+}
+
+/* Row 0 ranks write their stage; rank 0 learns every file's size and CRC. */
+static int write_stages(Trainer *t, int step, const char *step_dir, AxCkptFile *files) {
+  AxCkptFile mine = {{0}, 0, 0};
+  int rc = AX_OK;
+  if (writes_checkpoints(t))
+    rc = ax_ckpt_write_stage(step_dir, t->grid.stage, &t->model, ax_stage_layout_of(t->stage),
+                             t->grid.P, t->off.master, t->off.m, t->off.v, &mine);
+  debug_hang(t, step);
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  if (!multi(t)) {
+    files[0] = mine;
+    return AX_OK;
+  }
+  /* row 0's stage s is world rank s: rank 0 keeps the first P of every rank's entry */
+  AxCkptFile *all = t->grid.rank == 0 ? ax_calloc((size_t)t->grid.size, sizeof *all) : NULL;
+  if (t->grid.rank == 0 && !all) return AX_ERR;
+  AX_WD_NOTE(0, "gathering the checkpoint files' sizes and CRCs at rank 0");
+  AX_MPI(MPI_Gather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0,
+                    t->grid.world));
+  if (all) memcpy(files, all, (size_t)t->grid.P * sizeof *files);
+  free(all);
+  return AX_OK;
+}
+
+static int build_manifest(Trainer *t, int step, AxCkptFile *files, AxCkptManifest *man) {
+  *man = (AxCkptManifest){.step = step, .adam_steps = t->adam_steps,
+                          .data_position = t->have_data ? ax_loader_position(&t->train) : 0,
+                          .skipped = t->loss_scale.skipped, .loss_scale = t->loss_scale.scale,
+                          .clean_steps = t->loss_scale.clean_steps, .model = t->model,
+                          .batch = t->cfg.batch, .seq = t->cfg.seq, .stages = t->grid.P,
+                          .files = files, .n_files = t->grid.P, .have_run = 1,
+                          .seed = t->cfg.seed, .lr = t->cfg.lr};
+  snprintf(man->data, sizeof man->data, "%s", t->cfg.data ? t->cfg.data : "-");
+  for (int s = 0; s < t->grid.P; s++) {
+    AxCkptRecord *r;
+    int n;
+    AX_TRY(ax_ckpt_stage_records(&t->model, t->first_block[s], t->first_block[s + 1], s,
+                                 t->grid.P, &r, &n));
+    AxCkptRecord *all = realloc(man->records, (size_t)(man->n_records + n) * sizeof *all);
+    if (!all) {
+      free(r);
+      return AX_FAIL("out of memory building the checkpoint manifest");
+    }
+    memcpy(all + man->n_records, r, (size_t)n * sizeof *r);
+    man->records = all;
+    man->n_records += n;
+    free(r);
+  }
+  return AX_OK;
+}
+
+static int write_manifest(Trainer *t, int step, const char *step_dir, AxCkptFile *files) {
+  AxCkptManifest man;
+  int rc = build_manifest(t, step, files, &man);
+  if (rc == AX_OK) rc = ax_ckpt_write_manifest(step_dir, &man);
+  if (rc == AX_OK) rc = ax_ckpt_prune(t->cfg.checkpoint_dir, t->cfg.keep, step);
+  free(man.records);
+  return rc;
+}
+
+int ax_trainer_checkpoint(AxTrainer *t, int step) {
+  ax_wd_phase(AX_WD_CHECKPOINT, step);
+  AX_WD_NOTE(-1, "creating the checkpoint directory");
+  double t0 = ax_now();
+  char step_dir[1024];
+  ax_ckpt_step_dir(t->cfg.checkpoint_dir, step, step_dir);
+  int rc = t->grid.rank == 0 ? ax_ckpt_make_dirs(t->cfg.checkpoint_dir, step) : AX_OK;
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  AxCkptFile *files = ax_calloc((size_t)t->grid.P, sizeof *files);
+  AX_WD_NOTE(-1, "writing the checkpoint file of stage %d, then agreeing that all were written",
+             t->grid.stage);
+  rc = files ? write_stages(t, step, step_dir, files) : AX_ERR;
+  AX_WD_NOTE(0, t->grid.rank == 0 ? "writing the checkpoint manifest"
+                                   : "waiting for rank 0 to write the checkpoint manifest");
+  if (rc == AX_OK && t->grid.rank == 0) rc = write_manifest(t, step, step_dir, files);
+  free(files);
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  ax_log("checkpoint: step %d written to %s in %.2f s", step, step_dir, ax_now() - t0);
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ resume */
+
+/* Rank 0 finds the newest complete checkpoint and tells everyone its directory. */
+static int agree_on_latest(Trainer *t, int *found, char *step_dir) {
+  int rc = AX_OK;
+  if (t->grid.rank == 0) {
+    AxCkptManifest man;
+    rc = ax_ckpt_find_latest(t->cfg.checkpoint_dir, found, step_dir, &man);
+    if (rc == AX_OK && *found) ax_ckpt_manifest_free(&man);
+  }
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  if (multi(t)) {
+    AX_MPI(MPI_Bcast(found, 1, MPI_INT, 0, t->grid.world));
+    AX_MPI(MPI_Bcast(step_dir, 1024, MPI_CHAR, 0, t->grid.world));
+  }
+  return AX_OK;
+}
+
+static int same_shape(const Trainer *t, const AxCkptManifest *man, const char *step_dir) {
+  const AxGptConfig *a = &man->model, *b = &t->model;
+  if (a->layers != b->layers || a->channels != b->channels || a->heads != b->heads ||
+      a->vocab != b->vocab || a->padded_vocab != b->padded_vocab)
+    return AX_FAIL("checkpoint %s holds a model L=%d C=%d NH=%d V=%d; this run's is L=%d C=%d "
+                   "NH=%d V=%d", step_dir, a->layers, a->channels, a->heads, a->vocab,
+                   b->layers, b->channels, b->heads, b->vocab);
+  if (man->batch != t->cfg.batch || man->seq != t->cfg.seq)
+    return AX_FAIL("checkpoint %s was written with --batch %d --seq %d; resume with the same "
+                   "(this run: --batch %d --seq %d)", step_dir, man->batch, man->seq,
+                   t->cfg.batch, t->cfg.seq);
+  return AX_OK;
+}
+
+/* A resumed run may change these on purpose (a new data mix, a lower learning rate), but
+ * never silently. */
+static void warn_changes(const Trainer *t, const AxCkptManifest *man, const char *step_dir) {
+  const char *data = t->cfg.data ? t->cfg.data : "-";
+  if (!man->have_run || t->grid.rank != 0) return;
+  if (man->seed != t->cfg.seed)
+    ax_warn("resume: --seed %lld differs from the %lld that %s was trained with", t->cfg.seed,
+            man->seed, step_dir);
+  if (man->lr != t->cfg.lr)
+    ax_warn("resume: --lr %g differs from the %g that %s was trained with", t->cfg.lr, man->lr,
+            step_dir);
+  if (strcmp(man->data, data) != 0)
+    ax_warn("resume: --data '%s' differs from '%s' that %s was trained on (the data position "
+            "carries over)", data, man->data, step_dir);
+}
+
+static int load_state(Trainer *t, const char *step_dir, int *step) {
+  AxCkptManifest man;
+  AX_TRY(ax_ckpt_load_manifest(step_dir, 0, &man));
+  int rc = same_shape(t, &man, step_dir);
+  if (rc == AX_OK) warn_changes(t, &man, step_dir);
+  if (rc == AX_OK)
+    rc = ax_ckpt_read_stage(step_dir, &man, ax_stage_layout_of(t->stage), t->off.master,
+                            t->off.m, t->off.v);
+  if (rc == AX_OK) {
+    *step = man.step;
+    t->adam_steps = man.adam_steps;
+    t->loss_scale.scale = man.loss_scale;
+    t->loss_scale.clean_steps = man.clean_steps;
+    t->loss_scale.skipped = man.skipped;
+    if (t->have_data) ax_loader_set_position(&t->train, man.data_position);
+    rc = t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, t->off.n,
+                                AX_STREAM_COMPUTE);
+  }
+  ax_ckpt_manifest_free(&man);
+  return rc == AX_OK ? ax_sync(t->be) : rc;
+}
+
+int ax_trainer_resume(AxTrainer *t, int *step) {
+  ax_wd_phase(AX_WD_RESUME, 0);
+  AX_WD_NOTE(0, "finding the newest complete checkpoint");
+  *step = 0;
+  int found = 0;
+  char step_dir[1024] = {0};
+  AX_TRY(agree_on_latest(t, &found, step_dir));
+  if (!found) {
+    ax_log("resume: no complete checkpoint in %s; starting from step 1",
+           t->cfg.checkpoint_dir);
+    return AX_OK;
+  }
+  AX_WD_NOTE(-1, "reading the checkpoint");
+  AX_TRY(ax_grid_agree(&t->grid, load_state(t, step_dir, step)));
+  if (*step >= t->cfg.steps)
+    ax_warn("resume: the checkpoint is at step %d, --steps is %d: nothing left to do", *step,
+            t->cfg.steps);
+  ax_log("resume: continuing from %s (step %d)", step_dir, *step);
+  return AX_OK;
+}

@@ -1,0 +1,63 @@
+/* trainer_impl.h — the trainer's state, shared by its setup (trainer.c) and its step
+ * (train_step.c); nothing outside those two files includes it. */
+#ifndef AX_TRAINER_IMPL_H
+#define AX_TRAINER_IMPL_H
+
+#include "lr_schedule.h"
+#include "models/gpt_stage.h"
+#include "mpi/collectives.h"
+#include "mpi/grid.h"
+#include "offload/interleave.h"
+#include "offload/loss_scale.h"
+#include "offload/offload.h"
+#include "pipeline/scheduler.h"
+#include "src/backend/backend.h"
+#include "src/core/threadpool.h"
+#include "src/core/trace.h"
+#include "src/io/dataloader.h"
+#include "src/io/markov.h"
+#include "trainer.h"
+
+struct AxTrainer {
+  AxTrainConfig cfg; /* a shallow copy; strings stay owned by the caller */
+  AxGptConfig model;
+  AxGrid grid;
+  int have_grid;
+  int *first_block; /* P + 1 entries: stage s owns blocks [first_block[s], first_block[s+1]) */
+  AxStageSpec spec;
+  int shard;      /* sequences per data-parallel row */
+  int micro;      /* sequences per micro-batch */
+  int n_micro;    /* micro-batches per row per step */
+  int limit;      /* pipeline limit */
+  AxBackend *be;
+  AxGptStage *stage;
+  AxScheduler sched;
+  int have_sched;
+  AxPool *opt_pool;
+  AxOffload off;   /* fp32 master weights, Adam state, host gradients (offload/) */
+  AxLossScale loss_scale;
+  long long adam_steps; /* optimizer steps taken (skipped steps do not count) */
+  AxLoader train, val;
+  int have_data, have_val;
+  AxMarkov markov;
+  uint16_t *corpus; /* synthetic train + val tokens */
+  double floor;     /* entropy rate of the synthetic corpus, NAN with real data */
+  int32_t *inputs, *targets; /* this row's shard of the batch */
+  AxLrSchedule lr;
+  AxTrace trace;
+  AxCommBytes comm_bytes;
+  int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */
+  /* per-step accumulation by the stage callbacks */
+  double loss_sum;
+  int validating;
+};
+
+typedef AxTrainer Trainer;
+
+/* train_step.c */
+int ax_trainer_make_ops(Trainer *t, AxStageOps *ops);
+/* trainer_ckpt.c: creates and locks --checkpoint-dir (rank 0) and checks that every rank that
+ * writes into it can (a setup phase; nothing when there is no --checkpoint-dir). */
+int ax_trainer_setup_checkpoints(Trainer *t);
+
+#endif

@@ -410,3 +410,12 @@ int ax_stage_logits_at(AxGptStage *st, int slot, int pos, float *out_host) {
                                    AX_STREAM_COMPUTE));
   return ax_sync(st->be);
 }
+
+int ax_gpt_gemm_shapes(const AxGptConfig *c, int rows, AxGemmShape out[AX_GPT_GEMMS]) {
+  int C = c->channels;
+  const AxGemmShape shapes[AX_GPT_GEMMS] = {
+      {rows, 3 * C, C, "qkv"}, {rows, C, C, "attproj"}, {rows, 4 * C, C, "fc"},
+      {rows, C, 4 * C, "fcproj"}, {rows, c->vocab, C, "lm-head"}};
+  for (int i = 0; i < AX_GPT_GEMMS; i++) out[i] = shapes[i];
+  return AX_GPT_GEMMS;
+}

@@ -17,6 +17,12 @@
 #include "gpt_config.h"
 #include "src/backend/backend.h"
 
+enum { AX_GPT_GEMMS = 5 };
+/* The products a block and the LM head compute, at `rows` rows (sequences per micro-batch x
+ * T): qkv (rows x 3C x C), attention projection (rows x C x C), fc (rows x 4C x C), fc
+ * projection (rows x C x 4C), LM head (rows x V x C). Returns AX_GPT_GEMMS. */
+int ax_gpt_gemm_shapes(const AxGptConfig *c, int rows, AxGemmShape out[AX_GPT_GEMMS]);
+
 typedef struct AxGptStage AxGptStage;
 
 typedef struct {

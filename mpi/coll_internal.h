@@ -7,7 +7,7 @@
  * chunks are still on the wire); chained steps run as a wavefront, each a fixed number of
  * chunks behind the one before (coll_op.c fixes that order, the same on every rank).
  * ring.c and rhd.c build schedules; coll_mpi.c wraps MPI_Iallreduce instead; coll_tag.c hands
- * out the per-communicator tags. */
+ * out the per-communicator tags; coll_blocks.c cuts buffers into blocks. */
 #ifndef AX_COLL_INTERNAL_H
 #define AX_COLL_INTERNAL_H
 
@@ -96,6 +96,8 @@ int ax_coll_next_tag(MPI_Comm comm, int *tag);
  * first n % parts blocks are one longer). */
 size_t ax_block_offset(size_t n, int parts, int b);
 size_t ax_block_count(size_t n, int parts, int b);
+/* a mod p in [0, p) for any a (a ring neighbour's position). */
+int ax_ring_mod(int a, int p);
 
 /* Schedules. */
 int ax_ring_allreduce(AxColl *op, void *buf, size_t count);

@@ -10,29 +10,6 @@
 
 #include "coll_internal.h"
 
-size_t ax_block_offset(size_t n, int parts, int b) {
-  size_t q = n / (size_t)parts, r = n % (size_t)parts, ub = (size_t)b;
-  return ub * q + (ub < r ? ub : r);
-}
-
-size_t ax_block_count(size_t n, int parts, int b) {
-  return n / (size_t)parts + ((size_t)b < n % (size_t)parts ? 1 : 0);
-}
-
-static int ring_mod(int a, int p) { return ((a % p) + p) % p; }
-
-void ax_ring_allreduce_bytes(size_t count, size_t esz, int rank, int size, AxCommBytes *out) {
-  out->sent = out->received = 0;
-  if (size < 2) return;
-  /* reduce-scatter sends every segment but r+1 and receives every one but r; all-gather sends
-   * every segment but r+2 and receives every one but r+1 */
-  size_t seg_r = ax_block_count(count, size, rank);
-  size_t seg_r1 = ax_block_count(count, size, ring_mod(rank + 1, size));
-  size_t seg_r2 = ax_block_count(count, size, ring_mod(rank + 2, size));
-  out->sent = (unsigned long long)((2 * count - seg_r1 - seg_r2) * esz);
-  out->received = (unsigned long long)((2 * count - seg_r - seg_r1) * esz);
-}
-
 static AxCollStep segment_step(const AxColl *op, char *buf, size_t count, int send_seg,
                                int recv_seg, AxRecvMode mode) {
   int p = op->size, right = (op->rank + 1) % p, left = (op->rank + p - 1) % p;
@@ -47,13 +24,13 @@ int ax_ring_allreduce(AxColl *op, void *buf, size_t count) {
   int p = op->size, r = op->rank;
   if (p == 1 || count == 0) return AX_OK;
   for (int t = 0; t < p - 1; t++) {
-    AxCollStep s = segment_step(op, buf, count, ring_mod(r - t, p), ring_mod(r - t - 1, p),
+    AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r - t, p), ax_ring_mod(r - t - 1, p),
                                 AX_RECV_ADD);
     s.chained = t > 0;
     AX_TRY(ax_coll_add_step(op, &s));
   }
   for (int t = 0; t < p - 1; t++) {
-    AxCollStep s = segment_step(op, buf, count, ring_mod(r + 1 - t, p), ring_mod(r - t, p),
+    AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r + 1 - t, p), ax_ring_mod(r - t, p),
                                 AX_RECV_COPY);
     s.chained = 1;
     s.reuses_step = t; /* segment r-t went out in reduce-scatter step t */
@@ -75,9 +52,9 @@ int ax_ring_reduce_scatter(AxColl *op, const void *send, void *recv, size_t recv
   }
   if (recv_count == 0) return AX_OK;
   for (int t = 0; t < p - 1; t++) {
-    const char *src = t == 0 ? in + (size_t)ring_mod(r - 1, p) * block_bytes : recv;
+    const char *src = t == 0 ? in + (size_t)ax_ring_mod(r - 1, p) * block_bytes : recv;
     AxCollStep s = ax_coll_step(right, src, recv_count, left, recv, recv_count, AX_RECV_SUM);
-    s.addend = in + (size_t)ring_mod(r - 2 - t, p) * block_bytes;
+    s.addend = in + (size_t)ax_ring_mod(r - 2 - t, p) * block_bytes;
     s.write_after_send = t > 0;
     s.chained = t > 0;
     AX_TRY(ax_coll_add_step(op, &s));
@@ -93,9 +70,9 @@ int ax_ring_allgather(AxColl *op, const void *send, void *recv, size_t send_coun
   if ((const char *)send != out + (size_t)r * block_bytes)
     memcpy(out + (size_t)r * block_bytes, send, block_bytes);
   for (int t = 0; t < p - 1; t++) {
-    AxCollStep s = ax_coll_step(right, out + (size_t)ring_mod(r - t, p) * block_bytes,
+    AxCollStep s = ax_coll_step(right, out + (size_t)ax_ring_mod(r - t, p) * block_bytes,
                                 send_count, left,
-                                out + (size_t)ring_mod(r - t - 1, p) * block_bytes, send_count,
+                                out + (size_t)ax_ring_mod(r - t - 1, p) * block_bytes, send_count,
                                 AX_RECV_COPY);
     s.chained = t > 0;
     AX_TRY(ax_coll_add_step(op, &s));

@@ -6,17 +6,6 @@
 #include "backend_impl.h"
 #include "src/core/error.h"
 
-const char *ax_dtype_name(AxDType t) {
-  switch (t) {
-  case AX_DTYPE_F32: return "fp32";
-  case AX_DTYPE_BF16: return "bf16";
-  case AX_DTYPE_F16: return "fp16";
-  }
-  return "?";
-}
-
-size_t ax_dtype_size(AxDType t) { return t == AX_DTYPE_F32 ? 4 : 2; }
-
 const char *ax_backends_available(void) {
 #ifdef AX_HAVE_CUDA
   return "cpu, cuda";
@@ -42,10 +31,4 @@ AxBackend *ax_backend_create(const AxBackendConfig *cfg) {
 
 void ax_backend_destroy(AxBackend *be) {
   if (be) be->ops->destroy(be);
-}
-
-void ax_backend_cpu_share(const AxBackendConfig *cfg, int *rank, int *size) {
-  int shared = cfg->share_size > 0;
-  *rank = shared ? cfg->share_rank : cfg->local_rank;
-  *size = shared ? cfg->share_size : (cfg->local_size > 0 ? cfg->local_size : 1);
 }

@@ -31,6 +31,13 @@ typedef struct {
   long long stride_a, stride_b, stride_c;
 } AxGemm;
 
+/* The shape of a C[m x n] = A[m x k] B[n x k]^T product, named (as the model's linear layers
+ * compute their forward pass; what the peak is measured at). */
+typedef struct {
+  int m, n, k;
+  const char *name;
+} AxGemmShape;
+
 typedef struct AxBackend AxBackend;
 
 typedef struct {

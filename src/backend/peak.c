@@ -96,14 +96,11 @@ static const double PEAK_SAMPLE_S = 0.005, PEAK_SHAPE_S = 0.2;
 
 static int cap(int d, int gpu) { return gpu || d < AX_PEAK_DIM_CAP ? d : AX_PEAK_DIM_CAP; }
 
-int ax_peak_gpt_shapes(const AxGptConfig *c, int rows, int gpu, AxGemmShape *out) {
-  int C = c->channels, n = 0, sq = gpu ? AX_PEAK_SQUARE_GPU : AX_PEAK_SQUARE;
-  const AxGemmShape gpt[] = {{rows, 3 * C, C, "qkv"},       {rows, C, C, "attproj"},
-                             {rows, 4 * C, C, "fc"},        {rows, C, 4 * C, "fcproj"},
-                             {rows, c->vocab, C, "lm-head"}};
-  for (size_t i = 0; i < sizeof gpt / sizeof gpt[0]; i++)
-    out[n++] = (AxGemmShape){cap(gpt[i].m, gpu), cap(gpt[i].n, gpu), cap(gpt[i].k, gpu),
-                             gpt[i].name};
+int ax_peak_shapes(const AxGemmShape *model, int n_model, int gpu, AxGemmShape *out) {
+  int n = 0, sq = gpu ? AX_PEAK_SQUARE_GPU : AX_PEAK_SQUARE;
+  for (int i = 0; i < n_model && n < AX_PEAK_MAX_SHAPES - 1; i++)
+    out[n++] = (AxGemmShape){cap(model[i].m, gpu), cap(model[i].n, gpu), cap(model[i].k, gpu),
+                             model[i].name};
   out[n++] = (AxGemmShape){sq, sq, sq, "square"};
   return n;
 }

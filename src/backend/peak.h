@@ -9,13 +9,6 @@
 #include <stddef.h>
 
 #include "backend.h"
-#include "models/gpt_config.h"
-
-/* C[m x n] = A[m x k] B[n x k]^T, as the model's linear layers compute their forward pass. */
-typedef struct {
-  int m, n, k;
-  const char *name;
-} AxGemmShape;
 
 enum {
   AX_PEAK_MAX_SHAPES = 6, /* five matmuls of a GPT and the square reference */
@@ -33,12 +26,11 @@ typedef struct {
   int n_shapes;
 } AxPeakResult;
 
-/* The shapes a GPT step's GEMMs are measured at: qkv (rows x 3C x C), attention projection
- * (rows x C x C), fc (rows x 4C x C), fc projection (rows x C x 4C), LM head (rows x V x C),
- * and a square reference: on the CPU (gpu 0) each dimension capped at AX_PEAK_DIM_CAP and
- * AX_PEAK_SQUARE cubed, on a GPU as they are and AX_PEAK_SQUARE_GPU cubed. rows = sequences per
- * micro-batch x T (the rows each GEMM of the step has). Returns how many (<= AX_PEAK_MAX_SHAPES). */
-int ax_peak_gpt_shapes(const AxGptConfig *c, int rows, int gpu, AxGemmShape *out);
+/* The shapes to measure for a model whose GEMMs are `model` (n of them, at most
+ * AX_PEAK_MAX_SHAPES - 1): on the CPU (gpu 0) each dimension capped at AX_PEAK_DIM_CAP plus
+ * AX_PEAK_SQUARE cubed, on a GPU as they are plus AX_PEAK_SQUARE_GPU cubed. Returns how many
+ * (<= AX_PEAK_MAX_SHAPES). */
+int ax_peak_shapes(const AxGemmShape *model, int n, int gpu, AxGemmShape *out);
 
 /* The peak over shapes: at each, one warm-up call and one timed call that sizes a sample, then
  * up to 5 samples (at least 2; each of enough back-to-back calls to last 5 ms; stopping after

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "src/backend/backend.h"
 #include "src/backend/peak.h"
-#include "src/cli/commands.h"
+#include "src/core/command.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/log.h"
@@ -187,7 +188,7 @@ static int time_steps(AxTrainer *t, const BenchConfig *c, double *median_ms) {
 static int model_peak(const BenchConfig *c, const AxTrainer *t, AxPeakResult *peak) {
   AxGemmShape shapes[AX_PEAK_MAX_SHAPES];
   int gpu = strcmp(c->device, "cpu") != 0;
-  int n = ax_peak_gpt_shapes(ax_trainer_model(t), ax_trainer_gemm_rows(t), gpu, shapes);
+  int n = ax_trainer_peak_shapes(t, gpu, shapes);
   AxBackendConfig bc = {.device = c->device, .dtype = (AxDType)c->precision,
                         .threads = c->threads, .bind = 1, .local_size = 1};
   AxBackend *be = ax_backend_create(&bc);
@@ -246,38 +247,46 @@ static int bench_train(const BenchConfig *c) {
   return rc;
 }
 
+static int run_gemm(void *config, const AxOptState *st) {
+  (void)st;
+  double peak;
+  return measure_peak(config, &peak);
+}
+
+static int run_train(void *config, const AxOptState *st) {
+  (void)st;
+  return bench_train(config);
+}
+
+int ax_cmd_bench_gemm(int argc, char **argv) {
+  static const AxCommandSpec spec = {&BENCH_TABLE, sizeof(BenchConfig), 0, run_gemm};
+  return ax_command_run(&spec, argc, argv);
+}
+
+int ax_cmd_bench_train(int argc, char **argv) {
+  static const AxCommandSpec spec = {&BENCH_TABLE, sizeof(BenchConfig), 0, run_train};
+  return ax_command_run(&spec, argc, argv);
+}
+
+const AxCommand AX_BENCHES[] = {
+    {"gemm", ax_cmd_bench_gemm, "the GEMM peak of the backend (--device, --precision)"},
+    {"train", ax_cmd_bench_train, "the training step against the GEMM peak at its shapes"},
+    {"allreduce", ax_cmd_bench_allreduce,
+     "our all-reduce algorithms against MPI's, and the memory-traffic bound (mpiexec)"},
+    {"p2p", ax_cmd_bench_p2p, "OSU-style ping-pong and streaming between ranks 0 and 1 (mpiexec)"},
+    {"optimizer", ax_cmd_bench_optimizer,
+     "the chunked all-reduce interleaved with the host AdamW (mpiexec)"},
+};
+const int AX_N_BENCHES = (int)(sizeof AX_BENCHES / sizeof AX_BENCHES[0]);
+
 int ax_cmd_bench(int argc, char **argv) {
-  if (argc >= 2 && !strcmp(argv[1], "allreduce"))
-    return ax_cmd_bench_allreduce(argc - 1, argv + 1);
-  if (argc >= 2 && !strcmp(argv[1], "p2p")) return ax_cmd_bench_p2p(argc - 1, argv + 1);
-  if (argc >= 2 && !strcmp(argv[1], "optimizer"))
-    return ax_cmd_bench_optimizer(argc - 1, argv + 1);
-  if (argc < 2 || argv[1][0] == '-') {
-    int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-    fprintf(help ? stdout : stderr, "Usage: axonn bench gemm|train|allreduce|p2p|optimizer "
-                                    "[options] (axonn bench train --help)\n");
-    return help ? 0 : 2;
-  }
-  const char *what = argv[1];
-  BenchConfig c;
-  AxOptState st;
-  memset(&c, 0, sizeof c);
-  int rc = ax_options_parse(&BENCH_TABLE, &c, argc - 1, argv + 1, &st);
-  if (rc == AX_OK && st.help) {
-    ax_options_print_help(&BENCH_TABLE, stdout);
-    ax_options_free(&BENCH_TABLE, &c);
-    return 0;
-  }
-  if (rc == AX_OK) {
-    double peak;
-    if (!strcmp(what, "gemm"))
-      rc = measure_peak(&c, &peak);
-    else if (!strcmp(what, "train"))
-      rc = bench_train(&c);
-    else
-      rc = AX_FAIL("unknown benchmark '%s' (gemm, train, allreduce, p2p, optimizer)", what);
-  }
-  if (rc != AX_OK) ax_print_error();
-  ax_options_free(&BENCH_TABLE, &c);
-  return rc == AX_OK ? 0 : 1;
+  const AxCommand *b = argc >= 2 ? ax_command_find(AX_BENCHES, AX_N_BENCHES, argv[1]) : NULL;
+  if (b) return b->run(argc - 1, argv + 1);
+  int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+  FILE *out = help ? stdout : stderr;
+  if (argc >= 2 && !help)
+    fprintf(out, "axonn: error: unknown benchmark '%s' (see axonn bench --help)\n", argv[1]);
+  else
+    ax_command_usage(out, "axonn bench", AX_BENCHES, AX_N_BENCHES);
+  return help ? 0 : 2;
 }

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "mpi/collectives.h"
 #include "mpi/mpi_util.h"
 #include "mpi/reduce_local.h"
-#include "src/cli/commands.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/log.h"

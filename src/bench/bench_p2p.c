@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "mpi/mpi_util.h"
 #include "src/backend/peak.h"
-#include "src/cli/commands.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/log.h"

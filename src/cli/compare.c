@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "src/core/command.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/options.h"
@@ -98,19 +99,14 @@ static int compare(const char *pa, const char *pb, double tol) {
   return rc;
 }
 
+/* Exits 1 with the differences printed (no error line) when a tensor is out of tolerance. */
+static int run_compare(void *config, const AxOptState *st) {
+  const CompareConfig *c = config;
+  if (st->n_positional != 2) return AX_FAIL("compare needs two model files");
+  return compare(st->positional[0], st->positional[1], c->tol);
+}
+
 int ax_cmd_compare(int argc, char **argv) {
-  CompareConfig c;
-  AxOptState st;
-  int rc = ax_options_parse_with_args(&COMPARE_TABLE, &c, argc, argv, 2, &st);
-  if (rc == AX_OK && st.help) {
-    ax_options_print_help(&COMPARE_TABLE, stdout);
-    return 0;
-  }
-  if (rc == AX_OK && st.n_positional != 2) rc = AX_FAIL("compare needs two model files");
-  if (rc == AX_OK) {
-    rc = compare(st.positional[0], st.positional[1], c.tol);
-    if (rc != AX_OK && !ax_error_pending()) return 1; /* differences were printed */
-  }
-  if (rc != AX_OK) ax_print_error();
-  return rc == AX_OK ? 0 : 1;
+  static const AxCommandSpec spec = {&COMPARE_TABLE, sizeof(CompareConfig), 2, run_compare};
+  return ax_command_run(&spec, argc, argv);
 }

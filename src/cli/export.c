@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "src/core/command.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/options.h"
@@ -58,14 +59,12 @@ static int export_model(const ExportConfig *c) {
   return rc;
 }
 
+static int run_export(void *config, const AxOptState *st) {
+  (void)st;
+  return export_model(config);
+}
+
 int ax_cmd_export(int argc, char **argv) {
-  ExportConfig c;
-  AxOptState st;
-  memset(&c, 0, sizeof c);
-  int rc = ax_options_parse(&EXPORT_TABLE, &c, argc, argv, &st);
-  if (rc == AX_OK && st.help) ax_options_print_help(&EXPORT_TABLE, stdout);
-  else if (rc == AX_OK) rc = export_model(&c);
-  if (rc != AX_OK) ax_print_error();
-  ax_options_free(&EXPORT_TABLE, &c);
-  return rc == AX_OK ? 0 : 1;
+  static const AxCommandSpec spec = {&EXPORT_TABLE, sizeof(ExportConfig), 0, run_export};
+  return ax_command_run(&spec, argc, argv);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "src/core/command.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/log.h"
@@ -113,17 +114,12 @@ static int prep(const PrepConfig *c) {
   return rc;
 }
 
+static int run_prep(void *config, const AxOptState *st) {
+  (void)st;
+  return prep(config);
+}
+
 int ax_cmd_prep(int argc, char **argv) {
-  PrepConfig c;
-  AxOptState st;
-  memset(&c, 0, sizeof c);
-  int rc = ax_options_parse(&PREP_TABLE, &c, argc, argv, &st);
-  if (rc == AX_OK && st.help) {
-    ax_options_print_help(&PREP_TABLE, stdout);
-  } else {
-    if (rc == AX_OK) rc = prep(&c);
-    if (rc != AX_OK) ax_print_error();
-  }
-  ax_options_free(&PREP_TABLE, &c);
-  return rc == AX_OK ? 0 : 1;
+  static const AxCommandSpec spec = {&PREP_TABLE, sizeof(PrepConfig), 0, run_prep};
+  return ax_command_run(&spec, argc, argv);
 }

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "models/gpt_stage.h"
 #include "src/backend/backend.h"
+#include "src/core/command.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/options.h"
@@ -140,17 +141,12 @@ static int run_sample(const SampleConfig *c) {
   return rc;
 }
 
+static int run_sample_command(void *config, const AxOptState *st) {
+  (void)st;
+  return run_sample(config);
+}
+
 int ax_cmd_sample(int argc, char **argv) {
-  SampleConfig c;
-  AxOptState st;
-  memset(&c, 0, sizeof c);
-  int rc = ax_options_parse(&SAMPLE_TABLE, &c, argc, argv, &st);
-  if (rc == AX_OK && st.help) {
-    ax_options_print_help(&SAMPLE_TABLE, stdout);
-  } else {
-    if (rc == AX_OK) rc = run_sample(&c);
-    if (rc != AX_OK) ax_print_error();
-  }
-  ax_options_free(&SAMPLE_TABLE, &c);
-  return rc == AX_OK ? 0 : 1;
+  static const AxCommandSpec spec = {&SAMPLE_TABLE, sizeof(SampleConfig), 0, run_sample_command};
+  return ax_command_run(&spec, argc, argv);
 }

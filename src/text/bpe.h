@@ -13,17 +13,10 @@
 #include <stdint.h>
 
 #include "token_table.h"
+#include "tokens.h"
 
 typedef struct AxBpe AxBpe;
 
-/* A growable array of token ids. Start from {0}; free with ax_tokens_free. */
-typedef struct {
-  int32_t *ids;
-  size_t n, cap;
-} AxTokens;
-
-int ax_tokens_push(AxTokens *t, const int32_t *ids, size_t n);
-void ax_tokens_free(AxTokens *t);
 
 /* Reads DIR/encoder.json and DIR/vocab.bpe. */
 int ax_bpe_load(AxBpe **out, const char *dir);

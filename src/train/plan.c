@@ -10,7 +10,6 @@
 #include "pipeline/partition.h"
 #include "pipeline/scheduler.h"
 #include "src/backend/backend.h"
-#include "src/cli/commands.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/io/model_file.h"
@@ -99,21 +98,4 @@ int ax_plan_print(const AxTrainConfig *cfg) {
          (total.paper_offload + total.act_ckpt) / 1e9);
   free(first);
   return AX_OK;
-}
-
-int ax_cmd_plan(int argc, char **argv) {
-  AxTrainConfig cfg;
-  AxOptState st;
-  int rc = ax_train_config_parse(&cfg, argc, argv, &st);
-  if (rc == AX_OK && st.help) {
-    printf("axonn plan: the memory plan of `axonn train` with the same options, per rank, "
-           "without allocating (same as train --dry-run).\n\n");
-    ax_options_print_help(&AX_TRAIN_OPTIONS, stdout);
-  } else {
-    if (rc == AX_OK) rc = ax_train_config_check(&cfg, &st);
-    if (rc == AX_OK) rc = ax_plan_print(&cfg);
-    if (rc != AX_OK) ax_print_error();
-  }
-  ax_train_config_free(&cfg);
-  return rc == AX_OK ? 0 : 1;
 }

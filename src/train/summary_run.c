@@ -68,7 +68,7 @@ static void describe_shapes(char *buf, size_t cap, const AxGemmShape *shapes, in
 static int measure_cpu_peak(const AxTrainer *t, const AxTrainConfig *cfg, AxPeakInfo *p) {
   const AxGrid *g = ax_trainer_grid(t);
   AxGemmShape shapes[AX_PEAK_MAX_SHAPES];
-  int n = ax_peak_gpt_shapes(ax_trainer_model(t), ax_trainer_gemm_rows(t), 0, shapes);
+  int n = ax_trainer_peak_shapes(t, 0, shapes);
   AxPeakResult r = {0};
   double total = 0, none = 0;
   AX_TRY(polite_sum(g, 0, &none)); /* start together */

@@ -312,7 +312,11 @@ double ax_trainer_flops_per_step(const AxTrainer *t) {
   return ax_gpt_train_flops(&t->model, t->cfg.batch, t->cfg.seq, ax_trainer_recomputes(t));
 }
 
-int ax_trainer_gemm_rows(const AxTrainer *t) { return t->micro * t->cfg.seq; }
+int ax_trainer_peak_shapes(const AxTrainer *t, int gpu, AxGemmShape out[AX_PEAK_MAX_SHAPES]) {
+  AxGemmShape model[AX_GPT_GEMMS];
+  int n = ax_gpt_gemm_shapes(&t->model, t->micro * t->cfg.seq, model);
+  return ax_peak_shapes(model, n, gpu, out);
+}
 
 double ax_trainer_loss_floor(const AxTrainer *t) { return t->floor; }
 const AxGptConfig *ax_trainer_model(const AxTrainer *t) { return &t->model; }

@@ -9,6 +9,7 @@
 #include "models/gpt_config.h"
 #include "mpi/grid.h"
 #include "offload/adamw.h"
+#include "src/backend/peak.h"
 #include "src/core/trace.h"
 #include "train_config.h"
 
@@ -43,8 +44,9 @@ int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
                               AxParamSegment segs[AX_N_PARAMS]);
 /* 1 when this rank's stage recomputes blocks in the backward pass (activation checkpointing). */
 int ax_trainer_recomputes(const AxTrainer *t);
-/* Rows of this run's matmuls: sequences per micro-batch x sequence length. */
-int ax_trainer_gemm_rows(const AxTrainer *t);
+/* The GEMM shapes this run's peak is measured at: the model's products at the rows of a
+ * micro-batch, prepared by ax_peak_shapes for a CPU (gpu 0) or a GPU. Returns how many. */
+int ax_trainer_peak_shapes(const AxTrainer *t, int gpu, AxGemmShape out[AX_PEAK_MAX_SHAPES]);
 /* Entropy rate of the built-in corpus (nats/token), NAN with real data. */
 double ax_trainer_loss_floor(const AxTrainer *t);
 const AxGptConfig *ax_trainer_model(const AxTrainer *t);

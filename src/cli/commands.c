@@ -1,0 +1,36 @@
+/* commands.c — the command table of bin/axonn and its usage text; see commands.h. */
+#include "commands.h"
+
+#include "src/bench/bench.h"
+
+#ifndef AX_VERSION
+#define AX_VERSION "0.2.0"
+#endif
+
+const AxCommand AX_COMMANDS[] = {
+    {"train", ax_cmd_train, "train a GPT-2 model (one process or an MPI grid)"},
+    {"prep", ax_cmd_prep, "turn a text file into token shards (bytes or GPT-2 BPE)"},
+    {"sample", ax_cmd_sample, "generate text from a saved model"},
+    {"compare", ax_cmd_compare, "compare two model files tensor by tensor"},
+    {"export", ax_cmd_export, "write the llm.c model file of a checkpoint"},
+    {"plan", ax_cmd_plan, "memory per rank of a training run, without allocating"},
+    {"bench", ax_cmd_bench, "benchmarks (below)"},
+    {"version", ax_cmd_version, "print the version"},
+};
+const int AX_N_COMMANDS = (int)(sizeof AX_COMMANDS / sizeof AX_COMMANDS[0]);
+
+int ax_cmd_version(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  printf("axonn %s\n", AX_VERSION);
+  return 0;
+}
+
+void ax_commands_usage(FILE *out) {
+  fprintf(out, "axonn %s — message-driven pipeline + data parallel GPT training\n\n",
+          AX_VERSION);
+  ax_command_usage(out, "axonn", AX_COMMANDS, AX_N_COMMANDS);
+  fprintf(out, "\nBenchmarks (axonn bench KIND [options]; axonn bench KIND --help):\n");
+  for (int i = 0; i < AX_N_BENCHES; i++)
+    fprintf(out, "  %-10s %s\n", AX_BENCHES[i].name, AX_BENCHES[i].summary);
+}

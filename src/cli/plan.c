@@ -1,0 +1,26 @@
+/* plan.c — `axonn plan`: the memory plan of `axonn train` with the same options, per rank,
+ * without allocating anything (src/train/plan.h; the same as train --dry-run). */
+#include <stdio.h>
+
+#include "commands.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/train/plan.h"
+#include "src/train/train_config.h"
+
+int ax_cmd_plan(int argc, char **argv) {
+  AxTrainConfig cfg;
+  AxOptState st;
+  int rc = ax_train_config_parse(&cfg, argc, argv, &st);
+  if (rc == AX_OK && st.help) {
+    printf("axonn plan: the memory plan of `axonn train` with the same options, per rank, "
+           "without allocating (same as train --dry-run).\n\n");
+    ax_options_print_help(&AX_TRAIN_OPTIONS, stdout);
+  } else {
+    if (rc == AX_OK) rc = ax_train_config_check(&cfg, &st);
+    if (rc == AX_OK) rc = ax_plan_print(&cfg);
+    if (rc != AX_OK) ax_print_error();
+  }
+  ax_train_config_free(&cfg);
+  return rc == AX_OK ? 0 : 1;
+}

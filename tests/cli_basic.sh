@@ -55,7 +55,13 @@ expect_error "outside the vocabulary" train --data "$TMP/t_train.bin" --vocab 50
   --val-steps 0
 
 # bench gemm|train on a tiny model: a table row and a JSON line; bad backend choices
-"$AXONN" bench --help | grep -q "bench gemm|train|allreduce" || fail "bench --help"
+"$AXONN" bench --help >"$TMP/bh" || fail "bench --help"
+for b in gemm train allreduce p2p optimizer; do grep -q "^  $b " "$TMP/bh" || fail "bench --help lacks $b"; done
+# the README's command list is `axonn --help`, word for word (one table makes both)
+"$AXONN" --help >"$TMP/help"
+awk '/^<!-- axonn --help -->/ { on = 1; next } on && /^```$/ { if (++fence == 2) exit; next } on && fence == 1' \
+  "$(dirname "$0")/../README.md" >"$TMP/readme-help"
+cmp -s "$TMP/help" "$TMP/readme-help" || { fail "README's command list is not axonn --help:"; diff "$TMP/readme-help" "$TMP/help"; }
 "$AXONN" bench train --models 2:32:2:16:2:256 --steps 2 --warmup 1 --size 128 --reps 1 \
   --json "$TMP/b.jsonl" >"$TMP/b.out" || fail "bench train"
 grep -q "^2:32:2:16:2:256 .*%" "$TMP/b.out" || { fail "bench train: no result row"; cat "$TMP/b.out"; }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/gpt_stage.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/jsonw.h"
@@ -192,11 +193,17 @@ START_TEST(summary_line_has_every_option) {
 }
 END_TEST
 
+/* The shapes a GPT's peak is measured at: the model's products, prepared for a CPU or a GPU. */
+static int gpt_peak_shapes(const AxGptConfig *m, int rows, int gpu, AxGemmShape *out) {
+  AxGemmShape model[AX_GPT_GEMMS];
+  return ax_peak_shapes(model, ax_gpt_gemm_shapes(m, rows, model), gpu, out);
+}
+
 START_TEST(peak_shapes_are_the_runs) {
   AxGptConfig m = {.max_seq = 64, .vocab = 256, .padded_vocab = 256, .layers = 4, .heads = 4,
                    .channels = 128};
   AxGemmShape sh[AX_PEAK_MAX_SHAPES];
-  int n = ax_peak_gpt_shapes(&m, 16 * 64, 0, sh);
+  int n = gpt_peak_shapes(&m, 16 * 64, 0, sh);
   ck_assert_int_eq(n, 6);
   const int want[6][3] = {{1024, 384, 128}, {1024, 128, 128}, {1024, 512, 128},
                           {1024, 128, 512}, {1024, 256, 128}, {1024, 1024, 1024}};
@@ -208,11 +215,11 @@ START_TEST(peak_shapes_are_the_runs) {
   ck_assert_str_eq(sh[4].name, "lm-head");
   AxGptConfig big = {.max_seq = 1024, .vocab = 50257, .padded_vocab = 50304, .layers = 12,
                      .heads = 12, .channels = 768};
-  ax_peak_gpt_shapes(&big, 4 * 1024, 0, sh); /* GPT-2 small, B 4, T 1024: capped at 2048 */
+  gpt_peak_shapes(&big, 4 * 1024, 0, sh); /* GPT-2 small, B 4, T 1024: capped at 2048 */
   ck_assert_int_eq(sh[4].m, AX_PEAK_DIM_CAP);
   ck_assert_int_eq(sh[4].n, AX_PEAK_DIM_CAP);
   ck_assert_int_eq(sh[4].k, 768);
-  ax_peak_gpt_shapes(&big, 4 * 1024, 1, sh); /* a GPU measures them as they are */
+  gpt_peak_shapes(&big, 4 * 1024, 1, sh); /* a GPU measures them as they are */
   ck_assert_int_eq(sh[4].m, 4096);
   ck_assert_int_eq(sh[4].n, 50257);
   ck_assert_int_eq(sh[5].m, AX_PEAK_SQUARE_GPU);

@@ -1,22 +1,8 @@
 #!/bin/sh
 # Command-line contract of bin/axonn: help, bad input (one clear line on stderr, non-zero exit,
 # no output files left behind), and the prep -> train -> save -> sample path on real files.
-set -u
-AXONN=${AXONN:-bin/axonn}
-TMP=$(mktemp -d /tmp/axonn-cli-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/testlib.sh"
 
-# expect_error "needle" args... : exit status 1, exactly one line on stderr containing needle
-expect_error() {
-  needle=$1; shift
-  "$AXONN" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
-  lines=$(wc -l <"$TMP/err")
-  if [ "$rc" -eq 0 ]; then fail "'$*' succeeded; expected an error with '$needle'"; return; fi
-  if [ "$lines" -ne 1 ]; then fail "'$*' printed $lines lines on stderr:"; cat "$TMP/err"; return; fi
-  grep -q -- "$needle" "$TMP/err" || { fail "'$*': stderr lacks '$needle':"; cat "$TMP/err"; }
-}
 
 "$AXONN" --help >/dev/null || fail "axonn --help"
 "$AXONN" train --help | grep -q -- "--micro-batch" || fail "train --help lacks --micro-batch"
@@ -83,5 +69,4 @@ grep -q "qkvb key .*not judged" "$TMP/c" || fail "compare: no line for the key b
 "$AXONN" compare "$TMP/model.bin" "$TMP/key.bin" --tol 0 >/dev/null && fail "compare --tol 0 missed the key bias"
 "$AXONN" compare "$TMP/model.bin" "$TMP/query.bin" --tol 1e-5 >/dev/null && fail "compare missed the query bias"
 
-if [ $fails -ne 0 ]; then echo "cli_basic: $fails failure(s)"; exit 1; fi
-echo "cli_basic: all checks passed"
+finish

@@ -4,12 +4,7 @@
 # elapsed time and ETA, while the metrics CSV keeps every step; --quiet prints none. The loss
 # curve (scripts/plot-loss: a PNG, or "skipped:" without matplotlib) and scripts/run.sh, what
 # `make run` does, on a tiny model. Only the shape of the output is checked, never a speed.
-set -u
-AXONN=${AXONN:-bin/axonn}
-TMP=$(mktemp -d /tmp/axonn-run-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/testlib.sh"
 
 TINY="--layers 1 --hidden 16 --heads 1 --seq 8 --batch 2 --threads 1 --val-steps 0"
 
@@ -80,5 +75,4 @@ done
 grep -q '^{"axonn_summary":' "$TMP/run.out" && fail "run.sh printed the JSON line (summary.json has it)"
 grep -q '^{"axonn_summary":' "$TMP/run/train.log" || fail "train.log lacks the JSON summary line"
 
-if [ $fails -ne 0 ]; then echo "cli_run: $fails failure(s)"; exit 1; fi
-echo "cli_run: all checks passed"
+finish

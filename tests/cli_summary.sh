@@ -5,14 +5,9 @@
 # checkpointing) as the headline and % of peak, the paper's 96-form bound beside it, days on 300B
 # tokens); the CPU peak measured at the run's own GEMM shapes; the timing window of full and
 # short runs; a bad --summary path fails at once.
-set -u
-AXONN=${AXONN:-bin/axonn}
+. "$(dirname "$0")/testlib.sh"
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
-TMP=$(mktemp -d /tmp/axonn-summary-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 TINY="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 4 --threads 1 --val-steps 0 --quiet"
 
@@ -119,5 +114,4 @@ fi
 [ -e "$TMP/bad.csv" ] && fail "metrics file left behind after a bad --summary"
 grep -q "step" "$TMP/bad.out" && fail "trained despite a bad --summary"
 
-if [ $fails -ne 0 ]; then echo "cli_summary: $fails failure(s)"; exit 1; fi
-echo "cli_summary: all checks passed"
+finish

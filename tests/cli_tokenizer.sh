@@ -5,22 +5,8 @@
 # only) and through --bpe-dir, and bad tokenizer files or prompts give one line on stderr.
 # Also: a prompt longer than the model's context conditions sample on its LAST tokens.
 # Needs GPT-2's BPE files in $AXONN_GPT2_BPE (tests/fetch-gpt2-bpe.sh); says "skipped" without.
-set -u
-AXONN=${AXONN:-bin/axonn}
-TMP=$(mktemp -d /tmp/axonn-cli-tok-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/testlib.sh"
 
-# expect_error "needle" args... : exit status 1, exactly one line on stderr containing needle
-expect_error() {
-  needle=$1; shift
-  "$AXONN" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?
-  lines=$(wc -l <"$TMP/err")
-  if [ "$rc" -ne 1 ]; then fail "'$*' exited $rc; expected 1 with '$needle'"; return; fi
-  if [ "$lines" -ne 1 ]; then fail "'$*' printed $lines lines on stderr:"; cat "$TMP/err"; return; fi
-  grep -q -- "$needle" "$TMP/err" || { fail "'$*': stderr lacks '$needle':"; cat "$TMP/err"; }
-}
 
 # --- sample: a prompt longer than the context (8 tokens) keeps its last 8 tokens
 i=0; : >"$TMP/bytes.txt"
@@ -107,5 +93,4 @@ PY
   fi
 fi
 
-if [ $fails -ne 0 ]; then echo "cli_tokenizer: $fails failure(s)"; exit 1; fi
-echo "cli_tokenizer: all checks passed"
+finish

@@ -8,15 +8,10 @@
 # (make bench) runs end to end on a tiny model.
 # MPIEXEC may carry flags: it is split on purpose.
 # shellcheck disable=SC2086
-set -u
-AXONN=${AXONN:-bin/axonn}
+. "$(dirname "$0")/testlib.sh"
 MPIEXEC=${MPIEXEC:-mpiexec}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
-TMP=$(mktemp -d /tmp/axonn-bench-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # p2p: sizes 1 B .. 64 KiB = 17 rows
 if ! timeout 120 $MPIEXEC -n 2 "$AXONN" bench p2p --max-bytes 64K --iters 100 --window 8 \
@@ -41,6 +36,14 @@ $MPIEXEC -n 1 "$AXONN" bench p2p >"$TMP/one.out" 2>"$TMP/one.err" && fail "bench
 if [ "$(wc -l <"$TMP/one.err")" -ne 1 ] || ! grep -q "needs 2 ranks" "$TMP/one.err"; then
   fail "bench p2p on 1 rank: message"; cat "$TMP/one.err"
 fi
+# a JSON file that cannot be written: found before measuring, or (a full device) when written;
+# either way one line from rank 0 and a non-zero exit
+$MPIEXEC -n 2 "$AXONN" bench p2p --max-bytes 16 --json "$TMP/no/such/dir/p.json" >/dev/null \
+  2>"$TMP/nojson.err" && fail "bench p2p --json into a missing directory"
+[ "$(grep -c 'axonn: error' "$TMP/nojson.err")" -eq 1 ] || { fail "bench p2p --json: not one line"; cat "$TMP/nojson.err"; }
+$MPIEXEC -n 2 "$AXONN" bench p2p --max-bytes 16 --iters 5 --json /dev/full >/dev/null \
+  2>"$TMP/full.err" && fail "bench p2p --json /dev/full exited 0"
+grep -q "cannot write /dev/full: No space left on device" "$TMP/full.err" || { fail "bench p2p --json /dev/full: message"; cat "$TMP/full.err"; }
 # more ranks: only 0 and 1 measure, the others wait
 timeout 120 $MPIEXEC -n 3 "$AXONN" bench p2p --max-bytes 16 --iters 20 --window 0 \
   >"$TMP/three.txt" 2>&1 || { fail "bench p2p on 3 ranks"; cat "$TMP/three.txt"; }
@@ -87,5 +90,4 @@ grep -Eq "^median over 1 repeats: data 1x2 speedup $SPEEDUP .* $SPEEDUP at limit
 grep -Eq "^noise: 1x1 from [0-9.e+-]+ to [0-9.e+-]+ ms \(spread ([0-9]+%|n/a) of the fastest\); [0-3] of 3 speedups" \
   "$TMP/grid.txt" || { fail "bench-grid noise line"; cat "$TMP/grid.txt"; }
 
-if [ $fails -ne 0 ]; then echo "mpi_bench: $fails failure(s)"; exit 1; fi
-echo "mpi_bench: all checks passed"
+finish

@@ -33,4 +33,4 @@ else
   run plain 2 --g-data 2 --micro-batch 2 && same_losses plain
   expect_line plain "rank   1 .*bound to cores 1-1 (thread 0 -> PU"
 fi
-finish mpi_binding
+finish

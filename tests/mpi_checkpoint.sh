@@ -115,4 +115,4 @@ run killres 2 --g-data 2 --steps $((last + 6)) --checkpoint-dir "$TMP/kill" --re
   first=$(sed -n 2p "$TMP/killres.csv" | cut -d, -f1) &&
   { [ $((first - 1)) -ge $((last - 3)) ] || fail "resume from step $((first - 1)) lost more than 3 steps (last was $last)"; }
 
-finish mpi_checkpoint
+finish

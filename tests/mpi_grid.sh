@@ -85,4 +85,4 @@ awk 'BEGIN { for (i = 0; i < 2000; i++) printf (i == 389 ? "z" : "A") }' >"$TMP/
 expect_job_error "outside the vocabulary" 4 --g-inter 4 --micro-batch 2 --vocab 100 \
   --data "$TMP/bad_train.bin" --val-steps 0
 
-finish mpi_grid
+finish

@@ -59,4 +59,4 @@ for grid in "1 1" "2 2"; do
 done
 COMMON=$COMMON_SAVED
 
-finish mpi_offload
+finish

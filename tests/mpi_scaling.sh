@@ -4,16 +4,11 @@
 # per run and non-empty PNG plots ("skipped: no matplotlib" for the plot part without it); the
 # paper's plans print Summit (jsrun) and Slurm (srun) job scripts without running anything; the
 # launch templates' --dry-run only prints; bad plans fail with one message.
-set -u
-AXONN=${AXONN:-bin/axonn}
+. "$(dirname "$0")/testlib.sh"
 MPIEXEC=${MPIEXEC:-mpiexec}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 export AXONN MPIEXEC
-TMP=$(mktemp -d /tmp/axonn-scaling-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # ---- the demo study: runs, CSV, plots
 status=0
@@ -97,5 +92,4 @@ scripts/scaling/strong --model 4x32x2 --gpus 3 --base-batch 8 --print --out "$TM
 grep -q "not divisible by G_data 3" "$TMP/bad.err" || { fail "bad batch message"; cat "$TMP/bad.err"; }
 scripts/scaling/collect "$TMP/nothing-here" >/dev/null 2>&1 && fail "collect of a missing dir"
 
-if [ $fails -ne 0 ]; then echo "mpi_scaling: $fails failure(s)"; exit 1; fi
-echo "mpi_scaling: all checks passed"
+finish

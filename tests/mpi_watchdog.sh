@@ -196,4 +196,4 @@ done
 [ $? -eq 1 ] && grep -q "debug-hang-rank 4 does not exist with 4 rank(s)" "$TMP/bad.err" ||
   { fail "--debug-hang-rank 4 on 4 ranks accepted"; cat "$TMP/bad.err"; }
 
-finish mpi_watchdog
+finish

@@ -7,13 +7,8 @@
 #   same_losses NAME [REF] [RTOL] [WTOL]   NAME's losses vs REF's within RTOL relative
 #                                  (default ref, 1e-5), final weights within WTOL (1e-4);
 #                                  a resumed NAME (first step > 1) is checked on its steps
-set -u
-AXONN=${AXONN:-bin/axonn}
+. "$(dirname "$0")/testlib.sh"
 MPIEXEC=${MPIEXEC:-mpiexec}
-TMP=$(mktemp -d /tmp/axonn-mpi-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 run() {
   name=$1; np=$2; shift 2
@@ -51,10 +46,4 @@ first_step_same() {
   a=$(sed -n 2p "$TMP/$ref.csv" | cut -d, -f2); b=$(sed -n 2p "$TMP/$1.csv" | cut -d, -f2)
   awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6 * a) }' ||
     fail "$1: first-step loss $b vs $ref $a (more than 1e-6 apart)"
-}
-
-# finish NAME: the script's verdict and exit status
-finish() {
-  if [ "$fails" -ne 0 ]; then echo "$1: $fails failure(s)"; exit 1; fi
-  echo "$1: all checks passed"
 }

@@ -134,8 +134,8 @@ static int fill_train_config(AxTrainConfig *tc, const BenchModel *m, const Bench
   return AX_OK;
 }
 
-/* Every model of --models, checked before anything is measured. */
-static int check_models(const BenchConfig *c) {
+/* Calls fn for every model of --models, in order, until one fails. */
+static int for_each_model(const BenchConfig *c, int (*fn)(const BenchConfig *, const BenchModel *)) {
   char *list = strdup(c->models);
   if (!list) return AX_FAIL("out of memory");
   int rc = AX_OK;
@@ -143,13 +143,19 @@ static int check_models(const BenchConfig *c) {
   for (char *item = strtok_r(list, ",", &save); item && rc == AX_OK;
        item = strtok_r(NULL, ",", &save)) {
     BenchModel m;
-    AxTrainConfig tc;
-    memset(&tc, 0, sizeof tc);
     rc = parse_model(item, &m);
-    if (rc == AX_OK) rc = fill_train_config(&tc, &m, c);
-    ax_train_config_free(&tc);
+    if (rc == AX_OK) rc = fn(c, &m);
   }
   free(list);
+  return rc;
+}
+
+/* A model of --models is checked like `axonn train`'s options, before anything is measured. */
+static int check_model(const BenchConfig *c, const BenchModel *m) {
+  AxTrainConfig tc;
+  memset(&tc, 0, sizeof tc);
+  int rc = fill_train_config(&tc, m, c);
+  ax_train_config_free(&tc);
   return rc;
 }
 
@@ -225,7 +231,7 @@ static int bench_model(const BenchConfig *c, const BenchModel *m) {
 }
 
 static int bench_train(const BenchConfig *c) {
-  AX_TRY(check_models(c));
+  AX_TRY(for_each_model(c, check_model));
   if (c->json) AX_TRY(ax_file_check_appendable(c->json));
   ax_log("training step (forward + backward + AdamW), %d thread(s), median of %d steps after "
          "%d warm-up; GFLOP/s executed (72 form) against the GEMM peak measured at the model's "
@@ -233,18 +239,7 @@ static int bench_train(const BenchConfig *c) {
          c->threads, c->steps, c->warmup);
   ax_log("%-18s %4s %5s %4s %5s %3s %6s | %10s %10s %9s %9s %8s | %s", "model", "L", "C", "NH",
          "T", "B", "V", "step ms", "tokens/s", "GFLOP/s", "peak", "of peak", "peak at");
-  char *list = strdup(c->models);
-  if (!list) return AX_FAIL("out of memory");
-  int rc = AX_OK;
-  char *save = NULL;
-  for (char *item = strtok_r(list, ",", &save); item && rc == AX_OK;
-       item = strtok_r(NULL, ",", &save)) {
-    BenchModel m;
-    rc = parse_model(item, &m);
-    if (rc == AX_OK) rc = bench_model(c, &m);
-  }
-  free(list);
-  return rc;
+  return for_each_model(c, bench_model);
 }
 
 static int run_gemm(void *config, const AxOptState *st) {

@@ -19,7 +19,8 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # the program loads the plugin next to $AXONN, as $AXONN does, unless AXONN_PLUGIN_DIR says
-AXONN_PLUGIN_DIR=${AXONN_PLUGIN_DIR:-$(cd "$(dirname "$AXONN")" && pwd)} "$TEST" >"$TMP/unit.out" 2>&1
+PLUGIN_DIR=${AXONN_PLUGIN_DIR:-$(cd "$(dirname "$AXONN")" && pwd)}
+AXONN_PLUGIN_DIR=$PLUGIN_DIR "$TEST" >"$TMP/unit.out" 2>&1
 rc=$?
 cat "$TMP/unit.out"
 if head -n 1 "$TMP/unit.out" | grep -q '^skipped:'; then exit "$rc"; fi

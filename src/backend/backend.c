@@ -1,32 +1,36 @@
-/* backend.c — picks the backend named by --device and describes data types. */
+/* backend.c — the registry of backends (ggml's backend-registry idea): the name given to
+ * --device picks one; cpu is built in, cuda is a plugin (libaxonn-cuda.so, backend_plugin.h)
+ * loaded on first use, so the executable itself links no CUDA library. */
 #include "backend.h"
 
 #include <string.h>
 
 #include "backend_impl.h"
+#include "plugin_load.h"
 #include "src/core/error.h"
 
-const char *ax_backends_available(void) {
-#ifdef AX_HAVE_CUDA
-  return "cpu, cuda";
-#else
-  return "cpu";
-#endif
+static const AxPluginSpec CUDA = {"cuda", "CUDA", "nvcc", "cuda"};
+
+const char *ax_backends_available(void) { return "cpu, cuda"; }
+
+/* The plugin behind `name`; NULL with the error recorded (unknown name, or it cannot load). */
+static const AxBackendPlugin *plugin_for(const char *name) {
+  if (!strcmp(name, CUDA.name)) return ax_plugin_load(&CUDA);
+  AX_FAIL("unknown --device '%s' (available: %s)", name, ax_backends_available());
+  return NULL;
 }
 
 AxBackend *ax_backend_create(const AxBackendConfig *cfg) {
   if (!strcmp(cfg->device, "cpu")) return ax_backend_cpu_create(cfg);
-  if (!strcmp(cfg->device, "cuda")) {
-#ifdef AX_HAVE_CUDA
-    return ax_backend_cuda_create(cfg);
-#else
-    AX_FAIL("--device cuda: this axonn was built without CUDA (no nvcc at build time); "
-            "rebuild where nvcc is found, or use --device cpu");
-    return NULL;
-#endif
-  }
-  AX_FAIL("unknown --device '%s' (available: %s)", cfg->device, ax_backends_available());
-  return NULL;
+  const AxBackendPlugin *p = plugin_for(cfg->device);
+  return p ? p->create(cfg) : NULL;
+}
+
+int ax_backend_device_count(const char *name, char *why, size_t cap) {
+  if (why && cap) why[0] = 0;
+  if (!strcmp(name, "cpu")) return 1;
+  const AxBackendPlugin *p = plugin_for(name);
+  return p ? p->device_count(why, cap) : AX_ERR;
 }
 
 void ax_backend_destroy(AxBackend *be) {

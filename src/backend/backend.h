@@ -128,8 +128,15 @@ typedef struct {
 /* The share_rank/share_size of cfg, or local_rank/local_size where no share was given. */
 void ax_backend_cpu_share(const AxBackendConfig *cfg, int *rank, int *size);
 
-/* Creates the backend named in cfg; NULL with the error recorded when it cannot. */
+/* Creates the backend named in cfg; NULL with the error recorded when it cannot. "cpu" is
+ * built in; "cuda" loads libaxonn-cuda.so on first use (backend_plugin.h, plugin_load.h), and
+ * when that fails the error says what to install, load or rebuild. */
 AxBackend *ax_backend_create(const AxBackendConfig *cfg);
+/* Devices the backend `name` can use (1 for cpu), loading its plugin if it has one: 0 with
+ * the reason in why (may be NULL) when it has none (e.g. no GPU or no driver); -1 with the
+ * error recorded when the name is unknown or the plugin cannot be loaded. "cuda" initializes
+ * the CUDA runtime: do not fork afterwards. */
+int ax_backend_device_count(const char *name, char *why, size_t cap);
 void ax_backend_destroy(AxBackend *be);
 
 const char *ax_dtype_name(AxDType t);
@@ -151,7 +158,8 @@ static inline void ax_gemm(AxBackend *be, const AxGemm *g, const void *a, const 
   be->ops->gemm(be, g, a, b, c);
 }
 
-/* Backends compiled into this binary, for --help and errors ("cpu" or "cpu, cuda"). */
+/* The backend names the registry knows, for --help and errors ("cpu, cuda"; cuda is a plugin
+ * that may be missing from this installation). */
 const char *ax_backends_available(void);
 
 #endif

@@ -11,7 +11,6 @@
 
 #include "backend.h"
 #include "backend_cuda.h"
-#include "backend_impl.h"
 #include "cuda_kernels.h"
 #include "src/core/error.h"
 

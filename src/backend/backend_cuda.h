@@ -1,6 +1,7 @@
-/* backend_cuda.h — what the CUDA backend offers besides its AxBackendOps (built only where nvcc
- * was found, i.e. with AX_HAVE_CUDA): a device probe that tests and tools use to skip honestly,
- * and the GPU-aware core binding used by backend_cuda.c (backend_cuda_bind.c).
+/* backend_cuda.h — the inside of the CUDA plugin (libaxonn-cuda.so, built only where nvcc was
+ * found): its constructor and device probe, which backend_cuda_plugin.c exports to the
+ * registry (tests and tools reach them through ax_backend_create/ax_backend_device_count,
+ * never directly), and the GPU-aware core binding used by backend_cuda.c (backend_cuda_bind.c).
  *
  * Contract of the CUDA backend (src/backend/backend_cuda.c), beyond backend.h:
  *  - one GPU per rank: device = local_rank % (visible devices);
@@ -20,6 +21,9 @@
 #include <stddef.h>
 
 #include "backend.h"
+
+/* The CUDA backend for cfg (the contract above); NULL with the error recorded. */
+AxBackend *ax_backend_cuda_create(const AxBackendConfig *cfg);
 
 /* Visible CUDA devices; 0 when there is none or no working driver, with the reason in `why`
  * (may be NULL). Initializes the CUDA runtime: do not fork afterwards. */

@@ -31,7 +31,9 @@ typedef struct {
 #define BOFF(f) offsetof(BenchConfig, f)
 static const AxOption BENCH_OPTS[] = {
     {"threads", AX_OPT_INT, BOFF(threads), "1", "N", "compute threads", 1, 256, NULL},
-    {"device", AX_OPT_STRING, BOFF(device), "cpu", "cpu|cuda", "compute backend", 1, 0, NULL},
+    {"device", AX_OPT_STRING, BOFF(device), "cpu", "cpu|cuda",
+     "compute backend (cuda: the plugin libaxonn-cuda.so, loaded from $AXONN_PLUGIN_DIR or next "
+     "to the binary)", 1, 0, NULL},
     {"precision", AX_OPT_CHOICE, BOFF(precision), "fp32", "fp32|bf16|fp16",
      "compute precision (GEMM inputs; fp32 accumulation)", 0, 0, "fp32|bf16|fp16"},
     {"reps", AX_OPT_INT, BOFF(reps), "5", "N", "gemm: repetitions per size (median)", 1, 1000,

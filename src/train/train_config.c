@@ -75,7 +75,9 @@ static const AxOption OPTIONS[] = {
     INT("debug-overflow-step", debug_overflow_step, "0", "N",
         "testing: poison one gradient with inf at step N (0: never)", 0, 1 << 30),
     FLAG("dry-run", dry_run, "print the memory plan per rank and exit without allocating"),
-    STR("device", device, "cpu", "cpu|cuda", "compute backend"),
+    STR("device", device, "cpu", "cpu|cuda",
+        "compute backend (cuda: the plugin libaxonn-cuda.so, loaded from $AXONN_PLUGIN_DIR or "
+        "next to the binary)"),
     CHOICE("precision", precision, "fp32", "fp32|bf16|fp16", "compute precision"),
     CHOICE("cuda-aware-mpi", cuda_aware_mpi, "auto", "auto|0|1",
            "pass device buffers to MPI (auto: detect; 0: stage through pinned host memory)"),

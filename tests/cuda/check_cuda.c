@@ -11,6 +11,9 @@
  * gives the same loss within 1e-5 (fp32), 5e-3 (fp16), 2e-2 (bf16) relative, and gradients
  * within 1e-4 / 2e-2 / 1e-1 of each tensor's largest gradient; a rerun gives the same bits.
  *
+ * The CUDA backend is reached the way bin/axonn reaches it: through the registry, which loads
+ * the plugin libaxonn-cuda.so from $AXONN_PLUGIN_DIR (check_cuda.sh points it at bin/), so this
+ * program links no CUDA code itself; a plugin that cannot be loaded fails the test.
  * Without a GPU (no driver or no device) it prints "skipped: no GPU" and exits 0; built
  * without CUDA it prints "skipped: built without CUDA" and exits 0. */
 #include <math.h>
@@ -26,7 +29,6 @@
 #include "tests/testutil.h"
 
 #ifdef AX_HAVE_CUDA
-#include "src/backend/backend_cuda.h"
 
 typedef struct {
   AxDType dtype;
@@ -503,7 +505,12 @@ int main(void) {
   return 0;
 #else
   char why[200];
-  if (ax_cuda_device_count(why, sizeof why) < 1) {
+  int n = ax_backend_device_count("cuda", why, sizeof why); /* loads libaxonn-cuda.so */
+  if (n < 0) {
+    printf("check_cuda: %s\n", ax_error_message());
+    return 1;
+  }
+  if (n < 1) {
     printf("skipped: no GPU (%s)\n", why);
     return 0;
   }

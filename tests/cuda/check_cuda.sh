@@ -1,7 +1,8 @@
 #!/bin/sh
 # check_cuda.sh — make check-cuda: the CUDA backend against the CPU backend.
 #  1. check_cuda (the compiled test program, $1): every backend op and one training step on
-#     random data, fp32/bf16/fp16 (tolerances in tests/cuda/check_cuda.c). It prints
+#     random data, fp32/bf16/fp16 (tolerances in tests/cuda/check_cuda.c), with the CUDA
+#     backend loaded from the plugin next to $AXONN (bin/libaxonn-cuda.so). It prints
 #     "skipped: no GPU" or "skipped: built without CUDA" and exits 0 where it cannot run; then
 #     so does this script.
 #  2. `axonn train --device cuda` on one GPU: 1x1 against the CPU backend (fp32, 10 steps,
@@ -17,7 +18,9 @@ trap 'rm -rf "$TMP"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-"$TEST" >"$TMP/unit.out" 2>&1
+# the program loads the plugin next to $AXONN, as $AXONN does, unless AXONN_PLUGIN_DIR says
+PLUGIN_DIR=${AXONN_PLUGIN_DIR:-$(cd "$(dirname "$AXONN")" && pwd)}
+AXONN_PLUGIN_DIR=$PLUGIN_DIR "$TEST" >"$TMP/unit.out" 2>&1
 rc=$?
 cat "$TMP/unit.out"
 if head -n 1 "$TMP/unit.out" | grep -q '^skipped:'; then exit "$rc"; fi

@@ -7,22 +7,17 @@
 # one that needs symbols this axonn lacks. The fake plugins are a few lines of C built here
 # with $CC (cc); the real one (where nvcc built it) must load and, on a machine without a GPU,
 # fail with the CUDA runtime's reason. A CPU run never touches the plugin.
-set -u
-AXONN=${AXONN:-bin/axonn}
+. "$(dirname "$0")/testlib.sh"
 CC=${CC:-cc}
-TMP=$(mktemp -d /tmp/axonn-plugin-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 skip() { echo "skipped: $*"; }
 BIN_DIR=$(cd "$(dirname "$AXONN")" && pwd)
 REAL=$BIN_DIR/libaxonn-cuda.so
 RUN="train --device cuda --layers 1 --hidden 32 --heads 2 --seq 16 --batch 2 --steps 2 \
   --val-steps 0 --quiet"
 
-# expect_error DIR "needle"... -- CMD...: with AXONN_PLUGIN_DIR=DIR (empty: unset), CMD exits
+# expect_plugin_error DIR "needle"... -- CMD...: with AXONN_PLUGIN_DIR=DIR (empty: unset), CMD exits
 # with status 1 and exactly one line on stderr that contains every needle
-expect_error() {
+expect_plugin_error() {
   dir=$1; shift
   : >"$TMP/needles"
   while [ "$1" != "--" ]; do printf '%s\n' "$1" >>"$TMP/needles"; shift; done
@@ -63,13 +58,13 @@ fi
 
 # ---------------------------------------------------------------- no plugin
 mkdir -p "$TMP/empty"
-expect_error "$TMP/empty" "--device cuda: no libaxonn-cuda.so in AXONN_PLUGIN_DIR=$TMP/empty" \
+expect_plugin_error "$TMP/empty" "--device cuda: no libaxonn-cuda.so in AXONN_PLUGIN_DIR=$TMP/empty" \
   "built without CUDA (no nvcc at build time), or libaxonn-cuda.so is not next to the binary" \
   "rebuild where nvcc is found, or set AXONN_PLUGIN_DIR" -- "$AXONN" $RUN
 # a copy of the binary without one: both places it looks are named
 mkdir -p "$TMP/alone"
 cp "$AXONN" "$TMP/alone/axonn"
-expect_error "" "no libaxonn-cuda.so in $TMP/alone or $TMP/alone/../lib/axonn" \
+expect_plugin_error "" "no libaxonn-cuda.so in $TMP/alone or $TMP/alone/../lib/axonn" \
   "rebuild where nvcc is found" -- "$TMP/alone/axonn" $RUN
 
 # ---------------------------------------------------------------- broken plugins
@@ -77,7 +72,7 @@ mkdir -p "$TMP/zero" "$TMP/garbage"
 : >"$TMP/zero/libaxonn-cuda.so"
 echo "this is not a shared object, only text in its place" >"$TMP/garbage/libaxonn-cuda.so"
 for d in zero garbage; do
-  expect_error "$TMP/$d" "--device cuda: cannot load $TMP/$d/libaxonn-cuda.so: " \
+  expect_plugin_error "$TMP/$d" "--device cuda: cannot load $TMP/$d/libaxonn-cuda.so: " \
     "it is not a plugin for this machine: rebuild it (make) or remove it" -- "$AXONN" $RUN
 done
 # a CPU run does not load the plugin, broken or not
@@ -114,16 +109,16 @@ extern int axonn_gone(void);
 int ax_backend_plugin_v1(void) { return axonn_gone(); }
 EOF
   fake abi99 "$TMP/abi99"
-  expect_error "$TMP/abi99" \
+  expect_plugin_error "$TMP/abi99" \
     "--device cuda: $TMP/abi99/libaxonn-cuda.so has plugin ABI version 99" \
     "this axonn needs version 1: " \
     "use the plugin built with this axonn (make)" -- "$AXONN" $RUN
   fake noentry "$TMP/noentry"
-  expect_error "$TMP/noentry" \
+  expect_plugin_error "$TMP/noentry" \
     "$TMP/noentry/libaxonn-cuda.so is not an axonn backend plugin (no ax_backend_plugin_v1)" \
     -- "$AXONN" $RUN
   fake undef "$TMP/undef"
-  expect_error "$TMP/undef" "undefined symbol: ax_no_such_function" \
+  expect_plugin_error "$TMP/undef" "undefined symbol: ax_no_such_function" \
     "it was built with another axonn: use the plugin built with this one" -- "$AXONN" $RUN
   # a library the plugin needs is missing (as libcublas is on a node without CUDA)
   mkdir -p "$TMP/lib"
@@ -131,7 +126,7 @@ EOF
     fail "building libaxonn_gone.so"
   fake needsgone "$TMP/needsgone" -L"$TMP/lib" -laxonn_gone
   rm -f "$TMP/lib/libaxonn_gone.so"
-  expect_error "$TMP/needsgone" "cannot load $TMP/needsgone/libaxonn-cuda.so: " \
+  expect_plugin_error "$TMP/needsgone" "cannot load $TMP/needsgone/libaxonn-cuda.so: " \
     "libaxonn_gone.so: cannot open shared object file" \
     "; load the CUDA libraries, e.g. \`module load cuda\`, or add them to LD_LIBRARY_PATH" \
     -- "$AXONN" $RUN
@@ -166,10 +161,9 @@ else
     if [ $rc -eq 0 ]; then
       echo "cli_plugin: $exe --device cuda trained on a GPU"
     else
-      expect_error "" "--device cuda: no usable GPU (cudaGetDeviceCount: " -- "$exe" $RUN
+      expect_plugin_error "" "--device cuda: no usable GPU (cudaGetDeviceCount: " -- "$exe" $RUN
     fi
   done
 fi
 
-if [ $fails -ne 0 ]; then echo "cli_plugin: $fails failure(s)"; exit 1; fi
-echo "cli_plugin: all checks passed"
+finish

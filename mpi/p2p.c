@@ -31,7 +31,7 @@ static int grow_sends(AxP2P *p, int n) {
   return AX_OK;
 }
 
-int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
+static int init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
                 AxBackend *be) {
   memset(p, 0, sizeof *p);
   p->comm = comm;
@@ -53,6 +53,13 @@ int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int p
     AX_TRY(post_recv(p, dir));
   }
   return grow_sends(p, pool);
+}
+
+int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
+                AxBackend *be) {
+  int rc = init(p, comm, prev, next, bytes, pool, be);
+  if (rc != AX_OK) ax_p2p_destroy(p); /* what was built so far: the caller has nothing to free */
+  return rc;
 }
 
 void ax_p2p_destroy(AxP2P *p) {

@@ -38,7 +38,8 @@ typedef struct {
   unsigned long long bytes_sent, bytes_received;
 } AxP2P;
 
-/* prev/next: ranks in comm, or MPI_PROC_NULL at the ends of the pipeline. */
+/* prev/next: ranks in comm, or MPI_PROC_NULL at the ends of the pipeline. On failure nothing
+ * is left to destroy. */
 int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
                 AxBackend *be);
 void ax_p2p_destroy(AxP2P *p);

@@ -10,8 +10,8 @@
 
 int ax_sched_slots(int stage, int P, int limit) { return stage == P - 1 ? 1 : limit; }
 
-int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
-                  size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace) {
+static int init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
+                size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace) {
   memset(s, 0, sizeof *s);
   if (limit < 1) return AX_FAIL("--pipeline-limit must be at least 1 (got %d)", limit);
   s->stage = stage;
@@ -32,6 +32,13 @@ int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, in
   return ax_p2p_init(&s->p2p, pipe, prev, next, act_bytes, limit + 1, be);
 }
 
+int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
+                  size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace) {
+  int rc = init(s, pipe, stage, P, limit, max_micro, act_bytes, be, ops, trace);
+  if (rc != AX_OK) ax_sched_destroy(s); /* what was built so far */
+  return rc;
+}
+
 void ax_sched_destroy(AxScheduler *s) {
   if (s->P > 1 && s->p2p.comm) ax_p2p_destroy(&s->p2p);
   free(s->slot_of);
@@ -42,7 +49,8 @@ void ax_sched_destroy(AxScheduler *s) {
 }
 
 static int take_slot(AxScheduler *s, int mb) {
-  if (mb < 0 || mb >= s->max_micro) return AX_FAIL("message tagged with micro-batch %d, expected 0..%d", mb, s->max_micro - 1);
+  if (mb < 0 || mb >= s->max_micro)
+    return AX_FAIL("internal: micro-batch %d outside 0..%d", mb, s->max_micro - 1);
   for (int i = 0; i < s->n_slots; i++) {
     if (!s->slot_used[i]) {
       s->slot_used[i] = 1;
@@ -142,13 +150,26 @@ static void note_wait(AxScheduler *s) {
     AX_WD_NOTE(-1, "waiting for a pipeline message");
 }
 
+/* A message must belong to a micro-batch of this pass and be the first from its direction for
+ * it: anything else (a stray or repeated message) fails the pass before it is computed. */
+static int check_arrival(AxScheduler *s, AxP2PDir dir, int mb) {
+  const char *what = dir == AX_FROM_PREV ? "activation" : "gradient";
+  int from = dir == AX_FROM_PREV ? s->stage - 1 : s->stage + 1;
+  if (mb < 0 || mb >= s->n_now)
+    return AX_FAIL("stage %d: %s from stage %d tagged with micro-batch %d; this pass has "
+                   "micro-batches 0..%d", s->stage, what, from, mb, s->n_now - 1);
+  if (s->got[dir][mb])
+    return AX_FAIL("stage %d: the %s of micro-batch %d arrived twice", s->stage, what, mb);
+  s->got[dir][mb] = 1;
+  return AX_OK;
+}
+
 static int receive(AxScheduler *s, AxP2PDir *dir, int *mb, const void **data) {
   note_wait(s);
   double t0 = ax_trace_begin(s->trace);
   AX_TRY(ax_p2p_wait(&s->p2p, dir, mb, data));
   ax_trace_end(s->trace, AX_EV_RECV_WAIT, *mb, t0);
-  if (*mb >= 0 && *mb < s->n_now) s->got[*dir][*mb] = 1;
-  return AX_OK;
+  return check_arrival(s, *dir, *mb);
 }
 
 static int flush(AxScheduler *s) {
@@ -177,7 +198,6 @@ static int train_single(AxScheduler *s, int n_micro) {
 
 static int on_activation(AxScheduler *s, int mb, const void *data) {
   const void *out, *din;
-  if (s->slot_of[mb] >= 0) return AX_FAIL("micro-batch %d arrived twice at stage %d", mb, s->stage);
   AX_TRY(take_slot(s, mb));
   AX_TRY(run_forward(s, mb, data, &out));
   if (s->stage < s->P - 1) return send(s, 1, mb, out);
@@ -187,8 +207,9 @@ static int on_activation(AxScheduler *s, int mb, const void *data) {
 
 static int on_gradient(AxScheduler *s, int mb, const void *data, int *next_mb, int n_micro) {
   const void *din;
-  if (mb < 0 || mb >= s->max_micro || s->slot_of[mb] < 0)
-    return AX_FAIL("gradient for micro-batch %d, which stage %d has not forwarded", mb, s->stage);
+  if (s->slot_of[mb] < 0)
+    return AX_FAIL("stage %d: gradient for micro-batch %d, which it has not forwarded", s->stage,
+                   mb);
   AX_TRY(run_backward(s, mb, data, &din));
   if (s->stage > 0) return send(s, 0, mb, din);
   if (*next_mb < n_micro) AX_TRY(inject(s, (*next_mb)++));

@@ -2,7 +2,9 @@
  * Stage 0 injects `limit` micro-batches, then one more each time it finishes a backward.
  * Every stage waits on its pre-posted receives and runs the forward or backward of whichever
  * message arrives first; the last stage runs a micro-batch's backward right after its forward.
- * There is no barrier in a step and every rank knows up front how many messages it handles.
+ * There is no barrier in a step and every rank knows up front how many messages it handles. A
+ * message that does not belong to the pass (tagged with a micro-batch outside it, or a second
+ * activation or gradient of one) fails the pass before anything is computed on it.
  *
  * The scheduler knows nothing of the model: it calls the stage through AxStageOps, hands it a
  * stash slot per in-flight micro-batch, and moves the data through the p2p engine. It tells the
@@ -50,7 +52,8 @@ typedef struct {
   int max_micro;
 } AxScheduler;
 
-/* pipe: the pipeline row (rank = stage). act_bytes: one micro-batch activation. */
+/* pipe: the pipeline row (rank = stage). act_bytes: one micro-batch activation. On failure
+ * nothing is left to destroy. */
 int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
                   size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace);
 void ax_sched_destroy(AxScheduler *s);

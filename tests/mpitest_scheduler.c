@@ -13,6 +13,8 @@
  *   - stash slots stay below ax_sched_slots, and no two micro-batches in flight share one;
  *   - the last stage runs a micro-batch's backward right after its forward;
  *   - the messages arrive intact (checked after the pass, through the stage's own copies);
+ *   - a stray message (a duplicate, a micro-batch outside the pass) fails the pass with a
+ *     message saying so, and is never computed;
  *   - every run terminates: the watchdog (tests/mpitestutil.h) ends the job when one takes
  *     longer than RUN_TIMEOUT_S, saying what each rank was waiting for.
  * The stage's memory is the CPU backend's, or the CPU backend posing as a separate device
@@ -39,7 +41,7 @@ enum {
   MAX_CALLS = 2 * MAX_MICRO,
   WORDS_SMALL = 61,     /* 244-byte messages: sent eagerly */
   WORDS_LARGE = 16411,  /* 64 KiB + 44 bytes: MPI's rendezvous protocol */
-  SEEDS = 8,            /* training runs: SEEDS x 45 (n_micro, limit) pairs */
+  SEEDS = 6,            /* training runs: SEEDS x 45 (n_micro, limit) pairs */
   RUN_TIMEOUT_S = 60,
   NAP_MAX_US = 2000,
 };
@@ -221,7 +223,7 @@ static void mock_init(Mock *m, Mode mode, size_t words, int limit, uint64_t seed
   memset(m, 0, sizeof *m);
   m->mode = mode;
   m->be = mode == MEM_HOST_BACKEND ? tu_backend(1) : tu_posing_backend();
-  m->stage = mt_rank;
+  m->stage = mt_rank; /* the stage of a pipeline of every rank */
   m->P = mt_size;
   m->limit = limit;
   m->seed = seed;
@@ -301,10 +303,94 @@ START_TEST(every_micro_batch_once_in_order_within_the_limit) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ stray messages */
+
+typedef enum { DUPLICATE, OUT_OF_RANGE, BEYOND_THE_PASS, N_STRAYS } Stray;
+static const char *const STRAY_NAMES[] = {"a second activation of a finished micro-batch",
+                                          "an activation tagged 1000",
+                                          "an activation of micro-batch 3 in a pass of 3"};
+static const char *const STRAY_ERRORS[] = {"activation of micro-batch 0 arrived twice",
+                                           "tagged with micro-batch 1000",
+                                           "tagged with micro-batch 3"};
+enum { STRAY_MICRO = 3 };
+
+enum { DONE_TAG = 30000, END_TAG = 30001 };
+
+/* Receives and drops every message from `from` on comm up to the one tagged `until` (messages
+ * from one rank arrive in order, so nothing of this test is left behind). */
+static void drain(MPI_Comm comm, int from, int until) {
+  uint32_t junk[WORDS_SMALL];
+  MPI_Status st;
+  do
+    MPI_Recv(junk, WORDS_SMALL * 4, MPI_BYTE, from, MPI_ANY_TAG, comm, &st);
+  while (st.MPI_TAG != until);
+}
+
+/* Rank 0 plays stage 0 of a 2-stage pipeline by hand: micro-batch 0, its gradient back, the
+ * stray message, then the rest of the pass (so that a scheduler that takes the stray one in
+ * stride still finishes rather than hangs). */
+static void stray_sender(MPI_Comm comm, Stray kind, int run) {
+  uint32_t msg[WORDS_SMALL];
+  int stray = kind == DUPLICATE ? 0 : kind == OUT_OF_RANGE ? 1000 : STRAY_MICRO;
+  int order[] = {0, -1, stray, 1, 2};
+  for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+    if (order[k] < 0) {
+      MPI_Recv(msg, WORDS_SMALL * 4, MPI_BYTE, 1, 0, comm, MPI_STATUS_IGNORE); /* gradient 0 */
+      continue;
+    }
+    for (size_t i = 0; i < WORDS_SMALL; i++) msg[i] = word(run, FWD, 0, order[k], i);
+    MPI_Send(msg, WORDS_SMALL * 4, MPI_BYTE, 1, order[k], comm); /* small: sent eagerly */
+  }
+  drain(comm, 1, DONE_TAG); /* the gradients rank 1 sent after the first */
+  MPI_Send(NULL, 0, MPI_BYTE, 1, END_TAG, comm);
+}
+
+/* Rank 1 runs the last stage: the pass must fail, saying what came, and never compute it. */
+static void stray_receiver(MPI_Comm comm, Stray kind, int run) {
+  Mock m;
+  mock_init(&m, MEM_HOST_BACKEND, WORDS_SMALL, 1, 0);
+  m.stage = 1;
+  m.P = 2;
+  AxStageOps ops = {.ctx = &m, .forward = mock_forward, .backward = mock_backward};
+  AxScheduler s;
+  must(ax_sched_init(&s, comm, 1, 2, 1, STRAY_MICRO + 1, WORDS_SMALL * 4, m.be, &ops, NULL), &m,
+       "ax_sched_init");
+  begin_pass(&m, run, STRAY_MICRO, 1);
+  mt_run_begin("a pass with %s", STRAY_NAMES[kind]);
+  ax_error_clear();
+  int rc = ax_sched_train(&s, STRAY_MICRO);
+  mt_run_end();
+  mt_expect(rc == AX_ERR, "last stage: a pass with %s succeeded", STRAY_NAMES[kind]);
+  mt_expect(rc == AX_OK || strstr(ax_error_message(), STRAY_ERRORS[kind]),
+            "last stage: a pass with %s: '%s' does not say '%s'", STRAY_NAMES[kind],
+            ax_error_message(), STRAY_ERRORS[kind]);
+  ax_error_clear();
+  ax_sched_destroy(&s);
+  mock_free(&m);
+  MPI_Send(NULL, 0, MPI_BYTE, 0, DONE_TAG, comm);
+  drain(comm, 0, END_TAG); /* what the failed pass left unreceived */
+}
+
+START_TEST(stray_messages_are_reported_not_computed) {
+  if (mt_size < 2) return;
+  for (int kind = 0; kind < N_STRAYS; kind++) {
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    int run = 1000 + kind;
+    if (mt_rank == 0) stray_sender(comm, (Stray)kind, run);
+    if (mt_rank == 1) stray_receiver(comm, (Stray)kind, run);
+    MPI_Barrier(comm);
+    MPI_Comm_free(&comm);
+  }
+  mt_assert_all_ok("stray messages");
+}
+END_TEST
+
 static Suite *scheduler_suite(void) {
   Suite *s = suite_create("scheduler");
   TCase *tc = tu_tcase(s, "scheduler", 600);
   tcase_add_test(tc, every_micro_batch_once_in_order_within_the_limit);
+  tcase_add_test(tc, stray_messages_are_reported_not_computed);
   return s;
 }
 

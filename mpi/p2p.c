@@ -31,20 +31,21 @@ static int grow_sends(AxP2P *p, int n) {
   return AX_OK;
 }
 
-static int init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
-                AxBackend *be) {
+static int init(AxP2P *p, const AxP2PConfig *cfg) {
   memset(p, 0, sizeof *p);
-  p->comm = comm;
-  p->peer[AX_FROM_PREV] = prev;
-  p->peer[AX_FROM_NEXT] = next;
-  p->bytes = bytes;
-  p->be = be;
+  p->comm = cfg->comm;
+  p->cc = cfg->cc;
+  p->peer[AX_FROM_PREV] = cfg->prev;
+  p->peer[AX_FROM_NEXT] = cfg->next;
+  p->bytes = cfg->bytes;
+  p->be = cfg->be;
   p->rreq[0] = p->rreq[1] = MPI_REQUEST_NULL;
-  if (bytes > (size_t)2147483647) return AX_FAIL("pipeline message of %zu bytes is too large", bytes);
+  if (p->bytes > (size_t)2147483647)
+    return AX_FAIL("pipeline message of %zu bytes is too large", p->bytes);
   const int *world;
   int size;
-  AX_TRY(ax_mpi_world_ranks(comm, &world));
-  AX_MPI(MPI_Comm_size(comm, &size));
+  AX_TRY(ax_mpi_world_ranks(p->comm, &world));
+  AX_MPI(MPI_Comm_size(p->comm, &size));
   for (int dir = 0; dir < 2; dir++) p->world[dir] = ax_mpi_world_rank_of(world, size, p->peer[dir]);
   for (int dir = 0; dir < 2; dir++) {
     if (p->peer[dir] == MPI_PROC_NULL) continue;
@@ -52,12 +53,11 @@ static int init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int p
       if (!(p->rbuf[dir][b] = host_buffer(p))) return AX_ERR;
     AX_TRY(post_recv(p, dir));
   }
-  return grow_sends(p, pool);
+  return grow_sends(p, cfg->pool);
 }
 
-int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
-                AxBackend *be) {
-  int rc = init(p, comm, prev, next, bytes, pool, be);
+int ax_p2p_init(AxP2P *p, const AxP2PConfig *cfg) {
+  int rc = init(p, cfg);
   if (rc != AX_OK) ax_p2p_destroy(p); /* what was built so far: the caller has nothing to free */
   return rc;
 }
@@ -82,7 +82,7 @@ void ax_p2p_destroy(AxP2P *p) {
 int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data) {
   int index;
   MPI_Status st;
-  AX_TRY(ax_mpi_waitany(2, p->rreq, &index, &st));
+  AX_TRY(ax_mpi_waitany(&p->cc, 2, p->rreq, &index, &st));
   if (index == MPI_UNDEFINED) return AX_FAIL("internal: waiting for a message with no receive posted");
   int got;
   AX_MPI(MPI_Get_count(&st, MPI_BYTE, &got));
@@ -131,7 +131,7 @@ int ax_p2p_flush(AxP2P *p) {
     int peer = p->world[s->to_next ? AX_FROM_NEXT : AX_FROM_PREV];
     ax_wd_detail(s->to_next ? "rank %d has not yet taken its activation"
                             : "rank %d has not yet taken its gradient", peer, peer);
-    AX_TRY(ax_mpi_wait(&s->req, NULL));
+    AX_TRY(ax_mpi_wait(&p->cc, &s->req, NULL));
   }
   return AX_OK;
 }

@@ -14,6 +14,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "comm_config.h"
 #include "src/backend/backend.h"
 
 typedef enum { AX_FROM_PREV = 0, AX_FROM_NEXT = 1 } AxP2PDir;
@@ -26,6 +27,16 @@ typedef struct {
 
 typedef struct {
   MPI_Comm comm;
+  int prev, next;  /* ranks in comm, or MPI_PROC_NULL at the ends of the pipeline */
+  size_t bytes;    /* every message */
+  int pool;        /* send buffers to start with (the pool grows as needed) */
+  AxBackend *be;
+  AxCommConfig cc; /* how waits wait (polite or not) */
+} AxP2PConfig;
+
+typedef struct {
+  MPI_Comm comm;
+  AxCommConfig cc;
   int peer[2];      /* [AX_FROM_PREV] = previous stage, [AX_FROM_NEXT] = next; MPI_PROC_NULL */
   int world[2];     /* the same peers' MPI_COMM_WORLD ranks; -1 at the ends of the pipeline */
   size_t bytes;
@@ -38,10 +49,10 @@ typedef struct {
   unsigned long long bytes_sent, bytes_received;
 } AxP2P;
 
-/* prev/next: ranks in comm, or MPI_PROC_NULL at the ends of the pipeline. On failure nothing
- * is left to destroy. */
-int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
-                AxBackend *be);
+/* Posts the receives. On failure nothing is left to destroy. */
+int ax_p2p_init(AxP2P *p, const AxP2PConfig *cfg);
+/* Cancels the posted receives (a message that already landed in one is dropped: destroy only
+ * when no more messages are coming) and completes the sends. */
 void ax_p2p_destroy(AxP2P *p);
 /* Waits for the next message from either neighbour; re-posts that direction's receive before
  * returning. *data is valid until the second-next message from that direction arrives. */

@@ -10,31 +10,35 @@
 
 int ax_sched_slots(int stage, int P, int limit) { return stage == P - 1 ? 1 : limit; }
 
-static int init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
-                size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace) {
+static int init(AxScheduler *s, const AxSchedConfig *c) {
   memset(s, 0, sizeof *s);
-  if (limit < 1) return AX_FAIL("--pipeline-limit must be at least 1 (got %d)", limit);
-  s->stage = stage;
-  s->P = P;
-  s->limit = limit;
-  s->n_slots = ax_sched_slots(stage, P, limit);
-  s->ops = *ops;
-  s->trace = trace;
-  s->max_micro = max_micro;
-  s->slot_of = ax_malloc((size_t)max_micro * sizeof *s->slot_of);
+  if (c->limit < 1) return AX_FAIL("--pipeline-limit must be at least 1 (got %d)", c->limit);
+  s->stage = c->stage;
+  s->P = c->P;
+  s->limit = c->limit;
+  s->n_slots = ax_sched_slots(c->stage, c->P, c->limit);
+  s->ops = c->ops;
+  s->trace = c->trace;
+  s->max_micro = c->max_micro;
+  s->slot_of = ax_malloc((size_t)c->max_micro * sizeof *s->slot_of);
   s->slot_used = ax_calloc((size_t)s->n_slots, sizeof *s->slot_used);
-  s->got[0] = ax_calloc((size_t)max_micro + 1, 1);
-  s->got[1] = ax_calloc((size_t)max_micro + 1, 1);
+  s->got[0] = ax_calloc((size_t)c->max_micro + 1, 1);
+  s->got[1] = ax_calloc((size_t)c->max_micro + 1, 1);
   if (!s->slot_of || !s->slot_used || !s->got[0] || !s->got[1]) return AX_ERR;
-  for (int i = 0; i < max_micro; i++) s->slot_of[i] = -1;
-  if (P == 1) return AX_OK; /* no neighbours, no messages */
-  int prev = stage > 0 ? stage - 1 : MPI_PROC_NULL, next = stage < P - 1 ? stage + 1 : MPI_PROC_NULL;
-  return ax_p2p_init(&s->p2p, pipe, prev, next, act_bytes, limit + 1, be);
+  for (int i = 0; i < c->max_micro; i++) s->slot_of[i] = -1;
+  if (c->P == 1) return AX_OK; /* no neighbours, no messages */
+  AxP2PConfig pc = {.comm = c->pipe,
+                    .prev = c->stage > 0 ? c->stage - 1 : MPI_PROC_NULL,
+                    .next = c->stage < c->P - 1 ? c->stage + 1 : MPI_PROC_NULL,
+                    .bytes = c->act_bytes,
+                    .pool = c->limit + 1,
+                    .be = c->be,
+                    .cc = c->cc};
+  return ax_p2p_init(&s->p2p, &pc);
 }
 
-int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
-                  size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace) {
-  int rc = init(s, pipe, stage, P, limit, max_micro, act_bytes, be, ops, trace);
+int ax_sched_init(AxScheduler *s, const AxSchedConfig *cfg) {
+  int rc = init(s, cfg);
   if (rc != AX_OK) ax_sched_destroy(s); /* what was built so far */
   return rc;
 }

@@ -36,6 +36,18 @@ typedef enum {
 } AxSchedHang;
 
 typedef struct {
+  MPI_Comm pipe;   /* the pipeline row: rank = stage */
+  int stage, P;
+  int limit;       /* micro-batches in flight (pipeline limit, >= 1) */
+  int max_micro;   /* micro-batches of the largest pass */
+  size_t act_bytes; /* one micro-batch's activation (and gradient) */
+  AxBackend *be;
+  AxStageOps ops;
+  AxTrace *trace;  /* may be NULL */
+  AxCommConfig cc; /* how the pipeline's waits wait (the grid's) */
+} AxSchedConfig;
+
+typedef struct {
   int stage, P;
   int limit;       /* micro-batches in flight (pipeline limit) */
   int n_slots;     /* stash slots this stage needs: limit, or 1 on the last stage */
@@ -52,10 +64,8 @@ typedef struct {
   int max_micro;
 } AxScheduler;
 
-/* pipe: the pipeline row (rank = stage). act_bytes: one micro-batch activation. On failure
- * nothing is left to destroy. */
-int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
-                  size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace);
+/* On failure nothing is left to destroy. */
+int ax_sched_init(AxScheduler *s, const AxSchedConfig *cfg);
 void ax_sched_destroy(AxScheduler *s);
 /* Stash slots a stage needs for a pipeline limit (for sizing its activation arena). */
 int ax_sched_slots(int stage, int P, int limit);

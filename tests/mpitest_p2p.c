@@ -49,6 +49,7 @@ static const char *const MODE_NAMES[] = {"host-staged, CPU backend",
                                          "host-staged, posing device"};
 
 static MPI_Comm g_pipe, g_ctrl; /* the engine's communicator; acknowledgements */
+static AxCommConfig g_cc;       /* polite waiting when the ranks oversubscribe the cores */
 
 typedef struct {
   Mode mode;
@@ -81,7 +82,9 @@ static void open_engine(Engine *e, Mode mode, size_t bytes, int pool, uint64_t s
   e->src = e->be->ops->alloc(e->be, bytes);
   ck_assert_ptr_nonnull(e->src);
   ax_rng_seed(&e->rng, seed * 31 + (uint64_t)mt_rank);
-  int rc = ax_p2p_init(&e->p, g_pipe, prev_rank(), next_rank(), bytes, pool, e->be);
+  AxP2PConfig pc = {.comm = g_pipe, .prev = prev_rank(), .next = next_rank(), .bytes = bytes,
+                    .pool = pool, .be = e->be, .cc = g_cc};
+  int rc = ax_p2p_init(&e->p, &pc);
   ck_assert_msg(rc == AX_OK, "ax_p2p_init: %s", ax_error_message());
 }
 
@@ -325,7 +328,8 @@ int main(int argc, char **argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_dup(MPI_COMM_WORLD, &g_pipe);
   MPI_Comm_dup(MPI_COMM_WORLD, &g_ctrl);
-  ax_mpi_auto_polite(MPI_COMM_WORLD);
+  g_cc = ax_comm_config_default();
+  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
   mt_watchdog_start(RUN_TIMEOUT_S);
   int rc = tu_run_nofork(p2p_suite());
   mt_watchdog_stop();

@@ -47,7 +47,8 @@ enum {
 };
 enum { FWD = 0, BWD = 1 }; /* a message's direction: activation, gradient */
 
-static MPI_Comm g_pipe; /* the pipeline: rank = stage */
+static MPI_Comm g_pipe;   /* the pipeline: rank = stage */
+static AxCommConfig g_cc; /* polite waiting when the ranks oversubscribe the cores */
 
 typedef struct {
   int forward, mb, slot;
@@ -190,6 +191,11 @@ static int mock_backward(void *ctx, int mb, int slot, const void *doutput, const
   return produce(m, mb, BWD, m->din_dev, dinput);
 }
 
+static AxStageOps mock_ops(Mock *m) {
+  AxStageOps ops = {.ctx = m, .forward = mock_forward, .backward = mock_backward};
+  return ops;
+}
+
 /* After a pass: what ran, and every message as the stage copied it. */
 static int check_pass(Mock *m) {
   for (int mb = 0; mb < m->n_micro; mb++) {
@@ -273,10 +279,11 @@ static void must(int rc, const Mock *m, const char *what) {
 static void run_limit(Mode mode, size_t words, int limit, uint64_t seed, int *run) {
   Mock m;
   mock_init(&m, mode, words, limit, seed);
-  AxStageOps ops = {.ctx = &m, .forward = mock_forward, .backward = mock_backward};
+  AxSchedConfig sc = {.pipe = g_pipe, .stage = m.stage, .P = m.P, .limit = limit,
+                      .max_micro = MAX_MICRO, .act_bytes = words * 4, .be = m.be,
+                      .ops = mock_ops(&m), .cc = g_cc};
   AxScheduler s;
-  must(ax_sched_init(&s, g_pipe, m.stage, m.P, limit, MAX_MICRO, words * 4, m.be, &ops, NULL),
-       &m, "ax_sched_init");
+  must(ax_sched_init(&s, &sc), &m, "ax_sched_init");
   for (int n = limit; n <= MAX_MICRO; n++)
     for (int train = 1; train >= (n % 2 ? 0 : 1); train--) {
       begin_pass(&m, ++*run, n, train);
@@ -351,10 +358,10 @@ static void stray_receiver(MPI_Comm comm, Stray kind, int run) {
   mock_init(&m, MEM_HOST_BACKEND, WORDS_SMALL, 1, 0);
   m.stage = 1;
   m.P = 2;
-  AxStageOps ops = {.ctx = &m, .forward = mock_forward, .backward = mock_backward};
+  AxSchedConfig sc = {.pipe = comm, .stage = 1, .P = 2, .limit = 1, .max_micro = STRAY_MICRO + 1,
+                      .act_bytes = WORDS_SMALL * 4, .be = m.be, .ops = mock_ops(&m), .cc = g_cc};
   AxScheduler s;
-  must(ax_sched_init(&s, comm, 1, 2, 1, STRAY_MICRO + 1, WORDS_SMALL * 4, m.be, &ops, NULL), &m,
-       "ax_sched_init");
+  must(ax_sched_init(&s, &sc), &m, "ax_sched_init");
   begin_pass(&m, run, STRAY_MICRO, 1);
   mt_run_begin("a pass with %s", STRAY_NAMES[kind]);
   ax_error_clear();
@@ -398,7 +405,8 @@ int main(int argc, char **argv) {
   mt_init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* as axonn train */
   MPI_Comm_dup(MPI_COMM_WORLD, &g_pipe);
-  ax_mpi_auto_polite(MPI_COMM_WORLD);
+  g_cc = ax_comm_config_default();
+  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
   mt_watchdog_start(RUN_TIMEOUT_S);
   int rc = tu_run_nofork(scheduler_suite());
   mt_watchdog_stop();

@@ -75,8 +75,9 @@ static int sync_tied(Trainer *t) {
   int other = t->grid.row * t->grid.P + (t->spec.first ? t->grid.P - 1 : 0);
   AX_WD_NOTE(other, "in the tied-embedding gradient all-reduce with rank %d", other);
   double t0 = ax_trace_begin(&t->trace);
-  AX_TRY(ax_allreduce(t->grid.tied, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
-                      AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce, &t->comm_bytes));
+  AX_TRY(ax_allreduce(t->grid.tied, &t->grid.comm_cfg, t->off.grads + lay->offset[AX_P_WTE],
+                      lay->count[AX_P_WTE], AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce,
+                      &t->comm_bytes));
   ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
   return AX_OK;
 }
@@ -99,6 +100,7 @@ static int any_overflow(Trainer *t, int step, int *overflow) {
 
 static AxReduceSpec reduce_spec(Trainer *t) {
   AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
+                    .cc = &t->grid.comm_cfg,
                     .algo = (AxAllreduceAlgo)t->cfg.allreduce, .bytes = &t->comm_bytes,
                     .window = 2, .trace = &t->trace,
                     .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS};

@@ -39,7 +39,9 @@ static int setup_grid(Trainer *t) {
   AX_TRY(ax_grid_create(&t->grid, t->cfg.g_inter, t->cfg.g_data));
   t->have_grid = 1;
   ax_set_rank(t->grid.rank);
-  ax_mpi_polite_for(t->grid.share_size);
+  /* the default chunking; polite waiting when this rank's CPU set is oversubscribed */
+  t->grid.comm_cfg = ax_comm_config_default();
+  t->grid.comm_cfg.polite = ax_mpi_polite_for(t->grid.share_size);
   return AX_OK;
 }
 
@@ -182,11 +184,12 @@ static int setup_data(Trainer *t) {
 }
 
 static int setup_scheduler(Trainer *t) {
-  AxStageOps ops;
-  AX_TRY(ax_trainer_make_ops(t, &ops));
-  size_t act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz;
-  AX_TRY(ax_sched_init(&t->sched, t->grid.pipe, t->grid.stage, t->grid.P, t->limit, t->n_micro,
-                       act_bytes, t->be, &ops, &t->trace));
+  AxSchedConfig sc = {.pipe = t->grid.pipe, .stage = t->grid.stage, .P = t->grid.P,
+                      .limit = t->limit, .max_micro = t->n_micro,
+                      .act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz,
+                      .be = t->be, .trace = &t->trace, .cc = t->grid.comm_cfg};
+  AX_TRY(ax_trainer_make_ops(t, &sc.ops));
+  AX_TRY(ax_sched_init(&t->sched, &sc));
   t->have_sched = 1;
   if (t->cfg.debug_delay_stage == t->grid.stage) t->sched.delay_ms = t->cfg.debug_delay_ms;
   return AX_OK;
@@ -265,7 +268,8 @@ static int gather_and_write(AxTrainer *t, const char *path) {
       /* row 0's stage s is world rank s; the pipeline communicator carries only pipeline
        * messages (its receives are pre-posted for any tag) */
       AX_WD_NOTE(s, "receiving the weights of stage %d from rank %d", s, s);
-      rc = buf ? ax_mpi_recv_floats(buf, lay[s].total, s, 77, t->grid.world) : AX_ERR;
+      rc = buf ? ax_mpi_recv_floats(&t->grid.comm_cfg, buf, lay[s].total, s, 77, t->grid.world)
+               : AX_ERR;
     }
   }
   AX_WD_NOTE(-1, "writing the model file");

@@ -23,10 +23,10 @@ _Static_assert(AX_PREC_BF16 == (int)AX_DTYPE_BF16 && AX_PREC_FP16 == (int)AX_DTY
 
 enum { SYNTH_TRAIN_TOKENS = 2000000, SYNTH_VAL_TOKENS = 200000, TRACE_CAPACITY = 1 << 20 };
 
-static int stage_first(const Trainer *t) { return t->grid.stage == 0; }
-static int stage_last(const Trainer *t) { return t->grid.stage == t->grid.P - 1; }
+static int stage_first(const AxTrainer *t) { return t->grid.stage == 0; }
+static int stage_last(const AxTrainer *t) { return t->grid.stage == t->grid.P - 1; }
 
-static int setup_grid(Trainer *t) {
+static int setup_grid(AxTrainer *t) {
   int mpi = 0;
   MPI_Initialized(&mpi);
   if (!mpi) {
@@ -45,7 +45,7 @@ static int setup_grid(Trainer *t) {
   return AX_OK;
 }
 
-static int setup_model(Trainer *t) {
+static int setup_model(AxTrainer *t) {
   if (t->cfg.init) {
     AX_TRY(ax_model_file_read_config(t->cfg.init, &t->model));
   } else {
@@ -63,7 +63,7 @@ static int setup_model(Trainer *t) {
   return AX_OK;
 }
 
-static int setup_partition(Trainer *t) {
+static int setup_partition(AxTrainer *t) {
   int P = t->grid.P, s = t->grid.stage;
   t->first_block = ax_malloc((size_t)(P + 1) * sizeof *t->first_block);
   if (!t->first_block) return AX_ERR;
@@ -79,7 +79,7 @@ static int setup_partition(Trainer *t) {
   return AX_OK;
 }
 
-static int setup_backend(Trainer *t) {
+static int setup_backend(AxTrainer *t) {
   AxBackendConfig bc = {.device = t->cfg.device,
                         .dtype = (AxDType)t->cfg.precision,
                         .threads = t->cfg.threads,
@@ -96,7 +96,7 @@ static int setup_backend(Trainer *t) {
 }
 
 /* The fp32 master weights (host arena) from --init or the seeded initialization. */
-static int load_params(Trainer *t, const AxStageLayout *layout) {
+static int load_params(AxTrainer *t, const AxStageLayout *layout) {
   float *master = t->off.master;
   if (t->cfg.init) return ax_model_file_read_stage(t->cfg.init, &t->model, layout, master);
   ax_gpt_init_stage(&t->model, layout, (uint64_t)t->cfg.seed, master);
@@ -118,7 +118,7 @@ int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
   return n;
 }
 
-static int setup_stage(Trainer *t) {
+static int setup_stage(AxTrainer *t) {
   AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &t->spec));
   const AxStageLayout *layout = ax_stage_layout_of(t->stage);
   AxParamSegment segs[AX_N_PARAMS];
@@ -137,7 +137,7 @@ static int setup_stage(Trainer *t) {
   return ax_sync(t->be);
 }
 
-static int setup_synthetic(Trainer *t) {
+static int setup_synthetic(AxTrainer *t) {
   if (t->model.vocab < 128)
     return AX_FAIL("the built-in corpus is byte text and needs --vocab >= 128 (got %d); give "
                    "--data for other vocabularies", t->model.vocab);
@@ -156,7 +156,7 @@ static int setup_synthetic(Trainer *t) {
 }
 
 /* Only the first stage (tokens) and the last (targets) of each row read data. */
-static int setup_data(Trainer *t) {
+static int setup_data(AxTrainer *t) {
   t->floor = NAN;
   if (!t->cfg.data) {
     ax_markov_build(&t->markov, (uint64_t)t->cfg.seed);
@@ -183,7 +183,7 @@ static int setup_data(Trainer *t) {
   return AX_OK;
 }
 
-static int setup_scheduler(Trainer *t) {
+static int setup_scheduler(AxTrainer *t) {
   AxSchedConfig sc = {.pipe = t->grid.pipe, .stage = t->grid.stage, .P = t->grid.P,
                       .limit = t->limit, .max_micro = t->n_micro,
                       .act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz,
@@ -195,7 +195,7 @@ static int setup_scheduler(Trainer *t) {
   return AX_OK;
 }
 
-static int setup_trace(Trainer *t) {
+static int setup_trace(AxTrainer *t) {
   ax_trace_off(&t->trace);
   if (!t->cfg.trace) return AX_OK;
   int lo = 0, hi = 0;
@@ -347,7 +347,7 @@ void ax_trainer_destroy(AxTrainer *t) {
 }
 
 /* Runs one setup phase on every rank and agrees on the outcome. */
-static int phase(Trainer *t, int (*fn)(Trainer *)) { return ax_grid_agree(&t->grid, fn(t)); }
+static int phase(AxTrainer *t, int (*fn)(AxTrainer *)) { return ax_grid_agree(&t->grid, fn(t)); }
 
 int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   *out = NULL;

@@ -52,12 +52,10 @@ struct AxTrainer {
   int validating;
 };
 
-typedef AxTrainer Trainer;
-
 /* train_step.c */
-int ax_trainer_make_ops(Trainer *t, AxStageOps *ops);
+int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops);
 /* trainer_ckpt.c: creates and locks --checkpoint-dir (rank 0) and checks that every rank that
  * writes into it can (a setup phase; nothing when there is no --checkpoint-dir). */
-int ax_trainer_setup_checkpoints(Trainer *t);
+int ax_trainer_setup_checkpoints(AxTrainer *t);
 
 #endif

@@ -33,7 +33,8 @@ static int init(AxScheduler *s, const AxSchedConfig *c) {
                     .bytes = c->act_bytes,
                     .pool = c->limit + 1,
                     .be = c->be,
-                    .cc = c->cc};
+                    .cc = c->cc,
+                    .device_buffers = c->device_buffers};
   return ax_p2p_init(&s->p2p, &pc);
 }
 
@@ -82,12 +83,15 @@ static void debug_hang(const AxScheduler *s) {
   for (;;) nanosleep(&(struct timespec){1, 0}, NULL);
 }
 
+/* Where received messages are (what the stage callbacks are told). */
+static AxMemKind received_mem(const AxScheduler *s) { return s->P > 1 ? s->p2p.mem : AX_MEM_HOST; }
+
 static int run_forward(AxScheduler *s, int mb, const void *input, const void **out) {
   AX_WD_NOTE(-1, "computing the forward of micro-batch %d", mb);
   debug_delay(s);
   debug_hang(s);
   double t0 = ax_trace_begin(s->trace);
-  AX_TRY(s->ops.forward(s->ops.ctx, mb, s->slot_of[mb], input, out));
+  AX_TRY(s->ops.forward(s->ops.ctx, mb, s->slot_of[mb], input, received_mem(s), out));
   ax_trace_end(s->trace, AX_EV_FORWARD, mb, t0);
   return AX_OK;
 }
@@ -96,7 +100,7 @@ static int run_backward(AxScheduler *s, int mb, const void *dout, const void **d
   AX_WD_NOTE(-1, "computing the backward of micro-batch %d", mb);
   debug_delay(s);
   double t0 = ax_trace_begin(s->trace);
-  AX_TRY(s->ops.backward(s->ops.ctx, mb, s->slot_of[mb], dout, din));
+  AX_TRY(s->ops.backward(s->ops.ctx, mb, s->slot_of[mb], dout, received_mem(s), din));
   ax_trace_end(s->trace, AX_EV_BACKWARD, mb, t0);
   release_slot(s, mb);
   return AX_OK;

@@ -18,14 +18,18 @@
 
 typedef struct {
   void *ctx;
-  /* Forward of micro-batch mb into stash slot `slot`. input: the received activation (host),
-   * NULL on the first stage. *output: the activation for the next stage (device), valid until
-   * the next call; ignored on the last stage. */
-  int (*forward)(void *ctx, int mb, int slot, const void *input, const void **output);
-  /* Backward of mb. doutput: the received gradient (host), NULL on the last stage (which
-   * computes its loss first). *dinput: the gradient for the previous stage (device); ignored
-   * on the first stage. */
-  int (*backward)(void *ctx, int mb, int slot, const void *doutput, const void **dinput);
+  /* Forward of micro-batch mb into stash slot `slot`. input: the received activation, NULL on
+   * the first stage, in host or device memory as input_mem says (the p2p engine's buffers, see
+   * mpi/p2p.h: copy it before the call returns, on the compute stream when on the device).
+   * *output: the activation for the next stage (device), valid until the next call; ignored
+   * on the last stage. */
+  int (*forward)(void *ctx, int mb, int slot, const void *input, AxMemKind input_mem,
+                 const void **output);
+  /* Backward of mb. doutput: the received gradient, NULL on the last stage (which computes its
+   * loss first), in host or device memory as doutput_mem says. *dinput: the gradient for the
+   * previous stage (device); ignored on the first stage. */
+  int (*backward)(void *ctx, int mb, int slot, const void *doutput, AxMemKind doutput_mem,
+                  const void **dinput);
 } AxStageOps;
 
 /* Testing: how --debug-hang-rank makes this rank stop making progress in one step. */
@@ -45,6 +49,7 @@ typedef struct {
   AxStageOps ops;
   AxTrace *trace;  /* may be NULL */
   AxCommConfig cc; /* how the pipeline's waits wait (the grid's) */
+  int device_buffers; /* messages go to MPI in device memory (CUDA-aware MPI), see mpi/p2p.h */
 } AxSchedConfig;
 
 typedef struct {

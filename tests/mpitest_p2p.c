@@ -14,7 +14,9 @@
  *     every message (none is caught by a receive of the old one).
  * Message words encode (sequence number, direction, sender), checked word by word. The engine
  * runs over the CPU backend, or the CPU backend posing as a separate device
- * (tests/posing_device.h: every copy's kind is checked against where its pointers live). */
+ * (tests/posing_device.h: every copy's kind is checked against where its pointers live, and
+ * device-to-device copies run late, as on a GPU), with its buffers in host memory (staged) or
+ * in device memory (as with CUDA-aware MPI); a received message must be where it says. */
 #include <check.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -44,9 +46,12 @@ enum {
 };
 enum { FWD = 0, BWD = 1 }; /* to the next rank (activations), to the previous (gradients) */
 
-typedef enum { STAGED_CPU = 0, STAGED_POSING, N_MODES } Mode;
-static const char *const MODE_NAMES[] = {"host-staged, CPU backend",
-                                         "host-staged, posing device"};
+typedef enum { STAGED_CPU = 0, STAGED_POSING, DEVICE_CPU, DEVICE_POSING, N_MODES } Mode;
+static const char *const MODE_NAMES[] = {"host-staged, CPU backend", "host-staged, posing device",
+                                         "device buffers, CPU backend",
+                                         "device buffers, posing device"};
+static int device_buffers(Mode m) { return m == DEVICE_CPU || m == DEVICE_POSING; }
+static int posing(Mode m) { return m == STAGED_POSING || m == DEVICE_POSING; }
 
 static MPI_Comm g_pipe, g_ctrl; /* the engine's communicator; acknowledgements */
 static AxCommConfig g_cc;       /* polite waiting when the ranks oversubscribe the cores */
@@ -77,15 +82,17 @@ static void open_engine(Engine *e, Mode mode, size_t bytes, int pool, uint64_t s
   memset(e, 0, sizeof *e);
   e->mode = mode;
   e->bytes = bytes;
-  e->be = mode == STAGED_CPU ? tu_backend(1) : tu_posing_backend();
+  e->be = posing(mode) ? tu_posing_backend() : tu_backend(1);
   e->host = tu_alloc(bytes);
   e->src = e->be->ops->alloc(e->be, bytes);
   ck_assert_ptr_nonnull(e->src);
   ax_rng_seed(&e->rng, seed * 31 + (uint64_t)mt_rank);
   AxP2PConfig pc = {.comm = g_pipe, .prev = prev_rank(), .next = next_rank(), .bytes = bytes,
-                    .pool = pool, .be = e->be, .cc = g_cc};
+                    .pool = pool, .be = e->be, .cc = g_cc,
+                    .device_buffers = device_buffers(mode)};
   int rc = ax_p2p_init(&e->p, &pc);
   ck_assert_msg(rc == AX_OK, "ax_p2p_init: %s", ax_error_message());
+  ck_assert_int_eq(e->p.mem, device_buffers(mode) ? AX_MEM_DEVICE : AX_MEM_HOST);
 }
 
 /* Every rank closes its engine before any opens the next on the same communicator. */
@@ -107,7 +114,11 @@ static void send(Engine *e, int dir, int seq) {
 /* Index of the first word of a received message that differs from message (seq, dir) of
  * `from`; the message's length in words when none does. */
 static size_t first_bad(Engine *e, const void *data, int seq, int dir, int from) {
-  memcpy(e->host, data, e->bytes); /* host-staged: received into host memory */
+  if (e->p.mem == AX_MEM_DEVICE) /* as a GPU's memory is read: by a copy */
+    ck_assert_int_eq(e->be->ops->copy(e->be, e->host, data, e->bytes, AX_COPY_D2H,
+                                      AX_STREAM_COMPUTE), AX_OK);
+  else
+    memcpy(e->host, data, e->bytes);
   size_t i = 0;
   while (i < e->bytes / 4 && e->host[i] == word(seq, dir, from, i)) i++;
   return i;
@@ -119,6 +130,20 @@ static int check_message(Engine *e, const void *data, int seq, int dir, const ch
   return mt_expect(bad == n, "%s message %d from rank %d differs at word %zu of %zu %s (%s, "
                    "%zu bytes)", dir == FWD ? "forward" : "backward", seq, from, bad, n, when,
                    MODE_NAMES[e->mode], e->bytes);
+}
+
+/* A received message is where the engine says: one of its buffers, in device memory exactly
+ * when it has device buffers. */
+static void check_place(Engine *e, const void *data) {
+  int in_buffers = 0;
+  for (int d = 0; d < 2; d++)
+    for (int b = 0; b < 2; b++) in_buffers |= data == e->p.rbuf[d][b];
+  mt_expect(in_buffers, "a message at %p, not in a receive buffer (%s)", data,
+            MODE_NAMES[e->mode]);
+  if (posing(e->mode))
+    mt_expect(tu_posing_is_device(e->be, data) == device_buffers(e->mode),
+              "a message received into %s memory (%s)",
+              tu_posing_is_device(e->be, data) ? "device" : "host", MODE_NAMES[e->mode]);
 }
 
 /* Waits for the next message; checks where it came from and its tag. */
@@ -134,6 +159,7 @@ static const void *receive(Engine *e, int want_dir, int want_seq) {
     mt_expect(dir_of == want_dir, "a %s message, expected a %s one", dir_of == FWD ? "forward" :
               "backward", want_dir == FWD ? "forward" : "backward");
   if (want_seq >= 0) mt_expect(tag == want_seq, "message %d, expected %d", tag, want_seq);
+  check_place(e, data);
   return data;
 }
 
@@ -219,6 +245,7 @@ static void rapid(Engine *e, int n) {
     mt_expect(tag == next_seq[dir], "%s message %d arrived, expected %d", dir == FWD ? "forward" :
               "backward", tag, next_seq[dir]);
     next_seq[dir] = tag + 1;
+    check_place(e, data);
     check_message(e, data, tag, dir, "on arrival");
     if (ax_rng_below(&e->rng, 3) == 0) {
       nap(e, 300);

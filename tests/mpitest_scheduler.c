@@ -18,7 +18,9 @@
  *   - every run terminates: the watchdog (tests/mpitestutil.h) ends the job when one takes
  *     longer than RUN_TIMEOUT_S, saying what each rank was waiting for.
  * The stage's memory is the CPU backend's, or the CPU backend posing as a separate device
- * (tests/posing_device.h), which checks every copy's kind against where its pointers live. */
+ * (tests/posing_device.h: every copy's kind is checked against where its pointers live, and
+ * device-to-device copies run late, as on a GPU), with the p2p engine's buffers in host memory
+ * or, as with CUDA-aware MPI, in device memory; the stage is told which, and checked. */
 #include <check.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -54,8 +56,10 @@ typedef struct {
   int forward, mb, slot;
 } Call;
 
-typedef enum { MEM_HOST_BACKEND = 0, MEM_POSING_STAGED, N_MODES } Mode;
-static const char *const MODE_NAMES[] = {"CPU backend", "posing device, host-staged"};
+/* The stage's backend, and where the p2p engine keeps its buffers (mpi/p2p.h). */
+typedef enum { MEM_HOST_BACKEND = 0, MEM_POSING_STAGED, MEM_POSING_DEVICE, N_MODES } Mode;
+static const char *const MODE_NAMES[] = {"CPU backend, host-staged", "posing device, host-staged",
+                                         "posing device, device buffers"};
 
 typedef struct {
   AxBackend *be;
@@ -65,6 +69,7 @@ typedef struct {
   size_t words;
   uint32_t *host;            /* host scratch, one message */
   void *out_dev, *din_dev;   /* the stage's outputs (device) */
+  void *pattern[MAX_MICRO][2]; /* what the stage outputs, per micro-batch and direction (device) */
   void *stash[MAX_MICRO][2]; /* device copies of what arrived, verified after the pass */
   int stashed[MAX_MICRO][2];
   Call calls[MAX_CALLS];
@@ -111,22 +116,44 @@ static int record(Mock *m, int forward, int mb, int slot) {
   return AX_OK;
 }
 
-/* Keeps a device copy of a received message, to be verified after the pass. */
-static int stash(Mock *m, int mb, int dir, const void *data) {
-  if (!mt_expect(data != NULL, "stage %d: no %s for micro-batch %d (%s)", m->stage,
-                 dir == FWD ? "activation" : "gradient", mb, run_name(m)))
+/* Keeps a device copy of a received message, to be verified after the pass: as a stage keeps
+ * its input, copied on the compute stream (device to device: not done yet on the posing
+ * device when the call returns). The message must be where the scheduler says it is. */
+static int stash(Mock *m, int mb, int dir, const void *data, AxMemKind mem) {
+  const char *what = dir == FWD ? "activation" : "gradient";
+  if (!mt_expect(data != NULL, "stage %d: no %s for micro-batch %d (%s)", m->stage, what, mb,
+                 run_name(m)))
     return AX_OK;
+  AxMemKind want = m->mode == MEM_POSING_DEVICE ? AX_MEM_DEVICE : AX_MEM_HOST;
+  mt_expect(mem == want, "stage %d: the %s of micro-batch %d said to be in %s memory (%s)",
+            m->stage, what, mb, mem == AX_MEM_DEVICE ? "device" : "host", run_name(m));
+  if (m->mode != MEM_HOST_BACKEND)
+    mt_expect(tu_posing_is_device(m->be, data) == (want == AX_MEM_DEVICE),
+              "stage %d: the %s of micro-batch %d is in %s memory (%s)", m->stage, what, mb,
+              tu_posing_is_device(m->be, data) ? "device" : "host", run_name(m));
   m->stashed[mb][dir] = 1;
-  return m->be->ops->copy(m->be, m->stash[mb][dir], data, m->words * 4, AX_COPY_H2D,
+  return m->be->ops->copy(m->be, m->stash[mb][dir], data, m->words * 4, ax_copy_to_device(mem),
                           AX_STREAM_COMPUTE);
 }
 
-/* The stage's output for (micro-batch, direction), in its device buffer. */
+/* The stage's output for (micro-batch, direction), in its device buffer: computed on the
+ * device (a device-to-device copy of the pattern, enqueued, as a GPU kernel would be). */
 static int produce(Mock *m, int mb, int dir, void *dev, const void **out) {
-  for (size_t i = 0; i < m->words; i++) m->host[i] = word(m->run, dir, m->stage, mb, i);
-  AX_TRY(m->be->ops->copy(m->be, dev, m->host, m->words * 4, AX_COPY_H2D, AX_STREAM_COMPUTE));
+  AX_TRY(m->be->ops->copy(m->be, dev, m->pattern[mb][dir], m->words * 4, AX_COPY_D2D,
+                          AX_STREAM_COMPUTE));
   *out = dev;
   return AX_OK;
+}
+
+/* The outputs of every micro-batch of a pass, in device memory before it starts. */
+static int upload_patterns(Mock *m) {
+  for (int mb = 0; mb < m->n_micro; mb++)
+    for (int dir = FWD; dir <= BWD; dir++) {
+      for (size_t i = 0; i < m->words; i++) m->host[i] = word(m->run, dir, m->stage, mb, i);
+      AX_TRY(m->be->ops->copy(m->be, m->pattern[mb][dir], m->host, m->words * 4, AX_COPY_H2D,
+                              AX_STREAM_COMPUTE));
+    }
+  return m->be->ops->sync(m->be, AX_STREAM_COMPUTE);
 }
 
 static void take_slot(Mock *m, int mb, int slot) {
@@ -140,7 +167,8 @@ static void take_slot(Mock *m, int mb, int slot) {
   if (m->train) m->holder[slot] = mb + 1; /* forward-only passes free it at once */
 }
 
-static int mock_forward(void *ctx, int mb, int slot, const void *input, const void **output) {
+static int mock_forward(void *ctx, int mb, int slot, const void *input, AxMemKind input_mem,
+                        const void **output) {
   Mock *m = ctx;
   AX_TRY(record(m, 1, mb, slot));
   mt_expect(m->fwd[mb]++ == 0, "stage %d: forward of micro-batch %d ran twice (%s)", m->stage,
@@ -159,12 +187,13 @@ static int mock_forward(void *ctx, int mb, int slot, const void *input, const vo
     mt_expect(input == NULL, "stage 0: forward of micro-batch %d got an input (%s)", mb,
               run_name(m));
   else
-    AX_TRY(stash(m, mb, FWD, input));
+    AX_TRY(stash(m, mb, FWD, input, input_mem));
   nap(m, mb, FWD);
   return produce(m, mb, FWD, m->out_dev, output);
 }
 
-static int mock_backward(void *ctx, int mb, int slot, const void *doutput, const void **dinput) {
+static int mock_backward(void *ctx, int mb, int slot, const void *doutput, AxMemKind doutput_mem,
+                         const void **dinput) {
   Mock *m = ctx;
   AX_TRY(record(m, 0, mb, slot));
   mt_expect(m->train, "stage %d: backward of micro-batch %d in a forward-only pass (%s)",
@@ -185,7 +214,7 @@ static int mock_backward(void *ctx, int mb, int slot, const void *doutput, const
     mt_expect(doutput == NULL, "last stage: backward of micro-batch %d got a gradient (%s)", mb,
               run_name(m));
   } else {
-    AX_TRY(stash(m, mb, BWD, doutput));
+    AX_TRY(stash(m, mb, BWD, doutput, doutput_mem));
   }
   nap(m, mb, BWD);
   return produce(m, mb, BWD, m->din_dev, dinput);
@@ -241,7 +270,8 @@ static void mock_init(Mock *m, Mode mode, size_t words, int limit, uint64_t seed
   for (int mb = 0; mb < MAX_MICRO; mb++)
     for (int dir = FWD; dir <= BWD; dir++) {
       m->stash[mb][dir] = m->be->ops->alloc(m->be, words * 4);
-      ck_assert_ptr_nonnull(m->stash[mb][dir]);
+      m->pattern[mb][dir] = m->be->ops->alloc(m->be, words * 4);
+      ck_assert(m->stash[mb][dir] && m->pattern[mb][dir]);
     }
 }
 
@@ -249,7 +279,10 @@ static void mock_free(Mock *m) {
   m->be->ops->free(m->be, m->out_dev);
   m->be->ops->free(m->be, m->din_dev);
   for (int mb = 0; mb < MAX_MICRO; mb++)
-    for (int dir = FWD; dir <= BWD; dir++) m->be->ops->free(m->be, m->stash[mb][dir]);
+    for (int dir = FWD; dir <= BWD; dir++) {
+      m->be->ops->free(m->be, m->stash[mb][dir]);
+      m->be->ops->free(m->be, m->pattern[mb][dir]);
+    }
   ax_backend_destroy(m->be);
 }
 
@@ -281,12 +314,14 @@ static void run_limit(Mode mode, size_t words, int limit, uint64_t seed, int *ru
   mock_init(&m, mode, words, limit, seed);
   AxSchedConfig sc = {.pipe = g_pipe, .stage = m.stage, .P = m.P, .limit = limit,
                       .max_micro = MAX_MICRO, .act_bytes = words * 4, .be = m.be,
-                      .ops = mock_ops(&m), .cc = g_cc};
+                      .ops = mock_ops(&m), .cc = g_cc,
+                      .device_buffers = mode == MEM_POSING_DEVICE};
   AxScheduler s;
   must(ax_sched_init(&s, &sc), &m, "ax_sched_init");
   for (int n = limit; n <= MAX_MICRO; n++)
     for (int train = 1; train >= (n % 2 ? 0 : 1); train--) {
       begin_pass(&m, ++*run, n, train);
+      must(upload_patterns(&m), &m, "uploading the outputs");
       mt_run_begin("%s", run_name(&m));
       must(train ? ax_sched_train(&s, n) : ax_sched_forward(&s, n), &m,
            train ? "ax_sched_train" : "ax_sched_forward");
@@ -363,6 +398,7 @@ static void stray_receiver(MPI_Comm comm, Stray kind, int run) {
   AxScheduler s;
   must(ax_sched_init(&s, &sc), &m, "ax_sched_init");
   begin_pass(&m, run, STRAY_MICRO, 1);
+  must(upload_patterns(&m), &m, "uploading the outputs");
   mt_run_begin("a pass with %s", STRAY_NAMES[kind]);
   ax_error_clear();
   int rc = ax_sched_train(&s, STRAY_MICRO);

@@ -17,10 +17,11 @@
 
 static size_t mb_offset(const AxTrainer *t, int mb) { return (size_t)mb * t->micro * t->cfg.seq; }
 
-static int cb_forward(void *ctx, int mb, int slot, const void *input, const void **output) {
+static int cb_forward(void *ctx, int mb, int slot, const void *input, AxMemKind input_mem,
+                      const void **output) {
   AxTrainer *t = ctx;
   const int32_t *tokens = t->spec.first ? t->inputs + mb_offset(t, mb) : NULL;
-  AX_TRY(ax_stage_forward(t->stage, slot, tokens, input));
+  AX_TRY(ax_stage_forward(t->stage, slot, tokens, input, input_mem));
   *output = ax_stage_output(t->stage, slot);
   if (t->validating && t->spec.last) { /* forward-only: the loss, no gradients */
     double mean;
@@ -30,7 +31,8 @@ static int cb_forward(void *ctx, int mb, int slot, const void *input, const void
   return AX_OK;
 }
 
-static int cb_backward(void *ctx, int mb, int slot, const void *doutput, const void **dinput) {
+static int cb_backward(void *ctx, int mb, int slot, const void *doutput, AxMemKind doutput_mem,
+                       const void **dinput) {
   AxTrainer *t = ctx;
   if (t->spec.last) {
     /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
@@ -39,7 +41,7 @@ static int cb_backward(void *ctx, int mb, int slot, const void *doutput, const v
     AX_TRY(ax_stage_loss_backward(t->stage, slot, t->targets + mb_offset(t, mb), dloss, &mean));
     t->loss_sum += mean;
   } else {
-    AX_TRY(ax_stage_backward(t->stage, slot, doutput));
+    AX_TRY(ax_stage_backward(t->stage, slot, doutput, doutput_mem));
   }
   *dinput = ax_stage_dinput(t->stage);
   return AX_OK;

@@ -184,10 +184,13 @@ static int setup_data(AxTrainer *t) {
 }
 
 static int setup_scheduler(AxTrainer *t) {
+  t->device_buffers = ax_mpi_device_buffers(t->cfg.cuda_aware_mpi, t->be->is_host,
+                                            t->mpi_path_why, sizeof t->mpi_path_why);
   AxSchedConfig sc = {.pipe = t->grid.pipe, .stage = t->grid.stage, .P = t->grid.P,
                       .limit = t->limit, .max_micro = t->n_micro,
                       .act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz,
-                      .be = t->be, .trace = &t->trace, .cc = t->grid.comm_cfg};
+                      .be = t->be, .trace = &t->trace, .cc = t->grid.comm_cfg,
+                      .device_buffers = t->device_buffers};
   AX_TRY(ax_trainer_make_ops(t, &sc.ops));
   AX_TRY(ax_sched_init(&t->sched, &sc));
   t->have_sched = 1;
@@ -226,12 +229,12 @@ void ax_trainer_print_header(const AxTrainer *t) {
          t->off.params_alias ? "Adam moments; the fp32 weights are the master weights"
                              : "fp32 master weights, Adam moments",
          t->off.grads_alias ? "" : ", gradient staging");
-  if (!strcmp(t->cfg.device, "cuda")) {
-    char why[192];
-    int aware = ax_cuda_aware_mpi(t->cfg.cuda_aware_mpi, why, sizeof why);
-    ax_log("MPI path: stage messages and gradients staged through pinned host buffers "
-           "(CUDA-aware MPI %s: %s)", aware ? "detected, not used yet" : "not used", why);
-  }
+  if (t->device_buffers)
+    ax_log("MPI path: stage messages sent from and received into device buffers (%s); "
+           "gradients summed in host memory", t->mpi_path_why);
+  else if (!strcmp(t->cfg.device, "cuda"))
+    ax_log("MPI path: stage messages and gradients staged through pinned host buffers (%s)",
+           t->mpi_path_why);
   ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
          "loss scaling %s", t->cfg.offload ? "all-reduce interleaved with host AdamW" :
          "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,

@@ -33,6 +33,8 @@ struct AxTrainer {
   AxGptStage *stage;
   AxScheduler sched;
   int have_sched;
+  int device_buffers;     /* pipeline messages to MPI in device memory (--cuda-aware-mpi) */
+  char mpi_path_why[192]; /* why (or why not), for the header */
   AxPool *opt_pool;
   AxOffload off;   /* fp32 master weights, Adam state, host gradients (offload/) */
   AxLossScale loss_scale;

@@ -559,7 +559,7 @@ int main(int argc, char **argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
   int rc = tu_run_nofork(collectives_suite());
   MPI_Comm_free(&g_comm);
-#ifdef AX_TEST_ASAN
+#ifdef AX_ASAN
   /* Check for leaks while MPI is still up: MPI_Finalize unloads MPICH's UCX modules, whose
    * still-referenced allocations LeakSanitizer then reports as leaks of an unknown module (an
    * empty MPI_Init/MPI_Finalize program shows the same 1016 bytes). This check runs once and

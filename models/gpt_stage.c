@@ -272,8 +272,8 @@ static int check_slot(const AxGptStage *st, int slot) {
   return AX_OK;
 }
 
-int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host,
-                     const void *input_host) {
+int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host, const void *input,
+                     AxMemKind input_mem) {
   AX_TRY(check_slot(st, slot));
   AxBackend *be = st->be;
   Slot *sl = &st->slots[slot];
@@ -285,8 +285,8 @@ int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host,
                              param_view(st, st->params, AX_P_WPE), st->dims.B, st->dims.T,
                              st->dims.C);
   } else {
-    AX_TRY(be->ops->copy(be, sl->input, input_host, N * st->dims.C * be->esz, AX_COPY_H2D,
-                         AX_STREAM_COMPUTE));
+    AX_TRY(be->ops->copy(be, sl->input, input, N * st->dims.C * be->esz,
+                         ax_copy_to_device(input_mem), AX_STREAM_COMPUTE));
   }
   forward_blocks(st, slot, 0, st->n_blocks);
   if (st->spec.ac) {
@@ -389,11 +389,11 @@ int ax_stage_loss_backward(AxGptStage *st, int slot, const int32_t *targets_host
   return download_loss(st, loss_mean);
 }
 
-int ax_stage_backward(AxGptStage *st, int slot, const void *doutput_host) {
+int ax_stage_backward(AxGptStage *st, int slot, const void *doutput, AxMemKind doutput_mem) {
   AX_TRY(check_slot(st, slot));
   AxBackend *be = st->be;
   size_t bytes = (size_t)st->dims.B * st->dims.T * st->dims.C * be->esz;
-  AX_TRY(be->ops->copy(be, st->scratch.dres, doutput_host, bytes, AX_COPY_H2D,
+  AX_TRY(be->ops->copy(be, st->scratch.dres, doutput, bytes, ax_copy_to_device(doutput_mem),
                        AX_STREAM_COMPUTE));
   backward_blocks(st, slot);
   return AX_OK;

@@ -50,10 +50,10 @@ size_t ax_stage_arena_bytes(const AxGptStage *st);
 int ax_stage_zero_grads(AxGptStage *st);
 
 /* Forward of one micro-batch into `slot`. The first stage takes host tokens [B*T]; the others
- * take the previous stage's output activation [B*T, C] in host memory (as received; copied
- * to the device). */
-int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host,
-                     const void *input_host);
+ * take the previous stage's output activation [B*T, C] as received, in host memory (uploaded)
+ * or in device memory (copied device to device), as input_mem says. */
+int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host, const void *input,
+                     AxMemKind input_mem);
 /* The stage's output activation for `slot` after ax_stage_forward (non-last stages); valid
  * until the next call on this stage. */
 void *ax_stage_output(AxGptStage *st, int slot);
@@ -63,9 +63,9 @@ void *ax_stage_output(AxGptStage *st, int slot);
  * d(total loss)/d(token loss) = dloss. *loss_mean is the micro-batch's mean token loss. */
 int ax_stage_loss_backward(AxGptStage *st, int slot, const int32_t *targets_host, float dloss,
                            double *loss_mean);
-/* Non-last stage: backward of `slot` from the gradient of its output [B*T, C] (host memory,
- * as received). */
-int ax_stage_backward(AxGptStage *st, int slot, const void *doutput_host);
+/* Non-last stage: backward of `slot` from the gradient of its output [B*T, C] as received, in
+ * host or device memory as doutput_mem says. */
+int ax_stage_backward(AxGptStage *st, int slot, const void *doutput, AxMemKind doutput_mem);
 /* Non-first stage, after a backward: gradient w.r.t. the stage input, valid until the next
  * call on this stage. */
 void *ax_stage_dinput(AxGptStage *st);

@@ -50,6 +50,7 @@ typedef struct {
 
 struct AxColl {
   MPI_Comm comm;
+  AxCommConfig cc; /* as started, zeros resolved: chunking and how ax_coll_wait waits */
   int rank, size, tag;
   const int *world; /* world rank of each rank of comm (world_rank.h), for the watchdog */
   size_t noted;     /* 1 + the position (receives, then sends) last noted for it; 0: none */
@@ -81,7 +82,8 @@ struct AxColl {
 };
 
 /* A new operation on comm with an empty schedule; takes the next tag of comm. */
-int ax_coll_create(AxColl **op, MPI_Comm comm, AxCommType type, AxCommBytes *bytes);
+int ax_coll_create(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, AxCommType type,
+                   AxCommBytes *bytes);
 int ax_coll_add_step(AxColl *op, const AxCollStep *step);
 /* Counts the schedule's chunks, allocates the windows and slots it needs and starts it. */
 int ax_coll_launch(AxColl *op);

@@ -1,6 +1,6 @@
-/* coll_op.c — the life of a started collective: creation (tag, element type, tuning), the
- * schedule's steps, launch (chunk counts, request windows, slots) and free; plus the
- * chunk/window tuning. Progress is coll_progress.c's. */
+/* coll_op.c — the life of a started collective: creation (tag, element type, the caller's
+ * chunking and waiting), the schedule's steps, launch (chunk counts, request windows, slots)
+ * and free. Progress is coll_progress.c's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,28 +8,11 @@
 #include "mpi_util.h"
 #include "world_rank.h"
 
-/* Chosen with `axonn bench allreduce --chunk C --window W` on 2 ranks (docs/benchmarks.md):
- * 2 MiB chunks, 2 in flight, did best from 4 MB to 256 MB (smaller chunks pay MPICH/UCX's
- * per-message rendezvous cost, 64 KB-512 KB lost 10-25% at 64 MB); messages smaller than two
- * chunks per segment are not cut at all, so small sizes do not depend on it. */
-enum { DEFAULT_CHUNK_BYTES = 2 * 1024 * 1024, DEFAULT_WINDOW = 2 };
 /* A chained step trails the one before it by this many windows of chunks. */
 enum { LAG_WINDOWS = 2 };
 
-static size_t g_chunk_bytes = DEFAULT_CHUNK_BYTES;
-static int g_window = DEFAULT_WINDOW;
-
-void ax_coll_set_tuning(size_t chunk_bytes, int window) {
-  g_chunk_bytes = chunk_bytes ? chunk_bytes : DEFAULT_CHUNK_BYTES;
-  g_window = window > 0 ? window : DEFAULT_WINDOW;
-}
-
-void ax_coll_get_tuning(size_t *chunk_bytes, int *window) {
-  if (chunk_bytes) *chunk_bytes = g_chunk_bytes;
-  if (window) *window = g_window;
-}
-
-int ax_coll_create(AxColl **out, MPI_Comm comm, AxCommType type, AxCommBytes *bytes) {
+int ax_coll_create(AxColl **out, MPI_Comm comm, const AxCommConfig *cc, AxCommType type,
+                   AxCommBytes *bytes) {
   *out = NULL;
   if (type != AX_COMM_F32 && type != AX_COMM_BF16)
     return AX_FAIL("collective: unknown element type %d", (int)type);
@@ -43,6 +26,7 @@ int ax_coll_create(AxColl **out, MPI_Comm comm, AxCommType type, AxCommBytes *by
   AxColl *op = ax_calloc(1, sizeof *op);
   if (!op) return AX_ERR;
   op->comm = comm;
+  op->cc = ax_comm_config_resolve(cc);
   op->rank = rank;
   op->size = size;
   op->tag = tag;
@@ -51,10 +35,10 @@ int ax_coll_create(AxColl **out, MPI_Comm comm, AxCommType type, AxCommBytes *by
   op->esz = type == AX_COMM_F32 ? sizeof(float) : sizeof(uint16_t);
   op->dtype = type == AX_COMM_F32 ? MPI_FLOAT : MPI_UINT16_T;
   op->bytes = bytes;
-  op->chunk = g_chunk_bytes / op->esz ? g_chunk_bytes / op->esz : 1;
+  op->chunk = op->cc.chunk_bytes / op->esz ? op->cc.chunk_bytes / op->esz : 1;
   if (op->chunk > (size_t)1 << 30) op->chunk = (size_t)1 << 30; /* an int count per message */
-  op->window = g_window;
-  op->lag = (size_t)g_window * LAG_WINDOWS;
+  op->window = op->cc.window;
+  op->lag = (size_t)op->window * LAG_WINDOWS;
   op->mpi_req = MPI_REQUEST_NULL;
   *out = op;
   return AX_OK;

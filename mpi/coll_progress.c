@@ -180,6 +180,6 @@ int ax_coll_wait(AxColl *op) {
     AX_TRY(ax_coll_test(op, &done));
     if (done) return AX_OK;
     note_pending(op);
-    ax_mpi_relax();
+    ax_mpi_relax(&op->cc);
   }
 }

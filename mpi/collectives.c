@@ -1,6 +1,6 @@
 /* collectives.c — the public entry points of collectives.h: argument checks, algorithm names
  * and the automatic choice, then the schedule (ring.c, rhd.c) or MPI_Iallreduce (coll_mpi.c),
- * run by the engine (coll_engine.c). */
+ * run by the engine (coll_progress.c). */
 #include <string.h>
 
 #include "coll_internal.h"
@@ -54,13 +54,13 @@ static int launch_or_free(AxColl **op, int rc) {
   return rc;
 }
 
-int ax_allreduce_start(AxColl **op, MPI_Comm comm, void *buf, size_t count, AxCommType type,
-                       AxAllreduceAlgo algo, AxCommBytes *bytes) {
+int ax_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, void *buf,
+                       size_t count, AxCommType type, AxAllreduceAlgo algo, AxCommBytes *bytes) {
   *op = NULL;
   if (algo < AX_ALLREDUCE_AUTO || algo > AX_ALLREDUCE_RHD)
     return AX_FAIL("all-reduce: unknown algorithm %d", (int)algo);
   if (count && !buf) return AX_FAIL("all-reduce: no buffer for %zu elements", count);
-  AX_TRY(ax_coll_create(op, comm, type, bytes));
+  AX_TRY(ax_coll_create(op, comm, cc, type, bytes));
   if (algo == AX_ALLREDUCE_AUTO) algo = ax_allreduce_choose(count * (*op)->esz, (*op)->size);
   int rc = AX_OK;
   if (algo == AX_ALLREDUCE_MPI)
@@ -77,26 +77,27 @@ static int check_blocks(const char *what, const void *send, const void *recv, si
   return AX_OK;
 }
 
-int ax_reduce_scatter_start(AxColl **op, MPI_Comm comm, const void *send, void *recv,
-                            size_t recv_count, AxCommType type, AxCommBytes *bytes) {
+int ax_reduce_scatter_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc,
+                            const void *send, void *recv, size_t recv_count, AxCommType type,
+                            AxCommBytes *bytes) {
   *op = NULL;
   AX_TRY(check_blocks("reduce-scatter", send, recv, recv_count));
-  AX_TRY(ax_coll_create(op, comm, type, bytes));
+  AX_TRY(ax_coll_create(op, comm, cc, type, bytes));
   return launch_or_free(op, ax_ring_reduce_scatter(*op, send, recv, recv_count));
 }
 
-int ax_allgather_start(AxColl **op, MPI_Comm comm, const void *send, void *recv,
-                       size_t send_count, AxCommType type, AxCommBytes *bytes) {
+int ax_allgather_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, const void *send,
+                       void *recv, size_t send_count, AxCommType type, AxCommBytes *bytes) {
   *op = NULL;
   AX_TRY(check_blocks("all-gather", send, recv, send_count));
-  AX_TRY(ax_coll_create(op, comm, type, bytes));
+  AX_TRY(ax_coll_create(op, comm, cc, type, bytes));
   return launch_or_free(op, ax_ring_allgather(*op, send, recv, send_count));
 }
 
-int ax_allreduce(MPI_Comm comm, void *buf, size_t count, AxCommType type, AxAllreduceAlgo algo,
-                 AxCommBytes *bytes) {
+int ax_allreduce(MPI_Comm comm, const AxCommConfig *cc, void *buf, size_t count, AxCommType type,
+                 AxAllreduceAlgo algo, AxCommBytes *bytes) {
   AxColl *op = NULL;
-  AX_TRY(ax_allreduce_start(&op, comm, buf, count, type, algo, bytes));
+  AX_TRY(ax_allreduce_start(&op, comm, cc, buf, count, type, algo, bytes));
   int rc = ax_coll_wait(op);
   ax_coll_free(op);
   return rc;

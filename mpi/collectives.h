@@ -29,6 +29,10 @@
  * all-gather move (p-1)·count·e each way. AX_ALLREDUCE_MPI cannot see inside MPI_Iallreduce;
  * it counts what the ring would have moved.
  *
+ * Configuration: every start takes the caller's AxCommConfig (comm_config.h; NULL: the
+ * defaults): its chunk size and window cut the ring and rhd messages, its polite flag decides
+ * how ax_coll_wait waits. The operation keeps a copy, so the caller's may change afterwards.
+ *
  * Threads: drive an operation from one thread at a time (MPI_THREAD_FUNNELED is enough when
  * that is the main thread). Payload buffers must stay untouched until the operation is done.
  *
@@ -41,6 +45,7 @@
 #include <stdint.h>
 
 #include "bf16.h"
+#include "comm_config.h"
 
 typedef enum {
   AX_ALLREDUCE_AUTO = 0,
@@ -55,26 +60,27 @@ typedef struct {
 typedef struct AxColl AxColl; /* one started non-blocking collective */
 
 /* In-place sum of count elements of buf over comm. */
-int ax_allreduce_start(AxColl **op, MPI_Comm comm, void *buf, size_t count, AxCommType type,
-                       AxAllreduceAlgo algo, AxCommBytes *bytes);
+int ax_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, void *buf,
+                       size_t count, AxCommType type, AxAllreduceAlgo algo, AxCommBytes *bytes);
 /* MPI_Reduce_scatter_block semantics: send holds p*recv_count elements, rank r gets block r
  * summed over the ranks. send and recv must not overlap. */
-int ax_reduce_scatter_start(AxColl **op, MPI_Comm comm, const void *send, void *recv,
-                            size_t recv_count, AxCommType type, AxCommBytes *bytes);
+int ax_reduce_scatter_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc,
+                            const void *send, void *recv, size_t recv_count, AxCommType type,
+                            AxCommBytes *bytes);
 /* MPI_Allgather semantics: every rank contributes send_count elements, recv gets p*send_count
  * in rank order. send may be recv's own block (recv + rank*send_count, "in place"); any other
  * overlap is not allowed. */
-int ax_allgather_start(AxColl **op, MPI_Comm comm, const void *send, void *recv,
-                       size_t send_count, AxCommType type, AxCommBytes *bytes);
+int ax_allgather_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, const void *send,
+                       void *recv, size_t send_count, AxCommType type, AxCommBytes *bytes);
 
 int ax_coll_test(AxColl *op, int *done); /* progresses, never blocks; *done = 1 when finished */
-int ax_coll_wait(AxColl *op);            /* progresses until finished (polite-aware) */
+int ax_coll_wait(AxColl *op);            /* progresses until finished (polite as started) */
 /* After completion (or to clean up after an error: unfinished receives are cancelled). NULL
  * is a no-op. */
 void ax_coll_free(AxColl *op);
 /* start + wait + free */
-int ax_allreduce(MPI_Comm comm, void *buf, size_t count, AxCommType type, AxAllreduceAlgo algo,
-                 AxCommBytes *bytes);
+int ax_allreduce(MPI_Comm comm, const AxCommConfig *cc, void *buf, size_t count, AxCommType type,
+                 AxAllreduceAlgo algo, AxCommBytes *bytes);
 
 /* The library's blocking MPI_Allreduce, in place (fp32: MPI_SUM; bf16: the same sum as
  * AX_ALLREDUCE_MPI). The baseline `axonn bench allreduce` compares against; counts nothing. */
@@ -86,11 +92,5 @@ int ax_allreduce_algo_parse(const char *name, AxAllreduceAlgo *out);
 /* What AX_ALLREDUCE_AUTO runs for a message of `bytes` on `group_size` ranks (thresholds
  * measured with `axonn bench allreduce`; see collectives.c and docs/benchmarks.md). */
 AxAllreduceAlgo ax_allreduce_choose(size_t bytes, int group_size);
-
-/* Tuning of the point-to-point algorithms, for benchmarks and tests: the chunk size in bytes
- * (0 = default) and how many chunks may be in flight per direction (0 = default). Applies to
- * operations started afterwards. */
-void ax_coll_set_tuning(size_t chunk_bytes, int window);
-void ax_coll_get_tuning(size_t *chunk_bytes, int *window);
 
 #endif

@@ -1,4 +1,5 @@
-/* cuda_aware.c — CUDA-aware MPI detection; see cuda_aware.h. */
+/* cuda_aware.c — CUDA-aware MPI detection, and the p2p engine's choice of buffers; see
+ * cuda_aware.h. */
 #include "cuda_aware.h"
 
 #include <mpi.h>
@@ -119,4 +120,12 @@ int ax_cuda_aware_mpi(int forced, char *why, size_t cap) {
   if (mpi_running() && built_with_cuda() == 0)
     return say(why, cap, 0, "no: Open MPI built without CUDA support");
   return from_environment(why, cap);
+}
+
+int ax_mpi_device_buffers(int forced, int device_is_host, char *why, size_t cap) {
+  if (forced == 0 && device_is_host)
+    return say(why, cap, 0, "not needed: the backend's device memory is host memory");
+  char detail[160];
+  int aware = ax_cuda_aware_mpi(forced, detail, sizeof detail);
+  return say(why, cap, aware, "CUDA-aware MPI %s", detail);
 }

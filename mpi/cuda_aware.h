@@ -1,6 +1,8 @@
 /* cuda_aware.h — whether the MPI library can take CUDA device pointers (CUDA-aware MPI),
- * decided at run time, with a one-line reason for the run log. Without it, pipeline messages
- * and gradients go through pinned host buffers (the staged path).
+ * decided at run time, with a one-line reason for the run log; and from that whether the
+ * pipeline's p2p engine hands MPI device buffers (mpi/p2p.h). Without it, pipeline messages go
+ * through pinned host buffers (the staged path). The data-parallel gradients always do: the
+ * optimizer works on them in host memory (offload/).
  *
  * Order of evidence: the option (forced off/on); the library's own query when it has one and
  * MPI is initialized (Open MPI's MPIX_Query_cuda_support, MPICH's MPIX_GPU_query_support; Open
@@ -21,5 +23,13 @@
  * Returns 1 when device buffers may be handed to MPI, else 0; `why` (may be NULL) gets one
  * line, truncated to cap - 1 characters. */
 int ax_cuda_aware_mpi(int forced, char *why, size_t cap);
+
+/* Whether the p2p engine sends from and receives into device buffers
+ * (AxP2PConfig.device_buffers), for --cuda-aware-mpi `forced` (as above) on a backend whose
+ * memory is host memory or not (AxBackend.is_host): forced on, always (on the CPU backend too,
+ * which tests the path without a GPU: its device memory is host memory); forced off, never;
+ * auto, when the backend's memory is not host memory and ax_cuda_aware_mpi detects support.
+ * `why` as above. */
+int ax_mpi_device_buffers(int forced, int device_is_host, char *why, size_t cap);
 
 #endif

@@ -24,6 +24,7 @@ static int split_comms(AxGrid *g) {
 int ax_grid_create(AxGrid *g, int P, int D) {
   memset(g, 0, sizeof *g);
   g->pipe = g->data = g->tied = g->world = MPI_COMM_NULL;
+  g->comm_cfg = ax_comm_config_default();
   AX_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &g->rank));
   AX_MPI(MPI_Comm_size(MPI_COMM_WORLD, &g->size));
   if (P < 1 || D < 1 || P * D != g->size)
@@ -48,6 +49,7 @@ void ax_grid_solo(AxGrid *g) {
   memset(g, 0, sizeof *g);
   g->size = g->P = g->D = g->local_size = g->share_size = 1;
   g->pipe = g->data = g->tied = g->world = MPI_COMM_NULL;
+  g->comm_cfg = ax_comm_config_default();
   if (gethostname(g->host, sizeof g->host) != 0) snprintf(g->host, sizeof g->host, "?");
   g->host[sizeof g->host - 1] = 0;
 }

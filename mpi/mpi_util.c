@@ -6,10 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static int g_polite;
-
-void ax_mpi_set_polite(int polite) { g_polite = polite; }
-int ax_mpi_polite(void) { return g_polite; }
+static int polite(const AxCommConfig *cc) { return cc && cc->polite; }
 
 int ax_mpi_fail_at(int code, const char *call, const char *file, int line) {
   char msg[MPI_MAX_ERROR_STRING];
@@ -19,8 +16,8 @@ int ax_mpi_fail_at(int code, const char *call, const char *file, int line) {
   return ax_fail_at(file, line, "MPI call failed: %s: %s", call, len ? msg : "unknown error");
 }
 
-void ax_mpi_relax(void) {
-  if (g_polite) {
+void ax_mpi_relax(const AxCommConfig *cc) {
+  if (polite(cc)) {
     sched_yield();
   } else {
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,8 +26,8 @@ void ax_mpi_relax(void) {
   }
 }
 
-int ax_mpi_wait(MPI_Request *req, MPI_Status *status) {
-  if (!g_polite) {
+int ax_mpi_wait(const AxCommConfig *cc, MPI_Request *req, MPI_Status *status) {
+  if (!polite(cc)) {
     AX_MPI(MPI_Wait(req, status ? status : MPI_STATUS_IGNORE));
     return AX_OK;
   }
@@ -38,17 +35,18 @@ int ax_mpi_wait(MPI_Request *req, MPI_Status *status) {
     int done = 0;
     AX_MPI(MPI_Test(req, &done, status ? status : MPI_STATUS_IGNORE));
     if (done) return AX_OK;
-    ax_mpi_relax();
+    ax_mpi_relax(cc);
   }
 }
 
-int ax_mpi_waitall(int n, MPI_Request *reqs) {
-  for (int i = 0; i < n; i++) AX_TRY(ax_mpi_wait(&reqs[i], NULL));
+int ax_mpi_waitall(const AxCommConfig *cc, int n, MPI_Request *reqs) {
+  for (int i = 0; i < n; i++) AX_TRY(ax_mpi_wait(cc, &reqs[i], NULL));
   return AX_OK;
 }
 
-int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
-  if (!g_polite) {
+int ax_mpi_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index,
+                   MPI_Status *status) {
+  if (!polite(cc)) {
     AX_MPI(MPI_Waitany(n, reqs, index, status ? status : MPI_STATUS_IGNORE));
     return AX_OK;
   }
@@ -56,7 +54,7 @@ int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
     int done = 0;
     AX_MPI(MPI_Testany(n, reqs, index, &done, status ? status : MPI_STATUS_IGNORE));
     if (done) return AX_OK; /* also when every request is null: index = MPI_UNDEFINED */
-    ax_mpi_relax();
+    ax_mpi_relax(cc);
   }
 }
 
@@ -109,11 +107,10 @@ int ax_mpi_auto_polite(MPI_Comm comm) {
 int ax_mpi_polite_for(int share_size) {
   cpu_set_t mine = my_cpus();
   long cpus = CPU_COUNT(&mine) ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
-  int polite = cpus > 0 && share_size > cpus;
+  int yes = cpus > 0 && share_size > cpus;
   const char *env = getenv("AXONN_POLITE_WAIT");
-  if (env && (*env == '0' || *env == '1')) polite = *env == '1';
-  ax_mpi_set_polite(polite);
-  return polite;
+  if (env && (*env == '0' || *env == '1')) yes = *env == '1';
+  return yes;
 }
 
 enum { CHUNK_FLOATS = 1 << 28 }; /* 1 GiB per message */
@@ -126,12 +123,13 @@ int ax_mpi_send_floats(const float *buf, size_t n, int dest, int tag, MPI_Comm c
   return AX_OK;
 }
 
-int ax_mpi_recv_floats(float *buf, size_t n, int src, int tag, MPI_Comm comm) {
+int ax_mpi_recv_floats(const AxCommConfig *cc, float *buf, size_t n, int src, int tag,
+                       MPI_Comm comm) {
   for (size_t off = 0; off < n; off += CHUNK_FLOATS) {
     int count = (int)(n - off < CHUNK_FLOATS ? n - off : CHUNK_FLOATS);
     MPI_Request req;
     AX_MPI(MPI_Irecv(buf + off, count, MPI_FLOAT, src, tag, comm, &req));
-    AX_TRY(ax_mpi_wait(&req, NULL));
+    AX_TRY(ax_mpi_wait(cc, &req, NULL));
   }
   return AX_OK;
 }

@@ -1,13 +1,15 @@
 /* mpi_util.h — checked MPI calls and waiting. AX_MPI(call) turns an MPI failure into a
  * recorded error with the MPI error string, file, line and rank. Waiting goes through
- * ax_mpi_wait, ax_mpi_waitall and ax_mpi_waitany, which poll with MPI_Test and, when ranks
- * outnumber the CPUs they run on ("polite" mode), yield the CPU between polls so
- * oversubscribed runs progress. */
+ * ax_mpi_wait, ax_mpi_waitall and ax_mpi_waitany, which take the caller's AxCommConfig
+ * (comm_config.h): in polite mode (ranks outnumber the CPUs they run on) they poll with
+ * MPI_Test and yield the CPU between polls so oversubscribed runs progress; otherwise they are
+ * MPI's own waits. Nothing here is process-wide: the mode is the caller's. */
 #ifndef AX_MPI_UTIL_H
 #define AX_MPI_UTIL_H
 
 #include <mpi.h>
 
+#include "comm_config.h"
 #include "src/core/error.h"
 
 int ax_mpi_fail_at(int code, const char *call, const char *file, int line);
@@ -27,31 +29,30 @@ typedef struct {
 } AxNodeRanks;
 /* Collective over comm; call it before binding anything. */
 int ax_mpi_node_ranks(MPI_Comm comm, AxNodeRanks *out);
-/* Turns polite waiting on when the ranks of this node that share this rank's CPU set
- * outnumber its CPUs (with no launcher binding: the node's ranks and CPUs), or when
- * AXONN_POLITE_WAIT=1 (=0 forces it off). Returns the mode chosen. Collective over comm. */
+/* Whether this rank should wait politely (AxCommConfig.polite): 1 when the ranks of this node
+ * that share this rank's CPU set outnumber its CPUs (with no launcher binding: the node's ranks
+ * and CPUs), or when AXONN_POLITE_WAIT=1 (=0 forces 0). Collective over comm. */
 int ax_mpi_auto_polite(MPI_Comm comm);
 /* The same for a caller that already knows its share_size (ax_mpi_node_ranks). */
 int ax_mpi_polite_for(int share_size);
 
-/* Polite waiting: yield the core between polls. Set once at start-up (oversubscription). */
-void ax_mpi_set_polite(int polite);
-int ax_mpi_polite(void);
-
-int ax_mpi_wait(MPI_Request *req, MPI_Status *status);
-int ax_mpi_waitall(int n, MPI_Request *reqs);
+/* cc: the caller's configuration (NULL: busy waiting). */
+int ax_mpi_wait(const AxCommConfig *cc, MPI_Request *req, MPI_Status *status);
+int ax_mpi_waitall(const AxCommConfig *cc, int n, MPI_Request *reqs);
 /* Waits until one of reqs completes; *index gets it (MPI_UNDEFINED if all are null). */
-int ax_mpi_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status);
+int ax_mpi_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index,
+                   MPI_Status *status);
 /* Blocking send/receive of any number of floats (split into messages under 2^31 bytes). */
 int ax_mpi_send_floats(const float *buf, size_t n, int dest, int tag, MPI_Comm comm);
-int ax_mpi_recv_floats(float *buf, size_t n, int src, int tag, MPI_Comm comm);
+int ax_mpi_recv_floats(const AxCommConfig *cc, float *buf, size_t n, int src, int tag,
+                       MPI_Comm comm);
 
 /* Agreement after a phase that may fail on some ranks only (collective over comm): every
  * rank passes its status and all learn whether any failed; the lowest failing rank's message
  * is forwarded to rank 0, which prints it with that rank named. AX_OK when all succeeded. */
 int ax_mpi_agree(MPI_Comm comm, int status);
 
-/* One polling pause: a yield in polite mode, a CPU pause otherwise. */
-void ax_mpi_relax(void);
+/* One polling pause: a yield in polite mode, a CPU pause otherwise (cc NULL: busy). */
+void ax_mpi_relax(const AxCommConfig *cc);
 
 #endif

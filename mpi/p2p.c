@@ -1,4 +1,5 @@
-/* p2p.c — pre-posted receives and pooled sends between pipeline stages; see p2p.h. */
+/* p2p.c — pre-posted receives and pooled sends between pipeline stages, in host or device
+ * buffers; see p2p.h. */
 #include "p2p.h"
 
 #include <stdlib.h>
@@ -9,14 +10,34 @@
 #include "src/core/watchdog.h"
 #include "world_rank.h"
 
+/* ------------------------------------------------------------------ buffers */
+
+static void *new_buffer(AxP2P *p) {
+  size_t bytes = p->bytes ? p->bytes : 1;
+  return p->mem == AX_MEM_DEVICE ? p->be->ops->alloc(p->be, bytes)
+                                 : p->be->ops->host_alloc(p->be, bytes);
+}
+
+static void free_buffer(AxP2P *p, void *buf) {
+  if (!buf) return;
+  if (p->mem == AX_MEM_DEVICE)
+    p->be->ops->free(p->be, buf);
+  else
+    p->be->ops->host_free(p->be, buf);
+}
+
+/* Device buffers: device work enqueued on the compute stream before now (a send's copy into
+ * the buffer, a reader's copy out of it) is done before MPI gets the buffer. */
+static int settle(AxP2P *p) {
+  return p->mem == AX_MEM_DEVICE ? p->be->ops->sync(p->be, AX_STREAM_COMPUTE) : AX_OK;
+}
+
 static int post_recv(AxP2P *p, int dir) {
   void *buf = p->rbuf[dir][p->rcur[dir]];
   AX_MPI(MPI_Irecv(buf, (int)p->bytes, MPI_BYTE, p->peer[dir], MPI_ANY_TAG, p->comm,
                    &p->rreq[dir]));
   return AX_OK;
 }
-
-static void *host_buffer(AxP2P *p) { return p->be->ops->host_alloc(p->be, p->bytes ? p->bytes : 1); }
 
 static int grow_sends(AxP2P *p, int n) {
   AxSendSlot *grown = realloc(p->sends, (size_t)(p->n_sends + n) * sizeof *grown);
@@ -25,34 +46,44 @@ static int grow_sends(AxP2P *p, int n) {
   for (int i = 0; i < n; i++) {
     AxSendSlot *s = &p->sends[p->n_sends];
     s->req = MPI_REQUEST_NULL;
-    if (!(s->buf = host_buffer(p))) return AX_ERR;
+    if (!(s->buf = new_buffer(p))) return AX_ERR;
     p->n_sends++;
   }
   return AX_OK;
 }
 
-int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
-                AxBackend *be) {
+/* ------------------------------------------------------------------ life */
+
+static int init(AxP2P *p, const AxP2PConfig *cfg) {
   memset(p, 0, sizeof *p);
-  p->comm = comm;
-  p->peer[AX_FROM_PREV] = prev;
-  p->peer[AX_FROM_NEXT] = next;
-  p->bytes = bytes;
-  p->be = be;
+  p->comm = cfg->comm;
+  p->cc = cfg->cc;
+  p->peer[AX_FROM_PREV] = cfg->prev;
+  p->peer[AX_FROM_NEXT] = cfg->next;
+  p->bytes = cfg->bytes;
+  p->be = cfg->be;
+  p->mem = cfg->device_buffers ? AX_MEM_DEVICE : AX_MEM_HOST;
   p->rreq[0] = p->rreq[1] = MPI_REQUEST_NULL;
-  if (bytes > (size_t)2147483647) return AX_FAIL("pipeline message of %zu bytes is too large", bytes);
+  if (p->bytes > (size_t)2147483647)
+    return AX_FAIL("pipeline message of %zu bytes is too large", p->bytes);
   const int *world;
   int size;
-  AX_TRY(ax_mpi_world_ranks(comm, &world));
-  AX_MPI(MPI_Comm_size(comm, &size));
+  AX_TRY(ax_mpi_world_ranks(p->comm, &world));
+  AX_MPI(MPI_Comm_size(p->comm, &size));
   for (int dir = 0; dir < 2; dir++) p->world[dir] = ax_mpi_world_rank_of(world, size, p->peer[dir]);
   for (int dir = 0; dir < 2; dir++) {
     if (p->peer[dir] == MPI_PROC_NULL) continue;
     for (int b = 0; b < 2; b++)
-      if (!(p->rbuf[dir][b] = host_buffer(p))) return AX_ERR;
+      if (!(p->rbuf[dir][b] = new_buffer(p))) return AX_ERR;
     AX_TRY(post_recv(p, dir));
   }
-  return grow_sends(p, pool);
+  return grow_sends(p, cfg->pool);
+}
+
+int ax_p2p_init(AxP2P *p, const AxP2PConfig *cfg) {
+  int rc = init(p, cfg);
+  if (rc != AX_OK) ax_p2p_destroy(p); /* what was built so far: the caller has nothing to free */
+  return rc;
 }
 
 void ax_p2p_destroy(AxP2P *p) {
@@ -61,21 +92,22 @@ void ax_p2p_destroy(AxP2P *p) {
       MPI_Cancel(&p->rreq[dir]);
       MPI_Wait(&p->rreq[dir], MPI_STATUS_IGNORE);
     }
-    for (int b = 0; b < 2; b++)
-      if (p->rbuf[dir][b]) p->be->ops->host_free(p->be, p->rbuf[dir][b]);
+    for (int b = 0; b < 2; b++) free_buffer(p, p->rbuf[dir][b]);
   }
   for (int i = 0; i < p->n_sends; i++) {
     if (p->sends[i].req != MPI_REQUEST_NULL) MPI_Wait(&p->sends[i].req, MPI_STATUS_IGNORE);
-    p->be->ops->host_free(p->be, p->sends[i].buf);
+    free_buffer(p, p->sends[i].buf);
   }
   free(p->sends);
   memset(p, 0, sizeof *p);
 }
 
+/* ------------------------------------------------------------------ messages */
+
 int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data) {
   int index;
   MPI_Status st;
-  AX_TRY(ax_mpi_waitany(2, p->rreq, &index, &st));
+  AX_TRY(ax_mpi_waitany(&p->cc, 2, p->rreq, &index, &st));
   if (index == MPI_UNDEFINED) return AX_FAIL("internal: waiting for a message with no receive posted");
   int got;
   AX_MPI(MPI_Get_count(&st, MPI_BYTE, &got));
@@ -87,6 +119,7 @@ int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data) {
   *data = p->rbuf[index][p->rcur[index]];
   p->bytes_received += p->bytes;
   p->rcur[index] ^= 1; /* re-post into the other buffer before anyone computes */
+  AX_TRY(settle(p));   /* whoever read the previous message from it has finished */
   return post_recv(p, index);
 }
 
@@ -109,7 +142,8 @@ int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev) {
   if (peer == MPI_PROC_NULL) return AX_FAIL("internal: no %s stage to send to", to_next ? "next" : "previous");
   AX_TRY(free_send_slot(p, &slot));
   AxSendSlot *s = &p->sends[slot];
-  AX_TRY(p->be->ops->copy(p->be, s->buf, src_dev, p->bytes, AX_COPY_D2H, AX_STREAM_COMPUTE));
+  AxCopyKind kind = p->mem == AX_MEM_DEVICE ? AX_COPY_D2D : AX_COPY_D2H;
+  AX_TRY(p->be->ops->copy(p->be, s->buf, src_dev, p->bytes, kind, AX_STREAM_COMPUTE));
   AX_TRY(p->be->ops->sync(p->be, AX_STREAM_COMPUTE));
   AX_MPI(MPI_Isend(s->buf, (int)p->bytes, MPI_BYTE, peer, tag, p->comm, &s->req));
   s->to_next = to_next;
@@ -124,7 +158,7 @@ int ax_p2p_flush(AxP2P *p) {
     int peer = p->world[s->to_next ? AX_FROM_NEXT : AX_FROM_PREV];
     ax_wd_detail(s->to_next ? "rank %d has not yet taken its activation"
                             : "rank %d has not yet taken its gradient", peer, peer);
-    AX_TRY(ax_mpi_wait(&s->req, NULL));
+    AX_TRY(ax_mpi_wait(&p->cc, &s->req, NULL));
   }
   return AX_OK;
 }

@@ -3,17 +3,26 @@
  * size, tagged with the micro-batch id.
  *
  * Receives: one MPI_Irecv per direction (activations from the previous stage, gradients from
- * the next) is always posted, into one of two host buffers; when a message arrives the other
- * buffer is re-posted at once, before the message is computed on, so the next message can land
- * meanwhile. Sends: the device data is copied into a host send buffer from a pool and sent
- * with MPI_Isend; the buffer returns to the pool only when that send has completed. The pool
- * grows instead of waiting, so a send never blocks the rank. */
+ * the next) is always posted, into one of two buffers; when a message arrives the other buffer
+ * is re-posted at once, before the message is computed on, so the next message can land
+ * meanwhile. Sends: the device data is copied into a send buffer from a pool and sent with
+ * MPI_Isend; the buffer returns to the pool only when that send has completed. The pool grows
+ * instead of waiting, so a send never blocks the rank.
+ *
+ * Where the buffers live (AxP2PConfig.device_buffers): host-staged (0), the receive and send
+ * buffers are pinned host memory, sends copy device to host, and a received message is in host
+ * memory; with device buffers (1: CUDA-aware MPI), they are device memory that MPI reads and
+ * writes directly, sends copy device to device, and a received message is in device memory
+ * (AxP2P.mem says which). Device-buffer mode synchronizes the compute stream before MPI gets a
+ * buffer: after a send's copy, and before a receive buffer is posted again, so device work the
+ * reader enqueued on the compute stream (copying the message out) has finished with it. */
 #ifndef AX_P2P_H
 #define AX_P2P_H
 
 #include <mpi.h>
 #include <stddef.h>
 
+#include "comm_config.h"
 #include "src/backend/backend.h"
 
 typedef enum { AX_FROM_PREV = 0, AX_FROM_NEXT = 1 } AxP2PDir;
@@ -26,11 +35,23 @@ typedef struct {
 
 typedef struct {
   MPI_Comm comm;
+  int prev, next;  /* ranks in comm, or MPI_PROC_NULL at the ends of the pipeline */
+  size_t bytes;    /* every message */
+  int pool;        /* send buffers to start with (the pool grows as needed) */
+  AxBackend *be;
+  AxCommConfig cc; /* how waits wait (polite or not) */
+  int device_buffers; /* 1: MPI sends from and receives into device memory (CUDA-aware MPI) */
+} AxP2PConfig;
+
+typedef struct {
+  MPI_Comm comm;
+  AxCommConfig cc;
   int peer[2];      /* [AX_FROM_PREV] = previous stage, [AX_FROM_NEXT] = next; MPI_PROC_NULL */
   int world[2];     /* the same peers' MPI_COMM_WORLD ranks; -1 at the ends of the pipeline */
   size_t bytes;
   AxBackend *be;
-  void *rbuf[2][2]; /* per direction, two alternating host buffers */
+  AxMemKind mem;    /* where the buffers are, and so every received message */
+  void *rbuf[2][2]; /* per direction, two alternating buffers */
   int rcur[2];      /* which buffer the posted receive targets */
   MPI_Request rreq[2];
   AxSendSlot *sends;
@@ -38,15 +59,18 @@ typedef struct {
   unsigned long long bytes_sent, bytes_received;
 } AxP2P;
 
-/* prev/next: ranks in comm, or MPI_PROC_NULL at the ends of the pipeline. */
-int ax_p2p_init(AxP2P *p, MPI_Comm comm, int prev, int next, size_t bytes, int pool,
-                AxBackend *be);
+/* Posts the receives. On failure nothing is left to destroy. */
+int ax_p2p_init(AxP2P *p, const AxP2PConfig *cfg);
+/* Cancels the posted receives (a message that already landed in one is dropped: destroy only
+ * when no more messages are coming) and completes the sends. */
 void ax_p2p_destroy(AxP2P *p);
 /* Waits for the next message from either neighbour; re-posts that direction's receive before
- * returning. *data is valid until the second-next message from that direction arrives. */
+ * returning. *data (in p->mem memory) is valid until the second-next message from that
+ * direction arrives, which can land once the next one has been returned. */
 int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data);
 /* Sends `bytes` of device memory: to_next = 1 sends an activation to the next stage, 0 a
- * gradient to the previous one. Returns once the data is copied; the send completes later. */
+ * gradient to the previous one. Returns once the data is copied into a send buffer (src_dev
+ * may be reused at once); the send completes later. */
 int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev);
 /* Completes every outstanding send (telling the watchdog which peer it waits for). */
 int ax_p2p_flush(AxP2P *p);

@@ -65,11 +65,11 @@ static int start_chunk(Reducer *rd, int c) {
   ax_offload_chunk_range(o, c, &lo, &hi);
   if (o->wire) {
     ax_f32_to_bf16_array(o->wire + lo, o->grads + lo, hi - lo);
-    return ax_allreduce_start(&rd->ops[c], rd->r->comm, o->wire + lo, hi - lo, AX_COMM_BF16,
-                              rd->r->algo, rd->r->bytes);
+    return ax_allreduce_start(&rd->ops[c], rd->r->comm, rd->r->cc, o->wire + lo, hi - lo,
+                              AX_COMM_BF16, rd->r->algo, rd->r->bytes);
   }
-  return ax_allreduce_start(&rd->ops[c], rd->r->comm, o->grads + lo, hi - lo, AX_COMM_F32,
-                            rd->r->algo, rd->r->bytes);
+  return ax_allreduce_start(&rd->ops[c], rd->r->comm, rd->r->cc, o->grads + lo, hi - lo,
+                            AX_COMM_F32, rd->r->algo, rd->r->bytes);
 }
 
 /* Waits for chunk c (yielding the core between polls when `yield`), frees it, and brings a

@@ -27,6 +27,7 @@ typedef enum {
 
 typedef struct {
   MPI_Comm comm;        /* data-parallel column; MPI_COMM_NULL or one rank: nothing to sum */
+  const AxCommConfig *cc; /* chunking and waiting of the all-reduce (NULL: the defaults) */
   AxAllreduceAlgo algo;
   AxCommBytes *bytes;   /* payload counters, may be NULL */
   int window;           /* chunks in flight at once (>= 1) */

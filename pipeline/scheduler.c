@@ -10,26 +10,38 @@
 
 int ax_sched_slots(int stage, int P, int limit) { return stage == P - 1 ? 1 : limit; }
 
-int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
-                  size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace) {
+static int init(AxScheduler *s, const AxSchedConfig *c) {
   memset(s, 0, sizeof *s);
-  if (limit < 1) return AX_FAIL("--pipeline-limit must be at least 1 (got %d)", limit);
-  s->stage = stage;
-  s->P = P;
-  s->limit = limit;
-  s->n_slots = ax_sched_slots(stage, P, limit);
-  s->ops = *ops;
-  s->trace = trace;
-  s->max_micro = max_micro;
-  s->slot_of = ax_malloc((size_t)max_micro * sizeof *s->slot_of);
+  if (c->limit < 1) return AX_FAIL("--pipeline-limit must be at least 1 (got %d)", c->limit);
+  s->stage = c->stage;
+  s->P = c->P;
+  s->limit = c->limit;
+  s->n_slots = ax_sched_slots(c->stage, c->P, c->limit);
+  s->ops = c->ops;
+  s->trace = c->trace;
+  s->max_micro = c->max_micro;
+  s->slot_of = ax_malloc((size_t)c->max_micro * sizeof *s->slot_of);
   s->slot_used = ax_calloc((size_t)s->n_slots, sizeof *s->slot_used);
-  s->got[0] = ax_calloc((size_t)max_micro + 1, 1);
-  s->got[1] = ax_calloc((size_t)max_micro + 1, 1);
+  s->got[0] = ax_calloc((size_t)c->max_micro + 1, 1);
+  s->got[1] = ax_calloc((size_t)c->max_micro + 1, 1);
   if (!s->slot_of || !s->slot_used || !s->got[0] || !s->got[1]) return AX_ERR;
-  for (int i = 0; i < max_micro; i++) s->slot_of[i] = -1;
-  if (P == 1) return AX_OK; /* no neighbours, no messages */
-  int prev = stage > 0 ? stage - 1 : MPI_PROC_NULL, next = stage < P - 1 ? stage + 1 : MPI_PROC_NULL;
-  return ax_p2p_init(&s->p2p, pipe, prev, next, act_bytes, limit + 1, be);
+  for (int i = 0; i < c->max_micro; i++) s->slot_of[i] = -1;
+  if (c->P == 1) return AX_OK; /* no neighbours, no messages */
+  AxP2PConfig pc = {.comm = c->pipe,
+                    .prev = c->stage > 0 ? c->stage - 1 : MPI_PROC_NULL,
+                    .next = c->stage < c->P - 1 ? c->stage + 1 : MPI_PROC_NULL,
+                    .bytes = c->act_bytes,
+                    .pool = c->limit + 1,
+                    .be = c->be,
+                    .cc = c->cc,
+                    .device_buffers = c->device_buffers};
+  return ax_p2p_init(&s->p2p, &pc);
+}
+
+int ax_sched_init(AxScheduler *s, const AxSchedConfig *cfg) {
+  int rc = init(s, cfg);
+  if (rc != AX_OK) ax_sched_destroy(s); /* what was built so far */
+  return rc;
 }
 
 void ax_sched_destroy(AxScheduler *s) {
@@ -42,7 +54,8 @@ void ax_sched_destroy(AxScheduler *s) {
 }
 
 static int take_slot(AxScheduler *s, int mb) {
-  if (mb < 0 || mb >= s->max_micro) return AX_FAIL("message tagged with micro-batch %d, expected 0..%d", mb, s->max_micro - 1);
+  if (mb < 0 || mb >= s->max_micro)
+    return AX_FAIL("internal: micro-batch %d outside 0..%d", mb, s->max_micro - 1);
   for (int i = 0; i < s->n_slots; i++) {
     if (!s->slot_used[i]) {
       s->slot_used[i] = 1;
@@ -70,12 +83,15 @@ static void debug_hang(const AxScheduler *s) {
   for (;;) nanosleep(&(struct timespec){1, 0}, NULL);
 }
 
+/* Where received messages are (what the stage callbacks are told). */
+static AxMemKind received_mem(const AxScheduler *s) { return s->P > 1 ? s->p2p.mem : AX_MEM_HOST; }
+
 static int run_forward(AxScheduler *s, int mb, const void *input, const void **out) {
   AX_WD_NOTE(-1, "computing the forward of micro-batch %d", mb);
   debug_delay(s);
   debug_hang(s);
   double t0 = ax_trace_begin(s->trace);
-  AX_TRY(s->ops.forward(s->ops.ctx, mb, s->slot_of[mb], input, out));
+  AX_TRY(s->ops.forward(s->ops.ctx, mb, s->slot_of[mb], input, received_mem(s), out));
   ax_trace_end(s->trace, AX_EV_FORWARD, mb, t0);
   return AX_OK;
 }
@@ -84,7 +100,7 @@ static int run_backward(AxScheduler *s, int mb, const void *dout, const void **d
   AX_WD_NOTE(-1, "computing the backward of micro-batch %d", mb);
   debug_delay(s);
   double t0 = ax_trace_begin(s->trace);
-  AX_TRY(s->ops.backward(s->ops.ctx, mb, s->slot_of[mb], dout, din));
+  AX_TRY(s->ops.backward(s->ops.ctx, mb, s->slot_of[mb], dout, received_mem(s), din));
   ax_trace_end(s->trace, AX_EV_BACKWARD, mb, t0);
   release_slot(s, mb);
   return AX_OK;
@@ -142,13 +158,26 @@ static void note_wait(AxScheduler *s) {
     AX_WD_NOTE(-1, "waiting for a pipeline message");
 }
 
+/* A message must belong to a micro-batch of this pass and be the first from its direction for
+ * it: anything else (a stray or repeated message) fails the pass before it is computed. */
+static int check_arrival(AxScheduler *s, AxP2PDir dir, int mb) {
+  const char *what = dir == AX_FROM_PREV ? "activation" : "gradient";
+  int from = dir == AX_FROM_PREV ? s->stage - 1 : s->stage + 1;
+  if (mb < 0 || mb >= s->n_now)
+    return AX_FAIL("stage %d: %s from stage %d tagged with micro-batch %d; this pass has "
+                   "micro-batches 0..%d", s->stage, what, from, mb, s->n_now - 1);
+  if (s->got[dir][mb])
+    return AX_FAIL("stage %d: the %s of micro-batch %d arrived twice", s->stage, what, mb);
+  s->got[dir][mb] = 1;
+  return AX_OK;
+}
+
 static int receive(AxScheduler *s, AxP2PDir *dir, int *mb, const void **data) {
   note_wait(s);
   double t0 = ax_trace_begin(s->trace);
   AX_TRY(ax_p2p_wait(&s->p2p, dir, mb, data));
   ax_trace_end(s->trace, AX_EV_RECV_WAIT, *mb, t0);
-  if (*mb >= 0 && *mb < s->n_now) s->got[*dir][*mb] = 1;
-  return AX_OK;
+  return check_arrival(s, *dir, *mb);
 }
 
 static int flush(AxScheduler *s) {
@@ -177,7 +206,6 @@ static int train_single(AxScheduler *s, int n_micro) {
 
 static int on_activation(AxScheduler *s, int mb, const void *data) {
   const void *out, *din;
-  if (s->slot_of[mb] >= 0) return AX_FAIL("micro-batch %d arrived twice at stage %d", mb, s->stage);
   AX_TRY(take_slot(s, mb));
   AX_TRY(run_forward(s, mb, data, &out));
   if (s->stage < s->P - 1) return send(s, 1, mb, out);
@@ -187,8 +215,9 @@ static int on_activation(AxScheduler *s, int mb, const void *data) {
 
 static int on_gradient(AxScheduler *s, int mb, const void *data, int *next_mb, int n_micro) {
   const void *din;
-  if (mb < 0 || mb >= s->max_micro || s->slot_of[mb] < 0)
-    return AX_FAIL("gradient for micro-batch %d, which stage %d has not forwarded", mb, s->stage);
+  if (s->slot_of[mb] < 0)
+    return AX_FAIL("stage %d: gradient for micro-batch %d, which it has not forwarded", s->stage,
+                   mb);
   AX_TRY(run_backward(s, mb, data, &din));
   if (s->stage > 0) return send(s, 0, mb, din);
   if (*next_mb < n_micro) AX_TRY(inject(s, (*next_mb)++));

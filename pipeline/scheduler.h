@@ -2,7 +2,9 @@
  * Stage 0 injects `limit` micro-batches, then one more each time it finishes a backward.
  * Every stage waits on its pre-posted receives and runs the forward or backward of whichever
  * message arrives first; the last stage runs a micro-batch's backward right after its forward.
- * There is no barrier in a step and every rank knows up front how many messages it handles.
+ * There is no barrier in a step and every rank knows up front how many messages it handles. A
+ * message that does not belong to the pass (tagged with a micro-batch outside it, or a second
+ * activation or gradient of one) fails the pass before anything is computed on it.
  *
  * The scheduler knows nothing of the model: it calls the stage through AxStageOps, hands it a
  * stash slot per in-flight micro-batch, and moves the data through the p2p engine. It tells the
@@ -16,14 +18,18 @@
 
 typedef struct {
   void *ctx;
-  /* Forward of micro-batch mb into stash slot `slot`. input: the received activation (host),
-   * NULL on the first stage. *output: the activation for the next stage (device), valid until
-   * the next call; ignored on the last stage. */
-  int (*forward)(void *ctx, int mb, int slot, const void *input, const void **output);
-  /* Backward of mb. doutput: the received gradient (host), NULL on the last stage (which
-   * computes its loss first). *dinput: the gradient for the previous stage (device); ignored
-   * on the first stage. */
-  int (*backward)(void *ctx, int mb, int slot, const void *doutput, const void **dinput);
+  /* Forward of micro-batch mb into stash slot `slot`. input: the received activation, NULL on
+   * the first stage, in host or device memory as input_mem says (the p2p engine's buffers, see
+   * mpi/p2p.h: copy it before the call returns, on the compute stream when on the device).
+   * *output: the activation for the next stage (device), valid until the next call; ignored
+   * on the last stage. */
+  int (*forward)(void *ctx, int mb, int slot, const void *input, AxMemKind input_mem,
+                 const void **output);
+  /* Backward of mb. doutput: the received gradient, NULL on the last stage (which computes its
+   * loss first), in host or device memory as doutput_mem says. *dinput: the gradient for the
+   * previous stage (device); ignored on the first stage. */
+  int (*backward)(void *ctx, int mb, int slot, const void *doutput, AxMemKind doutput_mem,
+                  const void **dinput);
 } AxStageOps;
 
 /* Testing: how --debug-hang-rank makes this rank stop making progress in one step. */
@@ -32,6 +38,19 @@ typedef enum {
   AX_SCHED_HANG_SLEEP, /* sleeps forever in its next forward (a compute that never returns) */
   AX_SCHED_HANG_DROP,  /* never sends its next pipeline message (its neighbour waits for it) */
 } AxSchedHang;
+
+typedef struct {
+  MPI_Comm pipe;   /* the pipeline row: rank = stage */
+  int stage, P;
+  int limit;       /* micro-batches in flight (pipeline limit, >= 1) */
+  int max_micro;   /* micro-batches of the largest pass */
+  size_t act_bytes; /* one micro-batch's activation (and gradient) */
+  AxBackend *be;
+  AxStageOps ops;
+  AxTrace *trace;  /* may be NULL */
+  AxCommConfig cc; /* how the pipeline's waits wait (the grid's) */
+  int device_buffers; /* messages go to MPI in device memory (CUDA-aware MPI), see mpi/p2p.h */
+} AxSchedConfig;
 
 typedef struct {
   int stage, P;
@@ -50,9 +69,8 @@ typedef struct {
   int max_micro;
 } AxScheduler;
 
-/* pipe: the pipeline row (rank = stage). act_bytes: one micro-batch activation. */
-int ax_sched_init(AxScheduler *s, MPI_Comm pipe, int stage, int P, int limit, int max_micro,
-                  size_t act_bytes, AxBackend *be, const AxStageOps *ops, AxTrace *trace);
+/* On failure nothing is left to destroy. */
+int ax_sched_init(AxScheduler *s, const AxSchedConfig *cfg);
 void ax_sched_destroy(AxScheduler *s);
 /* Stash slots a stage needs for a pipeline limit (for sizing its activation arena). */
 int ax_sched_slots(int stage, int P, int limit);

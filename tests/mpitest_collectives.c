@@ -23,6 +23,13 @@
 
 static int g_rank, g_size;
 static MPI_Comm g_comm; /* a duplicate of MPI_COMM_WORLD for our collectives */
+static AxCommConfig g_cc; /* what every operation is started with: chunking, polite waiting */
+
+/* The chunking of the operations started from now on (0, 0: the defaults). */
+static void set_tuning(size_t chunk_bytes, int window) {
+  g_cc.chunk_bytes = chunk_bytes;
+  g_cc.window = window;
+}
 static int g_local_ok = 1;
 
 /* Records a failure of this rank (and says which rank, on how many). */
@@ -105,7 +112,7 @@ static void check_allreduce(AxAllreduceAlgo algo, AxCommType t, size_t n, int sa
   for (size_t i = 0; i < n; i++) ref[i] = value(i, g_rank, salt);
   MPI_Allreduce(MPI_IN_PLACE, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   AxCommBytes bytes = {0, 0};
-  int rc = ax_allreduce(g_comm, buf, n, t, algo, &bytes);
+  int rc = ax_allreduce(g_comm, &g_cc, buf, n, t, algo, &bytes);
   expect(rc == AX_OK, "allreduce %s %s n=%zu (%s): %s", ax_allreduce_algo_name(algo),
          type_name(t), n, tuning, ax_error_message());
   size_t bad = first_mismatch(t, buf, ref, n);
@@ -145,14 +152,14 @@ static const Tuning TUNINGS[] = {{0, 0, "default chunks"},
 START_TEST(allreduce_matches_mpi) {
   int nc = n_counts();
   for (size_t u = 0; u < sizeof TUNINGS / sizeof TUNINGS[0]; u++) {
-    ax_coll_set_tuning(TUNINGS[u].chunk_bytes, TUNINGS[u].window);
+    set_tuning(TUNINGS[u].chunk_bytes, TUNINGS[u].window);
     for (int a = 0; a < N_ALGOS; a++)
       for (int c = 0; c < nc; c++) {
         check_allreduce(ALGOS[a], AX_COMM_F32, g_counts[c], c, TUNINGS[u].name);
         check_allreduce(ALGOS[a], AX_COMM_BF16, g_counts[c], c + 1, TUNINGS[u].name);
       }
   }
-  ax_coll_set_tuning(0, 0);
+  set_tuning(0, 0);
   assert_all_ranks_ok("all-reduce against MPI_Allreduce");
 }
 END_TEST
@@ -176,7 +183,7 @@ static void check_ring_bytes(AxCommType t, size_t n) {
   void *buf = xmalloc(n * esz(t));
   fill(t, buf, n, g_rank, 0);
   AxCommBytes bytes = {5, 7}; /* operations add to what is there */
-  expect(ax_allreduce(g_comm, buf, n, t, AX_ALLREDUCE_RING, &bytes) == AX_OK,
+  expect(ax_allreduce(g_comm, &g_cc, buf, n, t, AX_ALLREDUCE_RING, &bytes) == AX_OK,
          "ring bytes n=%zu: %s", n, ax_error_message());
   unsigned long long sent = 0, received = 0, e = esz(t), p = (unsigned long long)g_size;
   if (g_size > 1 && n % (size_t)g_size == 0) {
@@ -199,10 +206,10 @@ static void check_rs_ag_bytes(AxCommType t, size_t m) {
   fill(t, in, p * m, g_rank, 0);
   AxCommBytes rs = {0, 0}, ag = {0, 0};
   AxColl *op = NULL;
-  expect(ax_reduce_scatter_start(&op, g_comm, in, out, m, t, &rs) == AX_OK &&
+  expect(ax_reduce_scatter_start(&op, g_comm, &g_cc, in, out, m, t, &rs) == AX_OK &&
              ax_coll_wait(op) == AX_OK, "reduce-scatter bytes: %s", ax_error_message());
   ax_coll_free(op);
-  expect(ax_allgather_start(&op, g_comm, in, out, m, t, &ag) == AX_OK &&
+  expect(ax_allgather_start(&op, g_comm, &g_cc, in, out, m, t, &ag) == AX_OK &&
              ax_coll_wait(op) == AX_OK, "all-gather bytes: %s", ax_error_message());
   ax_coll_free(op);
   unsigned long long want = (unsigned long long)((p - 1) * m * e);
@@ -231,7 +238,7 @@ START_TEST(byte_counters_follow_the_ring_formula) {
     float *buf = xmalloc(n * sizeof *buf);
     fill(AX_COMM_F32, buf, n, g_rank, 0);
     AxCommBytes b = {0, 0};
-    expect(ax_allreduce(g_comm, buf, n, AX_COMM_F32, AX_ALLREDUCE_RHD, &b) == AX_OK, "rhd: %s",
+    expect(ax_allreduce(g_comm, &g_cc, buf, n, AX_COMM_F32, AX_ALLREDUCE_RHD, &b) == AX_OK, "rhd: %s",
            ax_error_message());
     unsigned long long want = 2 * (p - 1) * (n / p) * sizeof(float);
     expect(b.sent == want && b.received == want, "rhd n=%zu: sent %llu received %llu, want %llu",
@@ -252,7 +259,7 @@ static void check_reduce_scatter(AxCommType t, size_t m, const char *tuning) {
   for (size_t i = 0; i < p * m; i++) in_ref[i] = value(i, g_rank, (int)m);
   MPI_Reduce_scatter_block(in_ref, ref, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   AxColl *op = NULL;
-  int rc = ax_reduce_scatter_start(&op, g_comm, in, out, m, t, NULL);
+  int rc = ax_reduce_scatter_start(&op, g_comm, &g_cc, in, out, m, t, NULL);
   if (rc == AX_OK) rc = ax_coll_wait(op);
   ax_coll_free(op);
   expect(rc == AX_OK, "reduce-scatter %s m=%zu (%s): %s", type_name(t), m, tuning,
@@ -272,7 +279,7 @@ static void check_allgather(AxCommType t, size_t m, int in_place, const char *tu
   for (size_t i = 0; i < m; i++) in_ref[i] = value(i, g_rank, (int)m);
   MPI_Allgather(in_ref, (int)m, MPI_FLOAT, ref, (int)m, MPI_FLOAT, MPI_COMM_WORLD);
   AxColl *op = NULL;
-  int rc = ax_allgather_start(&op, g_comm, in, out, m, t, NULL);
+  int rc = ax_allgather_start(&op, g_comm, &g_cc, in, out, m, t, NULL);
   if (rc == AX_OK) rc = ax_coll_wait(op);
   ax_coll_free(op);
   expect(rc == AX_OK, "all-gather %s m=%zu%s (%s): %s", type_name(t), m,
@@ -288,7 +295,7 @@ static void check_allgather(AxCommType t, size_t m, int in_place, const char *tu
 START_TEST(reduce_scatter_and_allgather_match_mpi) {
   const size_t counts[] = {0, 1, 2, 3, 7, 1000, 65537};
   for (size_t u = 0; u < sizeof TUNINGS / sizeof TUNINGS[0]; u++) {
-    ax_coll_set_tuning(TUNINGS[u].chunk_bytes, TUNINGS[u].window);
+    set_tuning(TUNINGS[u].chunk_bytes, TUNINGS[u].window);
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
       for (int t = AX_COMM_F32; t <= AX_COMM_BF16; t++) {
         check_reduce_scatter((AxCommType)t, counts[c], TUNINGS[u].name);
@@ -296,7 +303,7 @@ START_TEST(reduce_scatter_and_allgather_match_mpi) {
         check_allgather((AxCommType)t, counts[c], 1, TUNINGS[u].name);
       }
   }
-  ax_coll_set_tuning(0, 0);
+  set_tuning(0, 0);
   check_reduce_scatter(AX_COMM_F32, 800 * 1000 + 1, "default"); /* several MB in all */
   check_allgather(AX_COMM_F32, 800 * 1000 + 1, 0, "default");
   assert_all_ranks_ok("reduce-scatter / all-gather against MPI");
@@ -325,21 +332,21 @@ START_TEST(several_operations_in_flight) {
   fill(AX_COMM_F32, rs_in, p * m, g_rank, 4);
   fill(AX_COMM_BF16, h, n_ring, g_rank, 5);
   fill(AX_COMM_F32, scratch, 4096, g_rank, 6);
-  ax_coll_set_tuning(16 * 1024, 2); /* many chunks each, so they really interleave */
+  set_tuning(16 * 1024, 2); /* many chunks each, so they really interleave */
   AxColl *ops[6] = {NULL};
   AxCommBytes bytes = {0, 0};
-  int rc = ax_allreduce_start(&ops[0], g_comm, a, n_ring, AX_COMM_F32, AX_ALLREDUCE_RING, &bytes);
+  int rc = ax_allreduce_start(&ops[0], g_comm, &g_cc, a, n_ring, AX_COMM_F32, AX_ALLREDUCE_RING, &bytes);
   if (rc == AX_OK)
-    rc = ax_allreduce_start(&ops[1], g_comm, b, n_rhd, AX_COMM_F32, AX_ALLREDUCE_RHD, &bytes);
+    rc = ax_allreduce_start(&ops[1], g_comm, &g_cc, b, n_rhd, AX_COMM_F32, AX_ALLREDUCE_RHD, &bytes);
   if (rc == AX_OK)
-    rc = ax_allreduce_start(&ops[2], g_comm, c, n_mpi, AX_COMM_F32, AX_ALLREDUCE_MPI, &bytes);
+    rc = ax_allreduce_start(&ops[2], g_comm, &g_cc, c, n_mpi, AX_COMM_F32, AX_ALLREDUCE_MPI, &bytes);
   if (rc == AX_OK)
-    rc = ax_reduce_scatter_start(&ops[3], g_comm, rs_in, rs_out, m, AX_COMM_F32, &bytes);
+    rc = ax_reduce_scatter_start(&ops[3], g_comm, &g_cc, rs_in, rs_out, m, AX_COMM_F32, &bytes);
   if (rc == AX_OK)
-    rc = ax_allgather_start(&ops[4], g_comm, rs_in, ag_out, m, AX_COMM_F32, &bytes);
+    rc = ax_allgather_start(&ops[4], g_comm, &g_cc, rs_in, ag_out, m, AX_COMM_F32, &bytes);
   if (rc == AX_OK)
-    rc = ax_allreduce_start(&ops[5], g_comm, h, n_ring, AX_COMM_BF16, AX_ALLREDUCE_RING, &bytes);
-  ax_coll_set_tuning(0, 0);
+    rc = ax_allreduce_start(&ops[5], g_comm, &g_cc, h, n_ring, AX_COMM_BF16, AX_ALLREDUCE_RING, &bytes);
+  set_tuning(0, 0);
   expect(rc == AX_OK, "starting 6 operations: %s", ax_error_message());
   /* progress them round-robin with other work in between, then wait for the stragglers */
   int pending = 6, rounds = 0;
@@ -410,11 +417,11 @@ START_TEST(algorithm_names_parse_and_choice) {
   /* bad arguments are errors, with nothing started */
   AxColl *op = (AxColl *)&got;
   float x = 1;
-  ck_assert_int_eq(ax_allreduce_start(&op, g_comm, &x, 1, (AxCommType)7, AX_ALLREDUCE_RING,
+  ck_assert_int_eq(ax_allreduce_start(&op, g_comm, &g_cc, &x, 1, (AxCommType)7, AX_ALLREDUCE_RING,
                                       NULL), AX_ERR);
   ck_assert_ptr_null(op);
   ax_error_clear();
-  ck_assert_int_eq(ax_allreduce_start(&op, g_comm, NULL, 5, AX_COMM_F32, AX_ALLREDUCE_RING,
+  ck_assert_int_eq(ax_allreduce_start(&op, g_comm, &g_cc, NULL, 5, AX_COMM_F32, AX_ALLREDUCE_RING,
                                       NULL), AX_ERR);
   ax_error_clear();
   ax_coll_free(NULL);
@@ -548,11 +555,11 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   ax_set_rank(g_rank);
-  ax_mpi_auto_polite(MPI_COMM_WORLD);
+  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
   int rc = tu_run_nofork(collectives_suite());
   MPI_Comm_free(&g_comm);
-#ifdef AX_TEST_ASAN
+#ifdef AX_ASAN
   /* Check for leaks while MPI is still up: MPI_Finalize unloads MPICH's UCX modules, whose
    * still-referenced allocations LeakSanitizer then reports as leaks of an unknown module (an
    * empty MPI_Init/MPI_Finalize program shows the same 1016 bytes). This check runs once and

@@ -1,7 +1,9 @@
 /* test_cuda_aware.c — CUDA-aware MPI detection (mpi/cuda_aware.c) without a GPU: the option
  * wins, each MPI's environment setting is read (yes and no spellings, first set wins, unclear
  * values ignored), the reason fits its buffer, and after MPI_Init the library's own query,
- * where it has one, is what decides. */
+ * where it has one, is what decides; and the p2p engine's choice of device buffers from it.
+ * (The device-buffer path itself is tested by tests/mpitest_p2p.c, mpitest_scheduler.c and
+ * mpi_device_buffers.sh.) */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +107,27 @@ START_TEST(library_query_after_init) {
 }
 END_TEST
 
+/* Device buffers: forced on for any backend, forced off, and in auto mode only where the
+ * backend's memory is not host memory and MPI is CUDA-aware. */
+START_TEST(device_buffers_choice) {
+  char why[200];
+  clear_env();
+  setenv("MPICH_GPU_SUPPORT_ENABLED", "1", 1);
+  ck_assert_int_eq(ax_mpi_device_buffers(2, 1, why, sizeof why), 1); /* CPU backend too */
+  ck_assert_msg(strstr(why, "--cuda-aware-mpi 1") != NULL, "%s", why);
+  ck_assert_int_eq(ax_mpi_device_buffers(1, 0, why, sizeof why), 0);
+  ck_assert_msg(strstr(why, "--cuda-aware-mpi 0") != NULL, "%s", why);
+  ck_assert_int_eq(ax_mpi_device_buffers(0, 1, why, sizeof why), 0); /* nothing to gain */
+  ck_assert_msg(strstr(why, "host memory") != NULL, "%s", why);
+  ck_assert_int_eq(ax_mpi_device_buffers(0, 0, why, sizeof why), 1); /* a GPU, CUDA-aware */
+  ck_assert_msg(strstr(why, "MPICH_GPU_SUPPORT_ENABLED") != NULL, "%s", why);
+  setenv("MPICH_GPU_SUPPORT_ENABLED", "0", 1);
+  ck_assert_int_eq(ax_mpi_device_buffers(0, 0, why, sizeof why), 0); /* a GPU, not aware */
+  ck_assert_msg(strstr(why, "CUDA-aware MPI no") != NULL, "%s", why);
+  ck_assert_int_eq(ax_mpi_device_buffers(2, 0, NULL, 0), 1);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cuda_aware");
   TCase *tc = tu_tcase(s, "cuda_aware", 60);
@@ -113,6 +136,7 @@ int main(void) {
   tcase_add_test(tc, each_mpi_setting);
   tcase_add_test(tc, first_setting_wins_and_unclear_ignored);
   tcase_add_test(tc, reason_fits_its_buffer);
+  tcase_add_test(tc, device_buffers_choice);
   tcase_add_test(tc, library_query_after_init);
   return tu_run(s);
 }

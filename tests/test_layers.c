@@ -327,7 +327,7 @@ typedef struct {
 static double model_loss(void *p) {
   ModelCtx *c = p;
   double loss;
-  ck_assert_int_eq(ax_stage_forward(c->st, 0, c->in, NULL), AX_OK);
+  ck_assert_int_eq(ax_stage_forward(c->st, 0, c->in, NULL, AX_MEM_HOST), AX_OK);
   ck_assert_int_eq(ax_stage_loss_backward(c->st, 0, c->tgt, 0.0f, &loss), AX_OK);
   return loss;
 }
@@ -357,7 +357,7 @@ static void check_model(int ac, int threads) {
   }
   double loss;
   ck_assert_int_eq(ax_stage_zero_grads(c.st), AX_OK);
-  ck_assert_int_eq(ax_stage_forward(c.st, 0, c.in, NULL), AX_OK);
+  ck_assert_int_eq(ax_stage_forward(c.st, 0, c.in, NULL, AX_MEM_HOST), AX_OK);
   ck_assert_int_eq(ax_stage_loss_backward(c.st, 0, c.tgt, 1.0f / n, &loss), AX_OK);
   float *g = tu_alloc(lay->total * sizeof *g);
   memcpy(g, grads, lay->total * sizeof *g);

@@ -18,6 +18,14 @@
 typedef enum { AX_DTYPE_F32 = 0, AX_DTYPE_BF16, AX_DTYPE_F16 } AxDType;
 typedef enum { AX_STREAM_COMPUTE = 0, AX_STREAM_COPY, AX_STREAM_COMM, AX_N_STREAMS } AxStream;
 typedef enum { AX_COPY_H2D = 0, AX_COPY_D2H, AX_COPY_D2D, AX_COPY_H2H } AxCopyKind;
+/* Where a buffer lives: host memory or the backend's device memory (a received pipeline
+ * message is in either, see mpi/p2p.h). */
+typedef enum { AX_MEM_HOST = 0, AX_MEM_DEVICE } AxMemKind;
+
+/* The copy that brings data from memory of kind `from` into device memory. */
+static inline AxCopyKind ax_copy_to_device(AxMemKind from) {
+  return from == AX_MEM_DEVICE ? AX_COPY_D2D : AX_COPY_H2D;
+}
 
 /* Row-major C[m x n] = alpha * op(A)[m x k] @ op(B)[k x n] + beta * C, `batch` times with the
  * given element strides between consecutive matrices (strided-batched GEMM). Leading

@@ -90,6 +90,7 @@ typedef struct {
 typedef struct {
   const ArBenchConfig *c;
   MPI_Comm comm;
+  AxCommConfig cc; /* --chunk, --window (zeros resolved), polite when oversubscribed */
   int rank, size;
   AxCommType type;
   size_t esz;
@@ -184,7 +185,7 @@ static int timed_allreduce(ArBench *b, size_t n, ArColumn col, double *sec) {
   if (col.kind == AR_BLOCKING)
     AX_TRY(ax_mpi_allreduce_blocking(b->comm, b->buf, n, b->type));
   else if (col.kind == AR_OURS)
-    AX_TRY(ax_allreduce(b->comm, b->buf, n, b->type, col.algo, NULL));
+    AX_TRY(ax_allreduce(b->comm, &b->cc, b->buf, n, b->type, col.algo, NULL));
   else
     traffic_op(b, n);
   double mine = ax_now() - t0;
@@ -223,9 +224,6 @@ static int measure(ArBench *b, size_t bytes, ArColumn col, ArResult *res) {
  * on, so no rank is left waiting, and the run fails at its end). */
 static void write_json(ArBench *b, size_t bytes, int k, const char *algo, const ArResult *r) {
   if (!b->c->json || b->rank != 0 || b->json_rc != AX_OK) return;
-  size_t chunk;
-  int window;
-  ax_coll_get_tuning(&chunk, &window);
   char line[1024];
   int n = snprintf(line, sizeof line,
                    "{\"bench\":\"allreduce\",\"ranks\":%d,\"type\":\"%s\",\"algo\":\"%s\","
@@ -233,7 +231,8 @@ static void write_json(ArBench *b, size_t bytes, int k, const char *algo, const 
                    "\"busbw_gbs\":%.4f,\"chunk_bytes\":%zu,\"window\":%d,\"bucket_size\":%lld,"
                    "\"coarsening\":%d,\"correct\":%s}\n",
                    b->size, b->type == AX_COMM_F32 ? "f32" : "bf16", algo, bytes, bytes / b->esz,
-                   r->iters, r->us, r->algbw, r->busbw, chunk, window, b->c->bucket_size, k,
+                   r->iters, r->us, r->algbw, r->busbw, b->cc.chunk_bytes, b->cc.window,
+                   b->c->bucket_size, k,
                    r->ok ? "true" : "false");
   b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
 }
@@ -242,16 +241,14 @@ static void print_header(const ArBench *b) {
   AxNodeRanks nr = {.local_size = 1};
   if (ax_mpi_node_ranks(b->comm, &nr) != AX_OK) ax_error_clear();
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t chunk;
-  int window;
-  ax_coll_get_tuning(&chunk, &window);
   ax_log("# axonn bench allreduce: %d ranks, %d on this node with %ld cores (%s, %s waiting)",
          b->size, nr.local_size, cores, nr.local_size > cores ? "OVERSUBSCRIBED" : "not oversubscribed",
-         ax_mpi_polite() ? "polite" : "busy");
+         b->cc.polite ? "polite" : "busy");
   ax_log("# type %s; time = median over up to %d iterations (after %d warm-up) of the slowest "
          "rank; algbw = size/time, busbw = algbw*2(p-1)/p, GB/s = 1e9 B/s; ring/rhd chunks of "
          "%zu bytes, window %d; auto = what ax_allreduce_choose picks",
-         b->type == AX_COMM_F32 ? "f32" : "bf16", b->c->iters, b->c->warmup, chunk, window);
+         b->type == AX_COMM_F32 ? "f32" : "bf16", b->c->iters, b->c->warmup, b->cc.chunk_bytes,
+         b->cc.window);
   if (b->c->bucket_size)
     ax_log("# training chunks: k x bucket-size %lld elements; per-bucket(us) = time / k (lower "
            "is better: the cost of one bucket's all-reduce at that coarsening)",
@@ -353,8 +350,9 @@ static int sweep(ArBench *b) {
 }
 
 /* Checks of the options: they fail alike on every rank. */
-static int prepare(ArBench *b, const ArBenchConfig *c, MPI_Comm comm) {
-  *b = (ArBench){.c = c, .comm = comm};
+static int prepare(ArBench *b, const ArBenchConfig *c, MPI_Comm comm, int polite) {
+  AxCommConfig cc = {.chunk_bytes = (size_t)c->chunk, .window = c->window, .polite = polite};
+  *b = (ArBench){.c = c, .comm = comm, .cc = ax_comm_config_resolve(&cc)};
   AX_MPI(MPI_Comm_rank(comm, &b->rank));
   AX_MPI(MPI_Comm_size(comm, &b->size));
   b->type = c->type == 0 ? AX_COMM_F32 : AX_COMM_BF16;
@@ -367,7 +365,6 @@ static int prepare(ArBench *b, const ArBenchConfig *c, MPI_Comm comm) {
 }
 
 static int run_bench(ArBench *b) {
-  ax_coll_set_tuning((size_t)b->c->chunk, b->c->window);
   b->buf = ax_malloc(max_message(b));
   if (!b->buf) return AX_ERR;
   print_header(b);
@@ -383,11 +380,11 @@ static int with_mpi(const ArBenchConfig *c, int *argc, char ***argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   ax_set_rank(rank);
-  ax_mpi_auto_polite(MPI_COMM_WORLD);
+  int polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   ArBench b;
-  int rc = ax_mpi_agree(comm, prepare(&b, c, comm));
+  int rc = ax_mpi_agree(comm, prepare(&b, c, comm, polite));
   if (rc != AX_OK && rank == 0) ax_print_error(); /* agreed: rank 0 says it */
   if (rc == AX_OK && (rc = run_bench(&b)) != AX_OK) ax_print_error();
   MPI_Comm_free(&comm);

@@ -53,6 +53,7 @@ enum { RECV_SLOTS_BYTES = 64 << 20 }; /* distinct receive slots for the streamin
 
 typedef struct {
   const P2pConfig *c;
+  AxCommConfig cc; /* polite waiting when oversubscribed */
   MPI_Comm pair; /* ranks 0 and 1 */
   int me;        /* 0 or 1 in pair */
   int same_node;
@@ -128,7 +129,7 @@ static int stream_window(P2p *b, size_t bytes, int w, MPI_Request *reqs) {
       AX_MPI(MPI_Irecv(b->rbuf + (size_t)i * bytes, (int)bytes, MPI_BYTE, peer, 2, b->pair,
                        &reqs[i]));
   }
-  AX_TRY(ax_mpi_waitall(w, reqs));
+  AX_TRY(ax_mpi_waitall(&b->cc, w, reqs));
   if (b->me == 0) AX_MPI(MPI_Recv(&ack, 1, MPI_BYTE, peer, 3, b->pair, MPI_STATUS_IGNORE));
   else AX_MPI(MPI_Send(&ack, 1, MPI_BYTE, peer, 3, b->pair));
   return AX_OK;
@@ -237,14 +238,15 @@ static int check_config(const P2pConfig *c, int rank, int size) {
 }
 
 /* Ranks 0 and 1 measure; the others wait (politely when oversubscribed). */
-static int run_bench(const P2pConfig *c, int rank) {
-  P2p b = {.c = c, .me = rank, .pair = MPI_COMM_NULL};
+static int run_bench(const P2pConfig *c, int rank, int polite) {
+  P2p b = {.c = c, .me = rank, .pair = MPI_COMM_NULL, .cc = ax_comm_config_default()};
+  b.cc.polite = polite;
   AX_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &b.pair));
   int rc = rank < 2 ? run_pair(&b) : AX_OK;
   if (b.pair != MPI_COMM_NULL) MPI_Comm_free(&b.pair);
   MPI_Request done;
   AX_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &done));
-  AX_TRY(ax_mpi_wait(&done, MPI_STATUS_IGNORE));
+  AX_TRY(ax_mpi_wait(&b.cc, &done, MPI_STATUS_IGNORE));
   return rc;
 }
 
@@ -256,10 +258,10 @@ static int with_mpi(const P2pConfig *c, int *argc, char ***argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   ax_set_rank(rank);
-  ax_mpi_auto_polite(MPI_COMM_WORLD);
+  int polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
   int rc = ax_mpi_agree(MPI_COMM_WORLD, check_config(c, rank, size)); /* rank 0 says it */
   if (rc != AX_OK && rank == 0) ax_print_error();
-  if (rc == AX_OK && (rc = run_bench(c, rank)) != AX_OK) ax_print_error();
+  if (rc == AX_OK && (rc = run_bench(c, rank, polite)) != AX_OK) ax_print_error();
   if (!initialized) MPI_Finalize();
   return rc;
 }

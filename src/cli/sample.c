@@ -78,7 +78,7 @@ static int continue_text(const SampleConfig *c, Sampler *s, int n) {
   ax_rng_seed(&r, (uint64_t)c->seed);
   for (int k = 0; k < c->tokens; k++) {
     for (int i = n; i < s->window; i++) s->ctx[i] = 0; /* causal: padding is never seen */
-    AX_TRY(ax_stage_forward(s->stage, 0, s->ctx, NULL));
+    AX_TRY(ax_stage_forward(s->stage, 0, s->ctx, NULL, AX_MEM_HOST));
     AX_TRY(ax_stage_logits_at(s->stage, 0, n - 1, s->logits));
     int tok = choose(s->logits, s->cfg.vocab, c->temperature, &r);
     if (n == s->window) { /* full: drop the oldest token */

@@ -49,7 +49,7 @@ static int polite_sum(const AxGrid *g, double mine, double *total) {
     return AX_OK;
   }
   AX_MPI(MPI_Iallreduce(&mine, total, 1, MPI_DOUBLE, MPI_SUM, g->world, &req));
-  return ax_mpi_wait(&req, MPI_STATUS_IGNORE);
+  return ax_mpi_wait(&g->comm_cfg, &req, MPI_STATUS_IGNORE);
 }
 
 /* "qkv 1024x384x128, attproj 1024x128x128, ..." */

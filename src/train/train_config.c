@@ -80,7 +80,8 @@ static const AxOption OPTIONS[] = {
         "next to the binary)"),
     CHOICE("precision", precision, "fp32", "fp32|bf16|fp16", "compute precision"),
     CHOICE("cuda-aware-mpi", cuda_aware_mpi, "auto", "auto|0|1",
-           "pass device buffers to MPI (auto: detect; 0: stage through pinned host memory)"),
+           "pipeline messages to MPI in device buffers (auto: on a GPU when MPI is CUDA-aware; "
+           "0: staged through pinned host memory; 1: always, also on the CPU backend)"),
     INT("threads", threads, "0", "N", "compute threads per rank (0: all cores of the rank)", 0,
         256),
     INT("bind", bind, "1", "0|1", "pin compute threads to cores with hwloc", 0, 1),

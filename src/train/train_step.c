@@ -15,12 +15,13 @@
 
 /* ------------------------------------------------------------------ stage callbacks */
 
-static size_t mb_offset(const Trainer *t, int mb) { return (size_t)mb * t->micro * t->cfg.seq; }
+static size_t mb_offset(const AxTrainer *t, int mb) { return (size_t)mb * t->micro * t->cfg.seq; }
 
-static int cb_forward(void *ctx, int mb, int slot, const void *input, const void **output) {
-  Trainer *t = ctx;
+static int cb_forward(void *ctx, int mb, int slot, const void *input, AxMemKind input_mem,
+                      const void **output) {
+  AxTrainer *t = ctx;
   const int32_t *tokens = t->spec.first ? t->inputs + mb_offset(t, mb) : NULL;
-  AX_TRY(ax_stage_forward(t->stage, slot, tokens, input));
+  AX_TRY(ax_stage_forward(t->stage, slot, tokens, input, input_mem));
   *output = ax_stage_output(t->stage, slot);
   if (t->validating && t->spec.last) { /* forward-only: the loss, no gradients */
     double mean;
@@ -30,8 +31,9 @@ static int cb_forward(void *ctx, int mb, int slot, const void *input, const void
   return AX_OK;
 }
 
-static int cb_backward(void *ctx, int mb, int slot, const void *doutput, const void **dinput) {
-  Trainer *t = ctx;
+static int cb_backward(void *ctx, int mb, int slot, const void *doutput, AxMemKind doutput_mem,
+                       const void **dinput) {
+  AxTrainer *t = ctx;
   if (t->spec.last) {
     /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
     float dloss = t->loss_scale.scale / ((float)t->cfg.batch * (float)t->cfg.seq);
@@ -39,13 +41,13 @@ static int cb_backward(void *ctx, int mb, int slot, const void *doutput, const v
     AX_TRY(ax_stage_loss_backward(t->stage, slot, t->targets + mb_offset(t, mb), dloss, &mean));
     t->loss_sum += mean;
   } else {
-    AX_TRY(ax_stage_backward(t->stage, slot, doutput));
+    AX_TRY(ax_stage_backward(t->stage, slot, doutput, doutput_mem));
   }
   *dinput = ax_stage_dinput(t->stage);
   return AX_OK;
 }
 
-int ax_trainer_make_ops(Trainer *t, AxStageOps *ops) {
+int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops) {
   *ops = (AxStageOps){.ctx = t, .forward = cb_forward, .backward = cb_backward};
   return AX_OK;
 }
@@ -59,7 +61,7 @@ static int sum_over(MPI_Comm comm, double *x) {
 }
 
 /* Mean loss of the global batch: the last stage of each row holds its row's sum. */
-static int agree_on_loss(Trainer *t, int batches, double *loss) {
+static int agree_on_loss(AxTrainer *t, int batches, double *loss) {
   double row = t->spec.last ? t->loss_sum / (t->n_micro * (double)batches) : 0.0;
   AX_WD_NOTE(-1, "in the all-reduce of the loss over all ranks");
   AX_TRY(sum_over(t->grid.world, &row));
@@ -69,21 +71,22 @@ static int agree_on_loss(Trainer *t, int batches, double *loss) {
 
 /* The tied LM head: the first and last stage of a row each hold wte; their gradients are
  * summed so both copies take the same update (before the data-parallel sum; sums commute). */
-static int sync_tied(Trainer *t) {
+static int sync_tied(AxTrainer *t) {
   if (t->grid.tied == MPI_COMM_NULL) return AX_OK;
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   int other = t->grid.row * t->grid.P + (t->spec.first ? t->grid.P - 1 : 0);
   AX_WD_NOTE(other, "in the tied-embedding gradient all-reduce with rank %d", other);
   double t0 = ax_trace_begin(&t->trace);
-  AX_TRY(ax_allreduce(t->grid.tied, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
-                      AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce, &t->comm_bytes));
+  AX_TRY(ax_allreduce(t->grid.tied, &t->grid.comm_cfg, t->off.grads + lay->offset[AX_P_WTE],
+                      lay->count[AX_P_WTE], AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce,
+                      &t->comm_bytes));
   ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
   return AX_OK;
 }
 
 /* Dynamic loss scaling: did any rank's gradients overflow? (--debug-overflow-step poisons
  * one gradient of the last rank to test the path.) Every rank gets the same answer. */
-static int any_overflow(Trainer *t, int step, int *overflow) {
+static int any_overflow(AxTrainer *t, int step, int *overflow) {
   *overflow = 0;
   if (!t->loss_scale.enabled && !t->cfg.debug_overflow_step) return AX_OK;
   if (step == t->cfg.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n)
@@ -97,8 +100,9 @@ static int any_overflow(Trainer *t, int step, int *overflow) {
   return AX_OK;
 }
 
-static AxReduceSpec reduce_spec(Trainer *t) {
+static AxReduceSpec reduce_spec(AxTrainer *t) {
   AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
+                    .cc = &t->grid.comm_cfg,
                     .algo = (AxAllreduceAlgo)t->cfg.allreduce, .bytes = &t->comm_bytes,
                     .window = 2, .trace = &t->trace,
                     .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS};
@@ -110,7 +114,7 @@ static AxReduceSpec reduce_spec(Trainer *t) {
   return r;
 }
 
-static AxAdamWHyper adamw_hyper(const Trainer *t, double lr, float grad_scale) {
+static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale) {
   return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)t->cfg.beta1,
                         .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
                         .weight_decay = (float)t->cfg.weight_decay,
@@ -118,7 +122,7 @@ static AxAdamWHyper adamw_hyper(const Trainer *t, double lr, float grad_scale) {
 }
 
 /* The global gradient norm: each stage's sum of squares summed along the pipeline row. */
-static int finish_norm(Trainer *t, double sumsq, double *norm) {
+static int finish_norm(AxTrainer *t, double sumsq, double *norm) {
   AX_WD_NOTE(-1, "in the gradient-norm sum along the pipeline row");
   AX_TRY(sum_over(t->grid.pipe, &sumsq));
   *norm = sqrt(sumsq > 0 ? sumsq : 0) / t->loss_scale.scale;
@@ -127,7 +131,7 @@ static int finish_norm(Trainer *t, double sumsq, double *norm) {
 
 /* Sum the gradients over the data-parallel column and update the master weights, chunk by
  * chunk; interleaved unless clipping needs the whole norm first (or --offload 0). */
-static int reduce_and_update(Trainer *t, double lr, double *norm) {
+static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   AxReduceSpec r = reduce_spec(t);
   void *params = ax_stage_params(t->stage);
   float unscale = 1.0f / t->loss_scale.scale;
@@ -146,7 +150,7 @@ static int reduce_and_update(Trainer *t, double lr, double *norm) {
   return ax_offload_update_all(&t->off, params, &h, &t->trace);
 }
 
-static int optimizer_step(Trainer *t, int step, AxStepRecord *rec) {
+static int optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   rec->lr = ax_lr_at(&t->lr, step);
   AX_WD_NOTE(-1, "copying the gradients to host memory");
   AX_TRY(ax_offload_download_grads(&t->off, ax_stage_grads(t->stage)));
@@ -166,21 +170,21 @@ static int optimizer_step(Trainer *t, int step, AxStepRecord *rec) {
 
 /* ------------------------------------------------------------------ step and validation */
 
-static int load_batch(Trainer *t, AxLoader *L) {
+static int load_batch(AxTrainer *t, AxLoader *L) {
   if (!t->have_data) return AX_OK;
   AX_WD_NOTE(-1, "loading a batch");
   return ax_loader_next(L, t->grid.row * t->shard, t->shard, t->inputs, t->targets);
 }
 
 /* --debug-hang-rank/-step/-mode: this rank stops making progress in this step's pipeline. */
-static void debug_hang(Trainer *t, int step) {
+static void debug_hang(AxTrainer *t, int step) {
   if (t->grid.rank == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step &&
       t->cfg.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
     t->sched.hang = t->cfg.debug_hang_mode == AX_DEBUG_HANG_SLEEP ? AX_SCHED_HANG_SLEEP
                                                                   : AX_SCHED_HANG_DROP;
 }
 
-static int pipeline_phase(Trainer *t) {
+static int pipeline_phase(AxTrainer *t) {
   double t0 = ax_trace_begin(&t->trace);
   AX_TRY(ax_sched_train(&t->sched, t->n_micro));
   ax_trace_end(&t->trace, AX_EV_PIPELINE, -1, t0);
@@ -210,7 +214,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   return AX_OK;
 }
 
-static int validate(Trainer *t, double *val_loss) {
+static int validate(AxTrainer *t, double *val_loss) {
   if (t->have_data) ax_loader_set_position(&t->val, 0); /* same batches every time */
   t->loss_sum = 0;
   t->validating = 1;

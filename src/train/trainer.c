@@ -23,10 +23,10 @@ _Static_assert(AX_PREC_BF16 == (int)AX_DTYPE_BF16 && AX_PREC_FP16 == (int)AX_DTY
 
 enum { SYNTH_TRAIN_TOKENS = 2000000, SYNTH_VAL_TOKENS = 200000, TRACE_CAPACITY = 1 << 20 };
 
-static int stage_first(const Trainer *t) { return t->grid.stage == 0; }
-static int stage_last(const Trainer *t) { return t->grid.stage == t->grid.P - 1; }
+static int stage_first(const AxTrainer *t) { return t->grid.stage == 0; }
+static int stage_last(const AxTrainer *t) { return t->grid.stage == t->grid.P - 1; }
 
-static int setup_grid(Trainer *t) {
+static int setup_grid(AxTrainer *t) {
   int mpi = 0;
   MPI_Initialized(&mpi);
   if (!mpi) {
@@ -39,11 +39,13 @@ static int setup_grid(Trainer *t) {
   AX_TRY(ax_grid_create(&t->grid, t->cfg.g_inter, t->cfg.g_data));
   t->have_grid = 1;
   ax_set_rank(t->grid.rank);
-  ax_mpi_polite_for(t->grid.share_size);
+  /* the default chunking; polite waiting when this rank's CPU set is oversubscribed */
+  t->grid.comm_cfg = ax_comm_config_default();
+  t->grid.comm_cfg.polite = ax_mpi_polite_for(t->grid.share_size);
   return AX_OK;
 }
 
-static int setup_model(Trainer *t) {
+static int setup_model(AxTrainer *t) {
   if (t->cfg.init) {
     AX_TRY(ax_model_file_read_config(t->cfg.init, &t->model));
   } else {
@@ -61,7 +63,7 @@ static int setup_model(Trainer *t) {
   return AX_OK;
 }
 
-static int setup_partition(Trainer *t) {
+static int setup_partition(AxTrainer *t) {
   int P = t->grid.P, s = t->grid.stage;
   t->first_block = ax_malloc((size_t)(P + 1) * sizeof *t->first_block);
   if (!t->first_block) return AX_ERR;
@@ -77,7 +79,7 @@ static int setup_partition(Trainer *t) {
   return AX_OK;
 }
 
-static int setup_backend(Trainer *t) {
+static int setup_backend(AxTrainer *t) {
   AxBackendConfig bc = {.device = t->cfg.device,
                         .dtype = (AxDType)t->cfg.precision,
                         .threads = t->cfg.threads,
@@ -94,7 +96,7 @@ static int setup_backend(Trainer *t) {
 }
 
 /* The fp32 master weights (host arena) from --init or the seeded initialization. */
-static int load_params(Trainer *t, const AxStageLayout *layout) {
+static int load_params(AxTrainer *t, const AxStageLayout *layout) {
   float *master = t->off.master;
   if (t->cfg.init) return ax_model_file_read_stage(t->cfg.init, &t->model, layout, master);
   ax_gpt_init_stage(&t->model, layout, (uint64_t)t->cfg.seed, master);
@@ -116,7 +118,7 @@ int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
   return n;
 }
 
-static int setup_stage(Trainer *t) {
+static int setup_stage(AxTrainer *t) {
   AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &t->spec));
   const AxStageLayout *layout = ax_stage_layout_of(t->stage);
   AxParamSegment segs[AX_N_PARAMS];
@@ -135,7 +137,7 @@ static int setup_stage(Trainer *t) {
   return ax_sync(t->be);
 }
 
-static int setup_synthetic(Trainer *t) {
+static int setup_synthetic(AxTrainer *t) {
   if (t->model.vocab < 128)
     return AX_FAIL("the built-in corpus is byte text and needs --vocab >= 128 (got %d); give "
                    "--data for other vocabularies", t->model.vocab);
@@ -154,7 +156,7 @@ static int setup_synthetic(Trainer *t) {
 }
 
 /* Only the first stage (tokens) and the last (targets) of each row read data. */
-static int setup_data(Trainer *t) {
+static int setup_data(AxTrainer *t) {
   t->floor = NAN;
   if (!t->cfg.data) {
     ax_markov_build(&t->markov, (uint64_t)t->cfg.seed);
@@ -181,18 +183,22 @@ static int setup_data(Trainer *t) {
   return AX_OK;
 }
 
-static int setup_scheduler(Trainer *t) {
-  AxStageOps ops;
-  AX_TRY(ax_trainer_make_ops(t, &ops));
-  size_t act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz;
-  AX_TRY(ax_sched_init(&t->sched, t->grid.pipe, t->grid.stage, t->grid.P, t->limit, t->n_micro,
-                       act_bytes, t->be, &ops, &t->trace));
+static int setup_scheduler(AxTrainer *t) {
+  t->device_buffers = ax_mpi_device_buffers(t->cfg.cuda_aware_mpi, t->be->is_host,
+                                            t->mpi_path_why, sizeof t->mpi_path_why);
+  AxSchedConfig sc = {.pipe = t->grid.pipe, .stage = t->grid.stage, .P = t->grid.P,
+                      .limit = t->limit, .max_micro = t->n_micro,
+                      .act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz,
+                      .be = t->be, .trace = &t->trace, .cc = t->grid.comm_cfg,
+                      .device_buffers = t->device_buffers};
+  AX_TRY(ax_trainer_make_ops(t, &sc.ops));
+  AX_TRY(ax_sched_init(&t->sched, &sc));
   t->have_sched = 1;
   if (t->cfg.debug_delay_stage == t->grid.stage) t->sched.delay_ms = t->cfg.debug_delay_ms;
   return AX_OK;
 }
 
-static int setup_trace(Trainer *t) {
+static int setup_trace(AxTrainer *t) {
   ax_trace_off(&t->trace);
   if (!t->cfg.trace) return AX_OK;
   int lo = 0, hi = 0;
@@ -223,12 +229,12 @@ void ax_trainer_print_header(const AxTrainer *t) {
          t->off.params_alias ? "Adam moments; the fp32 weights are the master weights"
                              : "fp32 master weights, Adam moments",
          t->off.grads_alias ? "" : ", gradient staging");
-  if (!strcmp(t->cfg.device, "cuda")) {
-    char why[192];
-    int aware = ax_cuda_aware_mpi(t->cfg.cuda_aware_mpi, why, sizeof why);
-    ax_log("MPI path: stage messages and gradients staged through pinned host buffers "
-           "(CUDA-aware MPI %s: %s)", aware ? "detected, not used yet" : "not used", why);
-  }
+  if (t->device_buffers)
+    ax_log("MPI path: stage messages sent from and received into device buffers (%s); "
+           "gradients summed in host memory", t->mpi_path_why);
+  else if (!strcmp(t->cfg.device, "cuda"))
+    ax_log("MPI path: stage messages and gradients staged through pinned host buffers (%s)",
+           t->mpi_path_why);
   ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
          "loss scaling %s", t->cfg.offload ? "all-reduce interleaved with host AdamW" :
          "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,
@@ -265,7 +271,8 @@ static int gather_and_write(AxTrainer *t, const char *path) {
       /* row 0's stage s is world rank s; the pipeline communicator carries only pipeline
        * messages (its receives are pre-posted for any tag) */
       AX_WD_NOTE(s, "receiving the weights of stage %d from rank %d", s, s);
-      rc = buf ? ax_mpi_recv_floats(buf, lay[s].total, s, 77, t->grid.world) : AX_ERR;
+      rc = buf ? ax_mpi_recv_floats(&t->grid.comm_cfg, buf, lay[s].total, s, 77, t->grid.world)
+               : AX_ERR;
     }
   }
   AX_WD_NOTE(-1, "writing the model file");
@@ -343,7 +350,7 @@ void ax_trainer_destroy(AxTrainer *t) {
 }
 
 /* Runs one setup phase on every rank and agrees on the outcome. */
-static int phase(Trainer *t, int (*fn)(Trainer *)) { return ax_grid_agree(&t->grid, fn(t)); }
+static int phase(AxTrainer *t, int (*fn)(AxTrainer *)) { return ax_grid_agree(&t->grid, fn(t)); }
 
 int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   *out = NULL;

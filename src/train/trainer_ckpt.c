@@ -15,7 +15,7 @@
 #include "src/io/checkpoint.h"
 #include "trainer_impl.h"
 
-static int multi(const Trainer *t) { return t->have_grid && t->grid.size > 1; }
+static int multi(const AxTrainer *t) { return t->have_grid && t->grid.size > 1; }
 
 int ax_trainer_agree_flag(AxTrainer *t, int local, int *any) {
   *any = local;
@@ -25,9 +25,9 @@ int ax_trainer_agree_flag(AxTrainer *t, int local, int *any) {
 }
 
 /* The ranks that write checkpoints: the stages of row 0. */
-static int writes_checkpoints(const Trainer *t) { return t->grid.row == 0; }
+static int writes_checkpoints(const AxTrainer *t) { return t->grid.row == 0; }
 
-int ax_trainer_setup_checkpoints(Trainer *t) {
+int ax_trainer_setup_checkpoints(AxTrainer *t) {
   const char *dir = t->cfg.checkpoint_dir;
   if (!dir) return AX_OK;
   int rc = AX_OK;
@@ -45,7 +45,7 @@ int ax_trainer_setup_checkpoints(Trainer *t) {
 
 /* --debug-hang-mode checkpoint: this rank never gets past its part of the checkpoint (a test
  * kills it there: a checkpoint interrupted half-way must never be used). */
-static void debug_hang(const Trainer *t, int step) {
+static void debug_hang(const AxTrainer *t, int step) {
   if (t->grid.rank != t->cfg.debug_hang_rank || step != t->cfg.debug_hang_step ||
       t->cfg.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
     return;
@@ -53,7 +53,7 @@ static void debug_hang(const Trainer *t, int step) {
 }
 
 /* Row 0 ranks write their stage; rank 0 learns every file's size and CRC. */
-static int write_stages(Trainer *t, int step, const char *step_dir, AxCkptFile *files) {
+static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile *files) {
   AxCkptFile mine = {{0}, 0, 0};
   int rc = AX_OK;
   if (writes_checkpoints(t))
@@ -76,7 +76,7 @@ static int write_stages(Trainer *t, int step, const char *step_dir, AxCkptFile *
   return AX_OK;
 }
 
-static int build_manifest(Trainer *t, int step, AxCkptFile *files, AxCkptManifest *man) {
+static int build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptManifest *man) {
   *man = (AxCkptManifest){.step = step, .adam_steps = t->adam_steps,
                           .data_position = t->have_data ? ax_loader_position(&t->train) : 0,
                           .skipped = t->loss_scale.skipped, .loss_scale = t->loss_scale.scale,
@@ -103,7 +103,7 @@ static int build_manifest(Trainer *t, int step, AxCkptFile *files, AxCkptManifes
   return AX_OK;
 }
 
-static int write_manifest(Trainer *t, int step, const char *step_dir, AxCkptFile *files) {
+static int write_manifest(AxTrainer *t, int step, const char *step_dir, AxCkptFile *files) {
   AxCkptManifest man;
   int rc = build_manifest(t, step, files, &man);
   if (rc == AX_OK) rc = ax_ckpt_write_manifest(step_dir, &man);
@@ -136,7 +136,7 @@ int ax_trainer_checkpoint(AxTrainer *t, int step) {
 /* ------------------------------------------------------------------ resume */
 
 /* Rank 0 finds the newest complete checkpoint and tells everyone its directory. */
-static int agree_on_latest(Trainer *t, int *found, char *step_dir) {
+static int agree_on_latest(AxTrainer *t, int *found, char *step_dir) {
   int rc = AX_OK;
   if (t->grid.rank == 0) {
     AxCkptManifest man;
@@ -151,7 +151,7 @@ static int agree_on_latest(Trainer *t, int *found, char *step_dir) {
   return AX_OK;
 }
 
-static int same_shape(const Trainer *t, const AxCkptManifest *man, const char *step_dir) {
+static int same_shape(const AxTrainer *t, const AxCkptManifest *man, const char *step_dir) {
   const AxGptConfig *a = &man->model, *b = &t->model;
   if (a->layers != b->layers || a->channels != b->channels || a->heads != b->heads ||
       a->vocab != b->vocab || a->padded_vocab != b->padded_vocab)
@@ -167,7 +167,7 @@ static int same_shape(const Trainer *t, const AxCkptManifest *man, const char *s
 
 /* A resumed run may change these on purpose (a new data mix, a lower learning rate), but
  * never silently. */
-static void warn_changes(const Trainer *t, const AxCkptManifest *man, const char *step_dir) {
+static void warn_changes(const AxTrainer *t, const AxCkptManifest *man, const char *step_dir) {
   const char *data = t->cfg.data ? t->cfg.data : "-";
   if (!man->have_run || t->grid.rank != 0) return;
   if (man->seed != t->cfg.seed)
@@ -181,7 +181,7 @@ static void warn_changes(const Trainer *t, const AxCkptManifest *man, const char
             "carries over)", data, man->data, step_dir);
 }
 
-static int load_state(Trainer *t, const char *step_dir, int *step) {
+static int load_state(AxTrainer *t, const char *step_dir, int *step) {
   AxCkptManifest man;
   AX_TRY(ax_ckpt_load_manifest(step_dir, 0, &man));
   int rc = same_shape(t, &man, step_dir);

@@ -33,6 +33,8 @@ struct AxTrainer {
   AxGptStage *stage;
   AxScheduler sched;
   int have_sched;
+  int device_buffers;     /* pipeline messages to MPI in device memory (--cuda-aware-mpi) */
+  char mpi_path_why[192]; /* why (or why not), for the header */
   AxPool *opt_pool;
   AxOffload off;   /* fp32 master weights, Adam state, host gradients (offload/) */
   AxLossScale loss_scale;
@@ -52,12 +54,10 @@ struct AxTrainer {
   int validating;
 };
 
-typedef AxTrainer Trainer;
-
 /* train_step.c */
-int ax_trainer_make_ops(Trainer *t, AxStageOps *ops);
+int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops);
 /* trainer_ckpt.c: creates and locks --checkpoint-dir (rank 0) and checks that every rank that
  * writes into it can (a setup phase; nothing when there is no --checkpoint-dir). */
-int ax_trainer_setup_checkpoints(Trainer *t);
+int ax_trainer_setup_checkpoints(AxTrainer *t);
 
 #endif

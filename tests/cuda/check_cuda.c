@@ -417,7 +417,8 @@ static void train_step(AxBackend *be, const float *params, const int32_t *in, co
                                 AX_STREAM_COMPUTE) == AX_OK);
   ck_assert(ax_stage_zero_grads(r->st) == AX_OK);
   int n = SPEC.B * SPEC.T;
-  ck_assert_msg(ax_stage_forward(r->st, 0, in, NULL) == AX_OK, "%s", ax_error_message());
+  ck_assert_msg(ax_stage_forward(r->st, 0, in, NULL, AX_MEM_HOST) == AX_OK, "%s",
+                ax_error_message());
   ck_assert_msg(ax_stage_loss_backward(r->st, 0, tgt, 1.0f / n, &r->loss) == AX_OK, "%s",
                 ax_error_message());
   r->grads = tu_alloc(lay->total * sizeof(float));

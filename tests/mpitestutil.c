@@ -1,0 +1,87 @@
+/* mpitestutil.c — see mpitestutil.h. */
+#include "mpitestutil.h"
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "src/core/watchdog.h"
+
+int mt_rank, mt_size;
+static int g_local_ok = 1;
+static char g_run[256] = "(between runs)";
+static int g_run_no;
+
+void mt_init(int *argc, char ***argv) {
+  int provided;
+  MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &mt_size);
+  ax_set_rank(mt_rank);
+}
+
+int mt_expect(int ok, const char *fmt, ...) {
+  if (ok) return 1;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "[rank %d of %d] FAILED: %s\n", mt_rank, mt_size, line);
+  fflush(stderr);
+  g_local_ok = 0;
+  return 0;
+}
+
+void mt_assert_all_ok(const char *what) {
+  int all_ok = 0;
+  MPI_Allreduce(&g_local_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  g_local_ok = 1;
+  ck_assert_msg(all_ok, "%s failed on some rank of %d (details on stderr)", what, mt_size);
+}
+
+/* The watchdog's job-ending hook: say which run hung, then end every rank. */
+static void end_job(int code) {
+  fprintf(stderr, "[rank %d of %d] the run that did not finish: %s\n", mt_rank, mt_size, g_run);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+void mt_watchdog_start(double timeout_s) {
+  AxProcId me, *all = calloc((size_t)mt_size, sizeof *all);
+  ax_proc_self(&me);
+  int rc = all ? AX_OK : AX_FAIL("out of memory");
+  if (rc == AX_OK)
+    MPI_Allgather(&me, sizeof me, MPI_BYTE, all, sizeof me, MPI_BYTE, MPI_COMM_WORLD);
+  AxWatchdogConfig c = {.timeout_ms = (int)(timeout_s * 1e3), .rank = mt_rank, .size = mt_size,
+                        .P = mt_size, .peers = all, .signals = 0, .end_job = end_job};
+  if (rc == AX_OK) rc = ax_watchdog_start(&c);
+  free(all);
+  if (rc != AX_OK) { /* outside any test: no ck_assert here */
+    fprintf(stderr, "[rank %d] cannot start the watchdog: %s\n", mt_rank, ax_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+void mt_watchdog_stop(void) { ax_watchdog_stop(); }
+
+void mt_run_begin(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_run, sizeof g_run, fmt, ap);
+  va_end(ap);
+  ax_wd_phase(AX_WD_STEP, ++g_run_no);
+}
+
+void mt_run_end(void) {
+  ax_wd_phase(AX_WD_IDLE, g_run_no);
+  snprintf(g_run, sizeof g_run, "(between runs)");
+}
+
+void mt_sleep_us(long us) {
+  if (us <= 0) return;
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}

@@ -1,0 +1,32 @@
+/* mpitestutil.h — helpers of the multi-rank Check suites (tests/mpitest_*.c): MPI start-up,
+ * per-rank failure records that all ranks then agree on (so no rank is left waiting in a
+ * collective when another fails), and a bound on hangs: the library's watchdog
+ * (src/core/watchdog.h) ends the whole job when one run takes longer than its deadline,
+ * printing what the scheduler or p2p engine was waiting for and the run's description. */
+#ifndef AX_MPITESTUTIL_H
+#define AX_MPITESTUTIL_H
+
+#include <mpi.h>
+
+#include "src/core/error.h"
+
+extern int mt_rank, mt_size;
+
+/* MPI_Init_thread (serialized, as axonn train), rank and size, ax_set_rank. */
+void mt_init(int *argc, char ***argv);
+/* Records a failure of this rank ("[rank r of n] FAILED: ...") unless ok. Returns ok. */
+int mt_expect(int ok, const char *fmt, ...) AX_PRINTF(2, 3);
+/* Every rank learns whether any rank recorded a failure since the last call; the Check test
+ * fails on all of them together. */
+void mt_assert_all_ok(const char *what);
+/* Starts the watchdog (call outside the tests; ends the job if it cannot): any run (mt_run_begin .. mt_run_end) longer than timeout_s ends the job
+ * (status 124) after printing the watchdog's line and this rank's current run description. */
+void mt_watchdog_start(double timeout_s);
+void mt_watchdog_stop(void);
+/* A run begins: its deadline starts and `fmt` describes it in a time-out report. */
+void mt_run_begin(const char *fmt, ...) AX_PRINTF(1, 2);
+void mt_run_end(void);
+/* Sleeps for `us` microseconds. */
+void mt_sleep_us(long us);
+
+#endif

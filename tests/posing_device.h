@@ -1,0 +1,25 @@
+/* posing_device.h — the CPU backend posing as a device whose memory is not the host's, for
+ * testing the device paths without a GPU (test_offload sets is_host = 0 for the same reason;
+ * this goes further). Memory from alloc is "device" memory, memory from host_alloc "host"
+ * memory (anything else, such as malloc'd or stack memory, is host memory too). Every copy
+ * checks its kind against where its pointers came from and fails, as a GPU would, when they do
+ * not match (a D2D copy from host memory, an H2D copy into host memory...). Device-to-device
+ * copies are asynchronous, as cudaMemcpyAsync's are: they run at the next sync or the next copy
+ * that touches host memory on any stream, so code that hands a buffer to someone else (MPI)
+ * before synchronizing is caught reading or overwriting it too early. It is meant for the copy
+ * paths (p2p engine, scheduler): its kernels are the CPU backend's and run at once, ahead of
+ * any pending device-to-device copy. */
+#ifndef AX_POSING_DEVICE_H
+#define AX_POSING_DEVICE_H
+
+#include "src/backend/backend.h"
+
+/* A posing CPU backend (one thread); aborts the test on failure. Destroy with
+ * ax_backend_destroy. */
+AxBackend *tu_posing_backend(void);
+/* 1 when p lies in memory this posing backend allocated as device memory. */
+int tu_posing_is_device(AxBackend *be, const void *p);
+/* Device-to-device copies enqueued and not yet run. */
+int tu_posing_pending(AxBackend *be);
+
+#endif

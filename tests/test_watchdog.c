@@ -214,6 +214,10 @@ START_TEST(a_note_written_while_the_watchdog_reads_stays_whole) {
   char err[ERR_CAP];
   int status = run_watched(busy_in_step_5, err);
   ck_assert_msg(exit_status(status) == AX_EXIT_TIMEOUT, "status %d; stderr:\n%s", status, err);
+  /* a writer in a tight loop may keep the reader from a whole copy (how often depends on the
+   * load): then the report says so; what it must never do is print half of one note with half
+   * of another */
+  if (strstr(err, "changed faster than they could be read")) return;
   int a = -1, b = -2;
   const char *at = strstr(err, "computing the forward of micro-batch ");
   ck_assert_msg(at && sscanf(at, "computing the forward of micro-batch %d (pass %d)", &a, &b) == 2,

@@ -77,6 +77,7 @@ typedef struct {
   long long start_ns;
   const char *what, *detail;
   int arg[AX_WD_ARGS], peer, detail_arg, detail_peer;
+  int whole; /* 0: the writer kept changing it; what was read may mix two notes */
 } Snapshot;
 
 static void read_fields(Snapshot *s) {
@@ -94,7 +95,9 @@ static void read_fields(Snapshot *s) {
 }
 
 /* A consistent copy. A writer is never inside a note for long, but one that notes in a tight
- * loop can keep a reader retrying; after SNAPSHOT_MS the last copy is taken as it is. */
+ * loop can keep a reader retrying; after SNAPSHOT_MS the reader stops and marks the copy as not
+ * whole, so a report never passes off a mix of two notes as one (the phase and step, used for
+ * deadlines, may then be a moment old, which does not matter there). */
 static void snapshot(Snapshot *s) {
   long long give_up = now_ns() + SNAPSHOT_MS * 1000000LL;
   for (unsigned i = 1;; i++) {
@@ -102,8 +105,8 @@ static void snapshot(Snapshot *s) {
     read_fields(s);
     atomic_thread_fence(memory_order_acquire);
     unsigned b = atomic_load_explicit(&ax_wd_record.seq, memory_order_relaxed);
-    if (a == b && !(a & 1)) return;
-    if (i % 1024 == 0 && now_ns() > give_up) return;
+    s->whole = a == b && !(a & 1);
+    if (s->whole || (i % 1024 == 0 && now_ns() > give_up)) return;
   }
 }
 
@@ -136,6 +139,9 @@ static int put_note(char *buf, int cap, int at, const char *fmt, const int *a) {
 #pragma GCC diagnostic pop
 
 static int put_activity(char *buf, int cap, int at, const Snapshot *s) {
+  if (!s->whole)
+    return put(buf, cap, at, "busy: its notes of what it does changed faster than they could be "
+                             "read");
   if (!s->what) return put(buf, cap, at, "no wait or computation noted yet");
   at = put_note(buf, cap, at, s->what, s->arg);
   if (!s->detail) return at;

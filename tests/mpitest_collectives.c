@@ -17,11 +17,10 @@
 #include "mpi/reduce_local.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"
+#include "mpitestutil.h"
 #include "testutil.h"
 
-#include "lsan_mpi.h"
 
-static int g_rank, g_size;
 static MPI_Comm g_comm; /* a duplicate of MPI_COMM_WORLD for our collectives */
 static AxCommConfig g_cc; /* what every operation is started with: chunking, polite waiting */
 
@@ -30,30 +29,6 @@ static void set_tuning(size_t chunk_bytes, int window) {
   g_cc.chunk_bytes = chunk_bytes;
   g_cc.window = window;
 }
-static int g_local_ok = 1;
-
-/* Records a failure of this rank (and says which rank, on how many). */
-static void expect(int ok, const char *fmt, ...) AX_PRINTF(2, 3);
-static void expect(int ok, const char *fmt, ...) {
-  if (ok) return;
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "[rank %d of %d] FAILED: %s\n", g_rank, g_size, line);
-  fflush(stderr);
-  g_local_ok = 0;
-}
-
-/* Every rank learns whether any rank failed; the test fails on all of them together. */
-static void assert_all_ranks_ok(const char *what) {
-  int all_ok = 0;
-  MPI_Allreduce(&g_local_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  g_local_ok = 1;
-  ck_assert_msg(all_ok, "%s failed on some rank of %d (details on stderr)", what, g_size);
-}
-
 static const AxAllreduceAlgo ALGOS[] = {AX_ALLREDUCE_MPI, AX_ALLREDUCE_RING, AX_ALLREDUCE_RHD,
                                         AX_ALLREDUCE_AUTO};
 enum { N_ALGOS = sizeof ALGOS / sizeof ALGOS[0] };
@@ -108,21 +83,21 @@ static void check_allreduce(AxAllreduceAlgo algo, AxCommType t, size_t n, int sa
                             const char *tuning) {
   void *buf = xmalloc(n * esz(t));
   float *ref = xmalloc(n * sizeof *ref);
-  fill(t, buf, n, g_rank, salt);
-  for (size_t i = 0; i < n; i++) ref[i] = value(i, g_rank, salt);
+  fill(t, buf, n, mt_rank, salt);
+  for (size_t i = 0; i < n; i++) ref[i] = value(i, mt_rank, salt);
   MPI_Allreduce(MPI_IN_PLACE, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   AxCommBytes bytes = {0, 0};
   int rc = ax_allreduce(g_comm, &g_cc, buf, n, t, algo, &bytes);
-  expect(rc == AX_OK, "allreduce %s %s n=%zu (%s): %s", ax_allreduce_algo_name(algo),
+  mt_expect(rc == AX_OK, "allreduce %s %s n=%zu (%s): %s", ax_allreduce_algo_name(algo),
          type_name(t), n, tuning, ax_error_message());
   size_t bad = first_mismatch(t, buf, ref, n);
-  expect(bad == n, "allreduce %s %s n=%zu (%s): element %zu is %g, MPI_Allreduce gives %g",
+  mt_expect(bad == n, "allreduce %s %s n=%zu (%s): element %zu is %g, MPI_Allreduce gives %g",
          ax_allreduce_algo_name(algo), type_name(t), n, tuning, bad,
          bad < n ? get(t, buf, bad) : 0.0, bad < n ? ref[bad] : 0.0);
   /* whatever the algorithm, the ranks together receive what they send */
   unsigned long long mine[2] = {bytes.sent, bytes.received}, all[2];
   MPI_Allreduce(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-  expect(all[0] == all[1], "allreduce %s %s n=%zu: ranks sent %llu bytes but received %llu",
+  mt_expect(all[0] == all[1], "allreduce %s %s n=%zu: ranks sent %llu bytes but received %llu",
          ax_allreduce_algo_name(algo), type_name(t), n, all[0], all[1]);
   free(buf);
   free(ref);
@@ -133,8 +108,8 @@ static int n_counts(void) {
   const size_t fixed[] = {0, 1, 2, 3, 7, 1000, 65537};
   int k = 0;
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) g_counts[k++] = fixed[i];
-  g_counts[k++] = (size_t)g_size - 1;
-  g_counts[k++] = (size_t)g_size + 1;
+  g_counts[k++] = (size_t)mt_size - 1;
+  g_counts[k++] = (size_t)mt_size + 1;
   return k;
 }
 
@@ -160,7 +135,7 @@ START_TEST(allreduce_matches_mpi) {
       }
   }
   set_tuning(0, 0);
-  assert_all_ranks_ok("all-reduce against MPI_Allreduce");
+  mt_assert_all_ok("all-reduce against MPI_Allreduce");
 }
 END_TEST
 
@@ -168,55 +143,55 @@ START_TEST(allreduce_large_matches_mpi) {
   const size_t n = ((size_t)3 << 20) + 3; /* ~3M elements, not divisible by 2, 3 or 4 */
   for (int a = 0; a < N_ALGOS; a++) check_allreduce(ALGOS[a], AX_COMM_F32, n, 3, "default");
   check_allreduce(AX_ALLREDUCE_RING, AX_COMM_BF16, n, 4, "default");
-  assert_all_ranks_ok("large all-reduce against MPI_Allreduce");
+  mt_assert_all_ok("large all-reduce against MPI_Allreduce");
 }
 END_TEST
 
 /* ------------------------------------------------------------------ byte counters */
 
 static size_t segment(size_t n, int b) {
-  b = ((b % g_size) + g_size) % g_size;
-  return n / (size_t)g_size + ((size_t)b < n % (size_t)g_size ? 1 : 0);
+  b = ((b % mt_size) + mt_size) % mt_size;
+  return n / (size_t)mt_size + ((size_t)b < n % (size_t)mt_size ? 1 : 0);
 }
 
 static void check_ring_bytes(AxCommType t, size_t n) {
   void *buf = xmalloc(n * esz(t));
-  fill(t, buf, n, g_rank, 0);
+  fill(t, buf, n, mt_rank, 0);
   AxCommBytes bytes = {5, 7}; /* operations add to what is there */
-  expect(ax_allreduce(g_comm, &g_cc, buf, n, t, AX_ALLREDUCE_RING, &bytes) == AX_OK,
+  mt_expect(ax_allreduce(g_comm, &g_cc, buf, n, t, AX_ALLREDUCE_RING, &bytes) == AX_OK,
          "ring bytes n=%zu: %s", n, ax_error_message());
-  unsigned long long sent = 0, received = 0, e = esz(t), p = (unsigned long long)g_size;
-  if (g_size > 1 && n % (size_t)g_size == 0) {
+  unsigned long long sent = 0, received = 0, e = esz(t), p = (unsigned long long)mt_size;
+  if (mt_size > 1 && n % (size_t)mt_size == 0) {
     sent = received = 2 * (p - 1) * (n / p) * e; /* 2(p-1)/p · n · elem_size */
-  } else if (g_size > 1) {
+  } else if (mt_size > 1) {
     /* reduce-scatter sends all segments but r+1 and receives all but r; all-gather sends
      * all but r+2 and receives all but r+1 */
-    sent = (2 * n - segment(n, g_rank + 1) - segment(n, g_rank + 2)) * e;
-    received = (2 * n - segment(n, g_rank) - segment(n, g_rank + 1)) * e;
+    sent = (2 * n - segment(n, mt_rank + 1) - segment(n, mt_rank + 2)) * e;
+    received = (2 * n - segment(n, mt_rank) - segment(n, mt_rank + 1)) * e;
   }
-  expect(bytes.sent == sent + 5 && bytes.received == received + 7,
+  mt_expect(bytes.sent == sent + 5 && bytes.received == received + 7,
          "ring %s n=%zu: counted sent %llu received %llu, expected %llu and %llu", type_name(t),
          n, bytes.sent - 5, bytes.received - 7, sent, received);
   free(buf);
 }
 
 static void check_rs_ag_bytes(AxCommType t, size_t m) {
-  size_t p = (size_t)g_size, e = esz(t);
+  size_t p = (size_t)mt_size, e = esz(t);
   void *in = xmalloc(p * m * e), *out = xmalloc(p * m * e);
-  fill(t, in, p * m, g_rank, 0);
+  fill(t, in, p * m, mt_rank, 0);
   AxCommBytes rs = {0, 0}, ag = {0, 0};
   AxColl *op = NULL;
-  expect(ax_reduce_scatter_start(&op, g_comm, &g_cc, in, out, m, t, &rs) == AX_OK &&
+  mt_expect(ax_reduce_scatter_start(&op, g_comm, &g_cc, in, out, m, t, &rs) == AX_OK &&
              ax_coll_wait(op) == AX_OK, "reduce-scatter bytes: %s", ax_error_message());
   ax_coll_free(op);
-  expect(ax_allgather_start(&op, g_comm, &g_cc, in, out, m, t, &ag) == AX_OK &&
+  mt_expect(ax_allgather_start(&op, g_comm, &g_cc, in, out, m, t, &ag) == AX_OK &&
              ax_coll_wait(op) == AX_OK, "all-gather bytes: %s", ax_error_message());
   ax_coll_free(op);
   unsigned long long want = (unsigned long long)((p - 1) * m * e);
-  expect(rs.sent == want && rs.received == want,
+  mt_expect(rs.sent == want && rs.received == want,
          "reduce-scatter %s m=%zu: sent %llu received %llu, expected (p-1)·m·e = %llu",
          type_name(t), m, rs.sent, rs.received, want);
-  expect(ag.sent == want && ag.received == want,
+  mt_expect(ag.sent == want && ag.received == want,
          "all-gather %s m=%zu: sent %llu received %llu, expected (p-1)·m·e = %llu", type_name(t),
          m, ag.sent, ag.received, want);
   free(in);
@@ -224,7 +199,7 @@ static void check_rs_ag_bytes(AxCommType t, size_t m) {
 }
 
 START_TEST(byte_counters_follow_the_ring_formula) {
-  size_t p = (size_t)g_size;
+  size_t p = (size_t)mt_size;
   const size_t counts[] = {1000 * p, 1000 * p + 1, 7, 1, 3 * p + 2};
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
     check_ring_bytes(AX_COMM_F32, counts[i]);
@@ -233,59 +208,59 @@ START_TEST(byte_counters_follow_the_ring_formula) {
   check_rs_ag_bytes(AX_COMM_F32, 1001);
   check_rs_ag_bytes(AX_COMM_BF16, 3);
   /* recursive halving/doubling on 2^k ranks is bandwidth-optimal too */
-  if ((g_size & (g_size - 1)) == 0) {
+  if ((mt_size & (mt_size - 1)) == 0) {
     size_t n = 1024 * p;
     float *buf = xmalloc(n * sizeof *buf);
-    fill(AX_COMM_F32, buf, n, g_rank, 0);
+    fill(AX_COMM_F32, buf, n, mt_rank, 0);
     AxCommBytes b = {0, 0};
-    expect(ax_allreduce(g_comm, &g_cc, buf, n, AX_COMM_F32, AX_ALLREDUCE_RHD, &b) == AX_OK, "rhd: %s",
+    mt_expect(ax_allreduce(g_comm, &g_cc, buf, n, AX_COMM_F32, AX_ALLREDUCE_RHD, &b) == AX_OK, "rhd: %s",
            ax_error_message());
     unsigned long long want = 2 * (p - 1) * (n / p) * sizeof(float);
-    expect(b.sent == want && b.received == want, "rhd n=%zu: sent %llu received %llu, want %llu",
+    mt_expect(b.sent == want && b.received == want, "rhd n=%zu: sent %llu received %llu, want %llu",
            n, b.sent, b.received, want);
     free(buf);
   }
-  assert_all_ranks_ok("byte counters");
+  mt_assert_all_ok("byte counters");
 }
 END_TEST
 
 /* ------------------------------------------------------------------ reduce-scatter, all-gather */
 
 static void check_reduce_scatter(AxCommType t, size_t m, const char *tuning) {
-  size_t p = (size_t)g_size, e = esz(t);
+  size_t p = (size_t)mt_size, e = esz(t);
   void *in = xmalloc(p * m * e), *out = xmalloc(m * e);
   float *in_ref = xmalloc(p * m * sizeof(float)), *ref = xmalloc(m * sizeof(float));
-  fill(t, in, p * m, g_rank, (int)m);
-  for (size_t i = 0; i < p * m; i++) in_ref[i] = value(i, g_rank, (int)m);
+  fill(t, in, p * m, mt_rank, (int)m);
+  for (size_t i = 0; i < p * m; i++) in_ref[i] = value(i, mt_rank, (int)m);
   MPI_Reduce_scatter_block(in_ref, ref, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   AxColl *op = NULL;
   int rc = ax_reduce_scatter_start(&op, g_comm, &g_cc, in, out, m, t, NULL);
   if (rc == AX_OK) rc = ax_coll_wait(op);
   ax_coll_free(op);
-  expect(rc == AX_OK, "reduce-scatter %s m=%zu (%s): %s", type_name(t), m, tuning,
+  mt_expect(rc == AX_OK, "reduce-scatter %s m=%zu (%s): %s", type_name(t), m, tuning,
          ax_error_message());
   size_t bad = first_mismatch(t, out, ref, m);
-  expect(bad == m,
+  mt_expect(bad == m,
          "reduce-scatter %s m=%zu (%s): element %zu is %g, MPI_Reduce_scatter_block gives %g",
          type_name(t), m, tuning, bad, bad < m ? get(t, out, bad) : 0.0, bad < m ? ref[bad] : 0.0);
   free(in), free(out), free(in_ref), free(ref);
 }
 
 static void check_allgather(AxCommType t, size_t m, int in_place, const char *tuning) {
-  size_t p = (size_t)g_size, e = esz(t);
-  char *out = xmalloc(p * m * e), *in = in_place ? out + (size_t)g_rank * m * e : xmalloc(m * e);
+  size_t p = (size_t)mt_size, e = esz(t);
+  char *out = xmalloc(p * m * e), *in = in_place ? out + (size_t)mt_rank * m * e : xmalloc(m * e);
   float *in_ref = xmalloc(m * sizeof(float)), *ref = xmalloc(p * m * sizeof(float));
-  fill(t, in, m, g_rank, (int)m);
-  for (size_t i = 0; i < m; i++) in_ref[i] = value(i, g_rank, (int)m);
+  fill(t, in, m, mt_rank, (int)m);
+  for (size_t i = 0; i < m; i++) in_ref[i] = value(i, mt_rank, (int)m);
   MPI_Allgather(in_ref, (int)m, MPI_FLOAT, ref, (int)m, MPI_FLOAT, MPI_COMM_WORLD);
   AxColl *op = NULL;
   int rc = ax_allgather_start(&op, g_comm, &g_cc, in, out, m, t, NULL);
   if (rc == AX_OK) rc = ax_coll_wait(op);
   ax_coll_free(op);
-  expect(rc == AX_OK, "all-gather %s m=%zu%s (%s): %s", type_name(t), m,
+  mt_expect(rc == AX_OK, "all-gather %s m=%zu%s (%s): %s", type_name(t), m,
          in_place ? " in place" : "", tuning, ax_error_message());
   size_t bad = first_mismatch(t, out, ref, p * m);
-  expect(bad == p * m, "all-gather %s m=%zu%s (%s): element %zu is %g, MPI_Allgather gives %g",
+  mt_expect(bad == p * m, "all-gather %s m=%zu%s (%s): element %zu is %g, MPI_Allgather gives %g",
          type_name(t), m, in_place ? " in place" : "", tuning, bad,
          bad < p * m ? get(t, out, bad) : 0.0, bad < p * m ? ref[bad] : 0.0);
   if (!in_place) free(in);
@@ -306,7 +281,7 @@ START_TEST(reduce_scatter_and_allgather_match_mpi) {
   set_tuning(0, 0);
   check_reduce_scatter(AX_COMM_F32, 800 * 1000 + 1, "default"); /* several MB in all */
   check_allgather(AX_COMM_F32, 800 * 1000 + 1, 0, "default");
-  assert_all_ranks_ok("reduce-scatter / all-gather against MPI");
+  mt_assert_all_ok("reduce-scatter / all-gather against MPI");
 }
 END_TEST
 
@@ -321,17 +296,17 @@ static double other_work(float *x, size_t n) {
 
 START_TEST(several_operations_in_flight) {
   const size_t n_ring = 200003, n_rhd = 1001, n_mpi = 5000, m = 30001;
-  size_t p = (size_t)g_size;
+  size_t p = (size_t)mt_size;
   float *a = xmalloc(n_ring * 4), *b = xmalloc(n_rhd * 4), *c = xmalloc(n_mpi * 4);
   float *rs_in = xmalloc(p * m * 4), *rs_out = xmalloc(m * 4), *ag_out = xmalloc(p * m * 4);
   uint16_t *h = xmalloc(n_ring * 2);
   float *scratch = xmalloc(4096 * 4);
-  fill(AX_COMM_F32, a, n_ring, g_rank, 1);
-  fill(AX_COMM_F32, b, n_rhd, g_rank, 2);
-  fill(AX_COMM_F32, c, n_mpi, g_rank, 3);
-  fill(AX_COMM_F32, rs_in, p * m, g_rank, 4);
-  fill(AX_COMM_BF16, h, n_ring, g_rank, 5);
-  fill(AX_COMM_F32, scratch, 4096, g_rank, 6);
+  fill(AX_COMM_F32, a, n_ring, mt_rank, 1);
+  fill(AX_COMM_F32, b, n_rhd, mt_rank, 2);
+  fill(AX_COMM_F32, c, n_mpi, mt_rank, 3);
+  fill(AX_COMM_F32, rs_in, p * m, mt_rank, 4);
+  fill(AX_COMM_BF16, h, n_ring, mt_rank, 5);
+  fill(AX_COMM_F32, scratch, 4096, mt_rank, 6);
   set_tuning(16 * 1024, 2); /* many chunks each, so they really interleave */
   AxColl *ops[6] = {NULL};
   AxCommBytes bytes = {0, 0};
@@ -347,7 +322,7 @@ START_TEST(several_operations_in_flight) {
   if (rc == AX_OK)
     rc = ax_allreduce_start(&ops[5], g_comm, &g_cc, h, n_ring, AX_COMM_BF16, AX_ALLREDUCE_RING, &bytes);
   set_tuning(0, 0);
-  expect(rc == AX_OK, "starting 6 operations: %s", ax_error_message());
+  mt_expect(rc == AX_OK, "starting 6 operations: %s", ax_error_message());
   /* progress them round-robin with other work in between, then wait for the stragglers */
   int pending = 6, rounds = 0;
   volatile double sink = 0;
@@ -362,7 +337,7 @@ START_TEST(several_operations_in_flight) {
     rounds++;
   }
   for (int i = 0; i < 6 && rc == AX_OK; i++) rc = ax_coll_wait(ops[i]);
-  expect(rc == AX_OK, "progressing 6 operations: %s", ax_error_message());
+  mt_expect(rc == AX_OK, "progressing 6 operations: %s", ax_error_message());
   for (int i = 0; i < 6; i++) ax_coll_free(ops[i]);
   (void)sink;
 
@@ -377,20 +352,20 @@ START_TEST(several_operations_in_flight) {
             {"mpi", AX_COMM_F32, c, n_mpi, 3}, {"ring bf16", AX_COMM_BF16, h, n_ring, 5}};
   float *big = xmalloc(n_ring * 4);
   for (size_t k = 0; k < sizeof ar / sizeof ar[0]; k++) {
-    for (size_t i = 0; i < ar[k].n; i++) big[i] = value(i, g_rank, ar[k].salt);
+    for (size_t i = 0; i < ar[k].n; i++) big[i] = value(i, mt_rank, ar[k].salt);
     MPI_Allreduce(MPI_IN_PLACE, big, (int)ar[k].n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     size_t bad = first_mismatch(ar[k].t, ar[k].got, big, ar[k].n);
-    expect(bad == ar[k].n, "in flight together: all-reduce %s differs at element %zu",
+    mt_expect(bad == ar[k].n, "in flight together: all-reduce %s differs at element %zu",
            ar[k].what, bad);
   }
   MPI_Reduce_scatter_block(rs_in, ref, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  expect(first_mismatch(AX_COMM_F32, rs_out, ref, m) == m, "in flight together: reduce-scatter");
+  mt_expect(first_mismatch(AX_COMM_F32, rs_out, ref, m) == m, "in flight together: reduce-scatter");
   MPI_Allgather(rs_in, (int)m, MPI_FLOAT, ref, (int)m, MPI_FLOAT, MPI_COMM_WORLD);
-  expect(first_mismatch(AX_COMM_F32, ag_out, ref, p * m) == p * m,
+  mt_expect(first_mismatch(AX_COMM_F32, ag_out, ref, p * m) == p * m,
          "in flight together: all-gather");
   free(a), free(b), free(c), free(rs_in), free(rs_out), free(ag_out), free(h), free(scratch);
   free(ref), free(big);
-  assert_all_ranks_ok("several operations in flight");
+  mt_assert_all_ok("several operations in flight");
 }
 END_TEST
 
@@ -551,21 +526,10 @@ static Suite *collectives_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  ax_set_rank(g_rank);
+  mt_init(&argc, &argv);
   g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
   int rc = tu_run_nofork(collectives_suite());
   MPI_Comm_free(&g_comm);
-#ifdef AX_ASAN
-  /* Check for leaks while MPI is still up: MPI_Finalize unloads MPICH's UCX modules, whose
-   * still-referenced allocations LeakSanitizer then reports as leaks of an unknown module (an
-   * empty MPI_Init/MPI_Finalize program shows the same 1016 bytes). This check runs once and
-   * replaces the one at exit; anything of ours not freed by now is a leak. */
-  __lsan_do_leak_check();
-#endif
-  MPI_Finalize();
-  return rc;
+  return mt_finish(rc);
 }

@@ -33,8 +33,6 @@
 #include "src/core/watchdog.h"
 #include "testutil.h"
 
-#include "lsan_mpi.h"
-
 enum {
   SMALL_BYTES = 256,         /* sent eagerly */
   LARGE_BYTES = 256 * 1024,  /* MPI's rendezvous protocol: the send buffer is read late */
@@ -362,9 +360,5 @@ int main(int argc, char **argv) {
   mt_watchdog_stop();
   MPI_Comm_free(&g_ctrl);
   MPI_Comm_free(&g_pipe);
-#ifdef AX_ASAN
-  __lsan_do_leak_check(); /* while MPI is up: see tests/mpitest_collectives.c */
-#endif
-  MPI_Finalize();
-  return rc;
+  return mt_finish(rc);
 }

@@ -36,8 +36,6 @@
 #include "src/core/rng.h"
 #include "testutil.h"
 
-#include "lsan_mpi.h"
-
 enum {
   MAX_MICRO = 9,
   MAX_CALLS = 2 * MAX_MICRO,
@@ -447,9 +445,5 @@ int main(int argc, char **argv) {
   int rc = tu_run_nofork(scheduler_suite());
   mt_watchdog_stop();
   MPI_Comm_free(&g_pipe);
-#ifdef AX_ASAN
-  __lsan_do_leak_check(); /* while MPI is up: see tests/mpitest_collectives.c */
-#endif
-  MPI_Finalize();
-  return rc;
+  return mt_finish(rc);
 }

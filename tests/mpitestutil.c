@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "lsan_mpi.h" /* once per program: every mpitest links this file */
 #include "src/core/watchdog.h"
 
 int mt_rank, mt_size;
@@ -84,4 +85,12 @@ void mt_sleep_us(long us) {
   if (us <= 0) return;
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
   nanosleep(&ts, NULL);
+}
+
+int mt_finish(int rc) {
+#ifdef AX_ASAN
+  __lsan_do_leak_check();
+#endif
+  MPI_Finalize();
+  return rc;
 }

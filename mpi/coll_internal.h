@@ -7,11 +7,15 @@
  * chunks are still on the wire); chained steps run as a wavefront, each a fixed number of
  * chunks behind the one before (coll_op.c fixes that order, the same on every rank).
  * ring.c and rhd.c build schedules; coll_mpi.c wraps MPI_Iallreduce instead; coll_tag.c hands
- * out the per-communicator tags; coll_blocks.c cuts buffers into blocks. */
+ * out the per-communicator tags; coll_blocks.c cuts buffers into blocks. Every send goes
+ * through the link layer (link_emulator.h), which counts it as the configuration's traffic
+ * class and, between virtual nodes with an emulated link, holds it until the link has
+ * carried it. */
 #ifndef AX_COLL_INTERNAL_H
 #define AX_COLL_INTERNAL_H
 
 #include "collectives.h"
+#include "link_emulator.h"
 #include "src/core/error.h"
 
 typedef enum {
@@ -71,7 +75,8 @@ struct AxColl {
   size_t send_posted, send_done, recv_posted, recv_done; /* positions in those orders */
   /* per step: its chunk counts, and how many of them have completed */
   size_t *send_chunks, *recv_chunks, *sent_in_step, *received_in_step;
-  MPI_Request *send_req, *recv_req; /* [window]; chunk number i uses entry i % window */
+  AxLinkSend *send_req;  /* [window]; chunk number i uses entry i % window (link_emulator.h) */
+  MPI_Request *recv_req; /* [window], likewise */
   char *slots;                      /* window * slot_elems elements */
   size_t slot_elems;
   /* AX_ALLREDUCE_MPI */

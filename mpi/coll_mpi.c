@@ -2,12 +2,14 @@
  * interface (and its blocking MPI_Allreduce, the benchmark's baseline). fp32 uses MPI_SUM;
  * bf16 a user-defined commutative sum (fp32 add, round to nearest even) created on first use
  * and freed when MPI finalizes. The bytes it moves are
- * invisible to us, so it counts what the ring would have moved. */
+ * invisible to us, so it counts what the ring would have moved (also as traffic, traffic.h), and
+ * it cannot run over the emulated link (link_emulator.h). */
 #include <limits.h>
 
 #include "coll_internal.h"
 #include "mpi_util.h"
 #include "reduce_local.h"
+#include "world_rank.h"
 
 static MPI_Op g_bf16_sum = MPI_OP_NULL;
 
@@ -50,11 +52,23 @@ int ax_mpi_allreduce_blocking(MPI_Comm comm, void *buf, size_t count, AxCommType
   return AX_OK;
 }
 
+/* What the ring would send, as the traffic of op's class (to the right neighbour). */
+static void count_as_ring(const AxColl *op) {
+  if (op->size < 2) return;
+  int right = ax_mpi_world_rank_of(op->world, op->size, (op->rank + 1) % op->size);
+  ax_traffic_add(op->cc.traffic, op->cc.traffic_class, ax_link_crosses(op->cc.links, right),
+                 op->mpi_bytes.sent);
+}
+
 int ax_mpi_allreduce_start(AxColl *op, void *buf, size_t count) {
   MPI_Op sum = MPI_SUM;
+  if (ax_link_emulating(op->cc.links))
+    return AX_FAIL("the all-reduce 'mpi' (MPI_Iallreduce) cannot run over the emulated link: MPI "
+                   "moves its bytes itself (use ring, rhd or auto)");
   AX_TRY(sum_op(op->type, count, &sum));
   op->uses_mpi = 1;
   ax_ring_allreduce_bytes(count, op->esz, op->rank, op->size, &op->mpi_bytes);
+  count_as_ring(op);
   AX_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, op->dtype, sum, op->comm, &op->mpi_req));
   return AX_OK;
 }

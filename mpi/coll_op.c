@@ -123,9 +123,15 @@ static int plan_chunks(AxColl *op) {
   return order_chunks(op, op->recv_chunks, &op->recv_order, &op->n_recv);
 }
 
+static AxLinkSend *null_sends(int n) {
+  AxLinkSend *s = ax_malloc((size_t)n * sizeof *s);
+  for (int i = 0; s && i < n; i++) s[i] = AX_LINK_SEND_NULL;
+  return s;
+}
+
 int ax_coll_launch(AxColl *op) {
   AX_TRY(plan_chunks(op));
-  op->send_req = null_requests(op->window);
+  op->send_req = null_sends(op->window);
   op->recv_req = null_requests(op->window);
   if (!op->send_req || !op->recv_req) return AX_ERR;
   if (op->slot_elems) {
@@ -137,23 +143,24 @@ int ax_coll_launch(AxColl *op) {
 }
 
 /* Unfinished receives are cancelled and waited for (guaranteed to return once cancelled), so
- * no message lands in freed slots; unfinished sends are released to complete on their own. */
-static void drop_requests(MPI_Request *reqs, int n, int is_recv) {
+ * no message lands in freed slots. */
+static void drop_recvs(MPI_Request *reqs, int n) {
   for (int i = 0; reqs && i < n; i++) {
     if (reqs[i] == MPI_REQUEST_NULL) continue;
-    if (is_recv) {
-      MPI_Cancel(&reqs[i]);
-      MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
-    } else {
-      MPI_Request_free(&reqs[i]);
-    }
+    MPI_Cancel(&reqs[i]);
+    MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
   }
+}
+
+/* Unfinished sends are released to complete on their own; held ones are never posted. */
+static void drop_sends(const AxCommConfig *cc, AxLinkSend *sends, int n) {
+  for (int i = 0; sends && i < n; i++) ax_link_drop(cc, &sends[i]);
 }
 
 void ax_coll_free(AxColl *op) {
   if (!op) return;
-  drop_requests(op->recv_req, op->window, 1);
-  drop_requests(op->send_req, op->window, 0);
+  drop_recvs(op->recv_req, op->window);
+  drop_sends(&op->cc, op->send_req, op->window);
   if (op->mpi_req != MPI_REQUEST_NULL) MPI_Request_free(&op->mpi_req);
   free(op->send_req);
   free(op->recv_req);

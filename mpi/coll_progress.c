@@ -10,8 +10,13 @@
  * Every dependency below points at a chunk earlier in that order (or at a peer's receive of the
  * same chunk, which itself waits only for earlier ones), so a schedule cannot deadlock.
  *
+ * Sends go through the link layer (link_emulator.h); with an emulated link ax_coll_test also
+ * posts this rank's held sends that are due, and ax_coll_wait sleeps between polls.
+ *
  * While ax_coll_wait waits, it tells the watchdog (src/core/watchdog.h) which world rank the oldest
  * unfinished receive (or, when all have arrived, send) is waiting for. */
+#include <sched.h>
+
 #include "coll_internal.h"
 #include "mpi_util.h"
 #include "reduce_local.h"
@@ -52,9 +57,12 @@ static int post_sends(AxColl *op, int *moved) {
     const AxChunk *c = &op->send_order[op->send_posted];
     const AxCollStep *s = &op->steps[c->step];
     if (!send_ready(op, c->step, c->k)) break;
-    AX_MPI(MPI_Isend(s->send_buf + c->k * op->chunk * op->esz,
-                     (int)chunk_len(s->send_count, op->chunk, c->k), op->dtype, s->send_peer,
-                     op->tag, op->comm, &op->send_req[op->send_posted % (size_t)op->window]));
+    size_t n = chunk_len(s->send_count, op->chunk, c->k);
+    AxLinkMsg m = {.buf = s->send_buf + c->k * op->chunk * op->esz, .count = (int)n,
+                   .type = op->dtype, .bytes = n * op->esz, .dest = s->send_peer,
+                   .dest_world = ax_mpi_world_rank_of(op->world, op->size, s->send_peer),
+                   .tag = op->tag, .comm = op->comm, .cls = op->cc.traffic_class};
+    AX_TRY(ax_link_isend(&op->cc, &m, &op->send_req[op->send_posted % (size_t)op->window]));
     op->send_posted++;
     *moved = 1;
   }
@@ -85,8 +93,7 @@ static void count_bytes(AxColl *op, size_t sent_bytes, size_t received_bytes) {
 static int retire_sends(AxColl *op, int *moved) {
   while (op->send_done < op->send_posted) {
     int done = 0;
-    AX_MPI(MPI_Test(&op->send_req[op->send_done % (size_t)op->window], &done,
-                    MPI_STATUS_IGNORE));
+    AX_TRY(ax_link_test(&op->cc, &op->send_req[op->send_done % (size_t)op->window], &done));
     if (!done) break;
     const AxChunk *c = &op->send_order[op->send_done];
     count_bytes(op, chunk_len(op->steps[c->step].send_count, op->chunk, c->k) * op->esz, 0);
@@ -131,6 +138,7 @@ static int retire_recvs(AxColl *op, int *moved) {
 
 static int progress(AxColl *op) {
   int moved = 1;
+  AX_TRY(ax_link_progress(&op->cc)); /* this rank's held sends, of any operation */
   while (moved) {
     moved = 0;
     AX_TRY(post_recvs(op, &moved));
@@ -175,11 +183,23 @@ static void note_pending(AxColl *op) {
 }
 
 int ax_coll_wait(AxColl *op) {
+  AxLinkWaiter w = {0};
   for (;;) {
     int done = 0;
     AX_TRY(ax_coll_test(op, &done));
     if (done) return AX_OK;
     note_pending(op);
-    ax_mpi_relax(&op->cc);
+    ax_link_pause(&op->cc, &w);
+  }
+}
+
+void ax_coll_pause(const AxColl *op, int yield) {
+  if (op && ax_link_emulating(op->cc.links)) {
+    AxLinkWaiter w = AX_LINK_NO_SPIN;
+    ax_link_pause(&op->cc, &w);
+  } else if (yield) {
+    sched_yield();
+  } else {
+    ax_mpi_relax(op ? &op->cc : NULL);
   }
 }

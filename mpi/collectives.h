@@ -31,7 +31,13 @@
  *
  * Configuration: every start takes the caller's AxCommConfig (comm_config.h; NULL: the
  * defaults): its chunk size and window cut the ring and rhd messages, its polite flag decides
- * how ax_coll_wait waits. The operation keeps a copy, so the caller's may change afterwards.
+ * how ax_coll_wait waits, its link emulator (cc->links, link_emulator.h) carries every message
+ * (held back between virtual nodes with an emulated link; ax_coll_wait then sleeps between
+ * polls) and its traffic counters (cc->traffic) count every byte sent as cc->traffic_class.
+ * AX_ALLREDUCE_MPI cannot be emulated (MPI moves its bytes): with an emulated link it fails,
+ * and it counts what the ring would have sent. The operation keeps a copy of the
+ * configuration, so the caller's may change afterwards (the emulator and counters it points to
+ * must outlive the operation).
  *
  * Threads: drive an operation from one thread at a time (MPI_THREAD_FUNNELED is enough when
  * that is the main thread). Payload buffers must stay untouched until the operation is done.
@@ -75,6 +81,10 @@ int ax_allgather_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, const
 
 int ax_coll_test(AxColl *op, int *done); /* progresses, never blocks; *done = 1 when finished */
 int ax_coll_wait(AxColl *op);            /* progresses until finished (polite as started) */
+/* One pause of a caller's own polling loop around ax_coll_test: with an emulated link a sleep
+ * until the next held send is due (or a poll interval), else sched_yield (yield) or
+ * ax_mpi_relax. */
+void ax_coll_pause(const AxColl *op, int yield);
 /* After completion (or to clean up after an error: unfinished receives are cancelled). NULL
  * is a no-op. */
 void ax_coll_free(AxColl *op);

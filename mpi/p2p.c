@@ -45,7 +45,7 @@ static int grow_sends(AxP2P *p, int n) {
   p->sends = grown;
   for (int i = 0; i < n; i++) {
     AxSendSlot *s = &p->sends[p->n_sends];
-    s->req = MPI_REQUEST_NULL;
+    s->send = AX_LINK_SEND_NULL;
     if (!(s->buf = new_buffer(p))) return AX_ERR;
     p->n_sends++;
   }
@@ -95,7 +95,11 @@ void ax_p2p_destroy(AxP2P *p) {
     for (int b = 0; b < 2; b++) free_buffer(p, p->rbuf[dir][b]);
   }
   for (int i = 0; i < p->n_sends; i++) {
-    if (p->sends[i].req != MPI_REQUEST_NULL) MPI_Wait(&p->sends[i].req, MPI_STATUS_IGNORE);
+    AxLinkSend *s = &p->sends[i].send;
+    int pending = ax_error_pending(); /* a failure being cleaned up after keeps its message */
+    if ((s->held || s->req != MPI_REQUEST_NULL) && ax_link_wait(&p->cc, s) != AX_OK && !pending)
+      ax_error_clear(); /* nothing to report it to: the send is given up */
+    ax_link_drop(&p->cc, s);
     free_buffer(p, p->sends[i].buf);
   }
   free(p->sends);
@@ -107,7 +111,7 @@ void ax_p2p_destroy(AxP2P *p) {
 int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data) {
   int index;
   MPI_Status st;
-  AX_TRY(ax_mpi_waitany(&p->cc, 2, p->rreq, &index, &st));
+  AX_TRY(ax_link_waitany(&p->cc, 2, p->rreq, &index, &st));
   if (index == MPI_UNDEFINED) return AX_FAIL("internal: waiting for a message with no receive posted");
   int got;
   AX_MPI(MPI_Get_count(&st, MPI_BYTE, &got));
@@ -127,7 +131,8 @@ int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data) {
 static int free_send_slot(AxP2P *p, int *slot) {
   for (int i = 0; i < p->n_sends; i++) {
     int done = 1;
-    if (p->sends[i].req != MPI_REQUEST_NULL) AX_MPI(MPI_Test(&p->sends[i].req, &done, MPI_STATUS_IGNORE));
+    AxLinkSend *s = &p->sends[i].send;
+    if (s->held || s->req != MPI_REQUEST_NULL) AX_TRY(ax_link_test(&p->cc, s, &done));
     if (done) {
       *slot = i;
       return AX_OK;
@@ -145,7 +150,11 @@ int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev) {
   AxCopyKind kind = p->mem == AX_MEM_DEVICE ? AX_COPY_D2D : AX_COPY_D2H;
   AX_TRY(p->be->ops->copy(p->be, s->buf, src_dev, p->bytes, kind, AX_STREAM_COMPUTE));
   AX_TRY(p->be->ops->sync(p->be, AX_STREAM_COMPUTE));
-  AX_MPI(MPI_Isend(s->buf, (int)p->bytes, MPI_BYTE, peer, tag, p->comm, &s->req));
+  AxLinkMsg m = {.buf = s->buf, .count = (int)p->bytes, .type = MPI_BYTE, .bytes = p->bytes,
+                .dest = peer, .dest_world = p->world[to_next ? AX_FROM_NEXT : AX_FROM_PREV],
+                .tag = tag, .comm = p->comm,
+                .cls = to_next ? AX_TRAFFIC_PIPELINE_FORWARD : AX_TRAFFIC_PIPELINE_BACKWARD};
+  AX_TRY(ax_link_isend(&p->cc, &m, &s->send));
   s->to_next = to_next;
   p->bytes_sent += p->bytes;
   return AX_OK;
@@ -154,11 +163,11 @@ int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev) {
 int ax_p2p_flush(AxP2P *p) {
   for (int i = 0; i < p->n_sends; i++) {
     AxSendSlot *s = &p->sends[i];
-    if (s->req == MPI_REQUEST_NULL) continue;
+    if (s->send.req == MPI_REQUEST_NULL && !s->send.held) continue;
     int peer = p->world[s->to_next ? AX_FROM_NEXT : AX_FROM_PREV];
     ax_wd_detail(s->to_next ? "rank %d has not yet taken its activation"
                             : "rank %d has not yet taken its gradient", peer, peer);
-    AX_TRY(ax_mpi_wait(&p->cc, &s->req, NULL));
+    AX_TRY(ax_link_wait(&p->cc, &s->send));
   }
   return AX_OK;
 }

@@ -9,6 +9,11 @@
  * MPI_Isend; the buffer returns to the pool only when that send has completed. The pool grows
  * instead of waiting, so a send never blocks the rank.
  *
+ * Sends go through the link layer (link_emulator.h: AxP2PConfig.cc.links): between virtual
+ * nodes with an emulated link they are held back until the link has carried them, and every
+ * wait here posts the held sends that are due and sleeps instead of spinning. The bytes count
+ * (cc.traffic) as pipeline_forward (to the next stage) or pipeline_backward (to the previous).
+ *
  * Where the buffers live (AxP2PConfig.device_buffers): host-staged (0), the receive and send
  * buffers are pinned host memory, sends copy device to host, and a received message is in host
  * memory; with device buffers (1: CUDA-aware MPI), they are device memory that MPI reads and
@@ -23,13 +28,14 @@
 #include <stddef.h>
 
 #include "comm_config.h"
+#include "link_emulator.h"
 #include "src/backend/backend.h"
 
 typedef enum { AX_FROM_PREV = 0, AX_FROM_NEXT = 1 } AxP2PDir;
 
 typedef struct {
   void *buf;
-  MPI_Request req;
+  AxLinkSend send;  /* the send from this slot (link_emulator.h: it may be held back) */
   int to_next;      /* the direction of the last send from this slot (for the watchdog) */
 } AxSendSlot;
 
@@ -39,7 +45,7 @@ typedef struct {
   size_t bytes;    /* every message */
   int pool;        /* send buffers to start with (the pool grows as needed) */
   AxBackend *be;
-  AxCommConfig cc; /* how waits wait (polite or not) */
+  AxCommConfig cc; /* how waits wait (polite or not), the link emulator and traffic counters */
   int device_buffers; /* 1: MPI sends from and receives into device memory (CUDA-aware MPI) */
 } AxP2PConfig;
 

@@ -5,7 +5,6 @@
 #include "interleave.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include "mpi/bf16.h"
@@ -79,7 +78,7 @@ static int wait_chunk(Reducer *rd, int c, int yield) {
   int rc = AX_OK, done = 0;
   if (!yield) rc = ax_coll_wait(rd->ops[c]);
   while (yield && rc == AX_OK && (rc = ax_coll_test(rd->ops[c], &done)) == AX_OK && !done)
-    sched_yield();
+    ax_coll_pause(rd->ops[c], 1); /* a yield, or a sleep with an emulated link */
   ax_coll_free(rd->ops[c]);
   rd->ops[c] = NULL;
   AX_TRY(rc);

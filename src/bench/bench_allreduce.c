@@ -7,7 +7,11 @@
  * memory-traffic bound at the largest size: the least local work any all-reduce that moves
  * data between processes must do, timed on every rank at once (see traffic_bound). With
  * --bucket-size the sizes are instead the all-reduce chunks of training, k x bucket-size
- * elements for k in --coarsening (1,2,4,8).
+ * elements for k in --coarsening (1,2,4,8). Each row is followed by the bytes every algorithm
+ * put on the wire (traffic counters, mpi/traffic.h). With --emulate-link (and --ranks-per-node)
+ * our algorithms run over the emulated link (mpi/link_emulator.h; MPI's cannot), the header says
+ * the times are EMULATED, and each row is set against the ring's model instead of the
+ * memory-traffic bound.
  * Host buffers only (CUDA build: device buffers TODO via the backend). Initializes and
  * finalizes MPI itself. */
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_link.h"
 #include "mpi/collectives.h"
 #include "mpi/mpi_util.h"
 #include "mpi/reduce_local.h"
@@ -29,13 +34,15 @@ typedef struct {
   long long min_bytes, max_bytes, chunk, bucket_size;
   int iters, warmup, type, window;
   double budget;
+  AxBenchLinkOpts net;
+  int algos_given; /* --algos was on the command line */
 } ArBenchConfig;
 
 #define AOFF(f) offsetof(ArBenchConfig, f)
 static const AxOption AR_OPTS[] = {
     {"algos", AX_OPT_STRING, AOFF(algos), "mpi-blocking,mpi,ring,rhd", "LIST",
      "algorithms side by side: mpi-blocking (MPI_Allreduce), mpi (MPI_Iallreduce), ring, rhd, "
-     "auto (comma list)", 1, 0, NULL},
+     "auto (comma list; with --emulate-link: ring,rhd, and no mpi)", 1, 0, NULL},
     {"min-bytes", AX_OPT_LONG, AOFF(min_bytes), "4K", "BYTES", "smallest message", 4,
      (double)(1LL << 40), NULL},
     {"max-bytes", AX_OPT_LONG, AOFF(max_bytes), "256M", "BYTES", "largest message (doubling)", 4,
@@ -57,6 +64,7 @@ static const AxOption AR_OPTS[] = {
      "coarsening factors k for --bucket-size", 1, 0, NULL},
     {"json", AX_OPT_STRING, AOFF(json), NULL, "FILE", "append one JSON line per result", 1, 0,
      NULL},
+    AX_BENCH_LINK_OPTIONS(ArBenchConfig, net),
 };
 static const AxOptionTable AR_TABLE = {
     "bench allreduce",
@@ -85,12 +93,17 @@ static const char *column_name(ArColumn col) {
 typedef struct {
   double us, algbw, busbw;
   int iters, ok;
+  /* bytes on the wire per all-reduce: the most any rank sent, all ranks', and all ranks' that
+   * crossed virtual nodes (our algorithms; mpi counts what the ring would send) */
+  double wire_max, wire_sum, crossed_sum;
 } ArResult;
 
 typedef struct {
   const ArBenchConfig *c;
   MPI_Comm comm;
-  AxCommConfig cc; /* --chunk, --window (zeros resolved), polite when oversubscribed */
+  AxCommConfig cc; /* --chunk, --window (zeros resolved), polite when oversubscribed, the link */
+  AxLinkEmu *links; /* virtual nodes, the emulated link */
+  AxTraffic sent;    /* bytes our algorithms sent (mpi/traffic.h) */
   int rank, size;
   AxCommType type;
   size_t esz;
@@ -103,8 +116,8 @@ typedef struct {
   int json_rc;              /* rank 0: the first failure to append to --json */
 } ArBench;
 
-static int parse_algos(ArBench *b) {
-  char *list = strdup(b->c->algos);
+static int parse_algos(ArBench *b, const char *algos) {
+  char *list = strdup(algos);
   if (!list) return AX_FAIL("out of memory");
   int rc = AX_OK;
   char *save = NULL;
@@ -177,6 +190,20 @@ static void traffic_op(ArBench *b, size_t n) {
   memcpy(t[3], t[1], m * b->esz);
 }
 
+/* Bytes on the wire per operation over `ops` operations since `before`: the most any rank
+ * sent, the sum over ranks, and the sum of what crossed virtual nodes. */
+static int wire_bytes(ArBench *b, const AxTraffic *before, int ops, ArResult *res) {
+  unsigned long long bytes, crossed;
+  ax_bench_link_delta(&b->sent, before, &bytes, &crossed);
+  double mine[2] = {(double)bytes / ops, (double)crossed / ops}, sum[2], max = 0;
+  AX_MPI(MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, b->comm));
+  AX_MPI(MPI_Allreduce(mine, &max, 1, MPI_DOUBLE, MPI_MAX, b->comm));
+  res->wire_max = max;
+  res->wire_sum = sum[0];
+  res->crossed_sum = sum[1];
+  return AX_OK;
+}
+
 /* One all-reduce as the slowest rank saw it, ranks started together. */
 static int timed_allreduce(ArBench *b, size_t n, ArColumn col, double *sec) {
   if (col.kind != AR_BOUND) fill(b, n);
@@ -206,7 +233,9 @@ static int measure(ArBench *b, size_t bytes, ArColumn col, ArResult *res) {
   double *t = ax_malloc((size_t)iters * sizeof *t);
   if (!t) return AX_ERR;
   int rc = AX_OK;
+  AxTraffic before = b->sent;
   for (int i = 0; i < iters && rc == AX_OK; i++) rc = timed_allreduce(b, n, col, &t[i]);
+  if (rc == AX_OK) rc = wire_bytes(b, &before, iters, res);
   if (rc == AX_OK) {
     qsort(t, (size_t)iters, sizeof *t, cmp_double);
     double med = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
@@ -220,6 +249,33 @@ static int measure(ArBench *b, size_t bytes, ArColumn col, ArResult *res) {
   return rc;
 }
 
+/* How many ranks' ring sends share the busiest link (ranks r with r+1 on another node, per
+ * ordered pair of nodes): 1 when nodes hold consecutive ranks, 0 when nothing crosses. */
+static int ring_link_load(const ArBench *b) {
+  int most = 0;
+  for (int r = 0; r < b->size; r++) {
+    int from = ax_link_node_of(b->links, r), to = ax_link_node_of(b->links, (r + 1) % b->size);
+    if (from == to) continue;
+    int load = 0;
+    for (int q = 0; q < b->size; q++)
+      load += ax_link_node_of(b->links, q) == from &&
+              ax_link_node_of(b->links, (q + 1) % b->size) == to;
+    most = load > most ? load : most;
+  }
+  return most;
+}
+
+/* The emulated link's bound on a ring all-reduce of `bytes`: 2(p-1) steps of bytes/p over the
+ * busiest link, one message at a time, plus one latency: 2(p-1)·k·(S/p)/BW + LAT (0 when not
+ * emulated or nothing crosses). */
+static double ring_model_us(const ArBench *b, size_t bytes) {
+  AxLinkSpec l = ax_link_spec_of(b->links);
+  int k = ring_link_load(b);
+  if (l.bytes_per_s <= 0 || k == 0 || b->size < 2) return 0;
+  double per_step = (double)k * ((double)bytes / b->size) / l.bytes_per_s;
+  return (2.0 * (b->size - 1) * per_step + l.latency_s) * 1e6;
+}
+
 /* Rank 0 appends one JSON line; the first failure is kept in b->json_rc (the benchmark goes
  * on, so no rank is left waiting, and the run fails at its end). */
 static void write_json(ArBench *b, size_t bytes, int k, const char *algo, const ArResult *r) {
@@ -229,11 +285,15 @@ static void write_json(ArBench *b, size_t bytes, int k, const char *algo, const 
                    "{\"bench\":\"allreduce\",\"ranks\":%d,\"type\":\"%s\",\"algo\":\"%s\","
                    "\"bytes\":%zu,\"count\":%zu,\"iters\":%d,\"time_us\":%.2f,\"algbw_gbs\":%.4f,"
                    "\"busbw_gbs\":%.4f,\"chunk_bytes\":%zu,\"window\":%d,\"bucket_size\":%lld,"
-                   "\"coarsening\":%d,\"correct\":%s}\n",
+                   "\"coarsening\":%d,\"correct\":%s,\"wire_bytes_rank_max\":%.0f,"
+                   "\"wire_bytes_sum\":%.0f,\"inter_node_bytes_sum\":%.0f,\"emulated\":%s,"
+                   "\"link_bits_per_s\":%.6g,\"latency_s\":%.6g,\"ring_model_us\":%.6g}\n",
                    b->size, b->type == AX_COMM_F32 ? "f32" : "bf16", algo, bytes, bytes / b->esz,
                    r->iters, r->us, r->algbw, r->busbw, b->cc.chunk_bytes, b->cc.window,
-                   b->c->bucket_size, k,
-                   r->ok ? "true" : "false");
+                   b->c->bucket_size, k, r->ok ? "true" : "false", r->wire_max, r->wire_sum,
+                   r->crossed_sum, ax_link_emulating(b->links) ? "true" : "false",
+                   ax_link_spec_of(b->links).bytes_per_s * 8, ax_link_spec_of(b->links).latency_s,
+                   ring_model_us(b, bytes));
   b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
 }
 
@@ -253,6 +313,12 @@ static void print_header(const ArBench *b) {
     ax_log("# training chunks: k x bucket-size %lld elements; per-bucket(us) = time / k (lower "
            "is better: the cost of one bucket's all-reduce at that coarsening)",
            b->c->bucket_size);
+  ax_bench_link_header(b->links, &b->c->net);
+  if (ax_link_emulating(b->links))
+    ax_log("# model: the ring's 2(p-1) steps of size/p over the busiest link, one message at a "
+           "time, plus one latency; each row is followed by the bytes on the wire and the model");
+  else
+    ax_log("# each row is followed by the bytes on the wire per all-reduce");
   char line[1024];
   int k = snprintf(line, sizeof line, "# %s%12s %11s %5s %5s", b->c->bucket_size ? "  k " : "",
                    "size(B)", "count", "type", "auto");
@@ -260,6 +326,26 @@ static void print_header(const ArBench *b) {
     k += snprintf(line + k, sizeof line - (size_t)k, " | %-12s %10s %7s %7s %3s%s",
                   column_name(b->cols[a]), "time(us)", "algbw", "busbw", "ok",
                   b->c->bucket_size ? " per-bucket(us)" : "");
+  ax_log("%s", line);
+}
+
+/* After a row: bytes on the wire per all-reduce of each column, and with an emulated link each
+ * column's time against the ring's model. */
+static void report_wire(const ArBench *b, size_t bytes) {
+  char line[1024];
+  int k = snprintf(line, sizeof line, "#   on the wire per all-reduce (bytes: most by one rank "
+                   "/ all ranks / all ranks between nodes):");
+  for (int a = 0; a < b->n_cols && k < (int)sizeof line; a++)
+    k += snprintf(line + k, sizeof line - (size_t)k, "%s %s %.0f / %.0f / %.0f", a ? ";" : "",
+                  column_name(b->cols[a]), b->last[a].wire_max, b->last[a].wire_sum,
+                  b->last[a].crossed_sum);
+  ax_log("%s", line);
+  double model = ring_model_us(b, bytes);
+  if (model <= 0) return;
+  k = snprintf(line, sizeof line, "#   EMULATED: ring model %.1f us;", model);
+  for (int a = 0; a < b->n_cols && k < (int)sizeof line; a++)
+    k += snprintf(line + k, sizeof line - (size_t)k, "%s %s %.1f us = %.3fx the model",
+                  a ? "," : "", column_name(b->cols[a]), b->last[a].us, b->last[a].us / model);
   ax_log("%s", line);
 }
 
@@ -282,6 +368,7 @@ static int bench_size(ArBench *b, size_t bytes, int coarsening) {
       k += snprintf(line + k, sizeof line - (size_t)k, " %14.1f", r.us / coarsening);
   }
   ax_log("%s", line);
+  report_wire(b, bytes);
   return AX_OK;
 }
 
@@ -345,8 +432,20 @@ static int sweep(ArBench *b) {
   for (size_t bytes = (size_t)b->c->min_bytes; bytes <= (size_t)b->c->max_bytes && rc == AX_OK;
        bytes *= 2)
     rc = bench_size(b, largest = bytes / b->esz * b->esz, 0);
-  if (rc == AX_OK && b->size > 1) rc = report_bound(b, largest);
+  if (rc == AX_OK && b->size > 1 && !ax_link_emulating(b->links)) rc = report_bound(b, largest);
   return rc;
+}
+
+/* With an emulated link only our own algorithms (ring, rhd, auto) can run: by default those,
+ * and an explicit MPI column is an error. */
+static int choose_algos(ArBench *b, int emulated) {
+  if (!emulated) return parse_algos(b, b->c->algos);
+  AX_TRY(parse_algos(b, b->c->algos_given ? b->c->algos : "ring,rhd"));
+  for (int a = 0; a < b->n_cols; a++)
+    if (b->cols[a].kind == AR_BLOCKING || b->cols[a].algo == AX_ALLREDUCE_MPI)
+      return AX_FAIL("--algos %s cannot run over --emulate-link: MPI moves its bytes itself, "
+                     "past the emulator (use ring, rhd, auto)", column_name(b->cols[a]));
+  return AX_OK;
 }
 
 /* Checks of the options: they fail alike on every rank. */
@@ -357,7 +456,9 @@ static int prepare(ArBench *b, const ArBenchConfig *c, MPI_Comm comm, int polite
   AX_MPI(MPI_Comm_size(comm, &b->size));
   b->type = c->type == 0 ? AX_COMM_F32 : AX_COMM_BF16;
   b->esz = b->type == AX_COMM_F32 ? sizeof(float) : sizeof(uint16_t);
-  AX_TRY(parse_algos(b));
+  AxLinkSpec link;
+  AX_TRY(ax_bench_link_check(&c->net, &link));
+  AX_TRY(choose_algos(b, link.bytes_per_s > 0));
   if (c->min_bytes > c->max_bytes) return AX_FAIL("--min-bytes is larger than --max-bytes");
   if (c->bucket_size) AX_TRY(parse_coarsening(b));
   if (c->json && b->rank == 0) AX_TRY(ax_file_check_appendable(c->json));
@@ -373,6 +474,14 @@ static int run_bench(ArBench *b) {
   return rc == AX_OK ? b->json_rc : rc;
 }
 
+/* The virtual nodes and link every all-reduce of ours goes through; counted into b->sent. */
+static int start_links(ArBench *b) {
+  AX_TRY(ax_bench_link_start(&b->c->net, b->comm, &b->links));
+  b->cc.links = b->links;
+  b->cc.traffic = &b->sent;
+  return AX_OK;
+}
+
 static int with_mpi(const ArBenchConfig *c, int *argc, char ***argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -385,8 +494,10 @@ static int with_mpi(const ArBenchConfig *c, int *argc, char ***argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   ArBench b;
   int rc = ax_mpi_agree(comm, prepare(&b, c, comm, polite));
+  if (rc == AX_OK) rc = ax_mpi_agree(comm, start_links(&b));
   if (rc != AX_OK && rank == 0) ax_print_error(); /* agreed: rank 0 says it */
   if (rc == AX_OK && (rc = run_bench(&b)) != AX_OK) ax_print_error();
+  ax_link_emu_destroy(b.links);
   MPI_Comm_free(&comm);
   if (!initialized) MPI_Finalize();
   return rc;
@@ -397,6 +508,7 @@ int ax_cmd_bench_allreduce(int argc, char **argv) {
   AxOptState st;
   memset(&c, 0, sizeof c);
   int rc = ax_options_parse(&AR_TABLE, &c, argc, argv, &st);
+  if (rc == AX_OK) c.algos_given = ax_options_was_set(&AR_TABLE, &st, "algos");
   if (rc == AX_OK && st.help) {
     ax_options_print_help(&AR_TABLE, stdout);
     ax_options_free(&AR_TABLE, &c);

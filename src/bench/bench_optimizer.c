@@ -4,13 +4,16 @@
  * without them, and with a communication thread instead), for each coarsening k. Times are
  * the slowest rank's, median over --repeat runs. AdamW's memory traffic (28 bytes per
  * parameter: p, g, m, v read; p, m, v written) is set against a copy and an in-place add
- * measured in the same run with the same threads.
+ * measured in the same run with the same threads. The bytes one rank puts on the wire per
+ * all-reduce of the whole array are counted (mpi/traffic.h); with --emulate-link the all-reduce
+ * runs over the emulated link (mpi/link_emulator.h) and the header says the times are EMULATED.
  * Initializes and finalizes MPI itself. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "bench_link.h"
 #include "mpi/mpi_util.h"
 #include "mpi/reduce_local.h"
 #include "offload/interleave.h"
@@ -26,6 +29,7 @@ typedef struct {
   long long params, bucket_size;
   char *coarsening, *json;
   int threads, repeat, algo, bind;
+  AxBenchLinkOpts net;
 } OptBenchConfig;
 
 #define OOFF(f) offsetof(OptBenchConfig, f)
@@ -42,6 +46,7 @@ static const AxOption OPT_OPTS[] = {
     {"allreduce", AX_OPT_CHOICE, OOFF(algo), "auto", NULL, "all-reduce algorithm", 1, 0,
      "auto|mpi|ring|rhd"},
     {"json", AX_OPT_STRING, OOFF(json), NULL, "FILE", "append one JSON line per k", 1, 0, NULL},
+    AX_BENCH_LINK_OPTIONS(OptBenchConfig, net),
 };
 static const AxOptionTable OPT_TABLE = {
     "bench optimizer",
@@ -63,6 +68,10 @@ typedef struct {
   float *device_params, *grads;
   size_t n; /* parameters per rank */
   int json_rc; /* rank 0: the first failure to append to --json */
+  AxLinkEmu *links;
+  AxTraffic sent;
+  AxCommConfig cc; /* the all-reduce's: the link emulator, counted as data_parallel */
+  double wire_bytes; /* this rank's bytes on the wire per whole all-reduce (the last k) */
 } OptBench;
 
 /* Seconds of fn on the slowest rank, median over --repeat runs. */
@@ -89,8 +98,8 @@ static AxAdamWHyper hyper(void) {
 }
 
 static AxReduceSpec spec(OptBench *b, AxProgressMode progress) {
-  return (AxReduceSpec){.comm = b->comm, .algo = (AxAllreduceAlgo)b->c->algo, .window = 2,
-                        .progress = progress};
+  return (AxReduceSpec){.comm = b->comm, .cc = &b->cc, .algo = (AxAllreduceAlgo)b->c->algo,
+                        .window = 2, .progress = progress};
 }
 
 static int run_mode(OptBench *b, AxOffload *o, int mode) {
@@ -151,9 +160,13 @@ static void write_json(OptBench *b, int k, const double sec[N_MODES]) {
   for (int m = 0; m < N_MODES; m++)
     n += snprintf(line + n, sizeof line - (size_t)n, ",\"%s_ms\":%.3f", MODE_NAMES[m],
                   sec[m] * 1e3);
+  AxLinkSpec l = ax_link_spec_of(b->links);
   n += snprintf(line + n, sizeof line - (size_t)n,
-                ",\"interleaved_over_max\":%.4f,\"thread_over_max\":%.4f}\n",
-                sec[M_INTERLEAVED] / best, sec[M_THREAD] / best);
+                ",\"interleaved_over_max\":%.4f,\"thread_over_max\":%.4f,"
+                "\"allreduce_wire_bytes\":%.0f,\"emulated\":%s,\"link_bits_per_s\":%.6g,"
+                "\"latency_s\":%.6g}\n",
+                sec[M_INTERLEAVED] / best, sec[M_THREAD] / best, b->wire_bytes,
+                ax_link_emulating(b->links) ? "true" : "false", l.bytes_per_s * 8, l.latency_s);
   b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
 }
 
@@ -168,15 +181,19 @@ static int bench_k(OptBench *b, int k) {
   int rc = AX_OK;
   for (int m = 0; m < N_MODES && rc == AX_OK; m++) {
     fill(b->grads, o.n, 1e-3f, 11u + (unsigned)m); /* the all-reduce grows them: refresh */
+    AxTraffic before = b->sent;
     rc = time_slowest(b, run_mode, &o, m, &sec[m]);
+    unsigned long long bytes, crossed;
+    ax_bench_link_delta(&b->sent, &before, &bytes, &crossed);
+    if (m == M_ALLREDUCE) b->wire_bytes = (double)bytes / b->c->repeat;
   }
   double chunk_mb = (double)o.chunk * 4 / 1e6;
   ax_offload_free(&o);
   AX_TRY(rc);
   double best = sec[M_ALLREDUCE] > sec[M_ADAMW] ? sec[M_ALLREDUCE] : sec[M_ADAMW];
-  ax_log_result("%3d %10.1f %12.1f %10.1f %11.1f %13.1f %15.1f %10.1f %10.2f %10.2f", k,
+  ax_log_result("%3d %10.1f %12.1f %10.1f %11.1f %13.1f %15.1f %10.1f %10.2f %10.2f %12.0f", k,
                 chunk_mb, sec[0] * 1e3, sec[1] * 1e3, sec[2] * 1e3, sec[3] * 1e3, sec[4] * 1e3,
-                sec[5] * 1e3, sec[M_INTERLEAVED] / best, sec[M_THREAD] / best);
+                sec[5] * 1e3, sec[M_INTERLEAVED] / best, sec[M_THREAD] / best, b->wire_bytes);
   if (b->c->json && b->rank == 0 && b->json_rc == AX_OK) write_json(b, k, sec);
   return AX_OK;
 }
@@ -233,6 +250,11 @@ static int setup(OptBench *b, const OptBenchConfig *c) {
   MPI_Comm_rank(b->comm, &b->rank);
   MPI_Comm_size(b->comm, &b->size);
   ax_set_rank(b->rank);
+  AX_TRY(ax_bench_link_start(&c->net, b->comm, &b->links));
+  b->cc = ax_comm_config_default();
+  b->cc.links = b->links;
+  b->cc.traffic = &b->sent;
+  b->cc.traffic_class = AX_TRAFFIC_DATA_PARALLEL;
   AxNodeRanks nr;
   AX_TRY(ax_mpi_node_ranks(b->comm, &nr));
   AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = c->threads,
@@ -256,6 +278,7 @@ static void teardown(OptBench *b) {
   }
   ax_pool_destroy(b->pool);
   ax_backend_destroy(b->be);
+  ax_link_emu_destroy(b->links);
   if (b->comm != MPI_COMM_NULL) MPI_Comm_free(&b->comm);
 }
 
@@ -267,15 +290,31 @@ static int run_bench(const OptBenchConfig *c, const int *ks, int n_ks) {
                   "%d optimizer thread(s), all-reduce %s; ms, slowest rank, median of %d",
                   c->params, b.size, c->bucket_size, c->threads,
                   ax_allreduce_algo_name((AxAllreduceAlgo)c->algo), c->repeat);
-    ax_log_result("%3s %10s %12s %10s %11s %13s %15s %10s %10s %10s", "k", "chunk(MB)",
+    ax_bench_link_header(b.links, &c->net);
+    ax_log_result("%3s %10s %12s %10s %11s %13s %15s %10s %10s %10s %12s", "k", "chunk(MB)",
                   "allreduce", "adamw", "sequence", "interleaved", "no-progress", "thread",
-                  "int/max", "thread/max");
+                  "int/max", "thread/max", "wire(B)/rank");
   }
   for (int i = 0; i < n_ks && rc == AX_OK; i++) rc = bench_k(&b, ks[i]);
   if (rc == AX_OK) rc = bench_bandwidth(&b);
   if (rc == AX_OK) rc = b.json_rc;
   teardown(&b);
   return rc;
+}
+
+/* --emulate-link's text, --ranks-per-node against the job, and an all-reduce it can carry. */
+static int check_network(const OptBenchConfig *c) {
+  AxLinkSpec link;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  AX_TRY(ax_bench_link_check(&c->net, &link));
+  if (c->net.ranks_per_node > 0 && size % c->net.ranks_per_node)
+    return AX_FAIL("--ranks-per-node %d does not divide the job's %d rank(s)",
+                   c->net.ranks_per_node, size);
+  if (link.bytes_per_s > 0 && c->algo == AX_ALLREDUCE_MPI)
+    return AX_FAIL("--allreduce mpi cannot run over --emulate-link: MPI_Iallreduce moves its "
+                   "bytes itself, past the emulator (use auto, ring or rhd)");
+  return AX_OK;
 }
 
 int ax_cmd_bench_optimizer(int argc, char **argv) {
@@ -295,6 +334,7 @@ int ax_cmd_bench_optimizer(int argc, char **argv) {
   /* the options are the same everywhere, the output file is rank 0's: rank 0 says what is wrong */
   if (rc == AX_OK) rc = parse_ks(c.coarsening, ks, &n_ks);
   if (rc == AX_OK && c.json && rank == 0) rc = ax_file_check_appendable(c.json);
+  if (rc == AX_OK) rc = check_network(&c);
   rc = ax_mpi_agree(MPI_COMM_WORLD, rc);
   if (rc != AX_OK && rank == 0) ax_print_error();
   if (rc == AX_OK && (rc = run_bench(&c, ks, n_ks)) != AX_OK) ax_print_error();

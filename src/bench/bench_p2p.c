@@ -4,12 +4,15 @@
  * half the round trip), ping-pong bandwidth (size / latency) and streaming bandwidth (osu_bw
  * style: a window of non-blocking sends, then a one-byte acknowledgement). Other ranks wait.
  * Host buffers only (CUDA build: device buffers TODO via the backend). Initializes and
- * finalizes MPI itself. */
+ * finalizes MPI itself. With --emulate-link (and ranks 0 and 1 on different virtual nodes,
+ * --ranks-per-node 1) every message goes through the link emulator (mpi/link_emulator.h), the
+ * header says the times are EMULATED and each row gets the model, LATENCY + size/BW one way. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "bench_link.h"
 #include "mpi/mpi_util.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
@@ -23,6 +26,7 @@ typedef struct {
   int iters, warmup, window;
   double budget;
   char *json;
+  AxBenchLinkOpts net;
 } P2pConfig;
 
 #define POFF(f) offsetof(P2pConfig, f)
@@ -42,6 +46,7 @@ static const AxOption P2P_OPTS[] = {
      1e6, NULL},
     {"json", AX_OPT_STRING, POFF(json), NULL, "FILE", "append one JSON line per size", 1, 0,
      NULL},
+    AX_BENCH_LINK_OPTIONS(P2pConfig, net),
 };
 static const AxOptionTable P2P_TABLE = {
     "bench p2p",
@@ -53,7 +58,10 @@ enum { RECV_SLOTS_BYTES = 64 << 20 }; /* distinct receive slots for the streamin
 
 typedef struct {
   const P2pConfig *c;
-  AxCommConfig cc; /* polite waiting when oversubscribed */
+  AxCommConfig cc; /* polite waiting when oversubscribed; the link emulator, the counters */
+  AxLinkEmu *links;
+  AxTraffic sent;
+  int emulated;    /* the link between ranks 0 and 1 is emulated */
   MPI_Comm pair; /* ranks 0 and 1 */
   int me;        /* 0 or 1 in pair */
   int same_node;
@@ -65,6 +73,7 @@ typedef struct {
 typedef struct {
   int iters, window, stream_iters;
   double lat_us, avg_us, pp_mbs, stream_mbs;
+  double wire_bytes; /* bytes on the wire per ping-pong message (traffic counters) */
 } P2pResult;
 
 /* At most `want` iterations that fit in the budget given one iteration's time (at least 3). */
@@ -75,8 +84,36 @@ static int cap_iters(int want, double per_iter, double budget) {
   return n;
 }
 
+/* One message through the link layer (counted, and held back when emulated). */
+static int link_send(P2p *b, const void *buf, size_t bytes, int tag) {
+  AxLinkMsg m = {.buf = buf, .count = (int)bytes, .type = MPI_BYTE, .bytes = bytes,
+                 .dest = 1 - b->me, .dest_world = 1 - b->me, .tag = tag, .comm = b->pair,
+                 .cls = AX_TRAFFIC_OTHER};
+  AxLinkSend s;
+  AX_TRY(ax_link_isend(&b->cc, &m, &s));
+  return ax_link_wait(&b->cc, &s);
+}
+
+static int link_recv(P2p *b, void *buf, size_t bytes, int tag) {
+  MPI_Request req;
+  AX_MPI(MPI_Irecv(buf, (int)bytes, MPI_BYTE, 1 - b->me, tag, b->pair, &req));
+  return ax_link_wait_recv(&b->cc, &req, MPI_STATUS_IGNORE);
+}
+
+/* Emulated: the round trip through the link layer (sleeping waits). */
+static int link_round_trip(P2p *b, size_t bytes) {
+  if (b->me == 0) {
+    AX_TRY(link_send(b, b->sbuf, bytes, 1));
+    return link_recv(b, b->rbuf, bytes, 1);
+  }
+  AX_TRY(link_recv(b, b->rbuf, bytes, 1));
+  return link_send(b, b->sbuf, bytes, 1);
+}
+
 static int round_trip(P2p *b, size_t bytes) {
   int peer = 1 - b->me;
+  if (b->emulated) return link_round_trip(b, bytes);
+  ax_traffic_add(&b->sent, AX_TRAFFIC_OTHER, ax_link_crosses(b->links, peer), bytes);
   if (b->me == 0) {
     AX_MPI(MPI_Send(b->sbuf, (int)bytes, MPI_BYTE, peer, 1, b->pair));
     AX_MPI(MPI_Recv(b->rbuf, (int)bytes, MPI_BYTE, peer, 1, b->pair, MPI_STATUS_IGNORE));
@@ -102,12 +139,16 @@ static int ping_pong(P2p *b, size_t bytes, P2pResult *r) {
   if (!half) return AX_ERR;
   int rc = AX_OK;
   double sum = 0;
+  AxTraffic before = b->sent;
   for (int i = 0; i < r->iters && rc == AX_OK; i++) {
     double t0 = ax_now();
     rc = round_trip(b, bytes);
     half[i] = 0.5 * (ax_now() - t0);
     sum += half[i];
   }
+  unsigned long long wire, crossed;
+  ax_bench_link_delta(&b->sent, &before, &wire, &crossed);
+  r->wire_bytes = (double)wire / r->iters; /* this rank sends one message per round trip */
   if (rc == AX_OK) {
     r->avg_us = sum / r->iters * 1e6;
     r->lat_us = ax_median(half, r->iters) * 1e6;
@@ -117,11 +158,36 @@ static int ping_pong(P2p *b, size_t bytes, P2pResult *r) {
   return rc;
 }
 
+/* Emulated: the window's sends queue on the link one after another; the ack crosses back. */
+static int link_stream_window(P2p *b, size_t bytes, int w, MPI_Request *reqs) {
+  char ack = 0;
+  if (b->me == 1) {
+    for (int i = 0; i < w; i++)
+      AX_MPI(MPI_Irecv(b->rbuf + (size_t)i * bytes, (int)bytes, MPI_BYTE, 0, 2, b->pair,
+                       &reqs[i]));
+    for (int i = 0; i < w; i++) AX_TRY(ax_link_wait_recv(&b->cc, &reqs[i], MPI_STATUS_IGNORE));
+    return link_send(b, &ack, 1, 3);
+  }
+  AxLinkSend *sends = ax_malloc((size_t)w * sizeof *sends);
+  if (!sends) return AX_ERR;
+  AxLinkMsg m = {.buf = b->sbuf, .count = (int)bytes, .type = MPI_BYTE, .bytes = bytes,
+                 .dest = 1, .dest_world = 1, .tag = 2, .comm = b->pair, .cls = AX_TRAFFIC_OTHER};
+  int rc = AX_OK, n = 0;
+  for (; n < w && rc == AX_OK; n++) rc = ax_link_isend(&b->cc, &m, &sends[n]);
+  for (int i = 0; i < n; i++)
+    if (rc == AX_OK) rc = ax_link_wait(&b->cc, &sends[i]);
+    else ax_link_drop(&b->cc, &sends[i]);
+  free(sends);
+  AX_TRY(rc);
+  return link_recv(b, &ack, 1, 3);
+}
+
 /* One window: rank 0 sends `w` messages, rank 1 receives them into distinct slots, then
  * acknowledges with one byte. */
 static int stream_window(P2p *b, size_t bytes, int w, MPI_Request *reqs) {
   int peer = 1 - b->me;
   char ack = 0;
+  if (b->emulated) return link_stream_window(b, bytes, w, reqs);
   for (int i = 0; i < w; i++) {
     if (b->me == 0)
       AX_MPI(MPI_Isend(b->sbuf, (int)bytes, MPI_BYTE, peer, 2, b->pair, &reqs[i]));
@@ -156,6 +222,13 @@ static int streaming(P2p *b, size_t bytes, P2pResult *r) {
   return rc;
 }
 
+/* The emulated link's one-way time for a message: LATENCY + size/BW (0: not emulated). */
+static double model_us(const P2p *b, size_t bytes) {
+  if (!b->emulated) return 0;
+  AxLinkSpec l = ax_link_spec_of(b->links);
+  return (l.latency_s + (double)bytes / l.bytes_per_s) * 1e6;
+}
+
 /* Rank 0 appends one JSON line; the first failure is kept in b->json_rc (the benchmark goes
  * on, so rank 1 is not left waiting, and the run fails at its end). */
 static void write_json(P2p *b, size_t bytes, const P2pResult *r) {
@@ -165,9 +238,12 @@ static void write_json(P2p *b, size_t bytes, const P2pResult *r) {
                    "{\"bench\":\"p2p\",\"bytes\":%zu,\"iters\":%d,\"latency_us\":%.6g,"
                    "\"latency_avg_us\":%.6g,\"pingpong_mbs\":%.6g,\"window\":%d,"
                    "\"stream_iters\":%d,\"stream_mbs\":%.6g,\"same_node\":%s,"
-                   "\"buffers\":\"host\"}\n",
+                   "\"buffers\":\"host\",\"wire_bytes\":%.0f,\"emulated\":%s,"
+                   "\"link_bits_per_s\":%.6g,\"latency_s\":%.6g,\"model_us\":%.6g}\n",
                    bytes, r->iters, r->lat_us, r->avg_us, r->pp_mbs, r->window, r->stream_iters,
-                   r->stream_mbs, b->same_node ? "true" : "false");
+                   r->stream_mbs, b->same_node ? "true" : "false", r->wire_bytes,
+                   b->emulated ? "true" : "false", ax_link_spec_of(b->links).bytes_per_s * 8,
+                   ax_link_spec_of(b->links).latency_s, model_us(b, bytes));
   b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
 }
 
@@ -176,12 +252,17 @@ static int bench_size(P2p *b, size_t bytes) {
   AX_TRY(ping_pong(b, bytes, &r));
   if (b->c->window > 0) AX_TRY(streaming(b, bytes, &r));
   write_json(b, bytes, &r);
+  char row[256], tail[96] = "";
   if (b->c->window > 0)
-    ax_log("%12zu %8d %10.2f %10.2f %12.2f %7d %14.2f", bytes, r.iters, r.lat_us, r.avg_us,
-           r.pp_mbs, r.window, r.stream_mbs);
+    snprintf(row, sizeof row, "%12zu %8d %10.2f %10.2f %12.2f %7d %14.2f %12.0f", bytes,
+             r.iters, r.lat_us, r.avg_us, r.pp_mbs, r.window, r.stream_mbs, r.wire_bytes);
   else
-    ax_log("%12zu %8d %10.2f %10.2f %12.2f %7s %14s", bytes, r.iters, r.lat_us, r.avg_us,
-           r.pp_mbs, "-", "-");
+    snprintf(row, sizeof row, "%12zu %8d %10.2f %10.2f %12.2f %7s %14s %12.0f", bytes, r.iters,
+             r.lat_us, r.avg_us, r.pp_mbs, "-", "-", r.wire_bytes);
+  if (b->emulated)
+    snprintf(tail, sizeof tail, " %12.2f %8.3fx", model_us(b, bytes),
+             r.lat_us / model_us(b, bytes));
+  ax_log("%s%s", row, tail);
   return AX_OK;
 }
 
@@ -200,11 +281,19 @@ static int find_hosts(P2p *b) {
 }
 
 static void print_header(const P2p *b) {
+  ax_bench_link_header(b->links, &b->c->net);
+  if (ax_link_emulating(b->links) && !b->emulated)
+    ax_log("# ranks 0 and 1 share virtual node %d: nothing between them is emulated "
+           "(--ranks-per-node 1 puts them on different nodes)", ax_link_node_of(b->links, 0));
   ax_log("# latency = median (avg: mean) over up to %d iterations (after %d warm-up) of half the "
          "round trip; pp-bw = size / latency; stream-bw = windows of up to %d non-blocking sends "
-         "+ 1-byte ack (osu_bw style); MB/s = 1e6 B/s", b->c->iters, b->c->warmup, b->c->window);
-  ax_log("# %10s %8s %10s %10s %12s %7s %14s", "size(B)", "iters", "lat(us)", "avg(us)",
-         "pp-bw(MB/s)", "window", "stream-bw(MB/s)");
+         "+ 1-byte ack (osu_bw style); MB/s = 1e6 B/s; wire(B) = bytes on the wire per message%s",
+         b->c->iters, b->c->warmup, b->c->window,
+         b->emulated ? "; model(us) = LATENCY + size/BW, the emulated link's one-way time, and "
+                       "latency / model" : "");
+  ax_log("# %10s %8s %10s %10s %12s %7s %14s %12s%s", "size(B)", "iters", "lat(us)", "avg(us)",
+         "pp-bw(MB/s)", "window", "stream-bw(MB/s)", "wire(B)",
+         b->emulated ? "    model(us)  lat/model" : "");
 }
 
 static int run_pair(P2p *b) {
@@ -229,7 +318,9 @@ static int run_pair(P2p *b) {
 }
 
 static int check_config(const P2pConfig *c, int rank, int size) {
+  AxLinkSpec link;
   if (size < 2) return AX_FAIL("bench p2p needs 2 ranks (run it under mpiexec -n 2)");
+  AX_TRY(ax_bench_link_check(&c->net, &link));
   if (c->json && rank == 0) AX_TRY(ax_file_check_appendable(c->json));
   if (c->min_bytes > c->max_bytes) return AX_FAIL("--min-bytes is larger than --max-bytes");
   if (c->max_bytes > (1LL << 31) - 1)
@@ -237,17 +328,35 @@ static int check_config(const P2pConfig *c, int rank, int size) {
   return AX_OK;
 }
 
+/* The emulator over the job; whether ranks 0 and 1 are on different virtual nodes. */
+static int start_links(P2p *b) {
+  AX_TRY(ax_bench_link_start(&b->c->net, MPI_COMM_WORLD, &b->links));
+  b->cc.links = b->links;
+  b->cc.traffic = &b->sent;
+  b->emulated = ax_link_emulating(b->links) && ax_link_node_of(b->links, 0) !=
+                                                   ax_link_node_of(b->links, 1);
+  return AX_OK;
+}
+
 /* Ranks 0 and 1 measure; the others wait (politely when oversubscribed). */
 static int run_bench(const P2pConfig *c, int rank, int polite) {
   P2p b = {.c = c, .me = rank, .pair = MPI_COMM_NULL, .cc = ax_comm_config_default()};
   b.cc.polite = polite;
+  int rc = ax_mpi_agree(MPI_COMM_WORLD, start_links(&b));
+  if (rc != AX_OK) {
+    if (rank != 0) ax_error_clear(); /* agreed: rank 0 says it */
+    ax_link_emu_destroy(b.links);
+    return rc;
+  }
   AX_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &b.pair));
-  int rc = rank < 2 ? run_pair(&b) : AX_OK;
+  rc = rank < 2 ? run_pair(&b) : AX_OK;
   if (b.pair != MPI_COMM_NULL) MPI_Comm_free(&b.pair);
   MPI_Request done;
-  AX_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &done));
-  AX_TRY(ax_mpi_wait(&b.cc, &done, MPI_STATUS_IGNORE));
-  return rc;
+  int brc = MPI_Ibarrier(MPI_COMM_WORLD, &done) == MPI_SUCCESS
+                ? ax_link_wait_recv(&b.cc, &done, MPI_STATUS_IGNORE)
+                : AX_FAIL("the final MPI_Ibarrier failed");
+  ax_link_emu_destroy(b.links);
+  return rc == AX_OK ? brc : rc;
 }
 
 static int with_mpi(const P2pConfig *c, int *argc, char ***argv) {
@@ -261,7 +370,8 @@ static int with_mpi(const P2pConfig *c, int *argc, char ***argv) {
   int polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
   int rc = ax_mpi_agree(MPI_COMM_WORLD, check_config(c, rank, size)); /* rank 0 says it */
   if (rc != AX_OK && rank == 0) ax_print_error();
-  if (rc == AX_OK && (rc = run_bench(c, rank, polite)) != AX_OK) ax_print_error();
+  if (rc == AX_OK && (rc = run_bench(c, rank, polite)) != AX_OK && ax_error_pending())
+    ax_print_error();
   if (!initialized) MPI_Finalize();
   return rc;
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "src/backend/peak.h"
-#include "src/core/jsonw.h"
 
 void ax_summary_figures(AxFigures *f, const AxGptConfig *m, long long batch, int seq,
                         double batch_ms, int ranks, double peak_tflops_per_rank, int recompute) {
@@ -208,6 +207,7 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   throughput_json(&j, s);
   peak_json(&j, s);
   memory_json(&j, s);
+  ax_summary_comm_json(&j, &s->comm);
   config_json(&j, s);
   ax_jsonw_end(&j);
 }

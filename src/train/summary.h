@@ -7,7 +7,9 @@
  * measured at this run's own GEMM shapes); the paper's bound with recomputation,
  * 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), is reported beside it under its own name. Rank 0 prints
  * it as one line starting with {"axonn_summary": and --summary FILE.json writes the same line
- * to FILE (atomically). */
+ * to FILE (atomically). The communication object holds the bytes every rank sent, by class,
+ * within and between virtual nodes, per training step and over the run, and the link (real or
+ * EMULATED) they crossed. */
 #ifndef AX_SUMMARY_H
 #define AX_SUMMARY_H
 
@@ -15,6 +17,9 @@
 
 #include "metrics.h"
 #include "models/gpt_config.h"
+#include "mpi/link_spec.h"
+#include "mpi/traffic.h"
+#include "src/core/jsonw.h"
 #include "src/core/options.h"
 #include "train_config.h"
 #include "trainer.h"
@@ -57,6 +62,18 @@ typedef struct {
   const char *device_source;
 } AxMemory;
 
+/* The communication object (summary_comm.c): bytes each rank sent by traffic class
+ * (mpi/traffic.h), within and between virtual nodes, and the link they went over. */
+typedef struct {
+  int ranks;            /* 0: nothing gathered (written as null) */
+  int steps;            /* the training steps `steps_sum` covers */
+  AxTraffic *steps_sum; /* [ranks]: sent during the training steps, summed over them */
+  AxTraffic *run;       /* [ranks]: sent during the whole run (validation, saving included) */
+  int *node_of;         /* [ranks]: virtual node */
+  int n_nodes;
+  AxLinkSpec link;      /* bytes_per_s 0: not emulated */
+} AxCommSummary;
+
 typedef struct {
   const AxOptionTable *options;
   const void *cfg; /* an AxTrainConfig, read through the option table */
@@ -68,6 +85,7 @@ typedef struct {
   AxPeakInfo peak;
   AxFigures fig;
   AxMemory mem;
+  AxCommSummary comm;
 } AxSummary;
 
 /* The figures of a batch time (NAN batch_ms: none); peak_tflops_per_rank may be NAN;
@@ -81,6 +99,14 @@ int ax_summary_peak_lookup(AxPeakInfo *p, double peak_tflops_option, const char 
                            const char *gpu_name);
 /* The summary as one JSON object on one line, without a newline. */
 void ax_summary_write_json(FILE *f, const AxSummary *s);
+
+/* summary_comm.c: collective over the trainer's grid; rank 0 gets every rank's counters. */
+int ax_summary_comm_gather(AxCommSummary *c, const AxTrainer *t);
+void ax_summary_comm_free(AxCommSummary *c);
+/* The "communication" member (null when nothing was gathered). */
+void ax_summary_comm_json(AxJsonW *j, const AxCommSummary *c);
+/* "sent per step 1.2 MB, 0.6 MB of it between virtual nodes (EMULATED link 10 Gb/s, ...)" */
+void ax_summary_comm_describe(const AxCommSummary *c, char *buf, size_t cap);
 
 /* Collective over the trainer's grid: reduces the timing window, resolves the peak (measures
  * the CPU GEMM peak at the run's shapes on every rank when needed), gathers memory marks; rank 0 prints the human

@@ -1,7 +1,8 @@
 /* summary_run.c — the collective half of the end-of-run summary: the timing window reduced
  * over ranks, the peak (the CPU GEMM peak measured at the run's shapes on every rank when no
  * other is known),
- * memory high-water marks gathered to rank 0, which prints and writes; see summary.h. */
+ * memory high-water marks and traffic counters (summary_comm.c) gathered to rank 0, which
+ * prints and writes; see summary.h. */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -190,6 +191,11 @@ static void print_human(const AxSummary *s) {
                 "memory %.1f MiB", t->mean_ms, t->first, t->last, t->n, t->requested,
                 t->n < t->requested ? ": run too short" : "", f->tokens_per_s, flops, peak,
                 paper, f->days, (double)s->mem.host_bytes[0] / 1048576.0);
+  if (s->ranks > 1 && s->comm.ranks) {
+    char comm[320];
+    ax_summary_comm_describe(&s->comm, comm, sizeof comm);
+    ax_log_result("communication: %s", comm);
+  }
 }
 
 /* Rank 0: the human line, the JSON line, and --summary FILE. */
@@ -217,11 +223,13 @@ int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetr
   int rc = reduce_timing(g, &s.timing);
   if (rc == AX_OK) rc = resolve_peak(t, cfg, &s.peak);
   if (rc == AX_OK) rc = gather_memory(g, cfg, &s.mem);
+  if (rc == AX_OK) rc = ax_summary_comm_gather(&s.comm, t);
   if (rc == AX_OK) {
     ax_summary_figures(&s.fig, &s.model, cfg->batch, cfg->seq, s.timing.mean_ms, s.ranks,
                        s.peak.tflops_per_rank, ax_trainer_recomputes(t));
     if (g->rank == 0) rc = emit(&s, cfg->summary);
   }
   free_memory(&s.mem);
+  ax_summary_comm_free(&s.comm);
   return ax_grid_agree(g, rc);
 }

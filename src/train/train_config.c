@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "models/gpt_presets.h"
+#include "mpi/collectives.h"
+#include "mpi/link_spec.h"
 #include "src/core/error.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
@@ -45,7 +47,15 @@ static const AxOption OPTIONS[] = {
     STR("stage-layers", stage_layers, NULL, "N,N,...",
         "blocks per pipeline stage (default: as even as possible)"),
     CHOICE("allreduce", allreduce, "auto", "auto|mpi|ring|rhd",
-           "data-parallel all-reduce algorithm"),
+           "data-parallel all-reduce algorithm (mpi: MPI_Iallreduce, not with --emulate-link)"),
+    INT("ranks-per-node", ranks_per_node, "0", "N",
+        "virtual nodes of N consecutive ranks (rank r on node r/N; N divides the job) for "
+        "--emulate-link and the traffic counters (0: the real nodes)", 0, 1 << 20),
+    STR("emulate-link", emulate_link, NULL, "BW[,LAT]",
+        "EMULATE a network between virtual nodes: every pipeline and all-reduce message between "
+        "two nodes takes at least LAT + bytes/BW, one message at a time per link and direction "
+        "(e.g. 10Gbps,5us, 100Gbps, 1.5GB/s,2ms; bps/Kbps/Mbps/Gbps or B/s with K/M/G; latency "
+        "s/ms/us/ns; default: off); figures measured so are emulated"),
     INT("steps", steps, "500", "N", "optimizer steps", 0, 1 << 30),
     FLT("lr", lr, "3e-3", "X", "peak learning rate", 0, 10),
     CHOICE("lr-schedule", lr_schedule, "cosine", "constant|cosine",
@@ -167,6 +177,22 @@ AxGptConfig ax_train_model_config(const AxTrainConfig *cfg) {
   return m;
 }
 
+/* --ranks-per-node against the grid; --emulate-link's text and the all-reduce it can carry. */
+static int check_network(const AxTrainConfig *cfg) {
+  int ranks = cfg->g_inter * cfg->g_data;
+  if (cfg->ranks_per_node > 0 && ranks % cfg->ranks_per_node)
+    return AX_FAIL("--ranks-per-node %d does not divide the %d rank(s) of --g-inter %d x "
+                   "--g-data %d", cfg->ranks_per_node, ranks, cfg->g_inter, cfg->g_data);
+  if (!cfg->emulate_link) return AX_OK;
+  AxLinkSpec link;
+  if (ax_link_spec_parse(cfg->emulate_link, &link) != AX_OK)
+    return ax_error_context("--emulate-link");
+  if (cfg->allreduce == AX_ALLREDUCE_MPI)
+    return AX_FAIL("--allreduce mpi cannot run over --emulate-link: MPI_Iallreduce moves its "
+                   "bytes itself, past the emulator (use auto, ring or rhd)");
+  return AX_OK;
+}
+
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (strcmp(cfg->device, "cpu") != 0 && strcmp(cfg->device, "cuda") != 0)
     return AX_FAIL("--device '%s' is not cpu or cuda", cfg->device);
@@ -210,7 +236,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
     return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
-  return AX_OK;
+  return check_network(cfg);
 }
 
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi) {

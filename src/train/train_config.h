@@ -32,6 +32,9 @@ typedef struct {
   int pipeline_limit;
   char *stage_layers;
   int allreduce; /* AxAllreduceAlgo */
+  /* virtual nodes and the emulated link between them (mpi/link_emulator.h) */
+  int ranks_per_node;  /* 0: the real nodes */
+  char *emulate_link;  /* BW[,LATENCY] (mpi/link_spec.h); NULL: not emulated */
   /* optimization */
   int steps;
   double lr, min_lr_frac;
@@ -79,7 +82,8 @@ extern const AxOptionTable AX_TRAIN_OPTIONS;
 int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st);
 /* The model dimensions the options describe (without --init). */
 AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
-/* Checks that do not need files or MPI: batch divisibility, ranges, combinations. */
+/* Checks that do not need files or MPI: batch divisibility, ranges, combinations (also
+ * --emulate-link's text and --ranks-per-node against the grid's ranks). */
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
 /* The steps of --trace-steps A-B; AX_ERR (nothing recorded) when it is not such a range. */
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi);

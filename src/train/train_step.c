@@ -1,7 +1,9 @@
 /* train_step.c — one training step on this rank: the pipeline phase (the scheduler calling
  * back into this rank's stage), the gradient sync (tied embedding across the row's ends, then
  * the data-parallel column), global-norm clipping, AdamW, and the loss every rank agrees on;
- * and forward-only validation. Each phase starts the watchdog's clock (src/core/watchdog.h) and
+ * and forward-only validation. Each collective counts its bytes as its traffic class
+ * (mpi/traffic.h: embedding_sync, data_parallel; the p2p engine counts the pipeline's), and
+ * each step adds what it sent to the step totals of the summary. Each phase starts the watchdog's clock (src/core/watchdog.h) and
  * notes its collectives; the scheduler and the interleaver note the rest. */
 #include <math.h>
 #include <string.h>
@@ -77,7 +79,8 @@ static int sync_tied(AxTrainer *t) {
   int other = t->grid.row * t->grid.P + (t->spec.first ? t->grid.P - 1 : 0);
   AX_WD_NOTE(other, "in the tied-embedding gradient all-reduce with rank %d", other);
   double t0 = ax_trace_begin(&t->trace);
-  AX_TRY(ax_allreduce(t->grid.tied, &t->grid.comm_cfg, t->off.grads + lay->offset[AX_P_WTE],
+  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_EMBEDDING_SYNC);
+  AX_TRY(ax_allreduce(t->grid.tied, &cc, t->off.grads + lay->offset[AX_P_WTE],
                       lay->count[AX_P_WTE], AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce,
                       &t->comm_bytes));
   ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
@@ -100,9 +103,10 @@ static int any_overflow(AxTrainer *t, int step, int *overflow) {
   return AX_OK;
 }
 
-static AxReduceSpec reduce_spec(AxTrainer *t) {
+/* cc: the grid's configuration as data_parallel traffic (lives as long as the spec is used). */
+static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
   AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
-                    .cc = &t->grid.comm_cfg,
+                    .cc = cc,
                     .algo = (AxAllreduceAlgo)t->cfg.allreduce, .bytes = &t->comm_bytes,
                     .window = 2, .trace = &t->trace,
                     .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS};
@@ -132,7 +136,8 @@ static int finish_norm(AxTrainer *t, double sumsq, double *norm) {
 /* Sum the gradients over the data-parallel column and update the master weights, chunk by
  * chunk; interleaved unless clipping needs the whole norm first (or --offload 0). */
 static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
-  AxReduceSpec r = reduce_spec(t);
+  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_DATA_PARALLEL);
+  AxReduceSpec r = reduce_spec(t, &cc);
   void *params = ax_stage_params(t->stage);
   float unscale = 1.0f / t->loss_scale.scale;
   double sumsq;
@@ -192,6 +197,7 @@ static int pipeline_phase(AxTrainer *t) {
 }
 
 int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
+  AxTraffic before = t->traffic; /* this step's bytes: what it adds */
   ax_wd_phase(AX_WD_STEP, step);
   ax_trace_set_step(&t->trace, step);
   double t0 = ax_now(), tr0 = ax_trace_begin(&t->trace);
@@ -209,6 +215,8 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AX_TRY(ax_sync(t->be));
   ax_trace_end(&t->trace, AX_EV_STEP, -1, tr0);
   rec->ms = (ax_now() - t0) * 1e3;
+  ax_traffic_add_delta(&t->step_traffic, &t->traffic, &before);
+  t->traffic_steps++;
   rec->step = step;
   rec->val_loss = NAN;
   return AX_OK;

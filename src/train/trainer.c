@@ -42,6 +42,19 @@ static int setup_grid(AxTrainer *t) {
   /* the default chunking; polite waiting when this rank's CPU set is oversubscribed */
   t->grid.comm_cfg = ax_comm_config_default();
   t->grid.comm_cfg.polite = ax_mpi_polite_for(t->grid.share_size);
+  t->grid.comm_cfg.traffic = &t->traffic;
+  return AX_OK;
+}
+
+/* Virtual nodes and the emulated link (a phase: a node spread over machines fails there only). */
+static int setup_links(AxTrainer *t) {
+  t->grid.comm_cfg.traffic = &t->traffic;
+  if (!t->have_grid) return AX_OK;
+  AxLinkEmuConfig lc = {.ranks_per_node = t->cfg.ranks_per_node};
+  if (t->cfg.emulate_link && ax_link_spec_parse(t->cfg.emulate_link, &lc.link) != AX_OK)
+    return ax_error_context("--emulate-link");
+  AX_TRY(ax_link_emu_create(&t->links, t->grid.world, &lc));
+  t->grid.comm_cfg.links = t->links;
   return AX_OK;
 }
 
@@ -207,6 +220,20 @@ static int setup_trace(AxTrainer *t) {
   return t->have_grid ? ax_trace_align(&t->trace, t->grid.world) : AX_OK;
 }
 
+/* The emulated link, or the virtual nodes asked for (nothing otherwise). */
+static void print_network(const AxTrainer *t) {
+  if (!ax_link_emulating(t->links) && t->cfg.ranks_per_node == 0) return;
+  char what[320];
+  ax_link_describe(t->links, what, sizeof what);
+  if (!ax_link_emulating(t->links)) {
+    ax_log("network: %s; traffic counted by virtual node", what);
+    return;
+  }
+  ax_log("network: %s: every pipeline and all-reduce message between virtual nodes is delayed "
+         "as that link would deliver it (MPI's own small sums are not); the times of this run "
+         "are EMULATED", what);
+}
+
 void ax_trainer_print_header(const AxTrainer *t) {
   const AxGptConfig *m = &t->model;
   if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
@@ -229,6 +256,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
          t->off.params_alias ? "Adam moments; the fp32 weights are the master weights"
                              : "fp32 master weights, Adam moments",
          t->off.grads_alias ? "" : ", gradient staging");
+  print_network(t);
   if (t->device_buffers)
     ax_log("MPI path: stage messages sent from and received into device buffers (%s); "
            "gradients summed in host memory", t->mpi_path_why);
@@ -290,8 +318,10 @@ int ax_trainer_save(AxTrainer *t, const char *path) {
       rc = gather_and_write(t, path);
     else {
       AX_WD_NOTE(0, "sending the weights of stage %d to rank 0", t->grid.stage);
-      rc = ax_mpi_send_floats(t->off.master, ax_stage_layout_of(t->stage)->total, 0, 77,
-                              t->grid.world);
+      size_t n = ax_stage_layout_of(t->stage)->total;
+      ax_traffic_add(&t->traffic, AX_TRAFFIC_OTHER, ax_link_crosses(t->links, 0),
+                     n * sizeof(float));
+      rc = ax_mpi_send_floats(t->off.master, n, 0, 77, t->grid.world);
     }
   }
   AX_WD_NOTE(0, "in the agreement that rank 0 saved the model");
@@ -329,10 +359,18 @@ double ax_trainer_loss_floor(const AxTrainer *t) { return t->floor; }
 const AxGptConfig *ax_trainer_model(const AxTrainer *t) { return &t->model; }
 const AxGrid *ax_trainer_grid(const AxTrainer *t) { return &t->grid; }
 const AxTrace *ax_trainer_trace(const AxTrainer *t) { return &t->trace; }
+const AxLinkEmu *ax_trainer_links(const AxTrainer *t) { return t->links; }
+const AxTraffic *ax_trainer_traffic(const AxTrainer *t) { return &t->traffic; }
+
+const AxTraffic *ax_trainer_step_traffic(const AxTrainer *t, int *steps) {
+  *steps = t->traffic_steps;
+  return &t->step_traffic;
+}
 
 void ax_trainer_destroy(AxTrainer *t) {
   if (!t) return;
   if (t->have_sched) ax_sched_destroy(&t->sched);
+  ax_link_emu_destroy(t->links); /* after the engines that send through it */
   ax_trace_free(&t->trace);
   ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);
@@ -363,6 +401,7 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
                          .total = cfg->steps};
   ax_trace_off(&t->trace);
   int rc = setup_grid(t);
+  if (rc == AX_OK) rc = phase(t, setup_links);
   if (rc == AX_OK) rc = phase(t, setup_model);
   if (rc == AX_OK) rc = phase(t, setup_partition);
   if (rc == AX_OK) rc = phase(t, setup_backend);

@@ -8,6 +8,8 @@
 #include "metrics.h"
 #include "models/gpt_config.h"
 #include "mpi/grid.h"
+#include "mpi/link_emulator.h"
+#include "mpi/traffic.h"
 #include "offload/adamw.h"
 #include "src/backend/peak.h"
 #include "src/core/trace.h"
@@ -52,5 +54,11 @@ double ax_trainer_loss_floor(const AxTrainer *t);
 const AxGptConfig *ax_trainer_model(const AxTrainer *t);
 const AxGrid *ax_trainer_grid(const AxTrainer *t);
 const AxTrace *ax_trainer_trace(const AxTrainer *t);
+/* This rank's virtual nodes and emulated link (mpi/link_emulator.h; NULL without MPI). */
+const AxLinkEmu *ax_trainer_links(const AxTrainer *t);
+/* Bytes this rank sent (mpi/traffic.h): over the whole run, or summed over its training steps
+ * (*steps gets how many: validation, checkpoints and the saved model are not in a step). */
+const AxTraffic *ax_trainer_traffic(const AxTrainer *t);
+const AxTraffic *ax_trainer_step_traffic(const AxTrainer *t, int *steps);
 
 #endif

@@ -7,6 +7,8 @@
 #include "models/gpt_stage.h"
 #include "mpi/collectives.h"
 #include "mpi/grid.h"
+#include "mpi/link_emulator.h"
+#include "mpi/traffic.h"
 #include "offload/interleave.h"
 #include "offload/loss_scale.h"
 #include "offload/offload.h"
@@ -48,6 +50,10 @@ struct AxTrainer {
   AxLrSchedule lr;
   AxTrace trace;
   AxCommBytes comm_bytes;
+  AxLinkEmu *links;     /* virtual nodes and the emulated link (NULL without MPI) */
+  AxTraffic traffic;    /* every byte this rank sent through our engines (grid.comm_cfg) */
+  AxTraffic step_traffic; /* what the training steps sent, summed over them */
+  int traffic_steps;    /* the steps step_traffic covers */
   int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */
   /* per-step accumulation by the stage callbacks */
   double loss_sum;

@@ -1,0 +1,112 @@
+/* link_emulator.c — the link emulator's life (virtual nodes, the node-shared link table) and
+ * ax_link_isend, which counts a message and holds it back until the link has carried it; see
+ * link_emulator.h. Progress and waiting are link_wait.c's. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "link_internal.h"
+#include "mpi_util.h"
+#include "src/core/error.h"
+
+long long ax_link_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int start_link(AxLinkEmu *e, const AxLinkEmuConfig *cfg) {
+  int shared;
+  AX_TRY(ax_vnodes_node_shares_memory(&e->nodes, &shared));
+  if (!shared)
+    return AX_FAIL("--ranks-per-node %d puts ranks of different machines on one virtual node; "
+                   "the link emulator needs every virtual node within one machine",
+                   cfg->ranks_per_node);
+  AX_TRY(ax_link_table_create(&e->table, e->nodes.node, e->nodes.n_nodes));
+  e->emulating = 1;
+  e->ns_per_byte = 1e9 / cfg->link.bytes_per_s;
+  e->latency_ns = llround(cfg->link.latency_s * 1e9);
+  return AX_OK;
+}
+
+int ax_link_emu_create(AxLinkEmu **out, MPI_Comm world, const AxLinkEmuConfig *cfg) {
+  *out = NULL;
+  AxLinkEmu *e = ax_calloc(1, sizeof *e);
+  if (!e) return AX_ERR;
+  e->table.win = MPI_WIN_NULL;
+  e->queue.next_due = LLONG_MAX;
+  e->spec = cfg->link;
+  int rc = ax_vnodes_create(&e->nodes, world, cfg->ranks_per_node);
+  if (rc != AX_OK) {
+    free(e);
+    return rc;
+  }
+  if (cfg->link.bytes_per_s > 0) rc = start_link(e, cfg);
+  if (rc != AX_OK) {
+    ax_link_emu_destroy(e);
+    return rc;
+  }
+  *out = e;
+  return AX_OK;
+}
+
+void ax_link_emu_destroy(AxLinkEmu *e) {
+  if (!e) return;
+  ax_link_queue_free(&e->queue);
+  if (e->table.win != MPI_WIN_NULL) ax_link_table_destroy(&e->table);
+  ax_vnodes_destroy(&e->nodes);
+  free(e);
+}
+
+int ax_link_emulating(const AxLinkEmu *e) { return e && e->emulating; }
+
+int ax_link_node_of(const AxLinkEmu *e, int world_rank) {
+  return e && world_rank >= 0 && world_rank < e->nodes.size ? e->nodes.node_of[world_rank] : 0;
+}
+
+int ax_link_nodes(const AxLinkEmu *e) { return e ? e->nodes.n_nodes : 1; }
+
+AxLinkSpec ax_link_spec_of(const AxLinkEmu *e) {
+  return e && e->emulating ? e->spec : (AxLinkSpec){0, 0};
+}
+
+int ax_link_crosses(const AxLinkEmu *e, int world_rank) {
+  return e && world_rank >= 0 && world_rank < e->nodes.size &&
+         e->nodes.node_of[world_rank] != e->nodes.my_node;
+}
+
+void ax_link_describe(const AxLinkEmu *e, char *buf, size_t cap) {
+  char link[96], nodes[128];
+  ax_link_spec_format(&e->spec, link, sizeof link);
+  if (e->nodes.ranks_per_node > 0)
+    snprintf(nodes, sizeof nodes, "%d virtual node(s) of %d rank(s) (--ranks-per-node %d)",
+             e->nodes.n_nodes, e->nodes.ranks_per_node, e->nodes.ranks_per_node);
+  else
+    snprintf(nodes, sizeof nodes, "%d node(s): the real ones", e->nodes.n_nodes);
+  if (e->emulating)
+    snprintf(buf, cap, "EMULATED link %s, one per direction between %s", link, nodes);
+  else
+    snprintf(buf, cap, "real links (not emulated); %s", nodes);
+}
+
+/* Reserves the link to the message's node and queues the send until it has crossed. */
+static int hold(AxLinkEmu *e, const AxLinkMsg *m, AxLinkSend *s) {
+  long long now = ax_link_now_ns();
+  double busy = ceil((double)m->bytes * e->ns_per_byte);
+  long long busy_ns = busy < 1e18 ? (long long)busy : (long long)1e18;
+  long long start = ax_link_table_reserve(&e->table, e->nodes.node_of[m->dest_world], now,
+                                          busy_ns);
+  AX_TRY(ax_link_queue_push(&e->queue, m, start + busy_ns + e->latency_ns, &s->held));
+  return ax_link_queue_post_due(&e->queue, now);
+}
+
+int ax_link_isend(const AxCommConfig *cc, const AxLinkMsg *m, AxLinkSend *s) {
+  *s = AX_LINK_SEND_NULL;
+  AxLinkEmu *e = cc ? cc->links : NULL;
+  int crossed = m->dest != MPI_PROC_NULL && ax_link_crosses(e, m->dest_world);
+  if (m->dest != MPI_PROC_NULL) ax_traffic_add(cc ? cc->traffic : NULL, m->cls, crossed, m->bytes);
+  if (crossed && e->emulating) return hold(e, m, s);
+  AX_MPI(MPI_Isend(m->buf, m->count, m->type, m->dest, m->tag, m->comm, &s->req));
+  return e && e->emulating ? ax_link_queue_post_due(&e->queue, ax_link_now_ns()) : AX_OK;
+}

@@ -1,0 +1,121 @@
+/* link_emulator.h — virtual nodes joined by an emulated network link, and the one way our
+ * engines send: ax_link_isend (DESIGN.md, "Communication on one machine: the link emulator";
+ * docs/emulator.md says what it models and what it does not).
+ *
+ * Virtual nodes (vnodes.h): --ranks-per-node N puts world rank r on node r / N (0: the real
+ * nodes). A message between two nodes crosses the link from the sender's node to the
+ * receiver's: one link per ordered pair of nodes, so one per direction.
+ *
+ * The link (--emulate-link BW[,LATENCY], link_spec.h) carries one message at a time. A message
+ * of S bytes handed to it at time t starts when the link is free, start = max(t, free), holds
+ * it for S/BW (free = start + S/BW: later messages queue behind it) and is delivered no sooner
+ * than start + S/BW + LATENCY (latency is propagation: it does not hold the link). The link's
+ * free time is shared by the ranks of the sending node (link_table.h), so ranks of one node that
+ * send to the same node queue on one link. Messages within a node are untouched.
+ *
+ * Where the delay is applied: at the sender. ax_link_isend reserves the link, computes the
+ * delivery time and holds the MPI_Isend back until then (the bytes have "crossed"); it returns
+ * at once, the send waiting in this rank's queue (link_queue.h). Every call below (a send, a
+ * test, a wait, a pause) first posts the held sends whose time has come, in hand-over order,
+ * so MPI's matching order is kept. Receives are posted as before (the engines pre-post them);
+ * one completes when MPI delivers the message, after its delivery time. Why the sender: it
+ * alone knows when a message entered the link, and no byte reaches the receiver before its
+ * time whatever the receiver does, so an engine needs no change on its receive side. What it
+ * costs: MPI's own transfer (the machine's copy) comes after the emulated time (overlapped
+ * with the next message when several are in flight, as chunked collectives have), and a rank
+ * busy computing posts its due sends at its next call, as an MPI without a progress thread
+ * would move them.
+ *
+ * Waiting without a core: with an emulated link every wait of our engines polls, and between
+ * polls ax_link_pause sleeps (clock_nanosleep, with a 1 us timer slack for the sleep) until
+ * the earliest held send is due, or for AX_LINK_POLL_NS while it waits for a receive, after
+ * spinning for the first AX_LINK_SPIN_NS of the wait (a message within the node is caught at
+ * once). A receive is thus seen up to about 60 us after it lands. Without an emulated link
+ * waits are as before (mpi_util.h: busy or polite).
+ *
+ * Counting: ax_link_isend counts every message (traffic.h) into cc->traffic as class m->cls,
+ * crossed or not, whether or not the link is emulated.
+ *
+ * Building an engine on it (the p2p engine and the collectives do; so should CaSync):
+ *   - send with ax_link_isend into an AxLinkSend, never MPI_Isend; complete it with
+ *     ax_link_test or ax_link_wait; give it up with ax_link_drop (a held send is then never
+ *     posted);
+ *   - receive with MPI_Irecv as usual, but wait through ax_link_waitany / ax_link_wait_recv, or
+ *     a loop of MPI_Test and ax_link_pause after ax_link_progress, so that this rank's held
+ *     sends go out while it waits (a peer may be waiting for them);
+ *   - take everything from the AxCommConfig the operation was started with (comm_config.h):
+ *     cc->links (NULL: no emulation, and sends are posted at once), cc->traffic and the class.
+ * Drive it from one thread at a time, as MPI_THREAD_SERIALIZED. */
+#ifndef AX_LINK_EMULATOR_H
+#define AX_LINK_EMULATOR_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "comm_config.h"
+#include "link_queue.h"
+#include "link_spec.h"
+
+enum {
+  AX_LINK_SPIN_NS = 50 * 1000,  /* a wait spins this long before it sleeps */
+  AX_LINK_POLL_NS = 40 * 1000,  /* then sleeps this long between polls for a receive */
+  AX_LINK_SLACK_NS = 1000,      /* the timer slack of those sleeps (PR_SET_TIMERSLACK) */
+  AX_LINK_EARLY_NS = 25 * 1000, /* a sleep ends about this late even so: it wakes this much
+                                   before a held send is due, and spins the rest */
+};
+
+typedef struct {
+  int ranks_per_node; /* 0: the real nodes */
+  AxLinkSpec link;    /* link.bytes_per_s == 0: nothing emulated (nodes known, for counting) */
+} AxLinkEmuConfig;
+
+/* A send of ax_link_isend: the MPI request once posted; `held` names it while the emulator
+ * still holds it back. Initialize with AX_LINK_SEND_NULL. */
+typedef struct {
+  MPI_Request req;
+  unsigned long long held;
+} AxLinkSend;
+#define AX_LINK_SEND_NULL ((AxLinkSend){MPI_REQUEST_NULL, 0})
+
+/* Between polls of one wait: zero it when the wait begins (it spins first), or start it at
+ * AX_LINK_NO_SPIN (it sleeps at once). */
+typedef struct {
+  long long since; /* when the wait began (ax_link_now_ns) */
+} AxLinkWaiter;
+#define AX_LINK_NO_SPIN ((AxLinkWaiter){1})
+
+/* Collective over world (MPI_COMM_WORLD or a duplicate). Fails on every rank of a node alike:
+ * a bad --ranks-per-node, or (emulated) a virtual node spread over machines. */
+int ax_link_emu_create(AxLinkEmu **out, MPI_Comm world, const AxLinkEmuConfig *cfg);
+/* Collective over the node; NULL is a no-op. Held sends are dropped (there should be none). */
+void ax_link_emu_destroy(AxLinkEmu *e);
+
+int ax_link_emulating(const AxLinkEmu *e); /* 0 for NULL */
+int ax_link_node_of(const AxLinkEmu *e, int world_rank); /* 0 for NULL */
+int ax_link_nodes(const AxLinkEmu *e);                   /* 1 for NULL */
+AxLinkSpec ax_link_spec_of(const AxLinkEmu *e);          /* {0, 0} for NULL */
+/* 1 when a message to world_rank leaves this rank's virtual node (0 for NULL). */
+int ax_link_crosses(const AxLinkEmu *e, int world_rank);
+/* "EMULATED link 10 Gb/s, latency 5 us; 2 virtual nodes of 2 ranks (--ranks-per-node 2)". */
+void ax_link_describe(const AxLinkEmu *e, char *buf, size_t cap);
+/* CLOCK_MONOTONIC in nanoseconds (the emulator's clock). */
+long long ax_link_now_ns(void);
+
+/* Sends m as described above; returns at once. */
+int ax_link_isend(const AxCommConfig *cc, const AxLinkMsg *m, AxLinkSend *s);
+/* Posts this rank's held sends that are due. */
+int ax_link_progress(const AxCommConfig *cc);
+/* Never blocks: *done = 1 once the send has completed (s is then AX_LINK_SEND_NULL). */
+int ax_link_test(const AxCommConfig *cc, AxLinkSend *s, int *done);
+/* Until the send has completed. */
+int ax_link_wait(const AxCommConfig *cc, AxLinkSend *s);
+/* Forgets the send (see above); a no-op for AX_LINK_SEND_NULL. */
+void ax_link_drop(const AxCommConfig *cc, AxLinkSend *s);
+/* MPI_Waitany / MPI_Wait for receives, posting held sends meanwhile. */
+int ax_link_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index,
+                    MPI_Status *status);
+int ax_link_wait_recv(const AxCommConfig *cc, MPI_Request *req, MPI_Status *status);
+/* One pause between two polls of a wait (as above; without emulation ax_mpi_relax). */
+void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w);
+
+#endif

@@ -1,0 +1,19 @@
+/* link_internal.h — the link emulator's state (mpi/link_emulator.c and link_wait.c only). */
+#ifndef AX_LINK_INTERNAL_H
+#define AX_LINK_INTERNAL_H
+
+#include "link_emulator.h"
+#include "link_table.h"
+#include "vnodes.h"
+
+struct AxLinkEmu {
+  AxVNodes nodes;
+  AxLinkSpec spec;
+  int emulating;       /* spec.bytes_per_s > 0: the table is there and sends are held */
+  AxLinkTable table;   /* the links leaving this node */
+  double ns_per_byte;
+  long long latency_ns;
+  AxLinkQueue queue;   /* this rank's held sends */
+};
+
+#endif

@@ -1,0 +1,88 @@
+/* codec.h — gradient compression codecs (HiPress's CompLL set and the ones the later papers
+ * use), behind one interface, in plain C without MPI so every codec is unit-testable. The
+ * synchronization that uses them (CaSync ring and PS, mpi/casync*.c) and the trainer see only
+ * this header.
+ *
+ * A codec is configured from a spec, "NAME[:key=value,...]" (e.g. "onebit:ef=1",
+ * "dgc:ratio=0.001", "powersgd:rank=4", "terngrad:bits=2"). Two kinds:
+ *  - encode/decode codecs (ax_codec_rounds == 0): a range of n fp32 values becomes at most
+ *    ax_codec_max_bytes(n) bytes and back; what comes back may differ (lossy). Aggregation
+ *    decodes, merges (adds) and re-encodes; CaSync does that.
+ *  - linear codecs (ax_codec_rounds > 0: PowerSGD, rand-k): the synchronization all-reduces
+ *    (sums) small float factors, round by round, and the codec rebuilds the range from the
+ *    reduced factors. Summing the factors of every rank gives the factors of the sum.
+ * Per-range state survives across steps (the error-feedback residual, DGC's momentum and
+ * accumulation, PowerSGD's Q) and is saved in checkpoints. Stochastic codecs are deterministic
+ * given (seed, step, range): every rank that encodes the same values with the same context gets
+ * the same bytes, and rand-k's indices are the same on every rank. */
+#ifndef AX_CODEC_H
+#define AX_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct AxCodec AxCodec;           /* a configured codec (immutable, shareable) */
+typedef struct AxCodecState AxCodecState; /* one range's state across steps */
+
+/* What makes stochastic choices reproducible: the run's seed (the same on every rank), the
+ * optimizer step, and the range (e.g. its offset in the stage's flat parameters). */
+typedef struct {
+  uint64_t seed, step, range;
+} AxCodecCtx;
+
+/* Parses a spec; "none" is an error here (the caller handles "no compression"). Unknown
+ * codecs, unknown keys and bad values (rank 0, ratio above 1, bits 3) fail with one message. */
+int ax_codec_parse(const char *spec, AxCodec **out);
+void ax_codec_free(AxCodec *c);
+/* The canonical spec, every parameter written out (for logs and checkpoints). */
+const char *ax_codec_spec(const AxCodec *c);
+/* "identity", "onebit", ... */
+const char *ax_codec_name(const AxCodec *c);
+/* The names of every codec, for help texts: "identity, onebit, tbq, ..." */
+const char *ax_codec_names(void);
+
+/* 0: an encode/decode codec; R > 0: a linear codec synchronized in R all-reduce rounds. */
+int ax_codec_rounds(const AxCodec *c);
+/* Encode/decode codecs: the exact worst-case size of n values encoded (bytes). */
+size_t ax_codec_max_bytes(const AxCodec *c, size_t n);
+/* The compression ratio expected for n values (encoded bytes / 4n; 1 for identity), for the
+ * cost model; exact for fixed-size codecs, the worst case for the others. */
+double ax_codec_ratio(const AxCodec *c, size_t n);
+
+/* State of one range of n values (NULL when the codec keeps none). */
+int ax_codec_state_new(const AxCodec *c, size_t n, AxCodecState **out);
+void ax_codec_state_free(AxCodecState *s);
+/* Checkpointing: the state's size in bytes, and a copy out / in (same codec, same n). */
+size_t ax_codec_state_bytes(const AxCodecState *s);
+int ax_codec_state_save(const AxCodecState *s, void *buf);
+int ax_codec_state_load(AxCodecState *s, const void *buf, size_t bytes);
+
+/* ---- encode/decode codecs */
+
+/* Encodes in[n] into out (ax_codec_max_bytes(n) bytes available); *bytes gets the size
+ * written. With state, this is the range's own contribution of the step: error feedback adds
+ * the residual first and keeps what the encoding lost, DGC updates its momentum. With st NULL
+ * nothing is remembered (re-encoding a partial aggregate). */
+int ax_codec_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *in,
+                    size_t n, void *out, size_t *bytes);
+/* Decodes bytes into out[n]: overwrites, or adds to what is there (add = 1). */
+int ax_codec_decode(const AxCodec *c, const AxCodecCtx *ctx, const void *in, size_t bytes,
+                    float *out, size_t n, int add);
+
+/* ---- linear codecs (rounds > 0) */
+
+/* Floats of round r's factor for a range of n values. */
+size_t ax_codec_factor_len(const AxCodec *c, size_t n, int round);
+/* This rank's factor of round r from in[n] (round 0 first; each later round after the
+ * previous one's ax_codec_factor_reduced). */
+int ax_codec_factor(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *in,
+                    size_t n, int round, float *factor);
+/* Round r's factor summed over the ranks (in place: the codec may transform it, e.g.
+ * orthogonalize PowerSGD's P, before the next round uses it). */
+int ax_codec_factor_reduced(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
+                            size_t n, int round, float *reduced);
+/* After the last round: out[n] = the rebuilt sum over the ranks. */
+int ax_codec_rebuild(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, size_t n,
+                     float *out);
+
+#endif

@@ -57,11 +57,24 @@ static void reducer_free(Reducer *rd) {
   free(rd->ops);
 }
 
+/* Chunk c through CaSync: K partitions beyond the ranks cut its messages smaller. */
+static int start_compressed(Reducer *rd, int c, size_t lo, size_t hi) {
+  const AxGradCompress *gc = rd->r->compress;
+  AxCommConfig cc = ax_comm_config_resolve(rd->r->cc);
+  int parts = gc->choice[c].parts;
+  if (parts > gc->ranks) cc.chunk_bytes = ((hi - lo) * sizeof(float) + parts - 1) / parts;
+  AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = lo};
+  return ax_casync_allreduce_start(&rd->ops[c], rd->r->comm, &cc, gc->codec, gc->algo,
+                                   gc->states[c], &ctx, rd->o->grads + lo, hi - lo,
+                                   rd->r->bytes);
+}
+
 static int start_chunk(Reducer *rd, int c) {
   if (!rd->active || c >= rd->o->n_chunks) return AX_OK;
   AxOffload *o = rd->o;
   size_t lo, hi;
   ax_offload_chunk_range(o, c, &lo, &hi);
+  if (ax_grad_compress_uses(rd->r->compress, c)) return start_compressed(rd, c, lo, hi);
   if (o->wire) {
     ax_f32_to_bf16_array(o->wire + lo, o->grads + lo, hi - lo);
     return ax_allreduce_start(&rd->ops[c], rd->r->comm, rd->r->cc, o->wire + lo, hi - lo,
@@ -82,7 +95,7 @@ static int wait_chunk(Reducer *rd, int c, int yield) {
   ax_coll_free(rd->ops[c]);
   rd->ops[c] = NULL;
   AX_TRY(rc);
-  if (o->wire) {
+  if (o->wire && !ax_grad_compress_uses(rd->r->compress, c)) {
     size_t lo, hi;
     ax_offload_chunk_range(o, c, &lo, &hi);
     ax_bf16_to_f32_array(o->grads + lo, o->wire + lo, hi - lo);

@@ -15,6 +15,7 @@
 
 #include <mpi.h>
 
+#include "grad_compress.h"
 #include "mpi/collectives.h"
 #include "offload.h"
 #include "src/core/trace.h"
@@ -34,6 +35,8 @@ typedef struct {
   AxProgressMode progress; /* how MPI progresses while AdamW runs */
   size_t norm_skip_lo, norm_skip_hi; /* elements left out of the sum of squares (tied copy) */
   AxTrace *trace;       /* may be NULL */
+  /* chunks it says so go through CaSync with its codec (grad_compress.h); NULL: all plain */
+  const AxGradCompress *compress;
 } AxReduceSpec;
 
 /* Sums every chunk; *sumsq gets the summed gradient's sum of squares (outside the skip),

@@ -1,13 +1,16 @@
 /* train_config.c — the option table of `axonn train` and its consistency checks. */
 #include "train_config.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/gpt_presets.h"
 #include "mpi/collectives.h"
+#include "mpi/compress/codec.h"
 #include "mpi/link_spec.h"
 #include "src/core/error.h"
 
@@ -56,6 +59,16 @@ static const AxOption OPTIONS[] = {
         "two nodes takes at least LAT + bytes/BW, one message at a time per link and direction "
         "(e.g. 10Gbps,5us, 100Gbps, 1.5GB/s,2ms; bps/Kbps/Mbps/Gbps or B/s with K/M/G; latency "
         "s/ms/us/ns; default: off); figures measured so are emulated"),
+    STR("compress", compress, "none", "CODEC[:K=V,...]",
+        "compress the data-parallel gradient sum (CaSync) with CODEC: none, identity, onebit, "
+        "tbq, terngrad, dgc, graddrop, topk, randk, qsgd, efsignsgd, powersgd (e.g. "
+        "onebit:ef=1, dgc:ratio=0.001, powersgd:rank=4, terngrad:bits=2; docs/compression.md)"),
+    CHOICE("compress-sync", compress_sync, "ring", "ring|ps",
+           "how compressed gradients are summed: CaSync ring or co-located parameter server"),
+    STR("compress-min-bytes", compress_min_bytes, "auto", "auto|N",
+        "compress all-reduce chunks of at least N bytes (K/M/G suffixes; auto: HiPress's cost "
+        "model decides per chunk from encode, decode and send costs profiled at the start)"),
+    INT("compress-warmup", compress_warmup, "0", "N", "first N steps uncompressed", 0, 1 << 30),
     INT("steps", steps, "500", "N", "optimizer steps", 0, 1 << 30),
     FLT("lr", lr, "3e-3", "X", "peak learning rate", 0, 10),
     CHOICE("lr-schedule", lr_schedule, "cosine", "constant|cosine",
@@ -193,6 +206,44 @@ static int check_network(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
+int ax_train_compresses(const AxTrainConfig *cfg) {
+  return cfg->compress && strcmp(cfg->compress, "none") != 0;
+}
+
+int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes) {
+  const char *text = cfg->compress_min_bytes ? cfg->compress_min_bytes : "auto";
+  *is_auto = strcmp(text, "auto") == 0;
+  if (*is_auto) return AX_OK;
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  long long unit = 1;
+  if (end != text && *end && !end[1]) {
+    const char *units = "KMG";
+    const char *u = strchr(units, *end);
+    if (u) unit = 1LL << (10 * (u - units + 1)), end++;
+  }
+  if (end == text || *end || errno || v < 0 || v > (1LL << 50) / unit)
+    return AX_FAIL("--compress-min-bytes '%s' is not auto or a size in bytes (e.g. 0, 65536, "
+                   "4M)", text);
+  *bytes = v * unit;
+  return AX_OK;
+}
+
+/* --compress and its companions: a codec that parses, a payload it can encode. */
+static int check_compress(const AxTrainConfig *cfg) {
+  int is_auto;
+  long long min_bytes;
+  AX_TRY(ax_train_compress_min_bytes(cfg, &is_auto, &min_bytes));
+  if (!ax_train_compresses(cfg)) return AX_OK;
+  AxCodec *codec;
+  if (ax_codec_parse(cfg->compress, &codec) != AX_OK) return ax_error_context("--compress");
+  ax_codec_free(codec);
+  if (cfg->allreduce_dtype != 0)
+    return AX_FAIL("--compress needs --allreduce-dtype fp32 (codecs encode fp32 gradients)");
+  return AX_OK;
+}
+
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (strcmp(cfg->device, "cpu") != 0 && strcmp(cfg->device, "cuda") != 0)
     return AX_FAIL("--device '%s' is not cpu or cuda", cfg->device);
@@ -236,6 +287,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
     return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
+  AX_TRY(check_compress(cfg));
   return check_network(cfg);
 }
 

@@ -32,6 +32,11 @@ typedef struct {
   int pipeline_limit;
   char *stage_layers;
   int allreduce; /* AxAllreduceAlgo */
+  /* gradient compression (mpi/casync.h, offload/grad_compress.h) */
+  char *compress;           /* codec spec, "none": off */
+  int compress_sync;        /* AxCasyncAlgo */
+  char *compress_min_bytes; /* "auto" or a size */
+  int compress_warmup;
   /* virtual nodes and the emulated link between them (mpi/link_emulator.h) */
   int ranks_per_node;  /* 0: the real nodes */
   char *emulate_link;  /* BW[,LATENCY] (mpi/link_spec.h); NULL: not emulated */
@@ -85,6 +90,10 @@ AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
 /* Checks that do not need files or MPI: batch divisibility, ranges, combinations (also
  * --emulate-link's text and --ranks-per-node against the grid's ranks). */
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
+/* --compress-min-bytes: 1 for auto (*bytes untouched), 0 with *bytes set; AX_ERR otherwise. */
+int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes);
+/* Whether --compress asks for compression (anything but "none"). */
+int ax_train_compresses(const AxTrainConfig *cfg);
 /* The steps of --trace-steps A-B; AX_ERR (nothing recorded) when it is not such a range. */
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi);
 void ax_train_config_free(AxTrainConfig *cfg);

@@ -109,7 +109,8 @@ static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
                     .cc = cc,
                     .algo = (AxAllreduceAlgo)t->cfg.allreduce, .bytes = &t->comm_bytes,
                     .window = 2, .trace = &t->trace,
-                    .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS};
+                    .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS,
+                    .compress = t->codec ? &t->gc : NULL};
   if (t->grid.P > 1 && t->spec.last) { /* the tied wte counts once, on the first stage */
     const AxStageLayout *lay = ax_stage_layout_of(t->stage);
     r.norm_skip_lo = lay->offset[AX_P_WTE];
@@ -168,6 +169,7 @@ static int optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
     return AX_OK;
   }
   AX_TRY(sync_tied(t));
+  ax_trainer_compress_step(t, step);
   AX_TRY(reduce_and_update(t, rec->lr, &rec->grad_norm));
   t->adam_steps++;
   return AX_OK;

@@ -257,6 +257,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
                              : "fp32 master weights, Adam moments",
          t->off.grads_alias ? "" : ", gradient staging");
   print_network(t);
+  ax_trainer_print_compress(t);
   if (t->device_buffers)
     ax_log("MPI path: stage messages sent from and received into device buffers (%s); "
            "gradients summed in host memory", t->mpi_path_why);
@@ -372,6 +373,8 @@ void ax_trainer_destroy(AxTrainer *t) {
   if (t->have_sched) ax_sched_destroy(&t->sched);
   ax_link_emu_destroy(t->links); /* after the engines that send through it */
   ax_trace_free(&t->trace);
+  ax_grad_compress_free(&t->gc);
+  ax_codec_free(t->codec);
   ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);
   ax_pool_destroy(t->opt_pool);
@@ -406,6 +409,7 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   if (rc == AX_OK) rc = phase(t, setup_partition);
   if (rc == AX_OK) rc = phase(t, setup_backend);
   if (rc == AX_OK) rc = phase(t, setup_stage);
+  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_compress);
   if (rc == AX_OK) rc = phase(t, setup_data);
   if (rc == AX_OK) rc = phase(t, setup_trace);
   if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints);

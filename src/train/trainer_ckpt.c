@@ -13,6 +13,7 @@
 #include "src/core/timer.h"
 #include "src/core/watchdog.h"
 #include "src/io/checkpoint.h"
+#include "src/io/ckpt_blob.h"
 #include "trainer_impl.h"
 
 static int multi(const AxTrainer *t) { return t->have_grid && t->grid.size > 1; }
@@ -76,6 +77,65 @@ static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile
   return AX_OK;
 }
 
+/* ------------------------------------------------------------------ codec state */
+
+/* What a rank's codec state belongs to: a resume restores it only into the same. */
+static void codec_label(const AxTrainer *t, char *buf, size_t cap) {
+  snprintf(buf, cap, "codec %s sync %s grid %dx%d rank %d chunks %d bucket %lld coarsening %d",
+           ax_codec_spec(t->codec), ax_casync_algo_name(t->gc.algo), t->grid.P, t->grid.D,
+           t->grid.rank, t->gc.n_chunks, t->cfg.bucket_size, t->cfg.coarsening);
+}
+
+static void codec_file(const AxTrainer *t, char *buf, size_t cap) {
+  snprintf(buf, cap, "codec-%d.bin", t->grid.rank);
+}
+
+/* Every rank its codec state (error-feedback residuals differ between ranks). */
+static int write_codec_state(AxTrainer *t, const char *step_dir) {
+  if (!t->codec) return AX_OK;
+  char label[AX_BLOB_LABEL_MAX], name[64];
+  codec_label(t, label, sizeof label);
+  codec_file(t, name, sizeof name);
+  size_t bytes = ax_grad_compress_state_bytes(&t->gc);
+  void *buf = ax_malloc(bytes + 1);
+  if (!buf) return AX_ERR;
+  int rc = ax_grad_compress_save(&t->gc, buf);
+  if (rc == AX_OK) rc = ax_ckpt_blob_write(step_dir, name, label, buf, bytes);
+  free(buf);
+  return rc;
+}
+
+/* Restores this rank's codec state; *status: 0 restored (or nothing to restore), 1 none in
+ * the checkpoint, 2 written by another codec or grid (both: the state starts fresh). */
+static int read_codec_state(AxTrainer *t, const char *step_dir, int *status) {
+  *status = 0;
+  if (!t->codec) return AX_OK;
+  char label[AX_BLOB_LABEL_MAX], name[64];
+  codec_label(t, label, sizeof label);
+  codec_file(t, name, sizeof name);
+  size_t bytes = ax_grad_compress_state_bytes(&t->gc);
+  void *buf = ax_malloc(bytes + 1);
+  if (!buf) return AX_ERR;
+  int found, same;
+  int rc = ax_ckpt_blob_read(step_dir, name, label, buf, bytes, &found, &same);
+  if (rc == AX_OK && found && same) rc = ax_grad_compress_load(&t->gc, buf, bytes);
+  free(buf);
+  *status = !found ? 1 : !same ? 2 : 0;
+  return rc;
+}
+
+static int resume_codec_state(AxTrainer *t, const char *step_dir) {
+  int status = 0, worst;
+  AX_TRY(ax_grid_agree(&t->grid, read_codec_state(t, step_dir, &status)));
+  AX_TRY(ax_trainer_agree_flag(t, status, &worst));
+  if (worst && t->grid.rank == 0)
+    ax_warn("resume: %s holds %s; the compression state (error feedback, momentum) starts "
+            "fresh, so this run does not continue the checkpointed one bit for bit", step_dir,
+            worst == 1 ? "no codec state (written without --compress?)"
+                       : "the codec state of another codec, grid or chunking");
+  return AX_OK;
+}
+
 static int build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptManifest *man) {
   *man = (AxCkptManifest){.step = step, .adam_steps = t->adam_steps,
                           .data_position = t->have_data ? ax_loader_position(&t->train) : 0,
@@ -123,7 +183,8 @@ int ax_trainer_checkpoint(AxTrainer *t, int step) {
   AxCkptFile *files = ax_calloc((size_t)t->grid.P, sizeof *files);
   AX_WD_NOTE(-1, "writing the checkpoint file of stage %d, then agreeing that all were written",
              t->grid.stage);
-  rc = files ? write_stages(t, step, step_dir, files) : AX_ERR;
+  rc = ax_grid_agree(&t->grid, write_codec_state(t, step_dir));
+  if (rc == AX_OK) rc = files ? write_stages(t, step, step_dir, files) : AX_ERR;
   AX_WD_NOTE(0, t->grid.rank == 0 ? "writing the checkpoint manifest"
                                    : "waiting for rank 0 to write the checkpoint manifest");
   if (rc == AX_OK && t->grid.rank == 0) rc = write_manifest(t, step, step_dir, files);
@@ -217,6 +278,7 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
   }
   AX_WD_NOTE(-1, "reading the checkpoint");
   AX_TRY(ax_grid_agree(&t->grid, load_state(t, step_dir, step)));
+  AX_TRY(resume_codec_state(t, step_dir));
   if (*step >= t->cfg.steps)
     ax_warn("resume: the checkpoint is at step %d, --steps is %d: nothing left to do", *step,
             t->cfg.steps);

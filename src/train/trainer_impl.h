@@ -9,6 +9,9 @@
 #include "mpi/grid.h"
 #include "mpi/link_emulator.h"
 #include "mpi/traffic.h"
+#include "mpi/casync_cost.h"
+#include "mpi/compress/codec.h"
+#include "offload/grad_compress.h"
 #include "offload/interleave.h"
 #include "offload/loss_scale.h"
 #include "offload/offload.h"
@@ -54,6 +57,11 @@ struct AxTrainer {
   AxTraffic traffic;    /* every byte this rank sent through our engines (grid.comm_cfg) */
   AxTraffic step_traffic; /* what the training steps sent, summed over them */
   int traffic_steps;    /* the steps step_traffic covers */
+  /* --compress (train_compress.c) */
+  AxCodec *codec;          /* NULL: no compression */
+  AxGradCompress gc;       /* per-chunk decisions and codec states */
+  AxCasyncCosts compress_costs;
+  int compress_profiled;   /* 1: the cost model decided (costs above) */
   int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */
   /* per-step accumulation by the stage callbacks */
   double loss_sum;
@@ -65,5 +73,10 @@ int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops);
 /* trainer_ckpt.c: creates and locks --checkpoint-dir (rank 0) and checks that every rank that
  * writes into it can (a setup phase; nothing when there is no --checkpoint-dir). */
 int ax_trainer_setup_checkpoints(AxTrainer *t);
+/* train_compress.c: the codec, the decisions and states (a setup phase, collective when the
+ * cost model profiles); each step's codec context; the header's lines. */
+int ax_trainer_setup_compress(AxTrainer *t);
+void ax_trainer_compress_step(AxTrainer *t, int step);
+void ax_trainer_print_compress(const AxTrainer *t);
 
 #endif

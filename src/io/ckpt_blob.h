@@ -1,0 +1,24 @@
+/* ckpt_blob.h — a per-rank state file inside a checkpoint's step directory, for state that
+ * differs between ranks and has no place in the per-tensor stage files (the codec state of
+ * gradient compression: every rank's error-feedback residuals). The file DIR/step-N/NAME is
+ *   "AXBLOB1\n", a text label line (what wrote it: e.g. the codec spec, the grid and rank),
+ *   the payload's byte count (8 bytes, little endian), the payload, a CRC-32 of all before it,
+ * written atomically (fileio.h) before rank 0 writes the manifest, so a complete checkpoint
+ * has every blob. A reader states the label it expects: a file with another label (another
+ * codec or grid) is reported as such, distinct from a corrupt one. */
+#ifndef AX_CKPT_BLOB_H
+#define AX_CKPT_BLOB_H
+
+#include <stddef.h>
+
+enum { AX_BLOB_LABEL_MAX = 512 };
+
+int ax_ckpt_blob_write(const char *step_dir, const char *name, const char *label,
+                       const void *data, size_t bytes);
+/* Reads DIR/NAME into data[bytes]. *found = 0 (AX_OK) when there is no such file;
+ * *same_label = 0 (AX_OK, data untouched) when it was written with another label; AX_ERR when
+ * it is damaged or its payload is not `bytes` long. */
+int ax_ckpt_blob_read(const char *step_dir, const char *name, const char *label, void *data,
+                      size_t bytes, int *found, int *same_label);
+
+#endif

@@ -1,0 +1,114 @@
+/* train_compress.c — the trainer's side of gradient compression: the codec of --compress, the
+ * per-chunk decisions (--compress-min-bytes N, or HiPress's cost model fed by costs profiled
+ * here and agreed by every rank), the codec states (offload/grad_compress.h), the decision
+ * table in the run's header, and the step's codec context (--compress-warmup). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "mpi/mpi_util.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/core/timer.h"
+#include "trainer_impl.h"
+
+/* The link's send cost: the emulated link's own figures, else a ping-pong between the first
+ * two ranks of the data-parallel column (every rank of it takes part; others wait). */
+static int send_cost(AxTrainer *t, AxLinearCost *out) {
+  if (ax_link_emulating(t->links)) {
+    AxLinkSpec s = ax_link_spec_of(t->links);
+    *out = (AxLinearCost){s.latency_s, s.bytes_per_s};
+    return AX_OK;
+  }
+  return ax_casync_measure_send(t->grid.data, out);
+}
+
+/* Costs every rank agrees on: each profiles, then the slowest figure of every term wins. */
+static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
+  AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
+  AX_TRY(send_cost(t, &c->send));
+  double v[6] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
+                 1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s};
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_MAX, t->grid.world));
+  c->send = (AxLinearCost){v[0], 1.0 / v[1]};
+  c->enc = (AxLinearCost){v[2], 1.0 / v[3]};
+  c->dec = (AxLinearCost){v[4], 1.0 / v[5]};
+  return AX_OK;
+}
+
+/* Chunk c's decision: the cost model, or the size threshold (K = the ranks). */
+static AxCasyncChoice decide(const AxTrainer *t, AxCasyncCosts *c, int is_auto,
+                             long long min_bytes, size_t count) {
+  int ranks = t->grid.D;
+  double bytes = 4.0 * (double)count;
+  c->ratio = ax_codec_ratio(t->codec, count / (size_t)ranks + 1);
+  AxCasyncChoice ch = ax_casync_choose(c, (AxCasyncAlgo)t->cfg.compress_sync, ranks, bytes, 0);
+  if (!is_auto) {
+    ch.compress = ranks > 1 && bytes >= (double)min_bytes;
+    ch.parts = ranks;
+  }
+  return ch;
+}
+
+int ax_trainer_setup_compress(AxTrainer *t) {
+  if (!ax_train_compresses(&t->cfg)) return AX_OK;
+  AX_TRY(ax_codec_parse(t->cfg.compress, &t->codec));
+  int is_auto;
+  long long min_bytes = 0;
+  AX_TRY(ax_train_compress_min_bytes(&t->cfg, &is_auto, &min_bytes));
+  AxCasyncCosts costs = {0};
+  t->compress_profiled = is_auto && t->grid.D > 1;
+  if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));
+  t->compress_costs = costs;
+  AxCasyncChoice *choice = ax_calloc((size_t)t->off.n_chunks + 1, sizeof *choice);
+  if (!choice) return AX_ERR;
+  for (int c = 0; c < t->off.n_chunks; c++) {
+    size_t lo, hi;
+    ax_offload_chunk_range(&t->off, c, &lo, &hi);
+    choice[c] = decide(t, &costs, is_auto, min_bytes, hi - lo);
+  }
+  int rc = ax_grad_compress_init(&t->gc, &t->off, t->codec, (AxCasyncAlgo)t->cfg.compress_sync,
+                                 t->grid.D, choice, (uint64_t)t->cfg.seed);
+  free(choice);
+  return rc;
+}
+
+void ax_trainer_compress_step(AxTrainer *t, int step) {
+  t->gc.step = (uint64_t)step;
+  t->gc.enabled = step > t->cfg.compress_warmup;
+}
+
+/* "2.1 ms" / "35 us" */
+static const char *seconds_text(double s, char *buf, size_t cap) {
+  if (!isfinite(s)) snprintf(buf, cap, "-");
+  else if (s >= 1e-3) snprintf(buf, cap, "%.3g ms", s * 1e3);
+  else snprintf(buf, cap, "%.3g us", s * 1e6);
+  return buf;
+}
+
+void ax_trainer_print_compress(const AxTrainer *t) {
+  if (!t->codec) return;
+  const AxGradCompress *gc = &t->gc;
+  int compressed = 0;
+  for (int c = 0; c < gc->n_chunks; c++) compressed += gc->choice[c].compress;
+  ax_log("compression: %s over CaSync %s on %d data-parallel rank(s); %d of %d chunk(s) of stage "
+         "%d compressed (%s)%s", ax_codec_spec(t->codec),
+         ax_casync_algo_name(gc->algo), t->grid.D, compressed, gc->n_chunks, t->grid.stage,
+         t->compress_profiled ? "cost model" : "--compress-min-bytes",
+         t->cfg.compress_warmup ? "; plain during the warm-up steps" : "");
+  if (!t->compress_profiled) return;
+  const AxCasyncCosts *k = &t->compress_costs;
+  ax_log("  costs (max over ranks): send %.3g us + %.3g GB/s, encode %.3g us + %.3g GB/s, "
+         "decode %.3g us + %.3g GB/s", k->send.latency_s * 1e6, k->send.bytes_per_s / 1e9,
+         k->enc.latency_s * 1e6, k->enc.bytes_per_s / 1e9, k->dec.latency_s * 1e6,
+         k->dec.bytes_per_s / 1e9);
+  for (int c = 0; c < gc->n_chunks; c++) {
+    size_t lo, hi;
+    char a[32], b[32];
+    ax_offload_chunk_range(&t->off, c, &lo, &hi);
+    const AxCasyncChoice *ch = &gc->choice[c];
+    ax_log("  chunk %d: %zu bytes, T_orig %s (K=%d), T_cpr %s (K=%d): %s", c,
+           (hi - lo) * sizeof(float), seconds_text(ch->t_orig, a, sizeof a), ch->orig_parts,
+           seconds_text(ch->t_cpr, b, sizeof b), ch->cpr_parts,
+           ch->compress ? "compress" : "plain");
+  }
+}

@@ -9,6 +9,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/timer.h"
+#include "train_compress.h"
 #include "trainer_impl.h"
 
 /* The link's send cost: the emulated link's own figures, else a ping-pong between the first
@@ -35,13 +36,19 @@ static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
   return AX_OK;
 }
 
-/* Chunk c's decision: the cost model, or the size threshold (K = the ranks). */
-static AxCasyncChoice decide(const AxTrainer *t, AxCasyncCosts *c, int is_auto,
-                             long long min_bytes, size_t count) {
-  int ranks = t->grid.D;
+int ax_compress_policy(const AxTrainConfig *cfg, const AxCodec *codec, int *is_auto,
+                       long long *min_bytes) {
+  *min_bytes = 0;
+  AX_TRY(ax_train_compress_min_bytes(cfg, is_auto, min_bytes));
+  if (*is_auto && ax_codec_rounds(codec) > 0) *is_auto = 0;
+  return AX_OK;
+}
+
+AxCasyncChoice ax_compress_decide(const AxCodec *codec, AxCasyncCosts *c, AxCasyncAlgo algo,
+                                  int ranks, int is_auto, long long min_bytes, size_t count) {
   double bytes = 4.0 * (double)count;
-  c->ratio = ax_codec_ratio(t->codec, count / (size_t)ranks + 1);
-  AxCasyncChoice ch = ax_casync_choose(c, (AxCasyncAlgo)t->cfg.compress_sync, ranks, bytes, 0);
+  c->ratio = ax_codec_ratio(codec, count / (size_t)ranks + 1);
+  AxCasyncChoice ch = ax_casync_choose(c, algo, ranks, bytes, 0);
   if (!is_auto) {
     ch.compress = ranks > 1 && bytes >= (double)min_bytes;
     ch.parts = ranks;
@@ -53,8 +60,8 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   if (!ax_train_compresses(&t->cfg)) return AX_OK;
   AX_TRY(ax_codec_parse(t->cfg.compress, &t->codec));
   int is_auto;
-  long long min_bytes = 0;
-  AX_TRY(ax_train_compress_min_bytes(&t->cfg, &is_auto, &min_bytes));
+  long long min_bytes;
+  AX_TRY(ax_compress_policy(&t->cfg, t->codec, &is_auto, &min_bytes));
   AxCasyncCosts costs = {0};
   t->compress_profiled = is_auto && t->grid.D > 1;
   if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));
@@ -64,7 +71,8 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   for (int c = 0; c < t->off.n_chunks; c++) {
     size_t lo, hi;
     ax_offload_chunk_range(&t->off, c, &lo, &hi);
-    choice[c] = decide(t, &costs, is_auto, min_bytes, hi - lo);
+    choice[c] = ax_compress_decide(t->codec, &costs, (AxCasyncAlgo)t->cfg.compress_sync,
+                                   t->grid.D, is_auto, min_bytes, hi - lo);
   }
   int rc = ax_grad_compress_init(&t->gc, &t->off, t->codec, (AxCasyncAlgo)t->cfg.compress_sync,
                                  t->grid.D, choice, (uint64_t)t->cfg.seed);
@@ -85,6 +93,25 @@ static const char *seconds_text(double s, char *buf, size_t cap) {
   return buf;
 }
 
+void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
+  ax_log("  costs: send %.3g us + bytes / %.3g GB/s (%s); encode %.3g us + bytes / %.3g GB/s; "
+         "decode %.3g us + bytes / %.3g GB/s", k->send.latency_s * 1e6,
+         k->send.bytes_per_s / 1e9, send_source, k->enc.latency_s * 1e6,
+         k->enc.bytes_per_s / 1e9, k->dec.latency_s * 1e6, k->dec.bytes_per_s / 1e9);
+}
+
+void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoice *ch,
+                              int is_auto) {
+  char a[32], b[32];
+  if (!is_auto) {
+    ax_log("  %s: %zu bytes: %s", what, bytes, ch->compress ? "compress" : "plain");
+    return;
+  }
+  ax_log("  %s: %zu bytes, T_orig %s (K=%d), T_cpr %s (K=%d): %s", what, bytes,
+         seconds_text(ch->t_orig, a, sizeof a), ch->orig_parts,
+         seconds_text(ch->t_cpr, b, sizeof b), ch->cpr_parts, ch->compress ? "compress" : "plain");
+}
+
 void ax_trainer_print_compress(const AxTrainer *t) {
   if (!t->codec) return;
   const AxGradCompress *gc = &t->gc;
@@ -95,20 +122,16 @@ void ax_trainer_print_compress(const AxTrainer *t) {
          ax_casync_algo_name(gc->algo), t->grid.D, compressed, gc->n_chunks, t->grid.stage,
          t->compress_profiled ? "cost model" : "--compress-min-bytes",
          t->cfg.compress_warmup ? "; plain during the warm-up steps" : "");
-  if (!t->compress_profiled) return;
-  const AxCasyncCosts *k = &t->compress_costs;
-  ax_log("  costs (max over ranks): send %.3g us + %.3g GB/s, encode %.3g us + %.3g GB/s, "
-         "decode %.3g us + %.3g GB/s", k->send.latency_s * 1e6, k->send.bytes_per_s / 1e9,
-         k->enc.latency_s * 1e6, k->enc.bytes_per_s / 1e9, k->dec.latency_s * 1e6,
-         k->dec.bytes_per_s / 1e9);
+  if (t->compress_profiled)
+    ax_compress_print_costs(&t->compress_costs, ax_link_emulating(t->links)
+                                                    ? "the emulated link"
+                                                    : "measured ping-pong; max over ranks");
   for (int c = 0; c < gc->n_chunks; c++) {
     size_t lo, hi;
-    char a[32], b[32];
+    char what[32];
     ax_offload_chunk_range(&t->off, c, &lo, &hi);
-    const AxCasyncChoice *ch = &gc->choice[c];
-    ax_log("  chunk %d: %zu bytes, T_orig %s (K=%d), T_cpr %s (K=%d): %s", c,
-           (hi - lo) * sizeof(float), seconds_text(ch->t_orig, a, sizeof a), ch->orig_parts,
-           seconds_text(ch->t_cpr, b, sizeof b), ch->cpr_parts,
-           ch->compress ? "compress" : "plain");
+    snprintf(what, sizeof what, "chunk %d", c);
+    ax_compress_print_choice(what, (hi - lo) * sizeof(float), &gc->choice[c],
+                             t->compress_profiled);
   }
 }

@@ -53,7 +53,7 @@ static const AxOption BENCH_OPTS[] = {
 static const AxOptionTable BENCH_TABLE = {
     "bench gemm|train",
     "gemm: the GEMM peak of the backend (--device, --precision); train: the training step "
-    "against it. allreduce, p2p and optimizer run under mpiexec (each has its --help).",
+    "against it. allreduce, p2p, compress and optimizer run under mpiexec (each has its --help).",
     BENCH_OPTS,
     (int)(sizeof BENCH_OPTS / sizeof BENCH_OPTS[0])};
 
@@ -271,6 +271,8 @@ const AxCommand AX_BENCHES[] = {
     {"allreduce", ax_cmd_bench_allreduce,
      "our all-reduce algorithms against MPI's, and the memory-traffic bound (mpiexec)"},
     {"p2p", ax_cmd_bench_p2p, "OSU-style ping-pong and streaming between ranks 0 and 1 (mpiexec)"},
+    {"compress", ax_cmd_bench_compress,
+     "gradient codecs on one core; plain vs CaSync all-reduce over EMULATED links (mpiexec)"},
     {"optimizer", ax_cmd_bench_optimizer,
      "the chunked all-reduce interleaved with the host AdamW (mpiexec)"},
 };

@@ -18,6 +18,8 @@ int ax_cmd_bench_train(int argc, char **argv);
 int ax_cmd_bench_allreduce(int argc, char **argv);
 /* src/bench/bench_optimizer.c */
 int ax_cmd_bench_optimizer(int argc, char **argv);
+/* src/bench/bench_compress.c */
+int ax_cmd_bench_compress(int argc, char **argv);
 /* src/bench/bench_p2p.c */
 int ax_cmd_bench_p2p(int argc, char **argv);
 

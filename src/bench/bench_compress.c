@@ -1,0 +1,419 @@
+/* bench_compress.c — `axonn bench compress`, run under mpiexec (or alone for the codec rows):
+ *  1. per codec of --codecs, on one core of rank 0: encode and decode GB/s against memcpy, and
+ *     the compression ratio (bench_codecs.c);
+ *  2. the data-parallel all-reduce of every --sizes over every --links (EMULATED: the job split
+ *     into two virtual nodes unless --ranks-per-node says otherwise, mpi/link_emulator.h): the
+ *     plain ring against CaSync ring and CaSync PS with every codec; time = median over --iters
+ *     of the slowest rank; wire bytes from the traffic counters (sum over ranks per
+ *     all-reduce); speedup_vs_plain = plain time / this time; and HiPress's cost model's pick
+ *     (mpi/casync_cost.h, fed by the codec's profiled costs and the link's figures) against the
+ *     measured best: a pick of a compressed path that measured slower than plain is WRONG.
+ * --json FILE appends one JSON object per row (codec, sync, ranks, bytes, link_gbps, time_us,
+ * wire_bytes, speedup_vs_plain, ...). Every CaSync result is checked to be bitwise identical
+ * on all ranks. Initializes and finalizes MPI itself. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bench_compress.h"
+#include "mpi/casync.h"
+#include "mpi/casync_cost.h"
+#include "mpi/collectives.h"
+#include "mpi/link_emulator.h"
+#include "mpi/mpi_util.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/log.h"
+#include "src/core/options.h"
+#include "src/core/timer.h"
+
+typedef struct {
+  char *codecs, *sizes, *links, *syncs, *json;
+  long long codec_bytes;
+  int iters, warmup, ranks_per_node, codec_rows, allreduce_rows;
+} CbConfig;
+
+#define COFF(f) offsetof(CbConfig, f)
+static const AxOption CB_OPTS[] = {
+    {"codecs", AX_OPT_STRING, COFF(codecs),
+     "identity,onebit:ef=1,terngrad:bits=2,dgc:ratio=0.01,topk:ratio=0.01,powersgd:rank=4",
+     "LIST", "codec specs, separated by ';' or ',' between specs (all: every codec)", 1, 0,
+     NULL},
+    {"sizes", AX_OPT_STRING, COFF(sizes), "4M,64M,256M", "LIST",
+     "all-reduce sizes in bytes (K/M/G = 2^10, 2^20, 2^30)", 1, 0, NULL},
+    {"links", AX_OPT_STRING, COFF(links), "1Gbps,10Gbps,100Gbps", "LIST",
+     "EMULATED links between the two virtual nodes, each BW[:LAT] (--emulate-link's units; "
+     "latency 5us unless given), e.g. 1Gbps,10Gbps:2us", 1, 0, NULL},
+    {"syncs", AX_OPT_STRING, COFF(syncs), "ring,ps", "LIST", "CaSync algorithms", 1, 0, NULL},
+    {"ranks-per-node", AX_OPT_INT, COFF(ranks_per_node), "0", "N",
+     "virtual nodes of N consecutive ranks (0: half the job, two nodes)", 0, 1 << 20, NULL},
+    {"codec-bytes", AX_OPT_LONG, COFF(codec_bytes), "64M", "BYTES",
+     "buffer of the one-core codec rows", 1024, (double)(1LL << 34), NULL},
+    {"iters", AX_OPT_INT, COFF(iters), "5", "N", "timed runs per row (median)", 1, 1000, NULL},
+    {"warmup", AX_OPT_INT, COFF(warmup), "1", "N", "untimed runs first", 0, 100, NULL},
+    {"codec-rows", AX_OPT_INT, COFF(codec_rows), "1", "0|1", "the one-core codec rows", 0, 1,
+     NULL},
+    {"allreduce-rows", AX_OPT_INT, COFF(allreduce_rows), "1", "0|1",
+     "the emulated all-reduce rows (needs 2 or more ranks)", 0, 1, NULL},
+    {"json", AX_OPT_STRING, COFF(json), NULL, "FILE", "append one JSON line per row", 1, 0,
+     NULL},
+};
+static const AxOptionTable CB_TABLE = {
+    "bench compress",
+    "Gradient compression: codecs on one core, and plain vs CaSync all-reduces over EMULATED "
+    "links; run under mpiexec -n P (P >= 2 for the all-reduce rows).",
+    CB_OPTS, (int)(sizeof CB_OPTS / sizeof CB_OPTS[0])};
+
+enum { MAX_ITEMS = 32 };
+static const char ALL_CODECS[] =
+    "identity;onebit;onebit:scale=twomeans;onebit:ef=1;tbq;terngrad:bits=2;terngrad:bits=8;dgc;"
+    "graddrop;topk:ratio=0.01;randk:ratio=0.01;qsgd;efsignsgd;powersgd:rank=4";
+
+typedef struct {
+  const CbConfig *c;
+  MPI_Comm comm;
+  int rank, size, json_rc;
+  AxCodec *codecs[MAX_ITEMS];
+  int n_codecs;
+  long long sizes[MAX_ITEMS];
+  int n_sizes;
+  AxLinkSpec links[MAX_ITEMS];
+  int n_links;
+  AxCasyncAlgo syncs[2];
+  int n_syncs;
+  AxCommConfig cc;
+  AxLinkEmu *emu;
+  AxTraffic sent;
+  float *buf;
+} Cb;
+
+/* ---------------------------------------------------------------- option lists */
+
+/* Splits a list at ';' (and at ',' where what follows starts a new item: `is_start`). */
+static int split(const char *text, char items[][128], int *n, int (*is_start)(const char *)) {
+  *n = 0;
+  const char *p = text;
+  while (*p) {
+    const char *end = p;
+    while (*end && *end != ';' && !(*end == ',' && is_start(end + 1))) end++;
+    if (*n == MAX_ITEMS || end - p >= 128) return AX_FAIL("list '%s': too many or too long items", text);
+    memcpy(items[*n], p, (size_t)(end - p));
+    items[(*n)++][end - p] = 0;
+    p = *end ? end + 1 : end;
+  }
+  return *n ? AX_OK : AX_FAIL("empty list");
+}
+
+/* A codec spec starts with a letter and has no '=' before its first ':' or ','. */
+static int codec_start(const char *s) {
+  if (!((*s >= 'a' && *s <= 'z'))) return 0;
+  for (; *s && *s != ',' && *s != ';' && *s != ':'; s++)
+    if (*s == '=') return 0;
+  return 1;
+}
+static int any_start(const char *s) { return *s != 0; }
+
+static int parse_codecs(Cb *b) {
+  char items[MAX_ITEMS][128];
+  int n;
+  const char *list = strcmp(b->c->codecs, "all") == 0 ? ALL_CODECS : b->c->codecs;
+  if (split(list, items, &n, codec_start) != AX_OK) return ax_error_context("--codecs");
+  for (int i = 0; i < n; i++) {
+    if (ax_codec_parse(items[i], &b->codecs[i]) != AX_OK) return ax_error_context("--codecs");
+    b->n_codecs = i + 1;
+  }
+  return AX_OK;
+}
+
+static int parse_size(const char *s, long long *out) {
+  char *end;
+  long long v = strtoll(s, &end, 10), unit = 1;
+  if (*end == 'K') unit = 1LL << 10, end++;
+  else if (*end == 'M') unit = 1LL << 20, end++;
+  else if (*end == 'G') unit = 1LL << 30, end++;
+  if (end == s || *end || v <= 0 || v > (1LL << 40) / unit)
+    return AX_FAIL("--sizes: '%s' is not a size like 4M", s);
+  *out = v * unit / 4 * 4;
+  return AX_OK;
+}
+
+static int parse_lists(Cb *b) {
+  char items[MAX_ITEMS][128];
+  AX_TRY(parse_codecs(b));
+  if (split(b->c->sizes, items, &b->n_sizes, any_start) != AX_OK)
+    return ax_error_context("--sizes");
+  for (int i = 0; i < b->n_sizes; i++) AX_TRY(parse_size(items[i], &b->sizes[i]));
+  if (split(b->c->links, items, &b->n_links, any_start) != AX_OK)
+    return ax_error_context("--links");
+  for (int i = 0; i < b->n_links; i++) {
+    char *colon = strchr(items[i], ':');
+    if (colon) *colon = ',';
+    else strncat(items[i], ",5us", sizeof items[i] - strlen(items[i]) - 1);
+    if (ax_link_spec_parse(items[i], &b->links[i]) != AX_OK) return ax_error_context("--links");
+  }
+  if (split(b->c->syncs, items, &b->n_syncs, any_start) != AX_OK || b->n_syncs > 2)
+    return ax_error_context("--syncs (ring, ps)");
+  for (int i = 0; i < b->n_syncs; i++)
+    if (ax_casync_algo_parse(items[i], &b->syncs[i]) != AX_OK) return ax_error_context("--syncs");
+  return AX_OK;
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static void json_row(Cb *b, const char *fmt, ...) AX_PRINTF(2, 3);
+static void json_row(Cb *b, const char *fmt, ...) {
+  if (!b->c->json || b->rank != 0 || b->json_rc != AX_OK) return;
+  char line[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0 || n >= (int)sizeof line - 1) n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
+}
+
+/* ---------------------------------------------------------------- codec rows */
+
+static int codec_rows(Cb *b) {
+  size_t n = (size_t)b->c->codec_bytes / sizeof(float);
+  ax_log("# codecs on one core of rank 0: %zu bytes of random gradients; GB/s = raw fp32 bytes "
+         "/ median time of %d; ratio = encoded / raw (a linear codec: factor bytes; its encode "
+         "= factors + rebuild, no decode)", n * sizeof(float), b->c->iters);
+  ax_log("# %-34s %10s %10s %10s %9s %8s", "codec", "encode", "decode", "memcpy", "enc/mcpy",
+         "ratio");
+  for (int i = 0; i < b->n_codecs; i++) {
+    AxCodecRow r;
+    AX_TRY(ax_bench_codec_row(b->codecs[i], n, b->c->iters, &r));
+    const char *spec = ax_codec_spec(b->codecs[i]);
+    ax_log("  %-34s %10.3f %10.3f %10.3f %8.0f%% %8.5f", spec, r.encode_gbs, r.decode_gbs,
+           r.memcpy_gbs, 100 * r.encode_gbs / r.memcpy_gbs, r.ratio);
+    json_row(b, "{\"bench\":\"compress\",\"row\":\"codec\",\"codec\":\"%s\",\"sync\":\"none\","
+             "\"ranks\":1,\"bytes\":%.0f,\"link_gbps\":0,\"time_us\":%.2f,\"wire_bytes\":%.0f,"
+             "\"speedup_vs_plain\":null,\"encode_gbs\":%.4f,\"decode_gbs\":%.4f,"
+             "\"memcpy_gbs\":%.4f,\"encode_vs_memcpy\":%.4f,\"ratio\":%.6g,\"linear\":%s}",
+             spec, r.raw_bytes, r.encode_us, r.wire_bytes, r.encode_gbs, r.decode_gbs,
+             r.memcpy_gbs, r.encode_gbs / r.memcpy_gbs, r.ratio, r.linear ? "true" : "false");
+  }
+  return AX_OK;
+}
+
+/* ---------------------------------------------------------------- all-reduce rows */
+
+typedef struct {
+  double us, wire; /* median time of the slowest rank; bytes on the wire per op, all ranks */
+  int same;        /* every rank holds bitwise the same result */
+} Measured;
+
+/* codec NULL: the plain ring. */
+static int one_op(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, AxCasyncState *st, size_t n,
+                  int step) {
+  ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank);
+  if (!codec) return ax_allreduce(b->comm, &b->cc, b->buf, n, AX_COMM_F32, AX_ALLREDUCE_RING, NULL);
+  AxCodecCtx ctx = {.seed = 5, .step = (uint64_t)step, .range = 0};
+  return ax_casync_allreduce(b->comm, &b->cc, codec, sync, st, &ctx, b->buf, n, NULL);
+}
+
+static int same_everywhere(Cb *b, size_t n, int *same) {
+  uint64_t h = 1469598103934665603ULL;
+  const unsigned char *p = (const unsigned char *)b->buf;
+  for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ULL;
+  uint64_t lo, hi;
+  AX_MPI(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, b->comm));
+  AX_MPI(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, b->comm));
+  *same = lo == hi;
+  return AX_OK;
+}
+
+static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, Measured *m) {
+  AxCasyncState *st = NULL;
+  if (codec) AX_TRY(ax_casync_state_new(codec, n, b->size, &st));
+  int iters = b->c->iters, rc = AX_OK;
+  double *t = ax_malloc((size_t)iters * sizeof *t);
+  if (!t) rc = AX_ERR;
+  for (int i = 0; i < b->c->warmup && rc == AX_OK; i++) rc = one_op(b, codec, sync, st, n, i + 1);
+  AxTraffic before = b->sent;
+  for (int i = 0; i < iters && rc == AX_OK; i++) {
+    double mine = 0;
+    rc = ax_mpi_agree(b->comm, MPI_Barrier(b->comm) == MPI_SUCCESS ? AX_OK : AX_ERR);
+    double t0 = ax_now();
+    if (rc == AX_OK) rc = one_op(b, codec, sync, st, n, b->c->warmup + i + 1);
+    mine = ax_now() - t0;
+    if (rc == AX_OK) MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, b->comm);
+  }
+  if (rc == AX_OK) rc = same_everywhere(b, n, &m->same);
+  if (rc == AX_OK) {
+    double mine = (double)(ax_traffic_bytes(&b->sent, AX_TRAFFIC_N_CLASSES) -
+                           ax_traffic_bytes(&before, AX_TRAFFIC_N_CLASSES)) / iters;
+    MPI_Allreduce(&mine, &m->wire, 1, MPI_DOUBLE, MPI_SUM, b->comm);
+    m->us = ax_bench_median(t, iters) * 1e6;
+  }
+  free(t);
+  ax_casync_state_free(st);
+  return rc;
+}
+
+/* The cost model's decision for this codec, size and link (costs profiled on rank 0). */
+static AxCasyncChoice model_pick(const AxCasyncCosts *profiled, const AxLinkSpec *link,
+                                 const AxCodec *codec, AxCasyncAlgo sync, int ranks,
+                                 size_t n) {
+  AxCasyncCosts c = *profiled;
+  c.send = (AxLinearCost){link->latency_s, link->bytes_per_s};
+  c.ratio = ax_codec_ratio(codec, n / (size_t)ranks + 1);
+  if (ax_codec_rounds(codec) > 0) return (AxCasyncChoice){.compress = 1, .parts = ranks};
+  return ax_casync_choose(&c, sync, ranks, 4.0 * (double)n, 0);
+}
+
+static int codec_costs(Cb *b, AxCasyncCosts *costs) {
+  int rc = AX_OK;
+  for (int i = 0; i < b->n_codecs && rc == AX_OK; i++) {
+    costs[i] = (AxCasyncCosts){.enc = {0, 1}, .dec = {0, 1}, .ratio = 1};
+    if (b->rank == 0 && ax_codec_rounds(b->codecs[i]) == 0)
+      rc = ax_casync_profile_codec(b->codecs[i], 5, &costs[i]);
+  }
+  AX_TRY(ax_mpi_agree(b->comm, rc));
+  AX_MPI(MPI_Bcast(costs, (int)(b->n_codecs * sizeof *costs), MPI_BYTE, 0, b->comm));
+  return AX_OK;
+}
+
+static void report(Cb *b, const char *codec, const char *sync, size_t n, const AxLinkSpec *l,
+                   const Measured *m, double plain_us, const char *pick, int wrong) {
+  double gbps = l->bytes_per_s * 8 / 1e9;
+  ax_log("  %-30s %-5s %11zu %7.3g %12.1f %14.0f %8.2fx %5s %-8s%s", codec, sync,
+         n * sizeof(float), gbps, m->us, m->wire, plain_us / m->us, m->same ? "ok" : "DIFF",
+         pick, wrong ? " WRONG" : "");
+  json_row(b, "{\"bench\":\"compress\",\"row\":\"allreduce\",\"codec\":\"%s\",\"sync\":\"%s\","
+           "\"ranks\":%d,\"bytes\":%zu,\"link_gbps\":%.6g,\"latency_us\":%.6g,"
+           "\"emulated\":true,\"time_us\":%.2f,\"wire_bytes\":%.0f,\"speedup_vs_plain\":%.4f,"
+           "\"replicas_identical\":%s,\"model_pick\":\"%s\",\"model_wrong\":%s,"
+           "\"iters\":%d}",
+           codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us, m->wire,
+           plain_us / m->us, m->same ? "true" : "false", pick, wrong ? "true" : "false",
+           b->c->iters);
+}
+
+/* One size over one link: plain, then every codec with every sync. */
+static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link, size_t n,
+                     int *wrong_picks) {
+  Measured plain;
+  AX_TRY(measure(b, NULL, AX_CASYNC_RING, n, &plain));
+  report(b, "none (plain ring)", "ring", n, link, &plain, plain.us, "-", 0);
+  for (int i = 0; i < b->n_codecs; i++)
+    for (int s = 0; s < b->n_syncs; s++) {
+      Measured m;
+      AX_TRY(measure(b, b->codecs[i], b->syncs[s], n, &m));
+      AxCasyncChoice ch = model_pick(&costs[i], link, b->codecs[i], b->syncs[s], b->size, n);
+      int wrong = ch.compress && m.us > plain.us;
+      *wrong_picks += wrong;
+      report(b, ax_codec_spec(b->codecs[i]), ax_casync_algo_name(b->syncs[s]), n, link, &m,
+             plain.us, ch.compress ? "compress" : "plain", wrong);
+    }
+  return AX_OK;
+}
+
+static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
+                     int *wrong_picks) {
+  int per_node = b->c->ranks_per_node ? b->c->ranks_per_node : (b->size + 1) / 2;
+  AxLinkEmuConfig lc = {.ranks_per_node = per_node, .link = *link};
+  AX_TRY(ax_link_emu_create(&b->emu, b->comm, &lc));
+  b->cc.links = b->emu;
+  int rc = AX_OK;
+  for (int i = 0; i < b->n_sizes && rc == AX_OK; i++)
+    rc = size_rows(b, costs, link, (size_t)b->sizes[i] / sizeof(float), wrong_picks);
+  b->cc.links = NULL;
+  ax_link_emu_destroy(b->emu);
+  b->emu = NULL;
+  return rc;
+}
+
+static int allreduce_rows(Cb *b) {
+  long long largest = 0;
+  for (int i = 0; i < b->n_sizes; i++) largest = b->sizes[i] > largest ? b->sizes[i] : largest;
+  b->buf = ax_malloc((size_t)largest + 4);
+  AxCasyncCosts costs[MAX_ITEMS];
+  int rc = b->buf ? AX_OK : AX_ERR;
+  rc = ax_mpi_agree(b->comm, rc);
+  if (rc == AX_OK) rc = codec_costs(b, costs);
+  ax_log("# all-reduce on %d ranks in two virtual nodes over EMULATED links: time = median of %d "
+         "(slowest rank), wire = bytes sent per all-reduce by all ranks, speedup = plain ring "
+         "time / this; pick = the cost model's choice (profiled codec costs, the link's "
+         "figures); WRONG = it picked compression that measured slower than plain", b->size,
+         b->c->iters);
+  ax_log("# %-30s %-5s %11s %7s %12s %14s %9s %5s %-8s", "codec", "sync", "bytes", "Gb/s",
+         "time(us)", "wire(B)", "speedup", "same", "pick");
+  int wrong = 0;
+  for (int l = 0; l < b->n_links && rc == AX_OK; l++) rc = link_rows(b, costs, &b->links[l], &wrong);
+  if (rc == AX_OK)
+    ax_log("# cost model: %d pick(s) of a compressed path that measured slower than plain", wrong);
+  free(b->buf);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- command */
+
+static int run(Cb *b) {
+  if (b->c->codec_rows) {
+    int rc = b->rank == 0 ? codec_rows(b) : AX_OK;
+    AX_TRY(ax_mpi_agree(b->comm, rc));
+  }
+  if (!b->c->allreduce_rows) return AX_OK;
+  if (b->size < 2) {
+    ax_log("# all-reduce rows skipped: they need 2 or more ranks (run under mpiexec -n 2)");
+    return AX_OK;
+  }
+  return allreduce_rows(b);
+}
+
+static int prepare(Cb *b, const CbConfig *c, MPI_Comm comm) {
+  *b = (Cb){.c = c, .comm = comm};
+  AX_MPI(MPI_Comm_rank(comm, &b->rank));
+  AX_MPI(MPI_Comm_size(comm, &b->size));
+  AxCommConfig cc = {.polite = ax_mpi_auto_polite(comm)};
+  b->cc = ax_comm_config_resolve(&cc);
+  b->cc.traffic = &b->sent;
+  b->cc.traffic_class = AX_TRAFFIC_DATA_PARALLEL;
+  AX_TRY(parse_lists(b));
+  if (c->json && b->rank == 0) AX_TRY(ax_file_check_appendable(c->json));
+  return AX_OK;
+}
+
+static int with_mpi(const CbConfig *c, int *argc, char ***argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) MPI_Init(argc, argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ax_set_rank(rank);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  Cb b;
+  int rc = ax_mpi_agree(comm, prepare(&b, c, comm));
+  if (rc != AX_OK && rank == 0) ax_print_error();
+  if (rc == AX_OK && (rc = run(&b)) != AX_OK) ax_print_error();
+  if (rc == AX_OK) rc = b.json_rc;
+  for (int i = 0; i < b.n_codecs; i++) ax_codec_free(b.codecs[i]);
+  MPI_Comm_free(&comm);
+  if (!initialized) MPI_Finalize();
+  return rc;
+}
+
+int ax_cmd_bench_compress(int argc, char **argv) {
+  CbConfig c;
+  AxOptState st;
+  memset(&c, 0, sizeof c);
+  int rc = ax_options_parse(&CB_TABLE, &c, argc, argv, &st);
+  if (rc == AX_OK && st.help) {
+    ax_options_print_help(&CB_TABLE, stdout);
+    ax_options_free(&CB_TABLE, &c);
+    return 0;
+  }
+  if (rc == AX_OK)
+    rc = with_mpi(&c, &argc, &argv);
+  else
+    ax_print_error();
+  ax_options_free(&CB_TABLE, &c);
+  return rc == AX_OK ? 0 : 1;
+}

@@ -234,7 +234,7 @@ grep -q "step -5" "$TMP/err" || { fail "step -5 not reported"; cat "$TMP/err"; }
 rm -rf "$CK"
 # two runs on one directory: the second is refused, naming the first; a dead owner's lock is
 # stale (the lock dies with its process)
-"$AXONN" train $T --steps 100000 --checkpoint-dir "$CK" --checkpoint-every 1000 >/dev/null 2>&1 &
+"$AXONN" train $T --steps 100000 --checkpoint-dir "$CK" --checkpoint-every 100000 >/dev/null 2>&1 &
 owner=$!
 i=0; while [ ! -e "$CK/lock" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 sleep 0.5

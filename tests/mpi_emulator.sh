@@ -184,6 +184,7 @@ fi
 if timeout 120 $MPIEXEC -n 2 "$AXONN" bench optimizer --params 64K --bucket-size 16K --repeat 1 \
     --coarsening 1,4 --ranks-per-node 1 --emulate-link $LINK --json "$TMP/opt.jsonl" >"$TMP/opt.txt" 2>&1; then
   grep -q "^# network: EMULATED" "$TMP/opt.txt" || fail "bench optimizer: not labelled EMULATED"
+  grep -Eq "^ +1 .* 262144$" "$TMP/opt.txt" || { fail "bench optimizer: no wire(B)/rank"; cat "$TMP/opt.txt"; }
   "$PYTHON" - "$TMP/opt.jsonl" <<'EOF' || { fail "bench optimizer --emulate-link"; cat "$TMP/opt.txt"; }
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]

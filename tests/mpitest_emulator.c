@@ -539,7 +539,9 @@ END_TEST
 
 /* ------------------------------------------------------------------ the engines over it */
 
-static float value(size_t i, int rank) { return (float)((int)((i * 7 + (size_t)rank * 3) % 17) - 8); }
+static float value(size_t i, int rank) {
+  return (float)((int)((i * 7 + (size_t)rank * 3) % 17) - 8);
+}
 
 /* Ring and rhd all-reduces over an emulated link between every rank: the same sums as without
  * it, and every byte the operation counts (AxCommBytes) counted as traffic of its class,

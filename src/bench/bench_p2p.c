@@ -241,7 +241,7 @@ static double model_us(const P2p *b, size_t bytes) {
  * on, so rank 1 is not left waiting, and the run fails at its end). */
 static void write_json(P2p *b, size_t bytes, const P2pResult *r) {
   if (!b->c->json || b->me != 0 || b->json_rc != AX_OK) return;
-  char line[512];
+  char line[1024];
   int n = snprintf(line, sizeof line,
                    "{\"bench\":\"p2p\",\"bytes\":%zu,\"iters\":%d,\"latency_us\":%.6g,"
                    "\"latency_avg_us\":%.6g,\"pingpong_mbs\":%.6g,\"window\":%d,"
@@ -254,7 +254,8 @@ static void write_json(P2p *b, size_t bytes, const P2pResult *r) {
                    b->emulated ? "true" : "false", ax_link_spec_of(b->links).bytes_per_s * 8,
                    ax_link_spec_of(b->links).latency_s, model_us(b, bytes), r->cpu_percent,
                    r->late_us);
-  b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
+  size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1; /* never past line */
+  b->json_rc = ax_file_append(b->c->json, line, len);
 }
 
 static int bench_size(P2p *b, size_t bytes) {

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "link_internal.h"
@@ -78,6 +79,10 @@ int ax_link_crosses(const AxLinkEmu *e, int world_rank) {
 
 void ax_link_describe(const AxLinkEmu *e, char *buf, size_t cap) {
   char link[96], nodes[128];
+  if (!e) {
+    snprintf(buf, cap, "real links (not emulated); one node: no MPI");
+    return;
+  }
   ax_link_spec_format(&e->spec, link, sizeof link);
   if (e->nodes.ranks_per_node > 0)
     snprintf(nodes, sizeof nodes, "%d virtual node(s) of %d rank(s) (--ranks-per-node %d)",
@@ -90,15 +95,47 @@ void ax_link_describe(const AxLinkEmu *e, char *buf, size_t cap) {
     snprintf(buf, cap, "real links (not emulated); %s", nodes);
 }
 
+long long ax_link_busy_ns(const AxLinkEmu *e, size_t bytes) {
+  if (!e || !e->emulating) return 0;
+  double busy = ceil((double)bytes * e->ns_per_byte);
+  return busy < 1e18 ? (long long)busy : (long long)1e18;
+}
+
+long long ax_link_latency_ns(const AxLinkEmu *e) {
+  return e && e->emulating ? e->latency_ns : 0;
+}
+
+int ax_link_last_schedule(const AxLinkEmu *e, AxLinkSchedule *out) {
+  memset(out, 0, sizeof *out);
+  if (!e || e->last.due_ns == 0) return AX_FAIL("the link emulator has held no send");
+  *out = e->last;
+  return AX_OK;
+}
+
+AxLinkStats ax_link_stats(const AxLinkEmu *e) {
+  AxLinkStats st = {0};
+  if (!e) return st;
+  st.held = e->held;
+  st.posted = e->queue.posted;
+  st.late_ns_sum = e->queue.late_ns_sum;
+  st.late_ns_max = e->queue.late_ns_max;
+  st.sleeps = e->sleeps;
+  st.spins = e->spins;
+  return st;
+}
+
 /* Reserves the link to the message's node and queues the send until it has crossed. */
 static int hold(AxLinkEmu *e, const AxLinkMsg *m, AxLinkSend *s) {
-  long long now = ax_link_now_ns();
-  double busy = ceil((double)m->bytes * e->ns_per_byte);
-  long long busy_ns = busy < 1e18 ? (long long)busy : (long long)1e18;
-  long long start = ax_link_table_reserve(&e->table, e->nodes.node_of[m->dest_world], now,
-                                          busy_ns);
-  AX_TRY(ax_link_queue_push(&e->queue, m, start + busy_ns + e->latency_ns, &s->held));
-  return ax_link_queue_post_due(&e->queue, now);
+  AxLinkSchedule *at = &e->last;
+  at->handover_ns = ax_link_now_ns();
+  at->busy_ns = ax_link_busy_ns(e, m->bytes);
+  at->link = e->nodes.node_of[m->dest_world];
+  at->bytes = m->bytes;
+  at->start_ns = ax_link_table_reserve(&e->table, at->link, at->handover_ns, at->busy_ns);
+  at->due_ns = at->start_ns + at->busy_ns + e->latency_ns;
+  AX_TRY(ax_link_queue_push(&e->queue, m, at->due_ns, &s->held));
+  e->held++;
+  return ax_link_queue_post_due(&e->queue, at->handover_ns);
 }
 
 int ax_link_isend(const AxCommConfig *cc, const AxLinkMsg *m, AxLinkSend *s) {

@@ -1,6 +1,6 @@
 /* link_emulator.h — virtual nodes joined by an emulated network link, and the one way our
- * engines send: ax_link_isend (DESIGN.md, "Communication on one machine: the link emulator";
- * docs/emulator.md says what it models and what it does not).
+ * engines send: ax_link_isend (docs/emulator.md says what it models and what it does not, and
+ * how to use it).
  *
  * Virtual nodes (vnodes.h): --ranks-per-node N puts world rank r on node r / N (0: the real
  * nodes). A message between two nodes crosses the link from the sender's node to the
@@ -117,5 +117,38 @@ int ax_link_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index
 int ax_link_wait_recv(const AxCommConfig *cc, MPI_Request *req, MPI_Status *status);
 /* One pause between two polls of a wait (as above; without emulation ax_mpi_relax). */
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w);
+
+/* ---- what the emulator decided and did: for tests and benchmarks ---- */
+
+/* The schedule of one held send, in CLOCK_MONOTONIC nanoseconds:
+ *   start = max(handover, the link's free time before it), due = start + busy + latency,
+ * with busy = ceil(bytes * 1e9 / BW) (ax_link_busy_ns). */
+typedef struct {
+  long long handover_ns; /* when ax_link_isend took it (the `now` of its reservation) */
+  long long start_ns;    /* when the link began carrying it */
+  long long busy_ns;     /* how long it held the link */
+  long long due_ns;      /* when it is posted with MPI_Isend, not before */
+  int link;              /* the node it went to (the link from this rank's node) */
+  size_t bytes;
+} AxLinkSchedule;
+/* The schedule of the last send this rank held back (*out zeroed and AX_ERR when none was). */
+int ax_link_last_schedule(const AxLinkEmu *e, AxLinkSchedule *out);
+/* busy for `bytes` on this link, and its latency (0 for NULL or no emulated link). */
+long long ax_link_busy_ns(const AxLinkEmu *e, size_t bytes);
+long long ax_link_latency_ns(const AxLinkEmu *e);
+
+typedef struct {
+  unsigned long long held;   /* sends held back */
+  unsigned long long posted; /* of them, posted so far */
+  long long late_ns_sum, late_ns_max; /* how long after its due time each was posted */
+  unsigned long long sleeps, spins;   /* pauses that slept, pauses that spun (ax_mpi_relax) */
+} AxLinkStats;
+AxLinkStats ax_link_stats(const AxLinkEmu *e); /* zeros for NULL */
+
+/* The decision of one ax_link_pause at `now` in a wait that began at `since`, with this rank's
+ * earliest held send due at `next_due` (LLONG_MAX: none): 0 to spin (the wait's first
+ * AX_LINK_SPIN_NS, or a held send due within AX_LINK_EARLY_NS), else the time to sleep until,
+ * min(now + AX_LINK_POLL_NS, next_due - AX_LINK_EARLY_NS). */
+long long ax_link_pause_plan(long long now, long long since, long long next_due);
 
 #endif

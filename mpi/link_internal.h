@@ -14,6 +14,8 @@ struct AxLinkEmu {
   double ns_per_byte;
   long long latency_ns;
   AxLinkQueue queue;   /* this rank's held sends */
+  AxLinkSchedule last; /* of the last held send (last.due_ns 0: none yet) */
+  unsigned long long held, sleeps, spins; /* ax_link_stats */
 };
 
 #endif

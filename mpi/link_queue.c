@@ -37,6 +37,10 @@ int ax_link_queue_post_due(AxLinkQueue *q, long long now_ns) {
     AX_MPI(MPI_Isend(h->msg.buf, h->msg.count, h->msg.type, h->msg.dest, h->msg.tag, h->msg.comm,
                      &h->req));
     h->posted = 1;
+    long long late = now_ns - h->due_ns;
+    q->posted++;
+    q->late_ns_sum += late;
+    if (late > q->late_ns_max) q->late_ns_max = late;
   }
   update_next_due(q);
   return AX_OK;

@@ -38,6 +38,9 @@ typedef struct {
   int n, cap;
   unsigned long long last_ticket;
   long long next_due; /* the earliest due time of an item not yet posted; LLONG_MAX: none */
+  /* what posting cost: items posted, and how long after their due time, summed and at most */
+  unsigned long long posted;
+  long long late_ns_sum, late_ns_max;
 } AxLinkQueue;
 
 /* Adds a message due at due_ns; *ticket names it (never 0). */

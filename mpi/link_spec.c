@@ -31,14 +31,36 @@ enum { TEXT_CAP = 128 };
   "expected BANDWIDTH[,LATENCY] such as 10Gbps,5us, 100Gbps or 1.5GB/s,2ms (bandwidth in bps, " \
   "Kbps, Mbps, Gbps, Tbps or B/s, KB/s, MB/s, GB/s, TB/s; latency in s, ms, us, ns)"
 
-/* "12.5unit": a non-negative finite number followed by one of the units. */
+/* The length of the decimal number text starts with: digits, one '.', an exponent (strtod
+ * alone would also take hexadecimal, "inf" and "nan"). */
+static size_t decimal_length(const char *text) {
+  size_t i = 0, digits = 0;
+  while (isdigit((unsigned char)text[i])) i++, digits++;
+  if (text[i] == '.') {
+    i++;
+    while (isdigit((unsigned char)text[i])) i++, digits++;
+  }
+  if (!digits) return 0;
+  if (text[i] == 'e' || text[i] == 'E') {
+    size_t j = i + 1;
+    if (text[j] == '+' || text[j] == '-') j++;
+    if (isdigit((unsigned char)text[j])) {
+      while (isdigit((unsigned char)text[j])) j++;
+      i = j;
+    }
+  }
+  return i;
+}
+
+/* "12.5unit": a non-negative finite decimal number followed by one of the units. */
 static int number_with_unit(const char *text, const Unit *units, size_t n, const char *what,
                             double *out) {
-  if (!isdigit((unsigned char)text[0]) && text[0] != '.')
-    return AX_FAIL("'%s' is not a %s: %s", text, what, USAGE);
+  size_t len = decimal_length(text);
+  if (!len) return AX_FAIL("'%s' is not a %s: %s", text, what, USAGE);
   char *end;
   double v = strtod(text, &end);
-  if (end == text || !isfinite(v)) return AX_FAIL("'%s' is not a %s: %s", text, what, USAGE);
+  if (end != text + len || !isfinite(v))
+    return AX_FAIL("'%s' is not a %s: %s", text, what, USAGE);
   if (!*end) return AX_FAIL("%s '%s' has no unit: %s", what, text, USAGE);
   for (size_t i = 0; i < n; i++)
     if (!strcmp(end, units[i].name)) {

@@ -1,5 +1,6 @@
 /* link_wait.c — progress and waiting with the link emulator: held sends are posted when due,
  * and waits sleep between polls instead of spinning; see link_emulator.h. */
+#include <limits.h>
 #include <time.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -84,6 +85,13 @@ static void sleep_until(long long t_ns) {
 #endif
 }
 
+long long ax_link_pause_plan(long long now, long long since, long long next_due) {
+  if (now - since < AX_LINK_SPIN_NS) return 0; /* the start of a wait */
+  long long until = now + AX_LINK_POLL_NS;
+  if (next_due - AX_LINK_EARLY_NS < until) until = next_due - AX_LINK_EARLY_NS;
+  return until > now ? until : 0; /* 0: a held send is due any moment */
+}
+
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w) {
   AxLinkEmu *e = emulator(cc);
   if (!e) {
@@ -92,11 +100,12 @@ void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w) {
   }
   long long now = ax_link_now_ns();
   if (!w->since) w->since = now;
-  long long until = now + AX_LINK_POLL_NS;
-  if (e->queue.n && e->queue.next_due - AX_LINK_EARLY_NS < until)
-    until = e->queue.next_due - AX_LINK_EARLY_NS;
-  if (now - w->since < AX_LINK_SPIN_NS || until <= now)
-    ax_mpi_relax(cc); /* the start of a wait, or a held send due any moment */
-  else
+  long long until = ax_link_pause_plan(now, w->since, e->queue.n ? e->queue.next_due : LLONG_MAX);
+  if (until) {
+    e->sleeps++;
     sleep_until(until);
+  } else {
+    e->spins++;
+    ax_mpi_relax(cc);
+  }
 }

@@ -14,7 +14,8 @@ static int real_leaders(MPI_Comm world, int rank, int *leader_of) {
   int mine = rank, leader = rank;
   int rc = MPI_Allreduce(&mine, &leader, 1, MPI_INT, MPI_MIN, shared);
   MPI_Comm_free(&shared);
-  if (rc != MPI_SUCCESS) return ax_mpi_fail_at(rc, "MPI_Allreduce(node leader)", __FILE__, __LINE__);
+  if (rc != MPI_SUCCESS)
+    return ax_mpi_fail_at(rc, "MPI_Allreduce(node leader)", __FILE__, __LINE__);
   AX_MPI(MPI_Allgather(&leader, 1, MPI_INT, leader_of, 1, MPI_INT, world));
   return AX_OK;
 }

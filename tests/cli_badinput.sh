@@ -105,6 +105,39 @@ bad "--ac 2 needs --checkpoint-activations" "$AXONN" train $T --ac 2
 bad "--resume needs --checkpoint-dir" "$AXONN" train $T --resume
 bad "--val-data needs --data" "$AXONN" train $T --val-data "$IN/t_val.bin"
 
+# ---------------------------------------------------------------- the network: --emulate-link, --ranks-per-node
+# For train and every MPI benchmark (on one rank here; tests/mpi_emulator.sh runs them under
+# mpiexec): one line, non-zero exit, no output file (--summary, --metrics, --save, --json).
+OUTS="--summary $OUT/s.json --metrics $OUT/m.csv --save $OUT/m.bin"
+LINK="expected BANDWIDTH\[,LATENCY\] such as 10Gbps,5us"
+for cmd in "train $T $OUTS" "bench p2p --json $OUT/p.jsonl" "bench allreduce --max-bytes 8K --json $OUT/a.jsonl" \
+    "bench optimizer --params 1K --bucket-size 256 --json $OUT/o.jsonl"; do
+  # shellcheck disable=SC2086
+  set -- $cmd
+  bad "--emulate-link: empty: $LINK" "$AXONN" "$@" --emulate-link ""
+  bad "--emulate-link: bandwidth '10' has no unit: $LINK" "$AXONN" "$@" --emulate-link 10
+  bad "--emulate-link: '10Gbps,' ends with a comma and no latency" "$AXONN" "$@" --emulate-link 10Gbps,
+  bad "--emulate-link: 'abc' is not a bandwidth: $LINK" "$AXONN" "$@" --emulate-link abc
+  bad "--emulate-link: '-5Gbps' is not a bandwidth" "$AXONN" "$@" --emulate-link -5Gbps
+  bad "--emulate-link: latency '5parsecs': unknown unit 'parsecs'" "$AXONN" "$@" --emulate-link 10Gbps,5parsecs
+  bad "--emulate-link: bandwidth '0Gbps' must be at least 1 bit/s" "$AXONN" "$@" --emulate-link 0Gbps
+  bad "--emulate-link: bandwidth '0Mbps' must be at least 1 bit/s" "$AXONN" "$@" --emulate-link 0Mbps,5us
+  bad "--emulate-link: '0x10Gbps' is not a bandwidth" "$AXONN" "$@" --emulate-link 0x10Gbps
+  bad "--emulate-link: '-5us' is not a latency" "$AXONN" "$@" --emulate-link 10Gbps,-5us
+  bad "--emulate-link: bandwidth '10Gbit': unknown unit 'Gbit'" "$AXONN" "$@" --emulate-link 10Gbit
+  bad "--ranks-per-node -1 is out of range" "$AXONN" "$@" --ranks-per-node -1
+  bad "--ranks-per-node expects an integer, got 'two'" "$AXONN" "$@" --ranks-per-node two
+done
+# --ranks-per-node that does not divide the job (one rank here)
+bad "--ranks-per-node 2 does not divide the 1 rank(s) of --g-inter 1 x --g-data 1" "$AXONN" train $T $OUTS --ranks-per-node 2
+bad "--ranks-per-node 2 does not divide the job's 1 rank(s)" "$AXONN" bench allreduce --max-bytes 8K --json "$OUT/a.jsonl" --ranks-per-node 2 --emulate-link 10Gbps
+bad "--ranks-per-node 3 does not divide the job's 1 rank(s)" "$AXONN" bench optimizer --params 1K --bucket-size 256 --json "$OUT/o.jsonl" --ranks-per-node 3
+# MPI's own all-reduce cannot go through the emulated link
+bad "--allreduce mpi cannot run over --emulate-link" "$AXONN" train $T $OUTS --allreduce mpi --emulate-link 10Gbps,5us
+bad "--algos mpi cannot run over --emulate-link" "$AXONN" bench allreduce --max-bytes 8K --json "$OUT/a.jsonl" --algos ring,mpi --emulate-link 10Gbps
+bad "--algos mpi-blocking cannot run over --emulate-link" "$AXONN" bench allreduce --max-bytes 8K --json "$OUT/a.jsonl" --algos mpi-blocking --emulate-link 10Gbps
+bad "--allreduce mpi cannot run over --emulate-link" "$AXONN" bench optimizer --params 1K --bucket-size 256 --json "$OUT/o.jsonl" --allreduce mpi --emulate-link 10Gbps
+
 # ---------------------------------------------------------------- --config files
 bad "is a directory" "$AXONN" train --config "$IN/dir"
 bad "cannot open config file" "$AXONN" train --config "$IN/missing.cfg"
@@ -234,7 +267,7 @@ grep -q "step -5" "$TMP/err" || { fail "step -5 not reported"; cat "$TMP/err"; }
 rm -rf "$CK"
 # two runs on one directory: the second is refused, naming the first; a dead owner's lock is
 # stale (the lock dies with its process)
-"$AXONN" train $T --steps 100000 --checkpoint-dir "$CK" --checkpoint-every 1000 >/dev/null 2>&1 &
+"$AXONN" train $T --steps 100000 --checkpoint-dir "$CK" --checkpoint-every 100000 >/dev/null 2>&1 &
 owner=$!
 i=0; while [ ! -e "$CK/lock" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 sleep 0.5

@@ -30,7 +30,10 @@ for l in lines:
     # loaded run cannot round a rate to 0) and consistent with each other
     assert l["latency_us"] > 0 and l["pingpong_mbs"] > 0 and l["stream_mbs"] > 0, l
     assert abs(l["pingpong_mbs"] - l["bytes"] / l["latency_us"]) <= 1e-4 * l["pingpong_mbs"], l
+    # the traffic counters: one message of `bytes` per ping, no link emulated
+    assert l["wire_bytes"] == l["bytes"] and l["emulated"] is False, l
 EOF
+grep -q "wire(B)" "$TMP/p2p.txt" || fail "bench p2p: no wire(B) column"
 # one rank: one line from rank 0, non-zero exit
 $MPIEXEC -n 1 "$AXONN" bench p2p >"$TMP/one.out" 2>"$TMP/one.err" && fail "bench p2p on 1 rank"
 if [ "$(wc -l <"$TMP/one.err")" -ne 1 ] || ! grep -q "needs 2 ranks" "$TMP/one.err"; then
@@ -74,6 +77,18 @@ for type in f32 bf16; do
     "$TMP/sweep.txt" || { fail "sweep ($type): no memory-traffic bound line"; cat "$TMP/sweep.txt"; }
 done
 [ "$(grep -c '"algo":"memory-bound"' "$TMP/sweep.jsonl")" -eq 2 ] || fail "bound JSON lines"
+grep -q "^#   on the wire per all-reduce (bytes: most by one rank / all ranks / all ranks between nodes): mpi-blocking 0 / 0 / 0; mpi 65536 / 131072 / 0; ring 65536 / 131072 / 0; rhd 65536 / 131072 / 0" \
+  "$TMP/sweep.txt" || { fail "sweep: bytes on the wire"; cat "$TMP/sweep.txt"; }
+"$PYTHON" - "$TMP/sweep.jsonl" <<'EOF' || fail "bench allreduce JSON: bytes on the wire"
+import json, sys
+for l in map(json.loads, open(sys.argv[1])):
+    if l["algo"] == "memory-bound": continue
+    # 2 ranks: each sends its whole buffer once (mpi counts what the ring would: MPI's own
+    # bytes are invisible; the blocking MPI_Allreduce counts none), all within the one node
+    want = 0 if l["algo"] == "mpi-blocking" else l["bytes"]
+    assert l["wire_bytes_rank_max"] == want and l["wire_bytes_sum"] == 2 * want, l
+    assert l["inter_node_bytes_sum"] == 0 and l["emulated"] is False, l
+EOF
 $MPIEXEC -n 2 "$AXONN" bench allreduce --algos ring,nccl >/dev/null 2>"$TMP/algo.err" &&
   fail "unknown --algos accepted"
 grep -q "unknown algorithm 'nccl'" "$TMP/algo.err" || { fail "bad --algos message"; cat "$TMP/algo.err"; }

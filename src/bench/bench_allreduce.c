@@ -294,7 +294,8 @@ static void write_json(ArBench *b, size_t bytes, int k, const char *algo, const 
                    r->crossed_sum, ax_link_emulating(b->links) ? "true" : "false",
                    ax_link_spec_of(b->links).bytes_per_s * 8, ax_link_spec_of(b->links).latency_s,
                    ring_model_us(b, bytes));
-  b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
+  size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1; /* never past line */
+  b->json_rc = ax_file_append(b->c->json, line, len);
 }
 
 static void print_header(const ArBench *b) {

@@ -167,7 +167,8 @@ static void write_json(OptBench *b, int k, const double sec[N_MODES]) {
                 "\"latency_s\":%.6g}\n",
                 sec[M_INTERLEAVED] / best, sec[M_THREAD] / best, b->wire_bytes,
                 ax_link_emulating(b->links) ? "true" : "false", l.bytes_per_s * 8, l.latency_s);
-  b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
+  size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1; /* never past line */
+  b->json_rc = ax_file_append(b->c->json, line, len);
 }
 
 static int bench_k(OptBench *b, int k) {

@@ -74,6 +74,9 @@ typedef struct {
   int iters, window, stream_iters;
   double lat_us, avg_us, pp_mbs, stream_mbs;
   double wire_bytes; /* bytes on the wire per ping-pong message (traffic counters) */
+  /* emulated: this rank's CPU time over the ping-pongs against their wall time, and how long
+   * after its due time the emulator posted a held send, on average (link_emulator.h) */
+  double cpu_percent, late_us;
 } P2pResult;
 
 /* At most `want` iterations that fit in the budget given one iteration's time (at least 3). */
@@ -138,14 +141,19 @@ static int ping_pong(P2p *b, size_t bytes, P2pResult *r) {
   double *half = ax_malloc((size_t)r->iters * sizeof *half);
   if (!half) return AX_ERR;
   int rc = AX_OK;
-  double sum = 0;
+  double sum = 0, wall0 = ax_now(), cpu0 = ax_cpu_now();
   AxTraffic before = b->sent;
+  AxLinkStats st0 = ax_link_stats(b->links);
   for (int i = 0; i < r->iters && rc == AX_OK; i++) {
     double t0 = ax_now();
     rc = round_trip(b, bytes);
     half[i] = 0.5 * (ax_now() - t0);
     sum += half[i];
   }
+  r->cpu_percent = 100 * (ax_cpu_now() - cpu0) / (ax_now() - wall0);
+  AxLinkStats st1 = ax_link_stats(b->links);
+  if (st1.posted > st0.posted)
+    r->late_us = (double)(st1.late_ns_sum - st0.late_ns_sum) / (st1.posted - st0.posted) * 1e-3;
   unsigned long long wire, crossed;
   ax_bench_link_delta(&b->sent, &before, &wire, &crossed);
   r->wire_bytes = (double)wire / r->iters; /* this rank sends one message per round trip */
@@ -233,18 +241,21 @@ static double model_us(const P2p *b, size_t bytes) {
  * on, so rank 1 is not left waiting, and the run fails at its end). */
 static void write_json(P2p *b, size_t bytes, const P2pResult *r) {
   if (!b->c->json || b->me != 0 || b->json_rc != AX_OK) return;
-  char line[512];
+  char line[1024];
   int n = snprintf(line, sizeof line,
                    "{\"bench\":\"p2p\",\"bytes\":%zu,\"iters\":%d,\"latency_us\":%.6g,"
                    "\"latency_avg_us\":%.6g,\"pingpong_mbs\":%.6g,\"window\":%d,"
                    "\"stream_iters\":%d,\"stream_mbs\":%.6g,\"same_node\":%s,"
                    "\"buffers\":\"host\",\"wire_bytes\":%.0f,\"emulated\":%s,"
-                   "\"link_bits_per_s\":%.6g,\"latency_s\":%.6g,\"model_us\":%.6g}\n",
+                   "\"link_bits_per_s\":%.6g,\"latency_s\":%.6g,\"model_us\":%.6g,"
+                   "\"cpu_percent\":%.4g,\"posted_late_us\":%.4g}\n",
                    bytes, r->iters, r->lat_us, r->avg_us, r->pp_mbs, r->window, r->stream_iters,
                    r->stream_mbs, b->same_node ? "true" : "false", r->wire_bytes,
                    b->emulated ? "true" : "false", ax_link_spec_of(b->links).bytes_per_s * 8,
-                   ax_link_spec_of(b->links).latency_s, model_us(b, bytes));
-  b->json_rc = ax_file_append(b->c->json, line, (size_t)n);
+                   ax_link_spec_of(b->links).latency_s, model_us(b, bytes), r->cpu_percent,
+                   r->late_us);
+  size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1; /* never past line */
+  b->json_rc = ax_file_append(b->c->json, line, len);
 }
 
 static int bench_size(P2p *b, size_t bytes) {
@@ -260,8 +271,8 @@ static int bench_size(P2p *b, size_t bytes) {
     snprintf(row, sizeof row, "%12zu %8d %10.2f %10.2f %12.2f %7s %14s %12.0f", bytes, r.iters,
              r.lat_us, r.avg_us, r.pp_mbs, "-", "-", r.wire_bytes);
   if (b->emulated)
-    snprintf(tail, sizeof tail, " %12.2f %8.3fx", model_us(b, bytes),
-             r.lat_us / model_us(b, bytes));
+    snprintf(tail, sizeof tail, " %12.2f %9.3fx %7.1f %9.1f", model_us(b, bytes),
+             r.lat_us / model_us(b, bytes), r.cpu_percent, r.late_us);
   ax_log("%s%s", row, tail);
   return AX_OK;
 }
@@ -289,11 +300,13 @@ static void print_header(const P2p *b) {
          "round trip; pp-bw = size / latency; stream-bw = windows of up to %d non-blocking sends "
          "+ 1-byte ack (osu_bw style); MB/s = 1e6 B/s; wire(B) = bytes on the wire per message%s",
          b->c->iters, b->c->warmup, b->c->window,
-         b->emulated ? "; model(us) = LATENCY + size/BW, the emulated link's one-way time, and "
-                       "latency / model" : "");
+         b->emulated ? "; model(us) = LATENCY + size/BW, the emulated link's one-way time, "
+                       "and latency / model; cpu% = rank 0's CPU time over the ping-pongs / "
+                       "their wall time; late(us) = how long after its due time rank 0 posted "
+                       "a held send, mean" : "");
   ax_log("# %10s %8s %10s %10s %12s %7s %14s %12s%s", "size(B)", "iters", "lat(us)", "avg(us)",
          "pp-bw(MB/s)", "window", "stream-bw(MB/s)", "wire(B)",
-         b->emulated ? "    model(us)  lat/model" : "");
+         b->emulated ? "    model(us)  lat/model    cpu%  late(us)" : "");
 }
 
 static int run_pair(P2p *b) {
@@ -319,8 +332,8 @@ static int run_pair(P2p *b) {
 
 static int check_config(const P2pConfig *c, int rank, int size) {
   AxLinkSpec link;
+  AX_TRY(ax_bench_link_check(&c->net, &link)); /* a bad option first, whatever the ranks */
   if (size < 2) return AX_FAIL("bench p2p needs 2 ranks (run it under mpiexec -n 2)");
-  AX_TRY(ax_bench_link_check(&c->net, &link));
   if (c->json && rank == 0) AX_TRY(ax_file_check_appendable(c->json));
   if (c->min_bytes > c->max_bytes) return AX_FAIL("--min-bytes is larger than --max-bytes");
   if (c->max_bytes > (1LL << 31) - 1)

@@ -154,7 +154,9 @@ int ax_coll_test(AxColl *op, int *done) {
   *done = 0;
   if (!op) return AX_FAIL("ax_coll_test: no operation");
   if (op->failed) return AX_FAIL("ax_coll_test: the operation failed earlier");
-  int rc = op->uses_mpi ? ax_mpi_allreduce_test(op, done) : progress(op);
+  int rc = op->engine     ? op->engine->test(op)
+           : op->uses_mpi ? ax_mpi_allreduce_test(op, done)
+                          : progress(op);
   if (rc != AX_OK) {
     op->failed = 1;
     return AX_ERR;
@@ -166,6 +168,10 @@ int ax_coll_test(AxColl *op, int *done) {
 /* The peer the operation waits for: the oldest unfinished receive's, else the oldest send's
  * (noted when that changes, not on every poll). */
 static void note_pending(AxColl *op) {
+  if (op->engine) {
+    if (op->engine->note_pending) op->engine->note_pending(op);
+    return;
+  }
   size_t at = 1 + op->recv_done + op->send_done;
   if (op->noted == at) return;
   op->noted = at;

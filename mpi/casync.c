@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "casync_internal.h"
+#include "mpi_util.h"
 
 static const char *const ALGO_NAMES[] = {"ring", "ps"};
 
@@ -33,15 +34,18 @@ static int check_args(const AxCodec *c, AxCasyncAlgo algo, const AxCasyncState *
 }
 
 /* The state must be laid out for this operation, and free. */
-static int check_state(const AxColl *op, const AxCodec *c, const AxCasyncState *st,
-                       size_t count) {
-  size_t piece = cs_piece_floats(&op->cc);
+static int check_state(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
+                       const AxCasyncState *st, size_t count) {
+  int size = 0;
+  if (comm == MPI_COMM_NULL) return AX_FAIL("casync all-reduce: MPI_COMM_NULL");
+  AX_MPI(MPI_Comm_size(comm, &size));
+  size_t piece = cs_piece_floats(cc);
   if (strcmp(ax_codec_spec(st->codec), ax_codec_spec(c)) != 0 || st->count != count ||
-      st->size != op->size || (!st->linear && st->piece != piece))
+      st->size != size || (!st->linear && st->piece != piece))
     return AX_FAIL("casync all-reduce: the state is for %s, %zu values on %d ranks in pieces of "
                    "%zu; this operation is %s, %zu values on %d ranks in pieces of %zu",
                    ax_codec_spec(st->codec), st->count, st->size, st->piece, ax_codec_spec(c),
-                   count, op->size, piece);
+                   count, size, piece);
   if (st->busy)
     return AX_FAIL("casync all-reduce: the state is in use by an operation not yet completed");
   return AX_OK;
@@ -49,7 +53,6 @@ static int check_state(const AxColl *op, const AxCodec *c, const AxCasyncState *
 
 static int start(AxColl *op, const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st,
                  const AxCodecCtx *ctx, float *buf, size_t count) {
-  AX_TRY(check_state(op, c, st, count));
   if (op->size == 1 || count == 0) return ax_coll_launch(op); /* an empty schedule: done */
   AxCodecCtx zero = {0, 0, 0};
   if (!ctx) ctx = &zero;
@@ -65,12 +68,15 @@ static int start(AxColl *op, const AxCodec *c, AxCasyncAlgo algo, AxCasyncState 
   return rc;
 }
 
+/* Arguments and state are checked before the operation takes its tag, so a refused start
+ * leaves the communicator's tag sequence as it was. */
 int ax_casync_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc,
                               const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st,
                               const AxCodecCtx *ctx, float *buf, size_t count,
                               AxCommBytes *bytes) {
   *op = NULL;
   AX_TRY(check_args(c, algo, st, buf, count));
+  AX_TRY(check_state(comm, cc, c, st, count));
   AX_TRY(ax_coll_create(op, comm, cc, AX_COMM_F32, bytes));
   if (start(*op, c, algo, st, ctx, buf, count) != AX_OK) {
     ax_coll_free(*op);

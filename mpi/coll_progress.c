@@ -13,6 +13,9 @@
  * Sends go through the link layer (link_emulator.h); with an emulated link ax_coll_test also
  * posts this rank's held sends that are due, and ax_coll_wait sleeps between polls.
  *
+ * An operation run by an engine of its own (AxCollEngine: CaSync) is driven by that engine's
+ * test instead, and noted and freed by it.
+ *
  * While ax_coll_wait waits, it tells the watchdog (src/core/watchdog.h) which world rank the oldest
  * unfinished receive (or, when all have arrived, send) is waiting for. */
 #include <sched.h>

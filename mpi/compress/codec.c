@@ -23,7 +23,9 @@
 #include "src/core/error.h"
 
 static const AxCodecImpl *const CODECS[] = {
-    &ax_codec_identity, &ax_codec_onebit, &ax_codec_efsignsgd,
+    &ax_codec_identity, &ax_codec_onebit, &ax_codec_tbq,      &ax_codec_terngrad,
+    &ax_codec_qsgd,     &ax_codec_efsignsgd, &ax_codec_dgc,   &ax_codec_graddrop,
+    &ax_codec_topk,     &ax_codec_randk,  &ax_codec_powersgd,
 };
 enum { N_CODECS = sizeof CODECS / sizeof *CODECS };
 
@@ -291,19 +293,6 @@ size_t ax_codec_max_bytes(const AxCodec *c, size_t n) { return c->impl->max_byte
 double ax_codec_ratio(const AxCodec *c, size_t n) {
   if (n == 0) return 1.0;
   return (double)ax_codec_max_bytes(c, n) / (4.0 * (double)n);
-}
-
-/* ---------------------------------------------------------------- shared helpers */
-
-AxCrng ax_codec_rng(const AxCodecCtx *ctx, uint64_t stream) {
-  return ax_crng_key(ctx->seed, ctx->step, ax_crng_mix64(ctx->range) ^ stream);
-}
-
-void *ax_codec_scratch(AxCodecState *st, size_t bytes, void **owned) {
-  *owned = NULL;
-  if (st && st->scratch_bytes >= bytes) return st->scratch;
-  *owned = ax_malloc(bytes ? bytes : 1);
-  return *owned;
 }
 
 /* ---------------------------------------------------------------- state */

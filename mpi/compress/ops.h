@@ -115,6 +115,24 @@ float ax_op_sample_threshold(const float *x, size_t n, size_t k, AxCrng r, size_
  * of x plus work on the candidates. AX_ERR only when scratch cannot be allocated. */
 int ax_op_topk(const float *x, size_t n, size_t k, AxCrng r, uint32_t *idx);
 
+/* ---------------------------------------------------------------- low rank (ops_lowrank.c) */
+
+/* x[n] seen as a rows x cols matrix M (row-major, zero beyond n; rows * cols >= n), thin
+ * factors of r <= AX_OP_MAX_RANK columns, row-major. */
+enum { AX_OP_MAX_RANK = 4096 };
+/* p[rows x r] = M q, q[cols x r] */
+void ax_op_mat_thin(const float *x, size_t n, size_t rows, size_t cols, const float *q, int r,
+                    float *p);
+/* q[cols x r] = M^T p, p[rows x r]; acc holds cols * r doubles */
+void ax_op_mat_t_thin(const float *x, size_t n, size_t rows, size_t cols, const float *p, int r,
+                      double *acc, float *q);
+/* x = p q^T, or x -= p q^T (sub), over the n values */
+void ax_op_outer(const float *p, const float *q, size_t rows, size_t cols, int r, size_t n,
+                 float *x, int sub);
+/* The columns of p[rows x r] orthonormal (Gram-Schmidt, in order; a column numerically in the
+ * span of the earlier ones becomes 0); work holds rows * r doubles. */
+void ax_op_orthonormalize(float *p, size_t rows, int r, double *work);
+
 /* ---------------------------------------------------------------- random (ops_random.c) */
 
 /* u[i] = ax_crng_unit(r, first + i) */

@@ -6,8 +6,10 @@
  * by chunk (ring: chunk k is forwarded as soon as it has arrived and been reduced, while later
  * chunks are still on the wire); chained steps run as a wavefront, each a fixed number of
  * chunks behind the one before (coll_op.c fixes that order, the same on every rank).
- * ring.c and rhd.c build schedules; coll_mpi.c wraps MPI_Iallreduce instead; coll_tag.c hands
- * out the per-communicator tags; coll_blocks.c cuts buffers into blocks. Every send goes
+ * ring.c and rhd.c build schedules; coll_mpi.c wraps MPI_Iallreduce instead; an operation may
+ * also be run by an engine of its own (AxCollEngine: CaSync, casync.h), with the same tag,
+ * configuration and byte counters and the same test / wait / free; coll_tag.c hands out the
+ * per-communicator tags; coll_blocks.c cuts buffers into blocks. Every send goes
  * through the link layer (link_emulator.h), which counts it as the configuration's traffic
  * class and, between virtual nodes with an emulated link, holds it until the link has
  * carried it. */
@@ -52,6 +54,16 @@ typedef struct {
   size_t k;
 } AxChunk;
 
+/* An operation run by an engine of its own instead of a schedule (its steps stay empty):
+ * ax_coll_test calls test (which sets op->finished), ax_coll_wait calls note_pending while it
+ * waits (the watchdog's detail; may be NULL), ax_coll_free calls free first (it releases
+ * op->engine_state, cancelling what is unfinished). */
+typedef struct {
+  int (*test)(AxColl *op);
+  void (*note_pending)(AxColl *op);
+  void (*free)(AxColl *op);
+} AxCollEngine;
+
 struct AxColl {
   MPI_Comm comm;
   AxCommConfig cc; /* as started, zeros resolved: chunking and how ax_coll_wait waits */
@@ -83,12 +95,20 @@ struct AxColl {
   MPI_Request mpi_req;
   int uses_mpi;
   AxCommBytes mpi_bytes; /* added to *bytes when mpi_req completes */
+  /* an engine of its own (NULL: the schedule or MPI above) */
+  const AxCollEngine *engine;
+  void *engine_state;
   int finished, failed;
 };
 
 /* A new operation on comm with an empty schedule; takes the next tag of comm. */
 int ax_coll_create(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, AxCommType type,
                    AxCommBytes *bytes);
+/* The same on a tag the caller took earlier (ax_coll_next_tag), for an operation started later
+ * than its place in the sequence, while other operations may have been started meanwhile (the
+ * factor rounds of a CaSync operation run on its tag, one after the other). */
+int ax_coll_create_on_tag(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, AxCommType type,
+                          AxCommBytes *bytes, int tag);
 int ax_coll_add_step(AxColl *op, const AxCollStep *step);
 /* Counts the schedule's chunks, allocates the windows and slots it needs and starts it. */
 int ax_coll_launch(AxColl *op);

@@ -14,14 +14,22 @@ enum { LAG_WINDOWS = 2 };
 int ax_coll_create(AxColl **out, MPI_Comm comm, const AxCommConfig *cc, AxCommType type,
                    AxCommBytes *bytes) {
   *out = NULL;
+  if (comm == MPI_COMM_NULL) return AX_FAIL("collective: MPI_COMM_NULL");
+  int tag;
+  AX_TRY(ax_coll_next_tag(comm, &tag));
+  return ax_coll_create_on_tag(out, comm, cc, type, bytes, tag);
+}
+
+int ax_coll_create_on_tag(AxColl **out, MPI_Comm comm, const AxCommConfig *cc, AxCommType type,
+                          AxCommBytes *bytes, int tag) {
+  *out = NULL;
   if (type != AX_COMM_F32 && type != AX_COMM_BF16)
     return AX_FAIL("collective: unknown element type %d", (int)type);
   if (comm == MPI_COMM_NULL) return AX_FAIL("collective: MPI_COMM_NULL");
-  int rank, size, tag;
+  int rank, size;
   const int *world;
   AX_MPI(MPI_Comm_rank(comm, &rank));
   AX_MPI(MPI_Comm_size(comm, &size));
-  AX_TRY(ax_coll_next_tag(comm, &tag));
   AX_TRY(ax_mpi_world_ranks(comm, &world));
   AxColl *op = ax_calloc(1, sizeof *op);
   if (!op) return AX_ERR;
@@ -159,6 +167,7 @@ static void drop_sends(const AxCommConfig *cc, AxLinkSend *sends, int n) {
 
 void ax_coll_free(AxColl *op) {
   if (!op) return;
+  if (op->engine) op->engine->free(op);
   drop_recvs(op->recv_req, op->window);
   drop_sends(&op->cc, op->send_req, op->window);
   if (op->mpi_req != MPI_REQUEST_NULL) MPI_Request_free(&op->mpi_req);

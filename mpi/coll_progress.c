@@ -13,6 +13,9 @@
  * Sends go through the link layer (link_emulator.h); with an emulated link ax_coll_test also
  * posts this rank's held sends that are due, and ax_coll_wait sleeps between polls.
  *
+ * An operation run by an engine of its own (AxCollEngine: CaSync) is driven by that engine's
+ * test instead, and noted and freed by it.
+ *
  * While ax_coll_wait waits, it tells the watchdog (src/core/watchdog.h) which world rank the oldest
  * unfinished receive (or, when all have arrived, send) is waiting for. */
 #include <sched.h>
@@ -154,7 +157,9 @@ int ax_coll_test(AxColl *op, int *done) {
   *done = 0;
   if (!op) return AX_FAIL("ax_coll_test: no operation");
   if (op->failed) return AX_FAIL("ax_coll_test: the operation failed earlier");
-  int rc = op->uses_mpi ? ax_mpi_allreduce_test(op, done) : progress(op);
+  int rc = op->engine     ? op->engine->test(op)
+           : op->uses_mpi ? ax_mpi_allreduce_test(op, done)
+                          : progress(op);
   if (rc != AX_OK) {
     op->failed = 1;
     return AX_ERR;
@@ -166,6 +171,10 @@ int ax_coll_test(AxColl *op, int *done) {
 /* The peer the operation waits for: the oldest unfinished receive's, else the oldest send's
  * (noted when that changes, not on every poll). */
 static void note_pending(AxColl *op) {
+  if (op->engine) {
+    if (op->engine->note_pending) op->engine->note_pending(op);
+    return;
+  }
   size_t at = 1 + op->recv_done + op->send_done;
   if (op->noted == at) return;
   op->noted = at;

@@ -49,7 +49,8 @@ size_t ax_codec_max_bytes(const AxCodec *c, size_t n);
  * cost model; exact for fixed-size codecs, the worst case for the others. */
 double ax_codec_ratio(const AxCodec *c, size_t n);
 
-/* State of one range of n values (NULL when the codec keeps none). */
+/* State of one range of n values (NULL when the codec keeps none: no error feedback, no
+ * accumulation, no scratch; e.g. identity, tbq). Linear codecs always have one and need it. */
 int ax_codec_state_new(const AxCodec *c, size_t n, AxCodecState **out);
 void ax_codec_state_free(AxCodecState *s);
 /* Checkpointing: the state's size in bytes, and a copy out / in (same codec, same n). */
@@ -58,6 +59,10 @@ int ax_codec_state_save(const AxCodecState *s, void *buf);
 int ax_codec_state_load(AxCodecState *s, const void *buf, size_t bytes);
 
 /* ---- encode/decode codecs */
+
+/* Encoded buffers (out here, in for decode) must be 4-byte aligned; every encoded size is a
+ * multiple of 4, so ranges encoded end to end in one buffer stay aligned. A range holds at most
+ * 2^32 - 1 values. */
 
 /* Encodes in[n] into out (ax_codec_max_bytes(n) bytes available); *bytes gets the size
  * written. With state, this is the range's own contribution of the step: error feedback adds

@@ -1,0 +1,97 @@
+/* casync.c — CaSync's public entry points (casync.h): algorithm names, argument and state
+ * checks, then the operation: nothing to do (one rank, no values), the factor rounds of a
+ * linear codec (casync_linear.c), or the ring or PS (casync_ring.c, casync_ps.c) on the
+ * message engine (casync_wire.c). The operation is an AxColl run by an engine of its own, so
+ * ax_coll_test, ax_coll_wait and ax_coll_free drive and end it like any collective. */
+#include <string.h>
+
+#include "casync_internal.h"
+#include "mpi_util.h"
+
+static const char *const ALGO_NAMES[] = {"ring", "ps"};
+
+const char *ax_casync_algo_name(AxCasyncAlgo a) {
+  return a >= AX_CASYNC_RING && a <= AX_CASYNC_PS ? ALGO_NAMES[a] : "?";
+}
+
+int ax_casync_algo_parse(const char *name, AxCasyncAlgo *out) {
+  for (int a = AX_CASYNC_RING; name && a <= AX_CASYNC_PS; a++)
+    if (!strcmp(name, ALGO_NAMES[a])) {
+      *out = (AxCasyncAlgo)a;
+      return AX_OK;
+    }
+  return AX_FAIL("unknown CaSync algorithm '%s' (ring, ps)", name ? name : "");
+}
+
+static int check_args(const AxCodec *c, AxCasyncAlgo algo, const AxCasyncState *st,
+                      const float *buf, size_t count) {
+  if (!c) return AX_FAIL("casync all-reduce: no codec");
+  if (algo != AX_CASYNC_RING && algo != AX_CASYNC_PS)
+    return AX_FAIL("casync all-reduce: unknown algorithm %d", (int)algo);
+  if (!st) return AX_FAIL("casync all-reduce: no state");
+  if (count && !buf) return AX_FAIL("casync all-reduce: no buffer for %zu values", count);
+  return AX_OK;
+}
+
+/* The state must be laid out for this operation, and free. */
+static int check_state(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
+                       const AxCasyncState *st, size_t count) {
+  int size = 0;
+  if (comm == MPI_COMM_NULL) return AX_FAIL("casync all-reduce: MPI_COMM_NULL");
+  AX_MPI(MPI_Comm_size(comm, &size));
+  size_t piece = cs_piece_floats(cc);
+  if (strcmp(ax_codec_spec(st->codec), ax_codec_spec(c)) != 0 || st->count != count ||
+      st->size != size || (!st->linear && st->piece != piece))
+    return AX_FAIL("casync all-reduce: the state is for %s, %zu values on %d ranks in pieces of "
+                   "%zu; this operation is %s, %zu values on %d ranks in pieces of %zu",
+                   ax_codec_spec(st->codec), st->count, st->size, st->piece, ax_codec_spec(c),
+                   count, size, piece);
+  if (st->busy)
+    return AX_FAIL("casync all-reduce: the state is in use by an operation not yet completed");
+  return AX_OK;
+}
+
+static int start(AxColl *op, const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st,
+                 const AxCodecCtx *ctx, float *buf, size_t count) {
+  if (op->size == 1 || count == 0) return ax_coll_launch(op); /* an empty schedule: done */
+  AxCodecCtx zero = {0, 0, 0};
+  if (!ctx) ctx = &zero;
+  st->busy = 1;
+  int rc;
+  if (st->linear)
+    rc = cs_linear_start(op, c, st, ctx, buf, count);
+  else if (algo == AX_CASYNC_RING)
+    rc = cs_ring_start(op, c, st, ctx, buf);
+  else
+    rc = cs_ps_start(op, c, st, ctx, buf);
+  if (rc != AX_OK && !op->engine) st->busy = 0; /* else ax_coll_free clears it */
+  return rc;
+}
+
+/* Arguments and state are checked before the operation takes its tag, so a refused start
+ * leaves the communicator's tag sequence as it was. */
+int ax_casync_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc,
+                              const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st,
+                              const AxCodecCtx *ctx, float *buf, size_t count,
+                              AxCommBytes *bytes) {
+  *op = NULL;
+  AX_TRY(check_args(c, algo, st, buf, count));
+  AX_TRY(check_state(comm, cc, c, st, count));
+  AX_TRY(ax_coll_create(op, comm, cc, AX_COMM_F32, bytes));
+  if (start(*op, c, algo, st, ctx, buf, count) != AX_OK) {
+    ax_coll_free(*op);
+    *op = NULL;
+    return AX_ERR;
+  }
+  return AX_OK;
+}
+
+int ax_casync_allreduce(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
+                        AxCasyncAlgo algo, AxCasyncState *st, const AxCodecCtx *ctx, float *buf,
+                        size_t count, AxCommBytes *bytes) {
+  AxColl *op = NULL;
+  AX_TRY(ax_casync_allreduce_start(&op, comm, cc, c, algo, st, ctx, buf, count, bytes));
+  int rc = ax_coll_wait(op);
+  ax_coll_free(op);
+  return rc;
+}

@@ -1,0 +1,676 @@
+/* mpitest_casync.c — CaSync (mpi/casync.h) on whatever number of ranks it runs on: identity
+ * through the ring and PS gives the plain ring's sum bit for bit (and its bytes); every codec
+ * this build has leaves bitwise identical replicas; onebit's ring and PS results equal a
+ * reference that replays the same encode / decode / merge order on one rank (two steps, with and
+ * without error feedback, so the per-piece state's use is checked too); the bytes on the wire
+ * follow the codec's ratio; state persists across calls and through a checkpoint; an emulated
+ * link changes nothing but time; operations in flight together, driven by ax_coll_test; bad
+ * arguments. Random non-integer inputs; no timing asserts.
+ * Every rank checks its own results and prints what failed with its rank; then all ranks agree
+ * on pass/fail (so none is left waiting in a collective when another one fails). */
+#include <check.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/casync.h"
+#include "mpi/link_emulator.h"
+#include "mpi/mpi_util.h"
+#include "src/core/error.h"
+#include "src/core/rng.h"
+#include "mpitestutil.h"
+#include "testutil.h"
+
+enum { RUN_TIMEOUT_S = 120 };
+
+static MPI_Comm g_comm;   /* a duplicate of MPI_COMM_WORLD for the operations */
+static AxCommConfig g_cc; /* polite waiting where ranks outnumber cores; default chunking */
+
+static const AxCasyncAlgo ALGOS[] = {AX_CASYNC_RING, AX_CASYNC_PS};
+enum { N_ALGOS = 2 };
+
+/* Every codec of HiPress and the later papers, with and without error feedback; a spec this
+ * build does not know yet is skipped with a line saying so. */
+static const char *const CODECS[] = {
+    "onebit",   "onebit:ef=1", "onebit:scale=twomeans", "efsignsgd", "tbq",    "tbq:ef=1",
+    "terngrad", "qsgd",        "dgc",                   "graddrop",  "topk",   "topk:ef=1",
+    "randk",    "powersgd"};
+enum { N_CODECS = sizeof CODECS / sizeof CODECS[0] };
+
+/* ------------------------------------------------------------------ helpers */
+
+static void *xmalloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+static float *copy_of(const float *x, size_t n) {
+  float *y = xmalloc(n * sizeof *y);
+  if (n) memcpy(y, x, n * sizeof *y);
+  return y;
+}
+
+/* n non-integer floats of this rank for `salt`, of magnitude up to 1 + rank. */
+static float *inputs(size_t n, int rank, uint64_t salt) {
+  float *x = xmalloc(n * sizeof *x);
+  AxRng r;
+  ax_rng_seed(&r, 1000003u * salt + 7919u * (uint64_t)rank + 17u);
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)(1 + rank) * (2.0f * ax_rng_float(&r) - 1.0f) + 1e-3f;
+  return x;
+}
+
+static size_t first_difference(const float *a, const float *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&a[i], &b[i], sizeof *a) != 0) return i;
+  return n;
+}
+
+static uint64_t fnv1a(const void *p, size_t bytes) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < bytes; i++) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
+
+/* Collective: 1 when every rank holds the same n floats, bit for bit. */
+static int replicas_agree(const float *x, size_t n) {
+  uint64_t h = fnv1a(x, n * sizeof *x), lo = 0, hi = 0;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+/* The codec of spec, or NULL (rank 0 saying so) when this build does not have it yet. */
+static AxCodec *codec_or_skip(const char *spec) {
+  AxCodec *c = NULL;
+  if (ax_codec_parse(spec, &c) == AX_OK) return c;
+  ck_assert_msg(strstr(ax_error_message(), "unknown codec") != NULL, "%s: %s", spec,
+                ax_error_message());
+  if (mt_rank == 0) printf("skipped: codec %s not built yet\n", spec);
+  ax_error_clear();
+  return NULL;
+}
+
+static AxCodec *codec(const char *spec) {
+  AxCodec *c = NULL;
+  ck_assert_msg(ax_codec_parse(spec, &c) == AX_OK, "%s: %s", spec, ax_error_message());
+  return c;
+}
+
+static AxCommConfig tuned(size_t chunk_bytes, int window) {
+  AxCommConfig cc = g_cc;
+  cc.chunk_bytes = chunk_bytes;
+  cc.window = window;
+  return cc;
+}
+
+static AxCodecCtx ctx_of(uint64_t step) { return (AxCodecCtx){.seed = 42, .step = step, .range = 7}; }
+
+/* One CaSync all-reduce of buf[n] with state st (NULL: a fresh one, freed after). */
+static int run_casync(const AxCommConfig *cc, const AxCodec *c, AxCasyncAlgo algo,
+                      AxCasyncState *st, uint64_t step, float *buf, size_t n, AxCommBytes *bytes) {
+  AxCasyncState *fresh = NULL;
+  if (!st && ax_casync_state_new(c, n, mt_size, cc, &fresh) != AX_OK) return AX_ERR;
+  AxCodecCtx ctx = ctx_of(step);
+  mt_run_begin("casync %s %s n=%zu chunk=%zu window=%d", ax_codec_spec(c),
+               ax_casync_algo_name(algo), n, cc->chunk_bytes, cc->window);
+  int rc = ax_casync_allreduce(g_comm, cc, c, algo, st ? st : fresh, &ctx, buf, n, bytes);
+  mt_run_end();
+  ax_casync_state_free(fresh);
+  return rc;
+}
+
+static size_t segment(size_t n, int b) {
+  return n / (size_t)mt_size + ((size_t)b < n % (size_t)mt_size ? 1 : 0);
+}
+
+static size_t segment_offset(size_t n, int b) {
+  size_t q = n / (size_t)mt_size, r = n % (size_t)mt_size, ub = (size_t)b;
+  return ub * q + (ub < r ? ub : r);
+}
+
+/* ------------------------------------------------------------------ identity */
+
+typedef struct {
+  size_t chunk_bytes;
+  int window;
+  const char *name;
+} Tuning;
+/* the default, then pieces small enough that mid-size segments take many of them, with the
+ * tightest window and an odd chunk size */
+static const Tuning TUNINGS[] = {{0, 0, "default chunks"},
+                                 {1000, 1, "1000-byte chunks, window 1"},
+                                 {4098, 3, "4098-byte chunks, window 3"}};
+
+/* What identity through PS moves: this rank pushes every other segment and sends its own to
+ * every peer, and receives the converse. */
+static unsigned long long ps_identity_bytes(size_t n) {
+  size_t own = segment(n, mt_rank);
+  return mt_size == 1 ? 0 : (unsigned long long)((n - own) + (size_t)(mt_size - 1) * own) * 4;
+}
+
+static void check_identity(const AxCodec *id, AxCasyncAlgo algo, size_t n, const Tuning *tu) {
+  AxCommConfig cc = tuned(tu->chunk_bytes, tu->window);
+  float *got = inputs(n, mt_rank, n + 1), *ref = copy_of(got, n);
+  AxCommBytes plain = {0, 0}, bytes = {3, 5}; /* operations add to what is there */
+  int rc = ax_allreduce(g_comm, &cc, ref, n, AX_COMM_F32, AX_ALLREDUCE_RING, &plain);
+  mt_expect(rc == AX_OK, "plain ring n=%zu: %s", n, ax_error_message());
+  rc = run_casync(&cc, id, algo, NULL, 0, got, n, &bytes);
+  const char *a = ax_casync_algo_name(algo);
+  mt_expect(rc == AX_OK, "identity %s n=%zu (%s): %s", a, n, tu->name, ax_error_message());
+  size_t bad = first_difference(got, ref, n);
+  mt_expect(bad == n, "identity %s n=%zu (%s): element %zu is %.9g, the plain ring gives %.9g",
+            a, n, tu->name, bad, bad < n ? got[bad] : 0.0, bad < n ? ref[bad] : 0.0);
+  unsigned long long want_sent = plain.sent, want_received = plain.received;
+  if (algo == AX_CASYNC_PS) want_sent = want_received = ps_identity_bytes(n);
+  mt_expect(bytes.sent == want_sent + 3 && bytes.received == want_received + 5,
+            "identity %s n=%zu (%s): sent %llu received %llu, expected %llu and %llu", a, n,
+            tu->name, bytes.sent - 3, bytes.received - 5, want_sent, want_received);
+  free(got);
+  free(ref);
+}
+
+START_TEST(identity_matches_the_plain_ring) {
+  AxCodec *id = codec("identity");
+  size_t p = (size_t)mt_size;
+  const size_t counts[] = {0, 1, p - 1, p + 1, 1000, 1000 * p + 1, 10007};
+  for (size_t u = 0; u < sizeof TUNINGS / sizeof TUNINGS[0]; u++)
+    for (int a = 0; a < N_ALGOS; a++)
+      for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        check_identity(id, ALGOS[a], counts[i], &TUNINGS[u]);
+  /* several default (2 MiB) pieces per segment on up to 4 ranks */
+  for (int a = 0; a < N_ALGOS; a++) check_identity(id, ALGOS[a], 2500003, &TUNINGS[0]);
+  ax_codec_free(id);
+  mt_assert_all_ok("identity through CaSync against the plain ring");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ every codec */
+
+static double dot(const float *a, const float *b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+  return s;
+}
+
+static size_t first_non_finite(const float *x, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i])) return i;
+  return n;
+}
+
+static void check_replicas(const AxCodec *c, AxCasyncAlgo algo, size_t n,
+                           const AxCommConfig *cc) {
+  float *got = inputs(n, mt_rank, n + 2), *sum = copy_of(got, n);
+  MPI_Allreduce(MPI_IN_PLACE, sum, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  const char *s = ax_codec_spec(c), *a = ax_casync_algo_name(algo);
+  AxCommBytes bytes = {0, 0};
+  int rc = run_casync(cc, c, algo, NULL, 3, got, n, &bytes);
+  mt_expect(rc == AX_OK, "%s %s n=%zu: %s", s, a, n, ax_error_message());
+  mt_expect(replicas_agree(got, n), "%s %s n=%zu: the ranks' results differ", s, a, n);
+  size_t bad = first_non_finite(got, n);
+  mt_expect(bad == n, "%s %s n=%zu: element %zu is %g", s, a, n, bad, bad < n ? got[bad] : 0.0);
+  /* a compressed sum still points the way of the sum */
+  if (n >= 1000)
+    mt_expect(dot(got, sum, n) > 0, "%s %s n=%zu: the result is not aligned with the sum", s, a,
+              n);
+  unsigned long long all[2], mine[2] = {bytes.sent, bytes.received};
+  MPI_Allreduce(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  mt_expect(all[0] == all[1], "%s %s n=%zu: ranks sent %llu bytes but received %llu", s, a, n,
+            all[0], all[1]);
+  free(got);
+  free(sum);
+}
+
+START_TEST(every_codec_leaves_identical_replicas) {
+  size_t p = (size_t)mt_size;
+  const size_t counts[] = {1, p + 1, 1003, 20011};
+  AxCommConfig small = tuned(4096, 2), dflt = tuned(0, 0);
+  for (int i = 0; i < N_CODECS; i++) {
+    AxCodec *c = codec_or_skip(CODECS[i]);
+    if (!c) continue;
+    for (int a = 0; a < N_ALGOS; a++) {
+      for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+        check_replicas(c, ALGOS[a], counts[k], &small);
+      check_replicas(c, ALGOS[a], 20011, &dflt);
+    }
+    ax_codec_free(c);
+  }
+  mt_assert_all_ok("every codec through CaSync: identical replicas");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ onebit against a replay */
+
+/* The reference: the ranks' inputs (all[e] is rank e's) summed as CaSync does, replayed here
+ * piece by piece with a state per (encoding rank, segment, piece) that lives across steps.
+ * onebit draws nothing at random, so the context does not matter. */
+typedef struct {
+  const AxCodec *c;
+  size_t n, piece;
+  AxCodecState **states; /* [rank][segment][piece slot] */
+  size_t slots;          /* piece slots per segment */
+  unsigned char *bytes;
+  float *scratch;
+} Replay;
+
+static AxCodecState **replay_state(Replay *r, int e, int s, size_t k) {
+  return &r->states[((size_t)e * (size_t)mt_size + (size_t)s) * r->slots + k];
+}
+
+static void replay_init(Replay *r, const AxCodec *c, size_t n, size_t piece) {
+  r->c = c;
+  r->n = n;
+  r->piece = piece;
+  r->slots = (segment(n, 0) + piece - 1) / piece;
+  size_t total = (size_t)mt_size * (size_t)mt_size * (r->slots ? r->slots : 1);
+  r->states = calloc(total, sizeof *r->states);
+  ck_assert_ptr_nonnull(r->states);
+  for (int e = 0; e < mt_size; e++)
+    for (int s = 0; s < mt_size; s++)
+      for (size_t k = 0; k * piece < segment(n, s); k++) {
+        size_t len = segment(n, s) - k * piece < piece ? segment(n, s) - k * piece : piece;
+        ck_assert_int_eq(ax_codec_state_new(c, len, replay_state(r, e, s, k)), AX_OK);
+      }
+  r->bytes = xmalloc(ax_codec_max_bytes(c, piece));
+  r->scratch = xmalloc(piece * sizeof(float));
+}
+
+static void replay_free(Replay *r) {
+  size_t total = (size_t)mt_size * (size_t)mt_size * (r->slots ? r->slots : 1);
+  for (size_t i = 0; i < total; i++) ax_codec_state_free(r->states[i]);
+  free(r->states);
+  free(r->bytes);
+  free(r->scratch);
+}
+
+static size_t replay_encode(Replay *r, int e, int s, size_t k, const float *x, size_t len) {
+  AxCodecCtx ctx = ctx_of(0);
+  size_t bytes = 0;
+  ck_assert_int_eq(
+      ax_codec_encode(r->c, *replay_state(r, e, s, k), &ctx, x, len, r->bytes, &bytes), AX_OK);
+  return bytes;
+}
+
+static void replay_decode(Replay *r, size_t bytes, float *out, size_t len, int add) {
+  AxCodecCtx ctx = ctx_of(0);
+  ck_assert_int_eq(ax_codec_decode(r->c, &ctx, r->bytes, bytes, out, len, add), AX_OK);
+}
+
+/* Piece k of segment s: the ring's chain from rank s to its owner s-1, or PS's owner s adding
+ * the others' encoded contributions in ring order; out gets decode(encode(aggregate)). */
+static void replay_piece(Replay *r, AxCasyncAlgo algo, float *const *all, int s, size_t k,
+                         float *out) {
+  int p = mt_size;
+  size_t off = segment_offset(r->n, s) + k * r->piece;
+  size_t len = segment(r->n, s) - k * r->piece < r->piece ? segment(r->n, s) - k * r->piece
+                                                           : r->piece;
+  float *v = r->scratch;
+  size_t bytes;
+  if (algo == AX_CASYNC_RING) {
+    bytes = replay_encode(r, s, s, k, all[s] + off, len);
+    for (int j = 1; j < p; j++) {
+      int e = (s + j) % p;
+      memcpy(v, all[e] + off, len * sizeof *v);
+      replay_decode(r, bytes, v, len, 1);
+      bytes = replay_encode(r, e, s, k, v, len);
+    }
+  } else {
+    float *agg = out + off; /* the owner's values, then the sum, then the result */
+    memcpy(agg, all[s] + off, len * sizeof *agg);
+    for (int j = 1; j < p; j++) {
+      int e = (s + j) % p;
+      bytes = replay_encode(r, e, s, k, all[e] + off, len);
+      replay_decode(r, bytes, agg, len, 1);
+    }
+    bytes = replay_encode(r, s, s, k, agg, len);
+  }
+  replay_decode(r, bytes, out + off, len, 0);
+}
+
+static void replay_step(Replay *r, AxCasyncAlgo algo, float *const *all, float *out) {
+  if (mt_size == 1) {
+    memcpy(out, all[0], r->n * sizeof *out); /* one rank: left as it was */
+    return;
+  }
+  for (int s = 0; s < mt_size; s++)
+    for (size_t k = 0; k * r->piece < segment(r->n, s); k++) replay_piece(r, algo, all, s, k, out);
+}
+
+static void check_replay(const char *spec, AxCasyncAlgo algo, size_t n, size_t chunk_bytes) {
+  AxCodec *c = codec(spec);
+  AxCommConfig cc = tuned(chunk_bytes, 2);
+  AxCasyncState *st = NULL;
+  ck_assert_int_eq(ax_casync_state_new(c, n, mt_size, &cc, &st), AX_OK);
+  Replay r;
+  replay_init(&r, c, n, chunk_bytes / 4);
+  float **all = xmalloc((size_t)mt_size * sizeof *all), *ref = xmalloc(n * sizeof *ref);
+  for (int step = 0; step < 2; step++) { /* the second step sees the first one's state */
+    for (int e = 0; e < mt_size; e++) all[e] = inputs(n, e, 100 + (uint64_t)step);
+    float *got = copy_of(all[mt_rank], n);
+    int rc = run_casync(&cc, c, algo, st, (uint64_t)step, got, n, NULL);
+    mt_expect(rc == AX_OK, "%s %s step %d: %s", spec, ax_casync_algo_name(algo), step,
+              ax_error_message());
+    replay_step(&r, algo, all, ref);
+    size_t bad = first_difference(got, ref, n);
+    mt_expect(bad == n, "%s %s n=%zu step %d: element %zu is %.9g, the replay gives %.9g", spec,
+              ax_casync_algo_name(algo), n, step, bad, bad < n ? got[bad] : 0.0,
+              bad < n ? ref[bad] : 0.0);
+    for (int e = 0; e < mt_size; e++) free(all[e]);
+    free(got);
+  }
+  free(all);
+  free(ref);
+  replay_free(&r);
+  ax_casync_state_free(st);
+  ax_codec_free(c);
+}
+
+START_TEST(onebit_matches_a_replay_of_the_algorithm) {
+  const char *specs[] = {"onebit", "onebit:ef=1"};
+  for (int a = 0; a < N_ALGOS; a++)
+    for (int i = 0; i < 2; i++) {
+      check_replay(specs[i], ALGOS[a], 3001, 1000); /* 250-value pieces, a short last one */
+      check_replay(specs[i], ALGOS[a], 7, 4096);    /* one piece, empty segments on 4+ ranks */
+    }
+  mt_assert_all_ok("onebit through CaSync against a replay");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ wire bytes */
+
+static void check_wire_bytes(const char *spec, AxCasyncAlgo algo) {
+  const size_t n = (size_t)1 << 20;
+  AxCodec *c = codec_or_skip(spec);
+  if (!c) return;
+  AxCommConfig cc = tuned(0, 0);
+  float *x = inputs(n, mt_rank, 5), *y = copy_of(x, n);
+  AxCommBytes plain = {0, 0}, got = {0, 0};
+  mt_expect(ax_allreduce(g_comm, &cc, y, n, AX_COMM_F32, AX_ALLREDUCE_RING, &plain) == AX_OK,
+            "plain ring: %s", ax_error_message());
+  mt_expect(run_casync(&cc, c, algo, NULL, 0, x, n, &got) == AX_OK, "%s %s: %s", spec,
+            ax_casync_algo_name(algo), ax_error_message());
+  double ratio = ax_codec_ratio(c, n), want_sent = ratio * (double)plain.sent,
+         want_received = ratio * (double)plain.received;
+  mt_expect(fabs((double)got.sent - want_sent) <= 0.1 * want_sent &&
+                fabs((double)got.received - want_received) <= 0.1 * want_received,
+            "%s %s n=%zu: sent %llu received %llu, the ratio %.4f of the plain ring's %llu "
+            "and %llu is %.0f and %.0f",
+            spec, ax_casync_algo_name(algo), n, got.sent, got.received, ratio, plain.sent,
+            plain.received, want_sent, want_received);
+  free(x);
+  free(y);
+  ax_codec_free(c);
+}
+
+START_TEST(wire_bytes_follow_the_codec_ratio) {
+  const char *specs[] = {"identity", "onebit", "efsignsgd", "tbq", "terngrad", "qsgd"};
+  for (int a = 0; a < N_ALGOS; a++)
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) check_wire_bytes(specs[i], ALGOS[a]);
+  mt_assert_all_ok("CaSync's bytes against the codec's ratio");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ state */
+
+static void check_state_persists(AxCasyncAlgo algo) {
+  const size_t n = 5003;
+  AxCodec *c = codec("onebit:ef=1");
+  AxCommConfig cc = tuned(4096, 2);
+  const char *a = ax_casync_algo_name(algo);
+  float *x1 = inputs(n, mt_rank, 11), *x2 = inputs(n, mt_rank, 12);
+  float *kept1 = copy_of(x1, n), *kept2 = copy_of(x2, n); /* one state for both steps */
+  float *fresh1 = copy_of(x1, n), *fresh2 = copy_of(x2, n); /* a new state each step */
+  float *loaded2 = copy_of(x2, n); /* step 2 on a state loaded from a checkpoint of step 1 */
+  AxCasyncState *st = NULL, *restored = NULL;
+  ck_assert_int_eq(ax_casync_state_new(c, n, mt_size, &cc, &st), AX_OK);
+  ck_assert_int_eq(ax_casync_state_new(c, n, mt_size, &cc, &restored), AX_OK);
+  int rc = run_casync(&cc, c, algo, st, 0, kept1, n, NULL);
+  size_t blob_bytes = ax_casync_state_bytes(st);
+  void *blob = xmalloc(blob_bytes);
+  if (rc == AX_OK) rc = ax_casync_state_save(st, blob);
+  if (rc == AX_OK) rc = run_casync(&cc, c, algo, st, 1, kept2, n, NULL);
+  if (rc == AX_OK) rc = run_casync(&cc, c, algo, NULL, 0, fresh1, n, NULL);
+  if (rc == AX_OK) rc = run_casync(&cc, c, algo, NULL, 1, fresh2, n, NULL);
+  if (rc == AX_OK) rc = ax_casync_state_load(restored, blob, blob_bytes);
+  if (rc == AX_OK) rc = run_casync(&cc, c, algo, restored, 1, loaded2, n, NULL);
+  mt_expect(rc == AX_OK, "state %s: %s", a, ax_error_message());
+  mt_expect(first_difference(kept1, fresh1, n) == n, "state %s: the first steps differ", a);
+  if (mt_size > 1) {
+    mt_expect(blob_bytes >= n * sizeof(float), "state %s: %zu bytes for %zu residuals", a,
+              blob_bytes, n);
+    mt_expect(first_difference(kept2, fresh2, n) < n,
+              "state %s: the second step with error feedback equals a stateless one", a);
+  }
+  mt_expect(first_difference(kept2, loaded2, n) == n,
+            "state %s: a state loaded from a checkpoint gives another second step", a);
+  mt_expect(replicas_agree(kept2, n), "state %s: replicas differ", a);
+  /* a checkpoint of another size is refused */
+  if (blob_bytes) {
+    mt_expect(ax_casync_state_load(restored, blob, blob_bytes - 1) == AX_ERR,
+              "state %s: a short checkpoint was loaded", a);
+    ax_error_clear();
+  }
+  free(blob), free(x1), free(x2), free(kept1), free(kept2), free(fresh1), free(fresh2);
+  free(loaded2);
+  ax_casync_state_free(st);
+  ax_casync_state_free(restored);
+  ax_codec_free(c);
+}
+
+START_TEST(state_persists_across_calls) {
+  for (int a = 0; a < N_ALGOS; a++) check_state_persists(ALGOS[a]);
+  mt_assert_all_ok("CaSync state across calls");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ emulated link */
+
+static void check_emulated(AxLinkEmu *emu, const char *spec, AxCasyncAlgo algo) {
+  AxCodec *c = codec_or_skip(spec);
+  if (!c) return;
+  const size_t n = 30011;
+  AxCommConfig plain_cc = tuned(8192, 2), emu_cc = plain_cc;
+  AxTraffic traffic;
+  memset(&traffic, 0, sizeof traffic);
+  emu_cc.links = emu;
+  emu_cc.traffic = &traffic;
+  emu_cc.traffic_class = AX_TRAFFIC_DATA_PARALLEL;
+  float *a = inputs(n, mt_rank, 21), *b = copy_of(a, n);
+  AxCommBytes bytes = {0, 0};
+  int rc = run_casync(&plain_cc, c, algo, NULL, 0, a, n, NULL);
+  if (rc == AX_OK) rc = run_casync(&emu_cc, c, algo, NULL, 0, b, n, &bytes);
+  const char *an = ax_casync_algo_name(algo);
+  mt_expect(rc == AX_OK, "%s %s emulated: %s", spec, an, ax_error_message());
+  size_t bad = first_difference(a, b, n);
+  mt_expect(bad == n, "%s %s: element %zu is %.9g over the emulated link, %.9g without", spec,
+            an, bad, bad < n ? b[bad] : 0.0, bad < n ? a[bad] : 0.0);
+  unsigned long long counted = ax_traffic_bytes(&traffic, AX_TRAFFIC_DATA_PARALLEL);
+  mt_expect(counted == bytes.sent, "%s %s: traffic counted %llu bytes as data_parallel, sent %llu",
+            spec, an, counted, bytes.sent);
+  if (mt_size > 1)
+    mt_expect(ax_traffic_crossed(&traffic, AX_TRAFFIC_DATA_PARALLEL) == counted,
+              "%s %s: one rank per node, yet not every byte crossed", spec, an);
+  free(a);
+  free(b);
+  ax_codec_free(c);
+}
+
+START_TEST(an_emulated_link_changes_nothing_but_time) {
+  AxLinkEmuConfig lc = {.ranks_per_node = 1};
+  ck_assert_int_eq(ax_link_spec_parse("10Gbps,20us", &lc.link), AX_OK);
+  AxLinkEmu *emu = NULL;
+  ck_assert_msg(ax_link_emu_create(&emu, g_comm, &lc) == AX_OK, "%s", ax_error_message());
+  const char *specs[] = {"identity", "onebit:ef=1", "terngrad", "powersgd", "randk"};
+  for (int a = 0; a < N_ALGOS; a++)
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+      check_emulated(emu, specs[i], ALGOS[a]);
+  ax_link_emu_destroy(emu);
+  mt_assert_all_ok("CaSync over an emulated link");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ in flight together */
+
+/* Stands in for the optimizer's work between progress calls. */
+static double other_work(const float *x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += x[i] * 0.5;
+  return s;
+}
+
+START_TEST(operations_in_flight_together) {
+  const size_t n = 40009;
+  AxCodec *ef = codec("onebit:ef=1"), *id = codec("identity");
+  AxCommConfig cc = tuned(4096, 2);
+  float *x[4], *ref[4];
+  for (int i = 0; i < 4; i++) {
+    x[i] = inputs(n, mt_rank, 30 + (uint64_t)i);
+    ref[i] = copy_of(x[i], n);
+  }
+  /* one at a time first, each on a fresh state */
+  int rc = run_casync(&cc, ef, AX_CASYNC_RING, NULL, 0, ref[0], n, NULL);
+  if (rc == AX_OK) rc = run_casync(&cc, ef, AX_CASYNC_PS, NULL, 0, ref[1], n, NULL);
+  if (rc == AX_OK) rc = run_casync(&cc, id, AX_CASYNC_PS, NULL, 0, ref[2], n, NULL);
+  if (rc == AX_OK) rc = ax_allreduce(g_comm, &cc, ref[3], n, AX_COMM_F32, AX_ALLREDUCE_RING, NULL);
+  mt_expect(rc == AX_OK, "one at a time: %s", ax_error_message());
+  /* then all four in flight, progressed round-robin with other work between */
+  AxCasyncState *st[3] = {NULL, NULL, NULL};
+  ck_assert_int_eq(ax_casync_state_new(ef, n, mt_size, &cc, &st[0]), AX_OK);
+  ck_assert_int_eq(ax_casync_state_new(ef, n, mt_size, &cc, &st[1]), AX_OK);
+  ck_assert_int_eq(ax_casync_state_new(id, n, mt_size, &cc, &st[2]), AX_OK);
+  AxCodecCtx ctx = ctx_of(0);
+  AxColl *ops[4] = {NULL};
+  mt_run_begin("four operations in flight");
+  rc = ax_casync_allreduce_start(&ops[0], g_comm, &cc, ef, AX_CASYNC_RING, st[0], &ctx, x[0], n,
+                                 NULL);
+  if (rc == AX_OK)
+    rc = ax_casync_allreduce_start(&ops[1], g_comm, &cc, ef, AX_CASYNC_PS, st[1], &ctx, x[1], n,
+                                   NULL);
+  if (rc == AX_OK)
+    rc = ax_casync_allreduce_start(&ops[2], g_comm, &cc, id, AX_CASYNC_PS, st[2], &ctx, x[2], n,
+                                   NULL);
+  if (rc == AX_OK)
+    rc = ax_allreduce_start(&ops[3], g_comm, &cc, x[3], n, AX_COMM_F32, AX_ALLREDUCE_RING, NULL);
+  /* a state in use by an unfinished operation is refused (before it takes a tag) */
+  if (rc == AX_OK && mt_size > 1) {
+    AxColl *again = NULL;
+    int busy = ax_casync_allreduce_start(&again, g_comm, &cc, ef, AX_CASYNC_RING, st[0], &ctx,
+                                         x[0], n, NULL);
+    mt_expect(busy == AX_ERR && again == NULL, "a busy state was accepted");
+    ax_error_clear();
+  }
+  float scratch[4096];
+  for (int i = 0; i < 4096; i++) scratch[i] = (float)i;
+  volatile double sink = 0;
+  int pending = 4;
+  while (rc == AX_OK && pending > 0) {
+    pending = 0;
+    for (int i = 0; i < 4 && rc == AX_OK; i++) {
+      int done = 0;
+      rc = ax_coll_test(ops[i], &done);
+      pending += !done;
+      sink += other_work(scratch, 4096);
+    }
+    if (pending) ax_coll_pause(ops[0], 0);
+  }
+  for (int i = 0; i < 4 && rc == AX_OK; i++) rc = ax_coll_wait(ops[i]); /* already done */
+  mt_run_end();
+  (void)sink;
+  mt_expect(rc == AX_OK, "four in flight: %s", ax_error_message());
+  for (int i = 0; i < 4; i++) {
+    ax_coll_free(ops[i]);
+    size_t bad = first_difference(x[i], ref[i], n);
+    mt_expect(bad == n, "operation %d in flight with others: element %zu differs", i, bad);
+    free(x[i]);
+    free(ref[i]);
+  }
+  for (int i = 0; i < 3; i++) ax_casync_state_free(st[i]);
+  ax_codec_free(ef);
+  ax_codec_free(id);
+  mt_assert_all_ok("CaSync operations in flight together");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ arguments */
+
+START_TEST(names_and_bad_arguments) {
+  for (int a = AX_CASYNC_RING; a <= AX_CASYNC_PS; a++) {
+    AxCasyncAlgo got;
+    ck_assert_int_eq(ax_casync_algo_parse(ax_casync_algo_name((AxCasyncAlgo)a), &got), AX_OK);
+    ck_assert_int_eq(got, a);
+  }
+  AxCasyncAlgo got;
+  ck_assert_int_eq(ax_casync_algo_parse("tree", &got), AX_ERR);
+  ck_assert_ptr_nonnull(strstr(ax_error_message(), "'tree'"));
+  ax_error_clear();
+
+  AxCodec *c = codec("onebit");
+  AxCommConfig cc = tuned(4096, 2), other = tuned(8192, 2);
+  AxCasyncState *st = NULL;
+  ck_assert_int_eq(ax_casync_state_new(c, 100, mt_size, &cc, &st), AX_OK);
+  float x[100];
+  for (int i = 0; i < 100; i++) x[i] = 0.25f * (float)i - 3.0f;
+  float before[100];
+  memcpy(before, x, sizeof x);
+  AxColl *op = (AxColl *)&got;
+  /* a state laid out for another count or other pieces */
+  ck_assert_int_eq(ax_casync_allreduce_start(&op, g_comm, &cc, c, AX_CASYNC_RING, st, NULL, x, 99,
+                                             NULL), AX_ERR);
+  ck_assert_ptr_null(op);
+  ax_error_clear();
+  if (mt_size > 1) {
+    ck_assert_int_eq(ax_casync_allreduce(g_comm, &other, c, AX_CASYNC_RING, st, NULL, x, 100,
+                                         NULL), AX_ERR);
+    ax_error_clear();
+  }
+  ck_assert_int_eq(ax_casync_allreduce(g_comm, &cc, c, (AxCasyncAlgo)9, st, NULL, x, 100, NULL),
+                   AX_ERR);
+  ck_assert_int_eq(ax_casync_allreduce(g_comm, &cc, c, AX_CASYNC_RING, NULL, NULL, x, 100, NULL),
+                   AX_ERR);
+  ck_assert_int_eq(ax_casync_allreduce(g_comm, &cc, c, AX_CASYNC_RING, st, NULL, NULL, 100, NULL),
+                   AX_ERR);
+  ax_error_clear();
+  ck_assert_int_eq(memcmp(x, before, sizeof x), 0); /* nothing ran */
+  /* a NULL context is all zeros; one rank leaves the values as they are */
+  ck_assert_msg(ax_casync_allreduce(g_comm, &cc, c, AX_CASYNC_PS, st, NULL, x, 100, NULL) ==
+                    AX_OK,
+                "%s", ax_error_message());
+  if (mt_size == 1) ck_assert_int_eq(memcmp(x, before, sizeof x), 0);
+  ax_casync_state_free(st);
+  ax_casync_state_free(NULL);
+  ax_coll_free(NULL);
+  ax_codec_free(c);
+}
+END_TEST
+
+static Suite *casync_suite(void) {
+  Suite *s = suite_create("casync");
+  TCase *tc = tu_tcase(s, "casync", 600);
+  tcase_add_test(tc, names_and_bad_arguments);
+  tcase_add_test(tc, identity_matches_the_plain_ring);
+  tcase_add_test(tc, every_codec_leaves_identical_replicas);
+  tcase_add_test(tc, onebit_matches_a_replay_of_the_algorithm);
+  tcase_add_test(tc, wire_bytes_follow_the_codec_ratio);
+  tcase_add_test(tc, state_persists_across_calls);
+  tcase_add_test(tc, an_emulated_link_changes_nothing_but_time);
+  tcase_add_test(tc, operations_in_flight_together);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  mt_init(&argc, &argv);
+  g_cc = ax_comm_config_default();
+  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+  mt_watchdog_start(RUN_TIMEOUT_S);
+  int rc = tu_run_nofork(casync_suite());
+  mt_watchdog_stop();
+  MPI_Comm_free(&g_comm);
+  return mt_finish(rc);
+}

@@ -20,8 +20,8 @@
  *    plain ring's sum bit for bit), encodes the aggregate once and every rank pulls it; every
  *    rank keeps decode(encode(aggregate)).
  * Either way a rank encodes each segment once per operation (its own contribution, a partial
- * sum, or the aggregate it owns), so one codec state per segment carries error feedback and
- * momentum from step to step (AxCasyncState).
+ * sum, or the aggregate it owns), so one codec state per segment (per piece of it, below)
+ * carries error feedback and momentum from step to step (AxCasyncState).
  *
  * Pipelining: a segment is encoded in pieces of at most cc->chunk_bytes of raw fp32 each (the
  * state's layout, fixed by ax_casync_state_new), one message per piece, so that decoding,
@@ -38,8 +38,8 @@
  * applied, the state is not touched). count 0 sends nothing.
  *
  * Messages go through the link layer (link_emulator.h: delayed between virtual nodes with an
- * emulated link, counted as cc->traffic_class) and are cut into cc's chunks where large; the
- * bytes sent and received are ADDED to *bytes when given.
+ * emulated link, counted as cc->traffic_class); the encoded bytes sent and received are ADDED
+ * to *bytes when given, as messages complete.
  *
  * Stochastic codecs draw from (ctx->seed, ctx->step, a range id this operation derives from
  * ctx->range, the segment, the piece and the encoding rank: the choices of different ranks and

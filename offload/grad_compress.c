@@ -9,7 +9,7 @@
 
 int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxCodec *codec,
                           AxCasyncAlgo algo, int ranks, const AxCasyncChoice *choice,
-                          uint64_t seed) {
+                          uint64_t seed, const AxCommConfig *base) {
   *gc = (AxGradCompress){.codec = codec, .algo = algo, .ranks = ranks,
                          .n_chunks = o->n_chunks, .seed = seed, .enabled = 1};
   size_t n = (size_t)o->n_chunks + 1;
@@ -24,12 +24,21 @@ int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxCodec 
     if (!choice[c].compress) continue;
     size_t lo, hi;
     ax_offload_chunk_range(o, c, &lo, &hi);
-    if (ax_casync_state_new(codec, hi - lo, ranks, &gc->states[c]) != AX_OK) {
+    AxCommConfig cc = ax_grad_compress_cc(gc, base, c, hi - lo);
+    if (ax_casync_state_new(codec, hi - lo, ranks, &cc, &gc->states[c]) != AX_OK) {
       ax_grad_compress_free(gc);
       return AX_ERR;
     }
   }
   return AX_OK;
+}
+
+AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int c,
+                                 size_t count) {
+  AxCommConfig cc = ax_comm_config_resolve(base);
+  int parts = gc->choice[c].parts;
+  if (parts > gc->ranks) cc.chunk_bytes = (count * sizeof(float) + (size_t)parts - 1) / (size_t)parts;
+  return cc;
 }
 
 void ax_grad_compress_free(AxGradCompress *gc) {

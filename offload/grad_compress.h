@@ -25,10 +25,15 @@ typedef struct {
   int enabled;             /* 0: every chunk plain (--compress-warmup) */
 } AxGradCompress;
 
-/* One decision per chunk of o (copied) and a fresh state for each compressed chunk. */
+/* One decision per chunk of o (copied) and a fresh state for each compressed chunk, cut as
+ * ax_grad_compress_cc says for base (the data-parallel communication's configuration). */
 int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxCodec *codec,
                           AxCasyncAlgo algo, int ranks, const AxCasyncChoice *choice,
-                          uint64_t seed);
+                          uint64_t seed, const AxCommConfig *base);
+/* The configuration chunk c's CaSync runs with: base, its messages cut into the chosen K
+ * partitions when K exceeds the ranks (HiPress's K > N: ceil(K/N) rounds of pieces). */
+AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int c,
+                                 size_t count);
 void ax_grad_compress_free(AxGradCompress *gc);
 /* Whether chunk c goes through CaSync now. */
 int ax_grad_compress_uses(const AxGradCompress *gc, int c);

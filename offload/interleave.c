@@ -60,9 +60,7 @@ static void reducer_free(Reducer *rd) {
 /* Chunk c through CaSync: K partitions beyond the ranks cut its messages smaller. */
 static int start_compressed(Reducer *rd, int c, size_t lo, size_t hi) {
   const AxGradCompress *gc = rd->r->compress;
-  AxCommConfig cc = ax_comm_config_resolve(rd->r->cc);
-  int parts = gc->choice[c].parts;
-  if (parts > gc->ranks) cc.chunk_bytes = ((hi - lo) * sizeof(float) + parts - 1) / parts;
+  AxCommConfig cc = ax_grad_compress_cc(gc, rd->r->cc, c, hi - lo);
   AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = lo};
   return ax_casync_allreduce_start(&rd->ops[c], rd->r->comm, &cc, gc->codec, gc->algo,
                                    gc->states[c], &ctx, rd->o->grads + lo, hi - lo,

@@ -12,7 +12,7 @@
 . "$(dirname "$0")/mpilib.sh"
 
 COMMON="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 4 --seed 5 \
-  --val-steps 0 --threads 1 --quiet --lr-schedule constant --warmup 0 --allreduce ring"
+  --val-steps 0 --threads 1 --lr-schedule constant --warmup 0 --allreduce ring"
 
 # identity: exactly the uncompressed run
 for grid in "1 2" "2 2"; do

@@ -230,7 +230,7 @@ static int same_everywhere(Cb *b, size_t n, int *same) {
 
 static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, Measured *m) {
   AxCasyncState *st = NULL;
-  if (codec) AX_TRY(ax_casync_state_new(codec, n, b->size, &st));
+  if (codec) AX_TRY(ax_casync_state_new(codec, n, b->size, &b->cc, &st));
   int iters = b->c->iters, rc = AX_OK;
   double *t = ax_malloc((size_t)iters * sizeof *t);
   if (!t) rc = AX_ERR;

@@ -75,7 +75,7 @@ int ax_trainer_setup_compress(AxTrainer *t) {
                                    t->grid.D, is_auto, min_bytes, hi - lo);
   }
   int rc = ax_grad_compress_init(&t->gc, &t->off, t->codec, (AxCasyncAlgo)t->cfg.compress_sync,
-                                 t->grid.D, choice, (uint64_t)t->cfg.seed);
+                                 t->grid.D, choice, (uint64_t)t->cfg.seed, &t->grid.comm_cfg);
   free(choice);
   return rc;
 }

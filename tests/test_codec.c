@@ -324,8 +324,8 @@ START_TEST(topk_keeps_exactly_the_k_largest) {
     for (size_t i = 0; i < n; i++) order[i] = (uint32_t)i;
     sort_key = x;
     qsort(order, n, sizeof *order, by_magnitude);
-    size_t ks[] = {1, n / 3 + 1, n / 100 + 1, n};
-    for (int q = 0; q < 4; q++) {
+    size_t ks[] = {1, n / 3 + 1, n / 100 + 1, n > 1 ? n - 1 : 1, n};
+    for (int q = 0; q < 5; q++) {
       char spec[64];
       snprintf(spec, sizeof spec, "topk:k=%zu", ks[q]);
       AxCodec *c = parse(spec);

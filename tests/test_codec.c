@@ -440,6 +440,39 @@ static void check_feedback_bounded(const char *spec, double bound) {
   ax_codec_free(c);
 }
 
+/* With ef the residual after a step is exactly x - decode(encode(x)), x = residual + g, and
+ * the bytes are those of encoding x without state (onebit's fused path included). */
+START_TEST(error_feedback_residual_is_exactly_what_encoding_lost) {
+  static const char *const specs[] = {"onebit:ef=1", "onebit:scale=twomeans,ef=1", "efsignsgd",
+                                      "tbq:tau=0.3,ef=1", "terngrad:ef=1", "topk:ratio=0.1,ef=1",
+                                      "graddrop:ratio=0.1"};
+  static const size_t sizes[] = {1, 15, 1000, 4096 + 4096 + 17, 8192};
+  for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+      size_t n = sizes[t], len;
+      AxCodec *c = parse(specs[s]);
+      AxCodecState *st = state_of(c, n);
+      float *x = tu_zeros(n), *y = tu_zeros(n);
+      uint8_t *with = enc_buf(c, n), *without = enc_buf(c, n), *ckpt = tu_alloc(ax_codec_state_bytes(st));
+      for (uint64_t step = 0; step < 3; step++) {
+        float *g = tu_random(n, 1.0f, 80 + step);
+        float *res = saved_floats(st, &len, ckpt);
+        for (size_t i = 0; i < n; i++) x[i] = res[i] + g[i];
+        AxCodecCtx ctx = {3, step, 1};
+        size_t nw = encode_ok(c, st, &ctx, g, n, with), no = encode_ok(c, NULL, &ctx, x, n, without);
+        EXPECT_MSG(nw == no && !memcmp(with, without, nw), "%s n=%zu: other bytes", specs[s], n);
+        decode_ok(c, without, no, y, n, 0);
+        res = saved_floats(st, &len, ckpt);
+        for (size_t i = 0; i < n; i++)
+          EXPECT_MSG(res[i] == x[i] - y[i], "%s n=%zu step %d: residual %zu", specs[s], n,
+                     (int)step, i);
+      }
+      ax_codec_state_free(st);
+      ax_codec_free(c);
+    }
+}
+END_TEST
+
 START_TEST(error_feedback_stays_bounded) {
   check_feedback_bounded("onebit:ef=1", 8);
   check_feedback_bounded("efsignsgd", 8);
@@ -657,7 +690,7 @@ END_TEST
 /* ---------------------------------------------------------------- operators */
 
 START_TEST(vector_operators_match_their_scalar_paths) {
-  static const size_t sizes[] = {0, 1, 15, 16, 31, 33, 100, 257, 4099};
+  static const size_t sizes[] = {0, 1, 15, 16, 31, 33, 100, 257, 4099, 8192, 8192 + 40};
   AxCrng r = ax_crng_key(1, 2, 3);
   for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
     size_t n = sizes[t];
@@ -673,6 +706,19 @@ START_TEST(vector_operators_match_their_scalar_paths) {
     ax_op_sign_pack_scalar(x, n, bs, &ss);
     EXPECT(!memcmp(bv, bs, ax_bits_bytes(n, 1)) && sv.sum_pos == ss.sum_pos &&
               sv.sum_neg == ss.sum_neg && sv.n_pos == ss.n_pos && sv.n_neg == ss.n_neg);
+    float *acc = tu_random(n + 1, 1.0f, 90 + t), *sum = tu_zeros(n + 1); /* fused feedback */
+    for (size_t i = 0; i < n; i++) sum[i] = acc[i] + x[i];
+    ax_op_sign_stats(sum, n, &ss);
+    ax_op_add_sign_stats(acc, x, n, &sv);
+    EXPECT(!memcmp(acc, sum, n * sizeof *acc) && sv.sum_pos == ss.sum_pos &&
+           sv.sum_neg == ss.sum_neg && sv.n_pos == ss.n_pos && sv.n_neg == ss.n_neg);
+    ax_op_sign_pack(sum, n, bs, NULL);
+    ax_op_sign_pack_sub(acc, n, -0.25f, 0.5f, bv);
+    EXPECT(!memcmp(bv, bs, ax_bits_bytes(n, 1)));
+    for (size_t i = 0; i < n; i++) {
+      float want = sum[i] - (sum[i] >= 0 ? 0.5f : -0.25f);
+      EXPECT(acc[i] == want || (isnan(acc[i]) && isnan(want)));
+    }
     uint8_t *cv = tu_alloc(n + 1), *cs = tu_alloc(n + 1), *back = tu_alloc(n + 1);
     ax_op_quantize(x, n, 3.0f, 7, r, 5, cv);
     ax_op_quantize_scalar(x, n, 3.0f, 7, r, 5, cs);
@@ -735,6 +781,7 @@ int main(void) {
   tcase_add_test(tc, topk_keeps_exactly_the_k_largest);
   tcase_add_test(tc, decode_add_adds);
   tcase_add_test(tc, encoded_sizes_stay_within_max_bytes);
+  tcase_add_test(tc, error_feedback_residual_is_exactly_what_encoding_lost);
   tcase_add_test(tc, error_feedback_stays_bounded);
   tcase_add_test(tc, state_checkpoint_round_trips_exactly);
   tcase_add_test(tc, randk_picks_the_same_indices_on_every_rank);

@@ -79,6 +79,13 @@ void ax_op_sign_pack(const float *x, size_t n, uint8_t *bits, AxSignStats *s);
 /* out[i] = bit i ? pos : neg (add: +=) */
 void ax_op_sign_unpack(const uint8_t *bits, size_t n, float neg, float pos, float *out, int add);
 
+/* Error feedback for the sign codecs in two reads instead of five: acc += in with the sign
+ * statistics of the new acc (the same values, in the same order, as ax_op_sign_stats of it);
+ * then bits of x as ax_op_sign_pack writes them, and x -= (bit ? pos : neg), which is x minus
+ * its decoding. */
+void ax_op_add_sign_stats(float *acc, const float *in, size_t n, AxSignStats *s);
+void ax_op_sign_pack_sub(float *x, size_t n, float neg, float pos, uint8_t *bits);
+
 void ax_op_sign_stats_scalar(const float *x, size_t n, AxSignStats *s);
 void ax_op_sign_pack_scalar(const float *x, size_t n, uint8_t *bits, AxSignStats *s);
 void ax_op_sign_unpack_scalar(const uint8_t *bits, size_t n, float neg, float pos, float *out,

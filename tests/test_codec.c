@@ -550,6 +550,38 @@ static void linear_sync(const AxCodec *c, AxCodecState **st, const AxCodecCtx *c
   for (int r = 0; r < ranks; r++) EXPECT_OK(ax_codec_rebuild(c, st[r], ctx, n, out[r]));
 }
 
+/* Linear codecs over the same sizes and inputs: max_bytes is the factors' bytes, and the
+ * rebuild is finite (zero input: zero, PowerSGD's orthogonalization of a zero P included). */
+START_TEST(linear_codecs_handle_every_size) {
+  static const char *const specs[] = {"randk", "randk:ratio=1,ef=1", "powersgd",
+                                      "powersgd:rank=1,ef=1", "powersgd:rank=8,cols=5"};
+  static const size_t sizes[] = {0, 1, 7, 64, 1000, 4097};
+  for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
+    AxCodec *c = parse(specs[s]);
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+      size_t n = sizes[t], total = 0;
+      for (int r = 0; r < ax_codec_rounds(c); r++) total += ax_codec_factor_len(c, n, r);
+      ck_assert_uint_eq(ax_codec_max_bytes(c, n), 4 * total);
+      AxCodecState *st = state_of(c, n);
+      float *out = tu_zeros(n + 1);
+      for (int input = 0; input < 3; input++) {
+        float *x = input == 0 ? tu_random(n + 1, 1.0f, 10 + t) : tu_zeros(n + 1);
+        if (input == 2)
+          for (size_t i = 0; i < n; i++) x[i] = 0.5f;
+        AxCodecCtx ctx = {9, (uint64_t)input, t};
+        linear_sync(c, &st, &ctx, &x, 1, n, &out);
+        for (size_t i = 0; i < n; i++) {
+          EXPECT_MSG(isfinite(out[i]), "%s n=%zu: %g at %zu", specs[s], n, out[i], i);
+          if (input == 1 && !strstr(specs[s], "ef=1")) EXPECT(out[i] == 0); /* ef: the residual */
+        }
+      }
+      ax_codec_state_free(st);
+    }
+    ax_codec_free(c);
+  }
+}
+END_TEST
+
 START_TEST(randk_picks_the_same_indices_on_every_rank) {
   size_t n = 1000;
   AxCodec *c = parse("randk:ratio=0.05");
@@ -781,6 +813,7 @@ int main(void) {
   tcase_add_test(tc, topk_keeps_exactly_the_k_largest);
   tcase_add_test(tc, decode_add_adds);
   tcase_add_test(tc, encoded_sizes_stay_within_max_bytes);
+  tcase_add_test(tc, linear_codecs_handle_every_size);
   tcase_add_test(tc, error_feedback_residual_is_exactly_what_encoding_lost);
   tcase_add_test(tc, error_feedback_stays_bounded);
   tcase_add_test(tc, state_checkpoint_round_trips_exactly);

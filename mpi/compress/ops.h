@@ -119,8 +119,12 @@ float ax_op_sample_threshold(const float *x, size_t n, size_t k, AxCrng r, size_
 /* Exactly the k largest |x| (k <= n <= UINT32_MAX), ties to the lower index, NaN as the
  * smallest: their ascending indices in idx[k]. A threshold sampled from r selects candidates
  * (a few more than k) and an exact selection keeps k of them, so the cost is one or two reads
- * of x plus work on the candidates. AX_ERR only when scratch cannot be allocated. */
-int ax_op_topk(const float *x, size_t n, size_t k, AxCrng r, uint32_t *idx);
+ * of x plus work on the candidates. Working memory: scratch when it holds
+ * ax_op_topk_scratch(n, k) bytes (4-byte aligned), else allocated; allocated too, rarely, when
+ * far more than k values tie. AX_ERR only when an allocation fails. */
+int ax_op_topk(const float *x, size_t n, size_t k, AxCrng r, uint32_t *idx, void *scratch,
+               size_t scratch_bytes);
+size_t ax_op_topk_scratch(size_t n, size_t k);
 
 /* ---------------------------------------------------------------- low rank (ops_lowrank.c) */
 

@@ -286,6 +286,29 @@ START_TEST(qsgd_is_unbiased) {
 }
 END_TEST
 
+/* A NaN or an infinity in the input leaves the decoded range non-finite (an overflow check
+ * after the all-reduce still sees it) for the codecs that scale by the input. */
+START_TEST(scaled_codecs_pass_non_finite_input_on) {
+  static const char *const specs[] = {"identity", "onebit", "onebit:scale=twomeans",
+                                      "efsignsgd", "terngrad", "terngrad:bits=8", "qsgd"};
+  size_t n = 100;
+  float *x = tu_random(n, 1.0f, 12), *y = tu_zeros(n);
+  for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
+    for (int bad = 0; bad < 3; bad++) {
+      AxCodec *c = parse(specs[s]);
+      AxCodecCtx ctx = {1, 2, 3};
+      float keep = x[37];
+      x[37] = bad == 0 ? NAN : bad == 1 ? INFINITY : -INFINITY;
+      roundtrip(c, &ctx, x, n, y);
+      x[37] = keep;
+      int finite = 1;
+      for (size_t i = 0; i < n; i++) finite &= isfinite(y[i]) != 0;
+      EXPECT_MSG(!finite, "%s: a %s input decoded finite", specs[s], bad ? "infinite" : "NaN");
+      ax_codec_free(c);
+    }
+}
+END_TEST
+
 START_TEST(stochastic_codecs_are_deterministic_given_the_context) {
   static const char *const specs[] = {"terngrad", "qsgd", "dgc:ratio=0.01", "graddrop"};
   size_t n = 3000;
@@ -809,6 +832,7 @@ int main(void) {
   tcase_add_test(tc, tbq_is_exact_on_its_levels);
   tcase_add_test(tc, terngrad_is_unbiased_for_every_width);
   tcase_add_test(tc, qsgd_is_unbiased);
+  tcase_add_test(tc, scaled_codecs_pass_non_finite_input_on);
   tcase_add_test(tc, stochastic_codecs_are_deterministic_given_the_context);
   tcase_add_test(tc, topk_keeps_exactly_the_k_largest);
   tcase_add_test(tc, decode_add_adds);

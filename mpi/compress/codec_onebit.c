@@ -9,6 +9,7 @@
  * whole word: 8 + 4*ceil(ceil(n/8)/4) bytes, exactly, for every input.
  * Encode is one read of x (ax_op_sign_pack packs the bits and sums both signs' parts); with
  * error feedback two (encode_ef). */
+#include <math.h>
 #include <string.h>
 
 #include "codec_impl.h"
@@ -21,8 +22,12 @@ static size_t max_bytes(const AxCodec *c, size_t n) {
   return 8 + ax_codec_words(ax_bits_bytes(n, 1));
 }
 
+/* The two reconstruction values; NaN when x held a NaN (neither sign counted it), so a
+ * non-finite input decodes non-finite (as an infinite one does through the sums). */
 static void scales(const AxCodec *c, const AxSignStats *s, size_t n, float out[2]) {
-  if (c->p.twomeans) {
+  if (s->n_pos + s->n_neg < n) {
+    out[0] = out[1] = NAN;
+  } else if (c->p.twomeans) {
     out[0] = s->n_neg ? (float)(s->sum_neg / (double)s->n_neg) : 0.0f;
     out[1] = s->n_pos ? (float)(s->sum_pos / (double)s->n_pos) : 0.0f;
   } else {

@@ -26,7 +26,7 @@
 double ax_op_sum(const float *x, size_t n);
 double ax_op_sum_abs(const float *x, size_t n);
 double ax_op_sum_sq(const float *x, size_t n);
-/* max |x| (NaN ignored; 0 for n = 0) */
+/* max |x| (NaN when any x is NaN; 0 for n = 0) */
 float ax_op_max_abs(const float *x, size_t n);
 
 

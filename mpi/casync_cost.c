@@ -42,6 +42,9 @@ double ax_casync_t_orig(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, do
 
 double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
                        int parts) {
+  if (c->linear)
+    return ax_linear_cost_at(&c->enc, bytes) +
+           ax_casync_t_orig(c, AX_CASYNC_RING, ranks, c->ratio * bytes, parts);
   double alpha, beta, gamma;
   int in_round = parts < ranks ? parts : ranks;
   ax_casync_coefficients(algo, ranks, in_round, &alpha, &beta, &gamma);
@@ -74,19 +77,51 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Median seconds of `reps` encodes (decode = 0) or decodes of n values. */
-static int time_codec(const AxCodec *codec, int decode, const float *in, size_t n, void *wire,
-                      float *out, int reps, double *median, size_t *encoded) {
+int ax_casync_linear_pass(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
+                          const float *in, float *out, size_t n, float *factor, size_t *wire) {
+  *wire = 0;
+  for (int r = 0; r < ax_codec_rounds(c); r++) {
+    AX_TRY(ax_codec_factor(c, st, ctx, in, n, r, factor));
+    AX_TRY(ax_codec_factor_reduced(c, st, ctx, n, r, factor));
+    *wire += ax_codec_factor_len(c, n, r) * sizeof(float);
+  }
+  return ax_codec_rebuild(c, st, ctx, n, out);
+}
+
+size_t ax_casync_factor_cap(const AxCodec *c, size_t n) {
+  size_t cap = 1;
+  for (int r = 0; r < ax_codec_rounds(c); r++)
+    if (ax_codec_factor_len(c, n, r) > cap) cap = ax_codec_factor_len(c, n, r);
+  return cap;
+}
+
+/* One size's buffers and state. */
+typedef struct {
+  const AxCodec *c;
+  AxCodecState *st;
+  float *in, *out;
+  void *wire;
+  size_t n, encoded;
+} Sample;
+
+/* One encode (what 0) or decode (1); a linear codec's pass counts as its encode. */
+static int run_once(Sample *s, int what, uint64_t step) {
+  AxCodecCtx ctx = {.seed = 1, .step = step, .range = 0};
+  if (ax_codec_rounds(s->c) > 0)
+    return ax_casync_linear_pass(s->c, s->st, &ctx, s->in, s->out, s->n, s->wire, &s->encoded);
+  if (what == 0) return ax_codec_encode(s->c, NULL, &ctx, s->in, s->n, s->wire, &s->encoded);
+  return ax_codec_decode(s->c, &ctx, s->wire, s->encoded, s->out, s->n, 0);
+}
+
+/* Median seconds of `reps` runs of `what` (after one untimed encode). */
+static int time_runs(Sample *s, int what, int reps, double *median) {
   double t[16];
   if (reps > 16) reps = 16;
-  AxCodecCtx ctx = {.seed = 1, .step = 1, .range = 0};
-  AX_TRY(ax_codec_encode(codec, NULL, &ctx, in, n, wire, encoded));
+  if (reps < 1) reps = 1;
+  AX_TRY(run_once(s, 0, 1));
   for (int i = 0; i < reps; i++) {
     double t0 = ax_now();
-    if (decode)
-      AX_TRY(ax_codec_decode(codec, &ctx, wire, *encoded, out, n, 0));
-    else
-      AX_TRY(ax_codec_encode(codec, NULL, &ctx, in, n, wire, encoded));
+    AX_TRY(run_once(s, what, (uint64_t)i + 2));
     t[i] = ax_now() - t0;
   }
   qsort(t, (size_t)reps, sizeof t[0], cmp_double);
@@ -102,39 +137,46 @@ static AxLinearCost fit(double x0, double y0, double x1, double y1) {
   return (AxLinearCost){latency > 0 ? latency : 0, 1.0 / slope};
 }
 
-/* Encode and decode of one size: seconds each, encoded bytes. */
 typedef struct {
   size_t n, encoded;
   double enc_s, dec_s;
-} Sample;
+} Timing;
 
-static int sample_size(const AxCodec *codec, int reps, size_t n, Sample *s) {
-  float *in = ax_malloc(n * sizeof *in), *out = ax_malloc(n * sizeof *out);
-  void *wire = ax_malloc(ax_codec_max_bytes(codec, n));
-  int rc = in && out && wire ? AX_OK : AX_ERR;
+static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
+  int linear = ax_codec_rounds(codec) > 0;
+  size_t wire = linear ? ax_casync_factor_cap(codec, n) * sizeof(float)
+                       : ax_codec_max_bytes(codec, n);
+  Sample s = {.c = codec, .n = n};
+  s.in = ax_malloc(n * sizeof(float));
+  s.out = ax_malloc(n * sizeof(float));
+  s.wire = ax_malloc(wire + 4);
+  int rc = s.in && s.out && s.wire ? AX_OK : AX_ERR;
+  if (rc == AX_OK && linear) rc = ax_codec_state_new(codec, n, &s.st);
   if (rc == AX_OK) {
     AxRng rng;
     ax_rng_seed(&rng, 1234);
-    for (size_t i = 0; i < n; i++) in[i] = (float)(ax_rng_normal(&rng) * 1e-3);
-    s->n = n;
-    rc = time_codec(codec, 0, in, n, wire, out, reps, &s->enc_s, &s->encoded);
-    if (rc == AX_OK) rc = time_codec(codec, 1, in, n, wire, out, reps, &s->dec_s, &s->encoded);
+    for (size_t i = 0; i < n; i++) s.in[i] = (float)(ax_rng_normal(&rng) * 1e-3);
+    *out = (Timing){.n = n};
+    rc = time_runs(&s, 0, reps, &out->enc_s);
+    if (rc == AX_OK && !linear) rc = time_runs(&s, 1, reps, &out->dec_s);
+    out->encoded = s.encoded;
   }
-  free(in);
-  free(out);
-  free(wire);
+  ax_codec_state_free(s.st);
+  free(s.in);
+  free(s.out);
+  free(s.wire);
   return rc;
 }
 
 int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out) {
-  if (ax_codec_rounds(codec) > 0)
-    return AX_FAIL("profiling: %s is a linear codec (its cost is that of its factor "
-                   "all-reduces)", ax_codec_name(codec));
-  Sample small, large;
+  Timing small, large;
   AX_TRY(sample_size(codec, reps, 16 * 1024, &small));
   AX_TRY(sample_size(codec, reps, 1024 * 1024, &large));
+  out->linear = ax_codec_rounds(codec) > 0;
   out->enc = fit(4.0 * small.n, small.enc_s, 4.0 * large.n, large.enc_s);
-  out->dec = fit((double)small.encoded, small.dec_s, (double)large.encoded, large.dec_s);
+  out->dec = out->linear ? (AxLinearCost){0, INFINITY}
+                         : fit((double)small.encoded, small.dec_s, (double)large.encoded,
+                               large.dec_s);
   out->ratio = (double)large.encoded / (4.0 * large.n);
   return AX_OK;
 }

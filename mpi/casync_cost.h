@@ -10,8 +10,10 @@
  *   T_orig(m, K) = alpha * T_send(m / K)
  *   T_cpr(m, K)  = alpha * T_send(r m / K) + beta * T_enc(m / K) + gamma * T_dec(r m / K)
  * with r the codec's ratio; K beyond N is grouped into ceil(K / N) rounds of N partitions of
- * m / K bytes (the paper's extension), so the formulas are multiplied by ceil(K / N). The
- * choice is the cheaper of min_K T_orig and min_K T_cpr over K in [1, max_parts]. */
+ * m / K bytes (the paper's extension), so the formulas are multiplied by ceil(K / N). A linear
+ * codec (PowerSGD, rand-k) computes its factors and rebuilds once over the whole chunk and
+ * sums the factors with the plain ring: T_cpr(m, K) = T_enc(m) + T_orig(r m, K). The choice
+ * is the cheaper of min_K T_orig and min_K T_cpr over K in [1, max_parts]. */
 #ifndef AX_CASYNC_COST_H
 #define AX_CASYNC_COST_H
 
@@ -30,6 +32,7 @@ typedef struct {
   AxLinearCost enc;  /* encoding m raw bytes (fp32) */
   AxLinearCost dec;  /* decoding m encoded bytes */
   double ratio;      /* encoded bytes / raw bytes (r) */
+  int linear;        /* a linear codec: enc is its factors and rebuild over the whole chunk */
 } AxCasyncCosts;
 
 typedef struct {
@@ -53,8 +56,16 @@ double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, dou
 AxCasyncChoice ax_casync_choose(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
                                 double bytes, int max_parts);
 
-/* Profiles codec c on this core: encode and decode at two sizes (median of `reps` runs each),
- * fitted into c's enc and dec costs, and its ratio at the larger size. Random gradients from a
+/* A linear codec's work on one rank: every round's factor of in[n] (unreduced) and the rebuild
+ * into out[n]; factor holds the largest round's factor; *wire gets the factor bytes. */
+int ax_casync_linear_pass(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
+                          const float *in, float *out, size_t n, float *factor, size_t *wire);
+/* The largest factor of any round of a linear codec on n values (floats). */
+size_t ax_casync_factor_cap(const AxCodec *c, size_t n);
+
+/* Profiles codec c on this core: encode and decode at two sizes (median of `reps` runs each;
+ * a linear codec: its factors and rebuild as the encode, no decode), fitted into c's enc and
+ * dec costs, and its ratio at the larger size. Random gradients from a
  * fixed seed; uses wall time, so the figures vary from run to run (a caller that needs every
  * rank to decide alike must agree on them, e.g. by a maximum over ranks). */
 int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out);

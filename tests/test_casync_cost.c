@@ -84,12 +84,21 @@ START_TEST(threshold_policy_and_linear_codecs) {
   ck_assert_int_eq(ax_compress_decide(onebit, &c, AX_CASYNC_RING, 1, 0, min, 4096).compress, 0);
   cfg.compress_min_bytes = "auto";
   ck_assert_int_eq(ax_compress_policy(&cfg, power, &is_auto, &min), AX_OK);
-  ck_assert(!is_auto && min == 0); /* linear: every chunk */
+  ck_assert(is_auto);
   cfg.compress_min_bytes = "4Q";
   ck_assert_int_eq(ax_compress_policy(&cfg, onebit, &is_auto, &min), AX_ERR);
   ax_error_clear();
   ax_codec_free(onebit);
   ax_codec_free(power);
+}
+END_TEST
+
+START_TEST(linear_codecs_pay_their_factors_once) {
+  /* T_cpr = T_enc(m) + the plain ring over r m */
+  AxCasyncCosts c = {.send = {1e-5, 1e9}, .enc = {1e-4, 5e8}, .dec = {0, INFINITY},
+                     .ratio = 0.01, .linear = 1};
+  double m = 64e6, want = 1e-4 + m / 5e8 + 2 * (1e-5 + 0.01 * m / 2 / 1e9);
+  ck_assert_double_eq_tol(ax_casync_t_cpr(&c, AX_CASYNC_RING, 2, m, 2), want, 1e-12);
 }
 END_TEST
 
@@ -101,6 +110,13 @@ START_TEST(profiled_costs_are_usable) {
   ck_assert(isfinite(c.enc.bytes_per_s) && c.enc.bytes_per_s > 0 && c.enc.latency_s >= 0);
   ck_assert(isfinite(c.dec.bytes_per_s) && c.dec.bytes_per_s > 0 && c.dec.latency_s >= 0);
   ck_assert(c.ratio > 0 && c.ratio < 0.05); /* sign bits and a scale: about 1/32 */
+  ck_assert(!c.linear);
+  AxCodec *power;
+  ck_assert_int_eq(ax_codec_parse("powersgd:rank=2", &power), AX_OK);
+  ck_assert_int_eq(ax_casync_profile_codec(power, 3, &c), AX_OK);
+  ck_assert(c.linear && isfinite(c.enc.bytes_per_s) && c.enc.bytes_per_s > 0);
+  ck_assert(c.ratio > 0 && c.ratio < 0.01); /* (1024 + 1024) x 2 floats of 1M */
+  ax_codec_free(power);
   ax_codec_free(onebit);
 }
 END_TEST
@@ -143,6 +159,7 @@ int main(void) {
   tcase_add_test(tc, slow_link_compresses_fast_link_does_not);
   tcase_add_test(tc, the_choice_is_the_minimum_over_k);
   tcase_add_test(tc, threshold_policy_and_linear_codecs);
+  tcase_add_test(tc, linear_codecs_pay_their_factors_once);
   tcase_add_test(tc, profiled_costs_are_usable);
   tcase_add_test(tc, state_file_round_trip_label_and_damage);
   return tu_run(s);

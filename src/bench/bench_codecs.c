@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench_compress.h"
+#include "mpi/casync_cost.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"
 #include "src/core/timer.h"
@@ -27,26 +28,6 @@ void ax_bench_gradient(float *x, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i++) x[i] = (float)(ax_rng_normal(&rng) * 1e-3);
 }
 
-/* One linear-codec "encode": every round's factor (unreduced) and the rebuild. */
-static int linear_pass(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
-                       const float *in, float *out, size_t n, float *factor, size_t *wire) {
-  *wire = 0;
-  for (int r = 0; r < ax_codec_rounds(c); r++) {
-    AX_TRY(ax_codec_factor(c, st, ctx, in, n, r, factor));
-    AX_TRY(ax_codec_factor_reduced(c, st, ctx, n, r, factor));
-    *wire += ax_codec_factor_len(c, n, r) * sizeof(float);
-  }
-  return ax_codec_rebuild(c, st, ctx, n, out);
-}
-
-/* The largest factor of any round (floats). */
-static size_t factor_cap(const AxCodec *c, size_t n) {
-  size_t cap = 1;
-  for (int r = 0; r < ax_codec_rounds(c); r++)
-    if (ax_codec_factor_len(c, n, r) > cap) cap = ax_codec_factor_len(c, n, r);
-  return cap;
-}
-
 typedef struct {
   const AxCodec *c;
   AxCodecState *st;
@@ -61,7 +42,8 @@ static int time_one(CodecRun *r, int what, int step, double *sec) {
   if (what == 0)
     memcpy(r->out, r->in, r->n * sizeof(float));
   else if (ax_codec_rounds(r->c) > 0)
-    AX_TRY(linear_pass(r->c, r->st, &ctx, r->in, r->out, r->n, r->wire, &r->wire_bytes));
+    AX_TRY(ax_casync_linear_pass(r->c, r->st, &ctx, r->in, r->out, r->n, r->wire,
+                                 &r->wire_bytes));
   else if (what == 1)
     AX_TRY(ax_codec_encode(r->c, r->st, &ctx, r->in, r->n, r->wire, &r->wire_bytes));
   else
@@ -86,7 +68,7 @@ static int time_codec(CodecRun *r, int iters, double med[3]) {
 int ax_bench_codec_row(const AxCodec *c, size_t n, int iters, AxCodecRow *row) {
   int linear = ax_codec_rounds(c) > 0;
   CodecRun r = {.c = c, .n = n};
-  size_t wire_cap = linear ? factor_cap(c, n) * sizeof(float) : ax_codec_max_bytes(c, n);
+  size_t wire_cap = linear ? ax_casync_factor_cap(c, n) * sizeof(float) : ax_codec_max_bytes(c, n);
   r.in = ax_malloc(n * sizeof(float) + 1);
   r.out = ax_malloc(n * sizeof(float) + 1);
   r.wire = ax_malloc(wire_cap + 1);

@@ -211,7 +211,6 @@ typedef struct {
 /* codec NULL: the plain ring. */
 static int one_op(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, AxCasyncState *st, size_t n,
                   int step) {
-  ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank);
   if (!codec) return ax_allreduce(b->comm, &b->cc, b->buf, n, AX_COMM_F32, AX_ALLREDUCE_RING, NULL);
   AxCodecCtx ctx = {.seed = 5, .step = (uint64_t)step, .range = 0};
   return ax_casync_allreduce(b->comm, &b->cc, codec, sync, st, &ctx, b->buf, n, NULL);
@@ -234,10 +233,14 @@ static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, Mea
   int iters = b->c->iters, rc = AX_OK;
   double *t = ax_malloc((size_t)iters * sizeof *t);
   if (!t) rc = AX_ERR;
-  for (int i = 0; i < b->c->warmup && rc == AX_OK; i++) rc = one_op(b, codec, sync, st, n, i + 1);
+  for (int i = 0; i < b->c->warmup && rc == AX_OK; i++) {
+    ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank);
+    rc = one_op(b, codec, sync, st, n, i + 1);
+  }
   AxTraffic before = b->sent;
   for (int i = 0; i < iters && rc == AX_OK; i++) {
     double mine = 0;
+    ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank); /* not timed */
     rc = ax_mpi_agree(b->comm, MPI_Barrier(b->comm) == MPI_SUCCESS ? AX_OK : AX_ERR);
     double t0 = ax_now();
     if (rc == AX_OK) rc = one_op(b, codec, sync, st, n, b->c->warmup + i + 1);
@@ -262,8 +265,7 @@ static AxCasyncChoice model_pick(const AxCasyncCosts *profiled, const AxLinkSpec
                                  size_t n) {
   AxCasyncCosts c = *profiled;
   c.send = (AxLinearCost){link->latency_s, link->bytes_per_s};
-  c.ratio = ax_codec_ratio(codec, n / (size_t)ranks + 1);
-  if (ax_codec_rounds(codec) > 0) return (AxCasyncChoice){.compress = 1, .parts = ranks};
+  c.ratio = ax_codec_ratio(codec, c.linear ? n : n / (size_t)ranks + 1);
   return ax_casync_choose(&c, sync, ranks, 4.0 * (double)n, 0);
 }
 
@@ -271,8 +273,7 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
   int rc = AX_OK;
   for (int i = 0; i < b->n_codecs && rc == AX_OK; i++) {
     costs[i] = (AxCasyncCosts){.enc = {0, 1}, .dec = {0, 1}, .ratio = 1};
-    if (b->rank == 0 && ax_codec_rounds(b->codecs[i]) == 0)
-      rc = ax_casync_profile_codec(b->codecs[i], 5, &costs[i]);
+    if (b->rank == 0) rc = ax_casync_profile_codec(b->codecs[i], 5, &costs[i]);
   }
   AX_TRY(ax_mpi_agree(b->comm, rc));
   AX_MPI(MPI_Bcast(costs, (int)(b->n_codecs * sizeof *costs), MPI_BYTE, 0, b->comm));

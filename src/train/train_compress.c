@@ -38,16 +38,16 @@ static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
 
 int ax_compress_policy(const AxTrainConfig *cfg, const AxCodec *codec, int *is_auto,
                        long long *min_bytes) {
+  (void)codec;
   *min_bytes = 0;
-  AX_TRY(ax_train_compress_min_bytes(cfg, is_auto, min_bytes));
-  if (*is_auto && ax_codec_rounds(codec) > 0) *is_auto = 0;
-  return AX_OK;
+  return ax_train_compress_min_bytes(cfg, is_auto, min_bytes);
 }
 
 AxCasyncChoice ax_compress_decide(const AxCodec *codec, AxCasyncCosts *c, AxCasyncAlgo algo,
                                   int ranks, int is_auto, long long min_bytes, size_t count) {
   double bytes = 4.0 * (double)count;
-  c->ratio = ax_codec_ratio(codec, count / (size_t)ranks + 1);
+  /* a linear codec's factors cover the whole chunk; the others encode segments */
+  c->ratio = ax_codec_ratio(codec, c->linear ? count : count / (size_t)ranks + 1);
   AxCasyncChoice ch = ax_casync_choose(c, algo, ranks, bytes, 0);
   if (!is_auto) {
     ch.compress = ranks > 1 && bytes >= (double)min_bytes;

@@ -9,9 +9,7 @@
 #include "mpi/casync_cost.h"
 #include "train_config.h"
 
-/* How chunks are chosen: the cost model (*is_auto) or a size threshold (--compress-min-bytes;
- * a linear codec under auto compresses every chunk: the cost model covers encode/decode
- * codecs, and a linear codec's factors are always far smaller than the chunk). */
+/* How chunks are chosen: the cost model (*is_auto) or a size threshold (--compress-min-bytes). */
 int ax_compress_policy(const AxTrainConfig *cfg, const AxCodec *codec, int *is_auto,
                        long long *min_bytes);
 /* A chunk of `count` floats on `ranks` data-parallel ranks: the cost model (is_auto; c's

@@ -105,4 +105,28 @@ grep -Eq "^median over 1 repeats: data 1x2 speedup $SPEEDUP .* $SPEEDUP at limit
 grep -Eq "^noise: 1x1 from [0-9.e+-]+ to [0-9.e+-]+ ms \(spread ([0-9]+%|n/a) of the fastest\); [0-3] of 3 speedups" \
   "$TMP/grid.txt" || { fail "bench-grid noise line"; cat "$TMP/grid.txt"; }
 
+# bench compress: a codec row per codec, plain and CaSync rows over two emulated links, every
+# replica identical, JSON rows with the issue's fields
+if ! timeout 300 $MPIEXEC -n 2 "$AXONN" bench compress --codecs "onebit:ef=1,dgc,powersgd:rank=2" \
+    --sizes 256K --links 1Gbps,100Gbps --iters 2 --codec-bytes 1M --json "$TMP/cb.jsonl" \
+    >"$TMP/cb.txt" 2>&1; then
+  fail "bench compress"; cat "$TMP/cb.txt"
+fi
+grep -q DIFF "$TMP/cb.txt" && fail "bench compress: replicas differ"
+"$PYTHON" - "$TMP/cb.jsonl" <<'EOF' || { fail "bench compress JSON"; cat "$TMP/cb.txt"; }
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+codec = [r for r in rows if r["row"] == "codec"]
+ar = [r for r in rows if r["row"] == "allreduce"]
+need = {"codec", "sync", "ranks", "bytes", "link_gbps", "time_us", "wire_bytes", "speedup_vs_plain"}
+assert len(codec) == 3 and len(ar) == 2 * (1 + 3 * 2), (len(codec), len(ar))
+assert all(need <= set(r) for r in rows)
+assert all(r["time_us"] > 0 and r["wire_bytes"] > 0 and r["replicas_identical"] for r in ar)
+plain = [r for r in ar if r["codec"].startswith("none")]
+onebit = [r for r in ar if r["codec"].startswith("onebit")]
+assert all(o["wire_bytes"] < p["wire_bytes"] / 20 for o in onebit for p in plain)
+EOF
+expect_error "--codecs" bench compress --codecs nosuch --allreduce-rows 0
+expect_error "--links" bench compress --links 10parsecs --codec-rows 0
+
 finish

@@ -39,7 +39,7 @@ typedef struct {
 #define COFF(f) offsetof(CbConfig, f)
 static const AxOption CB_OPTS[] = {
     {"codecs", AX_OPT_STRING, COFF(codecs),
-     "identity,onebit:ef=1,terngrad:bits=2,dgc:ratio=0.01,topk:ratio=0.01,powersgd:rank=4",
+     "identity,onebit,onebit:ef=1,terngrad:bits=2,dgc:ratio=0.01,topk:ratio=0.01,powersgd:rank=4",
      "LIST", "codec specs, separated by ';' or ',' between specs (all: every codec)", 1, 0,
      NULL},
     {"sizes", AX_OPT_STRING, COFF(sizes), "4M,64M,256M", "LIST",

@@ -1,0 +1,47 @@
+#!/bin/sh
+# compress-curves.sh — lossy gradient compression against the uncompressed run on real text:
+# the tiny Shakespeare shipped in data/, prepped with `axonn prep`, 300 steps on a 1x2 grid
+# (two data-parallel ranks), every chunk compressed (--compress-min-bytes 0), uncompressed and
+# with each codec of CODECS; prints each run's final validation loss against the uncompressed
+# one with the issue's bar (within 3%: "met" or "MISSED") and plots every curve into one PNG
+# (scripts/plot-loss's rules: skipped without matplotlib). The numbers are docs/compression.md's.
+# Usage: scripts/compress-curves.sh [OUT_DIR]    (AXONN, MPIEXEC, CODECS, STEPS override)
+set -u
+AXONN=${AXONN:-bin/axonn}
+MPIEXEC=${MPIEXEC:-mpiexec}
+OUT=${1:-build/compress-curves}
+STEPS=${STEPS:-300}
+CODECS=${CODECS:-"onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01 onebit:ef=1@100 powersgd:rank=4@100 dgc:ratio=0.01@100"}
+mkdir -p "$OUT"
+"$AXONN" prep --input data/tinyshakespeare.txt --output "$OUT/shak" >/dev/null || exit 1
+COMMON="--data $OUT/shak_train.bin --val-data $OUT/shak_val.bin --layers 2 --hidden 64 \
+  --heads 4 --seq 64 --batch 16 --seed 7 --steps $STEPS --lr 3e-3 --val-every 25 \
+  --val-steps 16 --threads 1 --quiet --g-data 2 --compress-min-bytes 0"
+train() { # NAME ARGS...
+  name=$1; shift
+  # shellcheck disable=SC2086
+  $MPIEXEC -n 2 "$AXONN" train $COMMON --metrics "$OUT/$name.csv" "$@" </dev/null \
+    >"$OUT/$name.log" 2>&1 || { echo "$name: training failed (see $OUT/$name.log)"; exit 1; }
+}
+val() { awk -F, 'NR > 1 && $8 != "" { v = $8 } END { print v }' "$OUT/$1.csv"; }
+train none
+base=$(val none)
+echo "uncompressed: final validation loss $base ($STEPS steps, 1x2)"
+csvs="$OUT/none.csv"
+for item in $CODECS; do
+  spec=${item%@*}; warm=0
+  [ "$item" != "$spec" ] && warm=${item#*@}
+  name=$(echo "$item" | tr ':=.,@' '_____')
+  train "$name" --compress "$spec" --compress-warmup "$warm"
+  v=$(val "$name")
+  awk -v s="$spec" -v w="$warm" -v v="$v" -v b="$base" 'BEGIN {
+    printf "%-18s warm-up %3d: final validation loss %s = %+.1f%% of uncompressed: %s\n",
+      s, w, v, 100 * (v - b) / b, v <= 1.03 * b ? "met" : "MISSED (bar: within 3%)" }'
+  csvs="$csvs $OUT/$name.csv"
+done
+# shellcheck disable=SC2086
+if [ -x scripts/plot ] && /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  /usr/bin/python3 scripts/plot loss $csvs -o "$OUT/curves.png" >/dev/null && echo "curves: $OUT/curves.png"
+else
+  echo "skipped: curves plot (matplotlib is not installed)"
+fi

@@ -14,6 +14,7 @@
  * codec's own), all in host byte order. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,15 +30,19 @@ static const AxCodecImpl *const CODECS[] = {
 };
 enum { N_CODECS = sizeof CODECS / sizeof *CODECS };
 
+static char g_names[256];
+static pthread_once_t g_names_once = PTHREAD_ONCE_INIT;
+
+static void list_names(void) {
+  size_t len = 0;
+  for (int i = 0; i < N_CODECS; i++)
+    len += (size_t)snprintf(g_names + len, sizeof g_names - len, "%s%s", i ? ", " : "",
+                            CODECS[i]->name);
+}
+
 const char *ax_codec_names(void) {
-  static char names[256];
-  if (!names[0]) {
-    size_t len = 0;
-    for (int i = 0; i < N_CODECS; i++)
-      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
-                              CODECS[i]->name);
-  }
-  return names;
+  pthread_once(&g_names_once, list_names);
+  return g_names;
 }
 
 /* ---------------------------------------------------------------- parameters */
@@ -400,6 +405,7 @@ int ax_codec_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, c
   AX_TRY(check_range(c, st, n, "encode"));
   const AxCodecImpl *im = c->impl;
   if (!st || !st->residual) return im->encode(c, st, ctx, in, n, out, bytes);
+  if (im->encode_ef) return im->encode_ef(c, st, ctx, in, n, out, bytes);
   float *x = st->residual; /* x = in + residual, encoded; residual = x - decode(encoded) */
   ax_op_add(x, in, n);
   AX_TRY(im->encode(c, st, ctx, x, n, out, bytes));

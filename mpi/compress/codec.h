@@ -14,7 +14,15 @@
  * Per-range state survives across steps (the error-feedback residual, DGC's momentum and
  * accumulation, PowerSGD's Q) and is saved in checkpoints. Stochastic codecs are deterministic
  * given (seed, step, range): every rank that encodes the same values with the same context gets
- * the same bytes, and rand-k's indices are the same on every rank. */
+ * the same bytes, and rand-k's indices are the same on every rank. Decoding is a function of
+ * the bytes alone: every rank decoding the same bytes gets the same floats, bit for bit.
+ *
+ * The codecs, their keys and defaults, encoded formats and bounds: docs/codecs.md (and each
+ * mpi/compress/codec_<name>.c's header comment). Non-finite input: identity, onebit,
+ * efsignsgd, terngrad and qsgd decode a range holding a NaN or an infinity as non-finite (an
+ * overflow check after the all-reduce sees it); tbq and the sparsifiers may drop it, so a caller
+ * that skips overflowing steps checks before encoding (and keeps such a step out of the
+ * state). */
 #ifndef AX_CODEC_H
 #define AX_CODEC_H
 

@@ -67,6 +67,10 @@ struct AxCodecImpl {
   /* Encode x[n] (error feedback already applied by codec.c); st may be NULL. */
   int (*encode)(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *x,
                 size_t n, void *out, size_t *bytes);
+  /* Optional: the whole error-feedback encode (residual += in, encode it, residual -= its
+   * decoding) fused into fewer passes, bitwise what codec.c's generic wrapper computes. */
+  int (*encode_ef)(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *in,
+                   size_t n, void *out, size_t *bytes);
   /* Decode; codec.c has checked n and the pointers, the codec checks the bytes. */
   int (*decode)(const AxCodec *c, const void *in, size_t bytes, float *out, size_t n, int add);
   /* Linear codecs (st never NULL; codec.c applies nothing for error feedback here: a linear

@@ -7,7 +7,9 @@
  * Keys: onebit scale (mean), ef (0); efsignsgd none.
  * Format: float neg, float pos, then ceil(n/8) bytes of bits (LSB first), zero padded to a
  * whole word: 8 + 4*ceil(ceil(n/8)/4) bytes, exactly, for every input.
- * Encode is one read of x (ax_op_sign_pack packs the bits and sums both signs' parts). */
+ * Encode is one read of x (ax_op_sign_pack packs the bits and sums both signs' parts); with
+ * error feedback two (encode_ef). */
+#include <math.h>
 #include <string.h>
 
 #include "codec_impl.h"
@@ -20,8 +22,12 @@ static size_t max_bytes(const AxCodec *c, size_t n) {
   return 8 + ax_codec_words(ax_bits_bytes(n, 1));
 }
 
+/* The two reconstruction values; NaN when x held a NaN (neither sign counted it), so a
+ * non-finite input decodes non-finite (as an infinite one does through the sums). */
 static void scales(const AxCodec *c, const AxSignStats *s, size_t n, float out[2]) {
-  if (c->p.twomeans) {
+  if (s->n_pos + s->n_neg < n) {
+    out[0] = out[1] = NAN;
+  } else if (c->p.twomeans) {
     out[0] = s->n_neg ? (float)(s->sum_neg / (double)s->n_neg) : 0.0f;
     out[1] = s->n_pos ? (float)(s->sum_pos / (double)s->n_pos) : 0.0f;
   } else {
@@ -46,6 +52,24 @@ static int encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, con
   return AX_OK;
 }
 
+/* Error feedback in two reads: residual += in with its statistics, then its bits and
+ * residual -= decoding (ops.h), bitwise the generic wrapper's result. */
+static int encode_ef(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *in,
+                     size_t n, void *out, size_t *bytes) {
+  (void)ctx;
+  uint8_t *b = out;
+  size_t packed = ax_bits_bytes(n, 1), total = max_bytes(c, n);
+  AxSignStats s;
+  ax_op_add_sign_stats(st->residual, in, n, &s);
+  float sc[2];
+  scales(c, &s, n, sc);
+  memcpy(b, sc, sizeof sc);
+  ax_op_sign_pack_sub(st->residual, n, sc[0], sc[1], b + 8);
+  memset(b + 8 + packed, 0, total - 8 - packed);
+  *bytes = total;
+  return AX_OK;
+}
+
 static int decode(const AxCodec *c, const void *in, size_t bytes, float *out, size_t n, int add) {
   if (bytes != max_bytes(c, n))
     return AX_FAIL("codec %s: %zu bytes for %zu values (expected %zu)", c->impl->name, bytes, n,
@@ -58,10 +82,10 @@ static int decode(const AxCodec *c, const void *in, size_t bytes, float *out, si
 
 const AxCodecImpl ax_codec_onebit = {
     .name = "onebit", .keys = "scale,ef", .defaults = defaults, .max_bytes = max_bytes,
-    .encode = encode, .decode = decode,
+    .encode = encode, .encode_ef = encode_ef, .decode = decode,
 };
 
 const AxCodecImpl ax_codec_efsignsgd = {
     .name = "efsignsgd", .keys = "", .ef_always = 1, .defaults = defaults,
-    .max_bytes = max_bytes, .encode = encode, .decode = decode,
+    .max_bytes = max_bytes, .encode = encode, .encode_ef = encode_ef, .decode = decode,
 };

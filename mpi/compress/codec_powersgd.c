@@ -91,9 +91,9 @@ static int factor_reduced(const AxCodec *c, AxCodecState *st, const AxCodecCtx *
   Shape s = shape_of(c, n);
   if (round == 0) {
     ax_op_orthonormalize(reduced, s.rows, s.r, work(st));
-    memcpy(p_hat(c, st), reduced, s.rows * (size_t)s.r * sizeof *reduced);
+    if (s.r) memcpy(p_hat(c, st), reduced, s.rows * (size_t)s.r * sizeof *reduced);
   } else {
-    memcpy(st->own, reduced, s.cols * (size_t)s.r * sizeof *reduced);
+    if (s.r) memcpy(st->own, reduced, s.cols * (size_t)s.r * sizeof *reduced);
     st->flags |= WARM;
   }
   return AX_OK;

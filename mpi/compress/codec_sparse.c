@@ -60,5 +60,5 @@ int ax_sparse_select_sampled(const float *x, size_t n, size_t keep, size_t cap, 
   *count = ax_op_select_ge(x, n, thr, idx, cap);
   if (*count <= cap) return AX_OK;
   *count = cap; /* too many reached the estimate: the exact top cap */
-  return ax_op_topk(x, n, cap, r, idx);
+  return ax_op_topk(x, n, cap, r, idx, NULL, 0);
 }

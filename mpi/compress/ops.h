@@ -26,7 +26,7 @@
 double ax_op_sum(const float *x, size_t n);
 double ax_op_sum_abs(const float *x, size_t n);
 double ax_op_sum_sq(const float *x, size_t n);
-/* max |x| (NaN ignored; 0 for n = 0) */
+/* max |x| (NaN when any x is NaN; 0 for n = 0) */
 float ax_op_max_abs(const float *x, size_t n);
 
 
@@ -79,6 +79,13 @@ void ax_op_sign_pack(const float *x, size_t n, uint8_t *bits, AxSignStats *s);
 /* out[i] = bit i ? pos : neg (add: +=) */
 void ax_op_sign_unpack(const uint8_t *bits, size_t n, float neg, float pos, float *out, int add);
 
+/* Error feedback for the sign codecs in two reads instead of five: acc += in with the sign
+ * statistics of the new acc (the same values, in the same order, as ax_op_sign_stats of it);
+ * then bits of x as ax_op_sign_pack writes them, and x -= (bit ? pos : neg), which is x minus
+ * its decoding. */
+void ax_op_add_sign_stats(float *acc, const float *in, size_t n, AxSignStats *s);
+void ax_op_sign_pack_sub(float *x, size_t n, float neg, float pos, uint8_t *bits);
+
 void ax_op_sign_stats_scalar(const float *x, size_t n, AxSignStats *s);
 void ax_op_sign_pack_scalar(const float *x, size_t n, uint8_t *bits, AxSignStats *s);
 void ax_op_sign_unpack_scalar(const uint8_t *bits, size_t n, float neg, float pos, float *out,
@@ -112,8 +119,12 @@ float ax_op_sample_threshold(const float *x, size_t n, size_t k, AxCrng r, size_
 /* Exactly the k largest |x| (k <= n <= UINT32_MAX), ties to the lower index, NaN as the
  * smallest: their ascending indices in idx[k]. A threshold sampled from r selects candidates
  * (a few more than k) and an exact selection keeps k of them, so the cost is one or two reads
- * of x plus work on the candidates. AX_ERR only when scratch cannot be allocated. */
-int ax_op_topk(const float *x, size_t n, size_t k, AxCrng r, uint32_t *idx);
+ * of x plus work on the candidates. Working memory: scratch when it holds
+ * ax_op_topk_scratch(n, k) bytes (4-byte aligned), else allocated; allocated too, rarely, when
+ * far more than k values tie. AX_ERR only when an allocation fails. */
+int ax_op_topk(const float *x, size_t n, size_t k, AxCrng r, uint32_t *idx, void *scratch,
+               size_t scratch_bytes);
+size_t ax_op_topk_scratch(size_t n, size_t k);
 
 /* ---------------------------------------------------------------- low rank (ops_lowrank.c) */
 

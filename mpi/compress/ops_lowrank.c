@@ -28,7 +28,7 @@ void ax_op_mat_thin(const float *x, size_t n, size_t rows, size_t cols, const fl
 
 void ax_op_mat_t_thin(const float *x, size_t n, size_t rows, size_t cols, const float *p, int r,
                       double *acc, float *q) {
-  memset(acc, 0, cols * (size_t)r * sizeof *acc);
+  if (cols && r) memset(acc, 0, cols * (size_t)r * sizeof *acc);
   for (size_t i = 0; i < rows; i++) {
     const float *m = x + i * cols, *pi = p + i * (size_t)r;
     size_t len = row_len(n, cols, i);

@@ -79,25 +79,31 @@ double ax_op_sum_scalar(const float *x, size_t n) { return reduce_scalar(x, n, F
 double ax_op_sum_abs_scalar(const float *x, size_t n) { return reduce_scalar(x, n, F_ABS); }
 double ax_op_sum_sq_scalar(const float *x, size_t n) { return reduce_scalar(x, n, F_SQ); }
 
-/* The maximum does not depend on the order; NaN compares false and is skipped. */
+/* The maximum does not depend on the order; a NaN makes the result NaN (so a codec scaled by
+ * it passes the non-finite input on). */
 float ax_op_max_abs(const float *x, size_t n) {
   float m = 0;
+  int nan = 0;
   size_t i = 0;
 #ifdef AX_SIMD_AVX2
   const __m256 sign = _mm256_set1_ps(-0.0f);
-  __m256 m0 = _mm256_setzero_ps(), m1 = m0;
+  __m256 m0 = _mm256_setzero_ps(), m1 = m0, u = m0;
   for (; i + 16 <= n; i += 16) {
-    /* max_ps(a, b) returns b when a is NaN: the NaN operand goes first */
-    m0 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), m0);
-    m1 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i + 8)), m1);
+    __m256 a0 = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
+    __m256 a1 = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i + 8));
+    u = _mm256_or_ps(u, _mm256_cmp_ps(a0, a1, _CMP_UNORD_Q)); /* either one NaN */
+    m0 = _mm256_max_ps(a0, m0);
+    m1 = _mm256_max_ps(a1, m1);
   }
   float l[8];
   _mm256_storeu_ps(l, _mm256_max_ps(m0, m1));
   for (int j = 0; j < 8; j++) m = l[j] > m ? l[j] : m;
+  nan = _mm256_movemask_ps(u) != 0;
 #endif
   for (; i < n; i++) {
     float a = fabsf(x[i]);
+    nan |= a != a;
     m = a > m ? a : m;
   }
-  return m;
+  return nan ? NAN : m;
 }

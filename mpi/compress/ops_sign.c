@@ -45,35 +45,35 @@ static void finish(const Acc *a, const float *x, size_t i, size_t n, uint8_t *bi
   tail(x, i, n, bits, s);
 }
 
-static void pass_scalar(const float *x, size_t n, uint8_t *bits, AxSignStats *s) {
-  Acc a;
-  memset(&a, 0, sizeof a);
+/* The whole blocks of 16 of x[0..n) into the lane sums of a (continuing them), bits from
+ * bits[0] on (may be NULL); returns the count of values done. */
+static size_t blocks_scalar(Acc *a, const float *x, size_t n, uint8_t *bits) {
   size_t i = 0;
   for (; i + LANES <= n; i += LANES) {
     unsigned m = 0;
     for (int j = 0; j < LANES; j++) {
       float v = x[i + j];
       m |= (unsigned)(v >= 0) << j;
-      a.p[j] += v >= 0 ? (double)v : 0.0;
-      a.q[j] += v < 0 ? (double)v : 0.0;
-      a.n_neg += v < 0;
+      a->p[j] += v >= 0 ? (double)v : 0.0;
+      a->q[j] += v < 0 ? (double)v : 0.0;
+      a->n_neg += v < 0;
     }
-    a.n_pos += (size_t)__builtin_popcount(m);
+    a->n_pos += (size_t)__builtin_popcount(m);
     if (bits) bits[i >> 3] = (uint8_t)m, bits[(i >> 3) + 1] = (uint8_t)(m >> 8);
   }
-  finish(&a, x, i, n, bits, s);
+  return i;
 }
 
 #ifdef AX_SIMD_AVX2
 static inline __m256d lo4(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
 static inline __m256d hi4(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
 
-static void pass_avx2(const float *x, size_t n, uint8_t *bits, AxSignStats *s) {
-  Acc a;
-  memset(&a, 0, sizeof a);
+static size_t blocks_avx2(Acc *a, const float *x, size_t n, uint8_t *bits) {
   const __m256 zero = _mm256_setzero_ps();
-  __m256d p0 = _mm256_setzero_pd(), p1 = p0, p2 = p0, p3 = p0, q0 = p0, q1 = p0, q2 = p0,
-          q3 = p0;
+  __m256d p0 = _mm256_loadu_pd(a->p), p1 = _mm256_loadu_pd(a->p + 4),
+          p2 = _mm256_loadu_pd(a->p + 8), p3 = _mm256_loadu_pd(a->p + 12);
+  __m256d q0 = _mm256_loadu_pd(a->q), q1 = _mm256_loadu_pd(a->q + 4),
+          q2 = _mm256_loadu_pd(a->q + 8), q3 = _mm256_loadu_pd(a->q + 12);
   size_t i = 0;
   for (; i + LANES <= n; i += LANES) {
     __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
@@ -85,8 +85,8 @@ static void pass_avx2(const float *x, size_t n, uint8_t *bits, AxSignStats *s) {
       uint16_t w = (uint16_t)mg;
       memcpy(bits + (i >> 3), &w, 2); /* little-endian: byte i/8 first */
     }
-    a.n_pos += (size_t)__builtin_popcount(mg);
-    a.n_neg += (size_t)__builtin_popcount(ml);
+    a->n_pos += (size_t)__builtin_popcount(mg);
+    a->n_neg += (size_t)__builtin_popcount(ml);
     __m256 pp0 = _mm256_and_ps(v0, g0), pp1 = _mm256_and_ps(v1, g1);
     __m256 qq0 = _mm256_and_ps(v0, l0), qq1 = _mm256_and_ps(v1, l1);
     p0 = _mm256_add_pd(p0, lo4(pp0)), p1 = _mm256_add_pd(p1, hi4(pp0));
@@ -94,38 +94,78 @@ static void pass_avx2(const float *x, size_t n, uint8_t *bits, AxSignStats *s) {
     q0 = _mm256_add_pd(q0, lo4(qq0)), q1 = _mm256_add_pd(q1, hi4(qq0));
     q2 = _mm256_add_pd(q2, lo4(qq1)), q3 = _mm256_add_pd(q3, hi4(qq1));
   }
-  _mm256_storeu_pd(a.p, p0), _mm256_storeu_pd(a.p + 4, p1);
-  _mm256_storeu_pd(a.p + 8, p2), _mm256_storeu_pd(a.p + 12, p3);
-  _mm256_storeu_pd(a.q, q0), _mm256_storeu_pd(a.q + 4, q1);
-  _mm256_storeu_pd(a.q + 8, q2), _mm256_storeu_pd(a.q + 12, q3);
+  _mm256_storeu_pd(a->p, p0), _mm256_storeu_pd(a->p + 4, p1);
+  _mm256_storeu_pd(a->p + 8, p2), _mm256_storeu_pd(a->p + 12, p3);
+  _mm256_storeu_pd(a->q, q0), _mm256_storeu_pd(a->q + 4, q1);
+  _mm256_storeu_pd(a->q + 8, q2), _mm256_storeu_pd(a->q + 12, q3);
+  return i;
+}
+#define BLOCKS blocks_avx2
+#else
+#define BLOCKS blocks_scalar
+#endif
+
+static void pass(size_t (*blocks)(Acc *, const float *, size_t, uint8_t *), const float *x,
+                 size_t n, uint8_t *bits, AxSignStats *s) {
+  Acc a;
+  memset(&a, 0, sizeof a);
+  size_t i = blocks(&a, x, n, bits);
   finish(&a, x, i, n, bits, s);
 }
-#endif
 
 void ax_op_sign_pack_scalar(const float *x, size_t n, uint8_t *bits, AxSignStats *s) {
   AxSignStats tmp;
-  pass_scalar(x, n, bits, s ? s : &tmp);
+  pass(blocks_scalar, x, n, bits, s ? s : &tmp);
 }
 
 void ax_op_sign_stats_scalar(const float *x, size_t n, AxSignStats *s) {
-  pass_scalar(x, n, NULL, s);
+  pass(blocks_scalar, x, n, NULL, s);
 }
 
 void ax_op_sign_pack(const float *x, size_t n, uint8_t *bits, AxSignStats *s) {
   AxSignStats tmp;
-#ifdef AX_SIMD_AVX2
-  pass_avx2(x, n, bits, s ? s : &tmp);
-#else
-  pass_scalar(x, n, bits, s ? s : &tmp);
-#endif
+  pass(BLOCKS, x, n, bits, s ? s : &tmp);
 }
 
-void ax_op_sign_stats(const float *x, size_t n, AxSignStats *s) {
+void ax_op_sign_stats(const float *x, size_t n, AxSignStats *s) { pass(BLOCKS, x, n, NULL, s); }
+
+/* ---------------------------------------------------------------- error feedback, fused */
+
+enum { CHUNK = 4096 }; /* a multiple of LANES: the lanes continue across chunks unchanged */
+
+void ax_op_add_sign_stats(float *acc, const float *in, size_t n, AxSignStats *s) {
+  Acc a;
+  memset(&a, 0, sizeof a);
+  size_t i = 0;
+  for (; i < n; i += CHUNK) { /* the add, then the statistics of the chunk while in cache */
+    size_t len = n - i < CHUNK ? n - i : CHUNK;
+    ax_op_add(acc + i, in + i, len);
+    size_t done = BLOCKS(&a, acc + i, len, NULL);
+    if (done < len) {
+      i += done;
+      break;
+    }
+  }
+  finish(&a, acc, i < n ? i : n, n, NULL, s);
+}
+
+void ax_op_sign_pack_sub(float *x, size_t n, float neg, float pos, uint8_t *bits) {
+  size_t i = 0;
 #ifdef AX_SIMD_AVX2
-  pass_avx2(x, n, NULL, s);
-#else
-  pass_scalar(x, n, NULL, s);
+  const __m256 vn = _mm256_set1_ps(neg), vp = _mm256_set1_ps(pos), zero = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i), ge = _mm256_cmp_ps(v, zero, _CMP_GE_OQ);
+    bits[i >> 3] = (uint8_t)_mm256_movemask_ps(ge);
+    _mm256_storeu_ps(x + i, _mm256_sub_ps(v, _mm256_blendv_ps(vn, vp, ge)));
+  }
 #endif
+  uint8_t byte = 0;
+  for (; i < n; i++) {
+    int up = x[i] >= 0;
+    byte |= (uint8_t)(up << (i & 7));
+    x[i] -= up ? pos : neg;
+    if ((i & 7) == 7 || i + 1 == n) bits[i >> 3] = byte, byte = 0;
+  }
 }
 
 /* ---------------------------------------------------------------- back to values */

@@ -80,20 +80,60 @@ float ax_op_sample_threshold(const float *x, size_t n, size_t k, AxCrng r, size_
 
 /* ---------------------------------------------------------------- exact top-k */
 
+/* Memory of one top-k: the sample, the candidate indices and their magnitudes twice. */
 typedef struct {
+  float *sample;
+  size_t s;
   uint32_t *idx; /* candidates, ascending */
   size_t c, cap;
-  float *m, *work;
+  float *m, *work; /* cap floats each */
+  void *owned;     /* an allocation replacing the caller's scratch (too small, or too many
+                      candidates), freed at the end */
 } Cand;
 
-/* The indices whose |x| reaches thr (one read when they fit the buffer, else a second). */
+static size_t sample_size(size_t n) {
+  size_t s = 8192 + n / 256;
+  return s < n ? s : n;
+}
+
+static size_t first_cap(size_t n, size_t k) {
+  size_t cap = 2 * k + 1024;
+  return cap < n ? cap : n;
+}
+
+static size_t bytes_for(size_t s, size_t cap) {
+  return s * sizeof(float) + cap * (sizeof(uint32_t) + 2 * sizeof(float));
+}
+
+size_t ax_op_topk_scratch(size_t n, size_t k) {
+  return k == 0 || k >= n ? 0 : bytes_for(sample_size(n), first_cap(n, k));
+}
+
+/* Lays out s sample floats and cap candidates in mem (bytes_for(s, cap) bytes). */
+static void lay_out(Cand *cd, void *mem, size_t s, size_t cap) {
+  cd->sample = mem;
+  cd->s = s;
+  cd->m = cd->sample + s;
+  cd->work = cd->m + cap;
+  cd->idx = (uint32_t *)(cd->work + cap);
+  cd->cap = cap;
+}
+
+/* Room for cap candidates (keeping the sample's size): a fresh allocation. */
+static int grow(Cand *cd, size_t cap) {
+  void *mem = ax_malloc(bytes_for(cd->s, cap));
+  if (!mem) return AX_ERR;
+  free(cd->owned);
+  cd->owned = mem;
+  lay_out(cd, mem, cd->s, cap);
+  return AX_OK;
+}
+
+/* The indices whose |x| reaches thr (one read when they fit, else a second). */
 static int select_into(const float *x, size_t n, float thr, Cand *cd) {
   cd->c = ax_op_select_ge(x, n, thr, cd->idx, cd->cap);
   if (cd->c <= cd->cap) return AX_OK;
-  free(cd->idx);
-  cd->cap = cd->c;
-  cd->idx = ax_malloc(cd->cap * sizeof *cd->idx);
-  if (!cd->idx) return AX_ERR;
+  AX_TRY(grow(cd, cd->c));
   ax_op_select_ge(x, n, thr, cd->idx, cd->cap);
   return AX_OK;
 }
@@ -101,32 +141,21 @@ static int select_into(const float *x, size_t n, float thr, Cand *cd) {
 /* At least k candidates: the indices reaching a threshold sampled for k, 2k, 4k, ... values,
  * and when even the smallest fails (NaN), every index. */
 static int find_candidates(const float *x, size_t n, size_t k, AxCrng r, Cand *cd) {
-  size_t s = 8192 + n / 256;
-  if (s > n) s = n;
-  float *sample = ax_malloc(s * sizeof *sample);
-  if (!sample) return AX_ERR;
-  int rc = AX_OK;
   cd->c = 0;
-  for (size_t want = k; rc == AX_OK && cd->c < k && want <= n;
+  for (size_t want = k; cd->c < k && want <= n;
        want = want > n / 2 && want < n ? n : 2 * want) {
-    float t = ax_op_sample_threshold(x, n, want, r, s, 3.0, sample);
-    rc = select_into(x, n, t, cd);
+    float t = ax_op_sample_threshold(x, n, want, r, cd->s, 3.0, cd->sample);
+    AX_TRY(select_into(x, n, t, cd));
   }
-  free(sample);
-  if (rc != AX_OK || cd->c >= k) return rc;
-  free(cd->idx);
-  cd->idx = ax_malloc(n * sizeof *cd->idx);
-  if (!cd->idx) return AX_ERR;
+  if (cd->c >= k) return AX_OK;
+  if (cd->cap < n) AX_TRY(grow(cd, n));
   for (size_t i = 0; i < n; i++) cd->idx[i] = (uint32_t)i;
-  cd->c = cd->cap = n;
+  cd->c = n;
   return AX_OK;
 }
 
 /* The k largest candidates, ties to the lower index, in ascending order. */
-static int keep_k(const float *x, Cand *cd, size_t k, uint32_t *idx) {
-  cd->m = ax_malloc(cd->c * 2 * sizeof *cd->m);
-  if (!cd->m) return AX_ERR;
-  cd->work = cd->m + cd->c;
+static void keep_k(const float *x, Cand *cd, size_t k, uint32_t *idx) {
   for (size_t j = 0; j < cd->c; j++) cd->m[j] = cd->work[j] = mag(x[cd->idx[j]]);
   float t = select_desc(cd->work, cd->c, k - 1);
   size_t above = 0;
@@ -137,21 +166,22 @@ static int keep_k(const float *x, Cand *cd, size_t k, uint32_t *idx) {
     if (take && cd->m[j] == t) ties--;
     if (take) idx[out++] = cd->idx[j];
   }
-  return AX_OK;
 }
 
-int ax_op_topk(const float *x, size_t n, size_t k, AxCrng r, uint32_t *idx) {
+int ax_op_topk(const float *x, size_t n, size_t k, AxCrng r, uint32_t *idx, void *scratch,
+               size_t scratch_bytes) {
   if (k == 0) return AX_OK;
   if (k >= n) {
     for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)i;
     return AX_OK;
   }
-  Cand cd = {NULL, 0, 2 * k + 1024, NULL, NULL};
-  if (cd.cap > n) cd.cap = n;
-  cd.idx = ax_malloc(cd.cap * sizeof *cd.idx);
-  int rc = cd.idx ? find_candidates(x, n, k, r, &cd) : AX_ERR;
-  if (rc == AX_OK) rc = keep_k(x, &cd, k, idx);
-  free(cd.idx);
-  free(cd.m);
+  Cand cd = {0};
+  size_t need = ax_op_topk_scratch(n, k);
+  if (scratch && scratch_bytes >= need) lay_out(&cd, scratch, sample_size(n), first_cap(n, k));
+  else if (!(cd.owned = ax_malloc(need))) return AX_ERR;
+  else lay_out(&cd, cd.owned, sample_size(n), first_cap(n, k));
+  int rc = find_candidates(x, n, k, r, &cd);
+  if (rc == AX_OK) keep_k(x, &cd, k, idx);
+  free(cd.owned);
   return rc;
 }

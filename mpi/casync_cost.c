@@ -171,7 +171,7 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
 int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out) {
   Timing small, large;
   AX_TRY(sample_size(codec, reps, 16 * 1024, &small));
-  AX_TRY(sample_size(codec, reps, 1024 * 1024, &large));
+  AX_TRY(sample_size(codec, reps, 4 * 1024 * 1024, &large)); /* 16 MB: out of the caches */
   out->linear = ax_codec_rounds(codec) > 0;
   out->enc = fit(4.0 * small.n, small.enc_s, 4.0 * large.n, large.enc_s);
   out->dec = out->linear ? (AxLinearCost){0, INFINITY}

@@ -17,7 +17,8 @@ static Coef coefficients(const AxAdamWHyper *h, int decay) {
   c.one_b1 = 1.0f - h->beta1;
   c.one_b2 = 1.0f - h->beta2;
   c.c1 = (float)(1.0 / (1.0 - pow(h->beta1, h->step)));
-  c.c2 = (float)(1.0 / (1.0 - pow(h->beta2, h->step)));
+  c.c2 = (float)(1.0 / (1.0 - pow(h->beta2, h->v_frozen_at > 0 ? h->v_frozen_at : h->step)));
+  if (h->v_frozen_at > 0) c.b2 = 1.0f, c.one_b2 = 0.0f;
   c.eps = h->eps;
   c.wd = decay ? h->weight_decay : 0.0f;
   c.gs = h->grad_scale;
@@ -26,11 +27,12 @@ static Coef coefficients(const AxAdamWHyper *h, int decay) {
 
 void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const AxAdamWHyper *h,
                   int decay) {
-  double b1t = pow(h->beta1, h->step), b2t = pow(h->beta2, h->step);
+  int frozen = h->v_frozen_at > 0;
+  double b1t = pow(h->beta1, h->step), b2t = pow(h->beta2, frozen ? h->v_frozen_at : h->step);
   for (size_t i = 0; i < n; i++) {
     double gi = (double)g[i] * h->grad_scale;
     double mi = h->beta1 * (double)m[i] + (1.0 - h->beta1) * gi;
-    double vi = h->beta2 * (double)v[i] + (1.0 - h->beta2) * gi * gi;
+    double vi = frozen ? (double)v[i] : h->beta2 * (double)v[i] + (1.0 - h->beta2) * gi * gi;
     double mhat = mi / (1.0 - b1t), vhat = vi / (1.0 - b2t);
     double wd = decay ? h->weight_decay : 0.0;
     p[i] = (float)(p[i] - h->lr * (mhat / (sqrt(vhat) + h->eps) + wd * p[i]));

@@ -14,6 +14,9 @@ typedef struct {
   float lr, beta1, beta2, eps, weight_decay;
   int step;          /* t, counted from 1 */
   float grad_scale;  /* gradients are multiplied by this (clipping, loss-scale removal) */
+  /* > 0: the second moment v is frozen as it was after this step (1-bit Adam's recipe for
+   * compressed gradients: v is left untouched and bias-corrected as of that step) */
+  int v_frozen_at;
 } AxAdamWHyper;
 
 /* A run of parameters that share the decay decision. */

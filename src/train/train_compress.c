@@ -85,6 +85,11 @@ void ax_trainer_compress_step(AxTrainer *t, int step) {
   t->gc.enabled = step > t->cfg.compress_warmup;
 }
 
+int ax_trainer_v_frozen_at(const AxTrainer *t) {
+  return t->codec && t->gc.enabled && t->cfg.compress_freeze_variance ? t->cfg.compress_warmup
+                                                                        : 0;
+}
+
 /* "2.1 ms" / "35 us" */
 static const char *seconds_text(double s, char *buf, size_t cap) {
   if (!isfinite(s)) snprintf(buf, cap, "-");

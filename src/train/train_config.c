@@ -69,6 +69,9 @@ static const AxOption OPTIONS[] = {
         "compress all-reduce chunks of at least N bytes (K/M/G suffixes; auto: HiPress's cost "
         "model decides per chunk from encode, decode and send costs profiled at the start)"),
     INT("compress-warmup", compress_warmup, "0", "N", "first N steps uncompressed", 0, 1 << 30),
+    INT("compress-freeze-variance", compress_freeze_variance, "0", "0|1",
+        "1-bit Adam's recipe: Adam's second moment stops updating when compression starts "
+        "(after --compress-warmup steps, which must be at least 1)", 0, 1),
     INT("steps", steps, "500", "N", "optimizer steps", 0, 1 << 30),
     FLT("lr", lr, "3e-3", "X", "peak learning rate", 0, 10),
     CHOICE("lr-schedule", lr_schedule, "cosine", "constant|cosine",
@@ -241,6 +244,9 @@ static int check_compress(const AxTrainConfig *cfg) {
   ax_codec_free(codec);
   if (cfg->allreduce_dtype != 0)
     return AX_FAIL("--compress needs --allreduce-dtype fp32 (codecs encode fp32 gradients)");
+  if (cfg->compress_freeze_variance && cfg->compress_warmup < 1)
+    return AX_FAIL("--compress-freeze-variance needs --compress-warmup of at least 1 step (the "
+                   "variance is frozen as the warm-up leaves it)");
   return AX_OK;
 }
 

@@ -37,6 +37,7 @@ typedef struct {
   int compress_sync;        /* AxCasyncAlgo */
   char *compress_min_bytes; /* "auto" or a size */
   int compress_warmup;
+  int compress_freeze_variance; /* 1-bit Adam: Adam's v frozen after the warm-up */
   /* virtual nodes and the emulated link between them (mpi/link_emulator.h) */
   int ranks_per_node;  /* 0: the real nodes */
   char *emulate_link;  /* BW[,LATENCY] (mpi/link_spec.h); NULL: not emulated */

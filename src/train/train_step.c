@@ -123,7 +123,8 @@ static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale)
   return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)t->cfg.beta1,
                         .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
                         .weight_decay = (float)t->cfg.weight_decay,
-                        .step = (int)(t->adam_steps + 1), .grad_scale = grad_scale};
+                        .step = (int)(t->adam_steps + 1), .grad_scale = grad_scale,
+                        .v_frozen_at = ax_trainer_v_frozen_at(t)};
 }
 
 /* The global gradient norm: each stage's sum of squares summed along the pipeline row. */

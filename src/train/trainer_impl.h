@@ -78,5 +78,8 @@ int ax_trainer_setup_checkpoints(AxTrainer *t);
 int ax_trainer_setup_compress(AxTrainer *t);
 void ax_trainer_compress_step(AxTrainer *t, int step);
 void ax_trainer_print_compress(const AxTrainer *t);
+/* The step Adam's second moment stays frozen at while gradients are compressed
+ * (--compress-freeze-variance), 0 when it is updated as usual. */
+int ax_trainer_v_frozen_at(const AxTrainer *t);
 
 #endif

@@ -72,5 +72,6 @@ done
 expect_error "--compress-min-bytes" train --compress onebit --compress-min-bytes 4Q --steps 1
 expect_error "--compress-sync" train --compress onebit --compress-sync tree --steps 1
 expect_error "allreduce-dtype fp32" train --compress onebit --allreduce-dtype bf16 --steps 1
+expect_error "compress-warmup of at least 1" train --compress onebit --compress-freeze-variance 1 --steps 1
 
 finish

@@ -1,11 +1,12 @@
 #!/bin/sh
 # Lossy compression on real text: the tiny Shakespeare shipped in data/, prepped with
-# `axonn prep`, 300 steps on 1x2 with onebit + error feedback, PowerSGD rank 4 and DGC 1%
-# (every chunk compressed): each must learn (final validation loss under 3.5, from ln 256 =
-# 5.55 at the start; a codec that scrambles gradients stays near 5.5) and its gap to the
-# uncompressed run is printed. Issue 16's bar, within 3% of the uncompressed loss, is NOT met
-# by these flat-vector codecs at 300 steps: scripts/compress-curves.sh measures it and
-# docs/compression.md records the figures and why; this test does not claim it.
+# `axonn prep`, 300 steps on 1x2, every chunk compressed:
+#  - onebit + error feedback with 1-bit Adam's recipe (50 plain warm-up steps, then Adam's
+#    variance frozen) ends within 3% of the uncompressed validation loss (issue 16's bar);
+#  - PowerSGD rank 4 and DGC 1% learn (final validation loss under 3.5, from ln 256 = 5.55 at
+#    the start; a codec that scrambles gradients stays near 5.5). They do NOT reach the 3% bar
+#    on this model in 300 steps (docs/compression.md has the figures and why); this test
+#    prints their gap and does not claim it.
 . "$(dirname "$0")/mpilib.sh"
 
 "$AXONN" prep --input data/tinyshakespeare.txt --output "$TMP/shak" >"$TMP/prep.log" 2>&1 ||
@@ -18,13 +19,24 @@ val_loss() { awk -F, 'NR > 1 && $8 != "" { v = $8 } END { print v }' "$TMP/$1.cs
 
 run plain 2 || finish
 base=$(val_loss plain)
-for spec in onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01; do
+
+# SPEC BAR [FLAGS...]: BAR 3% (within 3% of the uncompressed loss) or learns (below 3.5)
+check() {
+  spec=$1; bar=$2; shift 2
   name=$(echo "$spec" | tr ':=.' '___')
-  run "$name" 2 --compress "$spec" || continue
+  run "$name" 2 --compress "$spec" "$@" || return
   v=$(val_loss "$name")
-  awk -v s="$spec" -v a="$v" -v b="$base" 'BEGIN {
+  awk -v s="$spec $*" -v a="$v" -v b="$base" 'BEGIN {
     printf "  %s: val loss %s, uncompressed %s (%+.1f%%)\n", s, a, b, 100 * (a - b) / b }'
-  awk -v a="$v" 'BEGIN { exit !(a != "" && a < 3.5) }' ||
-    fail "$spec: val loss $v after 300 steps: it did not learn"
-done
+  if [ "$bar" = 3% ]; then
+    awk -v a="$v" -v b="$base" 'BEGIN { exit !(a != "" && a <= 1.03 * b) }' ||
+      fail "$spec $*: val loss $v is more than 3% above the uncompressed $base"
+  else
+    awk -v a="$v" 'BEGIN { exit !(a != "" && a < 3.5) }' ||
+      fail "$spec: val loss $v after 300 steps: it did not learn"
+  fi
+}
+check onebit:ef=1 3% --compress-warmup 50 --compress-freeze-variance 1
+check powersgd:rank=4 learns
+check dgc:ratio=0.01 learns
 finish

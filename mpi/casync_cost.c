@@ -104,12 +104,13 @@ typedef struct {
   size_t n, encoded;
 } Sample;
 
-/* One encode (what 0) or decode (1); a linear codec's pass counts as its encode. */
+/* One encode (what 0, with the codec's state) or decode (1); a linear codec's pass counts as
+ * its encode. */
 static int run_once(Sample *s, int what, uint64_t step) {
   AxCodecCtx ctx = {.seed = 1, .step = step, .range = 0};
   if (ax_codec_rounds(s->c) > 0)
     return ax_casync_linear_pass(s->c, s->st, &ctx, s->in, s->out, s->n, s->wire, &s->encoded);
-  if (what == 0) return ax_codec_encode(s->c, NULL, &ctx, s->in, s->n, s->wire, &s->encoded);
+  if (what == 0) return ax_codec_encode(s->c, s->st, &ctx, s->in, s->n, s->wire, &s->encoded);
   return ax_codec_decode(s->c, &ctx, s->wire, s->encoded, s->out, s->n, 0);
 }
 
@@ -151,7 +152,8 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
   s.out = ax_malloc(n * sizeof(float));
   s.wire = ax_malloc(wire + 4);
   int rc = s.in && s.out && s.wire ? AX_OK : AX_ERR;
-  if (rc == AX_OK && linear) rc = ax_codec_state_new(codec, n, &s.st);
+  /* with its state, as a step encodes: error feedback's and momentum's passes count */
+  if (rc == AX_OK) rc = ax_codec_state_new(codec, n, &s.st);
   if (rc == AX_OK) {
     AxRng rng;
     ax_rng_seed(&rng, 1234);

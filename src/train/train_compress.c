@@ -57,6 +57,31 @@ AxCasyncChoice ax_compress_decide(const AxCodec *codec, AxCasyncCosts *c, AxCasy
   return ch;
 }
 
+/* The row length of tensor id's matrices, or 0 for a 1-D tensor. */
+static size_t row_length(const AxGptConfig *c, int id) {
+  size_t C = (size_t)c->channels;
+  switch (id) {
+  case AX_P_WTE: case AX_P_WPE: case AX_P_QKVW: case AX_P_ATTPROJW: case AX_P_FCW: return C;
+  case AX_P_FCPROJW: return 4 * C;
+  default: return 0;
+  }
+}
+
+int ax_trainer_tensor_ranges(const AxStageLayout *lay, const AxGptConfig *c, AxTensorRange *out,
+                             int cap) {
+  int n = 0;
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    if (!lay->has[id] || !lay->count[id]) continue;
+    int layers = ax_param_is_layer(id) ? lay->l1 - lay->l0 : 1;
+    size_t each = lay->count[id] / (size_t)layers, cols = row_length(c, id);
+    for (int l = 0; l < layers; l++, n++)
+      if (out && n < cap)
+        out[n] = (AxTensorRange){lay->offset[id] + (size_t)l * each, each, cols ? cols : each,
+                                 ax_param_name(id), ax_param_is_layer(id) ? lay->l0 + l : -1};
+  }
+  return n;
+}
+
 /* The codec of a part whose rows are `cols` long: for a codec left at cols=auto (PowerSGD)
  * the run's spec with cols=COLS, parsed once per row length (the low-rank structure of a
  * weight matrix is in its own rows); otherwise the run's codec. */

@@ -1,5 +1,5 @@
-/* grad_compress.c — the per-chunk compression decisions and codec states of a stage; see
- * grad_compress.h. */
+/* grad_compress.c — the layer-wise parts of a stage's chunks, their compression decisions and
+ * codec states; see grad_compress.h. */
 #include "grad_compress.h"
 
 #include <stdlib.h>
@@ -7,65 +7,121 @@
 
 #include "src/core/error.h"
 
-int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxCodec *codec,
-                          AxCasyncAlgo algo, int ranks, const AxCasyncChoice *choice,
-                          uint64_t seed, const AxCommConfig *base) {
-  *gc = (AxGradCompress){.codec = codec, .algo = algo, .ranks = ranks,
-                         .n_chunks = o->n_chunks, .seed = seed, .enabled = 1};
-  size_t n = (size_t)o->n_chunks + 1;
-  gc->choice = ax_calloc(n, sizeof *gc->choice);
-  gc->states = ax_calloc(n, sizeof *gc->states);
-  if (!gc->choice || !gc->states) {
-    ax_grad_compress_free(gc);
-    return AX_ERR;
+/* The part starting at pos (below hi): inside tensor *k, or a gap up to the next one. */
+static AxGradPart part_at(const AxTensorRange *t, int n_t, int *k, size_t pos, size_t hi) {
+  while (*k < n_t && t[*k].offset + t[*k].count <= pos) (*k)++;
+  AxGradPart p = {.lo = pos, .hi = hi, .layer = -1};
+  if (*k >= n_t) return p;
+  if (t[*k].offset <= pos) {
+    size_t end = t[*k].offset + t[*k].count;
+    p.hi = end < hi ? end : hi;
+    p.cols = t[*k].cols;
+    p.name = t[*k].name;
+    p.layer = t[*k].layer;
+  } else if (t[*k].offset < hi) {
+    p.hi = t[*k].offset;
   }
-  memcpy(gc->choice, choice, (size_t)o->n_chunks * sizeof *choice);
+  return p;
+}
+
+int ax_grad_parts_cut(const AxOffload *o, const AxTensorRange *t, int n_t, AxGradPart *out,
+                      int cap) {
+  int n = 0, k = 0;
   for (int c = 0; c < o->n_chunks; c++) {
-    if (!choice[c].compress) continue;
     size_t lo, hi;
     ax_offload_chunk_range(o, c, &lo, &hi);
-    AxCommConfig cc = ax_grad_compress_cc(gc, base, c, hi - lo);
-    if (ax_casync_state_new(codec, hi - lo, ranks, &cc, &gc->states[c]) != AX_OK) {
-      ax_grad_compress_free(gc);
-      return AX_ERR;
+    for (size_t pos = lo; pos < hi; n++) {
+      AxGradPart p = part_at(t, n_t, &k, pos, hi);
+      p.chunk = c;
+      if (out && n < cap) out[n] = p;
+      pos = p.hi;
     }
+  }
+  return n;
+}
+
+static int index_chunks(AxGradCompress *gc) {
+  gc->first = ax_calloc((size_t)gc->n_chunks + 1, sizeof *gc->first);
+  if (!gc->first) return AX_ERR;
+  int p = 0;
+  for (int c = 0; c < gc->n_chunks; c++) {
+    gc->first[c] = p;
+    while (p < gc->n_parts && gc->parts[p].chunk == c) p++;
+  }
+  gc->first[gc->n_chunks] = p;
+  if (p != gc->n_parts) return AX_FAIL("compression parts out of chunk order");
+  return AX_OK;
+}
+
+static int new_states(AxGradCompress *gc, const AxCommConfig *base) {
+  for (int i = 0; i < gc->n_parts; i++) {
+    AxGradPart *p = &gc->parts[i];
+    p->state = NULL;
+    if (!p->choice.compress) continue;
+    if (!p->codec) return AX_FAIL("compressed part %d has no codec", i);
+    AxCommConfig cc = ax_grad_compress_cc(gc, base, i);
+    AX_TRY(ax_casync_state_new(p->codec, p->hi - p->lo, gc->ranks, &cc, &p->state));
   }
   return AX_OK;
 }
 
-AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int c,
-                                 size_t count) {
+int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPart *parts,
+                          int n_parts, AxCasyncAlgo algo, int ranks, uint64_t seed,
+                          const AxCommConfig *base) {
+  *gc = (AxGradCompress){.algo = algo, .ranks = ranks, .n_chunks = o->n_chunks,
+                         .seed = seed, .enabled = 1};
+  gc->parts = ax_calloc((size_t)n_parts + 1, sizeof *gc->parts);
+  if (!gc->parts) return AX_ERR;
+  memcpy(gc->parts, parts, (size_t)n_parts * sizeof *parts);
+  for (int i = 0; i < n_parts; i++) gc->parts[i].state = NULL;
+  gc->n_parts = n_parts;
+  int rc = index_chunks(gc);
+  if (rc == AX_OK) rc = new_states(gc, base);
+  if (rc != AX_OK) ax_grad_compress_free(gc);
+  return rc;
+}
+
+AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int p) {
   AxCommConfig cc = ax_comm_config_resolve(base);
-  int parts = gc->choice[c].parts;
-  if (parts > gc->ranks) cc.chunk_bytes = (count * sizeof(float) + (size_t)parts - 1) / (size_t)parts;
+  const AxGradPart *part = &gc->parts[p];
+  size_t count = part->hi - part->lo;
+  int k = part->choice.parts;
+  if (k > gc->ranks) cc.chunk_bytes = (count * sizeof(float) + (size_t)k - 1) / (size_t)k;
   return cc;
 }
 
 void ax_grad_compress_free(AxGradCompress *gc) {
-  if (gc->states)
-    for (int c = 0; c < gc->n_chunks; c++) ax_casync_state_free(gc->states[c]);
-  free(gc->states);
-  free(gc->choice);
+  if (gc->parts)
+    for (int i = 0; i < gc->n_parts; i++) ax_casync_state_free(gc->parts[i].state);
+  free(gc->parts);
+  free(gc->first);
   *gc = (AxGradCompress){0};
 }
 
+int ax_grad_compress_part_uses(const AxGradCompress *gc, int p) {
+  return gc && gc->enabled && p < gc->n_parts && gc->parts[p].choice.compress;
+}
+
 int ax_grad_compress_uses(const AxGradCompress *gc, int c) {
-  return gc && gc->enabled && c < gc->n_chunks && gc->choice[c].compress;
+  if (!gc || !gc->enabled || c >= gc->n_chunks) return 0;
+  for (int p = gc->first[c]; p < gc->first[c + 1]; p++)
+    if (gc->parts[p].choice.compress) return 1;
+  return 0;
 }
 
 size_t ax_grad_compress_state_bytes(const AxGradCompress *gc) {
   size_t total = 0;
-  for (int c = 0; c < gc->n_chunks; c++)
-    if (gc->states[c]) total += ax_casync_state_bytes(gc->states[c]);
+  for (int i = 0; i < gc->n_parts; i++)
+    if (gc->parts[i].state) total += ax_casync_state_bytes(gc->parts[i].state);
   return total;
 }
 
 int ax_grad_compress_save(const AxGradCompress *gc, void *buf) {
   char *p = buf;
-  for (int c = 0; c < gc->n_chunks; c++) {
-    if (!gc->states[c]) continue;
-    AX_TRY(ax_casync_state_save(gc->states[c], p));
-    p += ax_casync_state_bytes(gc->states[c]);
+  for (int i = 0; i < gc->n_parts; i++) {
+    if (!gc->parts[i].state) continue;
+    AX_TRY(ax_casync_state_save(gc->parts[i].state, p));
+    p += ax_casync_state_bytes(gc->parts[i].state);
   }
   return AX_OK;
 }
@@ -75,10 +131,10 @@ int ax_grad_compress_load(AxGradCompress *gc, const void *buf, size_t bytes) {
     return AX_FAIL("codec state of %zu bytes, expected %zu (another codec or grid?)", bytes,
                    ax_grad_compress_state_bytes(gc));
   const char *p = buf;
-  for (int c = 0; c < gc->n_chunks; c++) {
-    if (!gc->states[c]) continue;
-    size_t b = ax_casync_state_bytes(gc->states[c]);
-    AX_TRY(ax_casync_state_load(gc->states[c], p, b));
+  for (int i = 0; i < gc->n_parts; i++) {
+    if (!gc->parts[i].state) continue;
+    size_t b = ax_casync_state_bytes(gc->parts[i].state);
+    AX_TRY(ax_casync_state_load(gc->parts[i].state, p, b));
     p += b;
   }
   return AX_OK;

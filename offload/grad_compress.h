@@ -1,9 +1,13 @@
 /* grad_compress.h — compression of a stage's data-parallel gradient sum (HiPress's CaSync,
- * mpi/casync.h): the codec, the per-chunk decision of selective compression (compress or not,
- * into how many partitions: mpi/casync_cost.h) and the codec state of every chunk, which lives
- * here, with the offload arena's ranges, from step to step and goes into checkpoints. The
- * interleaver (interleave.h) starts a chunk's CaSync all-reduce instead of the plain one when
- * this says so. */
+ * mpi/casync.h), layer-wise: every optimizer chunk is cut into parts at the boundaries of the
+ * stage's tensors (handed over as data by the trainer, like the decay segments: one range per
+ * tensor, per layer for the stacked kinds), and each part has its own decision of selective
+ * compression (compress or not, into how many partitions: mpi/casync_cost.h), its own codec
+ * (a linear codec like PowerSGD is configured with the part's row length) and its own codec
+ * state, which lives here from step to step and goes into checkpoints. The interleaver
+ * (interleave.h) sums a chunk with a group of operations: one CaSync all-reduce per compressed
+ * part and one plain all-reduce per maximal run of adjacent plain parts, started in part
+ * order. */
 #ifndef AX_GRAD_COMPRESS_H
 #define AX_GRAD_COMPRESS_H
 
@@ -14,30 +18,58 @@
 #include "mpi/casync_cost.h"
 #include "offload.h"
 
+/* One tensor (or one layer's slice of a stacked tensor) in the stage's flat range: cols is
+ * the row length of a matrix, the element count of a 1-D tensor; name and layer (-1: none)
+ * only label it in logs. */
 typedef struct {
-  const AxCodec *codec;    /* not owned */
+  size_t offset, count, cols;
+  const char *name; /* not owned; NULL: none */
+  int layer;
+} AxTensorRange;
+
+/* A piece of one chunk inside one tensor range (or a gap between ranges: cols 0). */
+typedef struct {
+  size_t lo, hi;          /* [lo, hi) of the stage's flat range */
+  size_t cols;            /* the tensor's row length; 0: unknown */
+  const char *name;       /* the tensor's (NULL: a gap) */
+  int layer;              /* the tensor's layer, -1: none */
+  int chunk;              /* the optimizer chunk it belongs to */
+  AxCasyncChoice choice;  /* compress or not, and K */
+  const AxCodec *codec;   /* the codec of a compressed part (not owned) */
+  AxCasyncState *state;   /* NULL where the part is not compressed (owned) */
+} AxGradPart;
+
+typedef struct {
   AxCasyncAlgo algo;
   int ranks;               /* of the data-parallel communicator */
-  int n_chunks;
-  AxCasyncChoice *choice;  /* [n_chunks] */
-  AxCasyncState **states;  /* [n_chunks]; NULL where the chunk is not compressed */
+  int n_chunks, n_parts;
+  AxGradPart *parts;       /* [n_parts], in range order */
+  int *first;              /* [n_chunks + 1]: chunk c's parts are [first[c], first[c+1]) */
   uint64_t seed, step;     /* the codec context of this step (the trainer sets step) */
-  int enabled;             /* 0: every chunk plain (--compress-warmup) */
+  int enabled;             /* 0: every part plain (--compress-warmup) */
 } AxGradCompress;
 
-/* One decision per chunk of o (copied) and a fresh state for each compressed chunk, cut as
+/* The parts of o's chunks cut at the boundaries of tensors t[n_t] (in order, not
+ * overlapping; what they leave uncovered becomes parts of cols 0): writes at most `cap` into
+ * out (NULL: counts only) and returns how many there are. choice, codec and state are zero. */
+int ax_grad_parts_cut(const AxOffload *o, const AxTensorRange *t, int n_t, AxGradPart *out,
+                      int cap);
+/* Takes parts[n_parts] (from ax_grad_parts_cut, with choice and, where compressed, codec
+ * filled in; copied) and makes a fresh state for each compressed part, cut as
  * ax_grad_compress_cc says for base (the data-parallel communication's configuration). */
-int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxCodec *codec,
-                          AxCasyncAlgo algo, int ranks, const AxCasyncChoice *choice,
-                          uint64_t seed, const AxCommConfig *base);
-/* The configuration chunk c's CaSync runs with: base, its messages cut into the chosen K
+int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPart *parts,
+                          int n_parts, AxCasyncAlgo algo, int ranks, uint64_t seed,
+                          const AxCommConfig *base);
+/* The configuration part p's CaSync runs with: base, its messages cut into the chosen K
  * partitions when K exceeds the ranks (HiPress's K > N: ceil(K/N) rounds of pieces). */
-AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int c,
-                                 size_t count);
+AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int p);
 void ax_grad_compress_free(AxGradCompress *gc);
-/* Whether chunk c goes through CaSync now. */
+/* Whether part p goes through CaSync now. */
+int ax_grad_compress_part_uses(const AxGradCompress *gc, int p);
+/* Whether any part of chunk c goes through CaSync now. */
 int ax_grad_compress_uses(const AxGradCompress *gc, int c);
-/* Checkpointing: every chunk's state, in chunk order (same codec, chunks and ranks). */
+/* Checkpointing: every compressed part's state, in part order (same codec, parts and
+ * ranks). */
 size_t ax_grad_compress_state_bytes(const AxGradCompress *gc);
 int ax_grad_compress_save(const AxGradCompress *gc, void *buf);
 int ax_grad_compress_load(AxGradCompress *gc, const void *buf, size_t bytes);

@@ -16,9 +16,21 @@ enum { SUB_BLOCK = 1 << 18 }; /* elements updated between two progress calls */
 typedef struct {
   AxOffload *o;
   const AxReduceSpec *r;
-  AxColl **ops; /* per chunk, NULL when not in flight */
+  AxColl **ops; /* per slot (a chunk's group: slot0 / n_slots), NULL when not in flight */
   int active;   /* 1 when there is a group to sum over */
 } Reducer;
+
+/* A chunk's operations live in its slots: one per chunk without compression, one per part
+ * with it (a CaSync per compressed part, a plain all-reduce per run of plain parts in the
+ * run's first slot). */
+static int slot0(const Reducer *rd, int c) {
+  return rd->r->compress ? rd->r->compress->first[c] : c;
+}
+
+static int n_slots(const Reducer *rd, int c) {
+  const AxGradCompress *gc = rd->r->compress;
+  return gc ? gc->first[c + 1] - gc->first[c] : 1;
+}
 
 double ax_host_sumsq(const float *x, size_t n) {
   double total = 0;
@@ -47,51 +59,90 @@ static int reducer_init(Reducer *rd, AxOffload *o, const AxReduceSpec *r) {
   if (r->comm != MPI_COMM_NULL) MPI_Comm_size(r->comm, &size);
   *rd = (Reducer){.o = o, .r = r, .active = size > 1};
   if (!rd->active) return AX_OK;
-  rd->ops = ax_calloc((size_t)o->n_chunks + 1, sizeof *rd->ops);
+  int total = r->compress ? r->compress->n_parts : o->n_chunks;
+  rd->ops = ax_calloc((size_t)total + 1, sizeof *rd->ops);
   return rd->ops ? AX_OK : AX_ERR;
 }
 
 static void reducer_free(Reducer *rd) {
   if (rd->ops)
-    for (int c = 0; c < rd->o->n_chunks; c++) ax_coll_free(rd->ops[c]);
+    for (int c = 0; c < rd->o->n_chunks; c++)
+      for (int k = 0; k < n_slots(rd, c); k++) ax_coll_free(rd->ops[slot0(rd, c) + k]);
   free(rd->ops);
 }
 
-/* Chunk c through CaSync: K partitions beyond the ranks cut its messages smaller. */
-static int start_compressed(Reducer *rd, int c, size_t lo, size_t hi) {
+/* Part p through CaSync: K partitions beyond the ranks cut its messages smaller. */
+static int start_compressed(Reducer *rd, int p) {
   const AxGradCompress *gc = rd->r->compress;
-  AxCommConfig cc = ax_grad_compress_cc(gc, rd->r->cc, c, hi - lo);
-  AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = lo};
-  return ax_casync_allreduce_start(&rd->ops[c], rd->r->comm, &cc, gc->codec, gc->algo,
-                                   gc->states[c], &ctx, rd->o->grads + lo, hi - lo,
-                                   rd->r->bytes);
+  const AxGradPart *part = &gc->parts[p];
+  AxCommConfig cc = ax_grad_compress_cc(gc, rd->r->cc, p);
+  AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = part->lo};
+  return ax_casync_allreduce_start(&rd->ops[p], rd->r->comm, &cc, part->codec, gc->algo,
+                                   part->state, &ctx, rd->o->grads + part->lo,
+                                   part->hi - part->lo, rd->r->bytes);
+}
+
+/* Chunk c's group, in part order: a CaSync per compressed part, one plain fp32 all-reduce per
+ * maximal run of adjacent plain parts. */
+static int start_group(Reducer *rd, int c) {
+  const AxGradCompress *gc = rd->r->compress;
+  int p = gc->first[c], end = gc->first[c + 1];
+  while (p < end) {
+    if (ax_grad_compress_part_uses(gc, p)) {
+      AX_TRY(start_compressed(rd, p++));
+      continue;
+    }
+    int q = p;
+    while (q < end && !ax_grad_compress_part_uses(gc, q)) q++;
+    size_t lo = gc->parts[p].lo, hi = gc->parts[q - 1].hi;
+    AX_TRY(ax_allreduce_start(&rd->ops[p], rd->r->comm, rd->r->cc, rd->o->grads + lo, hi - lo,
+                              AX_COMM_F32, rd->r->algo, rd->r->bytes));
+    p = q;
+  }
+  return AX_OK;
 }
 
 static int start_chunk(Reducer *rd, int c) {
   if (!rd->active || c >= rd->o->n_chunks) return AX_OK;
   AxOffload *o = rd->o;
+  if (ax_grad_compress_uses(rd->r->compress, c)) return start_group(rd, c);
   size_t lo, hi;
   ax_offload_chunk_range(o, c, &lo, &hi);
-  if (ax_grad_compress_uses(rd->r->compress, c)) return start_compressed(rd, c, lo, hi);
+  AxColl **op = &rd->ops[slot0(rd, c)];
   if (o->wire) {
     ax_f32_to_bf16_array(o->wire + lo, o->grads + lo, hi - lo);
-    return ax_allreduce_start(&rd->ops[c], rd->r->comm, rd->r->cc, o->wire + lo, hi - lo,
+    return ax_allreduce_start(op, rd->r->comm, rd->r->cc, o->wire + lo, hi - lo,
                               AX_COMM_BF16, rd->r->algo, rd->r->bytes);
   }
-  return ax_allreduce_start(&rd->ops[c], rd->r->comm, rd->r->cc, o->grads + lo, hi - lo,
-                            AX_COMM_F32, rd->r->algo, rd->r->bytes);
+  return ax_allreduce_start(op, rd->r->comm, rd->r->cc, o->grads + lo, hi - lo, AX_COMM_F32,
+                            rd->r->algo, rd->r->bytes);
 }
 
-/* Waits for chunk c (yielding the core between polls when `yield`), frees it, and brings a
- * bf16 sum back to fp32. */
+/* One progress call on every operation of chunk c's group; *first gets the first slot still
+ * unfinished, or -1 when the whole group is done. */
+static int test_group(Reducer *rd, int c, int *first) {
+  *first = -1;
+  for (int k = slot0(rd, c); k < slot0(rd, c) + n_slots(rd, c); k++) {
+    int done = 1;
+    if (rd->ops[k]) AX_TRY(ax_coll_test(rd->ops[k], &done));
+    if (!done && *first < 0) *first = k;
+  }
+  return AX_OK;
+}
+
+/* Waits for chunk c's group (yielding the core between polls when `yield`), frees it, and
+ * brings a bf16 sum back to fp32. */
 static int wait_chunk(Reducer *rd, int c, int yield) {
   AxOffload *o = rd->o;
-  int rc = AX_OK, done = 0;
-  if (!yield) rc = ax_coll_wait(rd->ops[c]);
-  while (yield && rc == AX_OK && (rc = ax_coll_test(rd->ops[c], &done)) == AX_OK && !done)
-    ax_coll_pause(rd->ops[c], 1); /* a yield, or a sleep with an emulated link */
-  ax_coll_free(rd->ops[c]);
-  rd->ops[c] = NULL;
+  int rc = AX_OK, first = 0, s0 = slot0(rd, c), n = n_slots(rd, c);
+  for (int k = s0; !yield && k < s0 + n && rc == AX_OK; k++)
+    if (rd->ops[k]) rc = ax_coll_wait(rd->ops[k]);
+  while (yield && rc == AX_OK && (rc = test_group(rd, c, &first)) == AX_OK && first >= 0)
+    ax_coll_pause(rd->ops[first], 1); /* a yield, or a sleep with an emulated link */
+  for (int k = s0; k < s0 + n; k++) {
+    ax_coll_free(rd->ops[k]);
+    rd->ops[k] = NULL;
+  }
   AX_TRY(rc);
   if (o->wire && !ax_grad_compress_uses(rd->r->compress, c)) {
     size_t lo, hi;
@@ -116,8 +167,8 @@ static int progress_after(Reducer *rd, int c) {
   if (!rd->active) return AX_OK;
   int last = c + rd->r->window < rd->o->n_chunks ? c + rd->r->window : rd->o->n_chunks - 1;
   for (int k = c + 1; k <= last; k++) {
-    int done;
-    if (rd->ops[k]) AX_TRY(ax_coll_test(rd->ops[k], &done));
+    int first;
+    AX_TRY(test_group(rd, k, &first));
   }
   return AX_OK;
 }

@@ -35,7 +35,8 @@ typedef struct {
   AxProgressMode progress; /* how MPI progresses while AdamW runs */
   size_t norm_skip_lo, norm_skip_hi; /* elements left out of the sum of squares (tied copy) */
   AxTrace *trace;       /* may be NULL */
-  /* chunks it says so go through CaSync with its codec (grad_compress.h); NULL: all plain */
+  /* the layer-wise parts it says so go through CaSync with their codec (grad_compress.h);
+   * NULL: all plain */
   const AxGradCompress *compress;
 } AxReduceSpec;
 

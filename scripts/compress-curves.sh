@@ -5,18 +5,21 @@
 # with each codec of CODECS; prints each run's final validation loss against the uncompressed
 # one with the issue's bar (within 3%: "met" or "MISSED") and plots every curve into one PNG
 # (scripts/plot-loss's rules: skipped without matplotlib). The numbers are docs/compression.md's.
-# Usage: scripts/compress-curves.sh [OUT_DIR]    (AXONN, MPIEXEC, CODECS, STEPS override)
+# Usage: scripts/compress-curves.sh [OUT_DIR]    (AXONN, MPIEXEC, CODECS, STEPS override;
+# MIN_BYTES, default 0, is --compress-min-bytes: e.g. 4K keeps the 1-D tensors of the
+# layer-wise parts plain and compresses every matrix)
 set -u
 AXONN=${AXONN:-bin/axonn}
 MPIEXEC=${MPIEXEC:-mpiexec}
 OUT=${1:-build/compress-curves}
 STEPS=${STEPS:-300}
+MIN_BYTES=${MIN_BYTES:-0}
 CODECS=${CODECS:-"onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01 onebit:ef=1@100 powersgd:rank=4@100 dgc:ratio=0.01@100"}
 mkdir -p "$OUT"
 "$AXONN" prep --input data/tinyshakespeare.txt --output "$OUT/shak" >/dev/null || exit 1
 COMMON="--data $OUT/shak_train.bin --val-data $OUT/shak_val.bin --layers 2 --hidden 64 \
   --heads 4 --seq 64 --batch 16 --seed 7 --steps $STEPS --lr 3e-3 --val-every 25 \
-  --val-steps 16 --threads 1 --quiet --g-data 2 --compress-min-bytes 0"
+  --val-steps 16 --threads 1 --quiet --g-data 2 --compress-min-bytes $MIN_BYTES"
 train() { # NAME ARGS...
   name=$1; shift
   # shellcheck disable=SC2086

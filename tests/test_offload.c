@@ -2,8 +2,11 @@
  * whole-range AdamW (bucket sizes that do not divide the parameter count, coarsening 1..8,
  * bf16 wire), the master weights aliasing the compute copy on the CPU backend, the write-back
  * to a separate device copy (the CPU backend posing as one), and the loss-scale state
- * machine. The multi-rank all-reduce side is tested by tests/mpi_offload.sh. */
+ * machine, and the layer-wise compression parts (chunks cut at every tensor and layer,
+ * covering each chunk once in order). The multi-rank all-reduce side is tested by
+ * tests/mpi_offload.sh. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/gpt_config.h"
@@ -50,6 +53,44 @@ START_TEST(chunks_cover_the_range_once) {
       ck_assert_uint_le(o.arena_bytes, 2 * (lay.total * sizeof(float) + 255 + AX_STAGGER_BYTES));
       ax_offload_free(&o);
     }
+  ax_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(compression_parts_cut_chunks_at_tensors) {
+  AxBackend *be = tu_backend(1);
+  AxStageLayout lay = small_layout();
+  AxGptConfig c = {.max_seq = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2,
+                   .channels = 8};
+  float *grads = tu_zeros(lay.total), *params = tu_zeros(lay.total);
+  AxTensorRange tr[64];
+  int n_t = ax_trainer_tensor_ranges(&lay, &c, tr, 64);
+  /* 2 embeddings, 12 layer kinds x 2 layers, the final LayerNorm's 2 */
+  ck_assert_int_eq(n_t, 2 + 12 * 2 + 2);
+  ck_assert_uint_eq(tr[0].cols, 8);
+  for (size_t bucket = 1; bucket < 3000; bucket = bucket * 3 + 7) {
+    AxParamSegment segs[AX_N_PARAMS];
+    AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = 1, .segs = segs,
+                          .n_segs = ax_trainer_decay_segments(&lay, 0, segs)};
+    AxOffload o;
+    ck_assert_int_eq(ax_offload_init(&o, be, lay.total, params, grads, &oc, NULL), AX_OK);
+    int n = ax_grad_parts_cut(&o, tr, n_t, NULL, 0);
+    AxGradPart *parts = calloc((size_t)n, sizeof *parts);
+    ck_assert_int_eq(ax_grad_parts_cut(&o, tr, n_t, parts, n), n);
+    ck_assert_int_ge(n, n_t > o.n_chunks ? n_t : o.n_chunks);
+    size_t next = 0;
+    for (int p = 0; p < n; p++) {
+      size_t lo, hi;
+      ax_offload_chunk_range(&o, parts[p].chunk, &lo, &hi);
+      ck_assert_uint_eq(parts[p].lo, next);
+      ck_assert(parts[p].hi > parts[p].lo && parts[p].lo >= lo && parts[p].hi <= hi);
+      ck_assert(parts[p].name != NULL); /* the tensors cover the stage: no gaps */
+      next = parts[p].hi;
+    }
+    ck_assert_uint_eq(next, lay.total);
+    free(parts);
+    ax_offload_free(&o);
+  }
   ax_backend_destroy(be);
 }
 END_TEST
@@ -149,6 +190,7 @@ int main(void) {
   Suite *s = suite_create("offload");
   TCase *tc = tu_tcase(s, "offload", 60);
   tcase_add_test(tc, chunks_cover_the_range_once);
+  tcase_add_test(tc, compression_parts_cut_chunks_at_tensors);
   tcase_add_test(tc, chunked_update_equals_whole_update);
   tcase_add_test(tc, separate_device_copy_gets_the_update_written_back);
   tcase_add_test(tc, bf16_wire_on_one_rank_leaves_gradients_exact);

@@ -1,9 +1,10 @@
 /* train_compress.c — the trainer's side of gradient compression: the codec of --compress, the
- * per-chunk decisions (--compress-min-bytes N, or HiPress's cost model fed by costs profiled
+ * per-part decisions of layer-wise compression (--compress-min-bytes N, or HiPress's cost model fed by costs profiled
  * here and agreed by every rank), the codec states (offload/grad_compress.h), the decision
  * table in the run's header, and the step's codec context (--compress-warmup). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
@@ -56,6 +57,78 @@ AxCasyncChoice ax_compress_decide(const AxCodec *codec, AxCasyncCosts *c, AxCasy
   return ch;
 }
 
+/* The row length of tensor id's matrices, or 0 for a 1-D tensor. */
+static size_t row_length(const AxGptConfig *c, int id) {
+  size_t C = (size_t)c->channels;
+  switch (id) {
+  case AX_P_WTE: case AX_P_WPE: case AX_P_QKVW: case AX_P_ATTPROJW: case AX_P_FCW: return C;
+  case AX_P_FCPROJW: return 4 * C;
+  default: return 0;
+  }
+}
+
+int ax_trainer_tensor_ranges(const AxStageLayout *lay, const AxGptConfig *c, AxTensorRange *out,
+                             int cap) {
+  int n = 0;
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    if (!lay->has[id] || !lay->count[id]) continue;
+    int layers = ax_param_is_layer(id) ? lay->l1 - lay->l0 : 1;
+    size_t each = lay->count[id] / (size_t)layers, cols = row_length(c, id);
+    for (int l = 0; l < layers; l++, n++)
+      if (out && n < cap)
+        out[n] = (AxTensorRange){lay->offset[id] + (size_t)l * each, each, cols ? cols : each,
+                                 ax_param_name(id), ax_param_is_layer(id) ? lay->l0 + l : -1};
+  }
+  return n;
+}
+
+/* The codec of a part whose rows are `cols` long: for a codec left at cols=auto (PowerSGD)
+ * the run's spec with cols=COLS, parsed once per row length (the low-rank structure of a
+ * weight matrix is in its own rows); otherwise the run's codec. */
+static int shaped_codec(AxTrainer *t, size_t cols, const AxCodec **out) {
+  const char *spec = ax_codec_spec(t->codec), *at = strstr(spec, "cols=auto");
+  *out = t->codec;
+  if (!at || !cols) return AX_OK;
+  char want[512];
+  int len = snprintf(want, sizeof want, "%.*scols=%zu%s", (int)(at - spec), spec, cols,
+                     at + strlen("cols=auto"));
+  if (len < 0 || (size_t)len >= sizeof want) return AX_FAIL("codec spec too long: %s", spec);
+  for (int i = 0; i < t->n_shaped; i++)
+    if (!strcmp(ax_codec_spec(t->shaped[i]), want)) return *out = t->shaped[i], AX_OK;
+  AxCodec **grown = realloc(t->shaped, ((size_t)t->n_shaped + 1) * sizeof *grown);
+  if (!grown) return AX_FAIL("out of memory for the codecs of the tensors");
+  t->shaped = grown;
+  AX_TRY(ax_codec_parse(want, &t->shaped[t->n_shaped]));
+  *out = t->shaped[t->n_shaped++];
+  return AX_OK;
+}
+
+/* This stage's chunks cut at its tensors (layer-wise parts), into *out (caller frees). */
+static int cut_parts(AxTrainer *t, AxGradPart **out, int *n) {
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  int n_t = ax_trainer_tensor_ranges(lay, &t->model, NULL, 0);
+  AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
+  if (!tr) return AX_ERR;
+  ax_trainer_tensor_ranges(lay, &t->model, tr, n_t);
+  *n = ax_grad_parts_cut(&t->off, tr, n_t, NULL, 0);
+  *out = ax_calloc((size_t)*n + 1, sizeof **out);
+  if (*out) ax_grad_parts_cut(&t->off, tr, n_t, *out, *n);
+  free(tr);
+  return *out ? AX_OK : AX_ERR;
+}
+
+/* Every part's codec and decision (the cost model or the threshold, on the part's size). */
+static int decide_parts(AxTrainer *t, AxCasyncCosts *costs, int is_auto, long long min_bytes,
+                        AxGradPart *parts, int n) {
+  for (int i = 0; i < n; i++) {
+    AX_TRY(shaped_codec(t, parts[i].cols, &parts[i].codec));
+    parts[i].choice = ax_compress_decide(parts[i].codec, costs,
+                                         (AxCasyncAlgo)t->cfg.compress_sync, t->grid.D,
+                                         is_auto, min_bytes, parts[i].hi - parts[i].lo);
+  }
+  return AX_OK;
+}
+
 int ax_trainer_setup_compress(AxTrainer *t) {
   if (!ax_train_compresses(&t->cfg)) return AX_OK;
   AX_TRY(ax_codec_parse(t->cfg.compress, &t->codec));
@@ -66,17 +139,14 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   t->compress_profiled = is_auto && t->grid.D > 1;
   if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));
   t->compress_costs = costs;
-  AxCasyncChoice *choice = ax_calloc((size_t)t->off.n_chunks + 1, sizeof *choice);
-  if (!choice) return AX_ERR;
-  for (int c = 0; c < t->off.n_chunks; c++) {
-    size_t lo, hi;
-    ax_offload_chunk_range(&t->off, c, &lo, &hi);
-    choice[c] = ax_compress_decide(t->codec, &costs, (AxCasyncAlgo)t->cfg.compress_sync,
-                                   t->grid.D, is_auto, min_bytes, hi - lo);
-  }
-  int rc = ax_grad_compress_init(&t->gc, &t->off, t->codec, (AxCasyncAlgo)t->cfg.compress_sync,
-                                 t->grid.D, choice, (uint64_t)t->cfg.seed, &t->grid.comm_cfg);
-  free(choice);
+  AxGradPart *parts;
+  int n;
+  AX_TRY(cut_parts(t, &parts, &n));
+  int rc = decide_parts(t, &costs, is_auto, min_bytes, parts, n);
+  if (rc == AX_OK)
+    rc = ax_grad_compress_init(&t->gc, &t->off, parts, n, (AxCasyncAlgo)t->cfg.compress_sync,
+                               t->grid.D, (uint64_t)t->cfg.seed, &t->grid.comm_cfg);
+  free(parts);
   return rc;
 }
 
@@ -117,26 +187,42 @@ void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoi
          seconds_text(ch->t_cpr, b, sizeof b), ch->cpr_parts, ch->compress ? "compress" : "plain");
 }
 
+enum { PRINT_PARTS = 20 }; /* parts listed in the header; the rest are summarized */
+
+/* "qkvw L1 (chunk 0)" / "gap (chunk 2)" */
+static void part_label(const AxGradPart *p, char *buf, size_t cap) {
+  if (p->layer >= 0)
+    snprintf(buf, cap, "%s L%d (chunk %d)", p->name ? p->name : "gap", p->layer, p->chunk);
+  else
+    snprintf(buf, cap, "%s (chunk %d)", p->name ? p->name : "gap", p->chunk);
+}
+
 void ax_trainer_print_compress(const AxTrainer *t) {
   if (!t->codec) return;
   const AxGradCompress *gc = &t->gc;
   int compressed = 0;
-  for (int c = 0; c < gc->n_chunks; c++) compressed += gc->choice[c].compress;
-  ax_log("compression: %s over CaSync %s on %d data-parallel rank(s); %d of %d chunk(s) of stage "
-         "%d compressed (%s)%s", ax_codec_spec(t->codec),
-         ax_casync_algo_name(gc->algo), t->grid.D, compressed, gc->n_chunks, t->grid.stage,
+  size_t bytes = 0, cbytes = 0;
+  for (int i = 0; i < gc->n_parts; i++) {
+    size_t b = (gc->parts[i].hi - gc->parts[i].lo) * sizeof(float);
+    bytes += b;
+    if (gc->parts[i].choice.compress) compressed++, cbytes += b;
+  }
+  ax_log("compression: %s over CaSync %s on %d data-parallel rank(s), layer-wise; %d of %d "
+         "part(s) (%zu of %zu bytes) in %d chunk(s) of stage %d compressed (%s)%s",
+         ax_codec_spec(t->codec), ax_casync_algo_name(gc->algo), t->grid.D, compressed,
+         gc->n_parts, cbytes, bytes, gc->n_chunks, t->grid.stage,
          t->compress_profiled ? "cost model" : "--compress-min-bytes",
          t->cfg.compress_warmup ? "; plain during the warm-up steps" : "");
   if (t->compress_profiled)
     ax_compress_print_costs(&t->compress_costs, ax_link_emulating(t->links)
                                                     ? "the emulated link"
                                                     : "measured ping-pong; max over ranks");
-  for (int c = 0; c < gc->n_chunks; c++) {
-    size_t lo, hi;
-    char what[32];
-    ax_offload_chunk_range(&t->off, c, &lo, &hi);
-    snprintf(what, sizeof what, "chunk %d", c);
-    ax_compress_print_choice(what, (hi - lo) * sizeof(float), &gc->choice[c],
-                             t->compress_profiled);
+  for (int i = 0; i < gc->n_parts && i < PRINT_PARTS; i++) {
+    char what[96];
+    part_label(&gc->parts[i], what, sizeof what);
+    ax_compress_print_choice(what, (gc->parts[i].hi - gc->parts[i].lo) * sizeof(float),
+                             &gc->parts[i].choice, t->compress_profiled);
   }
+  if (gc->n_parts > PRINT_PARTS)
+    ax_log("  ... and %d more part(s)", gc->n_parts - PRINT_PARTS);
 }

@@ -81,9 +81,10 @@ static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile
 
 /* What a rank's codec state belongs to: a resume restores it only into the same. */
 static void codec_label(const AxTrainer *t, char *buf, size_t cap) {
-  snprintf(buf, cap, "codec %s sync %s grid %dx%d rank %d chunks %d bucket %lld coarsening %d",
-           ax_codec_spec(t->codec), ax_casync_algo_name(t->gc.algo), t->grid.P, t->grid.D,
-           t->grid.rank, t->gc.n_chunks, t->cfg.bucket_size, t->cfg.coarsening);
+  snprintf(buf, cap, "codec %s sync %s grid %dx%d rank %d chunks %d layer-wise parts %d "
+           "bucket %lld coarsening %d", ax_codec_spec(t->codec), ax_casync_algo_name(t->gc.algo),
+           t->grid.P, t->grid.D, t->grid.rank, t->gc.n_chunks, t->gc.n_parts,
+           t->cfg.bucket_size, t->cfg.coarsening);
 }
 
 static void codec_file(const AxTrainer *t, char *buf, size_t cap) {

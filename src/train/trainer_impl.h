@@ -59,7 +59,9 @@ struct AxTrainer {
   int traffic_steps;    /* the steps step_traffic covers */
   /* --compress (train_compress.c) */
   AxCodec *codec;          /* NULL: no compression */
-  AxGradCompress gc;       /* per-chunk decisions and codec states */
+  AxGradCompress gc;       /* per-part decisions and codec states */
+  AxCodec **shaped;        /* the codec with a tensor's cols=, one per row length (cols=auto) */
+  int n_shaped;
   AxCasyncCosts compress_costs;
   int compress_profiled;   /* 1: the cost model decided (costs above) */
   int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */

@@ -48,7 +48,7 @@ int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out) {
   char *buf = rank < 2 ? ax_calloc(LARGE, 1) : NULL;
   int ok = rank >= 2 || buf != NULL;
   if (ok && rank < 2) {
-    double small, large;
+    double small = 0, large = 0;
     ok = ping_pong(comm, rank, buf, SMALL, &small) == AX_OK &&
          ping_pong(comm, rank, buf, LARGE, &large) == AX_OK;
     double per_byte = (large - small) / (LARGE - SMALL);

@@ -1,19 +1,19 @@
 #!/bin/sh
 # compress-curves.sh — lossy gradient compression against the uncompressed run on real text:
 # the tiny Shakespeare shipped in data/, prepped with `axonn prep`, 300 steps on a 1x2 grid
-# (two data-parallel ranks), every chunk compressed (--compress-min-bytes 0), uncompressed and
+# (two data-parallel ranks), every weight matrix compressed (layer-wise parts of at least 4 KB:
+# --compress-min-bytes 4K; the 1-D tensors stay plain), uncompressed and
 # with each codec of CODECS; prints each run's final validation loss against the uncompressed
 # one with the bar (within 3%: "met" or "MISSED") and plots every curve into one PNG
 # (scripts/plot-loss's rules: skipped without matplotlib). The numbers are docs/compression.md's.
 # Usage: scripts/compress-curves.sh [OUT_DIR]    (AXONN, MPIEXEC, CODECS, STEPS override;
-# MIN_BYTES, default 0, is --compress-min-bytes: e.g. 4K keeps the 1-D tensors of the
-# layer-wise parts plain and compresses every matrix)
+# MIN_BYTES, default 4K, is --compress-min-bytes: 0 compresses the 1-D tensors too)
 set -u
 AXONN=${AXONN:-bin/axonn}
 MPIEXEC=${MPIEXEC:-mpiexec}
 OUT=${1:-build/compress-curves}
 STEPS=${STEPS:-300}
-MIN_BYTES=${MIN_BYTES:-0}
+MIN_BYTES=${MIN_BYTES:-4K}
 CODECS=${CODECS:-"onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01 onebit:ef=1@100 powersgd:rank=4@100 dgc:ratio=0.01@100"}
 mkdir -p "$OUT"
 "$AXONN" prep --input data/tinyshakespeare.txt --output "$OUT/shak" >/dev/null || exit 1

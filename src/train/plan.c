@@ -81,11 +81,6 @@ int ax_plan_print(const AxTrainConfig *cfg) {
   printf("%-10s %9s %9s %9s %11s %11s %10s %11s %11s\n", "stage", "params(B)", "weights",
          "grads", "acts", "acts(ckpt)", "host", "paper 20phi", "4phi+16b");
   StagePlan total = {0}, p;
-  size_t *stage_params = ax_calloc((size_t)P, sizeof *stage_params);
-  if (!stage_params) {
-    free(first);
-    return AX_ERR;
-  }
   for (int s = 0; s < P; s++) {
     /* stages of the same shape as the one before need no new plan (thousands of stages) */
     int same = s > 1 && s < P - 1 && first[s + 1] - first[s] == first[s] - first[s - 1];
@@ -95,7 +90,6 @@ int ax_plan_print(const AxTrainConfig *cfg) {
     if (P <= 16 || s < 4 || s >= P - 2) print_row(label, &p);
     else if (s == 4) printf("%-10s\n", "...");
     add(&total, &p, D);
-    stage_params[s] = (size_t)p.params;
   }
   print_row("all ranks", &total);
   printf("paper accounting over all ranks: %.2f GB without offload, %.2f GB with (%.1fx less); "
@@ -103,8 +97,7 @@ int ax_plan_print(const AxTrainConfig *cfg) {
          total.paper_plain / 1e9, total.paper_offload / 1e9,
          total.paper_plain / total.paper_offload, (total.paper_plain + total.act_ckpt) / 1e9,
          (total.paper_offload + total.act_ckpt) / 1e9);
+  int rc = ax_plan_print_compress(cfg, &m, first);
   free(first);
-  int rc = ax_plan_print_compress(cfg, stage_params, P);
-  free(stage_params);
   return rc;
 }

@@ -82,49 +82,51 @@ int ax_trainer_tensor_ranges(const AxStageLayout *lay, const AxGptConfig *c, AxT
   return n;
 }
 
-/* The codec of a part whose rows are `cols` long: for a codec left at cols=auto (PowerSGD)
- * the run's spec with cols=COLS, parsed once per row length (the low-rank structure of a
- * weight matrix is in its own rows); otherwise the run's codec. */
-static int shaped_codec(AxTrainer *t, size_t cols, const AxCodec **out) {
-  const char *spec = ax_codec_spec(t->codec), *at = strstr(spec, "cols=auto");
-  *out = t->codec;
+int ax_shaped_codec(AxShapedCodecs *cache, const AxCodec *base, size_t cols,
+                    const AxCodec **out) {
+  const char *spec = ax_codec_spec(base), *at = strstr(spec, "cols=auto");
+  *out = base;
   if (!at || !cols) return AX_OK;
   char want[512];
   int len = snprintf(want, sizeof want, "%.*scols=%zu%s", (int)(at - spec), spec, cols,
                      at + strlen("cols=auto"));
   if (len < 0 || (size_t)len >= sizeof want) return AX_FAIL("codec spec too long: %s", spec);
-  for (int i = 0; i < t->n_shaped; i++)
-    if (!strcmp(ax_codec_spec(t->shaped[i]), want)) return *out = t->shaped[i], AX_OK;
-  AxCodec **grown = realloc(t->shaped, ((size_t)t->n_shaped + 1) * sizeof *grown);
+  for (int i = 0; i < cache->n; i++)
+    if (!strcmp(ax_codec_spec(cache->codecs[i]), want)) return *out = cache->codecs[i], AX_OK;
+  AxCodec **grown = realloc(cache->codecs, ((size_t)cache->n + 1) * sizeof *grown);
   if (!grown) return AX_FAIL("out of memory for the codecs of the tensors");
-  t->shaped = grown;
-  AX_TRY(ax_codec_parse(want, &t->shaped[t->n_shaped]));
-  *out = t->shaped[t->n_shaped++];
+  cache->codecs = grown;
+  AX_TRY(ax_codec_parse(want, &cache->codecs[cache->n]));
+  *out = cache->codecs[cache->n++];
   return AX_OK;
 }
 
-/* This stage's chunks cut at its tensors (layer-wise parts), into *out (caller frees). */
-static int cut_parts(AxTrainer *t, AxGradPart **out, int *n) {
-  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
-  int n_t = ax_trainer_tensor_ranges(lay, &t->model, NULL, 0);
+void ax_shaped_codecs_free(AxShapedCodecs *cache) {
+  for (int i = 0; i < cache->n; i++) ax_codec_free(cache->codecs[i]);
+  free(cache->codecs);
+  *cache = (AxShapedCodecs){0};
+}
+
+int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, const AxGptConfig *m,
+                          AxGradPart **out, int *n) {
+  int n_t = ax_trainer_tensor_ranges(lay, m, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
   if (!tr) return AX_ERR;
-  ax_trainer_tensor_ranges(lay, &t->model, tr, n_t);
-  *n = ax_grad_parts_cut(&t->off, tr, n_t, NULL, 0);
+  ax_trainer_tensor_ranges(lay, m, tr, n_t);
+  *n = ax_grad_parts_cut(o, tr, n_t, NULL, 0);
   *out = ax_calloc((size_t)*n + 1, sizeof **out);
-  if (*out) ax_grad_parts_cut(&t->off, tr, n_t, *out, *n);
+  if (*out) ax_grad_parts_cut(o, tr, n_t, *out, *n);
   free(tr);
   return *out ? AX_OK : AX_ERR;
 }
 
-/* Every part's codec and decision (the cost model or the threshold, on the part's size). */
-static int decide_parts(AxTrainer *t, AxCasyncCosts *costs, int is_auto, long long min_bytes,
-                        AxGradPart *parts, int n) {
+int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
+                             AxCasyncCosts *costs, AxGradPart *parts, int n) {
   for (int i = 0; i < n; i++) {
-    AX_TRY(shaped_codec(t, parts[i].cols, &parts[i].codec));
-    parts[i].choice = ax_compress_decide(parts[i].codec, costs,
-                                         (AxCasyncAlgo)t->cfg.compress_sync, t->grid.D,
-                                         is_auto, min_bytes, parts[i].hi - parts[i].lo);
+    AX_TRY(ax_shaped_codec(cache, pol->codec, parts[i].cols, &parts[i].codec));
+    parts[i].choice = ax_compress_decide(parts[i].codec, costs, pol->algo, pol->ranks,
+                                         pol->is_auto, pol->min_bytes,
+                                         parts[i].hi - parts[i].lo);
   }
   return AX_OK;
 }
@@ -141,8 +143,10 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   t->compress_costs = costs;
   AxGradPart *parts;
   int n;
-  AX_TRY(cut_parts(t, &parts, &n));
-  int rc = decide_parts(t, &costs, is_auto, min_bytes, parts, n);
+  AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), &t->model, &parts, &n));
+  AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compress_sync, t->grid.D, is_auto,
+                          min_bytes};
+  int rc = ax_compress_decide_parts(&pol, &t->shaped, &costs, parts, n);
   if (rc == AX_OK)
     rc = ax_grad_compress_init(&t->gc, &t->off, parts, n, (AxCasyncAlgo)t->cfg.compress_sync,
                                t->grid.D, (uint64_t)t->cfg.seed, &t->grid.comm_cfg);
@@ -197,16 +201,34 @@ static void part_label(const AxGradPart *p, char *buf, size_t cap) {
     snprintf(buf, cap, "%s (chunk %d)", p->name ? p->name : "gap", p->chunk);
 }
 
+void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const char *prefix) {
+  for (int i = 0; i < n && i < PRINT_PARTS; i++) {
+    char what[128], label[96];
+    part_label(&parts[i], label, sizeof label);
+    snprintf(what, sizeof what, "%s%s", prefix, label);
+    ax_compress_print_choice(what, (parts[i].hi - parts[i].lo) * sizeof(float),
+                             &parts[i].choice, is_auto);
+  }
+  if (n > PRINT_PARTS) ax_log("  ... and %d more part(s)", n - PRINT_PARTS);
+}
+
+void ax_compress_part_totals(const AxGradPart *parts, int n, int *compressed, size_t *bytes,
+                             size_t *compressed_bytes) {
+  *compressed = 0;
+  *bytes = *compressed_bytes = 0;
+  for (int i = 0; i < n; i++) {
+    size_t b = (parts[i].hi - parts[i].lo) * sizeof(float);
+    *bytes += b;
+    if (parts[i].choice.compress) ++*compressed, *compressed_bytes += b;
+  }
+}
+
 void ax_trainer_print_compress(const AxTrainer *t) {
   if (!t->codec) return;
   const AxGradCompress *gc = &t->gc;
-  int compressed = 0;
-  size_t bytes = 0, cbytes = 0;
-  for (int i = 0; i < gc->n_parts; i++) {
-    size_t b = (gc->parts[i].hi - gc->parts[i].lo) * sizeof(float);
-    bytes += b;
-    if (gc->parts[i].choice.compress) compressed++, cbytes += b;
-  }
+  int compressed;
+  size_t bytes, cbytes;
+  ax_compress_part_totals(gc->parts, gc->n_parts, &compressed, &bytes, &cbytes);
   ax_log("compression: %s over CaSync %s on %d data-parallel rank(s), layer-wise; %d of %d "
          "part(s) (%zu of %zu bytes) in %d chunk(s) of stage %d compressed (%s)%s",
          ax_codec_spec(t->codec), ax_casync_algo_name(gc->algo), t->grid.D, compressed,
@@ -217,12 +239,5 @@ void ax_trainer_print_compress(const AxTrainer *t) {
     ax_compress_print_costs(&t->compress_costs, ax_link_emulating(t->links)
                                                     ? "the emulated link"
                                                     : "measured ping-pong; max over ranks");
-  for (int i = 0; i < gc->n_parts && i < PRINT_PARTS; i++) {
-    char what[96];
-    part_label(&gc->parts[i], what, sizeof what);
-    ax_compress_print_choice(what, (gc->parts[i].hi - gc->parts[i].lo) * sizeof(float),
-                             &gc->parts[i].choice, t->compress_profiled);
-  }
-  if (gc->n_parts > PRINT_PARTS)
-    ax_log("  ... and %d more part(s)", gc->n_parts - PRINT_PARTS);
+  ax_compress_print_parts(gc->parts, gc->n_parts, t->compress_profiled, "");
 }

@@ -6,8 +6,44 @@
 
 #include <stddef.h>
 
+#include "models/gpt_stage.h"
 #include "mpi/casync_cost.h"
+#include "offload/grad_compress.h"
 #include "train_config.h"
+
+/* The run's choice of how to decide, for every part alike. */
+typedef struct {
+  const AxCodec *codec; /* as the user gave it */
+  AxCasyncAlgo algo;
+  int ranks;            /* data-parallel */
+  int is_auto;          /* the cost model; else the threshold */
+  long long min_bytes;
+} AxCompressPolicy;
+
+/* The codecs configured with a tensor's row length (PowerSGD's cols=auto), parsed once each. */
+typedef struct {
+  AxCodec **codecs;
+  int n;
+} AxShapedCodecs;
+
+/* The codec for a part whose rows are `cols` long: base itself unless its spec says
+ * cols=auto, then base's spec with cols=COLS (the low-rank structure of a weight matrix is in
+ * its own rows), kept in cache. */
+int ax_shaped_codec(AxShapedCodecs *cache, const AxCodec *base, size_t cols,
+                    const AxCodec **out);
+void ax_shaped_codecs_free(AxShapedCodecs *cache);
+/* o's chunks cut at the stage's tensors (layer-wise parts), into *out (caller frees). Only
+ * o's n, chunk and n_chunks are read. */
+int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, const AxGptConfig *m,
+                          AxGradPart **out, int *n);
+/* Every part's codec and decision (the cost model or the threshold, on the part's size). */
+int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
+                             AxCasyncCosts *costs, AxGradPart *parts, int n);
+/* The decision table: a line per part (the first 20, then how many more), each label after
+ * `prefix`; and the totals of parts[n]. */
+void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const char *prefix);
+void ax_compress_part_totals(const AxGradPart *parts, int n, int *compressed, size_t *bytes,
+                             size_t *compressed_bytes);
 
 /* How chunks are chosen: the cost model (*is_auto) or a size threshold (--compress-min-bytes). */
 int ax_compress_policy(const AxTrainConfig *cfg, const AxCodec *codec, int *is_auto,
@@ -21,7 +57,8 @@ void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoi
                               int is_auto);
 
 /* plan_compress.c: the decision table of every stage for cfg (`axonn plan`), from this
- * machine's profiled codec costs and --emulate-link (or an assumed link, said so). */
-int ax_plan_print_compress(const AxTrainConfig *cfg, const size_t *stage_params, int stages);
+ * machine's profiled codec costs and --emulate-link (or an assumed link, said so), cut into
+ * the same layer-wise parts a run cuts. first[P + 1]: the blocks of each stage. */
+int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first);
 
 #endif

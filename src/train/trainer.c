@@ -375,8 +375,7 @@ void ax_trainer_destroy(AxTrainer *t) {
   ax_trace_free(&t->trace);
   ax_grad_compress_free(&t->gc);
   ax_codec_free(t->codec);
-  for (int i = 0; i < t->n_shaped; i++) ax_codec_free(t->shaped[i]);
-  free(t->shaped);
+  ax_shaped_codecs_free(&t->shaped);
   ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);
   ax_pool_destroy(t->opt_pool);

@@ -21,6 +21,7 @@
 #include "src/core/trace.h"
 #include "src/io/dataloader.h"
 #include "src/io/markov.h"
+#include "train_compress.h"
 #include "trainer.h"
 
 struct AxTrainer {
@@ -60,8 +61,7 @@ struct AxTrainer {
   /* --compress (train_compress.c) */
   AxCodec *codec;          /* NULL: no compression */
   AxGradCompress gc;       /* per-part decisions and codec states */
-  AxCodec **shaped;        /* the codec with a tensor's cols=, one per row length (cols=auto) */
-  int n_shaped;
+  AxShapedCodecs shaped;   /* the codec with a tensor's cols=, one per row length (cols=auto) */
   AxCasyncCosts compress_costs;
   int compress_profiled;   /* 1: the cost model decided (costs above) */
   int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */

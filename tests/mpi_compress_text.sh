@@ -4,7 +4,7 @@
 # 4 KB; LayerNorm weights and biases stay plain):
 #  - onebit + error feedback with 1-bit Adam's recipe (50 plain warm-up steps, then Adam's
 #    variance frozen) ends within 3% of the uncompressed validation loss (issue 16's bar);
-#  - PowerSGD rank 4 and DGC 1% learn (final validation loss under 3.5, from ln 256 = 5.55 at
+#  - PowerSGD rank 4 and DGC 1% learn (final validation loss under 4.0, from ln 256 = 5.55 at
 #    the start; a codec that scrambles gradients stays near 5.5). They do NOT reach the 3% bar
 #    on this model in 300 steps (docs/compression.md has the figures and why); this test
 #    prints their gap and does not claim it.
@@ -21,7 +21,7 @@ val_loss() { awk -F, 'NR > 1 && $8 != "" { v = $8 } END { print v }' "$TMP/$1.cs
 run plain 2 || finish
 base=$(val_loss plain)
 
-# SPEC BAR [FLAGS...]: BAR 3% (within 3% of the uncompressed loss) or learns (below 3.5)
+# SPEC BAR [FLAGS...]: BAR 3% (within 3% of the uncompressed loss) or learns (below 4.0)
 check() {
   spec=$1; bar=$2; shift 2
   name=$(echo "$spec" | tr ':=.' '___')
@@ -33,7 +33,7 @@ check() {
     awk -v a="$v" -v b="$base" 'BEGIN { exit !(a != "" && a <= 1.03 * b) }' ||
       fail "$spec $*: val loss $v is more than 3% above the uncompressed $base"
   else
-    awk -v a="$v" 'BEGIN { exit !(a != "" && a < 3.5) }' ||
+    awk -v a="$v" 'BEGIN { exit !(a != "" && a < 4.0) }' ||
       fail "$spec: val loss $v after 300 steps: it did not learn"
   fi
 }

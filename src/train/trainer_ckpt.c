@@ -87,22 +87,29 @@ static void codec_label(const AxTrainer *t, char *buf, size_t cap) {
            t->cfg.bucket_size, t->cfg.coarsening);
 }
 
-static void codec_file(const AxTrainer *t, char *buf, size_t cap) {
-  snprintf(buf, cap, "codec-%d.bin", t->grid.rank);
+/* This rank's codec-state file: its name, its label and a buffer of the state's size. */
+typedef struct {
+  char label[AX_BLOB_LABEL_MAX], name[64];
+  size_t bytes;
+  void *buf;
+} CodecBlob;
+
+static int codec_blob(const AxTrainer *t, CodecBlob *b) {
+  codec_label(t, b->label, sizeof b->label);
+  snprintf(b->name, sizeof b->name, "codec-%d.bin", t->grid.rank);
+  b->bytes = ax_grad_compress_state_bytes(&t->gc);
+  b->buf = ax_malloc(b->bytes + 1);
+  return b->buf ? AX_OK : AX_ERR;
 }
 
 /* Every rank its codec state (error-feedback residuals differ between ranks). */
 static int write_codec_state(AxTrainer *t, const char *step_dir) {
   if (!t->codec) return AX_OK;
-  char label[AX_BLOB_LABEL_MAX], name[64];
-  codec_label(t, label, sizeof label);
-  codec_file(t, name, sizeof name);
-  size_t bytes = ax_grad_compress_state_bytes(&t->gc);
-  void *buf = ax_malloc(bytes + 1);
-  if (!buf) return AX_ERR;
-  int rc = ax_grad_compress_save(&t->gc, buf);
-  if (rc == AX_OK) rc = ax_ckpt_blob_write(step_dir, name, label, buf, bytes);
-  free(buf);
+  CodecBlob b;
+  AX_TRY(codec_blob(t, &b));
+  int rc = ax_grad_compress_save(&t->gc, b.buf);
+  if (rc == AX_OK) rc = ax_ckpt_blob_write(step_dir, b.name, b.label, b.buf, b.bytes);
+  free(b.buf);
   return rc;
 }
 
@@ -111,16 +118,12 @@ static int write_codec_state(AxTrainer *t, const char *step_dir) {
 static int read_codec_state(AxTrainer *t, const char *step_dir, int *status) {
   *status = 0;
   if (!t->codec) return AX_OK;
-  char label[AX_BLOB_LABEL_MAX], name[64];
-  codec_label(t, label, sizeof label);
-  codec_file(t, name, sizeof name);
-  size_t bytes = ax_grad_compress_state_bytes(&t->gc);
-  void *buf = ax_malloc(bytes + 1);
-  if (!buf) return AX_ERR;
+  CodecBlob b;
+  AX_TRY(codec_blob(t, &b));
   int found, same;
-  int rc = ax_ckpt_blob_read(step_dir, name, label, buf, bytes, &found, &same);
-  if (rc == AX_OK && found && same) rc = ax_grad_compress_load(&t->gc, buf, bytes);
-  free(buf);
+  int rc = ax_ckpt_blob_read(step_dir, b.name, b.label, b.buf, b.bytes, &found, &same);
+  if (rc == AX_OK && found && same) rc = ax_grad_compress_load(&t->gc, b.buf, b.bytes);
+  free(b.buf);
   *status = !found ? 1 : !same ? 2 : 0;
   return rc;
 }

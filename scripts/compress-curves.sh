@@ -14,7 +14,8 @@ MPIEXEC=${MPIEXEC:-mpiexec}
 OUT=${1:-build/compress-curves}
 STEPS=${STEPS:-300}
 MIN_BYTES=${MIN_BYTES:-4K}
-CODECS=${CODECS:-"onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01 onebit:ef=1@100 powersgd:rank=4@100 dgc:ratio=0.01@100"}
+# each item SPEC[@WARMUP[+freeze]]: --compress-warmup WARMUP, +freeze: --compress-freeze-variance 1
+CODECS=${CODECS:-"onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01 onebit:ef=1@50+freeze powersgd:rank=4@100 dgc:ratio=0.01@100"}
 mkdir -p "$OUT"
 "$AXONN" prep --input data/tinyshakespeare.txt --output "$OUT/shak" >/dev/null || exit 1
 COMMON="--data $OUT/shak_train.bin --val-data $OUT/shak_val.bin --layers 2 --hidden 64 \
@@ -32,14 +33,16 @@ base=$(val none)
 echo "uncompressed: final validation loss $base ($STEPS steps, 1x2)"
 csvs="$OUT/none.csv"
 for item in $CODECS; do
-  spec=${item%@*}; warm=0
-  [ "$item" != "$spec" ] && warm=${item#*@}
-  name=$(echo "$item" | tr ':=.,@' '_____')
-  train "$name" --compress "$spec" --compress-warmup "$warm"
+  spec=${item%@*}; warm=0; freeze=0; what=${item#"$spec"}
+  case $what in *+freeze) freeze=1; what=${what%+freeze} ;; esac
+  [ -n "$what" ] && warm=${what#@}
+  name=$(echo "$item" | tr ':=.,@+' '______')
+  train "$name" --compress "$spec" --compress-warmup "$warm" --compress-freeze-variance "$freeze"
   v=$(val "$name")
-  awk -v s="$spec" -v w="$warm" -v v="$v" -v b="$base" 'BEGIN {
-    printf "%-18s warm-up %3d: final validation loss %s = %+.1f%% of uncompressed: %s\n",
-      s, w, v, 100 * (v - b) / b, v <= 1.03 * b ? "met" : "MISSED (bar: within 3%)" }'
+  awk -v s="$spec" -v w="$warm" -v f="$freeze" -v v="$v" -v b="$base" 'BEGIN {
+    printf "%-18s warm-up %3d%s: final validation loss %s = %+.1f%% of uncompressed: %s\n",
+      s, w, f ? ", variance frozen" : "", v, 100 * (v - b) / b,
+      v <= 1.03 * b ? "met" : "MISSED (bar: within 3%)" }'
   csvs="$csvs $OUT/$name.csv"
 done
 # shellcheck disable=SC2086

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"
 #include "src/core/timer.h"
@@ -72,11 +73,6 @@ AxCasyncChoice ax_casync_choose(const AxCasyncCosts *c, AxCasyncAlgo algo, int r
 
 /* ------------------------------------------------------------------ profiling */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int ax_casync_linear_pass(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
                           const float *in, float *out, size_t n, float *factor, size_t *wire) {
   *wire = 0;
@@ -125,8 +121,8 @@ static int time_runs(Sample *s, int what, int reps, double *median) {
     AX_TRY(run_once(s, what, (uint64_t)i + 2));
     t[i] = ax_now() - t0;
   }
-  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
-  *median = t[reps / 2] > 1e-9 ? t[reps / 2] : 1e-9;
+  double m = ax_median(t, reps);
+  *median = m > 1e-9 ? m : 1e-9;
   return AX_OK;
 }
 

@@ -7,14 +7,10 @@
 
 #include "casync_cost.h"
 #include "mpi_util.h"
+#include "src/backend/peak.h"
 #include "src/core/timer.h"
 
 enum { PROBE_REPS = 5, PROBE_TAG = 31 };
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* Median one-way seconds of a message of `bytes` between ranks 0 and 1 (rank 0's figure). */
 static int ping_pong(MPI_Comm comm, int rank, char *buf, int bytes, double *one_way) {
@@ -31,8 +27,8 @@ static int ping_pong(MPI_Comm comm, int rank, char *buf, int bytes, double *one_
     }
     t[i] = (ax_now() - t0) / 2;
   }
-  qsort(t, PROBE_REPS, sizeof t[0], cmp_double);
-  *one_way = t[PROBE_REPS / 2] > 1e-9 ? t[PROBE_REPS / 2] : 1e-9;
+  double m = ax_median(t, PROBE_REPS);
+  *one_way = m > 1e-9 ? m : 1e-9;
   return AX_OK;
 }
 

@@ -8,19 +8,10 @@
 
 #include "bench_compress.h"
 #include "mpi/casync_cost.h"
+#include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"
 #include "src/core/timer.h"
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double ax_bench_median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, cmp_double);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 void ax_bench_gradient(float *x, size_t n, uint64_t seed) {
   AxRng rng;
@@ -59,7 +50,7 @@ static int time_codec(CodecRun *r, int iters, double med[3]) {
   int rc = AX_OK;
   for (int what = 0; what < 3 && rc == AX_OK; what++) {
     for (int i = 0; i < iters && rc == AX_OK; i++) rc = time_one(r, what, i + 1, &t[i]);
-    med[what] = ax_bench_median(t, iters);
+    med[what] = ax_median(t, iters);
   }
   free(t);
   return rc;

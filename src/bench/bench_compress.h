@@ -17,8 +17,6 @@ typedef struct {
 
 /* Encode/decode of n random gradient values with codec c on this core (median of iters). */
 int ax_bench_codec_row(const AxCodec *c, size_t n, int iters, AxCodecRow *row);
-/* Median of t[n] (sorts t). */
-double ax_bench_median(double *t, int n);
 /* n values like gradients (normal, 1e-3), the same for the same seed. */
 void ax_bench_gradient(float *x, size_t n, uint64_t seed);
 

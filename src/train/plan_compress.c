@@ -67,7 +67,7 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
   AxCasyncCosts c = {0};
   AxShapedCodecs cache = {0};
   const char *source = "";
-  int rc = ax_compress_policy(cfg, codec, &pol.is_auto, &pol.min_bytes);
+  int rc = ax_train_compress_min_bytes(cfg, &pol.is_auto, &pol.min_bytes);
   if (rc == AX_OK && pol.is_auto) rc = plan_costs(cfg, codec, &c, &source);
   if (rc == AX_OK) {
     ax_log("compression plan: %s over CaSync %s, %d data-parallel rank(s), layer-wise parts; %s",

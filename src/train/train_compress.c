@@ -37,13 +37,6 @@ static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
   return AX_OK;
 }
 
-int ax_compress_policy(const AxTrainConfig *cfg, const AxCodec *codec, int *is_auto,
-                       long long *min_bytes) {
-  (void)codec;
-  *min_bytes = 0;
-  return ax_train_compress_min_bytes(cfg, is_auto, min_bytes);
-}
-
 AxCasyncChoice ax_compress_decide(const AxCodec *codec, AxCasyncCosts *c, AxCasyncAlgo algo,
                                   int ranks, int is_auto, long long min_bytes, size_t count) {
   double bytes = 4.0 * (double)count;
@@ -135,8 +128,8 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   if (!ax_train_compresses(&t->cfg)) return AX_OK;
   AX_TRY(ax_codec_parse(t->cfg.compress, &t->codec));
   int is_auto;
-  long long min_bytes;
-  AX_TRY(ax_compress_policy(&t->cfg, t->codec, &is_auto, &min_bytes));
+  long long min_bytes = 0;
+  AX_TRY(ax_train_compress_min_bytes(&t->cfg, &is_auto, &min_bytes));
   AxCasyncCosts costs = {0};
   t->compress_profiled = is_auto && t->grid.D > 1;
   if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));

@@ -45,9 +45,6 @@ void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const 
 void ax_compress_part_totals(const AxGradPart *parts, int n, int *compressed, size_t *bytes,
                              size_t *compressed_bytes);
 
-/* How chunks are chosen: the cost model (*is_auto) or a size threshold (--compress-min-bytes). */
-int ax_compress_policy(const AxTrainConfig *cfg, const AxCodec *codec, int *is_auto,
-                       long long *min_bytes);
 /* A chunk of `count` floats on `ranks` data-parallel ranks: the cost model (is_auto; c's
  * ratio is set for this size), or compress when it is at least min_bytes (K = ranks). */
 AxCasyncChoice ax_compress_decide(const AxCodec *codec, AxCasyncCosts *c, AxCasyncAlgo algo,

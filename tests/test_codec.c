@@ -717,6 +717,79 @@ START_TEST(powersgd_factors_of_two_ranks_rebuild_their_sum) {
 }
 END_TEST
 
+/* A pipeline link (Optimus-CC): one sender with the state, a stateless receiver. */
+START_TEST(powersgd_link_message_is_p_and_q_and_rebuilds_a_rank_r_matrix) {
+  size_t rows = 48, cols = 32, n = rows * cols;
+  float *m = low_rank(rows, cols, 3, 31), *out = tu_zeros(n);
+  double mx = 0;
+  for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(m[i]));
+  AxCodec *c = parse("powersgd:rank=4,cols=32");
+  AxCodecState *st = state_of(c, n);
+  ck_assert_uint_eq(ax_codec_p2p_max_bytes(c, n), (rows + cols) * 4 * 4);
+  uint8_t *msg = tu_alloc(ax_codec_p2p_max_bytes(c, n));
+  for (uint64_t step = 0; step < 2; step++) {
+    AxCodecCtx ctx = {9, step, 1};
+    size_t bytes;
+    ck_assert_int_eq(ax_codec_p2p_encode(c, st, &ctx, m, n, msg, &bytes), AX_OK);
+    ck_assert_uint_eq(bytes, (rows + cols) * 4 * 4); /* (n + m) x r x 4 */
+    ck_assert_int_eq(ax_codec_p2p_decode(c, &ctx, msg, bytes, out, n), AX_OK);
+    EXPECT_MSG(tu_max_rel(out, m, n, 1e-5 * mx, 0) <= 1, "step %d", (int)step);
+  }
+  ck_assert_int_eq(ax_codec_p2p_decode(c, NULL, msg, 8, out, n), AX_ERR); /* a short message */
+  EXPECT(strstr(ax_error_message(), "link message of 8 bytes") != NULL);
+  ax_error_clear();
+  AxCodec *r = parse("randk:ratio=0.1"); /* linear, but indices need no message: not a link */
+  AxCodecState *rst = state_of(r, n);
+  AxCodecCtx ctx = {9, 0, 1};
+  size_t bytes;
+  ck_assert_int_eq(ax_codec_p2p_encode(r, rst, &ctx, m, n, msg, &bytes), AX_ERR);
+  EXPECT(strstr(ax_error_message(), "cannot compress a point-to-point link") != NULL);
+  ax_error_clear();
+  ax_codec_state_free(rst);
+  ax_codec_free(r);
+  ax_codec_state_free(st);
+  ax_codec_free(c);
+}
+END_TEST
+
+/* Lazy error propagation telescopes: over a run of messages, what the receiver rebuilt sums to
+ * what was sent plus the residual at the start minus the residual at the end. */
+START_TEST(link_error_feedback_telescopes) {
+  size_t n = 24 * 16;
+  AxCodec *c = parse("powersgd:rank=2,cols=16,ef=1");
+  AxCodecState *st = state_of(c, n);
+  uint8_t *msg = tu_alloc(ax_codec_p2p_max_bytes(c, n));
+  float *got = tu_zeros(n), *sum_got = tu_zeros(n), *sum_true = tu_zeros(n);
+  size_t len;
+  for (int round = 0; round < 2; round++) { /* round 0 leaves a residual: e_start != 0 */
+    float *e_start = saved_floats(st, &len, NULL);
+    double e_size = 0;
+    for (size_t i = 0; i < n; i++) e_size += fabs(e_start[i]);
+    EXPECT(round == 0 ? e_size == 0 : e_size > 0);
+    memset(sum_got, 0, n * sizeof *sum_got);
+    memset(sum_true, 0, n * sizeof *sum_true);
+    for (int mb = 0; mb < 5; mb++) {
+      float *g = tu_random(n, 1.0f, 100 + 10 * round + mb);
+      AxCodecCtx ctx = {3, (uint64_t)round, 0};
+      size_t bytes;
+      ck_assert_int_eq(ax_codec_p2p_encode(c, st, &ctx, g, n, msg, &bytes), AX_OK);
+      ck_assert_int_eq(ax_codec_p2p_decode(c, &ctx, msg, bytes, got, n), AX_OK);
+      for (size_t i = 0; i < n; i++) sum_got[i] += got[i], sum_true[i] += g[i];
+    }
+    float *e_end = saved_floats(st, &len, NULL);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+      double want = (double)sum_true[i] + e_start[i] - e_end[i];
+      worst = fmax(worst, fabs(sum_got[i] - want));
+      scale = fmax(scale, fabs(sum_true[i]));
+    }
+    EXPECT_MSG(worst <= 1e-5 * scale, "round %d: off by %g of %g", round, worst, scale);
+  }
+  ax_codec_state_free(st);
+  ax_codec_free(c);
+}
+END_TEST
+
 START_TEST(linear_and_encode_calls_are_not_mixed_up) {
   AxCodec *p = parse("powersgd"), *o = parse("onebit");
   float x[8] = {0}, f[8];
@@ -844,6 +917,8 @@ int main(void) {
   tcase_add_test(tc, randk_picks_the_same_indices_on_every_rank);
   tcase_add_test(tc, powersgd_rebuilds_a_rank_r_matrix);
   tcase_add_test(tc, powersgd_factors_of_two_ranks_rebuild_their_sum);
+  tcase_add_test(tc, powersgd_link_message_is_p_and_q_and_rebuilds_a_rank_r_matrix);
+  tcase_add_test(tc, link_error_feedback_telescopes);
   tcase_add_test(tc, linear_and_encode_calls_are_not_mixed_up);
   tcase_add_test(tc, vector_operators_match_their_scalar_paths);
   tcase_add_test(tc, sampled_threshold_is_exact_with_a_full_sample);

@@ -98,4 +98,22 @@ int ax_codec_factor_reduced(const AxCodec *c, AxCodecState *st, const AxCodecCtx
 int ax_codec_rebuild(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, size_t n,
                      float *out);
 
+/* ---- point to point (one sender, one receiver: a pipeline link, Optimus-CC)
+ * The sender's state is the link's (error feedback: the residual goes into the next message;
+ * PowerSGD: Q is warm from the previous message). A linear codec runs its rounds with the
+ * sender as the only rank, and the message is the reduced factor of every round, end to end
+ * (PowerSGD: P^ then Q, (rows + cols) x r floats); an encode/decode codec's message is its
+ * encoding. The receiver needs no state. */
+
+/* The largest message for n values (bytes). */
+size_t ax_codec_p2p_max_bytes(const AxCodec *c, size_t n);
+/* Encodes in[n] into out (ax_codec_p2p_max_bytes available, 4-byte aligned); *bytes gets the
+ * size. Linear codecs need st. */
+int ax_codec_p2p_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
+                        const float *in, size_t n, void *out, size_t *bytes);
+/* out[n] from a message of `bytes` (overwrites). A linear codec without a stateless rebuild
+ * fails here, and so does a message of the wrong size. */
+int ax_codec_p2p_decode(const AxCodec *c, const AxCodecCtx *ctx, const void *in, size_t bytes,
+                        float *out, size_t n);
+
 #endif

@@ -82,6 +82,10 @@ struct AxCodecImpl {
                         int round, float *reduced);
   int (*rebuild)(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, size_t n,
                  float *out);
+  /* Optional (linear codecs): out[n] rebuilt without state from the reduced factors of every
+   * round laid end to end (what a point-to-point message carries, codec_p2p.c). */
+  int (*rebuild_from)(const AxCodec *c, const AxCodecCtx *ctx, const float *factors, size_t n,
+                      float *out);
 };
 
 extern const AxCodecImpl ax_codec_identity, ax_codec_onebit, ax_codec_efsignsgd, ax_codec_tbq,

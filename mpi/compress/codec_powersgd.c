@@ -107,9 +107,18 @@ static int rebuild(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, si
   return AX_OK;
 }
 
+/* A link message: P^ (rows x r), then Q (cols x r). */
+static int rebuild_from(const AxCodec *c, const AxCodecCtx *ctx, const float *factors, size_t n,
+                        float *out) {
+  (void)ctx;
+  Shape s = shape_of(c, n);
+  ax_op_outer(factors, factors + s.rows * (size_t)s.r, s.rows, s.cols, s.r, n, out, 0);
+  return AX_OK;
+}
+
 const AxCodecImpl ax_codec_powersgd = {
     .name = "powersgd", .keys = "rank,cols,ef", .rounds = 2, .defaults = defaults,
     .max_bytes = max_bytes, .own_floats = own_floats, .scratch_bytes = scratch_bytes,
     .factor_len = factor_len, .factor = factor, .factor_reduced = factor_reduced,
-    .rebuild = rebuild,
+    .rebuild = rebuild, .rebuild_from = rebuild_from,
 };

@@ -72,6 +72,22 @@ static const AxOption OPTIONS[] = {
     INT("compress-freeze-variance", compress_freeze_variance, "0", "0|1",
         "1-bit Adam's recipe: Adam's second moment stops updating when compression starts "
         "(after --compress-warmup steps, which must be at least 1)", 0, 1),
+    STR("compress-stages", compress_stages, "all", "all|F",
+        "selective stage compression (Optimus-CC §7): --compress applies to the data-parallel "
+        "gradients of the earliest fraction F of the pipeline stages only, F in [0, 1), never "
+        "the last stage (all: every stage)"),
+    STR("compress-backprop", compress_backprop, "none", "none|powersgd[:rank=R]",
+        "compressed backpropagation (Optimus-CC §5): backward activation gradients between "
+        "stages travel as PowerSGD factors P and Q (default rank 16); needs --g-inter 2 or more"),
+    INT("lazy-error", lazy_error, "1", "0|1",
+        "with --compress-backprop: a link's compression error is added to its next compressed "
+        "message (lazy error propagation, Optimus-CC §5.1)", 0, 1),
+    INT("epilogue-only", epilogue_only, "1", "0|1",
+        "with --compress-backprop: compress only the epilogue's backward messages, the last "
+        "P-1-s micro-batches into stage s (Optimus-CC §5.2; 0: every backward message)", 0, 1),
+    INT("fuse-embedding-sync", fuse_embedding_sync, "0", "0|1",
+        "one all-reduce of the tied embedding's gradient over the 2 x G_data ranks that hold it, "
+        "instead of a first/last sum and two data-parallel sums (Optimus-CC §6)", 0, 1),
     INT("steps", steps, "500", "N", "optimizer steps", 0, 1 << 30),
     FLT("lr", lr, "3e-3", "X", "peak learning rate", 0, 10),
     CHOICE("lr-schedule", lr_schedule, "cosine", "constant|cosine",

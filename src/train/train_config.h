@@ -38,6 +38,11 @@ typedef struct {
   char *compress_min_bytes; /* "auto" or a size */
   int compress_warmup;
   int compress_freeze_variance; /* 1-bit Adam: Adam's v frozen after the warm-up */
+  char *compress_stages;    /* "all" or F: the earliest fraction F of stages (Optimus-CC SC) */
+  /* Optimus-CC on the pipeline (pipeline/backprop_compress.h) */
+  char *compress_backprop;  /* "none" or powersgd[:rank=R] */
+  int lazy_error, epilogue_only;
+  int fuse_embedding_sync;  /* tied wte gradient in one all-reduce over its 2 x D holders */
   /* virtual nodes and the emulated link between them (mpi/link_emulator.h) */
   int ranks_per_node;  /* 0: the real nodes */
   char *emulate_link;  /* BW[,LATENCY] (mpi/link_spec.h); NULL: not emulated */

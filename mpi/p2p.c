@@ -61,6 +61,7 @@ static int init(AxP2P *p, const AxP2PConfig *cfg) {
   p->peer[AX_FROM_PREV] = cfg->prev;
   p->peer[AX_FROM_NEXT] = cfg->next;
   p->bytes = cfg->bytes;
+  p->sized = cfg->sized;
   p->be = cfg->be;
   p->mem = cfg->device_buffers ? AX_MEM_DEVICE : AX_MEM_HOST;
   p->rreq[0] = p->rreq[1] = MPI_REQUEST_NULL;
@@ -115,13 +116,14 @@ int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data) {
   if (index == MPI_UNDEFINED) return AX_FAIL("internal: waiting for a message with no receive posted");
   int got;
   AX_MPI(MPI_Get_count(&st, MPI_BYTE, &got));
-  if ((size_t)got != p->bytes)
+  if ((size_t)got != p->bytes && !(p->sized && (size_t)got < p->bytes))
     return AX_FAIL("pipeline message of %d bytes from rank %d, expected %zu", got, st.MPI_SOURCE,
                    p->bytes);
   *dir = (AxP2PDir)index;
   *tag = st.MPI_TAG;
   *data = p->rbuf[index][p->rcur[index]];
-  p->bytes_received += p->bytes;
+  p->got_bytes = (size_t)got;
+  p->bytes_received += (size_t)got;
   p->rcur[index] ^= 1; /* re-post into the other buffer before anyone computes */
   AX_TRY(settle(p));   /* whoever read the previous message from it has finished */
   return post_recv(p, index);
@@ -142,22 +144,35 @@ static int free_send_slot(AxP2P *p, int *slot) {
   return grow_sends(p, 1);
 }
 
-int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev) {
+/* Copies `bytes` from src (copied as `kind`) into a free send buffer and sends it. */
+static int send_copy(AxP2P *p, int to_next, int tag, const void *src, size_t bytes,
+                     AxCopyKind kind) {
   int peer = p->peer[to_next ? AX_FROM_NEXT : AX_FROM_PREV], slot = -1;
   if (peer == MPI_PROC_NULL) return AX_FAIL("internal: no %s stage to send to", to_next ? "next" : "previous");
+  if (bytes > p->bytes || (bytes < p->bytes && !p->sized))
+    return AX_FAIL("internal: a pipeline message of %zu bytes on a link of %zu", bytes, p->bytes);
   AX_TRY(free_send_slot(p, &slot));
   AxSendSlot *s = &p->sends[slot];
-  AxCopyKind kind = p->mem == AX_MEM_DEVICE ? AX_COPY_D2D : AX_COPY_D2H;
-  AX_TRY(p->be->ops->copy(p->be, s->buf, src_dev, p->bytes, kind, AX_STREAM_COMPUTE));
+  AX_TRY(p->be->ops->copy(p->be, s->buf, src, bytes, kind, AX_STREAM_COMPUTE));
   AX_TRY(p->be->ops->sync(p->be, AX_STREAM_COMPUTE));
-  AxLinkMsg m = {.buf = s->buf, .count = (int)p->bytes, .type = MPI_BYTE, .bytes = p->bytes,
+  AxLinkMsg m = {.buf = s->buf, .count = (int)bytes, .type = MPI_BYTE, .bytes = bytes,
                 .dest = peer, .dest_world = p->world[to_next ? AX_FROM_NEXT : AX_FROM_PREV],
                 .tag = tag, .comm = p->comm,
                 .cls = to_next ? AX_TRAFFIC_PIPELINE_FORWARD : AX_TRAFFIC_PIPELINE_BACKWARD};
   AX_TRY(ax_link_isend(&p->cc, &m, &s->send));
   s->to_next = to_next;
-  p->bytes_sent += p->bytes;
+  p->bytes_sent += bytes;
   return AX_OK;
+}
+
+int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev) {
+  AxCopyKind kind = p->mem == AX_MEM_DEVICE ? AX_COPY_D2D : AX_COPY_D2H;
+  return send_copy(p, to_next, tag, src_dev, p->bytes, kind);
+}
+
+int ax_p2p_send_host(AxP2P *p, int to_next, int tag, const void *src_host, size_t bytes) {
+  AxCopyKind kind = p->mem == AX_MEM_DEVICE ? AX_COPY_H2D : AX_COPY_H2H;
+  return send_copy(p, to_next, tag, src_host, bytes, kind);
 }
 
 int ax_p2p_flush(AxP2P *p) {

@@ -47,6 +47,7 @@ typedef struct {
   AxBackend *be;
   AxCommConfig cc; /* how waits wait (polite or not), the link emulator and traffic counters */
   int device_buffers; /* 1: MPI sends from and receives into device memory (CUDA-aware MPI) */
+  int sized;       /* 1: a message may be shorter than `bytes` (AxP2P.got_bytes says how long) */
 } AxP2PConfig;
 
 typedef struct {
@@ -54,7 +55,9 @@ typedef struct {
   AxCommConfig cc;
   int peer[2];      /* [AX_FROM_PREV] = previous stage, [AX_FROM_NEXT] = next; MPI_PROC_NULL */
   int world[2];     /* the same peers' MPI_COMM_WORLD ranks; -1 at the ends of the pipeline */
-  size_t bytes;
+  size_t bytes;     /* the longest message */
+  int sized;
+  size_t got_bytes; /* the size of the message ax_p2p_wait returned last */
   AxBackend *be;
   AxMemKind mem;    /* where the buffers are, and so every received message */
   void *rbuf[2][2]; /* per direction, two alternating buffers */
@@ -78,6 +81,9 @@ int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data);
  * gradient to the previous one. Returns once the data is copied into a send buffer (src_dev
  * may be reused at once); the send completes later. */
 int ax_p2p_send(AxP2P *p, int to_next, int tag, const void *src_dev);
+/* Sends `bytes` (at most the configured size; fewer only when sized) of host memory, the same
+ * way (e.g. a compressed message). */
+int ax_p2p_send_host(AxP2P *p, int to_next, int tag, const void *src_host, size_t bytes);
 /* Completes every outstanding send (telling the watchdog which peer it waits for). */
 int ax_p2p_flush(AxP2P *p);
 

@@ -24,7 +24,12 @@ static int init(AxScheduler *s, const AxSchedConfig *c) {
   s->slot_used = ax_calloc((size_t)s->n_slots, sizeof *s->slot_used);
   s->got[0] = ax_calloc((size_t)c->max_micro + 1, 1);
   s->got[1] = ax_calloc((size_t)c->max_micro + 1, 1);
-  if (!s->slot_of || !s->slot_used || !s->got[0] || !s->got[1]) return AX_ERR;
+  s->backprop = c->backprop;
+  for (int dir = 0; dir < 2; dir++) s->compressed[dir] = ax_calloc((size_t)c->max_micro + 1, 1);
+  if (!s->slot_of || !s->slot_used || !s->got[0] || !s->got[1] || !s->compressed[0] ||
+      !s->compressed[1])
+    return AX_ERR;
+  if (c->max_micro > (1 << 29)) return AX_FAIL("%d micro-batches cannot be tagged", c->max_micro);
   for (int i = 0; i < c->max_micro; i++) s->slot_of[i] = -1;
   if (c->P == 1) return AX_OK; /* no neighbours, no messages */
   AxP2PConfig pc = {.comm = c->pipe,
@@ -34,7 +39,12 @@ static int init(AxScheduler *s, const AxSchedConfig *c) {
                     .pool = c->limit + 1,
                     .be = c->be,
                     .cc = c->cc,
-                    .device_buffers = c->device_buffers};
+                    .device_buffers = c->device_buffers,
+                    .sized = c->backprop != NULL};
+  if (c->backprop && ax_backprop_max_bytes(c->backprop) > c->act_bytes)
+    return AX_FAIL("--compress-backprop: a compressed message of %zu bytes is larger than the "
+                   "%zu it replaces; use a lower rank", ax_backprop_max_bytes(c->backprop),
+                   c->act_bytes);
   return ax_p2p_init(&s->p2p, &pc);
 }
 
@@ -50,6 +60,8 @@ void ax_sched_destroy(AxScheduler *s) {
   free(s->slot_used);
   free(s->got[0]);
   free(s->got[1]);
+  free(s->compressed[0]);
+  free(s->compressed[1]);
   memset(s, 0, sizeof *s);
 }
 
@@ -96,14 +108,38 @@ static int run_forward(AxScheduler *s, int mb, const void *input, const void **o
   return AX_OK;
 }
 
-static int run_backward(AxScheduler *s, int mb, const void *dout, const void **din) {
+/* A gradient from the next stage as the backward callback takes it: rebuilt when it came
+ * compressed. */
+static int gradient_input(AxScheduler *s, int compressed, const void **dout, AxMemKind *mem) {
+  *mem = received_mem(s);
+  if (!compressed) return AX_OK;
+  const float *rebuilt;
+  AX_TRY(ax_backprop_decode(s->backprop, *dout, s->p2p.got_bytes, *mem, &rebuilt));
+  *dout = rebuilt;
+  *mem = AX_MEM_HOST;
+  return AX_OK;
+}
+
+static int run_backward(AxScheduler *s, int mb, const void *dout, int compressed,
+                        const void **din) {
   AX_WD_NOTE(-1, "computing the backward of micro-batch %d", mb);
   debug_delay(s);
   double t0 = ax_trace_begin(s->trace);
-  AX_TRY(s->ops.backward(s->ops.ctx, mb, s->slot_of[mb], dout, received_mem(s), din));
+  AxMemKind mem;
+  AX_TRY(gradient_input(s, compressed, &dout, &mem));
+  AX_TRY(s->ops.backward(s->ops.ctx, mb, s->slot_of[mb], dout, mem, din));
   ax_trace_end(s->trace, AX_EV_BACKWARD, mb, t0);
   release_slot(s, mb);
   return AX_OK;
+}
+
+/* A gradient to the previous stage the rule says goes compressed: encoded, sent from the host. */
+static int send_compressed(AxScheduler *s, int mb, const void *data) {
+  const void *msg;
+  size_t bytes;
+  AX_TRY(ax_backprop_encode(s->backprop, data, &msg, &bytes));
+  s->compressed[0][mb] = 1;
+  return ax_p2p_send_host(&s->p2p, 0, 2 * mb + 1, msg, bytes);
 }
 
 static int send(AxScheduler *s, int to_next, int mb, const void *data) {
@@ -112,7 +148,11 @@ static int send(AxScheduler *s, int to_next, int mb, const void *data) {
     return AX_OK;
   }
   double t0 = ax_trace_begin(s->trace);
-  AX_TRY(ax_p2p_send(&s->p2p, to_next, mb, data));
+  if (!to_next && s->backprop &&
+      ax_backprop_compressed(s->stage, s->P, mb, s->n_now, s->backprop->epilogue_only))
+    AX_TRY(send_compressed(s, mb, data));
+  else
+    AX_TRY(ax_p2p_send(&s->p2p, to_next, 2 * mb, data));
   ax_trace_end(s->trace, AX_EV_SEND, mb, t0);
   return AX_OK;
 }
@@ -123,6 +163,7 @@ static void begin_pass(AxScheduler *s, int n_micro) {
   s->n_now = n_micro;
   for (int dir = 0; dir < 2; dir++) {
     memset(s->got[dir], 0, (size_t)n_micro);
+    memset(s->compressed[dir], 0, (size_t)n_micro);
     s->low[dir] = 0;
   }
 }
@@ -158,9 +199,17 @@ static void note_wait(AxScheduler *s) {
     AX_WD_NOTE(-1, "waiting for a pipeline message");
 }
 
-/* A message must belong to a micro-batch of this pass and be the first from its direction for
- * it: anything else (a stray or repeated message) fails the pass before it is computed. */
-static int check_arrival(AxScheduler *s, AxP2PDir dir, int mb) {
+/* The form a message from direction dir for micro-batch mb must have: compressed (1) only for
+ * the gradients the rule picks. */
+static int expected_form(const AxScheduler *s, AxP2PDir dir, int mb) {
+  return dir == AX_FROM_NEXT && s->backprop &&
+         ax_backprop_compressed(s->stage + 1, s->P, mb, s->n_now, s->backprop->epilogue_only);
+}
+
+/* A message must belong to a micro-batch of this pass, be the first from its direction for it
+ * and have the form the rule says (its size checked as it is rebuilt): anything else (a stray,
+ * repeated or disagreeing message) fails the pass before it is computed. */
+static int check_arrival(AxScheduler *s, AxP2PDir dir, int mb, int form) {
   const char *what = dir == AX_FROM_PREV ? "activation" : "gradient";
   int from = dir == AX_FROM_PREV ? s->stage - 1 : s->stage + 1;
   if (mb < 0 || mb >= s->n_now)
@@ -168,16 +217,28 @@ static int check_arrival(AxScheduler *s, AxP2PDir dir, int mb) {
                    "micro-batches 0..%d", s->stage, what, from, mb, s->n_now - 1);
   if (s->got[dir][mb])
     return AX_FAIL("stage %d: the %s of micro-batch %d arrived twice", s->stage, what, mb);
+  if (form != expected_form(s, dir, mb))
+    return AX_FAIL("stage %d: the %s of micro-batch %d from stage %d came %s; the rule says %s",
+                   s->stage, what, mb, from, form ? "compressed" : "in full",
+                   form ? "in full" : "compressed");
+  if (!form && s->p2p.got_bytes != s->p2p.bytes)
+    return AX_FAIL("stage %d: a %s of %zu bytes from stage %d, expected %zu", s->stage, what,
+                   s->p2p.got_bytes, from, s->p2p.bytes);
   s->got[dir][mb] = 1;
+  s->compressed[dir][mb] = (unsigned char)form;
   return AX_OK;
 }
 
-static int receive(AxScheduler *s, AxP2PDir *dir, int *mb, const void **data) {
+/* The next message: its direction, micro-batch, data and form (1: compressed). */
+static int receive(AxScheduler *s, AxP2PDir *dir, int *mb, const void **data, int *form) {
   note_wait(s);
   double t0 = ax_trace_begin(s->trace);
-  AX_TRY(ax_p2p_wait(&s->p2p, dir, mb, data));
+  int tag;
+  AX_TRY(ax_p2p_wait(&s->p2p, dir, &tag, data));
+  *mb = tag >> 1;
+  *form = tag & 1;
   ax_trace_end(s->trace, AX_EV_RECV_WAIT, *mb, t0);
-  return check_arrival(s, *dir, *mb);
+  return check_arrival(s, *dir, *mb, *form);
 }
 
 static int flush(AxScheduler *s) {
@@ -199,7 +260,7 @@ static int train_single(AxScheduler *s, int n_micro) {
     const void *out, *din;
     AX_TRY(take_slot(s, mb));
     AX_TRY(run_forward(s, mb, NULL, &out));
-    AX_TRY(run_backward(s, mb, NULL, &din));
+    AX_TRY(run_backward(s, mb, NULL, 0, &din));
   }
   return AX_OK;
 }
@@ -209,16 +270,17 @@ static int on_activation(AxScheduler *s, int mb, const void *data) {
   AX_TRY(take_slot(s, mb));
   AX_TRY(run_forward(s, mb, data, &out));
   if (s->stage < s->P - 1) return send(s, 1, mb, out);
-  AX_TRY(run_backward(s, mb, NULL, &din)); /* the last stage turns around at once */
+  AX_TRY(run_backward(s, mb, NULL, 0, &din)); /* the last stage turns around at once */
   return send(s, 0, mb, din);
 }
 
-static int on_gradient(AxScheduler *s, int mb, const void *data, int *next_mb, int n_micro) {
+static int on_gradient(AxScheduler *s, int mb, const void *data, int compressed, int *next_mb,
+                       int n_micro) {
   const void *din;
   if (s->slot_of[mb] < 0)
     return AX_FAIL("stage %d: gradient for micro-batch %d, which it has not forwarded", s->stage,
                    mb);
-  AX_TRY(run_backward(s, mb, data, &din));
+  AX_TRY(run_backward(s, mb, data, compressed, &din));
   if (s->stage > 0) return send(s, 0, mb, din);
   if (*next_mb < n_micro) AX_TRY(inject(s, (*next_mb)++));
   return AX_OK;
@@ -234,13 +296,13 @@ int ax_sched_train(AxScheduler *s, int n_micro) {
   int expected = first || last ? n_micro : 2 * n_micro;
   for (int handled = 0; handled < expected; handled++) {
     AxP2PDir dir;
-    int mb;
+    int mb, form;
     const void *data;
-    AX_TRY(receive(s, &dir, &mb, &data));
+    AX_TRY(receive(s, &dir, &mb, &data, &form));
     if (dir == AX_FROM_PREV)
       AX_TRY(on_activation(s, mb, data));
     else
-      AX_TRY(on_gradient(s, mb, data, &next_mb, n_micro));
+      AX_TRY(on_gradient(s, mb, data, form, &next_mb, n_micro));
   }
   return flush(s);
 }
@@ -252,7 +314,8 @@ int ax_sched_forward(AxScheduler *s, int n_micro) {
     AxP2PDir dir = AX_FROM_PREV;
     int mb = i;
     const void *data = NULL, *out;
-    if (s->stage > 0) AX_TRY(receive(s, &dir, &mb, &data));
+    int form;
+    if (s->stage > 0) AX_TRY(receive(s, &dir, &mb, &data, &form));
     if (dir != AX_FROM_PREV) return AX_FAIL("internal: gradient message during a forward-only pass");
     AX_TRY(take_slot(s, mb));
     AX_TRY(run_forward(s, mb, data, &out));

@@ -6,6 +6,10 @@
  * message that does not belong to the pass (tagged with a micro-batch outside it, or a second
  * activation or gradient of one) fails the pass before anything is computed on it.
  *
+ * With compressed backpropagation (backprop_compress.h) the backward messages the rule picks
+ * travel compressed; a message's tag is 2 x micro-batch + form (1: compressed), and the
+ * receiver checks the form against the rule before it decodes.
+ *
  * The scheduler knows nothing of the model: it calls the stage through AxStageOps, hands it a
  * stash slot per in-flight micro-batch, and moves the data through the p2p engine. It tells the
  * watchdog (src/core/watchdog.h) what it does: which micro-batch it computes, and which activation
@@ -13,6 +17,7 @@
 #ifndef AX_SCHEDULER_H
 #define AX_SCHEDULER_H
 
+#include "backprop_compress.h"
 #include "mpi/p2p.h"
 #include "src/core/trace.h"
 
@@ -50,6 +55,7 @@ typedef struct {
   AxTrace *trace;  /* may be NULL */
   AxCommConfig cc; /* how the pipeline's waits wait (the grid's) */
   int device_buffers; /* messages go to MPI in device memory (CUDA-aware MPI), see mpi/p2p.h */
+  AxBackprop *backprop; /* compressed backward messages (not owned); NULL: none */
 } AxSchedConfig;
 
 typedef struct {
@@ -67,6 +73,10 @@ typedef struct {
   int *slot_of;    /* micro-batch -> slot, -1 when none */
   int *slot_used;
   int max_micro;
+  AxBackprop *backprop;
+  /* of the last pass, per micro-batch: its gradient went to the previous stage compressed
+   * ([0]), came from the next stage compressed ([1]) */
+  unsigned char *compressed[2];
 } AxScheduler;
 
 /* On failure nothing is left to destroy. */

@@ -22,6 +22,7 @@
  * device-to-device copies run late, as on a GPU), with the p2p engine's buffers in host memory
  * or, as with CUDA-aware MPI, in device memory; the stage is told which, and checked. */
 #include <check.h>
+#include <math.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ enum {
   SEEDS = 6,            /* training runs: SEEDS x 45 (n_micro, limit) pairs */
   RUN_TIMEOUT_S = 60,
   NAP_MAX_US = 2000,
+  CB_COLS = 16, CB_ROWS = 32, CB_RANK = 2, /* compressed backpropagation: rank-2 gradients */
 };
 enum { FWD = 0, BWD = 1 }; /* a message's direction: activation, gradient */
 
@@ -75,14 +77,22 @@ typedef struct {
   int fwd[MAX_MICRO], bwd[MAX_MICRO];
   int slot_of[MAX_MICRO], holder[MAX_MICRO]; /* holder[slot]: 1 + micro-batch, 0 when free */
   int in_flight, max_in_flight;
+  AxBackprop *bp;            /* compressed backpropagation (rank-2 float gradients), or NULL */
 } Mock;
 
 static const char *run_name(const Mock *m) {
-  static char buf[160];
-  snprintf(buf, sizeof buf, "%s pass, seed %llu, n_micro %d, limit %d, %zu-byte messages, %s",
+  static char buf[200];
+  snprintf(buf, sizeof buf, "%s pass, seed %llu, n_micro %d, limit %d, %zu-byte messages, %s%s",
            m->train ? "training" : "forward-only", (unsigned long long)m->seed, m->n_micro,
-           m->limit, m->words * 4, MODE_NAMES[m->mode]);
+           m->limit, m->words * 4, MODE_NAMES[m->mode],
+           !m->bp ? "" : m->bp->epilogue_only ? ", epilogue gradients compressed"
+                                              : ", every gradient compressed");
   return buf;
+}
+
+/* Whether the gradient of mb into stage `to` travels compressed (the documented rule). */
+static int compressed_into(const Mock *m, int to, int mb) {
+  return m->bp && ax_backprop_compressed(to + 1, m->P, mb, m->n_micro, m->bp->epilogue_only);
 }
 
 /* Word i of the message `from` sends for (run, micro-batch, direction). */
@@ -123,6 +133,7 @@ static int stash(Mock *m, int mb, int dir, const void *data, AxMemKind mem) {
                  run_name(m)))
     return AX_OK;
   AxMemKind want = m->mode == MEM_POSING_DEVICE ? AX_MEM_DEVICE : AX_MEM_HOST;
+  if (dir == BWD && compressed_into(m, m->stage, mb)) want = AX_MEM_HOST; /* rebuilt */
   mt_expect(mem == want, "stage %d: the %s of micro-batch %d said to be in %s memory (%s)",
             m->stage, what, mb, mem == AX_MEM_DEVICE ? "device" : "host", run_name(m));
   if (m->mode != MEM_HOST_BACKEND)
@@ -143,11 +154,43 @@ static int produce(Mock *m, int mb, int dir, void *dev, const void **out) {
   return AX_OK;
 }
 
+/* Word i of a gradient under compressed backpropagation: a float of a rank-2 CB_ROWS x CB_COLS
+ * matrix, which PowerSGD of rank CB_RANK = 2 carries exactly (to rounding). */
+static uint32_t lowrank_word(int run, int from, int mb, size_t i) {
+  float x = 0;
+  size_t row = i / CB_COLS, col = i % CB_COLS;
+  for (int k = 0; k < 2; k++) {
+    float u = (float)(word(run, BWD, from, mb, 2 * row + k) % 2001) / 1000.0f - 1.0f;
+    float v = (float)(word(run, BWD, from, mb, 4096 + 2 * col + k) % 2001) / 1000.0f - 1.0f;
+    x += u * v;
+  }
+  uint32_t w;
+  memcpy(&w, &x, sizeof w);
+  return w;
+}
+
+static uint32_t message_word(const Mock *m, int dir, int from, int mb, size_t i) {
+  return m->bp && dir == BWD ? lowrank_word(m->run, from, mb, i) : word(m->run, dir, from, mb, i);
+}
+
+/* Whether a received word differs from the sent one: bit for bit, except that a compressed
+ * gradient's rebuilt floats may differ by rounding, amplified where the warm-started power
+ * iteration's two columns are close to dependent (up to 1.4e-4 seen on these patterns). */
+static int word_differs(const Mock *m, int dir, int from, int mb, size_t i, uint32_t got) {
+  uint32_t want = message_word(m, dir, from, mb, i);
+  if (got == want) return 0;
+  if (dir == FWD || !compressed_into(m, m->stage, mb)) return 1;
+  float g, w;
+  memcpy(&g, &got, sizeof g);
+  memcpy(&w, &want, sizeof w);
+  return !(fabsf(g - w) <= 1e-3f);
+}
+
 /* The outputs of every micro-batch of a pass, in device memory before it starts. */
 static int upload_patterns(Mock *m) {
   for (int mb = 0; mb < m->n_micro; mb++)
     for (int dir = FWD; dir <= BWD; dir++) {
-      for (size_t i = 0; i < m->words; i++) m->host[i] = word(m->run, dir, m->stage, mb, i);
+      for (size_t i = 0; i < m->words; i++) m->host[i] = message_word(m, dir, m->stage, mb, i);
       AX_TRY(m->be->ops->copy(m->be, m->pattern[mb][dir], m->host, m->words * 4, AX_COPY_H2D,
                               AX_STREAM_COMPUTE));
     }
@@ -236,10 +279,17 @@ static int check_pass(Mock *m) {
       AX_TRY(m->be->ops->copy(m->be, m->host, m->stash[mb][dir], m->words * 4, AX_COPY_D2H,
                               AX_STREAM_COMPUTE));
       size_t bad = 0;
-      while (bad < m->words && m->host[bad] == word(m->run, dir, from, mb, bad)) bad++;
+      while (bad < m->words && !word_differs(m, dir, from, mb, bad, m->host[bad])) bad++;
+      float g = 0, w = 0;
+      if (bad < m->words) {
+        uint32_t want = message_word(m, dir, from, mb, bad);
+        memcpy(&g, &m->host[bad], sizeof g);
+        memcpy(&w, &want, sizeof w);
+      }
       mt_expect(bad == m->words, "stage %d: the %s of micro-batch %d from stage %d differs at "
-                "word %zu of %zu (%s)", m->stage, dir == FWD ? "activation" : "gradient", mb,
-                from, bad, m->words, run_name(m));
+                "word %zu of %zu (as floats: %g, sent %g) (%s)", m->stage,
+                dir == FWD ? "activation" : "gradient", mb, from, bad, m->words, g, w,
+                run_name(m));
     }
   }
   if (m->train && m->stage == 0) {
@@ -305,15 +355,49 @@ static void must(int rc, const Mock *m, const char *what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+/* Compressed backpropagation, after a pass: the gradients this stage sent and got compressed
+ * are the rule's, on both sides, and each compressed one took (rows + cols) x r x 4 bytes. */
+static void check_compressed(const Mock *m, const AxScheduler *s, unsigned long long sent) {
+  unsigned long long want = 0;
+  size_t full = m->words * 4, small = (CB_ROWS + CB_COLS) * CB_RANK * 4;
+  for (int mb = 0; mb < m->n_micro; mb++) {
+    int out = m->train && compressed_into(m, m->stage - 1, mb);
+    int in = m->train && compressed_into(m, m->stage, mb);
+    mt_expect(s->compressed[0][mb] == out, "stage %d: the gradient of micro-batch %d went to "
+              "stage %d %s; the rule says %s (%s)", m->stage, mb, m->stage - 1,
+              s->compressed[0][mb] ? "compressed" : "in full", out ? "compressed" : "in full",
+              run_name(m));
+    mt_expect(s->compressed[1][mb] == in, "stage %d: the gradient of micro-batch %d came %s; "
+              "the rule says %s (%s)", m->stage, mb, s->compressed[1][mb] ? "compressed" : "in full",
+              in ? "compressed" : "in full", run_name(m));
+    want += m->stage < m->P - 1 ? full : 0;                      /* the activation */
+    want += m->train && m->stage > 0 ? (out ? small : full) : 0; /* the gradient */
+  }
+  mt_expect(sent == want, "stage %d: sent %llu bytes in the pass, expected %llu (%s)", m->stage,
+            sent, want, run_name(m));
+}
+
 /* One scheduler for a pipeline limit: training passes for n_micro = limit..9, with a
- * forward-only pass after every other one (as validation interleaves with training). */
-static void run_limit(Mode mode, size_t words, int limit, uint64_t seed, int *run) {
+ * forward-only pass after every other one (as validation interleaves with training).
+ * cb: -1 plain messages; 0 every gradient compressed, 1 the epilogue's (rank-2 gradients). */
+static void run_limit(Mode mode, size_t words, int limit, uint64_t seed, int *run, int cb) {
   Mock m;
   mock_init(&m, mode, words, limit, seed);
+  AxBackprop bp;
+  if (cb >= 0) {
+    AxCodec *codec;
+    /* without lazy error propagation: a rank-2 gradient comes back exact (the residual a
+     * warm start from a different matrix leaves would carry into the next one; its telescoping
+     * is tests/test_codec.c's) */
+    must(ax_backprop_codec("powersgd:rank=2", CB_COLS, 0, &codec), &m, "ax_backprop_codec");
+    must(ax_backprop_init(&bp, codec, m.be, m.stage, m.P, words, cb, seed), &m,
+         "ax_backprop_init");
+    m.bp = &bp;
+  }
   AxSchedConfig sc = {.pipe = g_pipe, .stage = m.stage, .P = m.P, .limit = limit,
                       .max_micro = MAX_MICRO, .act_bytes = words * 4, .be = m.be,
                       .ops = mock_ops(&m), .cc = g_cc,
-                      .device_buffers = mode == MEM_POSING_DEVICE};
+                      .device_buffers = mode == MEM_POSING_DEVICE, .backprop = m.bp};
   AxScheduler s;
   must(ax_sched_init(&s, &sc), &m, "ax_sched_init");
   for (int n = limit; n <= MAX_MICRO; n++)
@@ -321,12 +405,15 @@ static void run_limit(Mode mode, size_t words, int limit, uint64_t seed, int *ru
       begin_pass(&m, ++*run, n, train);
       must(upload_patterns(&m), &m, "uploading the outputs");
       mt_run_begin("%s", run_name(&m));
+      unsigned long long sent = s.p2p.bytes_sent;
       must(train ? ax_sched_train(&s, n) : ax_sched_forward(&s, n), &m,
            train ? "ax_sched_train" : "ax_sched_forward");
       mt_run_end();
       must(check_pass(&m), &m, "reading back the stash");
+      if (m.bp) check_compressed(&m, &s, s.p2p.bytes_sent - sent);
     }
   ax_sched_destroy(&s);
+  if (m.bp) ax_backprop_free(&bp);
   mock_free(&m);
   /* no rank posts the next scheduler's receives before every rank cancelled this one's */
   MPI_Barrier(g_pipe);
@@ -337,21 +424,39 @@ START_TEST(every_micro_batch_once_in_order_within_the_limit) {
   for (uint64_t seed = 0; seed < SEEDS; seed++) {
     Mode mode = (Mode)(seed % N_MODES);
     size_t words = seed % 4 == 3 ? WORDS_LARGE : WORDS_SMALL;
-    for (int limit = 1; limit <= MAX_MICRO; limit++) run_limit(mode, words, limit, seed, &run);
+    for (int limit = 1; limit <= MAX_MICRO; limit++) run_limit(mode, words, limit, seed, &run, -1);
   }
   mt_assert_all_ok("the scheduler's passes");
 }
 END_TEST
 
+/* Optimus-CC's compressed backpropagation on every micro-batch count and pipeline limit: which
+ * gradients travel compressed (every one, or the epilogue's), on both sides of every link, the
+ * bytes they take, and what the stage gets (rank-2 gradients come back to rounding; the rest
+ * bit for bit), with host-staged and device buffers. */
+START_TEST(compressed_gradients_follow_the_epilogue_rule_on_both_sides) {
+  if (mt_size < 2) return;
+  int run = 5000;
+  for (int cb = 1; cb >= 0; cb--)
+    for (uint64_t seed = 0; seed < N_MODES; seed++)
+      for (int limit = 1; limit <= MAX_MICRO; limit += 2)
+        run_limit((Mode)seed, CB_ROWS * CB_COLS, limit, seed, &run, cb);
+  mt_assert_all_ok("compressed backpropagation");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ stray messages */
 
-typedef enum { DUPLICATE, OUT_OF_RANGE, BEYOND_THE_PASS, N_STRAYS } Stray;
+typedef enum { DUPLICATE, OUT_OF_RANGE, BEYOND_THE_PASS, COMPRESSED, N_STRAYS } Stray;
 static const char *const STRAY_NAMES[] = {"a second activation of a finished micro-batch",
                                           "an activation tagged 1000",
-                                          "an activation of micro-batch 3 in a pass of 3"};
+                                          "an activation of micro-batch 3 in a pass of 3",
+                                          "an activation tagged as compressed"};
 static const char *const STRAY_ERRORS[] = {"activation of micro-batch 0 arrived twice",
                                            "tagged with micro-batch 1000",
-                                           "tagged with micro-batch 3"};
+                                           "tagged with micro-batch 3",
+                                           "activation of micro-batch 1 from stage 0 came "
+                                           "compressed; the rule says in full"};
 enum { STRAY_MICRO = 3 };
 
 enum { DONE_TAG = 30000, END_TAG = 30001 };
@@ -371,7 +476,7 @@ static void drain(MPI_Comm comm, int from, int until) {
  * stride still finishes rather than hangs). */
 static void stray_sender(MPI_Comm comm, Stray kind, int run) {
   uint32_t msg[WORDS_SMALL];
-  int stray = kind == DUPLICATE ? 0 : kind == OUT_OF_RANGE ? 1000 : STRAY_MICRO;
+  int stray = kind == DUPLICATE ? 0 : kind == OUT_OF_RANGE ? 1000 : kind == COMPRESSED ? 1 : STRAY_MICRO;
   int order[] = {0, -1, stray, 1, 2};
   for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
     if (order[k] < 0) {
@@ -379,7 +484,8 @@ static void stray_sender(MPI_Comm comm, Stray kind, int run) {
       continue;
     }
     for (size_t i = 0; i < WORDS_SMALL; i++) msg[i] = word(run, FWD, 0, order[k], i);
-    MPI_Send(msg, WORDS_SMALL * 4, MPI_BYTE, 1, order[k], comm); /* small: sent eagerly */
+    int form = kind == COMPRESSED && k == 2; /* tags: 2 x micro-batch + form */
+    MPI_Send(msg, WORDS_SMALL * 4, MPI_BYTE, 1, 2 * order[k] + form, comm); /* sent eagerly */
   }
   drain(comm, 1, DONE_TAG); /* the gradients rank 1 sent after the first */
   MPI_Send(NULL, 0, MPI_BYTE, 1, END_TAG, comm);
@@ -431,6 +537,7 @@ static Suite *scheduler_suite(void) {
   Suite *s = suite_create("scheduler");
   TCase *tc = tu_tcase(s, "scheduler", 600);
   tcase_add_test(tc, every_micro_batch_once_in_order_within_the_limit);
+  tcase_add_test(tc, compressed_gradients_follow_the_epilogue_rule_on_both_sides);
   tcase_add_test(tc, stray_messages_are_reported_not_computed);
   return s;
 }

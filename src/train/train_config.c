@@ -310,6 +310,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   AX_TRY(check_compress(cfg));
+  AX_TRY(ax_train_check_backprop(cfg));
   return check_network(cfg);
 }
 

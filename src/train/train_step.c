@@ -209,6 +209,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   t->loss_sum = 0;
   t->validating = 0;
   debug_hang(t, step);
+  ax_trainer_backprop_step(t, step);
   AX_TRY(pipeline_phase(t));
   AX_TRY(optimizer_step(t, step, rec));
   AX_TRY(agree_on_loss(t, 1, &rec->loss));

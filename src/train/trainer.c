@@ -203,7 +203,8 @@ static int setup_scheduler(AxTrainer *t) {
                       .limit = t->limit, .max_micro = t->n_micro,
                       .act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz,
                       .be = t->be, .trace = &t->trace, .cc = t->grid.comm_cfg,
-                      .device_buffers = t->device_buffers};
+                      .device_buffers = t->device_buffers,
+                      .backprop = t->have_backprop ? &t->backprop : NULL};
   AX_TRY(ax_trainer_make_ops(t, &sc.ops));
   AX_TRY(ax_sched_init(&t->sched, &sc));
   t->have_sched = 1;
@@ -258,6 +259,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
          t->off.grads_alias ? "" : ", gradient staging");
   print_network(t);
   ax_trainer_print_compress(t);
+  ax_trainer_print_backprop(t);
   if (t->device_buffers)
     ax_log("MPI path: stage messages sent from and received into device buffers (%s); "
            "gradients summed in host memory", t->mpi_path_why);
@@ -371,6 +373,7 @@ const AxTraffic *ax_trainer_step_traffic(const AxTrainer *t, int *steps) {
 void ax_trainer_destroy(AxTrainer *t) {
   if (!t) return;
   if (t->have_sched) ax_sched_destroy(&t->sched);
+  if (t->have_backprop) ax_backprop_free(&t->backprop);
   ax_link_emu_destroy(t->links); /* after the engines that send through it */
   ax_trace_free(&t->trace);
   ax_grad_compress_free(&t->gc);
@@ -414,6 +417,7 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   if (rc == AX_OK) rc = phase(t, setup_data);
   if (rc == AX_OK) rc = phase(t, setup_trace);
   if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints);
+  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_backprop);
   if (rc == AX_OK) rc = phase(t, setup_scheduler);
   if (rc != AX_OK) {
     ax_trainer_destroy(t);

@@ -79,64 +79,88 @@ static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile
 
 /* ------------------------------------------------------------------ codec state */
 
-/* What a rank's codec state belongs to: a resume restores it only into the same. */
-static void codec_label(const AxTrainer *t, char *buf, size_t cap) {
+/* The compression states a rank keeps across steps, each in a per-rank file of its own:
+ * --compress's (codec-R.bin: error feedback, momentum, PowerSGD's Q per part) and
+ * --compress-backprop's (backprop-R.bin: the link's residual and Q). */
+typedef enum { STATE_CODEC = 0, STATE_BACKPROP, N_STATES } StateKind;
+
+static int has_state(const AxTrainer *t, StateKind k) {
+  return k == STATE_CODEC ? t->codec != NULL : t->have_backprop;
+}
+
+/* What a rank's state belongs to: a resume restores it only into the same. */
+static void state_label(const AxTrainer *t, StateKind k, char *buf, size_t cap) {
+  if (k == STATE_BACKPROP) {
+    ax_trainer_backprop_label(t, buf, cap);
+    return;
+  }
   snprintf(buf, cap, "codec %s sync %s grid %dx%d rank %d chunks %d layer-wise parts %d "
            "bucket %lld coarsening %d", ax_codec_spec(t->codec), ax_casync_algo_name(t->gc.algo),
            t->grid.P, t->grid.D, t->grid.rank, t->gc.n_chunks, t->gc.n_parts,
            t->cfg.bucket_size, t->cfg.coarsening);
 }
 
-/* This rank's codec-state file: its name, its label and a buffer of the state's size. */
+/* This rank's state file of a kind: its name, its label and a buffer of the state's size. */
 typedef struct {
   char label[AX_BLOB_LABEL_MAX], name[64];
   size_t bytes;
   void *buf;
-} CodecBlob;
+} StateBlob;
 
-static int codec_blob(const AxTrainer *t, CodecBlob *b) {
-  codec_label(t, b->label, sizeof b->label);
-  snprintf(b->name, sizeof b->name, "codec-%d.bin", t->grid.rank);
-  b->bytes = ax_grad_compress_state_bytes(&t->gc);
+static int state_blob(const AxTrainer *t, StateKind k, StateBlob *b) {
+  state_label(t, k, b->label, sizeof b->label);
+  snprintf(b->name, sizeof b->name, "%s-%d.bin", k == STATE_CODEC ? "codec" : "backprop",
+           t->grid.rank);
+  b->bytes = k == STATE_CODEC ? ax_grad_compress_state_bytes(&t->gc)
+                              : ax_backprop_state_bytes(&t->backprop);
   b->buf = ax_malloc(b->bytes + 1);
   return b->buf ? AX_OK : AX_ERR;
 }
 
-/* Every rank its codec state (error-feedback residuals differ between ranks). */
+/* Every rank its states (error-feedback residuals differ between ranks). */
 static int write_codec_state(AxTrainer *t, const char *step_dir) {
-  if (!t->codec) return AX_OK;
-  CodecBlob b;
-  AX_TRY(codec_blob(t, &b));
-  int rc = ax_grad_compress_save(&t->gc, b.buf);
-  if (rc == AX_OK) rc = ax_ckpt_blob_write(step_dir, b.name, b.label, b.buf, b.bytes);
-  free(b.buf);
-  return rc;
+  for (int k = 0; k < N_STATES; k++) {
+    if (!has_state(t, (StateKind)k)) continue;
+    StateBlob b;
+    AX_TRY(state_blob(t, (StateKind)k, &b));
+    int rc = k == STATE_CODEC ? ax_grad_compress_save(&t->gc, b.buf)
+                              : ax_backprop_state_save(&t->backprop, b.buf);
+    if (rc == AX_OK) rc = ax_ckpt_blob_write(step_dir, b.name, b.label, b.buf, b.bytes);
+    free(b.buf);
+    AX_TRY(rc);
+  }
+  return AX_OK;
 }
 
-/* Restores this rank's codec state; *status: 0 restored (or nothing to restore), 1 none in
+/* Restores this rank's state of a kind; *status: 0 restored (or nothing to restore), 1 none in
  * the checkpoint, 2 written by another codec or grid (both: the state starts fresh). */
-static int read_codec_state(AxTrainer *t, const char *step_dir, int *status) {
+static int read_state(AxTrainer *t, StateKind k, const char *step_dir, int *status) {
   *status = 0;
-  if (!t->codec) return AX_OK;
-  CodecBlob b;
-  AX_TRY(codec_blob(t, &b));
+  if (!has_state(t, k)) return AX_OK;
+  StateBlob b;
+  AX_TRY(state_blob(t, k, &b));
   int found, same;
   int rc = ax_ckpt_blob_read(step_dir, b.name, b.label, b.buf, b.bytes, &found, &same);
-  if (rc == AX_OK && found && same) rc = ax_grad_compress_load(&t->gc, b.buf, b.bytes);
+  if (rc == AX_OK && found && same)
+    rc = k == STATE_CODEC ? ax_grad_compress_load(&t->gc, b.buf, b.bytes)
+                          : ax_backprop_state_load(&t->backprop, b.buf, b.bytes);
   free(b.buf);
   *status = !found ? 1 : !same ? 2 : 0;
   return rc;
 }
 
 static int resume_codec_state(AxTrainer *t, const char *step_dir) {
-  int status = 0, worst;
-  AX_TRY(ax_grid_agree(&t->grid, read_codec_state(t, step_dir, &status)));
-  AX_TRY(ax_trainer_agree_flag(t, status, &worst));
-  if (worst && t->grid.rank == 0)
-    ax_warn("resume: %s holds %s; the compression state (error feedback, momentum) starts "
-            "fresh, so this run does not continue the checkpointed one bit for bit", step_dir,
-            worst == 1 ? "no codec state (written without --compress?)"
-                       : "the codec state of another codec, grid or chunking");
+  static const char *const what[N_STATES] = {"--compress", "--compress-backprop"};
+  for (int k = 0; k < N_STATES; k++) {
+    int status = 0, worst;
+    AX_TRY(ax_grid_agree(&t->grid, read_state(t, (StateKind)k, step_dir, &status)));
+    AX_TRY(ax_trainer_agree_flag(t, status, &worst));
+    if (worst && t->grid.rank == 0)
+      ax_warn("resume: %s holds %s; the %s state (error feedback, momentum, Q) starts fresh, so "
+              "this run does not continue the checkpointed one bit for bit", step_dir,
+              worst == 1 ? "no such state (written without it?)"
+                         : "the state of another codec, grid or chunking", what[k]);
+  }
   return AX_OK;
 }
 

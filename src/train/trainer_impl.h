@@ -64,6 +64,9 @@ struct AxTrainer {
   AxShapedCodecs shaped;   /* the codec with a tensor's cols=, one per row length (cols=auto) */
   AxCasyncCosts compress_costs;
   int compress_profiled;   /* 1: the cost model decided (costs above) */
+  /* --compress-backprop (train_backprop.c) */
+  AxBackprop backprop;
+  int have_backprop;
   int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */
   /* per-step accumulation by the stage callbacks */
   double loss_sum;
@@ -80,6 +83,12 @@ int ax_trainer_setup_checkpoints(AxTrainer *t);
 int ax_trainer_setup_compress(AxTrainer *t);
 void ax_trainer_compress_step(AxTrainer *t, int step);
 void ax_trainer_print_compress(const AxTrainer *t);
+/* train_backprop.c: compressed backpropagation's link state (a setup phase before the
+ * scheduler's), each step's codec context, the header's line, the checkpoint label. */
+int ax_trainer_setup_backprop(AxTrainer *t);
+void ax_trainer_backprop_step(AxTrainer *t, int step);
+void ax_trainer_print_backprop(const AxTrainer *t);
+void ax_trainer_backprop_label(const AxTrainer *t, char *buf, size_t cap);
 /* The step Adam's second moment stays frozen at while gradients are compressed
  * (--compress-freeze-variance), 0 when it is updated as usual. */
 int ax_trainer_v_frozen_at(const AxTrainer *t);

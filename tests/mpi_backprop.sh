@@ -1,0 +1,69 @@
+#!/bin/sh
+# Optimus-CC on the pipeline, the fast checks (the real-text losses: mpi_backprop_text.sh):
+#  - compressed backpropagation's bytes, from the summary's counters: a compressed backward
+#    message takes (n + m) x r x 4 bytes (n = micro-batch x T, m = C), the others n x m x 4,
+#    and epilogue-only compresses the last P - 1 - s micro-batches into stage s;
+#  - its state (the link's residual and Q) and selective stage compression's go into the
+#    checkpoints: 10 steps, resume, 10 more equal 20 straight, bit for bit, on 2x2;
+#  - bad values: one clear line, non-zero exit, nothing written.
+. "$(dirname "$0")/mpilib.sh"
+
+COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 1 --seed 5 \
+  --val-steps 0 --threads 1 --lr-schedule constant --warmup 0"
+
+# pipeline_backward bytes per step on each rank: rank s sends stage s's gradients to s - 1
+backward_bytes() {
+  python3 - "$TMP/$1.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["communication"]["per_step"]["ranks"]
+print(" ".join(str(r["pipeline_backward"]["bytes"]) for r in c))
+PY
+}
+
+# 4x1, 8 micro-batches of 1 x 16 tokens x 32 channels: 2048 bytes in full; rank 16 (at most
+# min(16, 32) = 16 columns): (16 + 32) x 16 x 4 = 3072 > 2048, so rank 4: (16 + 32) x 4 x 4 = 768
+full=2048; small=768
+for epi in 1 0; do
+  run "bytes$epi" 4 --g-inter 4 --steps 3 --compress-backprop powersgd:rank=4 \
+    --epilogue-only $epi --summary "$TMP/bytes$epi.json" || continue
+  got=$(backward_bytes "bytes$epi")
+  want="0"
+  for s in 1 2 3; do
+    k=$((epi ? 4 - s : 8)) # compressed messages from stage s: the last P - 1 - (s - 1)
+    want="$want $(( (8 - k) * full + k * small ))"
+  done
+  echo "  epilogue-only $epi: pipeline_backward bytes per step by rank: $got (expected $want)"
+  [ "$got" = "$want" ] || fail "epilogue-only $epi: backward bytes $got, expected $want"
+done
+expect_error "not smaller than" train --g-inter 2 --compress-backprop powersgd --steps 1 \
+  --layers 2 --hidden 32 --heads 2 --seq 16 --micro-batch 1 --batch 8 --dry-run
+
+# resume: CB + SC (PowerSGD with error feedback on stage 0's data-parallel sum), bit for bit
+C="--g-inter 2 --g-data 2 --compress-backprop powersgd:rank=4 --compress powersgd:rank=2,ef=1 \
+  --compress-stages 0.5 --compress-min-bytes 0"
+run full 4 $C --steps 20 &&
+  run half 4 $C --steps 10 --checkpoint-dir "$TMP/ck" --checkpoint-every 10 &&
+  run res 4 $C --steps 20 --checkpoint-dir "$TMP/ck" --resume && {
+    [ -f "$TMP/ck/step-00000010/backprop-1.bin" ] || fail "no link state file in the checkpoint"
+    awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { bad = 1 } END { exit bad }' \
+      "$TMP/full.csv" "$TMP/res.csv" || fail "resumed CB+SC losses differ from 20 straight"
+    "$AXONN" compare "$TMP/full.bin" "$TMP/res.bin" --tol 0 >/dev/null 2>&1 ||
+      fail "resumed CB+SC weights not bit-identical"
+    grep -q "starts fresh" "$TMP/res.log" && fail "resume warned that a state starts fresh"
+  }
+run nolep 4 $C --steps 12 --lazy-error 0 --checkpoint-dir "$TMP/ck" --resume &&
+  { grep -q "compress-backprop state .* starts fresh" "$TMP/nolep.log" ||
+    { fail "resume with another backprop codec did not warn"; cat "$TMP/nolep.log"; }; }
+
+# bad values: one line, non-zero, no metrics file
+for bad in "powersgd:rank=0" "onebit" "powersgd:cols=4" "powersgd:ef=1" "nosuch"; do
+  rm -f "$TMP/bad.csv"
+  expect_error "--compress-backprop" train --g-inter 2 --compress-backprop "$bad" \
+    --metrics "$TMP/bad.csv" --steps 1
+  [ -e "$TMP/bad.csv" ] && fail "--compress-backprop $bad left a metrics file"
+done
+expect_error "needs --g-inter 2" train --compress-backprop powersgd --steps 1
+expect_error "precision fp32" train --g-inter 2 --compress-backprop powersgd --precision bf16 --steps 1
+expect_error "lazy-error" train --lazy-error 2 --steps 1
+
+finish

@@ -237,7 +237,7 @@ static int receive(AxScheduler *s, AxP2PDir *dir, int *mb, const void **data, in
   AX_TRY(ax_p2p_wait(&s->p2p, dir, &tag, data));
   *mb = tag >> 1;
   *form = tag & 1;
-  ax_trace_end(s->trace, AX_EV_RECV_WAIT, *mb, t0);
+  ax_trace_end(s->trace, *dir == AX_FROM_NEXT ? AX_EV_RECV_WAIT_GRAD : AX_EV_RECV_WAIT, *mb, t0);
   return check_arrival(s, *dir, *mb, *form);
 }
 

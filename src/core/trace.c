@@ -9,7 +9,8 @@
 #include "timer.h"
 
 static const char *const KIND_NAMES[AX_N_EVENT_KINDS] = {
-    "forward", "backward", "send", "recv-wait", "allreduce", "optimizer", "pipeline", "step"};
+    "forward", "backward", "send", "recv-wait", "allreduce", "optimizer", "pipeline", "step",
+    "recv-wait-gradient"};
 
 const char *ax_trace_kind_name(int kind) {
   return kind >= 0 && kind < AX_N_EVENT_KINDS ? KIND_NAMES[kind] : "?";

@@ -9,7 +9,9 @@
 
 typedef enum {
   AX_EV_FORWARD = 0, AX_EV_BACKWARD, AX_EV_SEND, AX_EV_RECV_WAIT, AX_EV_ALLREDUCE,
-  AX_EV_OPTIMIZER, AX_EV_PIPELINE, AX_EV_STEP, AX_N_EVENT_KINDS
+  AX_EV_OPTIMIZER, AX_EV_PIPELINE, AX_EV_STEP,
+  AX_EV_RECV_WAIT_GRAD, /* a wait that ended with a gradient (RECV_WAIT: with an activation) */
+  AX_N_EVENT_KINDS
 } AxEventKind;
 
 typedef struct {

@@ -17,13 +17,14 @@ static int split_comms(AxGrid *g) {
   AX_MPI(MPI_Comm_split(MPI_COMM_WORLD, g->stage, g->row, &g->data));
   int end = g->P > 1 && (g->stage == 0 || g->stage == g->P - 1);
   AX_MPI(MPI_Comm_split(MPI_COMM_WORLD, end ? g->row : MPI_UNDEFINED, g->stage, &g->tied));
+  AX_MPI(MPI_Comm_split(MPI_COMM_WORLD, end ? 0 : MPI_UNDEFINED, g->rank, &g->embed));
   AX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &g->world));
   return AX_OK;
 }
 
 int ax_grid_create(AxGrid *g, int P, int D) {
   memset(g, 0, sizeof *g);
-  g->pipe = g->data = g->tied = g->world = MPI_COMM_NULL;
+  g->pipe = g->data = g->tied = g->embed = g->world = MPI_COMM_NULL;
   g->comm_cfg = ax_comm_config_default();
   AX_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &g->rank));
   AX_MPI(MPI_Comm_size(MPI_COMM_WORLD, &g->size));
@@ -48,7 +49,7 @@ int ax_grid_create(AxGrid *g, int P, int D) {
 void ax_grid_solo(AxGrid *g) {
   memset(g, 0, sizeof *g);
   g->size = g->P = g->D = g->local_size = g->share_size = 1;
-  g->pipe = g->data = g->tied = g->world = MPI_COMM_NULL;
+  g->pipe = g->data = g->tied = g->embed = g->world = MPI_COMM_NULL;
   g->comm_cfg = ax_comm_config_default();
   if (gethostname(g->host, sizeof g->host) != 0) snprintf(g->host, sizeof g->host, "?");
   g->host[sizeof g->host - 1] = 0;
@@ -63,6 +64,7 @@ void ax_grid_destroy(AxGrid *g) {
   free_comm(&g->pipe);
   free_comm(&g->data);
   free_comm(&g->tied);
+  free_comm(&g->embed);
   free_comm(&g->world);
 }
 

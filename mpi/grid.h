@@ -1,8 +1,9 @@
 /* grid.h — the G_inter x G_data process grid. Rank r is pipeline stage r % P of data-parallel
  * row r / P, so consecutive ranks form one pipeline. Communicators: the pipeline row (ranks of
  * one row, ordered by stage), the data-parallel column (ranks of one stage, ordered by row),
- * the tied-embedding pair (first and last stage of one row) and a duplicate of the world for
- * collectives of our own; and the configuration of this rank's communication (comm_config.h:
+ * the tied-embedding pair (first and last stage of one row), every holder of the tied embedding
+ * (the first and last stage of every row: Optimus-CC's fused embedding synchronization) and a
+ * duplicate of the world for collectives of our own; and the configuration of this rank's communication (comm_config.h:
  * the defaults when created; the trainer sets it once, e.g. polite waiting when its ranks
  * oversubscribe the cores) that everything communicating on the grid is handed. */
 #ifndef AX_GRID_H
@@ -21,6 +22,8 @@ typedef struct {
   MPI_Comm pipe;          /* this row's stages, rank = stage; pipeline messages only */
   MPI_Comm data;          /* this stage's rows, rank = row */
   MPI_Comm tied;          /* first + last stage of this row (MPI_COMM_NULL elsewhere or P == 1) */
+  MPI_Comm embed;         /* first + last stage of every row, by world rank (2 x D ranks;
+                           * MPI_COMM_NULL elsewhere or P == 1) */
   MPI_Comm world;         /* a duplicate of MPI_COMM_WORLD for axonn's own collectives */
   AxCommConfig comm_cfg;  /* chunking and waiting of this rank's communication */
   char host[64];

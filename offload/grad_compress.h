@@ -6,8 +6,8 @@
  * (a linear codec like PowerSGD is configured with the part's row length) and its own codec
  * state, which lives here from step to step and goes into checkpoints. The interleaver
  * (interleave.h) sums a chunk with a group of operations: one CaSync all-reduce per compressed
- * part and one plain all-reduce per maximal run of adjacent plain parts, started in part
- * order. */
+ * part and one plain all-reduce per maximal run of adjacent plain parts (less a range the
+ * caller summed already: interleave.h), started in part order. */
 #ifndef AX_GRAD_COMPRESS_H
 #define AX_GRAD_COMPRESS_H
 

@@ -20,16 +20,30 @@ typedef struct {
   int active;   /* 1 when there is a group to sum over */
 } Reducer;
 
-/* A chunk's operations live in its slots: one per chunk without compression, one per part
- * with it (a CaSync per compressed part, a plain all-reduce per run of plain parts in the
- * run's first slot). */
+/* A chunk's operations live in its slots, taken in start order: two per chunk without
+ * compression (the chunk less the summed range is at most two pieces), one per part and one
+ * more with it (a CaSync per compressed part, a plain all-reduce per piece of a run of plain
+ * parts: cutting the one summed range out of the runs adds at most one piece). */
 static int slot0(const Reducer *rd, int c) {
-  return rd->r->compress ? rd->r->compress->first[c] : c;
+  const AxGradCompress *gc = rd->r->compress;
+  return gc ? gc->first[c] + c : 2 * c;
 }
 
 static int n_slots(const Reducer *rd, int c) {
   const AxGradCompress *gc = rd->r->compress;
-  return gc ? gc->first[c + 1] - gc->first[c] : 1;
+  return gc ? gc->first[c + 1] - gc->first[c] + 1 : 2;
+}
+
+/* [lo, hi) less the range the caller summed: up to two pieces [piece[i][0], piece[i][1]);
+ * returns how many. */
+static int unsummed_pieces(const AxReduceSpec *r, size_t lo, size_t hi, size_t piece[2][2]) {
+  size_t a = r->summed_lo > lo ? r->summed_lo : lo;
+  size_t b = r->summed_hi < hi ? r->summed_hi : hi;
+  if (a >= b) a = b = hi; /* no overlap: one piece, the whole range */
+  int n = 0;
+  if (a > lo) piece[n][0] = lo, piece[n++][1] = a;
+  if (hi > b) piece[n][0] = b, piece[n++][1] = hi;
+  return n;
 }
 
 double ax_host_sumsq(const float *x, size_t n) {
@@ -59,7 +73,7 @@ static int reducer_init(Reducer *rd, AxOffload *o, const AxReduceSpec *r) {
   if (r->comm != MPI_COMM_NULL) MPI_Comm_size(r->comm, &size);
   *rd = (Reducer){.o = o, .r = r, .active = size > 1};
   if (!rd->active) return AX_OK;
-  int total = r->compress ? r->compress->n_parts : o->n_chunks;
+  int total = r->compress ? r->compress->n_parts + o->n_chunks : 2 * o->n_chunks;
   rd->ops = ax_calloc((size_t)total + 1, sizeof *rd->ops);
   return rd->ops ? AX_OK : AX_ERR;
 }
@@ -71,32 +85,59 @@ static void reducer_free(Reducer *rd) {
   free(rd->ops);
 }
 
-/* Part p through CaSync: K partitions beyond the ranks cut its messages smaller. */
-static int start_compressed(Reducer *rd, int p) {
+/* [lo, hi) less the summed range: a plain all-reduce per piece, in the chunk's next slots
+ * (*k), bf16 on the wire when `wire`. */
+static int start_plain(Reducer *rd, int *k, size_t lo, size_t hi, int wire) {
+  AxOffload *o = rd->o;
+  const AxReduceSpec *r = rd->r;
+  size_t piece[2][2];
+  int n = unsummed_pieces(r, lo, hi, piece);
+  for (int i = 0; i < n; i++) {
+    size_t a = piece[i][0], count = piece[i][1] - a;
+    AxColl **op = &rd->ops[(*k)++];
+    if (wire) {
+      ax_f32_to_bf16_array(o->wire + a, o->grads + a, count);
+      AX_TRY(ax_allreduce_start(op, r->comm, r->cc, o->wire + a, count, AX_COMM_BF16, r->algo,
+                                r->bytes));
+    } else {
+      AX_TRY(ax_allreduce_start(op, r->comm, r->cc, o->grads + a, count, AX_COMM_F32, r->algo,
+                                r->bytes));
+    }
+  }
+  return AX_OK;
+}
+
+/* Part p through CaSync in the chunk's next slot (*k): K partitions beyond the ranks cut its
+ * messages smaller. Nothing for a part inside the summed range; one it cuts is an error. */
+static int start_compressed(Reducer *rd, int p, int *k) {
   const AxGradCompress *gc = rd->r->compress;
   const AxGradPart *part = &gc->parts[p];
+  size_t piece[2][2];
+  int n = unsummed_pieces(rd->r, part->lo, part->hi, piece);
+  if (n == 0) return AX_OK;
+  if (n > 1 || piece[0][0] != part->lo || piece[0][1] != part->hi)
+    return AX_FAIL("the summed range [%zu, %zu) cuts the compressed part [%zu, %zu)",
+                   rd->r->summed_lo, rd->r->summed_hi, part->lo, part->hi);
   AxCommConfig cc = ax_grad_compress_cc(gc, rd->r->cc, p);
   AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = part->lo};
-  return ax_casync_allreduce_start(&rd->ops[p], rd->r->comm, &cc, part->codec, gc->algo,
+  return ax_casync_allreduce_start(&rd->ops[(*k)++], rd->r->comm, &cc, part->codec, gc->algo,
                                    part->state, &ctx, rd->o->grads + part->lo,
                                    part->hi - part->lo, rd->r->bytes);
 }
 
-/* Chunk c's group, in part order: a CaSync per compressed part, one plain fp32 all-reduce per
- * maximal run of adjacent plain parts. */
+/* Chunk c's group, in part order: a CaSync per compressed part, plain fp32 all-reduces per
+ * maximal run of adjacent plain parts (one, or two around the summed range). */
 static int start_group(Reducer *rd, int c) {
   const AxGradCompress *gc = rd->r->compress;
-  int p = gc->first[c], end = gc->first[c + 1];
+  int p = gc->first[c], end = gc->first[c + 1], k = slot0(rd, c);
   while (p < end) {
     if (ax_grad_compress_part_uses(gc, p)) {
-      AX_TRY(start_compressed(rd, p++));
+      AX_TRY(start_compressed(rd, p++, &k));
       continue;
     }
     int q = p;
     while (q < end && !ax_grad_compress_part_uses(gc, q)) q++;
-    size_t lo = gc->parts[p].lo, hi = gc->parts[q - 1].hi;
-    AX_TRY(ax_allreduce_start(&rd->ops[p], rd->r->comm, rd->r->cc, rd->o->grads + lo, hi - lo,
-                              AX_COMM_F32, rd->r->algo, rd->r->bytes));
+    AX_TRY(start_plain(rd, &k, gc->parts[p].lo, gc->parts[q - 1].hi, 0));
     p = q;
   }
   return AX_OK;
@@ -104,18 +145,11 @@ static int start_group(Reducer *rd, int c) {
 
 static int start_chunk(Reducer *rd, int c) {
   if (!rd->active || c >= rd->o->n_chunks) return AX_OK;
-  AxOffload *o = rd->o;
   if (ax_grad_compress_uses(rd->r->compress, c)) return start_group(rd, c);
   size_t lo, hi;
-  ax_offload_chunk_range(o, c, &lo, &hi);
-  AxColl **op = &rd->ops[slot0(rd, c)];
-  if (o->wire) {
-    ax_f32_to_bf16_array(o->wire + lo, o->grads + lo, hi - lo);
-    return ax_allreduce_start(op, rd->r->comm, rd->r->cc, o->wire + lo, hi - lo,
-                              AX_COMM_BF16, rd->r->algo, rd->r->bytes);
-  }
-  return ax_allreduce_start(op, rd->r->comm, rd->r->cc, o->grads + lo, hi - lo, AX_COMM_F32,
-                            rd->r->algo, rd->r->bytes);
+  ax_offload_chunk_range(rd->o, c, &lo, &hi);
+  int k = slot0(rd, c);
+  return start_plain(rd, &k, lo, hi, rd->o->wire != NULL);
 }
 
 /* One progress call on every operation of chunk c's group; *first gets the first slot still
@@ -145,9 +179,12 @@ static int wait_chunk(Reducer *rd, int c, int yield) {
   }
   AX_TRY(rc);
   if (o->wire && !ax_grad_compress_uses(rd->r->compress, c)) {
-    size_t lo, hi;
+    size_t lo, hi, piece[2][2];
     ax_offload_chunk_range(o, c, &lo, &hi);
-    ax_bf16_to_f32_array(o->grads + lo, o->wire + lo, hi - lo);
+    int pieces = unsummed_pieces(rd->r, lo, hi, piece);
+    for (int i = 0; i < pieces; i++)
+      ax_bf16_to_f32_array(o->grads + piece[i][0], o->wire + piece[i][0],
+                           piece[i][1] - piece[i][0]);
   }
   return AX_OK;
 }

@@ -34,6 +34,10 @@ typedef struct {
   int window;           /* chunks in flight at once (>= 1) */
   AxProgressMode progress; /* how MPI progresses while AdamW runs */
   size_t norm_skip_lo, norm_skip_hi; /* elements left out of the sum of squares (tied copy) */
+  /* elements [summed_lo, summed_hi) were already summed by the caller (the fused tied
+   * embedding): the all-reduce leaves them out, plain, bf16 and compressed chunks alike (a
+   * compressed part must lie wholly inside or outside); the sum of squares still covers them */
+  size_t summed_lo, summed_hi;
   AxTrace *trace;       /* may be NULL */
   /* the layer-wise parts it says so go through CaSync with their codec (grad_compress.h);
    * NULL: all plain */

@@ -1,8 +1,8 @@
 /* plan_compress.c — `axonn plan --compress CODEC`: the selective-compression decision of every
  * layer-wise part of every stage (train_compress.h: the same cut into tensors, the same
- * codecs and the same decision a run makes), from this core's profiled encode and decode costs
- * and the link of --emulate-link, or, without it, an assumed 10 Gb/s, 5 us link (the plan
- * says which). A run decides from costs every rank agrees on, so its table can differ where
+ * codecs and the same decision a run makes; a stage --compress-stages leaves out is plain),
+ * from this core's profiled encode and decode costs and the link of --emulate-link, or,
+ * without it, an assumed 10 Gb/s, 5 us link (the plan says which). A run decides from costs every rank agrees on, so its table can differ where
  * T_orig and T_cpr are close. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +37,12 @@ static AxOffload stage_chunks(const AxTrainConfig *cfg, size_t n) {
 
 static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
                        const AxCompressPolicy *pol, AxShapedCodecs *cache, AxCasyncCosts *c) {
-  int P = cfg->g_inter;
+  int P = cfg->g_inter, selected = ax_train_compressed_stages(cfg, P);
+  if (s >= selected) {
+    ax_log("stage %d: plain (--compress-stages %s: only stages below %d compress)", s,
+           cfg->compress_stages, selected);
+    return AX_OK;
+  }
   AxStageLayout lay;
   ax_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1);
   AxOffload o = stage_chunks(cfg, lay.total);
@@ -45,6 +50,7 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
   int n;
   AX_TRY(ax_compress_cut_parts(&o, &lay, m, &parts, &n));
   int rc = ax_compress_decide_parts(pol, cache, c, parts, n);
+  ax_compress_keep_tied_plain(&lay, P, selected, cfg->fuse_embedding_sync, parts, n);
   if (rc == AX_OK) {
     int compressed;
     size_t bytes, cbytes;

@@ -1,7 +1,8 @@
 /* train_compress.c — the trainer's side of gradient compression: the codec of --compress, the
  * per-part decisions of layer-wise compression (--compress-min-bytes N, or HiPress's cost model fed by costs profiled
- * here and agreed by every rank), the codec states (offload/grad_compress.h), the decision
- * table in the run's header, and the step's codec context (--compress-warmup). */
+ * here and agreed by every rank), the codec states (offload/grad_compress.h), the stages that compress
+ * (--compress-stages), the decision table in the run's header, and the step's codec context
+ * (--compress-warmup). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,8 +125,26 @@ int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
   return AX_OK;
 }
 
+/* A stage --compress-stages leaves out keeps no codec: its gradients take exactly the plain
+ * path. Every rank profiled first (the costs are agreed over all ranks), so a selected stage
+ * decides as it would with every stage compressing. */
+static int drop_codec_unless_selected(AxTrainer *t) {
+  if (t->grid.stage < ax_train_compressed_stages(&t->cfg, t->grid.P)) return 0;
+  ax_codec_free(t->codec);
+  t->codec = NULL;
+  return 1;
+}
+
+void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused,
+                                 AxGradPart *parts, int n) {
+  if (stages == 1 || (selected == stages && !fused) || !lay->has[AX_P_WTE]) return;
+  size_t lo = lay->offset[AX_P_WTE], hi = lo + lay->count[AX_P_WTE];
+  for (int i = 0; i < n; i++)
+    if (parts[i].lo >= lo && parts[i].hi <= hi) parts[i].choice.compress = 0;
+}
+
 int ax_trainer_setup_compress(AxTrainer *t) {
-  if (!ax_train_compresses(&t->cfg)) return AX_OK;
+  if (ax_train_compressed_stages(&t->cfg, t->grid.P) == 0) return AX_OK;
   AX_TRY(ax_codec_parse(t->cfg.compress, &t->codec));
   int is_auto;
   long long min_bytes = 0;
@@ -134,12 +153,16 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   t->compress_profiled = is_auto && t->grid.D > 1;
   if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));
   t->compress_costs = costs;
+  if (drop_codec_unless_selected(t)) return AX_OK;
   AxGradPart *parts;
   int n;
   AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), &t->model, &parts, &n));
   AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compress_sync, t->grid.D, is_auto,
                           min_bytes};
   int rc = ax_compress_decide_parts(&pol, &t->shaped, &costs, parts, n);
+  ax_compress_keep_tied_plain(ax_stage_layout_of(t->stage), t->grid.P,
+                              ax_train_compressed_stages(&t->cfg, t->grid.P),
+                              t->cfg.fuse_embedding_sync, parts, n);
   if (rc == AX_OK)
     rc = ax_grad_compress_init(&t->gc, &t->off, parts, n, (AxCasyncAlgo)t->cfg.compress_sync,
                                t->grid.D, (uint64_t)t->cfg.seed, &t->grid.comm_cfg);
@@ -216,7 +239,24 @@ void ax_compress_part_totals(const AxGradPart *parts, int n, int *compressed, si
   }
 }
 
+/* Which stages compress (--compress-stages, Optimus-CC §7), when that is not simply all. */
+static void print_compress_stages(const AxTrainer *t) {
+  int P = t->grid.P, n = ax_train_compressed_stages(&t->cfg, P);
+  double f;
+  if (!ax_train_compresses(&t->cfg) || ax_train_compress_stage_fraction(&t->cfg, &f) != AX_OK ||
+      f >= 1)
+    return;
+  if (n == 0)
+    ax_log("compression: no stage of %d compresses (--compress-stages %s: floor(%g x %d) = 0); "
+           "every gradient is summed plain", P, t->cfg.compress_stages, f, P);
+  else
+    ax_log("compression: stage(s) 0-%d of %d compress their data-parallel gradients "
+           "(--compress-stages %s); stage(s) %d-%d and the tied embedding are summed plain",
+           n - 1, P, t->cfg.compress_stages, n, P - 1);
+}
+
 void ax_trainer_print_compress(const AxTrainer *t) {
+  print_compress_stages(t);
   if (!t->codec) return;
   const AxGradCompress *gc = &t->gc;
   int compressed;

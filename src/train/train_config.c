@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,11 +250,47 @@ int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long lon
   return AX_OK;
 }
 
-/* --compress and its companions: a codec that parses, a payload it can encode. */
+int ax_train_compress_stage_fraction(const AxTrainConfig *cfg, double *fraction) {
+  const char *text = cfg->compress_stages ? cfg->compress_stages : "all";
+  *fraction = 1.0;
+  if (!strcmp(text, "all")) return AX_OK;
+  char *end;
+  errno = 0;
+  double f = strtod(text, &end);
+  if (end == text || *end || errno || !(f >= 0 && f < 1))
+    return AX_FAIL("--compress-stages %s is not all or a fraction in [0, 1)", text);
+  *fraction = f;
+  return AX_OK;
+}
+
+int ax_train_compressed_stages(const AxTrainConfig *cfg, int stages) {
+  double f;
+  if (!ax_train_compresses(cfg)) return 0;
+  if (ax_train_compress_stage_fraction(cfg, &f) != AX_OK) {
+    ax_error_clear(); /* checked by ax_train_config_check */
+    return 0;
+  }
+  if (f >= 1) return stages;
+  int n = (int)floor(f * stages + 1e-9); /* 0.29 x 100 is 29 stages, not 28.999... */
+  return n < stages ? n : stages - 1;
+}
+
+/* --compress-stages: all or a fraction, and only with --compress. */
+static int check_compress_stages(const AxTrainConfig *cfg) {
+  double f;
+  AX_TRY(ax_train_compress_stage_fraction(cfg, &f));
+  if (f < 1 && !ax_train_compresses(cfg))
+    return AX_FAIL("--compress-stages %s needs --compress (it selects the stages whose "
+                   "data-parallel gradients the codec compresses)", cfg->compress_stages);
+  return AX_OK;
+}
+
+/* --compress and its companions: a codec that parses, a payload it can encode, the stages. */
 static int check_compress(const AxTrainConfig *cfg) {
   int is_auto;
   long long min_bytes;
   AX_TRY(ax_train_compress_min_bytes(cfg, &is_auto, &min_bytes));
+  AX_TRY(check_compress_stages(cfg));
   if (!ax_train_compresses(cfg)) return AX_OK;
   AxCodec *codec;
   if (ax_codec_parse(cfg->compress, &codec) != AX_OK) return ax_error_context("--compress");

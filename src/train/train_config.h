@@ -104,6 +104,13 @@ int ax_train_backprop_on(const AxTrainConfig *cfg);
 int ax_train_check_backprop(const AxTrainConfig *cfg);
 /* Whether --compress asks for compression (anything but "none"). */
 int ax_train_compresses(const AxTrainConfig *cfg);
+/* --compress-stages: *fraction = F, or 1 for all; AX_ERR (one line recorded) when it is
+ * neither all nor a number in [0, 1). */
+int ax_train_compress_stage_fraction(const AxTrainConfig *cfg, double *fraction);
+/* How many of `stages` pipeline stages compress their data-parallel gradients: stages
+ * [0, n) do (Optimus-CC §7: the earliest, floor(F x stages), never the last); every one with
+ * all; 0 without --compress. */
+int ax_train_compressed_stages(const AxTrainConfig *cfg, int stages);
 /* The steps of --trace-steps A-B; AX_ERR (nothing recorded) when it is not such a range. */
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi);
 void ax_train_config_free(AxTrainConfig *cfg);

@@ -1,6 +1,7 @@
 /* train_step.c — one training step on this rank: the pipeline phase (the scheduler calling
  * back into this rank's stage), the gradient sync (tied embedding across the row's ends, then
- * the data-parallel column), global-norm clipping, AdamW, and the loss every rank agrees on;
+ * the data-parallel column; or, fused, the tied embedding over all its holders and the column
+ * without it), global-norm clipping, AdamW, and the loss every rank agrees on;
  * and forward-only validation. Each collective counts its bytes as its traffic class
  * (mpi/traffic.h: embedding_sync, data_parallel; the p2p engine counts the pipeline's), and
  * each step adds what it sent to the step totals of the summary. Each phase starts the watchdog's clock (src/core/watchdog.h) and
@@ -71,18 +72,30 @@ static int agree_on_loss(AxTrainer *t, int batches, double *loss) {
   return AX_OK;
 }
 
-/* The tied LM head: the first and last stage of a row each hold wte; their gradients are
- * summed so both copies take the same update (before the data-parallel sum; sums commute). */
+/* --fuse-embedding-sync on a rank that holds a tied copy of wte (the ends of a pipeline). */
+static int fuses_embedding(const AxTrainer *t) {
+  return t->cfg.fuse_embedding_sync && t->grid.embed != MPI_COMM_NULL;
+}
+
+/* The tied LM head: the first and last stage of every row hold wte; their gradients are summed
+ * so every copy takes the same update. Unfused: over the row's pair, before the data-parallel
+ * sum (sums commute), which sums wte again with the rest. Fused (Optimus-CC §6): one all-reduce
+ * over all 2 x D holders, and the data-parallel sum leaves wte out (reduce_spec). */
 static int sync_tied(AxTrainer *t) {
-  if (t->grid.tied == MPI_COMM_NULL) return AX_OK;
+  int fused = fuses_embedding(t);
+  MPI_Comm comm = fused ? t->grid.embed : t->grid.tied;
+  if (comm == MPI_COMM_NULL) return AX_OK;
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   int other = t->grid.row * t->grid.P + (t->spec.first ? t->grid.P - 1 : 0);
-  AX_WD_NOTE(other, "in the tied-embedding gradient all-reduce with rank %d", other);
+  if (fused)
+    AX_WD_NOTE(-1, "in the fused tied-embedding gradient all-reduce over its %d holders",
+               2 * t->grid.D);
+  else
+    AX_WD_NOTE(other, "in the tied-embedding gradient all-reduce with rank %d", other);
   double t0 = ax_trace_begin(&t->trace);
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_EMBEDDING_SYNC);
-  AX_TRY(ax_allreduce(t->grid.tied, &cc, t->off.grads + lay->offset[AX_P_WTE],
-                      lay->count[AX_P_WTE], AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce,
-                      &t->comm_bytes));
+  AX_TRY(ax_allreduce(comm, &cc, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
+                      AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce, &t->comm_bytes));
   ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
   return AX_OK;
 }
@@ -111,10 +124,15 @@ static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
                     .window = 2, .trace = &t->trace,
                     .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS,
                     .compress = t->codec ? &t->gc : NULL};
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  size_t wte_lo = lay->offset[AX_P_WTE], wte_hi = wte_lo + lay->count[AX_P_WTE];
   if (t->grid.P > 1 && t->spec.last) { /* the tied wte counts once, on the first stage */
-    const AxStageLayout *lay = ax_stage_layout_of(t->stage);
-    r.norm_skip_lo = lay->offset[AX_P_WTE];
-    r.norm_skip_hi = r.norm_skip_lo + lay->count[AX_P_WTE];
+    r.norm_skip_lo = wte_lo;
+    r.norm_skip_hi = wte_hi;
+  }
+  if (fuses_embedding(t)) { /* sync_tied summed wte over every holder already */
+    r.summed_lo = wte_lo;
+    r.summed_hi = wte_hi;
   }
   return r;
 }

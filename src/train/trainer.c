@@ -235,6 +235,17 @@ static void print_network(const AxTrainer *t) {
          "are EMULATED", what);
 }
 
+/* --fuse-embedding-sync: over how many ranks the tied wte's gradient is summed. */
+static void print_embedding_sync(const AxTrainer *t) {
+  if (!t->cfg.fuse_embedding_sync) return;
+  if (t->grid.P == 1)
+    ax_log("embedding sync: nothing to fuse (one stage holds the only copy of wte)");
+  else
+    ax_log("embedding sync: fused: one all-reduce of the tied wte gradient over its %d holders "
+           "(first and last stage of every row); the data-parallel sum leaves wte out",
+           2 * t->grid.D);
+}
+
 void ax_trainer_print_header(const AxTrainer *t) {
   const AxGptConfig *m = &t->model;
   if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
@@ -271,6 +282,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
          "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,
          t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.allreduce),
          t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
+  print_embedding_sync(t);
   if (t->cfg.offload && t->cfg.grad_clip > 0 && t->grid.D > 1)
     ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
            "chunked all-reduce (--grad-clip 0 interleaves them)");

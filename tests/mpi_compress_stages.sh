@@ -1,0 +1,67 @@
+#!/bin/sh
+# Optimus-CC's selective stage compression (--compress-stages F; real MPI, 2x2):
+#  - with onebit:ef=1 and F = 0.5 only stage 0 compresses: after one step the last stage's
+#    weights and Adam moments (its checkpoint file) are bit for bit the uncompressed run's, and
+#    so is the tied wte (its copy on stage 0 stays plain, as the last stage's copy is), while
+#    stage 0's other weights differ; F = 0 (no stage) is the uncompressed run bit for bit;
+#  - the summary's data-parallel bytes lie between the all-compressed and the uncompressed
+#    run's: stage 1's ranks send what they send uncompressed, stage 0's less (all but the
+#    tied wte compressed); printed;
+#  - the header says which stages compress;
+#  - bad --compress-stages (1, 1.5, -0.1, abc, and a fraction without --compress): one line,
+#    non-zero exit.
+. "$(dirname "$0")/mpilib.sh"
+
+COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 1 \
+  --shuffle 0 --seed 7 --val-steps 0 --threads 1 --grad-clip 0 --allreduce ring \
+  --g-inter 2 --g-data 2 --checkpoint-every 1"
+C="--compress onebit:ef=1 --compress-min-bytes 0"
+CK=step-00000001
+
+run plain 4 --checkpoint-dir "$TMP/plain" --summary "$TMP/plain.json" &&
+  run half 4 $C --compress-stages 0.5 --checkpoint-dir "$TMP/half" --summary "$TMP/half.json" &&
+  run all 4 $C --checkpoint-dir "$TMP/all" --summary "$TMP/all.json" &&
+  run none 4 $C --compress-stages 0 --checkpoint-dir "$TMP/none" || exit 1
+
+cmp -s "$TMP/plain/$CK/stage-1.bin" "$TMP/half/$CK/stage-1.bin" ||
+  fail "half: the last stage's weights after one step differ from the uncompressed run's"
+cmp -s "$TMP/plain/$CK/stage-0.bin" "$TMP/half/$CK/stage-0.bin" &&
+  fail "half: stage 0's weights are the uncompressed run's: nothing was compressed"
+"$AXONN" compare "$TMP/plain.bin" "$TMP/half.bin" --tol 1 >"$TMP/half.cmp" 2>&1
+grep -q "^wte .*max |a-b| 0.000e+00" "$TMP/half.cmp" ||
+  { fail "half: the tied wte differs from the uncompressed run's"; cat "$TMP/half.cmp"; }
+for s in 0 1; do
+  cmp -s "$TMP/plain/$CK/stage-$s.bin" "$TMP/none/$CK/stage-$s.bin" ||
+    fail "none: stage $s differs from the uncompressed run"
+done
+grep -q "^compression: stage(s) 0-0 of 2 compress their data-parallel gradients (--compress-stages 0.5)" \
+  "$TMP/half.log" || { fail "half: the header does not say which stages compress"; cat "$TMP/half.log"; }
+grep -q "^compression: no stage of 2 compresses" "$TMP/none.log" ||
+  { fail "none: the header does not say no stage compresses"; cat "$TMP/none.log"; }
+
+python3 - "$TMP/plain.json" "$TMP/half.json" "$TMP/all.json" <<'PY' ||
+import json, sys
+def dp(path):
+    per = json.load(open(path))["communication"]["per_step"]
+    return per["sum"]["data_parallel"]["bytes"], [k["data_parallel"]["bytes"] for k in per["ranks"]]
+(p, pr), (h, hr), (a, ar) = (dp(x) for x in sys.argv[1:])
+print("data_parallel bytes per step (all ranks): uncompressed %d, --compress-stages 0.5 %d, "
+      "every stage %d" % (p, h, a))
+P, ok = 2, a < h < p
+for r in range(len(pr)):  # stage 0 compresses all but the tied wte; stage 1 nothing
+    good = ar[r] < hr[r] < pr[r] if r % P == 0 else hr[r] == pr[r]
+    if not good:
+        print("rank %d: %d bytes; all-compressed %d, plain %d" % (r, hr[r], ar[r], pr[r]))
+        ok = False
+sys.exit(0 if ok else 1)
+PY
+  fail "--compress-stages 0.5: data-parallel bytes not between the all-compressed and plain runs"
+
+# bad input: one line, non-zero
+for bad in 1 1.5 -0.1 abc; do
+  expect_error "compress-stages $bad is not all or a fraction in" train --compress onebit \
+    --compress-stages "$bad" --steps 1
+done
+expect_error "compress-stages 0.5 needs --compress" train --compress-stages 0.5 --steps 1
+
+finish

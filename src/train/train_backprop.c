@@ -9,38 +9,6 @@
 #include "src/core/log.h"
 #include "trainer_impl.h"
 
-int ax_train_backprop_on(const AxTrainConfig *cfg) {
-  return cfg->compress_backprop && strcmp(cfg->compress_backprop, "none") != 0;
-}
-
-/* A compressed message must be smaller than the n x m one it replaces. */
-static int check_message_size(const AxTrainConfig *cfg) {
-  AxCodec *codec;
-  size_t cols = (size_t)ax_train_model_config(cfg).channels;
-  size_t micro = (size_t)(cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data);
-  size_t n = micro * (size_t)cfg->seq * cols;
-  AX_TRY(ax_backprop_codec(cfg->compress_backprop, cols, cfg->lazy_error, &codec));
-  size_t bytes = ax_codec_p2p_max_bytes(codec, n);
-  ax_codec_free(codec);
-  if (bytes >= n * sizeof(float))
-    return AX_FAIL("--compress-backprop %s: a compressed message (%zu bytes for %zu x %zu) is "
-                   "not smaller than the %zu bytes it replaces; use a lower rank",
-                   cfg->compress_backprop, bytes, n / cols, cols, n * sizeof(float));
-  return AX_OK;
-}
-
-int ax_train_check_backprop(const AxTrainConfig *cfg) {
-  if (!ax_train_backprop_on(cfg)) return AX_OK;
-  AX_TRY(check_message_size(cfg));
-  if (cfg->g_inter < 2)
-    return AX_FAIL("--compress-backprop compresses the gradients sent between pipeline stages: "
-                   "it needs --g-inter 2 or more (got %d)", cfg->g_inter);
-  if (cfg->precision != AX_PREC_FP32)
-    return AX_FAIL("--compress-backprop needs --precision fp32 (its codec encodes fp32 "
-                   "gradients)");
-  return AX_OK;
-}
-
 int ax_trainer_setup_backprop(AxTrainer *t) {
   if (!ax_train_backprop_on(&t->cfg)) return AX_OK;
   AxCodec *codec;

@@ -98,10 +98,8 @@ AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
 /* --compress-min-bytes: 1 for auto (*bytes untouched), 0 with *bytes set; AX_ERR otherwise. */
 int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes);
-/* Whether --compress-backprop asks for compressed backpropagation, and its checks
- * (train_backprop.c). */
+/* Whether --compress-backprop asks for compressed backpropagation. */
 int ax_train_backprop_on(const AxTrainConfig *cfg);
-int ax_train_check_backprop(const AxTrainConfig *cfg);
 /* Whether --compress asks for compression (anything but "none"). */
 int ax_train_compresses(const AxTrainConfig *cfg);
 /* --compress-stages: *fraction = F, or 1 for all; AX_ERR (one line recorded) when it is

@@ -52,7 +52,7 @@ run full 4 $C --steps 20 &&
     grep -q "starts fresh" "$TMP/res.log" && fail "resume warned that a state starts fresh"
   }
 run nolep 4 $C --steps 12 --lazy-error 0 --checkpoint-dir "$TMP/ck" --resume &&
-  { grep -q "compress-backprop state .* starts fresh" "$TMP/nolep.log" ||
+  { grep -q "compression state of --compress-backprop .* starts fresh" "$TMP/nolep.log" ||
     { fail "resume with another backprop codec did not warn"; cat "$TMP/nolep.log"; }; }
 
 # bad values: one line, non-zero, no metrics file

@@ -156,8 +156,9 @@ static int resume_codec_state(AxTrainer *t, const char *step_dir) {
     AX_TRY(ax_grid_agree(&t->grid, read_state(t, (StateKind)k, step_dir, &status)));
     AX_TRY(ax_trainer_agree_flag(t, status, &worst));
     if (worst && t->grid.rank == 0)
-      ax_warn("resume: %s holds %s; the %s state (error feedback, momentum, Q) starts fresh, so "
-              "this run does not continue the checkpointed one bit for bit", step_dir,
+      ax_warn("resume: %s holds %s; the compression state of %s (error feedback, momentum, Q) "
+              "starts fresh, so this run does not continue the checkpointed one bit for bit",
+              step_dir,
               worst == 1 ? "no such state (written without it?)"
                          : "the state of another codec, grid or chunking", what[k]);
   }

@@ -51,10 +51,9 @@ int ax_backprop_init(AxBackprop *b, AxCodec *codec, AxBackend *be, int stage, in
                      int epilogue_only, uint64_t seed) {
   *b = (AxBackprop){.codec = codec, .stage = stage, .P = P, .epilogue_only = epilogue_only,
                     .n = n, .seed = seed, .be = be};
-  size_t max = ax_backprop_max_bytes(b);
   b->staged = ax_malloc(n * sizeof *b->staged);
   b->decoded = ax_malloc(n * sizeof *b->decoded);
-  b->msg = ax_malloc(max > n * sizeof(float) ? max : n * sizeof(float));
+  b->msg = ax_malloc(ax_backprop_max_bytes(b));
   int rc = b->staged && b->decoded && b->msg ? AX_OK : AX_ERR;
   if (rc == AX_OK && stage > 0) rc = ax_codec_state_new(codec, n, &b->link);
   if (rc != AX_OK) ax_backprop_free(b);

@@ -17,19 +17,14 @@ MIN_BYTES=${MIN_BYTES:-4K}
 # each item SPEC[@WARMUP[+freeze]]: --compress-warmup WARMUP, +freeze: --compress-freeze-variance 1
 CODECS=${CODECS:-"onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01 onebit:ef=1@50+freeze powersgd:rank=4@100 dgc:ratio=0.01@100"}
 mkdir -p "$OUT"
+. "$(dirname "$0")/curves-lib.sh"
+NP=2
 "$AXONN" prep --input data/tinyshakespeare.txt --output "$OUT/shak" >/dev/null || exit 1
 COMMON="--data $OUT/shak_train.bin --val-data $OUT/shak_val.bin --layers 2 --hidden 64 \
   --heads 4 --seq 64 --batch 16 --seed 7 --steps $STEPS --lr 3e-3 --val-every 25 \
   --val-steps 16 --threads 1 --quiet --g-data 2 --compress-min-bytes $MIN_BYTES"
-train() { # NAME ARGS...
-  name=$1; shift
-  # shellcheck disable=SC2086
-  $MPIEXEC -n 2 "$AXONN" train $COMMON --metrics "$OUT/$name.csv" "$@" </dev/null \
-    >"$OUT/$name.log" 2>&1 || { echo "$name: training failed (see $OUT/$name.log)"; exit 1; }
-}
-val() { awk -F, 'NR > 1 && $8 != "" { v = $8 } END { print v }' "$OUT/$1.csv"; }
-train none
-base=$(val none)
+curves_train none
+base=$(curves_val none)
 echo "uncompressed: final validation loss $base ($STEPS steps, 1x2)"
 csvs="$OUT/none.csv"
 for item in $CODECS; do
@@ -37,8 +32,8 @@ for item in $CODECS; do
   case $what in *+freeze) freeze=1; what=${what%+freeze} ;; esac
   [ -n "$what" ] && warm=${what#@}
   name=$(echo "$item" | tr ':=.,@+' '______')
-  train "$name" --compress "$spec" --compress-warmup "$warm" --compress-freeze-variance "$freeze"
-  v=$(val "$name")
+  curves_train "$name" --compress "$spec" --compress-warmup "$warm" --compress-freeze-variance "$freeze"
+  v=$(curves_val "$name")
   awk -v s="$spec" -v w="$warm" -v f="$freeze" -v v="$v" -v b="$base" 'BEGIN {
     printf "%-18s warm-up %3d%s: final validation loss %s = %+.1f%% of uncompressed: %s\n",
       s, w, f ? ", variance frozen" : "", v, 100 * (v - b) / b,
@@ -46,8 +41,4 @@ for item in $CODECS; do
   csvs="$csvs $OUT/$name.csv"
 done
 # shellcheck disable=SC2086
-if [ -x scripts/plot ] && /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-  /usr/bin/python3 scripts/plot loss $csvs -o "$OUT/curves.png" >/dev/null && echo "curves: $OUT/curves.png"
-else
-  echo "skipped: curves plot (matplotlib is not installed)"
-fi
+curves_plot "$OUT/curves.png" $csvs

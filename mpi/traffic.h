@@ -19,7 +19,8 @@
   X(PIPELINE_FORWARD, "pipeline_forward")   /* activations to the next stage */                 \
   X(PIPELINE_BACKWARD, "pipeline_backward") /* activation gradients to the previous stage */    \
   X(DATA_PARALLEL, "data_parallel")         /* the gradient all-reduce over the rows */         \
-  X(EMBEDDING_SYNC, "embedding_sync")       /* the tied wte sum of its holders (row ends) */
+  X(EMBEDDING_SYNC, "embedding_sync")       /* the tied wte sum of its holders (row ends) */    \
+  X(TENSOR_PARALLEL, "tensor_parallel")     /* the collectives inside tensor-parallel layers */
 
 typedef enum {
 #define AX_TRAFFIC_ENUM_(id, name) AX_TRAFFIC_##id,

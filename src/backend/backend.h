@@ -95,6 +95,45 @@ typedef struct {
    * when dloss != 0 the logits are overwritten with dloss * (softmax - onehot). */
   void (*crossentropy)(AxBackend *be, float *losses, void *logits, const int32_t *targets,
                        int N, int V, int ldv, float dloss);
+  /* Tensor-parallel pieces (models/tp_layers.c), where a row's channels or a vocabulary are
+   * split over ranks and the caller sums partial row statistics over its group between calls.
+   * A backend without them leaves them NULL (ax_backend_has_tp says so). Rows of C channels. */
+  /* out[i] = sum_j x[i][j]; with center (the whole rows' sums over C_total channels):
+   * sum_j (x[i][j] - center[i] / C_total)^2 */
+  void (*row_sums)(AxBackend *be, float *out, const void *x, const float *center, int C_total,
+                   int N, int C);
+  /* mean, rstd in: the whole rows' sums and centred sums of squares; out: the row mean and
+   * 1/sqrt(variance + 1e-5). out = (x - mean) * rstd * w + b */
+  void (*layernorm_apply)(AxBackend *be, void *out, float *mean, float *rstd, const void *x,
+                          const void *w, const void *b, int C_total, int N, int C);
+  /* sums[2i] = sum_j w_j dout_ij, sums[2i+1] = sum_j w_j dout_ij (x_ij - mean_i) rstd_i */
+  void (*layernorm_backward_sums)(AxBackend *be, float *sums, const void *dout, const void *x,
+                                  const void *w, const float *mean, const float *rstd, int N,
+                                  int C);
+  /* with the sums over the whole row of C_total channels: dinp += (w dout - sums[2i]/C_total -
+   * xhat sums[2i+1]/C_total) rstd; dw += dout xhat; db += dout */
+  void (*layernorm_backward_apply)(AxBackend *be, void *dinp, void *dw, void *db,
+                                   const void *dout, const void *x, const void *w,
+                                   const float *mean, const float *rstd, const float *sums,
+                                   int C_total, int N, int C);
+  /* out[i] = (v0 <= tok_i < v1 ? wte[tok_i - v0] : 0) + (wpe ? wpe[i % T] : 0) */
+  void (*embed_range_forward)(AxBackend *be, void *out, const int32_t *tokens, const void *wte,
+                              const void *wpe, int v0, int v1, int N, int T, int C);
+  void (*embed_range_backward)(AxBackend *be, void *dwte, void *dwpe, const void *dout,
+                               const int32_t *tokens, int v0, int v1, int N, int T,
+                               int C); /* +=; dwpe may be NULL */
+  /* Cross-entropy over a vocabulary slice: logits rows (stride ld) hold the nv real columns of
+   * vocabulary ids [v0, v0 + nv). row_max: the slice's row maxima (-inf when nv = 0); sums,
+   * from the n_maxima slices' maxima (maxima[k*N + i]): mx[i] = the row's maximum, sums[2i] =
+   * sum of exp(logit - mx[i]) over the slice, sums[2i+1] = the target's logit when it is in the
+   * slice (else 0); finish (with the sums over every slice): losses and, when dloss != 0, the
+   * slice's logits overwritten with dloss * (softmax - onehot). */
+  void (*xent_row_max)(AxBackend *be, float *mx, const void *logits, int N, int nv, int ld);
+  void (*xent_sums)(AxBackend *be, float *sums, float *mx, const float *maxima, int n_maxima,
+                    const void *logits, const int32_t *targets, int v0, int N, int nv, int ld);
+  void (*xent_finish)(AxBackend *be, float *losses, void *logits, const float *mx,
+                      const float *sums, const int32_t *targets, int v0, int N, int nv, int ld,
+                      float dloss);
   /* reductions and vector updates over n elements */
   double (*sumsq)(AxBackend *be, const void *x, size_t n); /* synchronizes */
   void (*scale)(AxBackend *be, void *x, float s, size_t n);
@@ -159,6 +198,12 @@ static inline void *ax_at(const AxBackend *be, void *base, size_t elems) {
 static inline void *ax_alloc(AxBackend *be, size_t bytes) { return be->ops->alloc(be, bytes); }
 static inline void ax_free(AxBackend *be, void *p) {
   if (p) be->ops->free(be, p);
+}
+/* 1 when the backend has the kernels of tensor-parallel layers, over host memory: the
+ * collectives of models/tp_comm.h read and write the buffers directly. */
+static inline int ax_backend_has_tp(const AxBackend *be) {
+  return be->is_host && be->ops->row_sums && be->ops->layernorm_apply && be->ops->xent_finish &&
+         be->ops->embed_range_forward;
 }
 static inline int ax_sync(AxBackend *be) { return be->ops->sync(be, AX_STREAM_COMPUTE); }
 static inline void ax_gemm(AxBackend *be, const AxGemm *g, const void *a, const void *b,

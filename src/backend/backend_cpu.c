@@ -12,6 +12,7 @@
 #include "backend_impl.h"
 #include "binding.h"
 #include "cpu_kernels.h"
+#include "cpu_tp_kernels.h"
 #include "src/core/error.h"
 
 typedef struct {
@@ -215,6 +216,46 @@ static void cpu_destroy(AxBackend *be) {
   free(be);
 }
 
+static void cpu_row_sums(AxBackend *be, float *out, const void *x, const float *center,
+                         int C_total, int N, int C) {
+  ax_cpu_row_sums(pool_of(be), out, x, center, C_total, N, C);
+}
+static void cpu_ln_apply(AxBackend *be, void *out, float *mean, float *rstd, const void *x,
+                         const void *w, const void *b, int C_total, int N, int C) {
+  ax_cpu_layernorm_apply(pool_of(be), out, mean, rstd, x, w, b, C_total, N, C);
+}
+static void cpu_ln_bwd_sums(AxBackend *be, float *sums, const void *dout, const void *x,
+                            const void *w, const float *mean, const float *rstd, int N, int C) {
+  ax_cpu_layernorm_backward_sums(pool_of(be), sums, dout, x, w, mean, rstd, N, C);
+}
+static void cpu_ln_bwd_apply(AxBackend *be, void *dinp, void *dw, void *db, const void *dout,
+                             const void *x, const void *w, const float *mean, const float *rstd,
+                             const float *sums, int C_total, int N, int C) {
+  ax_cpu_layernorm_backward_apply(pool_of(be), dinp, dw, db, dout, x, w, mean, rstd, sums,
+                                  C_total, N, C);
+}
+static void cpu_embed_fwd(AxBackend *be, void *out, const int32_t *tokens, const void *wte,
+                          const void *wpe, int v0, int v1, int N, int T, int C) {
+  ax_cpu_embed_range_forward(pool_of(be), out, tokens, wte, wpe, v0, v1, N, T, C);
+}
+static void cpu_embed_bwd(AxBackend *be, void *dwte, void *dwpe, const void *dout,
+                          const int32_t *tokens, int v0, int v1, int N, int T, int C) {
+  ax_cpu_embed_range_backward(pool_of(be), dwte, dwpe, dout, tokens, v0, v1, N, T, C);
+}
+static void cpu_xent_max(AxBackend *be, float *mx, const void *logits, int N, int nv, int ld) {
+  ax_cpu_xent_row_max(pool_of(be), mx, logits, N, nv, ld);
+}
+static void cpu_xent_sums(AxBackend *be, float *sums, float *mx, const float *maxima,
+                          int n_maxima, const void *logits, const int32_t *targets, int v0, int N,
+                          int nv, int ld) {
+  ax_cpu_xent_sums(pool_of(be), sums, mx, maxima, n_maxima, logits, targets, v0, N, nv, ld);
+}
+static void cpu_xent_finish(AxBackend *be, float *losses, void *logits, const float *mx,
+                            const float *sums, const int32_t *targets, int v0, int N, int nv,
+                            int ld, float dloss) {
+  ax_cpu_xent_finish(pool_of(be), losses, logits, mx, sums, targets, v0, N, nv, ld, dloss);
+}
+
 static const AxBackendOps CPU_OPS = {
     .name = "cpu",
     .destroy = cpu_destroy,
@@ -242,6 +283,15 @@ static const AxBackendOps CPU_OPS = {
     .sumsq = cpu_sumsq,
     .scale = cpu_scale,
     .add = cpu_add,
+    .row_sums = cpu_row_sums,
+    .layernorm_apply = cpu_ln_apply,
+    .layernorm_backward_sums = cpu_ln_bwd_sums,
+    .layernorm_backward_apply = cpu_ln_bwd_apply,
+    .embed_range_forward = cpu_embed_fwd,
+    .embed_range_backward = cpu_embed_bwd,
+    .xent_row_max = cpu_xent_max,
+    .xent_sums = cpu_xent_sums,
+    .xent_finish = cpu_xent_finish,
 };
 
 static void pin_worker(void *arg, int tid) { ax_binding_pin_thread(arg, tid); }

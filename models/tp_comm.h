@@ -1,0 +1,52 @@
+/* tp_comm.h — the communication interface tensor-parallel layers are given, as they are given
+ * the device backend: collectives over the X, Y or Z group of a Gx x Gy x Gz grid on fp32
+ * buffers, blocking (req == NULL) or started now and finished by wait (req != NULL). Model code
+ * never calls MPI; mpi/tp_comm.h implements this over axonn's own collectives. A group of size
+ * 1 is never communicated on: the layers skip it, and so may an implementation.
+ *
+ * Every rank of a group must issue the same operations on it in the same order. Buffers stay
+ * untouched until the operation is waited for. Every function returns AX_OK or AX_ERR with the
+ * error recorded (src/core/error.h). */
+#ifndef AX_TP_COMM_H
+#define AX_TP_COMM_H
+
+#include <stddef.h>
+
+typedef enum { AX_TP_X = 0, AX_TP_Y = 1, AX_TP_Z = 2 } AxTpGroup;
+
+typedef struct AxTpReq AxTpReq; /* one started operation */
+typedef struct AxTpComm AxTpComm;
+
+typedef struct {
+  /* in-place sum of n floats over the group */
+  int (*all_reduce)(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq **req);
+  /* recv = the group's send blocks of n floats each, in group-rank order */
+  int (*all_gather)(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
+                    AxTpReq **req);
+  /* send holds group-size blocks of n floats; recv = block (own rank) summed over the group */
+  int (*reduce_scatter)(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
+                        AxTpReq **req);
+  int (*wait)(AxTpComm *c, AxTpReq *req); /* finishes and frees req; NULL is a no-op */
+} AxTpCommOps;
+
+struct AxTpComm {
+  const AxTpCommOps *ops; /* NULL when every group has size 1 */
+  int size[3];            /* Gx, Gy, Gz */
+  int coord[3];           /* x, y, z of this rank */
+  void *impl;
+};
+
+/* The 1 x 1 x 1 grid: nothing to communicate. */
+void ax_tp_comm_solo(AxTpComm *c);
+static inline int ax_tp_size(const AxTpComm *c, AxTpGroup g) { return c->size[g]; }
+static inline int ax_tp_coord(const AxTpComm *c, AxTpGroup g) { return c->coord[g]; }
+
+/* The operations through the table, doing nothing on a group of one (*req = NULL then). */
+int ax_tp_all_reduce(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq **req);
+int ax_tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
+                     AxTpReq **req);
+int ax_tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
+                         AxTpReq **req);
+int ax_tp_wait(AxTpComm *c, AxTpReq *req);
+
+#endif

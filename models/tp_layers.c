@@ -1,0 +1,191 @@
+/* tp_layers.c — tensor-parallel layers over the backend and the communication interface; see
+ * tp_layers.h and docs/tensor-parallel.md. */
+#include "tp_layers.h"
+
+#include "src/core/error.h"
+
+/* ------------------------------------------------------------------ shapes */
+
+AxTpGroup ax_tp_in_group(const AxTpLinear *l) { return l->transposed ? AX_TP_X : AX_TP_Y; }
+AxTpGroup ax_tp_out_group(const AxTpLinear *l) { return l->transposed ? AX_TP_Y : AX_TP_X; }
+
+int ax_tp_linear_in(const AxTpComm *c, const AxTpLinear *l) {
+  return l->in / c->size[ax_tp_in_group(l)];
+}
+int ax_tp_linear_out(const AxTpComm *c, const AxTpLinear *l) {
+  return l->out / c->size[ax_tp_out_group(l)];
+}
+size_t ax_tp_linear_block(const AxTpComm *c, const AxTpLinear *l) {
+  return (size_t)ax_tp_linear_out(c, l) * ax_tp_linear_in(c, l);
+}
+size_t ax_tp_linear_shard(const AxTpComm *c, const AxTpLinear *l) {
+  return ax_tp_linear_block(c, l) / c->size[AX_TP_Z];
+}
+
+/* ------------------------------------------------------------------ fully connected */
+
+int ax_tp_gather_weight(AxTpComm *c, const float *shard, float *block, size_t block_elems,
+                        AxTpReq **req) {
+  return ax_tp_all_gather(c, AX_TP_Z, shard, block, block_elems / c->size[AX_TP_Z], req);
+}
+
+/* out = b + residual on the group's first rank (the all-reduce adds it once), 0 elsewhere. */
+static int init_output(AxBackend *be, int lead, float *out, const float *b, const float *residual,
+                       int N, int C) {
+  size_t bytes = (size_t)N * C * sizeof(float);
+  if (lead && b) {
+    be->ops->bias_residual(be, out, b, residual, N, C);
+    return AX_OK;
+  }
+  if (lead && residual) return be->ops->copy(be, out, residual, bytes, AX_COPY_D2D, AX_STREAM_COMPUTE);
+  return be->ops->zero(be, out, bytes, AX_STREAM_COMPUTE);
+}
+
+int ax_tp_linear_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *out,
+                         const float *x, const float *w_block, const float *b,
+                         const float *residual) {
+  AxTpGroup gi = ax_tp_in_group(l);
+  int ic = ax_tp_linear_in(c, l), oc = ax_tp_linear_out(c, l);
+  AX_TRY(init_output(be, c->coord[gi] == 0, out, b, residual, l->N, oc));
+  AxGemm g = {.trans_b = 1, .m = l->N, .n = oc, .k = ic, .alpha = 1, .beta = 1, .lda = ic,
+              .ldb = ic, .ldc = oc};
+  ax_gemm(be, &g, x, w_block, out);
+  return ax_tp_all_reduce(c, gi, out, (size_t)l->N * oc, NULL);
+}
+
+int ax_tp_reduce_scatter_add(AxBackend *be, AxTpComm *c, const float *block, float *shard,
+                             float *tmp, size_t n) {
+  if (c->size[AX_TP_Z] == 1) {
+    be->ops->add(be, shard, block, n);
+    return AX_OK;
+  }
+  AX_TRY(ax_tp_reduce_scatter(c, AX_TP_Z, block, tmp, n, NULL));
+  be->ops->add(be, shard, tmp, n);
+  return AX_OK;
+}
+
+int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *dx,
+                          float *dw_shard, float *db, const float *dout, const float *x,
+                          const float *w_block, float *scratch, int overlap) {
+  int ic = ax_tp_linear_in(c, l), oc = ax_tp_linear_out(c, l), N = l->N;
+  AxGemm gi = {.m = N, .n = ic, .k = oc, .alpha = 1, .beta = 0, .lda = oc, .ldb = ic, .ldc = ic};
+  ax_gemm(be, &gi, dout, w_block, dx);
+  AxTpReq *req = NULL;
+  AX_TRY(ax_tp_all_reduce(c, ax_tp_out_group(l), dx, (size_t)N * ic, overlap ? &req : NULL));
+  int sharded = c->size[AX_TP_Z] > 1;
+  AxGemm gw = {.trans_a = 1, .m = oc, .n = ic, .k = N, .alpha = 1, .beta = sharded ? 0.0f : 1.0f,
+               .lda = oc, .ldb = ic, .ldc = ic};
+  ax_gemm(be, &gw, dout, x, sharded ? scratch : dw_shard);
+  if (db) be->ops->bias_backward(be, db, dout, N, oc);
+  int rc = AX_OK;
+  if (sharded)
+    rc = ax_tp_reduce_scatter_add(be, c, scratch, dw_shard, scratch + ax_tp_linear_block(c, l),
+                                  ax_tp_linear_shard(c, l));
+  int wait_rc = ax_tp_wait(c, req);
+  return rc != AX_OK ? rc : wait_rc;
+}
+
+/* ------------------------------------------------------------------ LayerNorm */
+
+int ax_tp_layernorm_forward(AxBackend *be, AxTpComm *c, float *out, float *mean, float *rstd,
+                            const float *x, const float *w, const float *b, int N, int C_total) {
+  int C = C_total / c->size[AX_TP_Y];
+  if (c->size[AX_TP_Y] == 1) {
+    be->ops->layernorm_forward(be, out, mean, rstd, x, w, b, N, C);
+    return AX_OK;
+  }
+  be->ops->row_sums(be, mean, x, NULL, C_total, N, C);
+  AX_TRY(ax_tp_all_reduce(c, AX_TP_Y, mean, (size_t)N, NULL));
+  be->ops->row_sums(be, rstd, x, mean, C_total, N, C);
+  AX_TRY(ax_tp_all_reduce(c, AX_TP_Y, rstd, (size_t)N, NULL));
+  be->ops->layernorm_apply(be, out, mean, rstd, x, w, b, C_total, N, C);
+  return AX_OK;
+}
+
+int ax_tp_layernorm_backward(AxBackend *be, AxTpComm *c, float *dx, float *dw, float *db,
+                             const float *dout, const float *x, const float *w,
+                             const float *mean, const float *rstd, float *sums, int N,
+                             int C_total) {
+  int C = C_total / c->size[AX_TP_Y];
+  if (c->size[AX_TP_Y] == 1) {
+    be->ops->layernorm_backward(be, dx, dw, db, dout, x, w, mean, rstd, N, C);
+    return AX_OK;
+  }
+  be->ops->layernorm_backward_sums(be, sums, dout, x, w, mean, rstd, N, C);
+  AX_TRY(ax_tp_all_reduce(c, AX_TP_Y, sums, 2 * (size_t)N, NULL));
+  be->ops->layernorm_backward_apply(be, dx, dw, db, dout, x, w, mean, rstd, sums, C_total, N, C);
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ vocabulary */
+
+int ax_tp_vocab_rows(const AxTpComm *c, const AxTpVocab *v) { return v->Vp / c->size[AX_TP_X]; }
+int ax_tp_vocab_first(const AxTpComm *c, const AxTpVocab *v) {
+  return c->coord[AX_TP_X] * ax_tp_vocab_rows(c, v);
+}
+int ax_tp_vocab_real(const AxTpComm *c, const AxTpVocab *v) {
+  int real = v->V - ax_tp_vocab_first(c, v), rows = ax_tp_vocab_rows(c, v);
+  return real < 0 ? 0 : real > rows ? rows : real;
+}
+
+static int vocab_cols(const AxTpComm *c, const AxTpVocab *v) { return v->C / c->size[AX_TP_Y]; }
+
+int ax_tp_embed_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *out,
+                        const int32_t *tokens, const float *wte_block, const float *wpe) {
+  int v0 = ax_tp_vocab_first(c, v), Cl = vocab_cols(c, v);
+  be->ops->embed_range_forward(be, out, tokens, wte_block, c->coord[AX_TP_X] == 0 ? wpe : NULL,
+                               v0, v0 + ax_tp_vocab_rows(c, v), v->N, v->T, Cl);
+  return ax_tp_all_reduce(c, AX_TP_X, out, (size_t)v->N * Cl, NULL);
+}
+
+void ax_tp_embed_backward(AxBackend *be, const AxTpComm *c, const AxTpVocab *v,
+                          float *dwte_block, float *dwpe, const float *dout,
+                          const int32_t *tokens) {
+  int v0 = ax_tp_vocab_first(c, v);
+  be->ops->embed_range_backward(be, dwte_block, dwpe, dout, tokens, v0,
+                                v0 + ax_tp_vocab_rows(c, v), v->N, v->T, vocab_cols(c, v));
+}
+
+int ax_tp_head_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *logits,
+                       const float *x, const float *wte_block) {
+  int rows = ax_tp_vocab_rows(c, v), Cl = vocab_cols(c, v);
+  AxGemm g = {.trans_b = 1, .m = v->N, .n = rows, .k = Cl, .alpha = 1, .beta = 0, .lda = Cl,
+              .ldb = Cl, .ldc = rows};
+  ax_gemm(be, &g, x, wte_block, logits);
+  return ax_tp_all_reduce(c, AX_TP_Y, logits, (size_t)v->N * rows, NULL);
+}
+
+int ax_tp_cross_entropy(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *losses,
+                        float *logits, const int32_t *targets, float dloss, float *scratch) {
+  int rows = ax_tp_vocab_rows(c, v), nv = ax_tp_vocab_real(c, v), v0 = ax_tp_vocab_first(c, v);
+  int N = v->N, Gx = c->size[AX_TP_X];
+  if (Gx == 1) {
+    be->ops->crossentropy(be, losses, logits, targets, N, v->V, rows, dloss);
+    return AX_OK;
+  }
+  float *mine = scratch, *all = mine + N, *mx = all + (size_t)Gx * N, *sums = mx + N;
+  be->ops->xent_row_max(be, mine, logits, N, nv, rows);
+  AX_TRY(ax_tp_all_gather(c, AX_TP_X, mine, all, (size_t)N, NULL));
+  be->ops->xent_sums(be, sums, mx, all, Gx, logits, targets, v0, N, nv, rows);
+  AX_TRY(ax_tp_all_reduce(c, AX_TP_X, sums, 2 * (size_t)N, NULL));
+  be->ops->xent_finish(be, losses, logits, mx, sums, targets, v0, N, nv, rows, dloss);
+  return AX_OK;
+}
+
+int ax_tp_head_backward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *dx,
+                        float *dwte_block, const float *dlogits, const float *x,
+                        const float *wte_block) {
+  int rows = ax_tp_vocab_rows(c, v), nv = ax_tp_vocab_real(c, v), Cl = vocab_cols(c, v);
+  int N = v->N;
+  if (nv > 0) {
+    AxGemm gi = {.m = N, .n = Cl, .k = nv, .alpha = 1, .beta = 0, .lda = rows, .ldb = Cl,
+                 .ldc = Cl};
+    ax_gemm(be, &gi, dlogits, wte_block, dx);
+    AxGemm gw = {.trans_a = 1, .m = nv, .n = Cl, .k = N, .alpha = 1, .beta = 1, .lda = rows,
+                 .ldb = Cl, .ldc = Cl};
+    ax_gemm(be, &gw, dlogits, x, dwte_block);
+  } else {
+    AX_TRY(be->ops->zero(be, dx, (size_t)N * Cl * sizeof(float), AX_STREAM_COMPUTE));
+  }
+  return ax_tp_all_reduce(c, AX_TP_X, dx, (size_t)N * Cl, NULL);
+}

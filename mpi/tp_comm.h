@@ -1,0 +1,25 @@
+/* tp_comm.h — the tensor-parallel communication interface (models/tp_comm.h) over the grid's
+ * X, Y and Z communicators and axonn's own collectives (collectives.h), counting every byte sent
+ * per group and operation, and as tensor-parallel traffic in the grid's counters. */
+#ifndef AX_MPI_TP_COMM_H
+#define AX_MPI_TP_COMM_H
+
+#include "collectives.h"
+#include "grid.h"
+#include "models/tp_comm.h"
+
+typedef enum { AX_TP_OP_ALLREDUCE = 0, AX_TP_OP_ALLGATHER, AX_TP_OP_REDUCE_SCATTER, AX_TP_OPS } AxTpOp;
+
+typedef struct {
+  AxTpComm comm;         /* hand &comm to the layers */
+  const AxGrid *grid;    /* must outlive this */
+  AxCommConfig cc;       /* the grid's configuration, counting as tensor-parallel traffic */
+  AxCommBytes bytes[3][AX_TP_OPS]; /* [group][operation]: payload bytes sent and received */
+  unsigned long long calls[3][AX_TP_OPS];
+} AxTpMpi;
+
+/* Binds t to the grid's tensor-parallel communicators (grid->comm_cfg is copied now). */
+void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid);
+const char *ax_tp_op_name(AxTpOp op);
+
+#endif

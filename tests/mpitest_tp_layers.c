@@ -4,7 +4,8 @@
  * layer normal and transposed, with the dI all-reduce overlapped and not, forward output, input
  * gradient, the Z-reduce-scattered weight gradient and the Z-summed bias gradient; LayerNorm;
  * the vocabulary-parallel embedding; the LM head, the parallel cross-entropy (losses and
- * d logits) and its backward. Each rank compares its own blocks with the matching blocks of
+ * d logits) and its backward; a whole GPT block (heads split over X with qkv's rows permuted,
+ * every parameter gradient). Each rank compares its own blocks with the matching blocks of
  * the serial result within 1e-5 (relative above 1). */
 #include <check.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "models/layers.h"
+#include "models/tp_block.h"
 #include "models/tp_layers.h"
 #include "mpi/mpi_util.h"
 #include "mpi/tp_comm.h"
@@ -244,6 +246,109 @@ static void check_head_and_loss(Env *e) {
                (size_t)vr / e->Gz * Cl);
 }
 
+
+/* ------------------------------------------------------------------ a whole block */
+
+enum { BC = 16, BNH = 4 };
+
+/* This rank's shard of block parameter `id` (the whole tensor `full`), as tp_block.h lays
+ * it out. */
+static float *shard_of(Env *e, int id, const float *full) {
+  const int C = BC;
+  float *out = tu_zeros(ax_tp_block_shard(e->c, C, id));
+  int Cx = C / e->Gx, Cy = C / e->Gy;
+  switch (id) {
+  case AX_P_QKVW: {
+    int rs = 3 * Cx / e->Gz;
+    for (int r = 0; r < rs; r++)
+      memcpy(out + (size_t)r * Cy, full + (size_t)ax_tp_qkv_row(e->c, C, e->z * rs + r) * C + e->y * Cy,
+             Cy * sizeof *out);
+    return out;
+  }
+  case AX_P_QKVB:
+    for (int r = 0; r < 3 * Cx; r++) out[r] = full[ax_tp_qkv_row(e->c, C, r)];
+    return out;
+  case AX_P_ATTPROJW:
+    return block_of(full, C, e->y * Cy + e->z * (Cy / e->Gz), Cy / e->Gz, e->x * Cx, Cx);
+  case AX_P_FCW:
+    return block_of(full, C, e->x * 4 * Cx + e->z * (4 * Cx / e->Gz), 4 * Cx / e->Gz, e->y * Cy, Cy);
+  case AX_P_FCPROJW:
+    return block_of(full, 4 * C, e->y * Cy + e->z * (Cy / e->Gz), Cy / e->Gz, e->x * 4 * Cx, 4 * Cx);
+  case AX_P_FCB:
+    memcpy(out, full + e->x * 4 * Cx, 4 * Cx * sizeof *out);
+    return out;
+  default:
+    memcpy(out, full + e->y * Cy, Cy * sizeof *out);
+    return out;
+  }
+}
+
+static void block_acts(AxBlockActs *a, size_t rows, size_t C, size_t att) {
+  a->ln1 = tu_zeros(rows * C), a->qkv = tu_zeros(3 * rows * C), a->att = tu_zeros(att);
+  a->atty = tu_zeros(rows * C), a->res2 = tu_zeros(rows * C), a->ln2 = tu_zeros(rows * C);
+  a->fch = tu_zeros(4 * rows * C), a->fch_gelu = tu_zeros(4 * rows * C), a->out = tu_zeros(rows * C);
+  a->ln1_mean = tu_zeros(rows), a->ln1_rstd = tu_zeros(rows);
+  a->ln2_mean = tu_zeros(rows), a->ln2_rstd = tu_zeros(rows);
+}
+
+static void block_scratch(AxBlockScratch *s, size_t rows, size_t C, size_t att) {
+  s->dres = tu_zeros(rows * C), s->dtmp = tu_zeros(rows * C), s->dbig = tu_zeros(4 * rows * C);
+  s->datt = tu_zeros(att);
+}
+
+static void check_block(Env *e, int overlap) {
+  const int C = BC;
+  AxBlockDims d = {BM, T, C, BNH};
+  AxBlockParams p, g, pl, gl, w;
+  memset(&w, 0, sizeof w);
+  AxGptConfig cfg = {.max_seq = T, .vocab = V, .padded_vocab = VP, .layers = 1, .heads = BNH,
+                     .channels = C};
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    if (!ax_param_is_layer(id)) continue;
+    size_t n = ax_param_per_layer(&cfg, id);
+    p.t[id] = random_tensor(n, 100 + id);
+    g.t[id] = tu_zeros(n);
+    pl.t[id] = shard_of(e, id, p.t[id]);
+    gl.t[id] = tu_zeros(ax_tp_block_shard(e->c, C, id));
+    size_t gathered = ax_tp_block_gathered(e->c, C, id);
+    if (gathered) {
+      w.t[id] = tu_zeros(gathered);
+      mt_expect(ax_tp_gather_weight(e->c, pl.t[id], w.t[id], gathered, NULL) == AX_OK,
+                "gather %s: %s", ax_param_name(id), ax_error_message());
+    }
+  }
+  float *in = random_tensor((size_t)NT * C, 7), *dout = random_tensor((size_t)NT * C, 8);
+  AxBlockActs a, al;
+  AxBlockScratch s, sl;
+  block_acts(&a, NT, C, (size_t)BM * BNH * T * T);
+  block_scratch(&s, NT, C, (size_t)BNH * T * T);
+  ax_block_forward(g_be, &p, &a, in, &d);
+  memcpy(s.dres, dout, (size_t)NT * C * sizeof(float));
+  ax_block_backward(g_be, &p, &g, &a, in, &s, &d);
+
+  int n = e->rows, Cy = C / e->Gy, c0 = e->y * Cy;
+  block_acts(&al, n, C, (size_t)BM * BNH * T * T);
+  block_scratch(&sl, n, C, (size_t)BNH * T * T);
+  float *inl = block_of(in, C, e->row0, n, c0, Cy);
+  float *tps = tu_zeros(ax_tp_block_tp_scratch(e->c, &d) + 1);
+  memcpy(sl.dres, block_of(dout, C, e->row0, n, c0, Cy), (size_t)n * Cy * sizeof(float));
+  int rc = ax_tp_block_check(e->c, &d);
+  if (rc == AX_OK) rc = ax_tp_block_forward(g_be, e->c, &pl, &w, &al, inl, &d);
+  if (rc == AX_OK) rc = ax_tp_block_backward(g_be, e->c, &pl, &gl, &w, &al, inl, &sl, &d, tps, overlap);
+  for (int id = 0; id < AX_N_PARAMS && rc == AX_OK; id++)
+    if (ax_param_is_layer(id) && !ax_tp_block_gathered(e->c, C, id))
+      rc = ax_tp_all_reduce(e->c, AX_TP_Z, gl.t[id], ax_tp_block_shard(e->c, C, id), NULL);
+  if (!mt_expect(rc == AX_OK, "block: %s", ax_error_message())) return;
+  expect_close("block out", al.out, block_of(a.out, C, e->row0, n, c0, Cy), (size_t)n * Cy);
+  expect_close("block d(in)", sl.dres, block_of(s.dres, C, e->row0, n, c0, Cy), (size_t)n * Cy);
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    if (!ax_param_is_layer(id)) continue;
+    char what[64];
+    snprintf(what, sizeof what, "block d%s", ax_param_name(id));
+    expect_close(what, gl.t[id], shard_of(e, id, g.t[id]), ax_tp_block_shard(e->c, C, id));
+  }
+}
+
 /* ------------------------------------------------------------------ every grid */
 
 START_TEST(every_layer_matches_the_serial_layer_on_every_grid) {
@@ -265,6 +370,7 @@ START_TEST(every_layer_matches_the_serial_layer_on_every_grid) {
         check_layernorm(&e);
         check_embedding(&e);
         check_head_and_loss(&e);
+        for (int o = 0; o <= 1; o++) check_block(&e, o);
         ax_grid_destroy(&e.grid);
         mt_run_end();
         char what[64];

@@ -16,7 +16,7 @@
 #define AX_TP_BLOCK_H
 
 #include "gpt_block.h"
-#include "tp_comm.h"
+#include "src/core/tp_comm.h"
 
 /* The four weight blocks gathered over Z (ax_tp_gather_weight), in AxParamId slots
  * AX_P_QKVW, AX_P_ATTPROJW, AX_P_FCW, AX_P_FCPROJW. */

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "src/backend/backend.h"
-#include "tp_comm.h"
+#include "src/core/tp_comm.h"
 
 /* A fully-connected layer y = x·wᵀ + b of `in` to `out` features on N rows (this rank's). */
 typedef struct {

@@ -6,7 +6,7 @@
 
 #include "collectives.h"
 #include "grid.h"
-#include "models/tp_comm.h"
+#include "src/core/tp_comm.h"
 
 typedef enum { AX_TP_OP_ALLREDUCE = 0, AX_TP_OP_ALLGATHER, AX_TP_OP_REDUCE_SCATTER, AX_TP_OPS } AxTpOp;
 

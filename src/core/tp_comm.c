@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "src/core/error.h"
+#include "error.h"
 
 void ax_tp_comm_solo(AxTpComm *c) {
   memset(c, 0, sizeof *c);

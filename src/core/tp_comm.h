@@ -1,8 +1,8 @@
 /* tp_comm.h — the communication interface tensor-parallel layers are given, as they are given
  * the device backend: collectives over the X, Y or Z group of a Gx x Gy x Gz grid on fp32
  * buffers, blocking (req == NULL) or started now and finished by wait (req != NULL). Model code
- * never calls MPI; mpi/tp_comm.h implements this over axonn's own collectives. A group of size
- * 1 is never communicated on: the layers skip it, and so may an implementation.
+ * never calls MPI; mpi/tp_comm.h implements this over axonn's own collectives (the interface
+ * lives in core, below both). A group of size 1 is never communicated on.
  *
  * Every rank of a group must issue the same operations on it in the same order. Buffers stay
  * untouched until the operation is waited for. Every function returns AX_OK or AX_ERR with the

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "src/core/error.h"
+
 static const AxGptPreset PRESETS[] = {
     {"gpt2-small", 12, 768, 12, 1024, 50257},
     {"gpt2-medium", 24, 1024, 16, 1024, 50257},
@@ -37,4 +39,17 @@ const char *ax_gpt_preset_names(void) {
       strcat(buf, PRESETS[i].name);
     }
   return buf;
+}
+
+int ax_gpt_preset_apply(const char *name, const AxOptionTable *t, const AxOptState *st,
+                        AxGptDimFields dims) {
+  const AxGptPreset *p = ax_gpt_preset_find(name);
+  if (!p) return AX_FAIL("--model '%s' is not a preset; known: %s", name, ax_gpt_preset_names());
+  const struct { const char *name; int *field; int value; } fields[] = {
+      {"layers", dims.layers, p->layers}, {"hidden", dims.hidden, p->hidden},
+      {"heads", dims.heads, p->heads},    {"seq", dims.seq, p->seq},
+      {"vocab", dims.vocab, p->vocab}};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+    if (!ax_options_was_set(t, st, fields[i].name)) *fields[i].field = fields[i].value;
+  return AX_OK;
 }

@@ -130,8 +130,6 @@ int ax_ring_mod(int a, int p);
 int ax_ring_allreduce(AxColl *op, void *buf, size_t count);
 int ax_ring_reduce_scatter(AxColl *op, const void *send, void *recv, size_t recv_count);
 int ax_ring_allgather(AxColl *op, const void *send, void *recv, size_t send_count);
-/* Bytes rank `rank` of `size` sends and receives in a ring all-reduce of count elements. */
-void ax_ring_allreduce_bytes(size_t count, size_t esz, int rank, int size, AxCommBytes *out);
 int ax_rhd_allreduce(AxColl *op, void *buf, size_t count);
 /* AX_ALLREDUCE_MPI: MPI_Iallreduce (bf16 through a user-defined sum). */
 int ax_mpi_allreduce_start(AxColl *op, void *buf, size_t count);

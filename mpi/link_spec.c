@@ -70,16 +70,24 @@ static int number_with_unit(const char *text, const Unit *units, size_t n, const
   return AX_FAIL("%s '%s': unknown unit '%s': %s", what, text, end, USAGE);
 }
 
-static int parse_parts(char *bw, char *lat, AxLinkSpec *out) {
-  AX_TRY(number_with_unit(bw, RATE_UNITS, sizeof RATE_UNITS / sizeof *RATE_UNITS, "bandwidth",
-                          &out->bytes_per_s));
-  if (out->bytes_per_s < MIN_BYTES_PER_S)
-    return AX_FAIL("bandwidth '%s' must be at least 1 bit/s", bw);
-  if (!lat) return AX_OK;
-  AX_TRY(number_with_unit(lat, TIME_UNITS, sizeof TIME_UNITS / sizeof *TIME_UNITS, "latency",
-                          &out->latency_s));
-  if (out->latency_s > MAX_LATENCY_S) return AX_FAIL("latency '%s' exceeds an hour", lat);
+int ax_link_bandwidth_parse(const char *text, double *bytes_per_s) {
+  AX_TRY(number_with_unit(text, RATE_UNITS, sizeof RATE_UNITS / sizeof *RATE_UNITS, "bandwidth",
+                          bytes_per_s));
+  if (*bytes_per_s < MIN_BYTES_PER_S)
+    return AX_FAIL("bandwidth '%s' must be at least 1 bit/s", text);
   return AX_OK;
+}
+
+int ax_link_latency_parse(const char *text, double *seconds) {
+  AX_TRY(number_with_unit(text, TIME_UNITS, sizeof TIME_UNITS / sizeof *TIME_UNITS, "latency",
+                          seconds));
+  if (*seconds > MAX_LATENCY_S) return AX_FAIL("latency '%s' exceeds an hour", text);
+  return AX_OK;
+}
+
+static int parse_parts(char *bw, char *lat, AxLinkSpec *out) {
+  AX_TRY(ax_link_bandwidth_parse(bw, &out->bytes_per_s));
+  return lat ? ax_link_latency_parse(lat, &out->latency_s) : AX_OK;
 }
 
 int ax_link_spec_parse(const char *text, AxLinkSpec *out) {

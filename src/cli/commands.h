@@ -21,6 +21,8 @@ int ax_cmd_sample(int argc, char **argv); /* src/cli/sample.c */
 int ax_cmd_compare(int argc, char **argv); /* src/cli/compare.c */
 int ax_cmd_export(int argc, char **argv); /* src/cli/export.c: a checkpoint to an llm.c file */
 int ax_cmd_plan(int argc, char **argv);   /* src/cli/plan.c: memory per rank, nothing allocated */
+/* src/cli/plan_grids.c: `plan --rank-grids`, grids ranked by predicted communication time */
+int ax_cmd_plan_grids(int argc, char **argv);
 int ax_cmd_version(int argc, char **argv);
 
 #endif

@@ -1,6 +1,7 @@
 /* plan.c — `axonn plan`: the memory plan of `axonn train` with the same options, per rank,
  * without allocating anything (src/train/plan.h; the same as train --dry-run). */
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
 #include "src/core/error.h"
@@ -8,13 +9,23 @@
 #include "src/train/plan.h"
 #include "src/train/train_config.h"
 
+/* --rank-grids (as --rank-grids or --rank-grids=1) selects the grid search of plan_grids.c. */
+static int wants_rank_grids(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--rank-grids") || !strcmp(argv[i], "--rank-grids=1")) return 1;
+  return 0;
+}
+
 int ax_cmd_plan(int argc, char **argv) {
+  if (wants_rank_grids(argc, argv)) return ax_cmd_plan_grids(argc, argv);
   AxTrainConfig cfg;
   AxOptState st;
   int rc = ax_train_config_parse(&cfg, argc, argv, &st);
   if (rc == AX_OK && st.help) {
     printf("axonn plan: the memory plan of `axonn train` with the same options, per rank, "
-           "without allocating (same as train --dry-run).\n\n");
+           "without allocating (same as train --dry-run).\n"
+           "axonn plan --rank-grids: grids ranked by predicted communication time "
+           "(axonn plan --rank-grids --help).\n\n");
     ax_options_print_help(&AX_TRAIN_OPTIONS, stdout);
   } else {
     if (rc == AX_OK) rc = ax_train_config_check(&cfg, &st);

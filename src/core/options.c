@@ -296,15 +296,20 @@ static int apply_arg(const AxOptionTable *t, void *cfg, const Arg *a, const char
   return AX_FAIL("internal: bad argument kind");
 }
 
+/* A clean state and the defaults, before a file or a command line. */
+static int start_parse(const AxOptionTable *t, void *cfg, AxOptState *st) {
+  memset(st, 0, sizeof *st);
+  if (t->n_opts > AX_MAX_OPTIONS) return AX_FAIL("internal: too many options");
+  return ax_options_defaults(t, cfg);
+}
+
 int ax_options_parse(const AxOptionTable *t, void *cfg, int argc, char **argv, AxOptState *st) {
   return ax_options_parse_with_args(t, cfg, argc, argv, 0, st);
 }
 
 int ax_options_parse_with_args(const AxOptionTable *t, void *cfg, int argc, char **argv,
                                int max_positional, AxOptState *st) {
-  memset(st, 0, sizeof *st);
-  if (t->n_opts > AX_MAX_OPTIONS) return AX_FAIL("internal: too many options");
-  AX_TRY(ax_options_defaults(t, cfg));
+  AX_TRY(start_parse(t, cfg, st));
   /* --help wins over everything; then the config file; then the command line over it. */
   for (int i = 1; i < argc; i++)
     if (classify(t, argc, argv, &i).kind == ARG_HELP) {
@@ -323,6 +328,11 @@ int ax_options_parse_with_args(const AxOptionTable *t, void *cfg, int argc, char
     AX_TRY(apply_arg(t, cfg, &a, text, max_positional, st));
   }
   return AX_OK;
+}
+
+int ax_options_parse_file(const AxOptionTable *t, void *cfg, const char *path, AxOptState *st) {
+  AX_TRY(start_parse(t, cfg, st));
+  return parse_config_file(t, cfg, path, st);
 }
 
 int ax_options_was_set(const AxOptionTable *t, const AxOptState *st, const char *name) {

@@ -185,17 +185,10 @@ const AxOptionTable AX_TRAIN_OPTIONS = {
 /* --model: the preset's dimensions, except those the user gave explicitly. */
 static int apply_preset(AxTrainConfig *cfg, const AxOptState *st) {
   if (!cfg->model) return AX_OK;
-  const AxGptPreset *p = ax_gpt_preset_find(cfg->model);
-  if (!p)
-    return AX_FAIL("--model '%s' is not a preset; known: %s", cfg->model, ax_gpt_preset_names());
-  if (cfg->init) return AX_FAIL("--model conflicts with --init: the model file sets the model");
-  const struct { const char *name; int *field; int value; } dims[] = {
-      {"layers", &cfg->layers, p->layers}, {"hidden", &cfg->hidden, p->hidden},
-      {"heads", &cfg->heads, p->heads},    {"seq", &cfg->seq, p->seq},
-      {"vocab", &cfg->vocab, p->vocab}};
-  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-    if (!ax_options_was_set(&AX_TRAIN_OPTIONS, st, dims[i].name)) *dims[i].field = dims[i].value;
-  return AX_OK;
+  if (cfg->init && ax_gpt_preset_find(cfg->model))
+    return AX_FAIL("--model conflicts with --init: the model file sets the model");
+  AxGptDimFields dims = {&cfg->layers, &cfg->hidden, &cfg->heads, &cfg->seq, &cfg->vocab};
+  return ax_gpt_preset_apply(cfg->model, &AX_TRAIN_OPTIONS, st, dims);
 }
 
 int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st) {

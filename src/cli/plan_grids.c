@@ -1,0 +1,167 @@
+/* plan_grids.c — `axonn plan --rank-grids`: every grid G_inter x Gx x Gy x Gz x G_data of N
+ * ranks ranked by predicted communication time per step (src/train/rank_grids.h), or one grid's
+ * collectives with --grid. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "models/gpt_presets.h"
+#include "src/core/command.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/train/rank_grids.h"
+
+typedef struct {
+  int rank_grids, ranks;
+  char *model;
+  int layers, hidden, heads, seq, vocab;
+  char *machine;
+  long long batch;
+  int micro_batch, precision, checkpoint, ag_cache, placement, top, max_inter;
+  char *json, *grid;
+} GridsConfig;
+
+#define PAPER_BATCH_TOKENS (4LL << 20) /* axonn-4d-hybrid §VII: 4M tokens per batch */
+
+#define OFF(f) offsetof(GridsConfig, f)
+#define NUM(name, type, f, def, mv, help, lo, hi) {name, type, OFF(f), def, mv, help, lo, hi, NULL}
+#define STR(name, f, def, mv, help) {name, AX_OPT_STRING, OFF(f), def, mv, help, 1, 0, NULL}
+static const AxOption OPTIONS[] = {
+    {"rank-grids", AX_OPT_FLAG, OFF(rank_grids), "0", NULL,
+     "rank every grid of --ranks by predicted communication time (this mode)", 1, 0, NULL},
+    NUM("ranks", AX_OPT_INT, ranks, "0", "N", "ranks (GPUs) to place (required without --grid)",
+        0, 1 << 20),
+    STR("model", model, NULL, "NAME",
+        "model preset (gpt-5b, gpt-10b, gpt-20b, gpt-40b, gpt-80b, gpt2-small, ...); explicit "
+        "dimension flags override it"),
+    NUM("layers", AX_OPT_INT, layers, "4", "N", "transformer blocks", 1, 100000),
+    NUM("hidden", AX_OPT_INT, hidden, "128", "N", "hidden size (channels)", 1, 1 << 20),
+    NUM("heads", AX_OPT_INT, heads, "4", "N", "attention heads (must divide --hidden)", 1,
+        1 << 16),
+    NUM("seq", AX_OPT_INT, seq, "64", "N", "sequence length (tokens)", 1, 1 << 20),
+    NUM("vocab", AX_OPT_INT, vocab, "256", "N", "vocabulary size (padded to 128)", 2, 1 << 24),
+    STR("machine", machine, "perlmutter", "NAME|FILE",
+        "summit, perlmutter, frontier, h100, or a machine file (key = value lines: name, "
+        "gpus_per_node, intra_bw, inter_bw, optional latency; see data/machines/)"),
+    NUM("batch", AX_OPT_LONG, batch, "0", "B",
+        "global batch in sequences (0: 4M tokens / --seq, the paper's batch: 2048 at 2048)", 0,
+        1 << 30),
+    NUM("micro-batch", AX_OPT_INT, micro_batch, "0", "M",
+        "sequences per micro-batch of a data-parallel row (0: per grid, the largest multiple "
+        "of Gz that leaves at least G_inter micro-batches; the whole row when G_inter = 1)",
+        0, 1 << 30),
+    {"precision", AX_OPT_CHOICE, OFF(precision), "bf16", NULL,
+     "element size of weights, activations and gradients (LayerNorm and loss statistics stay "
+     "fp32)", 1, 0, "fp32|bf16|fp16"},
+    {"checkpoint-activations", AX_OPT_FLAG, OFF(checkpoint), "0", NULL,
+     "the blocks' forward runs again in the backward pass (its collectives twice)", 1, 0, NULL},
+    NUM("ag-cache", AX_OPT_INT, ag_cache, "0", "0|1",
+        "with checkpointing, the recompute reuses the all-gathered weights (only its "
+        "all-reduces repeat)", 0, 1),
+    {"placement", AX_OPT_CHOICE, OFF(placement), "aware", NULL,
+     "aware: Eq. 10 bandwidths by where groups sit; agnostic: every group at the inter-node "
+     "bandwidth", 1, 0, "agnostic|aware"},
+    NUM("top", AX_OPT_INT, top, "10", "K", "grids listed (0: all)", 0, 1 << 30),
+    NUM("max-inter", AX_OPT_INT, max_inter, "0", "P", "largest G_inter considered (0: any)", 0,
+        1 << 20),
+    STR("json", json, NULL, "FILE", "write every valid grid with per-class seconds and bytes"),
+    STR("grid", grid, NULL, "P,X,Y,Z,D",
+        "one grid (G_inter,Gx,Gy,Gz,G_data): its line and every collective it issues"),
+};
+static const AxOptionTable TABLE = {
+    "plan --rank-grids",
+    "Every grid G_inter x Gx x Gy x Gz x G_data of N ranks ranked by predicted communication\n"
+    "time per training step (axonn-4d-hybrid §V; docs/tensor-parallel.md).",
+    OPTIONS, (int)(sizeof OPTIONS / sizeof OPTIONS[0])};
+
+static const char *const PRECISIONS[] = {"fp32", "bf16", "fp16"};
+
+static int model_of(GridsConfig *c, const AxOptState *st, AxGptConfig *m) {
+  if (c->model) {
+    AxGptDimFields dims = {&c->layers, &c->hidden, &c->heads, &c->seq, &c->vocab};
+    AX_TRY(ax_gpt_preset_apply(c->model, &TABLE, st, dims));
+  }
+  *m = (AxGptConfig){.max_seq = c->seq, .vocab = c->vocab,
+                     .padded_vocab = ax_gpt_pad_vocab(c->vocab), .layers = c->layers,
+                     .heads = c->heads, .channels = c->hidden};
+  return ax_gpt_config_check(m);
+}
+
+static int query_of(GridsConfig *c, const AxOptState *st, AxGridQuery *q) {
+  memset(q, 0, sizeof *q);
+  AxCommSetup *s = &q->setup;
+  AX_TRY(model_of(c, st, &s->model));
+  s->seq = c->seq;
+  s->batch = c->batch ? c->batch : PAPER_BATCH_TOKENS / c->seq;
+  if (s->batch < 1) s->batch = 1;
+  s->micro_batch = c->micro_batch;
+  s->elem_size = c->precision == 0 ? 4 : 2;
+  s->checkpoint = c->checkpoint;
+  s->ag_cache = c->ag_cache;
+  s->placement_aware = c->placement == 1;
+  if (ax_machine_resolve(c->machine, &q->machine) != AX_OK) return ax_error_context("--machine");
+  q->ranks = c->ranks;
+  q->max_inter = c->max_inter;
+  q->model_name = c->model;
+  q->precision_name = PRECISIONS[c->precision];
+  return AX_OK;
+}
+
+/* "P,X,Y,Z,D" (or with x between the numbers). */
+static int parse_grid(const char *text, AxRankGrid *g) {
+  int v[5], used = 0;
+  char sep[4];
+  int n = sscanf(text, "%d%1[,x]%d%1[,x]%d%1[,x]%d%1[,x]%d%n", &v[0], sep, &v[1], sep, &v[2],
+                 sep, &v[3], sep, &v[4], &used);
+  if (n != 9 || text[used])
+    return AX_FAIL("--grid '%s': expected G_inter,Gx,Gy,Gz,G_data such as 1,2,2,8,1", text);
+  *g = (AxRankGrid){v[0], v[1], v[2], v[3], v[4]};
+  return AX_OK;
+}
+
+/* --grid: one prediction, with its collectives. */
+static int run_one(GridsConfig *c, AxGridQuery *q) {
+  AxRankGrid g;
+  long long ranks;
+  AX_TRY(parse_grid(c->grid, &g));
+  AX_TRY(ax_comm_grid_ranks(&g, &ranks));
+  if (q->ranks && ranks != q->ranks)
+    return AX_FAIL("--grid %s has %lld ranks, not --ranks %d", c->grid, ranks, q->ranks);
+  q->ranks = (int)ranks;
+  AxRankGridList one = {ax_malloc(sizeof *one.grids), 1, 1};
+  if (!one.grids) return AX_ERR;
+  int rc = ax_comm_predict(&q->setup, &q->machine, &g, one.grids);
+  if (rc == AX_OK) {
+    ax_rank_grids_print_header(stdout, q);
+    ax_rank_grids_print_table(stdout, &one, 0);
+    ax_comm_print_entries(stdout, one.grids);
+    if (c->json) rc = ax_rank_grids_write_json(c->json, q, &one, 1);
+  }
+  ax_rank_grids_free(&one);
+  return rc;
+}
+
+static int run_all(GridsConfig *c, const AxGridQuery *q) {
+  if (q->ranks < 1) return AX_FAIL("--ranks N is required (a positive number of ranks)");
+  AxRankGridList l;
+  AX_TRY(ax_rank_grids(q, &l));
+  ax_rank_grids_print_header(stdout, q);
+  ax_rank_grids_print_table(stdout, &l, c->top);
+  int rc = c->json ? ax_rank_grids_write_json(c->json, q, &l, 0) : AX_OK;
+  ax_rank_grids_free(&l);
+  return rc;
+}
+
+static int run(void *config, const AxOptState *st) {
+  GridsConfig *c = config;
+  AxGridQuery q;
+  AX_TRY(query_of(c, st, &q));
+  if (c->json) AX_TRY(ax_file_check_writable(c->json));
+  return c->grid ? run_one(c, &q) : run_all(c, &q);
+}
+
+int ax_cmd_plan_grids(int argc, char **argv) {
+  static const AxCommandSpec spec = {&TABLE, sizeof(GridsConfig), 0, run};
+  return ax_command_run(&spec, argc, argv);
+}

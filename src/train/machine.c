@@ -1,0 +1,134 @@
+/* machine.c — built-in machines, machine files and --machine NAME|FILE; see machine.h. */
+#include "machine.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mpi/link_spec.h"
+#include "src/core/error.h"
+#include "src/core/options.h"
+
+/* A machine as text: the built-in table holds these and a file becomes one, so a shipped file
+ * and its built-in are parsed by the same code into the same numbers. */
+typedef struct {
+  const char *name;
+  int gpus_per_node;
+  const char *intra_bw, *inter_bw, *latency; /* latency: NULL = 0 */
+} MachineSpec;
+
+/* What the option parser fills from a file (it owns the strings). */
+typedef struct {
+  char *name;
+  int gpus_per_node;
+  char *intra_bw, *inter_bw, *latency;
+} MachineText;
+
+/* Nominal vendor figures, one way, per GPU. beta_inter is a GPU's share of its node's network
+ * injection bandwidth (the node's NICs over its GPUs), which is what each GPU of a ring that
+ * leaves the node gets when all of them communicate at once. */
+static const MachineSpec BUILTIN[] = {
+    /* 6 V100 per node, 3 per POWER9 socket; NVLink 2.0: 2 bricks of 25 GB/s between GPUs of a
+     * socket = 50 GB/s; dual-rail EDR InfiniBand: 2 x 100 Gb/s = 25 GB/s per node / 6 GPUs */
+    {"summit", 6, "50GB/s", "4.1667GB/s", NULL},
+    /* 4 A100 per node; NVLink 3: 4 links of 25 GB/s between every pair = 100 GB/s; 4
+     * Slingshot-11 NICs of 200 Gb/s (25 GB/s) per node: 25 GB/s per GPU */
+    {"perlmutter", 4, "100GB/s", "25GB/s", NULL},
+    /* 4 MI250X = 8 GCDs per node; Infinity Fabric: 50 GB/s per link between GCDs of different
+     * MI250X (the slowest hop of a ring over the node); 4 Slingshot-11 NICs of 25 GB/s per
+     * node: 100 GB/s / 8 GCDs */
+    {"frontier", 8, "50GB/s", "12.5GB/s", NULL},
+    /* 8 H100 SXM per node; NVLink 4 through NVSwitch: 18 links of 25 GB/s = 450 GB/s per GPU;
+     * 8 NICs of 400 Gb/s per node: 50 GB/s per GPU */
+    {"h100", 8, "450GB/s", "50GB/s", NULL},
+};
+enum { N_BUILTIN = sizeof BUILTIN / sizeof BUILTIN[0] };
+
+#define OFF(f) offsetof(MachineText, f)
+static const AxOption KEYS[] = {
+    {"name", AX_OPT_STRING, OFF(name), NULL, "NAME", "the machine's name", 1, 0, NULL},
+    {"gpus_per_node", AX_OPT_INT, OFF(gpus_per_node), NULL, "N", "GPUs (ranks) per node", 1,
+     1 << 20, NULL},
+    {"intra_bw", AX_OPT_STRING, OFF(intra_bw), NULL, "BW", "GPU to GPU within a node", 1, 0,
+     NULL},
+    {"inter_bw", AX_OPT_STRING, OFF(inter_bw), NULL, "BW", "GPU to GPU across nodes", 1, 0,
+     NULL},
+    {"latency", AX_OPT_STRING, OFF(latency), NULL, "TIME", "per message step (default 0)", 1, 0,
+     NULL},
+};
+static const AxOptionTable MACHINE_FILE = {
+    "plan --rank-grids", "a machine file", KEYS, (int)(sizeof KEYS / sizeof KEYS[0])};
+
+static int from_spec(const MachineSpec *t, AxMachine *out) {
+  memset(out, 0, sizeof *out);
+  if (strlen(t->name) >= sizeof out->name)
+    return AX_FAIL("name '%.20s...' is longer than %d characters", t->name,
+                   AX_MACHINE_NAME_MAX - 1);
+  snprintf(out->name, sizeof out->name, "%s", t->name);
+  out->gpus_per_node = t->gpus_per_node;
+  if (ax_link_bandwidth_parse(t->intra_bw, &out->intra_bytes_per_s) != AX_OK)
+    return ax_error_context("intra_bw");
+  if (ax_link_bandwidth_parse(t->inter_bw, &out->inter_bytes_per_s) != AX_OK)
+    return ax_error_context("inter_bw");
+  if (t->latency && ax_link_latency_parse(t->latency, &out->latency_s) != AX_OK)
+    return ax_error_context("latency");
+  return AX_OK;
+}
+
+int ax_machine_builtin(const char *name, AxMachine *out) {
+  for (int i = 0; i < N_BUILTIN; i++)
+    if (!strcmp(BUILTIN[i].name, name)) {
+      return from_spec(&BUILTIN[i], out);
+    }
+  return AX_FAIL("no built-in machine '%s' (built in: %s)", name, ax_machine_names());
+}
+
+const char *ax_machine_names(void) {
+  static char buf[128];
+  if (!buf[0])
+    for (int i = 0; i < N_BUILTIN; i++) {
+      if (i) strcat(buf, ", ");
+      strcat(buf, BUILTIN[i].name);
+    }
+  return buf;
+}
+
+static int required_keys(const AxOptState *st, const char *path) {
+  static const char *const required[] = {"name", "gpus_per_node", "intra_bw", "inter_bw"};
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+    if (!ax_options_was_set(&MACHINE_FILE, st, required[i]))
+      return AX_FAIL("machine file %s has no '%s = ...' line (it needs name, gpus_per_node, "
+                     "intra_bw and inter_bw; latency is optional)", path, required[i]);
+  return AX_OK;
+}
+
+int ax_machine_load(const char *path, AxMachine *out) {
+  MachineText t;
+  AxOptState st;
+  memset(&t, 0, sizeof t);
+  int rc = ax_options_parse_file(&MACHINE_FILE, &t, path, &st);
+  if (rc == AX_OK) rc = required_keys(&st, path);
+  MachineSpec spec = {t.name, t.gpus_per_node, t.intra_bw, t.inter_bw, t.latency};
+  if (rc == AX_OK && from_spec(&spec, out) != AX_OK)
+    rc = ax_error_context("machine file %s", path);
+  ax_options_free(&MACHINE_FILE, &t);
+  return rc;
+}
+
+int ax_machine_resolve(const char *name_or_path, AxMachine *out) {
+  for (int i = 0; i < N_BUILTIN; i++)
+    if (!strcmp(BUILTIN[i].name, name_or_path)) return ax_machine_builtin(name_or_path, out);
+  struct stat sb;
+  if (stat(name_or_path, &sb) != 0)
+    return AX_FAIL("unknown machine '%s': not a built-in one (%s) nor a machine file",
+                   name_or_path, ax_machine_names());
+  return ax_machine_load(name_or_path, out);
+}
+
+void ax_machine_format(const AxMachine *m, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s (%d GPUs/node, intra %.4g GB/s, inter %.4g GB/s, latency %.3g us)",
+           m->name, m->gpus_per_node, m->intra_bytes_per_s / 1e9, m->inter_bytes_per_s / 1e9,
+           m->latency_s * 1e6);
+}

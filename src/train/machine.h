@@ -1,0 +1,44 @@
+/* machine.h — the description of a GPU cluster that the communication model (comm_model.h)
+ * prices collectives on: GPUs per node (G_node), the peer-to-peer bandwidth between two GPUs
+ * of one node (beta_intra) and between GPUs on different nodes (beta_inter), in bytes per
+ * second one way, and an optional per-message latency (the paper's model has none: 0).
+ *
+ * Built in: summit, perlmutter, frontier, h100 (machine.c says where each figure comes from);
+ * the same four ship as data/machines/NAME.machine. A machine file is `key = value` lines in
+ * the --config format (src/core/options.h: `#` comments, blanks ignored):
+ *
+ *     name = perlmutter
+ *     gpus_per_node = 4
+ *     intra_bw = 100GB/s      # units of mpi/link_spec.h: GB/s, MB/s, Gbps, Mbps, ...
+ *     inter_bw = 25GB/s
+ *     latency = 0us           # optional (s, ms, us, ns)
+ *
+ * Every key but latency is required; an unknown key, a missing one, a bad number or an
+ * unreadable file is one error naming the file. */
+#ifndef AX_MACHINE_H
+#define AX_MACHINE_H
+
+#include <stddef.h>
+
+enum { AX_MACHINE_NAME_MAX = 64 };
+
+typedef struct {
+  char name[AX_MACHINE_NAME_MAX];
+  int gpus_per_node;   /* G_node */
+  double intra_bytes_per_s; /* beta_intra: GPU to GPU within a node, one way */
+  double inter_bytes_per_s; /* beta_inter: GPU to GPU across nodes, one way */
+  double latency_s;         /* per message step; 0 = ignored, as in the paper */
+} AxMachine;
+
+/* A built-in machine by name; AX_ERR (listing the names) when there is none. */
+int ax_machine_builtin(const char *name, AxMachine *out);
+/* "summit, perlmutter, frontier, h100" */
+const char *ax_machine_names(void);
+/* A machine file. */
+int ax_machine_load(const char *path, AxMachine *out);
+/* --machine NAME|FILE: a built-in name, else a file; neither is one error saying so. */
+int ax_machine_resolve(const char *name_or_path, AxMachine *out);
+/* "perlmutter (4 GPUs/node, intra 800 Gb/s, inter 200 Gb/s, latency 0 s)" */
+void ax_machine_format(const AxMachine *m, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,75 @@
+#!/bin/sh
+# `axonn plan --rank-grids`: GPT-20B on 32 ranks of Perlmutter and GPT-80B on 1024 list grids
+# whose sizes multiply to the ranks, fastest first, with a JSON that parses and holds every
+# valid grid; --grid shows one grid's collectives; bad input is one error line and exit 1; plain
+# `axonn plan` is untouched. The 60 s bound is a guard against a runaway search, not a speed test.
+. "$(dirname "$0")/testlib.sh"
+
+# check_table FILE RANKS: a header, >= 5 grid lines, sizes multiplying to RANKS, sorted by time
+check_table() {
+  head -1 "$1" | grep -q "^rank grids: .* on $2 ranks of .*; batch [0-9]* sequences, micro-batch" ||
+    fail "$2 ranks: no header line: $(head -1 "$1")"
+  awk -v ranks="$2" '/^ *[0-9]/ {
+      n++
+      if ($2 * $3 * $4 * $5 * $6 != ranks) { print "grid " $2 "x" $3 "x" $4 "x" $5 "x" $6 " is not " ranks " ranks"; bad = 1 }
+      if (n > 1 && $8 + 0 < prev) { print "line " n " is faster than the one before"; bad = 1 }
+      prev = $8 + 0 }
+    END { if (n < 5) { print n " grid lines"; bad = 1 }; exit bad }' "$1" || fail "$2 ranks: bad table"
+}
+
+start=$(date +%s)
+timeout 60 "$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --machine perlmutter --top 10 \
+  --json "$TMP/20b.json" >"$TMP/20b.txt" || fail "gpt-20b on 32 ranks failed"
+check_table "$TMP/20b.txt" 32
+timeout 60 "$AXONN" plan --rank-grids --model gpt-80b --ranks 1024 --top 5 >"$TMP/80b.txt" ||
+  fail "gpt-80b on 1024 ranks failed"
+check_table "$TMP/80b.txt" 1024
+[ $(($(date +%s) - start)) -lt 60 ] || fail "the two searches took 60 s or more"
+head -4 "$TMP/20b.txt"
+
+# the JSON: every valid grid (as many as the table's footer says), fastest first, the classes
+python3 - "$TMP/20b.json" "$TMP/20b.txt" <<'EOF' || fail "JSON does not match the table"
+import json, re, sys
+doc = json.load(open(sys.argv[1]))
+valid = int(re.search(r"valid grids: (\d+) of", open(sys.argv[2]).read()).group(1))
+grids = doc["grids"]
+assert doc["ranks"] == 32 and doc["machine"]["name"] == "perlmutter", doc["machine"]
+assert len(grids) == valid, (len(grids), valid)
+assert all(g["g_inter"] * g["gx"] * g["gy"] * g["gz"] * g["g_data"] == 32 for g in grids)
+assert all(a["seconds"] <= b["seconds"] for a, b in zip(grids, grids[1:]))
+classes = ["AG_z", "RS_z", "AR_y", "AR_x", "AR_z", "AR_data", "p2p", "tied"]
+for g in grids:
+    assert sorted(g["classes"]) == sorted(classes)
+    total = sum(g["classes"][c]["seconds"] for c in classes)
+    assert abs(total - g["seconds"]) <= 1e-9 * max(1, g["seconds"]), (total, g["seconds"])
+EOF
+
+# one grid: its line and every collective; placement-agnostic prices every group the same
+out=$("$AXONN" plan --rank-grids --model gpt-20b --grid 1,2,2,8,1 --machine frontier) ||
+  fail "--grid failed"
+echo "$out" | grep -q "^AG_z qkv .*allgather .*z(8)" || fail "--grid lacks the qkv all-gather"
+echo "$out" | grep -q "^AR_x attproj fwd .*x(2)" || fail "--grid lacks the attproj all-reduce"
+"$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --placement agnostic --top 3 |
+  grep -q "placement-agnostic" || fail "--placement agnostic not in the header"
+
+# a machine file is the same as the built-in of the same numbers
+"$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --top 0 >"$TMP/builtin.txt"
+"$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --top 0 \
+  --machine "$(dirname "$0")/../data/machines/perlmutter.machine" >"$TMP/file.txt"
+cmp -s "$TMP/builtin.txt" "$TMP/file.txt" || fail "perlmutter.machine ranks differently from perlmutter"
+
+# bad input: one line, exit 1
+expect_error "unknown machine 'cray-1'" plan --rank-grids --model gpt-20b --ranks 32 --machine cray-1
+expect_error "--ranks N is required" plan --rank-grids --model gpt-20b --ranks 0
+# 37 is prime, above the 32 layers, and divides neither C = 7168, the vocabulary nor the batch
+expect_error "no grid of 37 ranks fits" plan --rank-grids --model gpt-20b --ranks 37
+expect_error "is not a preset" plan --rank-grids --model gpt-7 --ranks 8
+expect_error "Gx=3 does not divide" plan --rank-grids --model gpt-20b --grid 1,3,1,1,1
+expect_error "has 4 ranks, not --ranks 8" plan --rank-grids --model gpt-20b --grid 1,2,2,1,1 --ranks 8
+expect_error "unknown option --colour" plan --rank-grids --ranks 8 --colour red
+printf 'name = x\ngpus_per_node = 4\nintra_bw = 100GB/s\n' >"$TMP/bad.machine"
+expect_error "no 'inter_bw" plan --rank-grids --ranks 8 --machine "$TMP/bad.machine"
+
+# plain `axonn plan` is the memory plan, as before
+"$AXONN" plan --g-inter 2 --batch 4 | head -1 | grep -q "^memory plan" || fail "plain plan changed"
+finish

@@ -5,7 +5,9 @@
  * gradient, the Z-reduce-scattered weight gradient and the Z-summed bias gradient; LayerNorm;
  * the vocabulary-parallel embedding; the LM head, the parallel cross-entropy (losses and
  * d logits) and its backward; a whole GPT block (heads split over X with qkv's rows permuted,
- * every parameter gradient). Each rank compares its own blocks with the matching blocks of
+ * every parameter gradient), whose bytes sent per group and operation (the weights' gathers,
+ * forward, backward, the Z-sum of its vectors) equal what the communication model
+ * (src/train/comm_model.h) predicts for the blocks of a one-layer step. Each rank compares its own blocks with the matching blocks of
  * the serial result within 1e-5 (relative above 1). */
 #include <check.h>
 #include <math.h>
@@ -19,6 +21,7 @@
 #include "models/tp_layers.h"
 #include "mpi/mpi_util.h"
 #include "mpi/tp_comm.h"
+#include "src/train/comm_model.h"
 #include "src/core/error.h"
 #include "mpitestutil.h"
 #include "testutil.h"
@@ -296,11 +299,47 @@ static void block_scratch(AxBlockScratch *s, size_t rows, size_t C, size_t att) 
   s->datt = tu_zeros(att);
 }
 
+
+/* The model's block collectives (one layer, one micro-batch of BM sequences per row, fp32)
+ * against the bytes this rank counted since the block's first gather. */
+static void expect_model_bytes(Env *e) {
+  AxCommSetup s = {.model = {.max_seq = T, .vocab = V, .padded_vocab = VP, .layers = 1,
+                             .heads = BNH, .channels = BC},
+                   .seq = T, .batch = (long long)BM * e->grid.D, .micro_batch = BM,
+                   .elem_size = 4, .placement_aware = 1};
+  AxRankGrid g = {1, e->Gx, e->Gy, e->Gz, e->grid.D};
+  AxMachine m;
+  AxCommPrediction pr;
+  if (!mt_expect(ax_machine_builtin("perlmutter", &m) == AX_OK &&
+                     ax_comm_predict(&s, &m, &g, &pr) == AX_OK,
+                 "model: %s", ax_error_message()))
+    return;
+  static const char *const not_block[] = {"wte", "wpe", "embedding", "head", "lnf", "loss", "logits"};
+  unsigned long long want[3][AX_TP_OPS] = {{0}};
+  for (int i = 0; i < pr.n_entries; i++) {
+    const AxCommEntry *en = &pr.entries[i];
+    int skip = en->group > AX_GROUP_Z;
+    for (size_t k = 0; k < sizeof not_block / sizeof *not_block; k++)
+      skip |= strstr(en->name, not_block[k]) != NULL;
+    if (skip) continue;
+    AxTpOp op = en->kind == AX_COLL_ALLGATHER        ? AX_TP_OP_ALLGATHER
+                : en->kind == AX_COLL_REDUCE_SCATTER ? AX_TP_OP_REDUCE_SCATTER
+                                                     : AX_TP_OP_ALLREDUCE;
+    want[en->group][op] += en->bytes; /* AX_GROUP_X/Y/Z are AX_TP_X/Y/Z */
+  }
+  for (int d = 0; d < 3; d++)
+    for (int op = 0; op < AX_TP_OPS; op++)
+      mt_expect(e->tp.bytes[d][op].sent == want[d][op],
+                "block %s over %c: sent %llu bytes, the model says %llu", ax_tp_op_name(op),
+                "XYZ"[d], e->tp.bytes[d][op].sent, want[d][op]);
+}
+
 static void check_block(Env *e, int overlap) {
   const int C = BC;
   AxBlockDims d = {BM, T, C, BNH};
   AxBlockParams p, g, pl, gl, w;
   memset(&w, 0, sizeof w);
+  memset(e->tp.bytes, 0, sizeof e->tp.bytes);
   AxGptConfig cfg = {.max_seq = T, .vocab = V, .padded_vocab = VP, .layers = 1, .heads = BNH,
                      .channels = C};
   for (int id = 0; id < AX_N_PARAMS; id++) {
@@ -339,6 +378,7 @@ static void check_block(Env *e, int overlap) {
     if (ax_param_is_layer(id) && !ax_tp_block_gathered(e->c, C, id))
       rc = ax_tp_all_reduce(e->c, AX_TP_Z, gl.t[id], ax_tp_block_shard(e->c, C, id), NULL);
   if (!mt_expect(rc == AX_OK, "block: %s", ax_error_message())) return;
+  expect_model_bytes(e);
   expect_close("block out", al.out, block_of(a.out, C, e->row0, n, c0, Cy), (size_t)n * Cy);
   expect_close("block d(in)", sl.dres, block_of(s.dres, C, e->row0, n, c0, Cy), (size_t)n * Cy);
   for (int id = 0; id < AX_N_PARAMS; id++) {

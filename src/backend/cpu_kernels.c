@@ -219,6 +219,14 @@ static void layernorm_bwd_cols_task(void *ctx, int tid, int nt) {
   }
 }
 
+void ax_cpu_layernorm_param_grads(AxPool *pool, float *dw, float *db, const float *dout,
+                                  const float *inp, const float *mean, const float *rstd, int N,
+                                  int C) {
+  Args a = {.dw = dw, .db = db, .dout = dout, .inp = inp, .mean = (float *)mean,
+            .rstd = (float *)rstd, .N = N, .C = C};
+  run(pool, layernorm_bwd_cols_task, &a);
+}
+
 void ax_cpu_layernorm_backward(AxPool *pool, float *dinp, float *dw, float *db,
                                const float *dout, const float *inp, const float *w,
                                const float *mean, const float *rstd, int N, int C) {

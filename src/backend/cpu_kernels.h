@@ -14,6 +14,11 @@ void ax_cpu_encoder_backward(AxPool *pool, float *dwte, float *dwpe, const float
                              const int32_t *tokens, int B, int T, int C);
 void ax_cpu_layernorm_forward(AxPool *pool, float *out, float *mean, float *rstd,
                               const float *inp, const float *w, const float *b, int N, int C);
+/* dw += dout * xhat, db += dout over N rows of C channels (the parameter half of the backward;
+ * column-split, so every thread count sums alike) */
+void ax_cpu_layernorm_param_grads(AxPool *pool, float *dw, float *db, const float *dout,
+                                  const float *inp, const float *mean, const float *rstd, int N,
+                                  int C);
 void ax_cpu_layernorm_backward(AxPool *pool, float *dinp, float *dw, float *db,
                                const float *dout, const float *inp, const float *w,
                                const float *mean, const float *rstd, int N, int C);

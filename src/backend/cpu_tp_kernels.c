@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "cpu_kernels.h"
 #include "vecmath.h"
 
 typedef struct {
@@ -101,20 +102,6 @@ static void ln_bwd_rows_task(void *ctx, int tid, int nt) {
   }
 }
 
-static void ln_bwd_cols_task(void *ctx, int tid, int nt) {
-  TpArgs *a = ctx;
-  size_t lo, hi;
-  ax_split((size_t)a->C, tid, nt, &lo, &hi);
-  for (size_t i = 0; i < (size_t)a->N; i++) {
-    const float *x = a->x + i * a->C, *d = a->dout + i * a->C;
-    float m = a->mean[i], r = a->rstd[i];
-    for (size_t c = lo; c < hi; c++) {
-      a->dw[c] += d[c] * (x[c] - m) * r;
-      a->db[c] += d[c];
-    }
-  }
-}
-
 void ax_cpu_layernorm_backward_apply(AxPool *pool, float *dinp, float *dw, float *db,
                                      const float *dout, const float *x, const float *w,
                                      const float *mean, const float *rstd, const float *sums,
@@ -122,7 +109,7 @@ void ax_cpu_layernorm_backward_apply(AxPool *pool, float *dinp, float *dw, float
   TpArgs a = {.dinp = dinp, .dw = dw, .db = db, .dout = dout, .x = x, .w = w, .mean = mean,
               .rstd = rstd, .sums = sums, .Ct = C_total, .N = N, .C = C};
   ax_pool_run(pool, ln_bwd_rows_task, &a);
-  ax_pool_run(pool, ln_bwd_cols_task, &a);
+  ax_cpu_layernorm_param_grads(pool, dw, db, dout, x, mean, rstd, N, C);
 }
 
 /* ---------------------------------------------------------------- embedding */

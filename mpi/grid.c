@@ -123,10 +123,21 @@ int ax_grid_print(const AxGrid *g, const char *detail) {
   if (g->rank == 0 && !(all = ax_malloc((size_t)g->size * DETAIL_CAP))) return AX_ERR;
   AX_MPI(MPI_Gather(mine, DETAIL_CAP, MPI_CHAR, all, DETAIL_CAP, MPI_CHAR, 0, g->world));
   if (g->rank == 0) {
-    ax_log("grid: %d stage(s) x %d data-parallel row(s) = %d rank(s)", g->P, g->D, g->size);
-    for (int r = 0; r < g->size; r++)
-      ax_log("  rank %3d  stage %2d  row %3d  %s", r, r % g->P, r / g->P,
+    int T = ax_grid_tp_size(g);
+    if (T == 1)
+      ax_log("grid: %d stage(s) x %d data-parallel row(s) = %d rank(s)", g->P, g->D, g->size);
+    else
+      ax_log("grid: %d stage(s) x %d x %d x %d tensor-parallel x %d data-parallel row(s) = %d "
+             "rank(s)", g->P, g->tp[0], g->tp[1], g->tp[2], g->D, g->size);
+    for (int r = 0; r < g->size; r++) {
+      int t = r % T, cell = r / T; /* the layout of grid.h */
+      char tp[48] = "";
+      if (T > 1)
+        snprintf(tp, sizeof tp, "  x %d y %d z %d", t % g->tp[0], t / g->tp[0] % g->tp[1],
+                 t / (g->tp[0] * g->tp[1]));
+      ax_log("  rank %3d  stage %2d  row %3d%s  %s", r, cell % g->P, cell / g->P, tp,
              all + (size_t)r * DETAIL_CAP);
+    }
   }
   free(all);
   return AX_OK;

@@ -15,7 +15,6 @@ typedef struct {
   const AxGrid *grid;    /* must outlive this */
   AxCommConfig cc;       /* the grid's configuration, counting as tensor-parallel traffic */
   AxCommBytes bytes[3][AX_TP_OPS]; /* [group][operation]: payload bytes sent and received */
-  unsigned long long calls[3][AX_TP_OPS];
 } AxTpMpi;
 
 /* Binds t to the grid's tensor-parallel communicators (grid->comm_cfg is copied now). */

@@ -434,11 +434,40 @@ START_TEST(a_grid_that_does_not_fit_the_ranks_is_refused) {
 }
 END_TEST
 
+/* ax_tp_block_check names what does not divide (no communication: a comm of sizes only). */
+static void expect_refused(int gx, int gy, int gz, int B, const char *words) {
+  AxTpComm c = {.size = {gx, gy, gz}};
+  AxBlockDims d = {B, T, BC, BNH};
+  int rc = ax_tp_block_check(&c, &d);
+  mt_expect(rc == AX_ERR && strstr(ax_error_message(), words),
+            "%dx%dx%d B %d: expected '%s', got rc %d: %s", gx, gy, gz, B, words, rc,
+            ax_error_message());
+  ax_error_clear();
+}
+
+START_TEST(a_block_the_grid_cannot_split_is_refused) {
+  expect_refused(3, 1, 1, BM, "does not divide the 4 attention heads");
+  expect_refused(1, 3, 1, BM, "must divide the hidden size 16");
+  expect_refused(1, 1, 2, 3, "does not divide the 3 sequences");
+  expect_refused(2, 2, 3, 6, "does not divide the 8 rows of a weight block");
+  AxTpComm fits = {.size = {2, 2, 2}};
+  AxBlockDims d = {BM, T, BC, BNH};
+  mt_expect(ax_tp_block_check(&fits, &d) == AX_OK, "2x2x2 refused: %s", ax_error_message());
+  AxGrid g;
+  int rc = ax_grid_create_tp(&g, 1, 1, (int[3]){0, 1, 1});
+  mt_expect(rc == AX_ERR && strstr(ax_error_message(), "must be positive"),
+            "expected 'must be positive', got rc %d: %s", rc, ax_error_message());
+  ax_error_clear();
+  mt_assert_all_ok("a block the grid cannot split");
+}
+END_TEST
+
 static Suite *tp_suite(void) {
   Suite *s = suite_create("tp_layers");
   TCase *tc = tu_tcase(s, "tp_layers", 300);
   tcase_add_test(tc, every_layer_matches_the_serial_layer_on_every_grid);
   tcase_add_test(tc, a_grid_that_does_not_fit_the_ranks_is_refused);
+  tcase_add_test(tc, a_block_the_grid_cannot_split_is_refused);
   return s;
 }
 

@@ -106,8 +106,8 @@ void ax_cpu_layernorm_backward_apply(AxPool *pool, float *dinp, float *dw, float
                                      const float *dout, const float *x, const float *w,
                                      const float *mean, const float *rstd, const float *sums,
                                      int C_total, int N, int C) {
-  TpArgs a = {.dinp = dinp, .dw = dw, .db = db, .dout = dout, .x = x, .w = w, .mean = mean,
-              .rstd = rstd, .sums = sums, .Ct = C_total, .N = N, .C = C};
+  TpArgs a = {.dinp = dinp, .dout = dout, .x = x, .w = w, .mean = mean, .rstd = rstd,
+              .sums = sums, .Ct = C_total, .N = N, .C = C};
   ax_pool_run(pool, ln_bwd_rows_task, &a);
   ax_cpu_layernorm_param_grads(pool, dw, db, dout, x, mean, rstd, N, C);
 }

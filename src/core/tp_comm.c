@@ -5,14 +5,15 @@
 
 #include "error.h"
 
-void ax_tp_comm_solo(AxTpComm *c) {
-  memset(c, 0, sizeof *c);
-  for (int d = 0; d < 3; d++) c->size[d] = 1;
-}
-
 static int trivial(const AxTpComm *c, AxTpGroup g, AxTpReq **req) {
   if (req) *req = NULL;
   return c->size[g] == 1;
+}
+
+/* A gather or reduce-scatter over one rank: recv is send. */
+static int copy_alone(const float *send, float *recv, size_t n) {
+  if (send != recv) memcpy(recv, send, n * sizeof *recv);
+  return AX_OK;
 }
 
 int ax_tp_all_reduce(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq **req) {
@@ -22,19 +23,13 @@ int ax_tp_all_reduce(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq **r
 
 int ax_tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
                      AxTpReq **req) {
-  if (trivial(c, g, req)) {
-    if (send != recv) memcpy(recv, send, n * sizeof *recv);
-    return AX_OK;
-  }
+  if (trivial(c, g, req)) return copy_alone(send, recv, n);
   return c->ops->all_gather(c, g, send, recv, n, req);
 }
 
 int ax_tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
                          AxTpReq **req) {
-  if (trivial(c, g, req)) {
-    if (send != recv) memcpy(recv, send, n * sizeof *recv);
-    return AX_OK;
-  }
+  if (trivial(c, g, req)) return copy_alone(send, recv, n);
   return c->ops->reduce_scatter(c, g, send, recv, n, req);
 }
 

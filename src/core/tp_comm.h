@@ -36,8 +36,6 @@ struct AxTpComm {
   void *impl;
 };
 
-/* The 1 x 1 x 1 grid: nothing to communicate. */
-void ax_tp_comm_solo(AxTpComm *c);
 static inline int ax_tp_size(const AxTpComm *c, AxTpGroup g) { return c->size[g]; }
 static inline int ax_tp_coord(const AxTpComm *c, AxTpGroup g) { return c->coord[g]; }
 

@@ -5,33 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_stage_impl.h"
 #include "src/core/error.h"
-
-typedef struct {
-  void *input;        /* [N, C]: embedding output (first stage) or the received activation */
-  void *output;       /* [N, C]: checkpoint mode only (else the last block's out) */
-  int32_t *tokens;    /* [N] first stage */
-  int32_t *targets;   /* [N] last stage */
-  AxBlockActs *acts;  /* n_blocks, when every activation is kept */
-  void **seg_inputs;  /* n_segments, checkpoint mode; seg_inputs[0] == input */
-} Slot;
-
-struct AxGptStage {
-  AxGptConfig cfg;
-  AxStageSpec spec;
-  AxStageLayout layout;
-  AxBlockDims dims;
-  int n_blocks, n_segments;
-  AxBackend *be;
-  void *params, *grads, *arena;
-  size_t arena_bytes;
-  Slot *slots;
-  AxBlockScratch scratch;
-  AxBlockActs *recompute;           /* ac buffers, checkpoint mode */
-  int held_slot, held_segment;      /* whose activations `recompute` holds; -1: stale */
-  void *lnf, *logits;
-  float *lnf_mean, *lnf_rstd, *losses, *losses_host;
-};
+#include "tp_block.h"
+#include "tp_shard.h"
 
 /* ------------------------------------------------------------------ arena carving */
 
@@ -46,54 +23,78 @@ static void *carve(Carve *c, size_t bytes) {
   return c->base ? c->base + at : NULL;
 }
 
-static void carve_block(Carve *c, AxBlockActs *a, const AxBlockDims *d, size_t esz,
-                        int with_out) {
-  size_t N = (size_t)d->B * d->T, C = (size_t)d->C;
-  a->ln1 = carve(c, N * C * esz);
+static void carve_block(Carve *c, AxBlockActs *a, const StageWidths *w, int T, size_t esz) {
+  size_t N = (size_t)w->rows, cy = (size_t)w->cy, cx = (size_t)w->cx;
+  a->ln1 = carve(c, N * cy * esz);
   a->ln1_mean = carve(c, N * sizeof(float));
   a->ln1_rstd = carve(c, N * sizeof(float));
-  a->qkv = carve(c, 3 * N * C * esz);
-  a->att = carve(c, (size_t)d->B * d->NH * d->T * d->T * esz);
-  a->atty = carve(c, N * C * esz);
-  a->res2 = carve(c, N * C * esz);
-  a->ln2 = carve(c, N * C * esz);
+  a->qkv = carve(c, 3 * N * cx * esz);
+  a->att = carve(c, (size_t)w->B * w->heads * T * T * esz);
+  a->atty = carve(c, N * cx * esz);
+  a->res2 = carve(c, N * cy * esz);
+  a->ln2 = carve(c, N * cy * esz);
   a->ln2_mean = carve(c, N * sizeof(float));
   a->ln2_rstd = carve(c, N * sizeof(float));
-  a->fch = carve(c, 4 * N * C * esz);
-  a->fch_gelu = carve(c, 4 * N * C * esz);
-  a->out = with_out ? carve(c, N * C * esz) : NULL;
+  a->fch = carve(c, 4 * N * cx * esz);
+  a->fch_gelu = carve(c, 4 * N * cx * esz);
+  a->out = carve(c, N * cy * esz);
+}
+
+/* The tensor-parallel buffers: where Gz > 1 every block's gathered weights (kept from a
+ * micro-batch's forward for its backward) and wte's block; scratch. */
+static void carve_tp(AxGptStage *st, Carve *c) {
+  const StageWidths *w = &st->w;
+  StageTp *tp = &st->tp;
+  size_t wte_block = (size_t)w->vocab_rows * w->cy, wte_shard = wte_block / w->Gz;
+  int has_wte = st->spec.first || st->spec.last;
+  if (w->Gz > 1) {
+    for (int id = 0; id < AX_N_PARAMS; id++) {
+      size_t n = ax_tp_block_gathered(st->spec.tp, st->cfg.channels, id);
+      if (n) tp->gathered[id] = carve(c, (size_t)st->n_blocks * n * sizeof(float));
+    }
+    if (has_wte) {
+      tp->wte_block = carve(c, wte_block * sizeof(float));
+      tp->dwte_block = carve(c, wte_block * sizeof(float));
+    }
+  }
+  size_t scratch = ax_tp_block_tp_scratch(st->spec.tp, &st->dims);
+  if (has_wte && w->Gz > 1 && scratch < wte_shard) scratch = wte_shard;
+  tp->scratch = carve(c, (scratch + 1) * sizeof(float));
+  if (st->spec.last) tp->xent = carve(c, (size_t)(w->Gx + 4) * w->rows * sizeof(float));
 }
 
 /* Lays out (or, with c->base == NULL, measures) every activation buffer of the stage. */
 static void carve_all(AxGptStage *st, Carve *c, size_t esz) {
-  const AxBlockDims *d = &st->dims;
-  size_t N = (size_t)d->B * d->T, C = (size_t)d->C, V = (size_t)st->cfg.padded_vocab;
+  const StageWidths *w = &st->w;
+  size_t N = (size_t)w->rows, cy = (size_t)w->cy, T = (size_t)st->dims.T;
+  size_t cmax = w->cx > w->cy ? (size_t)w->cx : cy;
   int ac = st->spec.ac;
   for (int s = 0; s < st->spec.n_slots; s++) {
     Slot *sl = &st->slots[s];
-    sl->input = carve(c, N * C * esz);
+    sl->input = carve(c, N * cy * esz);
     if (st->spec.first) sl->tokens = carve(c, N * sizeof(int32_t));
     if (st->spec.last) sl->targets = carve(c, N * sizeof(int32_t));
     if (ac) {
       sl->seg_inputs[0] = sl->input;
-      for (int g = 1; g < st->n_segments; g++) sl->seg_inputs[g] = carve(c, N * C * esz);
-      sl->output = carve(c, N * C * esz);
+      for (int g = 1; g < st->n_segments; g++) sl->seg_inputs[g] = carve(c, N * cy * esz);
+      sl->output = carve(c, N * cy * esz);
     } else {
-      for (int b = 0; b < st->n_blocks; b++) carve_block(c, &sl->acts[b], d, esz, 1);
+      for (int b = 0; b < st->n_blocks; b++) carve_block(c, &sl->acts[b], w, (int)T, esz);
     }
   }
-  for (int b = 0; b < ac; b++) carve_block(c, &st->recompute[b], d, esz, 1);
-  st->scratch.dres = carve(c, N * C * esz);
-  st->scratch.dtmp = carve(c, N * C * esz);
-  st->scratch.dbig = carve(c, 4 * N * C * esz);
-  st->scratch.datt = carve(c, (size_t)d->NH * d->T * d->T * esz);
+  for (int b = 0; b < ac; b++) carve_block(c, &st->recompute[b], w, (int)T, esz);
+  st->scratch.dres = carve(c, N * cy * esz);
+  st->scratch.dtmp = carve(c, N * cmax * esz);
+  st->scratch.dbig = carve(c, 4 * N * w->cx * esz);
+  st->scratch.datt = carve(c, (size_t)w->heads * T * T * esz);
   if (st->spec.last) {
-    st->lnf = carve(c, N * C * esz);
+    st->lnf = carve(c, N * cy * esz);
     st->lnf_mean = carve(c, N * sizeof(float));
     st->lnf_rstd = carve(c, N * sizeof(float));
-    st->logits = carve(c, N * V * esz);
+    st->logits = carve(c, N * (size_t)w->vocab_rows * esz);
     st->losses = carve(c, N * sizeof(float));
   }
+  if (st->spec.tp) carve_tp(st, c);
 }
 
 static int check_spec(const AxGptConfig *cfg, const AxStageSpec *s) {
@@ -108,7 +109,23 @@ static int check_spec(const AxGptConfig *cfg, const AxStageSpec *s) {
   if (s->ac < 0 || s->ac > s->l1 - s->l0)
     return AX_FAIL("checkpoint segment of %d blocks does not fit a stage of %d blocks", s->ac,
                    s->l1 - s->l0);
-  return AX_OK;
+  return s->tp ? ax_tp_stage_check(cfg, s->tp, s->B) : AX_OK;
+}
+
+static StageWidths widths_of(const AxGptConfig *cfg, const AxStageSpec *spec) {
+  StageWidths w = {1, 1, 1, 0, 0, 0, 0, 0, 0};
+  if (spec->tp) {
+    w.Gx = spec->tp->size[AX_TP_X];
+    w.Gy = spec->tp->size[AX_TP_Y];
+    w.Gz = spec->tp->size[AX_TP_Z];
+  }
+  w.B = spec->B / w.Gz;
+  w.rows = w.B * spec->T;
+  w.cy = cfg->channels / w.Gy;
+  w.cx = cfg->channels / w.Gx;
+  w.heads = cfg->heads / w.Gx;
+  w.vocab_rows = cfg->padded_vocab / w.Gx;
+  return w;
 }
 
 /* Host-side skeleton (slots, pointer tables) shared by creation and measurement. */
@@ -120,8 +137,12 @@ static AxGptStage *stage_skeleton(const AxGptConfig *cfg, const AxStageSpec *spe
   st->n_blocks = spec->l1 - spec->l0;
   st->n_segments = spec->ac ? (st->n_blocks + spec->ac - 1) / spec->ac : 0;
   st->dims = (AxBlockDims){spec->B, spec->T, cfg->channels, cfg->heads};
+  st->w = widths_of(cfg, spec);
   st->held_slot = st->held_segment = -1;
-  ax_stage_layout(&st->layout, cfg, spec->l0, spec->l1, spec->first, spec->last);
+  if (spec->tp)
+    ax_tp_stage_layout(&st->layout, cfg, spec->l0, spec->l1, spec->first, spec->last, spec->tp);
+  else
+    ax_stage_layout(&st->layout, cfg, spec->l0, spec->l1, spec->first, spec->last);
   st->slots = ax_calloc((size_t)spec->n_slots, sizeof *st->slots);
   if (!st->slots) goto fail;
   for (int s = 0; s < spec->n_slots; s++) {
@@ -154,6 +175,9 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
                     const AxStageSpec *spec) {
   *out = NULL;
   AX_TRY(check_spec(cfg, spec));
+  if (spec->tp && (!ax_backend_has_tp(be) || be->esz != sizeof(float)))
+    return AX_FAIL("tensor parallelism (--gx/--gy/--gz) runs on the CPU backend in fp32 for "
+                   "now (this run: %s, %zu-byte elements)", be->desc, be->esz);
   AxGptStage *st = stage_skeleton(cfg, spec);
   if (!st) return AX_ERR;
   st->be = be;
@@ -212,21 +236,16 @@ int ax_stage_zero_grads(AxGptStage *st) {
   return st->be->ops->zero(st->be, st->grads, st->layout.total * st->be->esz, AX_STREAM_COMPUTE);
 }
 
+int ax_stage_reduce_replicas(AxGptStage *st) {
+  if (!st->spec.tp || st->w.Gz == 1) return AX_OK;
+  for (int id = 0; id < AX_N_PARAMS; id++)
+    if (st->layout.has[id] && (ax_tp_param_replicas(id) & (1u << AX_TP_Z)))
+      AX_TRY(ax_tp_all_reduce(st->spec.tp, AX_TP_Z, ax_stage_param_view(st, st->grads, id),
+                              st->layout.count[id], NULL));
+  return AX_OK;
+}
+
 /* ------------------------------------------------------------------ views */
-
-static void *param_view(AxGptStage *st, void *flat, int id) {
-  return st->layout.has[id] ? ax_at(st->be, flat, st->layout.offset[id]) : NULL;
-}
-
-/* Parameters (flat = params) or gradients (flat = grads) of local block b. */
-static void block_params(AxGptStage *st, void *flat, int b, AxBlockParams *out) {
-  memset(out, 0, sizeof *out);
-  for (int id = 0; id < AX_N_PARAMS; id++) {
-    if (!ax_param_is_layer(id)) continue;
-    size_t per = ax_param_per_layer(&st->cfg, id);
-    out->t[id] = ax_at(st->be, flat, st->layout.offset[id] + (size_t)b * per);
-  }
-}
 
 /* The activations of local block b of `slot`, and the block's input. In checkpoint mode the
  * block runs in recompute buffer b % ac; the last block of a segment writes straight into the
@@ -248,22 +267,24 @@ static void block_acts(AxGptStage *st, int slot, int b, AxBlockActs *a, const vo
     a->out = sl->seg_inputs[seg + 1];
 }
 
-static void *final_output(AxGptStage *st, int slot) {
-  Slot *sl = &st->slots[slot];
-  return st->spec.ac ? sl->output : sl->acts[st->n_blocks - 1].out;
-}
 
 /* ------------------------------------------------------------------ forward */
 
-static void forward_blocks(AxGptStage *st, int slot, int b0, int b1) {
+/* recompute: the forward of a checkpointed segment again, for its backward. */
+static int forward_blocks(AxGptStage *st, int slot, int b0, int b1, int recompute) {
   for (int b = b0; b < b1; b++) {
-    AxBlockParams p;
     AxBlockActs a;
     const void *in;
-    block_params(st, st->params, b, &p);
     block_acts(st, slot, b, &a, &in);
+    if (st->spec.tp) {
+      AX_TRY(ax_stage_tp_block_forward(st, b, &a, in, !recompute || !st->spec.ag_cache));
+      continue;
+    }
+    AxBlockParams p;
+    ax_stage_block_params(st, st->params, b, &p);
     ax_block_forward(st->be, &p, &a, in, &st->dims);
   }
+  return AX_OK;
 }
 
 static int check_slot(const AxGptStage *st, int slot) {
@@ -272,23 +293,38 @@ static int check_slot(const AxGptStage *st, int slot) {
   return AX_OK;
 }
 
+/* This rank's sequences of a whole micro-batch's host tokens (its Z rank's, tensor parallel). */
+static const int32_t *own_rows(const AxGptStage *st, const int32_t *host) {
+  int z = st->spec.tp ? st->spec.tp->coord[AX_TP_Z] : 0;
+  return host + (size_t)z * st->w.rows;
+}
+
+size_t ax_stage_message_bytes(const AxGptStage *st) {
+  return (size_t)st->w.rows * st->w.cy * st->be->esz;
+}
+
+static int embed_forward(AxGptStage *st, int slot, const int32_t *tokens_host) {
+  AxBackend *be = st->be;
+  Slot *sl = &st->slots[slot];
+  AX_TRY(be->ops->copy(be, sl->tokens, own_rows(st, tokens_host),
+                       (size_t)st->w.rows * sizeof(int32_t), AX_COPY_H2D, AX_STREAM_COMPUTE));
+  if (st->spec.tp) return ax_stage_tp_embed_forward(st, slot);
+  be->ops->encoder_forward(be, sl->input, sl->tokens,
+                           ax_stage_param_view(st, st->params, AX_P_WTE),
+                           ax_stage_param_view(st, st->params, AX_P_WPE), st->dims.B,
+                           st->dims.T, st->dims.C);
+  return AX_OK;
+}
+
 int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host, const void *input,
                      AxMemKind input_mem) {
   AX_TRY(check_slot(st, slot));
-  AxBackend *be = st->be;
-  Slot *sl = &st->slots[slot];
-  size_t N = (size_t)st->dims.B * st->dims.T;
-  if (st->spec.first) {
-    AX_TRY(be->ops->copy(be, sl->tokens, tokens_host, N * sizeof(int32_t), AX_COPY_H2D,
-                         AX_STREAM_COMPUTE));
-    be->ops->encoder_forward(be, sl->input, sl->tokens, param_view(st, st->params, AX_P_WTE),
-                             param_view(st, st->params, AX_P_WPE), st->dims.B, st->dims.T,
-                             st->dims.C);
-  } else {
-    AX_TRY(be->ops->copy(be, sl->input, input, N * st->dims.C * be->esz,
-                         ax_copy_to_device(input_mem), AX_STREAM_COMPUTE));
-  }
-  forward_blocks(st, slot, 0, st->n_blocks);
+  if (st->spec.first)
+    AX_TRY(embed_forward(st, slot, tokens_host));
+  else
+    AX_TRY(st->be->ops->copy(st->be, st->slots[slot].input, input, ax_stage_message_bytes(st),
+                             ax_copy_to_device(input_mem), AX_STREAM_COMPUTE));
+  AX_TRY(forward_blocks(st, slot, 0, st->n_blocks, 0));
   if (st->spec.ac) {
     st->held_slot = slot;
     st->held_segment = st->n_segments - 1;
@@ -296,41 +332,49 @@ int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host, const
   return AX_OK;
 }
 
-void *ax_stage_output(AxGptStage *st, int slot) { return final_output(st, slot); }
+void *ax_stage_output(AxGptStage *st, int slot) { return ax_stage_final_output(st, slot); }
 
 /* ------------------------------------------------------------------ backward */
 
-static void backward_blocks(AxGptStage *st, int slot) {
+static int backward_block(AxGptStage *st, int slot, int b) {
+  AxBlockActs a;
+  const void *in;
+  block_acts(st, slot, b, &a, &in);
+  if (st->spec.tp) return ax_stage_tp_block_backward(st, b, &a, in);
+  AxBlockParams p, g;
+  ax_stage_block_params(st, st->params, b, &p);
+  ax_stage_block_params(st, st->grads, b, &g);
+  ax_block_backward(st->be, &p, &g, &a, in, &st->scratch, &st->dims);
+  return AX_OK;
+}
+
+/* The blocks' backward from scratch.dres (recomputing each segment first in checkpoint
+ * mode), then the embedding's on the first stage. */
+static int backward_blocks(AxGptStage *st, int slot) {
   int ac = st->spec.ac;
   for (int b = st->n_blocks - 1; b >= 0; b--) {
     if (ac) {
       int seg = b / ac;
       if (st->held_slot != slot || st->held_segment != seg) {
         int b1 = (seg + 1) * ac < st->n_blocks ? (seg + 1) * ac : st->n_blocks;
-        forward_blocks(st, slot, seg * ac, b1);
+        AX_TRY(forward_blocks(st, slot, seg * ac, b1, 1));
         st->held_slot = slot;
         st->held_segment = seg;
       }
     }
-    AxBlockParams p, g;
-    AxBlockActs a;
-    const void *in;
-    block_params(st, st->params, b, &p);
-    block_params(st, st->grads, b, &g);
-    block_acts(st, slot, b, &a, &in);
-    ax_block_backward(st->be, &p, &g, &a, in, &st->scratch, &st->dims);
+    AX_TRY(backward_block(st, slot, b));
   }
   if (ac) st->held_slot = st->held_segment = -1;
-  if (st->spec.first) {
-    Slot *sl = &st->slots[slot];
-    st->be->ops->encoder_backward(st->be, param_view(st, st->grads, AX_P_WTE),
-                                  param_view(st, st->grads, AX_P_WPE), st->scratch.dres,
-                                  sl->tokens, st->dims.B, st->dims.T, st->dims.C);
-  }
+  if (!st->spec.first) return AX_OK;
+  if (st->spec.tp) return ax_stage_tp_embed_backward(st, slot);
+  st->be->ops->encoder_backward(st->be, ax_stage_param_view(st, st->grads, AX_P_WTE),
+                                ax_stage_param_view(st, st->grads, AX_P_WPE), st->scratch.dres,
+                                st->slots[slot].tokens, st->dims.B, st->dims.T, st->dims.C);
+  return AX_OK;
 }
 
 static int download_loss(AxGptStage *st, double *loss_mean) {
-  size_t N = (size_t)st->dims.B * st->dims.T;
+  size_t N = (size_t)st->w.rows;
   AX_TRY(st->be->ops->copy(st->be, st->losses_host, st->losses, N * sizeof(float), AX_COPY_D2H,
                            AX_STREAM_COMPUTE));
   AX_TRY(ax_sync(st->be));
@@ -341,33 +385,54 @@ static int download_loss(AxGptStage *st, double *loss_mean) {
 }
 
 /* Final LayerNorm + logits of `slot` (the forward half of the head). */
-static void head_forward(AxGptStage *st, int slot) {
+static int head_forward(AxGptStage *st, int slot) {
+  if (st->spec.tp) return ax_stage_tp_head_forward(st, slot);
   AxBackend *be = st->be;
   int N = st->dims.B * st->dims.T, C = st->dims.C;
-  be->ops->layernorm_forward(be, st->lnf, st->lnf_mean, st->lnf_rstd, final_output(st, slot),
-                             param_view(st, st->params, AX_P_LNFW),
-                             param_view(st, st->params, AX_P_LNFB), N, C);
+  be->ops->layernorm_forward(be, st->lnf, st->lnf_mean, st->lnf_rstd,
+                             ax_stage_final_output(st, slot),
+                             ax_stage_param_view(st, st->params, AX_P_LNFW),
+                             ax_stage_param_view(st, st->params, AX_P_LNFB), N, C);
   AxGemm g = {.trans_b = 1, .m = N, .n = st->cfg.vocab, .k = C, .alpha = 1, .beta = 0,
               .lda = C, .ldb = C, .ldc = st->cfg.padded_vocab};
-  ax_gemm(be, &g, st->lnf, param_view(st, st->params, AX_P_WTE), st->logits);
+  ax_gemm(be, &g, st->lnf, ax_stage_param_view(st, st->params, AX_P_WTE), st->logits);
+  return AX_OK;
 }
 
 /* Backward of the head from d(logits) (in place in st->logits) into scratch.dres. */
 static int head_backward(AxGptStage *st, int slot) {
+  if (st->spec.tp) return ax_stage_tp_head_backward(st, slot);
   AxBackend *be = st->be;
   int N = st->dims.B * st->dims.T, C = st->dims.C, V = st->cfg.vocab, Vp = st->cfg.padded_vocab;
-  void *wte = param_view(st, st->params, AX_P_WTE), *dwte = param_view(st, st->grads, AX_P_WTE);
+  void *wte = ax_stage_param_view(st, st->params, AX_P_WTE);
+  void *dwte = ax_stage_param_view(st, st->grads, AX_P_WTE);
   AxGemm gi = {.m = N, .n = C, .k = V, .alpha = 1, .beta = 0, .lda = Vp, .ldb = C, .ldc = C};
   ax_gemm(be, &gi, st->logits, wte, st->scratch.dtmp);
   AxGemm gw = {.trans_a = 1, .m = V, .n = C, .k = N, .alpha = 1, .beta = 1, .lda = Vp,
                .ldb = C, .ldc = C};
   ax_gemm(be, &gw, st->logits, st->lnf, dwte);
   AX_TRY(be->ops->zero(be, st->scratch.dres, (size_t)N * C * be->esz, AX_STREAM_COMPUTE));
-  be->ops->layernorm_backward(be, st->scratch.dres, param_view(st, st->grads, AX_P_LNFW),
-                              param_view(st, st->grads, AX_P_LNFB), st->scratch.dtmp,
-                              final_output(st, slot), param_view(st, st->params, AX_P_LNFW),
-                              st->lnf_mean, st->lnf_rstd, N, C);
+  be->ops->layernorm_backward(be, st->scratch.dres, ax_stage_param_view(st, st->grads, AX_P_LNFW),
+                              ax_stage_param_view(st, st->grads, AX_P_LNFB), st->scratch.dtmp,
+                              ax_stage_final_output(st, slot),
+                              ax_stage_param_view(st, st->params, AX_P_LNFW), st->lnf_mean,
+                              st->lnf_rstd, N, C);
   return AX_OK;
+}
+
+static int loss(AxGptStage *st, int slot, float dloss) {
+  if (st->spec.tp) return ax_stage_tp_loss(st, slot, dloss);
+  st->be->ops->crossentropy(st->be, st->losses, st->logits, st->slots[slot].targets, st->w.rows,
+                            st->cfg.vocab, st->cfg.padded_vocab, dloss);
+  return AX_OK;
+}
+
+/* The stage's backward from its output gradient in scratch.dres, or from the head. */
+static int backward(AxGptStage *st, int slot, int from_head) {
+  if (st->spec.tp) AX_TRY(ax_stage_tp_begin_backward(st));
+  if (from_head) AX_TRY(head_backward(st, slot));
+  AX_TRY(backward_blocks(st, slot));
+  return st->spec.tp ? ax_stage_tp_end_backward(st) : AX_OK;
 }
 
 int ax_stage_loss_backward(AxGptStage *st, int slot, const int32_t *targets_host, float dloss,
@@ -375,28 +440,19 @@ int ax_stage_loss_backward(AxGptStage *st, int slot, const int32_t *targets_host
   AX_TRY(check_slot(st, slot));
   if (!st->spec.last) return AX_FAIL("internal: loss requested on a stage without the head");
   AxBackend *be = st->be;
-  Slot *sl = &st->slots[slot];
-  int N = st->dims.B * st->dims.T;
-  AX_TRY(be->ops->copy(be, sl->targets, targets_host, (size_t)N * sizeof(int32_t), AX_COPY_H2D,
-                       AX_STREAM_COMPUTE));
-  head_forward(st, slot);
-  be->ops->crossentropy(be, st->losses, st->logits, sl->targets, N, st->cfg.vocab,
-                        st->cfg.padded_vocab, dloss);
-  if (dloss != 0.0f) {
-    AX_TRY(head_backward(st, slot));
-    backward_blocks(st, slot);
-  }
+  AX_TRY(be->ops->copy(be, st->slots[slot].targets, own_rows(st, targets_host),
+                       (size_t)st->w.rows * sizeof(int32_t), AX_COPY_H2D, AX_STREAM_COMPUTE));
+  AX_TRY(head_forward(st, slot));
+  AX_TRY(loss(st, slot, dloss));
+  if (dloss != 0.0f) AX_TRY(backward(st, slot, 1));
   return download_loss(st, loss_mean);
 }
 
 int ax_stage_backward(AxGptStage *st, int slot, const void *doutput, AxMemKind doutput_mem) {
   AX_TRY(check_slot(st, slot));
-  AxBackend *be = st->be;
-  size_t bytes = (size_t)st->dims.B * st->dims.T * st->dims.C * be->esz;
-  AX_TRY(be->ops->copy(be, st->scratch.dres, doutput, bytes, ax_copy_to_device(doutput_mem),
-                       AX_STREAM_COMPUTE));
-  backward_blocks(st, slot);
-  return AX_OK;
+  AX_TRY(st->be->ops->copy(st->be, st->scratch.dres, doutput, ax_stage_message_bytes(st),
+                           ax_copy_to_device(doutput_mem), AX_STREAM_COMPUTE));
+  return backward(st, slot, 0);
 }
 
 void *ax_stage_dinput(AxGptStage *st) { return st->scratch.dres; }
@@ -404,7 +460,8 @@ void *ax_stage_dinput(AxGptStage *st) { return st->scratch.dres; }
 int ax_stage_logits_at(AxGptStage *st, int slot, int pos, float *out_host) {
   AX_TRY(check_slot(st, slot));
   if (!st->spec.last) return AX_FAIL("internal: logits requested on a stage without the head");
-  head_forward(st, slot);
+  if (st->spec.tp) return AX_FAIL("sampling runs without tensor parallelism");
+  AX_TRY(head_forward(st, slot));
   void *row = ax_at(st->be, st->logits, (size_t)pos * st->cfg.padded_vocab);
   AX_TRY(st->be->ops->download_f32(st->be, out_host, row, (size_t)st->cfg.vocab,
                                    AX_STREAM_COMPUTE));

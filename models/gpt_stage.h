@@ -7,7 +7,14 @@
  * flight (stashed between their forward and backward). With activation checkpointing
  * (ac > 0) a slot keeps only the input of every segment of `ac` blocks and the segment is
  * recomputed in the backward pass; otherwise it keeps every block's activations.
- * Nothing here allocates after creation, and nothing here knows about MPI. */
+ * Nothing here allocates after creation, and nothing here knows about MPI.
+ *
+ * With spec.tp the stage is this rank's part of a Gx x Gy x Gz tensor-parallel grid
+ * (docs/tensor-parallel.md, tp_layers.h): its flat buffers hold the rank's shards
+ * (tp_shard.h's layout), a micro-batch's sequences are split over Z and the stage's input and
+ * output activations are [B/Gz · T, C/Gy]; every tensor-parallel collective goes through
+ * spec.tp. It needs a backend with the tensor-parallel kernels computing in fp32 in host memory
+ * (ax_backend_has_tp). */
 #ifndef AX_GPT_STAGE_H
 #define AX_GPT_STAGE_H
 
@@ -16,6 +23,7 @@
 #include "gpt_block.h"
 #include "gpt_config.h"
 #include "src/backend/backend.h"
+#include "src/core/tp_comm.h"
 
 enum { AX_GPT_GEMMS = 5 };
 /* The products a block and the LM head compute, at `rows` rows (sequences per micro-batch x
@@ -31,6 +39,9 @@ typedef struct {
   int B, T;        /* micro-batch: sequences and tokens per sequence (T <= max_seq) */
   int n_slots;     /* micro-batches in flight at once */
   int ac;          /* checkpoint segment length in blocks; 0 keeps every activation */
+  AxTpComm *tp;    /* tensor-parallel grid (not owned); NULL: the whole layers on this rank */
+  int oar;         /* tensor parallel: the dI all-reduces overlap the dW GEMMs (OAR) */
+  int ag_cache;    /* tensor parallel: a recompute reuses the forward's gathered weights */
 } AxStageSpec;
 
 /* Bytes of device memory for activations (arena) with this spec, without allocating. */
@@ -46,11 +57,18 @@ const AxStageSpec *ax_stage_spec(const AxGptStage *st);
 void *ax_stage_params(AxGptStage *st);
 void *ax_stage_grads(AxGptStage *st);
 size_t ax_stage_arena_bytes(const AxGptStage *st);
+/* Bytes of the stage's output activation (and of its gradient): [B·T, C], or with tensor
+ * parallelism this rank's block [B/Gz · T, C/Gy]. */
+size_t ax_stage_message_bytes(const AxGptStage *st);
 
 int ax_stage_zero_grads(AxGptStage *st);
+/* Tensor parallel, once a step after the last backward: sums the gradients of the tensors
+ * replicated over Z (partial sums over this rank's sequences) over Z. Nothing otherwise. */
+int ax_stage_reduce_replicas(AxGptStage *st);
 
-/* Forward of one micro-batch into `slot`. The first stage takes host tokens [B*T]; the others
- * take the previous stage's output activation [B*T, C] as received, in host memory (uploaded)
+/* Forward of one micro-batch into `slot`. The first stage takes host tokens [B*T] (the whole
+ * micro-batch's; with tensor parallelism it reads its Z rank's sequences); the others take the
+ * previous stage's output activation ([B*T, C], or this rank's block of it) as received, in host memory (uploaded)
  * or in device memory (copied device to device), as input_mem says. */
 int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host, const void *input,
                      AxMemKind input_mem);
@@ -60,10 +78,11 @@ void *ax_stage_output(AxGptStage *st, int slot);
 
 /* Last stage, after ax_stage_forward(slot): final LayerNorm, logits, cross-entropy against
  * host targets [B*T], and (when dloss != 0) the backward pass through the whole stage with
- * d(total loss)/d(token loss) = dloss. *loss_mean is the micro-batch's mean token loss. */
+ * d(total loss)/d(token loss) = dloss. *loss_mean is the mean loss of the micro-batch's tokens
+ * on this rank (tensor parallel: of its Z rank's sequences). */
 int ax_stage_loss_backward(AxGptStage *st, int slot, const int32_t *targets_host, float dloss,
                            double *loss_mean);
-/* Non-last stage: backward of `slot` from the gradient of its output [B*T, C] as received, in
+/* Non-last stage: backward of `slot` from the gradient of its output (as the output) as received, in
  * host or device memory as doutput_mem says. */
 int ax_stage_backward(AxGptStage *st, int slot, const void *doutput, AxMemKind doutput_mem);
 /* Non-first stage, after a backward: gradient w.r.t. the stage input, valid until the next
@@ -71,7 +90,7 @@ int ax_stage_backward(AxGptStage *st, int slot, const void *doutput, AxMemKind d
 void *ax_stage_dinput(AxGptStage *st);
 
 /* Last stage: logits of token position `pos` of sequence 0 after ax_stage_forward(slot)
- * (for sampling), copied to host floats [vocab]. */
+ * (for sampling), copied to host floats [vocab]. Not with tensor parallelism. */
 int ax_stage_logits_at(AxGptStage *st, int slot, int pos, float *out_host);
 
 #endif

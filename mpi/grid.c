@@ -37,12 +37,13 @@ static int split_comms(AxGrid *g) {
     int mine = g->tp[d] > 1 ? cell * (T / g->tp[d]) + tp_colour(g, d) : MPI_UNDEFINED;
     AX_MPI(MPI_Comm_split(MPI_COMM_WORLD, mine, g->tc[d], &g->tpc[d]));
   }
+  AX_MPI(MPI_Comm_split(MPI_COMM_WORLD, T > 1 ? cell : MPI_UNDEFINED, t, &g->cell));
   AX_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &g->world));
   return AX_OK;
 }
 
 static void set_null(AxGrid *g) {
-  g->pipe = g->data = g->tied = g->embed = g->world = MPI_COMM_NULL;
+  g->pipe = g->data = g->tied = g->embed = g->cell = g->world = MPI_COMM_NULL;
   for (int d = 0; d < 3; d++) {
     g->tpc[d] = MPI_COMM_NULL;
     g->tp[d] = 1;
@@ -109,6 +110,7 @@ void ax_grid_destroy(AxGrid *g) {
   free_comm(&g->tied);
   free_comm(&g->embed);
   for (int d = 0; d < 3; d++) free_comm(&g->tpc[d]);
+  free_comm(&g->cell);
   free_comm(&g->world);
 }
 

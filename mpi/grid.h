@@ -25,6 +25,8 @@ typedef struct {
   int tc[3];              /* this rank's x, y, z */
   MPI_Comm tpc[3];        /* the ranks that differ from this one in x (y, z) only, rank = x
                            * (y, z); MPI_COMM_NULL where that size is 1 */
+  MPI_Comm cell;          /* this (stage, row) cell's tensor-parallel grid, rank =
+                           * ax_grid_tp_index; MPI_COMM_NULL without tensor parallelism */
   int local_rank, local_size; /* among the ranks on this node */
   int share_rank, share_size; /* among those that started with this rank's CPU set */
   MPI_Comm pipe;          /* this row's stages, rank = stage; pipeline messages only */

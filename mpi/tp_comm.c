@@ -6,37 +6,48 @@
 #include <string.h>
 
 #include "src/core/error.h"
+#include "src/core/timer.h"
 
 struct AxTpReq {
   AxColl *op;
+  AxTpGroup group;
 };
 
 static AxTpMpi *self(AxTpComm *c) { return c->impl; }
 
+/* Drives a collective to its end, counting the time blocked as the group's. */
+static int finish(AxTpComm *c, AxTpGroup g, AxColl *op) {
+  double t0 = ax_now();
+  int rc = ax_coll_wait(op);
+  self(c)->stats.wait_s[g] += ax_now() - t0;
+  ax_coll_free(op);
+  return rc;
+}
+
 /* Runs a started collective to the end now (req == NULL) or hands it to the caller. */
-static int finish_or_hand(AxColl *op, AxTpReq **req) {
-  if (!req) {
-    int rc = ax_coll_wait(op);
-    ax_coll_free(op);
-    return rc;
-  }
+static int finish_or_hand(AxTpComm *c, AxTpGroup g, AxColl *op, AxTpReq **req) {
+  if (!req) return finish(c, g, op);
   AxTpReq *r = ax_malloc(sizeof *r);
   if (!r) {
     ax_coll_free(op);
     return AX_ERR;
   }
-  r->op = op;
+  *r = (AxTpReq){op, g};
   *req = r;
   return AX_OK;
 }
 
-static AxCommBytes *count(AxTpComm *c, AxTpGroup g, AxTpOp op) { return &self(c)->bytes[g][op]; }
+/* The byte counter of one operation on a group (and one more call of it). */
+static AxCommBytes *count(AxTpComm *c, AxTpGroup g, AxTpOp op) {
+  self(c)->stats.calls[g][op]++;
+  return &self(c)->stats.bytes[g][op];
+}
 
 static int tp_all_reduce(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq **req) {
   AxColl *op;
   AX_TRY(ax_allreduce_start(&op, self(c)->grid->tpc[g], &self(c)->cc, buf, n, AX_COMM_F32,
                             AX_ALLREDUCE_RING, count(c, g, AX_TP_OP_ALLREDUCE)));
-  return finish_or_hand(op, req);
+  return finish_or_hand(c, g, op, req);
 }
 
 static int tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
@@ -44,7 +55,7 @@ static int tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *rec
   AxColl *op;
   AX_TRY(ax_allgather_start(&op, self(c)->grid->tpc[g], &self(c)->cc, send, recv, n,
                             AX_COMM_F32, count(c, g, AX_TP_OP_ALLGATHER)));
-  return finish_or_hand(op, req);
+  return finish_or_hand(c, g, op, req);
 }
 
 static int tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
@@ -52,13 +63,11 @@ static int tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float 
   AxColl *op;
   AX_TRY(ax_reduce_scatter_start(&op, self(c)->grid->tpc[g], &self(c)->cc, send, recv, n,
                                  AX_COMM_F32, count(c, g, AX_TP_OP_REDUCE_SCATTER)));
-  return finish_or_hand(op, req);
+  return finish_or_hand(c, g, op, req);
 }
 
 static int tp_wait(AxTpComm *c, AxTpReq *req) {
-  (void)c;
-  int rc = ax_coll_wait(req->op);
-  ax_coll_free(req->op);
+  int rc = finish(c, req->group, req->op);
   free(req);
   return rc;
 }
@@ -80,4 +89,15 @@ void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid) {
 const char *ax_tp_op_name(AxTpOp op) {
   static const char *const NAMES[AX_TP_OPS] = {"all-reduce", "all-gather", "reduce-scatter"};
   return (unsigned)op < AX_TP_OPS ? NAMES[op] : "?";
+}
+
+void ax_tp_stats_add_delta(AxTpStats *sum, const AxTpStats *now, const AxTpStats *before) {
+  for (int g = 0; g < 3; g++) {
+    for (int op = 0; op < AX_TP_OPS; op++) {
+      sum->bytes[g][op].sent += now->bytes[g][op].sent - before->bytes[g][op].sent;
+      sum->bytes[g][op].received += now->bytes[g][op].received - before->bytes[g][op].received;
+      sum->calls[g][op] += now->calls[g][op] - before->calls[g][op];
+    }
+    sum->wait_s[g] += now->wait_s[g] - before->wait_s[g];
+  }
 }

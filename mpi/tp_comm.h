@@ -10,15 +10,24 @@
 
 typedef enum { AX_TP_OP_ALLREDUCE = 0, AX_TP_OP_ALLGATHER, AX_TP_OP_REDUCE_SCATTER, AX_TP_OPS } AxTpOp;
 
+/* What this rank's collectives moved and waited, per group (X, Y, Z) and operation. */
+typedef struct {
+  AxCommBytes bytes[3][AX_TP_OPS]; /* payload bytes sent and received */
+  unsigned long long calls[3][AX_TP_OPS];
+  double wait_s[3]; /* seconds blocked finishing the group's collectives (not overlapped) */
+} AxTpStats;
+
 typedef struct {
   AxTpComm comm;         /* hand &comm to the layers */
   const AxGrid *grid;    /* must outlive this */
   AxCommConfig cc;       /* the grid's configuration, counting as tensor-parallel traffic */
-  AxCommBytes bytes[3][AX_TP_OPS]; /* [group][operation]: payload bytes sent and received */
+  AxTpStats stats;
 } AxTpMpi;
 
 /* Binds t to the grid's tensor-parallel communicators (grid->comm_cfg is copied now). */
 void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid);
 const char *ax_tp_op_name(AxTpOp op);
+/* sum += now - before, field by field (what a step added). */
+void ax_tp_stats_add_delta(AxTpStats *sum, const AxTpStats *now, const AxTpStats *before);
 
 #endif

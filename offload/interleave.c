@@ -60,12 +60,18 @@ double ax_host_sumsq(const float *x, size_t n) {
   return total;
 }
 
-/* Sum of squares of [lo, hi) without [skip_lo, skip_hi). */
+/* Sum of squares of [lo, hi) without the skipped spans (in ascending order). */
 static double chunk_sumsq(const AxOffload *o, const AxReduceSpec *r, size_t lo, size_t hi) {
-  size_t a = r->norm_skip_lo > lo ? r->norm_skip_lo : lo;
-  size_t b = r->norm_skip_hi < hi ? r->norm_skip_hi : hi;
-  if (a >= b) return ax_host_sumsq(o->grads + lo, hi - lo);
-  return ax_host_sumsq(o->grads + lo, a - lo) + ax_host_sumsq(o->grads + b, hi - b);
+  double sum = 0;
+  size_t at = lo;
+  for (int k = 0; k < r->n_norm_skip && at < hi; k++) {
+    size_t a = r->norm_skip[k].lo > at ? r->norm_skip[k].lo : at;
+    size_t b = r->norm_skip[k].hi < hi ? r->norm_skip[k].hi : hi;
+    if (a >= b) continue;
+    sum += ax_host_sumsq(o->grads + at, a - at);
+    at = b;
+  }
+  return at < hi ? sum + ax_host_sumsq(o->grads + at, hi - at) : sum;
 }
 
 static int reducer_init(Reducer *rd, AxOffload *o, const AxReduceSpec *r) {

@@ -20,6 +20,8 @@
 #include "offload.h"
 #include "src/core/trace.h"
 
+enum { AX_REDUCE_MAX_SKIPS = 32 };
+
 typedef enum {
   AX_PROGRESS_NONE = 0, /* only between chunks */
   AX_PROGRESS_CALLS,    /* a test on every chunk in flight between update sub-blocks */
@@ -33,7 +35,10 @@ typedef struct {
   AxCommBytes *bytes;   /* payload counters, may be NULL */
   int window;           /* chunks in flight at once (>= 1) */
   AxProgressMode progress; /* how MPI progresses while AdamW runs */
-  size_t norm_skip_lo, norm_skip_hi; /* elements left out of the sum of squares (tied copy) */
+  /* elements left out of the sum of squares, spans in ascending order: the tied copy of wte,
+   * tensor-parallel replicas that another rank counts */
+  struct { size_t lo, hi; } norm_skip[AX_REDUCE_MAX_SKIPS];
+  int n_norm_skip;
   /* elements [summed_lo, summed_hi) were already summed by the caller (the fused tied
    * embedding): the all-reduce leaves them out, plain, bf16 and compressed chunks alike (a
    * compressed part must lie wholly inside or outside); the sum of squares still covers them */

@@ -16,11 +16,6 @@
 COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --seed 3 \
   --val-steps 0 --threads 1 --quiet --lr-schedule constant --warmup 0"
 
-# tail_equal NAME REF: NAME's CSV rows (a resumed run: steps 11-20) equal REF's same steps
-tail_equal() {
-  awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { bad = 1; print "step " $1 ": " $2 " vs " l[$1] }
-    END { exit bad }' "$TMP/$2.csv" "$TMP/$1.csv" || fail "$1: losses differ from $2"
-}
 
 for grid in "1 1" "2 2" "4 1"; do
   set -- $grid; np=$(($1 * $2)); g="--g-inter $1 --g-data $2"; n="g$1$2"

@@ -51,17 +51,6 @@ if run trace 4 --g-inter 2 --g-data 2 --micro-batch 1 --trace "$TMP/trace.json" 
 fi
 
 # ---- failures: one clear message, non-zero exit, bounded time
-expect_job_error() {
-  needle=$1; np=$2; shift 2
-  start=$(date +%s)
-  # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$AXONN" train $COMMON "$@" >"$TMP/f.out" 2>"$TMP/f.err"; rc=$?
-  took=$(($(date +%s) - start))
-  if [ "$rc" -eq 0 ]; then fail "'$*' succeeded"; return; fi
-  if [ "$rc" -eq 124 ]; then fail "'$*' hung (killed after 120 s)"; return; fi
-  grep -q -- "$needle" "$TMP/f.err" || { fail "'$*': no '$needle' in stderr:"; cat "$TMP/f.err"; }
-  echo "  failed as expected in ${took}s (exit $rc): $(grep -m1 'axonn: error' "$TMP/f.err")"
-}
 # the grid does not match the job: every rank knows, rank 0 alone says so
 expect_job_error "needs 4 ranks, but the job has 3" 3 --g-inter 2 --g-data 2
 [ "$(grep -c 'axonn: error' "$TMP/f.err")" -eq 1 ] || fail "grid error printed more than once"

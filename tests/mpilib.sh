@@ -7,6 +7,10 @@
 #   same_losses NAME [REF] [RTOL] [WTOL]   NAME's losses vs REF's within RTOL relative
 #                                  (default ref, 1e-5), final weights within WTOL (1e-4);
 #                                  a resumed NAME (first step > 1) is checked on its steps
+#   first_step_same NAME [REF]     the first step's loss within 1e-6 relative
+#   tail_equal NAME REF            NAME's losses (a resumed run's steps) equal REF's exactly
+#   expect_job_error NEEDLE NP ARGS...   training on NP ranks fails, in bounded time, with
+#                                  NEEDLE on stderr
 . "$(dirname "$0")/testlib.sh"
 MPIEXEC=${MPIEXEC:-mpiexec}
 
@@ -46,4 +50,21 @@ first_step_same() {
   a=$(sed -n 2p "$TMP/$ref.csv" | cut -d, -f2); b=$(sed -n 2p "$TMP/$1.csv" | cut -d, -f2)
   awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-6 * a) }' ||
     fail "$1: first-step loss $b vs $ref $a (more than 1e-6 apart)"
+}
+
+tail_equal() {
+  awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { bad = 1; print "step " $1 ": " $2 " vs " l[$1] }
+    END { exit bad }' "$TMP/$2.csv" "$TMP/$1.csv" || fail "$1: losses differ from $2"
+}
+
+expect_job_error() {
+  needle=$1; np=$2; shift 2
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  timeout 120 $MPIEXEC -n "$np" "$AXONN" train $COMMON "$@" >"$TMP/f.out" 2>"$TMP/f.err"; rc=$?
+  took=$(($(date +%s) - start))
+  if [ "$rc" -eq 0 ]; then fail "'$*' succeeded"; return; fi
+  if [ "$rc" -eq 124 ]; then fail "'$*' hung (killed after 120 s)"; return; fi
+  grep -q -- "$needle" "$TMP/f.err" || { fail "'$*': no '$needle' in stderr:"; cat "$TMP/f.err"; }
+  echo "  failed as expected in ${took}s (exit $rc): $(grep -m1 'axonn: error' "$TMP/f.err")"
 }

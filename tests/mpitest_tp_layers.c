@@ -329,9 +329,9 @@ static void expect_model_bytes(Env *e) {
   }
   for (int d = 0; d < 3; d++)
     for (int op = 0; op < AX_TP_OPS; op++)
-      mt_expect(e->tp.bytes[d][op].sent == want[d][op],
+      mt_expect(e->tp.stats.bytes[d][op].sent == want[d][op],
                 "block %s over %c: sent %llu bytes, the model says %llu", ax_tp_op_name(op),
-                "XYZ"[d], e->tp.bytes[d][op].sent, want[d][op]);
+                "XYZ"[d], e->tp.stats.bytes[d][op].sent, want[d][op]);
 }
 
 static void check_block(Env *e, int overlap) {
@@ -339,7 +339,7 @@ static void check_block(Env *e, int overlap) {
   AxBlockDims d = {BM, T, C, BNH};
   AxBlockParams p, g, pl, gl, w;
   memset(&w, 0, sizeof w);
-  memset(e->tp.bytes, 0, sizeof e->tp.bytes);
+  memset(e->tp.stats.bytes, 0, sizeof e->tp.stats.bytes);
   AxGptConfig cfg = {.max_seq = T, .vocab = V, .padded_vocab = VP, .layers = 1, .heads = BNH,
                      .channels = C};
   for (int id = 0; id < AX_N_PARAMS; id++) {

@@ -72,6 +72,8 @@ typedef struct {
   int *node_of;         /* [ranks]: virtual node */
   int n_nodes;
   AxLinkSpec link;      /* bytes_per_s 0: not emulated */
+  int tp[3];            /* the tensor-parallel grid (1 x 1 x 1: none) */
+  AxTpStats tp_step;    /* rank 0's tensor-parallel collectives, summed over the steps */
 } AxCommSummary;
 
 typedef struct {

@@ -46,6 +46,8 @@ int ax_summary_comm_gather(AxCommSummary *c, const AxTrainer *t) {
   if (rc == AX_OK) rc = gather_traffic(g, step_traffic, c->steps_sum);
   if (rc == AX_OK) rc = gather_traffic(g, ax_trainer_traffic(t), c->run);
   if (rc == AX_OK && root) describe_nodes(c, t);
+  for (int d = 0; d < 3; d++) c->tp[d] = g->tp[d];
+  c->tp_step = *ax_trainer_step_tp(t);
   return rc;
 }
 
@@ -107,6 +109,33 @@ static void link_json(AxJsonW *j, const AxCommSummary *c) {
   ax_jsonw_end(j);
 }
 
+static int tp_on(const AxCommSummary *c) { return c->tp[0] * c->tp[1] * c->tp[2] > 1; }
+
+/* "tensor_parallel": rank 0's collectives per step, by group and operation, and its waits. */
+static void tp_json(AxJsonW *j, const AxCommSummary *c) {
+  static const char *const GROUPS[3] = {"x", "y", "z"};
+  static const char *const OPS[AX_TP_OPS] = {"all_reduce", "all_gather", "reduce_scatter"};
+  double per = c->steps > 0 ? c->steps : 1;
+  ax_jsonw_object(j, "tensor_parallel");
+  ax_jsonw_str(j, "counted", "rank 0's collectives over each tensor-parallel group, per training "
+                             "step: payload bytes sent, calls, seconds blocked waiting");
+  ax_jsonw_array(j, "grid");
+  for (int d = 0; d < 3; d++) ax_jsonw_int(j, NULL, c->tp[d]);
+  ax_jsonw_end(j);
+  for (int d = 0; d < 3; d++) {
+    ax_jsonw_object(j, GROUPS[d]);
+    for (int op = 0; op < AX_TP_OPS; op++) {
+      ax_jsonw_object(j, OPS[op]);
+      ax_jsonw_num(j, "bytes", (double)c->tp_step.bytes[d][op].sent / per);
+      ax_jsonw_num(j, "calls", (double)c->tp_step.calls[d][op] / per);
+      ax_jsonw_end(j);
+    }
+    ax_jsonw_num(j, "wait_s", c->tp_step.wait_s[d] / per);
+    ax_jsonw_end(j);
+  }
+  ax_jsonw_end(j);
+}
+
 void ax_summary_comm_json(AxJsonW *j, const AxCommSummary *c) {
   if (!c->ranks) {
     ax_jsonw_null(j, "communication");
@@ -126,6 +155,7 @@ void ax_summary_comm_json(AxJsonW *j, const AxCommSummary *c) {
   else
     ax_jsonw_null(j, "per_step");
   ranks_json(j, "run_total", c->run, c->ranks, 1);
+  if (tp_on(c)) tp_json(j, c);
   ax_jsonw_end(j);
 }
 
@@ -142,6 +172,20 @@ void ax_summary_comm_describe(const AxCommSummary *c, char *buf, size_t cap) {
     ax_link_spec_format(&c->link, spec, sizeof spec);
     snprintf(link, sizeof link, "EMULATED link %s", spec);
   }
-  snprintf(buf, cap, "sent per step (all ranks) %.6g MB, %.6g MB of it between the %d virtual "
-           "node(s) (%s)", all / per / 1e6, crossed / per / 1e6, c->n_nodes, link);
+  int n = snprintf(buf, cap, "sent per step (all ranks) %.6g MB, %.6g MB of it between the %d "
+                   "virtual node(s) (%s)", all / per / 1e6, crossed / per / 1e6, c->n_nodes,
+                   link);
+  if (!tp_on(c) || n < 0 || (size_t)n >= cap) return;
+  n += snprintf(buf + n, cap - (size_t)n, "; tensor parallel %dx%dx%d, rank 0 per step:",
+                c->tp[0], c->tp[1], c->tp[2]);
+  for (int d = 0; d < 3 && (size_t)n < cap; d++) {
+    unsigned long long bytes = 0, calls = 0;
+    for (int op = 0; op < AX_TP_OPS; op++) {
+      bytes += c->tp_step.bytes[d][op].sent;
+      calls += c->tp_step.calls[d][op];
+    }
+    if (c->tp[d] > 1)
+      n += snprintf(buf + n, cap - (size_t)n, " %c %.4g MB in %.0f calls, waited %.3g ms;",
+                    "XYZ"[d], bytes / per / 1e6, calls / per, c->tp_step.wait_s[d] / per * 1e3);
+  }
 }

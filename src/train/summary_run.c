@@ -192,7 +192,7 @@ static void print_human(const AxSummary *s) {
                 t->n < t->requested ? ": run too short" : "", f->tokens_per_s, flops, peak,
                 paper, f->days, (double)s->mem.host_bytes[0] / 1048576.0);
   if (s->ranks > 1 && s->comm.ranks) {
-    char comm[320];
+    char comm[640];
     ax_summary_comm_describe(&s->comm, comm, sizeof comm);
     ax_log_result("communication: %s", comm);
   }

@@ -47,6 +47,15 @@ static const AxOption OPTIONS[] = {
         "sequences per micro-batch (0: the whole per-row shard)", 0, 1 << 24),
     INT("g-inter", g_inter, "1", "P", "pipeline stages (inter-layer parallelism)", 1, 1 << 16),
     INT("g-data", g_data, "1", "D", "data-parallel rows", 1, 1 << 20),
+    INT("gx", gx, "1", "N", "tensor parallelism: ranks splitting heads, features and the "
+        "vocabulary (docs/tensor-parallel.md)", 1, 1 << 16),
+    INT("gy", gy, "1", "N", "tensor parallelism: ranks splitting the hidden channels", 1, 1 << 16),
+    INT("gz", gz, "1", "N", "tensor parallelism: ranks splitting the sequences of a micro-batch "
+        "and sharding every weight block", 1, 1 << 16),
+    INT("tp-oar", tp_oar, "1", "0|1", "tensor parallelism: overlap the backward all-reduces "
+        "with the weight-gradient GEMMs (OAR)", 0, 1),
+    INT("tp-ag-cache", tp_ag_cache, "1", "0|1", "tensor parallelism with "
+        "--checkpoint-activations: the recompute reuses the forward's all-gathered weights", 0, 1),
     INT("pipeline-limit", pipeline_limit, "0", "N",
         "micro-batches in flight in the pipeline (0: --g-inter)", 0, 1 << 20),
     STR("stage-layers", stage_layers, NULL, "N,N,...",
@@ -206,10 +215,13 @@ AxGptConfig ax_train_model_config(const AxTrainConfig *cfg) {
 
 /* --ranks-per-node against the grid; --emulate-link's text and the all-reduce it can carry. */
 static int check_network(const AxTrainConfig *cfg) {
-  int ranks = cfg->g_inter * cfg->g_data;
+  int ranks = (int)ax_train_ranks(cfg);
+  char tp[64] = "";
+  if (ax_train_tp_ranks(cfg) > 1)
+    snprintf(tp, sizeof tp, " x --gx %d x --gy %d x --gz %d", cfg->gx, cfg->gy, cfg->gz);
   if (cfg->ranks_per_node > 0 && ranks % cfg->ranks_per_node)
     return AX_FAIL("--ranks-per-node %d does not divide the %d rank(s) of --g-inter %d x "
-                   "--g-data %d", cfg->ranks_per_node, ranks, cfg->g_inter, cfg->g_data);
+                   "--g-data %d%s", cfg->ranks_per_node, ranks, cfg->g_inter, cfg->g_data, tp);
   if (!cfg->emulate_link) return AX_OK;
   AxLinkSpec link;
   if (ax_link_spec_parse(cfg->emulate_link, &link) != AX_OK)
@@ -330,12 +342,39 @@ static int check_compress(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
+long long ax_train_ranks(const AxTrainConfig *cfg) {
+  return ax_train_tp_ranks(cfg) * cfg->g_inter * cfg->g_data;
+}
+
+long long ax_train_tp_ranks(const AxTrainConfig *cfg) {
+  return (long long)cfg->gx * cfg->gy * cfg->gz;
+}
+
+/* --gx/--gy/--gz: what tensor parallelism runs with so far. */
+static int check_tensor_parallel(const AxTrainConfig *cfg) {
+  if (ax_train_tp_ranks(cfg) == 1) return AX_OK;
+  const char *why = NULL;
+  if (strcmp(cfg->device, "cpu") != 0 || cfg->precision != AX_PREC_FP32)
+    why = "--device cpu --precision fp32 (its kernels have no CUDA or 16-bit version yet)";
+  else if (cfg->g_inter > 1)
+    why = "--g-inter 1 (the pipeline's message-driven order is not yet kept alike across a "
+          "stage's tensor-parallel ranks)";
+  else if (ax_train_compresses(cfg))
+    why = "--compress none";
+  if (why) return AX_FAIL("tensor parallelism (--gx %d --gy %d --gz %d) needs %s", cfg->gx,
+                          cfg->gy, cfg->gz, why);
+  int micro = cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data;
+  if (micro % cfg->gz)
+    return AX_FAIL("--gz %d does not divide the %d sequences of a micro-batch", cfg->gz, micro);
+  return AX_OK;
+}
+
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (strcmp(cfg->device, "cpu") != 0 && strcmp(cfg->device, "cuda") != 0)
     return AX_FAIL("--device '%s' is not cpu or cuda", cfg->device);
-  if ((long long)cfg->g_inter * cfg->g_data > INT_MAX)
-    return AX_FAIL("--g-inter %d x --g-data %d is more ranks than MPI can number", cfg->g_inter,
-                   cfg->g_data);
+  if (ax_train_ranks(cfg) > INT_MAX)
+    return AX_FAIL("--g-inter %d x --g-data %d x --gx %d x --gy %d x --gz %d is more ranks than "
+                   "MPI can number", cfg->g_inter, cfg->g_data, cfg->gx, cfg->gy, cfg->gz);
   if (cfg->batch % cfg->g_data)
     return AX_FAIL("--batch %d is not divisible by --g-data %d", cfg->batch, cfg->g_data);
   int shard = cfg->batch / cfg->g_data;
@@ -361,20 +400,24 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->debug_delay_stage >= cfg->g_inter)
     return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
                    cfg->debug_delay_stage, cfg->g_inter);
-  if (cfg->debug_hang_rank >= cfg->g_inter * cfg->g_data)
-    return AX_FAIL("--debug-hang-rank %d does not exist with %d rank(s)", cfg->debug_hang_rank,
-                   cfg->g_inter * cfg->g_data);
+  if (cfg->debug_hang_rank >= ax_train_ranks(cfg))
+    return AX_FAIL("--debug-hang-rank %d does not exist with %lld rank(s)", cfg->debug_hang_rank,
+                   ax_train_ranks(cfg));
   if (cfg->debug_hang_rank >= 0 && cfg->debug_hang_mode == AX_DEBUG_HANG_DROP && cfg->g_inter < 2)
     return AX_FAIL("--debug-hang-mode drop needs pipeline messages (--g-inter 2 or more)");
-  if (cfg->debug_hang_rank >= cfg->g_inter && cfg->debug_hang_mode == AX_DEBUG_HANG_CHECKPOINT)
-    return AX_FAIL("--debug-hang-mode checkpoint needs a rank that writes checkpoints (row 0: "
-                   "ranks 0 to %d)", cfg->g_inter - 1);
+  long long tp_ranks = ax_train_tp_ranks(cfg);
+  if ((cfg->debug_hang_rank >= cfg->g_inter * tp_ranks || cfg->debug_hang_rank % tp_ranks) &&
+      cfg->debug_hang_mode == AX_DEBUG_HANG_CHECKPOINT)
+    return AX_FAIL("--debug-hang-mode checkpoint needs a rank that writes checkpoints (row 0, "
+                   "tensor coordinates 0: ranks 0 to %lld in steps of %lld)",
+                   (cfg->g_inter - 1) * tp_ranks, tp_ranks);
   if ((cfg->resume || cfg->checkpoint_every) && !cfg->checkpoint_dir)
     return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   AX_TRY(check_compress(cfg));
   AX_TRY(check_backprop(cfg));
+  AX_TRY(check_tensor_parallel(cfg));
   return check_network(cfg);
 }
 

@@ -29,6 +29,9 @@ typedef struct {
   /* batch and parallel layout */
   int batch, micro_batch;
   int g_inter, g_data;
+  int gx, gy, gz; /* tensor-parallel grid (docs/tensor-parallel.md) */
+  int tp_oar;     /* tensor parallel: OAR on */
+  int tp_ag_cache; /* tensor parallel: the recompute reuses the gathered weights */
   int pipeline_limit;
   char *stage_layers;
   int allreduce; /* AxAllreduceAlgo */
@@ -96,6 +99,9 @@ AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
 /* Checks that do not need files or MPI: batch divisibility, ranges, combinations (also
  * --emulate-link's text and --ranks-per-node against the grid's ranks). */
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
+/* Ranks of the whole grid (G_inter x G_data x Gx x Gy x Gz) and of one tensor-parallel grid. */
+long long ax_train_ranks(const AxTrainConfig *cfg);
+long long ax_train_tp_ranks(const AxTrainConfig *cfg);
 /* --compress-min-bytes: 1 for auto (*bytes untouched), 0 with *bytes set; AX_ERR otherwise. */
 int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes);
 /* Whether --compress-backprop asks for compressed backpropagation. */

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "models/tp_shard.h"
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
@@ -63,9 +64,12 @@ static int sum_over(MPI_Comm comm, double *x) {
   return AX_OK;
 }
 
-/* Mean loss of the global batch: the last stage of each row holds its row's sum. */
+/* Mean loss of the global batch: the last stage of each row holds its row's sum (tensor
+ * parallel: each Z rank its sequences', counted by the X = Y = 0 ranks). */
 static int agree_on_loss(AxTrainer *t, int batches, double *loss) {
-  double row = t->spec.last ? t->loss_sum / (t->n_micro * (double)batches) : 0.0;
+  const int *c = t->grid.tc;
+  int counts = t->spec.last && c[AX_TP_X] == 0 && c[AX_TP_Y] == 0;
+  double row = counts ? t->loss_sum / (t->n_micro * (double)batches * t->grid.tp[AX_TP_Z]) : 0.0;
   AX_WD_NOTE(-1, "in the all-reduce of the loss over all ranks");
   AX_TRY(sum_over(t->grid.world, &row));
   *loss = row / t->grid.D;
@@ -126,9 +130,14 @@ static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
                     .compress = t->codec ? &t->gc : NULL};
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   size_t wte_lo = lay->offset[AX_P_WTE], wte_hi = wte_lo + lay->count[AX_P_WTE];
-  if (t->grid.P > 1 && t->spec.last) { /* the tied wte counts once, on the first stage */
-    r.norm_skip_lo = wte_lo;
-    r.norm_skip_hi = wte_hi;
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    if (!lay->has[id]) continue;
+    /* the tied wte counts once, on the first stage; a tensor-parallel replica on one rank */
+    int tied_copy = id == AX_P_WTE && t->grid.P > 1 && t->spec.last;
+    if (tied_copy || (t->spec.tp && !ax_tp_param_counted(t->spec.tp, id))) {
+      r.norm_skip[r.n_norm_skip].lo = lay->offset[id];
+      r.norm_skip[r.n_norm_skip++].hi = lay->offset[id] + lay->count[id];
+    }
   }
   if (fuses_embedding(t)) { /* sync_tied summed wte over every holder already */
     r.summed_lo = wte_lo;
@@ -145,10 +154,12 @@ static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale)
                         .v_frozen_at = ax_trainer_v_frozen_at(t)};
 }
 
-/* The global gradient norm: each stage's sum of squares summed along the pipeline row. */
+/* The global gradient norm: each stage's sum of squares summed along the pipeline row and over
+ * its tensor-parallel grid. */
 static int finish_norm(AxTrainer *t, double sumsq, double *norm) {
-  AX_WD_NOTE(-1, "in the gradient-norm sum along the pipeline row");
+  AX_WD_NOTE(-1, "in the gradient-norm sum along the pipeline row and the tensor groups");
   AX_TRY(sum_over(t->grid.pipe, &sumsq));
+  for (int g = 0; g < 3; g++) AX_TRY(sum_over(t->grid.tpc[g], &sumsq));
   *norm = sqrt(sumsq > 0 ? sumsq : 0) / t->loss_scale.scale;
   return AX_OK;
 }
@@ -219,6 +230,7 @@ static int pipeline_phase(AxTrainer *t) {
 
 int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AxTraffic before = t->traffic; /* this step's bytes: what it adds */
+  AxTpStats tp_before = t->tpm.stats;
   ax_wd_phase(AX_WD_STEP, step);
   ax_trace_set_step(&t->trace, step);
   double t0 = ax_now(), tr0 = ax_trace_begin(&t->trace);
@@ -229,6 +241,8 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   debug_hang(t, step);
   ax_trainer_backprop_step(t, step);
   AX_TRY(pipeline_phase(t));
+  AX_WD_NOTE(-1, "in the all-reduces over Z of the replicated tensors' gradients");
+  AX_TRY(ax_stage_reduce_replicas(t->stage));
   AX_TRY(optimizer_step(t, step, rec));
   AX_TRY(agree_on_loss(t, 1, &rec->loss));
   if (!isfinite(rec->loss))
@@ -238,6 +252,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   ax_trace_end(&t->trace, AX_EV_STEP, -1, tr0);
   rec->ms = (ax_now() - t0) * 1e3;
   ax_traffic_add_delta(&t->step_traffic, &t->traffic, &before);
+  ax_tp_stats_add_delta(&t->step_tp, &t->tpm.stats, &tp_before);
   t->traffic_steps++;
   rec->step = step;
   rec->val_loss = NAN;

@@ -30,13 +30,14 @@ static int setup_grid(AxTrainer *t) {
   int mpi = 0;
   MPI_Initialized(&mpi);
   if (!mpi) {
-    if (t->cfg.g_inter * t->cfg.g_data != 1)
-      return AX_FAIL("--g-inter %d x --g-data %d needs MPI (run under mpirun/srun/jsrun)",
-                     t->cfg.g_inter, t->cfg.g_data);
+    if (ax_train_ranks(&t->cfg) != 1)
+      return AX_FAIL("a grid of %lld ranks needs MPI (run under mpirun/srun/jsrun)",
+                     ax_train_ranks(&t->cfg));
     ax_grid_solo(&t->grid);
     return AX_OK;
   }
-  AX_TRY(ax_grid_create(&t->grid, t->cfg.g_inter, t->cfg.g_data));
+  const int tp[3] = {t->cfg.gx, t->cfg.gy, t->cfg.gz};
+  AX_TRY(ax_grid_create_tp(&t->grid, t->cfg.g_inter, t->cfg.g_data, tp));
   t->have_grid = 1;
   ax_set_rank(t->grid.rank);
   /* the default chunking; polite waiting when this rank's CPU set is oversubscribed */
@@ -55,6 +56,7 @@ static int setup_links(AxTrainer *t) {
     return ax_error_context("--emulate-link");
   AX_TRY(ax_link_emu_create(&t->links, t->grid.world, &lc));
   t->grid.comm_cfg.links = t->links;
+  ax_tp_mpi_init(&t->tpm, &t->grid); /* with the links: its collectives cross them too */
   return AX_OK;
 }
 
@@ -88,7 +90,9 @@ static int setup_partition(AxTrainer *t) {
     return AX_FAIL("--ac %d exceeds the %d block(s) of stage %d", ac, l1 - l0, s);
   t->spec = (AxStageSpec){.l0 = l0, .l1 = l1, .first = stage_first(t), .last = stage_last(t),
                           .B = t->micro, .T = t->cfg.seq,
-                          .n_slots = ax_sched_slots(s, P, t->limit), .ac = ac};
+                          .n_slots = ax_sched_slots(s, P, t->limit), .ac = ac,
+                          .tp = ax_trainer_tp_on(t) ? &t->tpm.comm : NULL,
+                          .oar = t->cfg.tp_oar, .ag_cache = t->cfg.tp_ag_cache};
   return AX_OK;
 }
 
@@ -108,12 +112,20 @@ static int setup_backend(AxTrainer *t) {
   return t->opt_pool ? AX_OK : AX_ERR;
 }
 
-/* The fp32 master weights (host arena) from --init or the seeded initialization. */
-static int load_params(AxTrainer *t, const AxStageLayout *layout) {
-  float *master = t->off.master;
-  if (t->cfg.init) return ax_model_file_read_stage(t->cfg.init, &t->model, layout, master);
-  ax_gpt_init_stage(&t->model, layout, (uint64_t)t->cfg.seed, master);
-  return AX_OK;
+/* The fp32 master weights (host arena) from --init or the seeded initialization, both of the
+ * whole stage (this rank keeps its shards). */
+static int load_params(AxTrainer *t) {
+  float *const master[1] = {t->off.master};
+  AxWholeStage w;
+  AX_TRY(ax_trainer_whole_open(t, &w, master, 1, 1));
+  int rc = AX_OK;
+  if (t->cfg.init)
+    rc = ax_model_file_read_stage(t->cfg.init, &t->model, &w.whole, w.buf[0]);
+  else
+    ax_gpt_init_stage(&t->model, &w.whole, (uint64_t)t->cfg.seed, w.buf[0]);
+  if (rc == AX_OK) ax_trainer_whole_extract(t, &w, master);
+  ax_trainer_whole_close(&w);
+  return rc;
 }
 
 static int loss_scaling_on(const AxTrainConfig *cfg) {
@@ -143,7 +155,7 @@ static int setup_stage(AxTrainer *t) {
                         .n_segs = ax_trainer_decay_segments(layout, t->cfg.decay_all, segs)};
   AX_TRY(ax_offload_init(&t->off, t->be, layout->total, ax_stage_params(t->stage),
                          ax_stage_grads(t->stage), &oc, t->opt_pool));
-  AX_TRY(load_params(t, layout));
+  AX_TRY(load_params(t));
   ax_loss_scale_init(&t->loss_scale, loss_scaling_on(&t->cfg));
   AX_TRY(t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, layout->total,
                                 AX_STREAM_COMPUTE));
@@ -201,7 +213,7 @@ static int setup_scheduler(AxTrainer *t) {
                                             t->mpi_path_why, sizeof t->mpi_path_why);
   AxSchedConfig sc = {.pipe = t->grid.pipe, .stage = t->grid.stage, .P = t->grid.P,
                       .limit = t->limit, .max_micro = t->n_micro,
-                      .act_bytes = (size_t)t->micro * t->cfg.seq * t->model.channels * t->be->esz,
+                      .act_bytes = ax_stage_message_bytes(t->stage),
                       .be = t->be, .trace = &t->trace, .cc = t->grid.comm_cfg,
                       .device_buffers = t->device_buffers,
                       .backprop = t->have_backprop ? &t->backprop : NULL};
@@ -246,6 +258,20 @@ static void print_embedding_sync(const AxTrainer *t) {
            2 * t->grid.D);
 }
 
+/* --gx/--gy/--gz: the grid and what each rank keeps of the model. */
+static void print_tensor_parallel(const AxTrainer *t) {
+  if (!ax_trainer_tp_on(t)) return;
+  const int *g = t->grid.tp;
+  AxStageLayout whole;
+  ax_stage_layout(&whole, &t->model, t->spec.l0, t->spec.l1, t->spec.first, t->spec.last);
+  ax_log("tensor parallel: %d x %d x %d (Gx heads and features, Gy channels, Gz sequences and "
+         "weight shards) = %d ranks per stage; rank 0 keeps %.2fM of its stage's %.2fM "
+         "parameters; OAR %s%s; collectives over X, Y, Z as tensor_parallel traffic", g[0],
+         g[1], g[2], ax_grid_tp_size(&t->grid), ax_stage_layout_of(t->stage)->total / 1e6,
+         whole.total / 1e6, t->cfg.tp_oar ? "on" : "off",
+         !t->spec.ac ? "" : t->cfg.tp_ag_cache ? "; all-gather cache on" : "; all-gather cache off");
+}
+
 void ax_trainer_print_header(const AxTrainer *t) {
   const AxGptConfig *m = &t->model;
   if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
@@ -283,6 +309,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
          t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.allreduce),
          t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
   print_embedding_sync(t);
+  print_tensor_parallel(t);
   if (t->cfg.offload && t->cfg.grad_clip > 0 && t->grid.D > 1)
     ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
            "chunked all-reduce (--grad-clip 0 interleaves them)");
@@ -297,9 +324,10 @@ void ax_trainer_print_header(const AxTrainer *t) {
            t->have_val ? t->cfg.val_data : "");
 }
 
-/* Rank 0 receives the parameters of row 0's other stages and writes the whole model. */
-static int gather_and_write(AxTrainer *t, const char *path) {
-  int P = t->grid.P;
+/* Rank 0 receives the parameters of row 0's other stages (from their tensor-parallel rank 0,
+ * world rank stage x Gx·Gy·Gz) and writes the whole model. `mine`: rank 0's whole stage. */
+static int gather_and_write(AxTrainer *t, const char *path, const float *mine) {
+  int P = t->grid.P, T = ax_grid_tp_size(&t->grid);
   AxStageLayout *lay = ax_calloc((size_t)P, sizeof *lay);
   const float **pieces = ax_calloc((size_t)P, sizeof *pieces);
   int rc = lay && pieces ? AX_OK : AX_ERR;
@@ -307,14 +335,15 @@ static int gather_and_write(AxTrainer *t, const char *path) {
     ax_stage_layout(&lay[s], &t->model, t->first_block[s], t->first_block[s + 1], s == 0,
                     s == P - 1);
     if (s == 0) {
-      pieces[s] = t->off.master;
+      pieces[s] = mine;
     } else {
       float *buf = ax_malloc(lay[s].total * sizeof *buf);
       pieces[s] = buf;
       /* row 0's stage s is world rank s; the pipeline communicator carries only pipeline
        * messages (its receives are pre-posted for any tag) */
-      AX_WD_NOTE(s, "receiving the weights of stage %d from rank %d", s, s);
-      rc = buf ? ax_mpi_recv_floats(&t->grid.comm_cfg, buf, lay[s].total, s, 77, t->grid.world)
+      AX_WD_NOTE(s * T, "receiving the weights of stage %d from rank %d", s, s * T);
+      rc = buf ? ax_mpi_recv_floats(&t->grid.comm_cfg, buf, lay[s].total, s * T, 77,
+                                    t->grid.world)
                : AX_ERR;
     }
   }
@@ -326,19 +355,29 @@ static int gather_and_write(AxTrainer *t, const char *path) {
   return rc;
 }
 
-int ax_trainer_save(AxTrainer *t, const char *path) {
-  int rc = AX_OK; /* the fp32 master weights are the model */
-  if (t->grid.row == 0) {
-    if (t->grid.stage == 0)
-      rc = gather_and_write(t, path);
-    else {
+/* Row 0: each stage whole at its tensor-parallel rank 0, which sends it to rank 0 (or, there,
+ * writes the file). */
+static int save_row0(AxTrainer *t, const char *path) {
+  float *const master[1] = {t->off.master};
+  AxWholeStage w;
+  AX_TRY(ax_trainer_whole_open(t, &w, master, 1, 0));
+  int rc = ax_trainer_whole_gather(t, &w, master);
+  if (rc == AX_OK && ax_grid_tp_index(&t->grid) == 0) {
+    if (t->grid.stage == 0) {
+      rc = gather_and_write(t, path, w.buf[0]);
+    } else {
       AX_WD_NOTE(0, "sending the weights of stage %d to rank 0", t->grid.stage);
-      size_t n = ax_stage_layout_of(t->stage)->total;
       ax_traffic_add(&t->traffic, AX_TRAFFIC_OTHER, ax_link_crosses(t->links, 0),
-                     n * sizeof(float));
-      rc = ax_mpi_send_floats(t->off.master, n, 0, 77, t->grid.world);
+                     w.whole.total * sizeof(float));
+      rc = ax_mpi_send_floats(w.buf[0], w.whole.total, 0, 77, t->grid.world);
     }
   }
+  ax_trainer_whole_close(&w);
+  return rc;
+}
+
+int ax_trainer_save(AxTrainer *t, const char *path) {
+  int rc = t->grid.row == 0 ? save_row0(t, path) : AX_OK; /* the master weights are the model */
   AX_WD_NOTE(0, "in the agreement that rank 0 saved the model");
   AX_TRY(ax_grid_agree(&t->grid, rc));
   ax_log("saved model to %s", path);
@@ -376,6 +415,8 @@ const AxGrid *ax_trainer_grid(const AxTrainer *t) { return &t->grid; }
 const AxTrace *ax_trainer_trace(const AxTrainer *t) { return &t->trace; }
 const AxLinkEmu *ax_trainer_links(const AxTrainer *t) { return t->links; }
 const AxTraffic *ax_trainer_traffic(const AxTrainer *t) { return &t->traffic; }
+
+const AxTpStats *ax_trainer_step_tp(const AxTrainer *t) { return &t->step_tp; }
 
 const AxTraffic *ax_trainer_step_traffic(const AxTrainer *t, int *steps) {
   *steps = t->traffic_steps;

@@ -9,6 +9,7 @@
 #include "models/gpt_config.h"
 #include "mpi/grid.h"
 #include "mpi/link_emulator.h"
+#include "mpi/tp_comm.h"
 #include "mpi/traffic.h"
 #include "offload/adamw.h"
 #include "offload/grad_compress.h"
@@ -67,5 +68,8 @@ const AxLinkEmu *ax_trainer_links(const AxTrainer *t);
  * (*steps gets how many: validation, checkpoints and the saved model are not in a step). */
 const AxTraffic *ax_trainer_traffic(const AxTrainer *t);
 const AxTraffic *ax_trainer_step_traffic(const AxTrainer *t, int *steps);
+/* This rank's tensor-parallel collectives (--gx/--gy/--gz) summed over its training steps, per
+ * group and operation (steps as above); all zero without tensor parallelism. */
+const AxTpStats *ax_trainer_step_tp(const AxTrainer *t);
 
 #endif

@@ -25,8 +25,11 @@ int ax_trainer_agree_flag(AxTrainer *t, int local, int *any) {
   return AX_OK;
 }
 
-/* The ranks that write checkpoints: the stages of row 0. */
-static int writes_checkpoints(const AxTrainer *t) { return t->grid.row == 0; }
+/* The ranks that write checkpoints: the stages of row 0 (their tensor-parallel rank 0, which
+ * gathers the stage whole: checkpoints hold whole tensors, whatever the grid). */
+static int writes_checkpoints(const AxTrainer *t) {
+  return t->grid.row == 0 && ax_grid_tp_index(&t->grid) == 0;
+}
 
 int ax_trainer_setup_checkpoints(AxTrainer *t) {
   const char *dir = t->cfg.checkpoint_dir;
@@ -53,26 +56,37 @@ static void debug_hang(const AxTrainer *t, int step) {
   for (;;) nanosleep(&(struct timespec){1, 0}, NULL);
 }
 
+/* Row 0: the stage's weights and Adam moments whole at its tensor-parallel rank 0, which
+ * writes them. */
+static int write_own_stage(AxTrainer *t, const char *step_dir, AxCkptFile *mine) {
+  float *const state[3] = {t->off.master, t->off.m, t->off.v};
+  AxWholeStage w;
+  AX_TRY(ax_trainer_whole_open(t, &w, state, 3, 0));
+  int rc = ax_trainer_whole_gather(t, &w, state);
+  if (rc == AX_OK && writes_checkpoints(t))
+    rc = ax_ckpt_write_stage(step_dir, t->grid.stage, &t->model, &w.whole, t->grid.P, w.buf[0],
+                             w.buf[1], w.buf[2], mine);
+  ax_trainer_whole_close(&w);
+  return rc;
+}
+
 /* Row 0 ranks write their stage; rank 0 learns every file's size and CRC. */
 static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile *files) {
   AxCkptFile mine = {{0}, 0, 0};
-  int rc = AX_OK;
-  if (writes_checkpoints(t))
-    rc = ax_ckpt_write_stage(step_dir, t->grid.stage, &t->model, ax_stage_layout_of(t->stage),
-                             t->grid.P, t->off.master, t->off.m, t->off.v, &mine);
+  int rc = t->grid.row == 0 ? write_own_stage(t, step_dir, &mine) : AX_OK;
   debug_hang(t, step);
   AX_TRY(ax_grid_agree(&t->grid, rc));
   if (!multi(t)) {
     files[0] = mine;
     return AX_OK;
   }
-  /* row 0's stage s is world rank s: rank 0 keeps the first P of every rank's entry */
+  /* row 0's stage s is world rank s x Gx·Gy·Gz: rank 0 keeps those entries */
   AxCkptFile *all = t->grid.rank == 0 ? ax_calloc((size_t)t->grid.size, sizeof *all) : NULL;
   if (t->grid.rank == 0 && !all) return AX_ERR;
   AX_WD_NOTE(0, "gathering the checkpoint files' sizes and CRCs at rank 0");
   AX_MPI(MPI_Gather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0,
                     t->grid.world));
-  if (all) memcpy(files, all, (size_t)t->grid.P * sizeof *files);
+  for (int s = 0; s < t->grid.P && all; s++) files[s] = all[s * ax_grid_tp_size(&t->grid)];
   free(all);
   return AX_OK;
 }
@@ -276,9 +290,12 @@ static int load_state(AxTrainer *t, const char *step_dir, int *step) {
   AX_TRY(ax_ckpt_load_manifest(step_dir, 0, &man));
   int rc = same_shape(t, &man, step_dir);
   if (rc == AX_OK) warn_changes(t, &man, step_dir);
-  if (rc == AX_OK)
-    rc = ax_ckpt_read_stage(step_dir, &man, ax_stage_layout_of(t->stage), t->off.master,
-                            t->off.m, t->off.v);
+  float *const state[3] = {t->off.master, t->off.m, t->off.v};
+  AxWholeStage w = {.n = 0};
+  if (rc == AX_OK) rc = ax_trainer_whole_open(t, &w, state, 3, 1);
+  if (rc == AX_OK) rc = ax_ckpt_read_stage(step_dir, &man, &w.whole, w.buf[0], w.buf[1], w.buf[2]);
+  if (rc == AX_OK) ax_trainer_whole_extract(t, &w, state);
+  ax_trainer_whole_close(&w);
   if (rc == AX_OK) {
     *step = man.step;
     t->adam_steps = man.adam_steps;

@@ -8,6 +8,7 @@
 #include "mpi/collectives.h"
 #include "mpi/grid.h"
 #include "mpi/link_emulator.h"
+#include "mpi/tp_comm.h"
 #include "mpi/traffic.h"
 #include "mpi/casync_cost.h"
 #include "mpi/compress/codec.h"
@@ -31,6 +32,7 @@ struct AxTrainer {
   int have_grid;
   int *first_block; /* P + 1 entries: stage s owns blocks [first_block[s], first_block[s+1]) */
   AxStageSpec spec;
+  AxTpMpi tpm;    /* the tensor-parallel layers' communicator (--gx/--gy/--gz) */
   int shard;      /* sequences per data-parallel row */
   int micro;      /* sequences per micro-batch */
   int n_micro;    /* micro-batches per row per step */
@@ -58,6 +60,7 @@ struct AxTrainer {
   AxTraffic traffic;    /* every byte this rank sent through our engines (grid.comm_cfg) */
   AxTraffic step_traffic; /* what the training steps sent, summed over them */
   int traffic_steps;    /* the steps step_traffic covers */
+  AxTpStats step_tp;    /* the tensor-parallel collectives of those steps */
   /* --compress (train_compress.c) */
   AxCodec *codec;          /* NULL: no compression */
   AxGradCompress gc;       /* per-part decisions and codec states */
@@ -72,6 +75,23 @@ struct AxTrainer {
   double loss_sum;
   int validating;
 };
+
+/* trainer_tp.c: whole stages (what files and the initialization hold) and this rank's shards.
+ * Open: n whole-stage host buffers (the shard buffers themselves without tensor parallelism),
+ * on every rank of the stage or (everywhere = 0: for a gather) on its cell rank 0 only.
+ * Extract: whole -> this rank's shards. Gather (collective over the stage's tensor-parallel
+ * ranks): cell rank 0's whole buffers get every rank's shards. */
+typedef struct {
+  AxStageLayout whole;
+  float *buf[3];
+  int n, owned;
+} AxWholeStage;
+int ax_trainer_tp_on(const AxTrainer *t);
+int ax_trainer_whole_open(AxTrainer *t, AxWholeStage *w, float *const shards[], int n,
+                          int everywhere);
+void ax_trainer_whole_extract(AxTrainer *t, AxWholeStage *w, float *const shards[]);
+int ax_trainer_whole_gather(AxTrainer *t, AxWholeStage *w, float *const shards[]);
+void ax_trainer_whole_close(AxWholeStage *w);
 
 /* train_step.c */
 int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops);

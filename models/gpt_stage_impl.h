@@ -1,0 +1,79 @@
+/* gpt_stage_impl.h — the stage's state, shared by its arena, slots and serial compute
+ * (gpt_stage.c) and its tensor-parallel compute (gpt_stage_tp.c); nothing else includes it.
+ *
+ * Sizes on a rank of a Gx x Gy x Gz grid (1 x 1 x 1 without spec.tp): rows = B/Gz · T tokens of
+ * the micro-batch; the residual stream and everything in A_y layout has C/Gy channels; qkv,
+ * atty and the MLP's hidden features are split over X (3C/Gx, C/Gx, 4C/Gx), attention keeps
+ * NH/Gx heads; the logits have Vp/Gx columns. */
+#ifndef AX_GPT_STAGE_IMPL_H
+#define AX_GPT_STAGE_IMPL_H
+
+#include "gpt_stage.h"
+
+typedef struct {
+  void *input;        /* [rows, C/Gy]: embedding output (first stage) or the received activation */
+  void *output;       /* [rows, C/Gy]: checkpoint mode only (else the last block's out) */
+  int32_t *tokens;    /* [rows] first stage */
+  int32_t *targets;   /* [rows] last stage */
+  AxBlockActs *acts;  /* n_blocks, when every activation is kept */
+  void **seg_inputs;  /* n_segments, checkpoint mode; seg_inputs[0] == input */
+} Slot;
+
+/* Local widths (see above). */
+typedef struct {
+  int Gx, Gy, Gz;
+  int B, rows;        /* sequences and tokens of the micro-batch on this rank */
+  int cy, cx, heads;  /* C/Gy, C/Gx, NH/Gx */
+  int vocab_rows;     /* Vp/Gx */
+} StageWidths;
+
+/* Tensor-parallel buffers (spec.tp only; NULL where the shard itself serves, Gz = 1). */
+typedef struct {
+  float *gathered[AX_N_PARAMS]; /* every block's matrices gathered over Z (qkvw .. fcprojw),
+                                 * block after block */
+  float *wte_block, *dwte_block; /* wte's [Vp/Gx, C/Gy] block and its gradient */
+  float *scratch;               /* ax_tp_block_tp_scratch, and the wte reduce-scatter's */
+  float *xent;                  /* (Gx + 4) · rows: the parallel cross-entropy's */
+} StageTp;
+
+struct AxGptStage {
+  AxGptConfig cfg;
+  AxStageSpec spec;
+  AxStageLayout layout;
+  AxBlockDims dims; /* the whole micro-batch's (the tensor-parallel layers divide it) */
+  StageWidths w;
+  int n_blocks, n_segments;
+  AxBackend *be;
+  void *params, *grads, *arena;
+  size_t arena_bytes;
+  Slot *slots;
+  AxBlockScratch scratch;
+  AxBlockActs *recompute;           /* ac buffers, checkpoint mode */
+  int held_slot, held_segment;      /* whose activations `recompute` holds; -1: stale */
+  void *lnf, *logits;
+  float *lnf_mean, *lnf_rstd, *losses, *losses_host;
+  StageTp tp;
+};
+
+/* Views of the flat parameter (flat = params) or gradient (flat = grads) buffer. */
+void *ax_stage_param_view(AxGptStage *st, void *flat, int id);
+void ax_stage_block_params(AxGptStage *st, void *flat, int b, AxBlockParams *out);
+void *ax_stage_final_output(AxGptStage *st, int slot);
+
+/* gpt_stage_tp.c: the tensor-parallel compute of the stage's parts, on spec.tp. */
+int ax_stage_tp_embed_forward(AxGptStage *st, int slot);
+int ax_stage_tp_embed_backward(AxGptStage *st, int slot);
+/* gather: all-gathers block b's weights first (else they are the last gathered: a
+ * recompute with the all-gather cache); the backward uses the forward's. */
+int ax_stage_tp_block_forward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
+                              int gather);
+int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, const void *in);
+int ax_stage_tp_head_forward(AxGptStage *st, int slot);
+int ax_stage_tp_loss(AxGptStage *st, int slot, float dloss);
+int ax_stage_tp_head_backward(AxGptStage *st, int slot);
+/* Before a micro-batch's backward: clears wte's block gradient. After it: wte's block
+ * gradient reduce-scattered into its shard. */
+int ax_stage_tp_begin_backward(AxGptStage *st);
+int ax_stage_tp_end_backward(AxGptStage *st);
+
+#endif

@@ -1,0 +1,134 @@
+/* gpt_stage_tp.c — a stage's compute on a tensor-parallel grid (gpt_stage.h with spec.tp): the
+ * vocabulary-parallel embedding, the blocks and the head over tp_layers.h and tp_block.h. Each
+ * micro-batch's forward all-gathers every Ŵ shard over Z into the stage's gathered buffers and
+ * its backward uses them (Algorithm 1 caches W; where Gz = 1 the shard is the block); a
+ * checkpointed segment's recompute gathers again unless spec.ag_cache. wte's block gradient is
+ * reduce-scattered over Z after each micro-batch's backward. */
+#include <string.h>
+
+#include "gpt_stage_impl.h"
+#include "src/core/error.h"
+#include "tp_block.h"
+#include "tp_layers.h"
+
+static float *param(AxGptStage *st, int id) { return ax_stage_param_view(st, st->params, id); }
+static float *grad(AxGptStage *st, int id) { return ax_stage_param_view(st, st->grads, id); }
+
+static AxTpVocab vocab_of(const AxGptStage *st) {
+  return (AxTpVocab){.N = st->w.rows, .T = st->dims.T, .C = st->cfg.channels,
+                     .V = st->cfg.vocab, .Vp = st->cfg.padded_vocab};
+}
+
+static size_t wte_block_elems(const AxGptStage *st) {
+  return (size_t)st->w.vocab_rows * (size_t)st->w.cy;
+}
+
+/* wte's [Vp/Gx, C/Gy] block as last gathered (the shard itself where Gz = 1). */
+static const float *wte_block(AxGptStage *st) {
+  return st->tp.wte_block ? st->tp.wte_block : param(st, AX_P_WTE);
+}
+
+static int gather_wte(AxGptStage *st) {
+  if (!st->tp.wte_block) return AX_OK;
+  return ax_tp_gather_weight(st->spec.tp, param(st, AX_P_WTE), st->tp.wte_block,
+                             wte_block_elems(st), NULL);
+}
+
+/* Where wte's block gradient accumulates: the stage's block buffer, or the shard's gradient. */
+static float *dwte_block(AxGptStage *st) {
+  return st->tp.dwte_block ? st->tp.dwte_block : grad(st, AX_P_WTE);
+}
+
+int ax_stage_tp_embed_forward(AxGptStage *st, int slot) {
+  AX_TRY(gather_wte(st));
+  AxTpVocab v = vocab_of(st);
+  Slot *sl = &st->slots[slot];
+  return ax_tp_embed_forward(st->be, st->spec.tp, &v, sl->input, sl->tokens, wte_block(st),
+                             param(st, AX_P_WPE));
+}
+
+int ax_stage_tp_embed_backward(AxGptStage *st, int slot) {
+  AxTpVocab v = vocab_of(st);
+  ax_tp_embed_backward(st->be, st->spec.tp, &v, dwte_block(st), grad(st, AX_P_WPE),
+                       st->scratch.dres, st->slots[slot].tokens);
+  return AX_OK;
+}
+
+/* Block b's parameter shards and its four weight blocks, all-gathered over Z now when
+ * `gather` (else as gathered last: the block's forward keeps them for its backward). */
+static int block_weights(AxGptStage *st, int b, AxBlockParams *p, AxTpBlockWeights *w,
+                         int gather) {
+  ax_stage_block_params(st, st->params, b, p);
+  memset(w, 0, sizeof *w);
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    size_t n = ax_tp_block_gathered(st->spec.tp, st->cfg.channels, id);
+    if (!n) continue;
+    if (!st->tp.gathered[id]) { /* Gz = 1: the shard is the block */
+      w->t[id] = p->t[id];
+      continue;
+    }
+    w->t[id] = st->tp.gathered[id] + (size_t)b * n;
+    if (gather) AX_TRY(ax_tp_gather_weight(st->spec.tp, p->t[id], w->t[id], n, NULL));
+  }
+  return AX_OK;
+}
+
+int ax_stage_tp_block_forward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
+                              int gather) {
+  AxBlockParams p;
+  AxTpBlockWeights w;
+  AX_TRY(block_weights(st, b, &p, &w, gather));
+  return ax_tp_block_forward(st->be, st->spec.tp, &p, &w, a, in, &st->dims);
+}
+
+int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, const void *in) {
+  AxBlockParams p, g;
+  AxTpBlockWeights w;
+  AX_TRY(block_weights(st, b, &p, &w, 0));
+  ax_stage_block_params(st, st->grads, b, &g);
+  return ax_tp_block_backward(st->be, st->spec.tp, &p, &g, &w, a, in, &st->scratch, &st->dims,
+                              st->tp.scratch, st->spec.oar);
+}
+
+/* lnf, then the logits. A stage that also holds the embedding reuses the block its forward
+ * gathered (the weights do not change within a step). */
+int ax_stage_tp_head_forward(AxGptStage *st, int slot) {
+  AX_TRY(ax_tp_layernorm_forward(st->be, st->spec.tp, st->lnf, st->lnf_mean, st->lnf_rstd,
+                                 ax_stage_final_output(st, slot), param(st, AX_P_LNFW),
+                                 param(st, AX_P_LNFB), st->w.rows, st->cfg.channels));
+  if (!st->spec.first) AX_TRY(gather_wte(st));
+  AxTpVocab v = vocab_of(st);
+  return ax_tp_head_forward(st->be, st->spec.tp, &v, st->logits, st->lnf, wte_block(st));
+}
+
+int ax_stage_tp_loss(AxGptStage *st, int slot, float dloss) {
+  AxTpVocab v = vocab_of(st);
+  return ax_tp_cross_entropy(st->be, st->spec.tp, &v, st->losses, st->logits,
+                             st->slots[slot].targets, dloss, st->tp.xent);
+}
+
+int ax_stage_tp_head_backward(AxGptStage *st, int slot) {
+  AxBackend *be = st->be;
+  AxTpVocab v = vocab_of(st);
+  AX_TRY(ax_tp_head_backward(be, st->spec.tp, &v, st->scratch.dtmp, dwte_block(st), st->logits,
+                             st->lnf, wte_block(st)));
+  AX_TRY(be->ops->zero(be, st->scratch.dres, (size_t)st->w.rows * st->w.cy * sizeof(float),
+                       AX_STREAM_COMPUTE));
+  return ax_tp_layernorm_backward(be, st->spec.tp, st->scratch.dres, grad(st, AX_P_LNFW),
+                                  grad(st, AX_P_LNFB), st->scratch.dtmp,
+                                  ax_stage_final_output(st, slot), param(st, AX_P_LNFW),
+                                  st->lnf_mean, st->lnf_rstd, st->scratch.dbig, st->w.rows,
+                                  st->cfg.channels);
+}
+
+int ax_stage_tp_begin_backward(AxGptStage *st) {
+  if (!st->tp.dwte_block) return AX_OK;
+  return st->be->ops->zero(st->be, st->tp.dwte_block, wte_block_elems(st) * sizeof(float),
+                           AX_STREAM_COMPUTE);
+}
+
+int ax_stage_tp_end_backward(AxGptStage *st) {
+  if (!st->tp.dwte_block) return AX_OK;
+  return ax_tp_reduce_scatter_add(st->be, st->spec.tp, st->tp.dwte_block, grad(st, AX_P_WTE),
+                                  st->tp.scratch, wte_block_elems(st) / (size_t)st->w.Gz);
+}

@@ -1,0 +1,102 @@
+#!/bin/sh
+# Tensor parallelism (--gx/--gy/--gz, docs/tensor-parallel.md) against the single-rank run (real
+# MPI, several ranks):
+#  - every grid with Gx, Gy, Gz in {1, 2}, alone and with --g-data 2 (up to 8 ranks): per-step
+#    losses over 20 steps within 1e-5 relative of 1x1, the first step's within 1e-6, final
+#    weights within 1e-4 (axonn compare: the saved model is whole, whatever the grid);
+#  - OAR off, and activation checkpointing with and without the all-gather cache, give the
+#    same results;
+#  - the bytes rank 0 sent per step over each group (X, Y, Z) and operation (the summary's
+#    communication.tensor_parallel) equal `axonn plan --rank-grids --grid`'s collectives;
+#  - checkpoints are layout-free: one written on 2x1x2 resumes on 1x1 and on 1x2x2 and goes on
+#    as the uninterrupted run (and 1x1's resumes on 2x2x1); a resume on the same grid is bit
+#    for bit;
+#  - bad grids (heads, hidden or micro-batch not divisible, ranks not the product, what tensor
+#    parallelism does not run with yet) get one clear line from rank 0 and a non-zero exit.
+. "$(dirname "$0")/mpilib.sh"
+
+COMMON="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 20 \
+  --shuffle 0 --seed 7 --val-every 10 --val-steps 2 --lr 3e-3 --threads 1"
+
+run ref 1 || exit 1
+for grid in "2 1 1" "1 2 1" "1 1 2" "2 2 1" "2 1 2" "1 2 2" "2 2 2"; do
+  set -- $grid
+  tp="tp$1$2$3"
+  run "$tp" $(($1 * $2 * $3)) --gx "$1" --gy "$2" --gz "$3" && same_losses "$tp" &&
+    first_step_same "$tp"
+  [ $(($1 * $2 * $3)) -le 4 ] || continue
+  run "${tp}d2" $(($1 * $2 * $3 * 2)) --gx "$1" --gy "$2" --gz "$3" --g-data 2 &&
+    same_losses "${tp}d2" && first_step_same "${tp}d2"
+done
+run oar0 8 --gx 2 --gy 2 --gz 2 --tp-oar 0 && same_losses oar0
+run ckact 4 --gx 2 --gz 2 --checkpoint-activations --ac 1 && same_losses ckact
+run ckact0 4 --gx 2 --gz 2 --checkpoint-activations --ac 1 --tp-ag-cache 0 && same_losses ckact0
+
+# ---- the communication model's bytes are the run's (the loss's AR_z is the trainer's sum over
+# all ranks, not a tensor-parallel collective: left out)
+model_bytes() {
+  name=$1; grid=$2; np=$3; shift 3
+  # shellcheck disable=SC2086
+  timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON --steps 3 --quiet \
+    --summary "$TMP/$name.json" "$@" >"$TMP/$name.log" 2>&1 || { fail "$name: run failed"; return; }
+  "$AXONN" plan --rank-grids --layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 \
+    --micro-batch 2 --precision fp32 --grid "$grid" --json "$TMP/$name.plan" >/dev/null ||
+    { fail "$name: plan failed"; return; }
+  python3 - "$TMP/$name.json" "$TMP/$name.plan" <<'EOF' || fail "$name: bytes differ from the model"
+import json, sys
+run = json.load(open(sys.argv[1]))["communication"]["tensor_parallel"]
+plan = json.load(open(sys.argv[2]))["grids"][0]["collectives"]
+ops = {"allreduce": "all_reduce", "allgather": "all_gather", "reduce-scatter": "reduce_scatter"}
+want = {}
+for c in plan:
+    if c["group"] in ("x", "y", "z") and c["name"] != "AR_z loss":
+        key = (c["group"], ops[c["kind"]])
+        want[key] = want.get(key, 0) + c["bytes"]
+bad = 0
+for g in "xyz":
+    for op in ops.values():
+        got, w = run[g][op]["bytes"], want.get((g, op), 0)
+        if got != w:
+            print("%s over %s: run %g bytes/step, model %g" % (op, g, got, w))
+            bad = 1
+sys.exit(bad)
+EOF
+}
+model_bytes bytes222 1,2,2,2,1 8 --gx 2 --gy 2 --gz 2
+model_bytes bytes122d2 1,1,2,2,2 8 --gy 2 --gz 2 --g-data 2
+model_bytes bytes211 1,2,1,1,1 2 --gx 2
+# the header says what runs
+$MPIEXEC -n 8 "$AXONN" train $COMMON --steps 1 --gx 2 --gy 2 --gz 2 >"$TMP/header.log" 2>&1 &&
+  grep -q "tensor parallel: 2 x 2 x 2 .* = 8 ranks per stage" "$TMP/header.log" ||
+  { fail "no tensor-parallel line in the header"; cat "$TMP/header.log"; }
+
+# ---- checkpoints are layout-free (constant learning rate: a resume continues exactly)
+CK="--lr-schedule constant --warmup 0 --val-steps 0"
+if run ckfull 4 --gx 2 --gz 2 $CK && run ckhalf 4 --gx 2 --gz 2 $CK --steps 10 \
+    --checkpoint-dir "$TMP/ck" --checkpoint-every 10; then
+  cp -r "$TMP/ck" "$TMP/ck11"
+  cp -r "$TMP/ck" "$TMP/ck122"
+  run cksame 4 --gx 2 --gz 2 $CK --checkpoint-dir "$TMP/ck" --resume && tail_equal cksame ckfull &&
+    { "$AXONN" compare "$TMP/ckfull.bin" "$TMP/cksame.bin" --tol 0 >"$TMP/c" 2>&1 ||
+      { fail "resume on the same grid: weights not bit-identical"; cat "$TMP/c"; }; }
+  run ck11 1 $CK --checkpoint-dir "$TMP/ck11" --resume && same_losses ck11 ckfull 1e-5 2e-4
+  run ck122 4 --gy 2 --gz 2 $CK --checkpoint-dir "$TMP/ck122" --resume &&
+    same_losses ck122 ckfull 1e-5 2e-4
+  [ "$(sed -n 2p "$TMP/ck11.csv" | cut -d, -f1)" = 11 ] || fail "ck11 did not start at step 11"
+fi
+run ckserial 1 $CK --steps 10 --checkpoint-dir "$TMP/cks" --checkpoint-every 10 &&
+  run ck221 4 --gx 2 --gy 2 $CK --checkpoint-dir "$TMP/cks" --resume &&
+  same_losses ck221 ckfull 1e-5 2e-4
+
+# ---- bad grids: one clear line from rank 0, non-zero exit, bounded time
+one_error_line() {
+  [ "$(grep -c 'axonn: error' "$TMP/f.err")" -eq 1 ] || { fail "not one error line"; cat "$TMP/f.err"; }
+}
+expect_job_error "does not divide the 2 attention heads" 4 --gx 4 && one_error_line
+expect_job_error "must divide the hidden size 32" 3 --gy 3 && one_error_line
+expect_job_error "--gz 4 does not divide the 2 sequences of a micro-batch" 4 --gz 4 && one_error_line
+expect_job_error "needs 8 ranks, but the job has 4" 4 --gx 2 --gy 2 --gz 2 && one_error_line
+expect_job_error "needs --g-inter 1" 4 --gx 2 --g-inter 2 && one_error_line
+expect_job_error "needs --device cpu --precision fp32" 2 --gx 2 --precision bf16 && one_error_line
+
+finish

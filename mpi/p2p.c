@@ -110,9 +110,18 @@ void ax_p2p_destroy(AxP2P *p) {
 /* ------------------------------------------------------------------ messages */
 
 int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data) {
+  return ax_p2p_wait_from(p, -1, dir, tag, data);
+}
+
+int ax_p2p_wait_from(AxP2P *p, int from, AxP2PDir *dir, int *tag, const void **data) {
   int index;
   MPI_Status st;
-  AX_TRY(ax_link_waitany(&p->cc, 2, p->rreq, &index, &st));
+  if (from < 0) {
+    AX_TRY(ax_link_waitany(&p->cc, 2, p->rreq, &index, &st));
+  } else {
+    AX_TRY(ax_link_waitany(&p->cc, 1, &p->rreq[from], &index, &st));
+    if (index != MPI_UNDEFINED) index = from;
+  }
   if (index == MPI_UNDEFINED) return AX_FAIL("internal: waiting for a message with no receive posted");
   int got;
   AX_MPI(MPI_Get_count(&st, MPI_BYTE, &got));

@@ -77,6 +77,8 @@ void ax_p2p_destroy(AxP2P *p);
  * returning. *data (in p->mem memory) is valid until the second-next message from that
  * direction arrives, which can land once the next one has been returned. */
 int ax_p2p_wait(AxP2P *p, AxP2PDir *dir, int *tag, const void **data);
+/* The same from one direction only (from = AX_FROM_PREV or AX_FROM_NEXT; -1: either). */
+int ax_p2p_wait_from(AxP2P *p, int from, AxP2PDir *dir, int *tag, const void **data);
 /* Sends `bytes` of device memory: to_next = 1 sends an activation to the next stage, 0 a
  * gradient to the previous one. Returns once the data is copied into a send buffer (src_dev
  * may be reused at once); the send completes later. */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mpi/mpi_util.h"
 #include "src/core/error.h"
 #include "src/core/watchdog.h"
 
@@ -25,6 +26,7 @@ static int init(AxScheduler *s, const AxSchedConfig *c) {
   s->got[0] = ax_calloc((size_t)c->max_micro + 1, 1);
   s->got[1] = ax_calloc((size_t)c->max_micro + 1, 1);
   s->backprop = c->backprop;
+  s->lockstep = c->lockstep ? *c->lockstep : MPI_COMM_NULL;
   for (int dir = 0; dir < 2; dir++) s->compressed[dir] = ax_calloc((size_t)c->max_micro + 1, 1);
   if (!s->slot_of || !s->slot_used || !s->got[0] || !s->got[1] || !s->compressed[0] ||
       !s->compressed[1])
@@ -229,12 +231,30 @@ static int check_arrival(AxScheduler *s, AxP2PDir dir, int mb, int form) {
   return AX_OK;
 }
 
+/* The next message from either side, or (lockstep, a stage between two others) from the side
+ * the lead's next message came from. */
+static int wait_message(AxScheduler *s, AxP2PDir *dir, int *tag, const void **data) {
+  int both = s->stage > 0 && s->stage < s->P - 1;
+  if (s->lockstep == MPI_COMM_NULL || !both) return ax_p2p_wait(&s->p2p, dir, tag, data);
+  int lead_rank, side = -1;
+  AX_MPI(MPI_Comm_rank(s->lockstep, &lead_rank));
+  if (lead_rank == 0) {
+    AX_TRY(ax_p2p_wait(&s->p2p, dir, tag, data));
+    side = (int)*dir;
+  }
+  AX_WD_NOTE(-1, "agreeing with the stage's tensor-parallel ranks on the next message's side");
+  AX_MPI(MPI_Bcast(&side, 1, MPI_INT, 0, s->lockstep));
+  if (lead_rank == 0) return AX_OK;
+  note_wait(s);
+  return ax_p2p_wait_from(&s->p2p, side, dir, tag, data);
+}
+
 /* The next message: its direction, micro-batch, data and form (1: compressed). */
 static int receive(AxScheduler *s, AxP2PDir *dir, int *mb, const void **data, int *form) {
   note_wait(s);
   double t0 = ax_trace_begin(s->trace);
   int tag;
-  AX_TRY(ax_p2p_wait(&s->p2p, dir, &tag, data));
+  AX_TRY(wait_message(s, dir, &tag, data));
   *mb = tag >> 1;
   *form = tag & 1;
   ax_trace_end(s->trace, *dir == AX_FROM_NEXT ? AX_EV_RECV_WAIT_GRAD : AX_EV_RECV_WAIT, *mb, t0);

@@ -56,6 +56,13 @@ typedef struct {
   AxCommConfig cc; /* how the pipeline's waits wait (the grid's) */
   int device_buffers; /* messages go to MPI in device memory (CUDA-aware MPI), see mpi/p2p.h */
   AxBackprop *backprop; /* compressed backward messages (not owned); NULL: none */
+  /* the stage's tensor-parallel grid (rank 0 leads), MPI_COMM_NULL: none. Its ranks must run
+   * their micro-batches in one order (each issues the same collectives in the same order):
+   * where a message may come from either side, the lead takes whichever arrives first and
+   * tells the others which side to wait on. Each side's messages arrive in one order on every
+   * rank (one sender, itself in such an order), so the whole order is the lead's. NULL (or
+   * pointing to MPI_COMM_NULL): none. */
+  const MPI_Comm *lockstep;
 } AxSchedConfig;
 
 typedef struct {
@@ -74,6 +81,7 @@ typedef struct {
   int *slot_used;
   int max_micro;
   AxBackprop *backprop;
+  MPI_Comm lockstep; /* see AxSchedConfig */
   /* of the last pass, per micro-batch: its gradient went to the previous stage compressed
    * ([0]), came from the next stage compressed ([1]) */
   unsigned char *compressed[2];

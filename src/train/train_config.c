@@ -356,9 +356,6 @@ static int check_tensor_parallel(const AxTrainConfig *cfg) {
   const char *why = NULL;
   if (strcmp(cfg->device, "cpu") != 0 || cfg->precision != AX_PREC_FP32)
     why = "--device cpu --precision fp32 (its kernels have no CUDA or 16-bit version yet)";
-  else if (cfg->g_inter > 1)
-    why = "--g-inter 1 (the pipeline's message-driven order is not yet kept alike across a "
-          "stage's tensor-parallel ranks)";
   else if (ax_train_compresses(cfg))
     why = "--compress none";
   if (why) return AX_FAIL("tensor parallelism (--gx %d --gy %d --gz %d) needs %s", cfg->gx,

@@ -216,7 +216,8 @@ static int setup_scheduler(AxTrainer *t) {
                       .act_bytes = ax_stage_message_bytes(t->stage),
                       .be = t->be, .trace = &t->trace, .cc = t->grid.comm_cfg,
                       .device_buffers = t->device_buffers,
-                      .backprop = t->have_backprop ? &t->backprop : NULL};
+                      .backprop = t->have_backprop ? &t->backprop : NULL,
+                      .lockstep = &t->grid.cell};
   AX_TRY(ax_trainer_make_ops(t, &sc.ops));
   AX_TRY(ax_sched_init(&t->sched, &sc));
   t->have_sched = 1;

@@ -21,7 +21,7 @@
 int ax_tp_stage_check(const AxGptConfig *c, const AxTpComm *tp, int B);
 
 /* Like ax_stage_layout, with this rank's shard sizes as the counts (file_offset stays the
- * whole tensors'). */
+ * whole tensors'). The same on every rank of a grid: sizes depend on Gx, Gy, Gz only. */
 void ax_tp_stage_layout(AxStageLayout *s, const AxGptConfig *c, int l0, int l1, int first,
                         int last, const AxTpComm *tp);
 

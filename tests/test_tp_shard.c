@@ -39,11 +39,17 @@ static void check_grid(const int size[3], int first, int last) {
   int ranks = size[0] * size[1] * size[2];
   float *w = tu_zeros(whole.total), *back = tu_zeros(whole.total);
   float *covered = tu_zeros(whole.total), *counted = tu_zeros(whole.total);
+  AxTpComm lead = rank_of(size, 0);
+  AxStageLayout lead_layout;
+  ax_tp_stage_layout(&lead_layout, &MODEL, 0, 2, first, last, &lead);
   for (size_t i = 0; i < whole.total; i++) w[i] = (float)(i + 1);
   for (int r = 0; r < ranks; r++) {
     AxTpComm c = rank_of(size, r);
     AxStageLayout mine;
     ax_tp_stage_layout(&mine, &MODEL, 0, 2, first, last, &c);
+    ck_assert_msg(memcmp(&mine, &lead_layout, sizeof mine) == 0,
+                  "%dx%dx%d: rank %d's shard layout differs from rank 0's", size[0], size[1],
+                  size[2], r);
     float *s = tu_zeros(mine.total + 1), *ones = tu_zeros(mine.total + 1);
     ax_tp_shard_copy(&MODEL, &whole, &mine, &c, w, s, AX_TP_EXTRACT);
     ax_tp_shard_copy(&MODEL, &whole, &mine, &c, back, s, AX_TP_INSERT);

@@ -55,34 +55,27 @@ void ax_trainer_whole_extract(AxTrainer *t, AxWholeStage *w, float *const shards
                      shards[i], AX_TP_EXTRACT);
 }
 
-/* Cell rank 0: receives every other cell rank's shards and puts them in place. */
+/* Cell rank 0: receives every other cell rank's shards and puts them in place. Every rank of
+ * the cell has the same shard layout (the sizes depend on the grid, not the coordinates); only
+ * where its rows sit in the whole tensors differs. */
 static int collect(AxTrainer *t, AxWholeStage *w, float *const shards[]) {
-  const AxStageSpec *s = &t->spec;
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   int T = ax_grid_tp_size(&t->grid), rc = AX_OK;
-  size_t most = 0;
-  for (int r = 0; r < T; r++) {
-    AxTpComm c = cell_rank(t, r);
-    AxStageLayout mine;
-    ax_tp_stage_layout(&mine, &t->model, s->l0, s->l1, s->first, s->last, &c);
-    if (mine.total > most) most = mine.total;
-  }
-  float *tmp = ax_malloc(most * sizeof *tmp);
+  float *tmp = ax_malloc(lay->total * sizeof *tmp);
   if (!tmp) return AX_ERR;
   for (int r = 0; r < T && rc == AX_OK; r++) {
     AxTpComm c = cell_rank(t, r);
-    AxStageLayout mine;
-    ax_tp_stage_layout(&mine, &t->model, s->l0, s->l1, s->first, s->last, &c);
     for (int i = 0; i < w->n && rc == AX_OK; i++) {
       const float *from = shards[i];
       if (r > 0) {
         AX_WD_NOTE(-1, "receiving the shards of tensor-parallel rank %d of stage %d", r,
                    t->grid.stage);
-        rc = ax_mpi_recv_floats(&t->grid.comm_cfg, tmp, mine.total, r, TAG_SHARDS,
+        rc = ax_mpi_recv_floats(&t->grid.comm_cfg, tmp, lay->total, r, TAG_SHARDS,
                                 t->grid.cell);
         from = tmp;
       }
       if (rc == AX_OK)
-        ax_tp_shard_copy(&t->model, &w->whole, &mine, &c, w->buf[i], (float *)from,
+        ax_tp_shard_copy(&t->model, &w->whole, lay, &c, w->buf[i], (float *)from,
                          AX_TP_INSERT);
     }
   }

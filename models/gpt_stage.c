@@ -41,7 +41,8 @@ static void carve_block(Carve *c, AxBlockActs *a, const StageWidths *w, int T, s
 }
 
 /* The tensor-parallel buffers: where Gz > 1 every block's gathered weights (kept from a
- * micro-batch's forward for its backward) and wte's block; scratch. */
+ * micro-batch's forward for its backward), wte's block, and under ORS every block's dŴ
+ * scratch and the queue of deferred reduce-scatters; scratch. */
 static void carve_tp(AxGptStage *st, Carve *c) {
   const StageWidths *w = &st->w;
   StageTp *tp = &st->tp;
@@ -56,6 +57,16 @@ static void carve_tp(AxGptStage *st, Carve *c) {
       tp->wte_block = carve(c, wte_block * sizeof(float));
       tp->dwte_block = carve(c, wte_block * sizeof(float));
     }
+  }
+  tp->prefetched = -1;
+  if (w->Gz > 1 && st->spec.ors) {
+    for (int id = 0; id < AX_N_PARAMS; id++) {
+      size_t n = ax_tp_block_dw_scratch(st->spec.tp, st->cfg.channels, id);
+      if (n) tp->ors_scratch[id] = carve(c, (size_t)st->n_blocks * n * sizeof(float));
+    }
+    /* the arena is host memory under tensor parallelism (ax_backend_has_tp) */
+    tp->ors.cap = st->n_blocks * AX_N_PARAMS;
+    tp->ors.items = carve(c, (size_t)tp->ors.cap * sizeof(AxTpPendingRs));
   }
   size_t scratch = ax_tp_block_tp_scratch(st->spec.tp, &st->dims);
   if (has_wte && w->Gz > 1 && scratch < wte_shard) scratch = wte_shard;
@@ -277,7 +288,8 @@ static int forward_blocks(AxGptStage *st, int slot, int b0, int b1, int recomput
     const void *in;
     block_acts(st, slot, b, &a, &in);
     if (st->spec.tp) {
-      AX_TRY(ax_stage_tp_block_forward(st, b, &a, in, !recompute || !st->spec.ag_cache));
+      AX_TRY(ax_stage_tp_block_forward(st, b, &a, in, !recompute || !st->spec.ag_cache,
+                                       b + 1 < b1 ? b + 1 : -1));
       continue;
     }
     AxBlockParams p;

@@ -41,6 +41,10 @@ typedef struct {
   int ac;          /* checkpoint segment length in blocks; 0 keeps every activation */
   AxTpComm *tp;    /* tensor-parallel grid (not owned); NULL: the whole layers on this rank */
   int oar;         /* tensor parallel: the dI all-reduces overlap the dW GEMMs (OAR) */
+  int ors;         /* tensor parallel: dŴ reduce-scatters finished at the end of the backward
+                    * (ORS; a dŴ buffer per matrix per block) */
+  int oag;         /* tensor parallel: the next block's all-gathers start before a block's
+                    * forward (OAG) */
   int ag_cache;    /* tensor parallel: a recompute reuses the forward's gathered weights */
 } AxStageSpec;
 

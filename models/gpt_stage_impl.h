@@ -9,6 +9,7 @@
 #define AX_GPT_STAGE_IMPL_H
 
 #include "gpt_stage.h"
+#include "tp_layers.h"
 
 typedef struct {
   void *input;        /* [rows, C/Gy]: embedding output (first stage) or the received activation */
@@ -34,6 +35,13 @@ typedef struct {
   float *wte_block, *dwte_block; /* wte's [Vp/Gx, C/Gy] block and its gradient */
   float *scratch;               /* ax_tp_block_tp_scratch, and the wte reduce-scatter's */
   float *xent;                  /* (Gx + 4) · rows: the parallel cross-entropy's */
+  /* ORS (spec.ors, Gz > 1): every block's dŴ scratch per matrix (ax_tp_block_dw_scratch,
+   * block after block) and the reduce-scatters a micro-batch's backward left running */
+  float *ors_scratch[AX_N_PARAMS];
+  AxTpRsQueue ors;
+  /* OAG (spec.oag, Gz > 1): the all-gathers started for block `prefetched` (-1: none) */
+  AxTpReq *prefetch[AX_N_PARAMS];
+  int prefetched;
 } StageTp;
 
 struct AxGptStage {
@@ -64,15 +72,16 @@ void *ax_stage_final_output(AxGptStage *st, int slot);
 int ax_stage_tp_embed_forward(AxGptStage *st, int slot);
 int ax_stage_tp_embed_backward(AxGptStage *st, int slot);
 /* gather: all-gathers block b's weights first (else they are the last gathered: a
- * recompute with the all-gather cache); the backward uses the forward's. */
+ * recompute with the all-gather cache); the backward uses the forward's. next: the block whose
+ * forward follows (-1: none), whose all-gathers start now under OAG. */
 int ax_stage_tp_block_forward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
-                              int gather);
+                              int gather, int next);
 int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, const void *in);
 int ax_stage_tp_head_forward(AxGptStage *st, int slot);
 int ax_stage_tp_loss(AxGptStage *st, int slot, float dloss);
 int ax_stage_tp_head_backward(AxGptStage *st, int slot);
-/* Before a micro-batch's backward: clears wte's block gradient. After it: wte's block
- * gradient reduce-scattered into its shard. */
+/* Before a micro-batch's backward: clears wte's block gradient. After it: the deferred
+ * reduce-scatters (ORS) finished, wte's block gradient reduce-scattered into its shard. */
 int ax_stage_tp_begin_backward(AxGptStage *st);
 int ax_stage_tp_end_backward(AxGptStage *st);
 

@@ -2,8 +2,10 @@
  * vocabulary-parallel embedding, the blocks and the head over tp_layers.h and tp_block.h. Each
  * micro-batch's forward all-gathers every Ŵ shard over Z into the stage's gathered buffers and
  * its backward uses them (Algorithm 1 caches W; where Gz = 1 the shard is the block); a
- * checkpointed segment's recompute gathers again unless spec.ag_cache. wte's block gradient is
- * reduce-scattered over Z after each micro-batch's backward. */
+ * checkpointed segment's recompute gathers again unless spec.ag_cache. Under OAG a block's
+ * forward first starts the next block's all-gathers; under ORS the blocks' dŴ reduce-scatters
+ * run until the end of the micro-batch's backward. wte's block gradient is reduce-scattered
+ * over Z after each micro-batch's backward. */
 #include <string.h>
 
 #include "gpt_stage_impl.h"
@@ -54,40 +56,81 @@ int ax_stage_tp_embed_backward(AxGptStage *st, int slot) {
   return AX_OK;
 }
 
-/* Block b's parameter shards and its four weight blocks, all-gathered over Z now when
- * `gather` (else as gathered last: the block's forward keeps them for its backward). */
-static int block_weights(AxGptStage *st, int b, AxBlockParams *p, AxTpBlockWeights *w,
-                         int gather) {
-  ax_stage_block_params(st, st->params, b, p);
+/* Block b's four weight blocks: views of its shards where Gz = 1, else of the stage's
+ * gathered buffers. */
+static void block_weight_views(AxGptStage *st, int b, const AxBlockParams *p,
+                               AxTpBlockWeights *w) {
   memset(w, 0, sizeof *w);
   for (int id = 0; id < AX_N_PARAMS; id++) {
     size_t n = ax_tp_block_gathered(st->spec.tp, st->cfg.channels, id);
-    if (!n) continue;
-    if (!st->tp.gathered[id]) { /* Gz = 1: the shard is the block */
-      w->t[id] = p->t[id];
-      continue;
-    }
-    w->t[id] = st->tp.gathered[id] + (size_t)b * n;
-    if (gather) AX_TRY(ax_tp_gather_weight(st->spec.tp, p->t[id], w->t[id], n, NULL));
+    if (n) w->t[id] = st->tp.gathered[id] ? st->tp.gathered[id] + (size_t)b * n : p->t[id];
+  }
+}
+
+/* All-gathers block b's Ŵ shards over Z into its gathered buffers: now (reqs NULL) or started,
+ * with one request per matrix in reqs. Nothing to do where Gz = 1. */
+static int gather_block(AxGptStage *st, int b, AxTpReq **reqs) {
+  AxBlockParams p;
+  AxTpBlockWeights w;
+  ax_stage_block_params(st, st->params, b, &p);
+  block_weight_views(st, b, &p, &w);
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    if (!st->tp.gathered[id]) continue;
+    AX_TRY(ax_tp_gather_weight(st->spec.tp, p.t[id], w.t[id],
+                               ax_tp_block_gathered(st->spec.tp, st->cfg.channels, id),
+                               reqs ? &reqs[id] : NULL));
   }
   return AX_OK;
 }
 
+/* Block b's weights gathered: by the prefetch started for it (OAG), else now. */
+static int gather_or_finish_prefetch(AxGptStage *st, int b) {
+  StageTp *tp = &st->tp;
+  if (tp->prefetched != b) return gather_block(st, b, NULL);
+  tp->prefetched = -1;
+  int rc = AX_OK;
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    int wait_rc = ax_tp_wait(st->spec.tp, tp->prefetch[id]);
+    if (rc == AX_OK) rc = wait_rc;
+    tp->prefetch[id] = NULL;
+  }
+  return rc;
+}
+
 int ax_stage_tp_block_forward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
-                              int gather) {
+                              int gather, int next) {
+  if (gather) AX_TRY(gather_or_finish_prefetch(st, b));
+  if (gather && st->spec.oag && next >= 0 && st->w.Gz > 1) {
+    AX_TRY(gather_block(st, next, st->tp.prefetch));
+    st->tp.prefetched = next;
+  }
   AxBlockParams p;
   AxTpBlockWeights w;
-  AX_TRY(block_weights(st, b, &p, &w, gather));
+  ax_stage_block_params(st, st->params, b, &p);
+  block_weight_views(st, b, &p, &w);
   return ax_tp_block_forward(st->be, st->spec.tp, &p, &w, a, in, &st->dims);
+}
+
+/* The backward's communication options for block b: under ORS the block's own dŴ scratch and
+ * the stage's queue, else the shared scratch. */
+static AxTpBlockBackwardOpts backward_opts(AxGptStage *st, int b) {
+  AxTpBlockBackwardOpts o = {.ors = st->tp.ors.items ? &st->tp.ors : NULL, .oar = st->spec.oar};
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    size_t n = ax_tp_block_dw_scratch(st->spec.tp, st->cfg.channels, id);
+    o.scratch[id] = o.ors && n ? st->tp.ors_scratch[id] + (size_t)b * n : st->tp.scratch;
+  }
+  return o;
 }
 
 int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, const void *in) {
   AxBlockParams p, g;
   AxTpBlockWeights w;
-  AX_TRY(block_weights(st, b, &p, &w, 0));
+  ax_stage_block_params(st, st->params, b, &p);
   ax_stage_block_params(st, st->grads, b, &g);
+  block_weight_views(st, b, &p, &w);
+  AxTpBlockBackwardOpts o = backward_opts(st, b);
   return ax_tp_block_backward(st->be, st->spec.tp, &p, &g, &w, a, in, &st->scratch, &st->dims,
-                              st->tp.scratch, st->spec.oar);
+                              &o);
 }
 
 /* lnf, then the logits. A stage that also holds the embedding reuses the block its forward
@@ -128,6 +171,7 @@ int ax_stage_tp_begin_backward(AxGptStage *st) {
 }
 
 int ax_stage_tp_end_backward(AxGptStage *st) {
+  if (st->tp.ors.items) AX_TRY(ax_tp_rs_queue_finish(st->be, st->spec.tp, &st->tp.ors));
   if (!st->tp.dwte_block) return AX_OK;
   return ax_tp_reduce_scatter_add(st->be, st->spec.tp, st->tp.dwte_block, grad(st, AX_P_WTE),
                                   st->tp.scratch, wte_block_elems(st) / (size_t)st->w.Gz);

@@ -69,10 +69,19 @@ int ax_tp_block_check(const AxTpComm *c, const AxBlockDims *d) {
   return AX_OK;
 }
 
+size_t ax_tp_block_dw_scratch(const AxTpComm *c, int C, int id) {
+  size_t block = ax_tp_block_gathered(c, C, id);
+  if (c->size[AX_TP_Z] == 1 || !block) return 0;
+  return block + ax_tp_block_shard(c, C, id);
+}
+
 size_t ax_tp_block_tp_scratch(const AxTpComm *c, const AxBlockDims *d) {
-  if (c->size[AX_TP_Z] == 1) return 0;
-  AxTpLinear l = linear_of(FC, 1, d->C);
-  return ax_tp_linear_block(c, &l) + ax_tp_linear_shard(c, &l); /* fc and fcproj: the largest */
+  size_t most = 0;
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    size_t n = ax_tp_block_dw_scratch(c, d->C, id);
+    if (n > most) most = n;
+  }
+  return most;
 }
 
 int ax_tp_qkv_row(const AxTpComm *c, int C, int r) {
@@ -99,28 +108,34 @@ int ax_tp_block_forward(AxBackend *be, AxTpComm *c, const AxBlockParams *p,
                               a->res2);
 }
 
+/* One matrix's backward options out of the block's. */
+static AxTpBackwardOpts opts_of(const AxTpBlockBackwardOpts *o, int id) {
+  return (AxTpBackwardOpts){o->scratch[id], o->ors, o->oar};
+}
+
 int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxBlockParams *g,
                          const AxTpBlockWeights *w, const AxBlockActs *a, const float *in,
-                         const AxBlockScratch *s, const AxBlockDims *d, float *tp_scratch,
-                         int overlap) {
+                         const AxBlockScratch *s, const AxBlockDims *d,
+                         const AxTpBlockBackwardOpts *o) {
   int B = d->B / c->size[AX_TP_Z], n = B * d->T, C = d->C, Gx = c->size[AX_TP_X];
   AxTpLinear qkv = linear_of(QKV, n, C), proj = linear_of(ATTPROJ, n, C);
   AxTpLinear fc = linear_of(FC, n, C), fcproj = linear_of(FCPROJ, n, C);
+  AxTpBackwardOpts o_qkv = opts_of(o, AX_P_QKVW), o_proj = opts_of(o, AX_P_ATTPROJW);
+  AxTpBackwardOpts o_fc = opts_of(o, AX_P_FCW), o_fcproj = opts_of(o, AX_P_FCPROJW);
   float *dres = s->dres, *dtmp = s->dtmp, *dbig = s->dbig;
   /* MLP: dres = d(out) also flows unchanged to res2 through the residual */
   AX_TRY(ax_tp_linear_backward(be, c, &fcproj, dbig, G(FCPROJW), G(FCPROJB), dres, a->fch_gelu,
-                               W(FCPROJW), tp_scratch, overlap));
+                               W(FCPROJW), &o_fcproj));
   be->ops->gelu_backward(be, dbig, a->fch, dbig, (size_t)n * ax_tp_linear_out(c, &fc));
-  AX_TRY(ax_tp_linear_backward(be, c, &fc, dtmp, G(FCW), G(FCB), dbig, a->ln2, W(FCW),
-                               tp_scratch, overlap));
+  AX_TRY(ax_tp_linear_backward(be, c, &fc, dtmp, G(FCW), G(FCB), dbig, a->ln2, W(FCW), &o_fc));
   AX_TRY(ax_tp_layernorm_backward(be, c, dres, G(LN2W), G(LN2B), dtmp, a->res2, P(LN2W),
                                   a->ln2_mean, a->ln2_rstd, dbig, n, C));
   /* attention: dres = d(res2) also flows unchanged to the block input */
   AX_TRY(ax_tp_linear_backward(be, c, &proj, dtmp, G(ATTPROJW), G(ATTPROJB), dres, a->atty,
-                               W(ATTPROJW), tp_scratch, overlap));
+                               W(ATTPROJW), &o_proj));
   ax_attention_backward(be, dbig, s->datt, dtmp, a->att, a->qkv, B, d->T, C / Gx, d->NH / Gx);
   AX_TRY(ax_tp_linear_backward(be, c, &qkv, dtmp, G(QKVW), G(QKVB), dbig, a->ln1, W(QKVW),
-                               tp_scratch, overlap));
+                               &o_qkv));
   return ax_tp_layernorm_backward(be, c, dres, G(LN1W), G(LN1B), dtmp, in, P(LN1W), a->ln1_mean,
                                   a->ln1_rstd, dbig, n, C);
 }

@@ -17,6 +17,7 @@
 
 #include "gpt_block.h"
 #include "src/core/tp_comm.h"
+#include "tp_layers.h"
 
 /* The four weight blocks gathered over Z (ax_tp_gather_weight), in AxParamId slots
  * AX_P_QKVW, AX_P_ATTPROJW, AX_P_FCW, AX_P_FCPROJW. */
@@ -29,11 +30,22 @@ size_t ax_tp_block_gathered(const AxTpComm *c, int C, int id); /* matrices; 0 ot
 /* The grid fits the block: heads over X, channels over X and Y, every Ŵ over Z, sequences over
  * Z. One clear error naming what does not divide. */
 int ax_tp_block_check(const AxTpComm *c, const AxBlockDims *d);
-/* The floats of tensor-parallel scratch ax_tp_block_backward needs. The activations a rank
- * keeps are gpt_block.h's, at B/Gz sequences, with ln1, res2, ln2, out and dres of C/Gy
- * channels, qkv 3C/Gx, atty and attproj's input gradient C/Gx, fch and fch_gelu 4C/Gx, att of
- * NH/Gx heads. */
+/* The floats of tensor-parallel scratch one matrix's backward needs (ax_tp_block_gathered +
+ * ax_tp_block_shard; 0 when Gz = 1 or id is not a matrix), and the largest of them. The
+ * activations a rank keeps are gpt_block.h's, at B/Gz sequences, with ln1, res2, ln2, out and
+ * dres of C/Gy channels, qkv 3C/Gx, atty and attproj's input gradient C/Gx, fch and fch_gelu
+ * 4C/Gx, att of NH/Gx heads. */
+size_t ax_tp_block_dw_scratch(const AxTpComm *c, int C, int id);
 size_t ax_tp_block_tp_scratch(const AxTpComm *c, const AxBlockDims *d);
+
+/* How the block's backward communicates: each matrix's scratch (by AxParamId, ax_tp_block_
+ * dw_scratch floats; they may all be one buffer unless ors is given), the queue of deferred
+ * reduce-scatters (ORS) or NULL, and OAR. */
+typedef struct {
+  float *scratch[AX_N_PARAMS];
+  AxTpRsQueue *ors;
+  int oar;
+} AxTpBlockBackwardOpts;
 
 /* Row r of qkv's block on X rank x: its row in the whole [3C, C] matrix. */
 int ax_tp_qkv_row(const AxTpComm *c, int C, int r);
@@ -41,11 +53,10 @@ int ax_tp_qkv_row(const AxTpComm *c, int C, int r);
 int ax_tp_block_forward(AxBackend *be, AxTpComm *c, const AxBlockParams *p,
                         const AxTpBlockWeights *w, const AxBlockActs *a, const float *in,
                         const AxBlockDims *d);
-/* s->dres in: d(block output); out: d(block input). overlap: the dI all-reduces overlap the
- * weight-gradient GEMMs (OAR). tp_scratch: ax_tp_block_tp_scratch floats. */
+/* s->dres in: d(block output); out: d(block input). */
 int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxBlockParams *g,
                          const AxTpBlockWeights *w, const AxBlockActs *a, const float *in,
-                         const AxBlockScratch *s, const AxBlockDims *d, float *tp_scratch,
-                         int overlap);
+                         const AxBlockScratch *s, const AxBlockDims *d,
+                         const AxTpBlockBackwardOpts *o);
 
 #endif

@@ -64,23 +64,52 @@ int ax_tp_reduce_scatter_add(AxBackend *be, AxTpComm *c, const float *block, flo
   return AX_OK;
 }
 
+/* dw_shard += block summed over Z: now, or started and queued (ORS). */
+static int reduce_scatter_dw(AxBackend *be, AxTpComm *c, const float *block, float *dw_shard,
+                             float *part, size_t n, AxTpRsQueue *q) {
+  if (!q) return ax_tp_reduce_scatter_add(be, c, block, dw_shard, part, n);
+  if (q->n == q->cap)
+    return AX_FAIL("internal: more than %d reduce-scatters deferred in one backward", q->cap);
+  AxTpPendingRs *p = &q->items[q->n];
+  AX_TRY(ax_tp_reduce_scatter(c, AX_TP_Z, block, part, n, &p->req));
+  p->part = part;
+  p->dw_shard = dw_shard;
+  p->n = n;
+  q->n++;
+  return AX_OK;
+}
+
+int ax_tp_rs_queue_finish(AxBackend *be, AxTpComm *c, AxTpRsQueue *q) {
+  int rc = AX_OK;
+  for (int i = 0; i < q->n; i++) {
+    AxTpPendingRs *p = &q->items[i];
+    int wait_rc = ax_tp_wait(c, p->req);
+    if (wait_rc == AX_OK)
+      be->ops->add(be, p->dw_shard, p->part, p->n);
+    else
+      rc = wait_rc;
+  }
+  q->n = 0;
+  return rc;
+}
+
 int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *dx,
                           float *dw_shard, float *db, const float *dout, const float *x,
-                          const float *w_block, float *scratch, int overlap) {
+                          const float *w_block, const AxTpBackwardOpts *o) {
   int ic = ax_tp_linear_in(c, l), oc = ax_tp_linear_out(c, l), N = l->N;
   AxGemm gi = {.m = N, .n = ic, .k = oc, .alpha = 1, .beta = 0, .lda = oc, .ldb = ic, .ldc = ic};
   ax_gemm(be, &gi, dout, w_block, dx);
   AxTpReq *req = NULL;
-  AX_TRY(ax_tp_all_reduce(c, ax_tp_out_group(l), dx, (size_t)N * ic, overlap ? &req : NULL));
+  AX_TRY(ax_tp_all_reduce(c, ax_tp_out_group(l), dx, (size_t)N * ic, o->oar ? &req : NULL));
   int sharded = c->size[AX_TP_Z] > 1;
   AxGemm gw = {.trans_a = 1, .m = oc, .n = ic, .k = N, .alpha = 1, .beta = sharded ? 0.0f : 1.0f,
                .lda = oc, .ldb = ic, .ldc = ic};
-  ax_gemm(be, &gw, dout, x, sharded ? scratch : dw_shard);
+  ax_gemm(be, &gw, dout, x, sharded ? o->scratch : dw_shard);
   if (db) be->ops->bias_backward(be, db, dout, N, oc);
   int rc = AX_OK;
   if (sharded)
-    rc = ax_tp_reduce_scatter_add(be, c, scratch, dw_shard, scratch + ax_tp_linear_block(c, l),
-                                  ax_tp_linear_shard(c, l));
+    rc = reduce_scatter_dw(be, c, o->scratch, dw_shard, o->scratch + ax_tp_linear_block(c, l),
+                           ax_tp_linear_shard(c, l), o->ors);
   int wait_rc = ax_tp_wait(c, req);
   return rc != AX_OK ? rc : wait_rc;
 }

@@ -43,13 +43,38 @@ int ax_tp_gather_weight(AxTpComm *c, const float *shard, float *block, size_t bl
 int ax_tp_linear_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *out,
                          const float *x, const float *w_block, const float *b,
                          const float *residual);
-/* dx[N, in_local] = (written) dout·w_block summed over the output group, overlapped with the
- * weight-gradient GEMM when overlap is set (OAR); dw_shard += this rank's rows of doutᵀ·x summed
- * over Z (reduce-scatter; `scratch` holds ax_tp_linear_block + ax_tp_linear_shard floats, NULL
- * when Gz = 1); db (may be NULL) += column sums of dout. */
+/* Reduce-scatters of dŴ over Z left running until the end of a backward (ORS, §IV-B): each
+ * is finished, and its part added to its shard, by ax_tp_rs_queue_finish. */
+typedef struct {
+  AxTpReq *req;
+  const float *part; /* this rank's rows summed over Z, once finished */
+  float *dw_shard;   /* += part */
+  size_t n;
+} AxTpPendingRs;
+
+typedef struct {
+  AxTpPendingRs *items; /* cap of them */
+  int n, cap;
+} AxTpRsQueue;
+
+/* Waits for every queued reduce-scatter in the order started, adding each part into its
+ * shard; empties q (also after an error, returned). */
+int ax_tp_rs_queue_finish(AxBackend *be, AxTpComm *c, AxTpRsQueue *q);
+
+/* How a fully-connected layer's backward communicates. */
+typedef struct {
+  float *scratch;   /* ax_tp_linear_block + ax_tp_linear_shard floats; unused when Gz = 1 */
+  AxTpRsQueue *ors; /* NULL: dŴ reduce-scattered now; else started and queued (ORS), scratch
+                     * then left untouched until the queue is finished */
+  int oar;          /* the dI all-reduce overlaps the weight-gradient GEMM (OAR, §IV-A) */
+} AxTpBackwardOpts;
+
+/* dx[N, in_local] = (written) dout·w_block summed over the output group; dw_shard += this
+ * rank's rows of doutᵀ·x summed over Z (reduce-scatter); db (may be NULL) += column sums of
+ * dout. */
 int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *dx,
                           float *dw_shard, float *db, const float *dout, const float *x,
-                          const float *w_block, float *scratch, int overlap);
+                          const float *w_block, const AxTpBackwardOpts *o);
 
 /* LayerNorm of N rows of C_total channels split over Y (C_total / Gy here). mean and rstd
  * [N] are kept for the backward; sums is scratch of 2N floats. dx accumulates (+=). */

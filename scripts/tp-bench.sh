@@ -1,11 +1,14 @@
 #!/bin/sh
-# tp-bench.sh — issue 18's benchmark: every 4-rank grid Gx x Gy x Gz x G_data (G_inter 1: the
-# pipeline does not compose with tensor parallelism yet) of a --layers 4 --hidden 512 model on
-# 2 virtual nodes of 2 ranks joined by an EMULATED 10 Gb/s link: the measured step time against
-# the communication model's prediction for the same setup (a machine file of that link), the
-# model's top 3 against the measured top 3; then OAR on against off on the measured best grid.
-# Each repeat runs every grid back to back; a grid's time is the median over repeats of its
-# median step (steps 2..STEPS). Figures are EMULATED: ranks share one machine's memory and cores.
+# tp-bench.sh — issue 18's benchmark: every 4-rank grid G_inter x Gx x Gy x Gz x G_data of a
+# --layers 4 --hidden 512 model on 2 virtual nodes of 2 ranks joined by an EMULATED 10 Gb/s
+# link: the measured step time against the communication model's prediction for the same setup
+# (a machine file of that link; each grid run with the model's micro-batch), the model's top 3
+# against the measured top 3 (over all grids and over the G_inter 1 grids the paper's model is
+# for); then the overlaps (OAR, ORS, OAG) all on, each off, and all off on the measured best
+# grid that has Gz > 1 (ORS and OAG act on Z) and X or Y > 1 (OAR's all-reduce): steps, and the
+# seconds rank 0 was blocked in tensor-parallel collectives. Each repeat runs every grid back to
+# back; a grid's time is the median over repeats of its median step (steps 2..STEPS). Figures
+# are EMULATED: ranks share one machine's memory and cores.
 #   usage: [STEPS=5] [REPEAT=3] [OUT=dir] scripts/tp-bench.sh [AXONN]
 set -eu
 AXONN=${1:-bin/axonn}
@@ -14,6 +17,7 @@ REPEAT=${REPEAT:-3}
 MPIEXEC=${MPIEXEC:-mpiexec}
 OUT=${OUT:-$(mktemp -d /tmp/axonn-tp-bench-XXXXXX)}
 mkdir -p "$OUT"
+: >"$OUT/times.txt"
 MODEL="--layers 4 --hidden 512 --heads 8 --seq 64 --vocab 256"
 COMMON="$MODEL --batch 8 --steps $STEPS --val-steps 0 --threads 1 --quiet --lr-schedule constant \
   --warmup 0 --ranks-per-node 2 --emulate-link 10Gbps"
@@ -29,35 +33,41 @@ EOF
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 median_ms() { awk -F, 'NR > 2 { print $4 }' "$1" | median; }
 
-GRIDS="1,1,1,4 2,1,1,2 1,2,1,2 1,1,2,2 2,2,1,1 2,1,2,1 1,2,2,1 4,1,1,1 1,4,1,1 1,1,4,1"
-"$AXONN" plan --rank-grids --ranks 4 $MODEL --batch 8 --precision fp32 --max-inter 1 --top 0 \
+"$AXONN" plan --rank-grids --ranks 4 $MODEL --batch 8 --precision fp32 --top 0 \
   --machine "$OUT/emulated.machine" --json "$OUT/plan.json" >"$OUT/plan.txt"
+# one line per grid: name p x y z d micro-batch
+python3 -c 'import json, sys
+for g in json.load(open(sys.argv[1]))["grids"]:
+    k = [g[f] for f in ("g_inter", "gx", "gy", "gz", "g_data", "micro_batch")]
+    print("g%d%d%d%d%d" % tuple(k[:5]), *k)' "$OUT/plan.json" >"$OUT/grids.txt"
 echo "model: $MODEL, batch 8, fp32, one thread per rank; --ranks-per-node 2 --emulate-link 10Gbps (EMULATED)"
+# train NAME P X Y Z D MB [flags...]: one run, its median step appended to times.txt
+train() {
+  name=$1 p=$2 x=$3 y=$4 z=$5 d=$6 mb=$7
+  shift 7
+  $MPIEXEC -n 4 "$AXONN" train $COMMON --g-inter "$p" --gx "$x" --gy "$y" --gz "$z" \
+    --g-data "$d" --micro-batch "$mb" --metrics "$OUT/$name.csv" --summary "$OUT/$name.json" \
+    "$@" </dev/null >/dev/null
+  echo "$name $(median_ms "$OUT/$name.csv")" >>"$OUT/times.txt"
+}
 for r in $(seq "$REPEAT"); do
-  for g in $GRIDS; do
-    IFS=, read -r x y z d <<EOF
-$g
-EOF
-    name="g$x$y$z$d"
-    $MPIEXEC -n 4 "$AXONN" train $COMMON --gx "$x" --gy "$y" --gz "$z" --g-data "$d" \
-      --metrics "$OUT/$name.csv" --summary "$OUT/$name.json" >/dev/null
-    echo "$name $(median_ms "$OUT/$name.csv")" >>"$OUT/times.txt"
-  done
+  while read -r name p x y z d mb; do
+    train "$name" "$p" "$x" "$y" "$z" "$d" "$mb"
+  done <"$OUT/grids.txt"
 done
-# OAR on and off on the measured best grid
-best=$(for g in $GRIDS; do IFS=, read -r x y z d <<EOF
-$g
-EOF
-  n="g$x$y$z$d"; awk -v n="$n" '$1 == n { print $2 }' "$OUT/times.txt" | median | sed "s/^/$n /"
-done | sort -k2 -g | head -1 | cut -d' ' -f1)
-bx=$(echo "$best" | cut -c2); by=$(echo "$best" | cut -c3); bz=$(echo "$best" | cut -c4)
-bd=$(echo "$best" | cut -c5)
+# the overlaps on the measured best grid with Gz > 1 and Gx or Gy > 1
+best=$(while read -r name p x y z d mb; do
+  [ "$z" -gt 1 ] && [ $((x * y)) -gt 1 ] || continue
+  awk -v n="$name" '$1 == n { print $2 }' "$OUT/times.txt" | median | sed "s/^/$name /"
+done <"$OUT/grids.txt" | sort -k2 -g | head -1 | cut -d' ' -f1)
+set -- $(awk -v n="$best" '$1 == n' "$OUT/grids.txt")
+shift
 for r in $(seq "$REPEAT"); do
-  for oar in 1 0; do
-    $MPIEXEC -n 4 "$AXONN" train $COMMON --gx "$bx" --gy "$by" --gz "$bz" --g-data "$bd" \
-      --tp-oar "$oar" --metrics "$OUT/oar$oar.csv" --summary "$OUT/oar$oar-$r.json" >/dev/null
-    echo "oar$oar $(median_ms "$OUT/oar$oar.csv")" >>"$OUT/times.txt"
-  done
+  train "ov_all-$r" "$@"
+  train "ov_oar0-$r" "$@" --tp-oar 0
+  train "ov_ors0-$r" "$@" --tp-ors 0
+  train "ov_oag0-$r" "$@" --tp-oag 0
+  train "ov_none-$r" "$@" --tp-oar 0 --tp-ors 0 --tp-oag 0
 done
 python3 - "$OUT" "$REPEAT" "$best" <<'PY'
 import json, statistics, sys
@@ -65,25 +75,36 @@ out, repeat, best = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 times = {}
 for line in open(out + "/times.txt"):
     name, ms = line.split()
-    times.setdefault(name, []).append(float(ms))
+    times.setdefault(name.split("-")[0], []).append(float(ms))
 plan = json.load(open(out + "/plan.json"))["grids"]
-pred = {"g%d%d%d%d" % (g["gx"], g["gy"], g["gz"], g["g_data"]): g["seconds"] for g in plan}
-rows = sorted((n for n in times if n.startswith("g")), key=lambda n: statistics.median(times[n]))
-print("grid (Gx Gy Gz Gd)  measured step ms (median of %d)  predicted comm ms  model rank" % repeat)
-by_pred = sorted(pred, key=lambda n: pred[n])
-for n in rows:
-    print("  %s %s %s %s   %10.1f   %10.2f   %s" % (n[1], n[2], n[3], n[4], statistics.median(times[n]),
-          pred.get(n, float("nan")) * 1e3, by_pred.index(n) + 1 if n in pred else "-"))
-top_m, top_p = rows[:3], by_pred[:3]
-print("measured top 3: %s; model's top 3: %s; in both: %d of 3" %
-      (" ".join(top_m), " ".join(top_p), len(set(top_m) & set(top_p))))
-on, off = statistics.median(times["oar1"]), statistics.median(times["oar0"])
-def wait(f):
-    s = json.load(open(f))["communication"]["tensor_parallel"]
-    return sum(s[g]["wait_s"] for g in "xyz") * 1e3
-w_on = statistics.median(wait("%s/oar1-%d.json" % (out, r)) for r in range(1, repeat + 1))
-w_off = statistics.median(wait("%s/oar0-%d.json" % (out, r)) for r in range(1, repeat + 1))
-print("OAR on %s: step %.1f ms (rank 0 blocked %.1f ms in tensor-parallel collectives); off: %.1f ms "
-      "(%.1f ms blocked); hidden by OAR: %.1f ms of waiting, step %.1f%% faster" %
-      (best, on, w_on, off, w_off, w_off - w_on, 100 * (off - on) / off))
+name = lambda g: "g%d%d%d%d%d" % (g["g_inter"], g["gx"], g["gy"], g["gz"], g["g_data"])
+pred = {name(g): g["seconds"] for g in plan}
+med = {n: statistics.median(v) for n, v in times.items()}
+grids = [n for n in pred if n in med]
+by_meas = sorted(grids, key=lambda n: med[n])
+by_pred = sorted(grids, key=lambda n: pred[n])
+print("grid (P Gx Gy Gz Gd)  measured step ms (median of %d)  predicted comm ms  model rank" % repeat)
+for n in by_meas:
+    print("  %s %s %s %s %s   %10.1f   %10.2f   %d" % (n[1], n[2], n[3], n[4], n[5], med[n],
+          pred[n] * 1e3, by_pred.index(n) + 1))
+def top3(keep, label):
+    m = [n for n in by_meas if keep(n)][:3]
+    p = [n for n in by_pred if keep(n)][:3]
+    print("%s: measured top 3 %s; model's top 3 %s; in both: %d of 3" %
+          (label, " ".join(m), " ".join(p), len(set(m) & set(p))))
+top3(lambda n: True, "all grids")
+top3(lambda n: n[1] == "1", "G_inter 1")
+def blocked(tag):
+    ms = []
+    for r in range(1, repeat + 1):
+        s = json.load(open("%s/ov_%s-%d.json" % (out, tag, r)))["communication"]["tensor_parallel"]
+        ms.append(sum(s[g]["wait_s"] for g in "xyz") * 1e3)
+    return statistics.median(ms)
+print("overlaps on %s (P Gx Gy Gz Gd): step ms, ms rank 0 blocked in tensor-parallel collectives" % best)
+none = med["ov_none"]
+for tag, label in (("all", "all on"), ("oar0", "OAR off"), ("ors0", "ORS off"),
+                   ("oag0", "OAG off"), ("none", "all off")):
+    print("  %-8s %8.1f ms  blocked %7.1f ms  step %+5.1f%% against all off" %
+          (label, med["ov_" + tag], blocked(tag), 100 * (none - med["ov_" + tag]) / none))
+print("hidden by the overlaps together: %.1f ms of blocking per step" % (blocked("none") - blocked("all")))
 PY

@@ -1,11 +1,12 @@
 /* mpitest_tp_layers.c — every tensor-parallel layer (models/tp_layers.h) against the serial
  * layer on the same random data, on every Gx x Gy x Gz grid with sizes in {1, 2} whose product
  * divides the ranks (the rest form data-parallel rows that compute the same): the fully-connected
- * layer normal and transposed, with the dI all-reduce overlapped and not, forward output, input
+ * layer normal and transposed, with the dI all-reduce overlapped and not (OAR) and the weight
+ * gradient's reduce-scatter finished at once and deferred (ORS), forward output, input
  * gradient, the Z-reduce-scattered weight gradient and the Z-summed bias gradient; LayerNorm;
  * the vocabulary-parallel embedding; the LM head, the parallel cross-entropy (losses and
  * d logits) and its backward; a whole GPT block (heads split over X with qkv's rows permuted,
- * every parameter gradient), whose bytes sent per group and operation (the weights' gathers,
+ * every parameter gradient, under each combination of OAR and ORS), whose bytes sent per group and operation (the weights' gathers,
  * forward, backward, the Z-sum of its vectors) equal what the communication model
  * (src/train/comm_model.h) predicts for the blocks of a one-layer step. Each rank compares its own blocks with the matching blocks of
  * the serial result within 1e-5 (relative above 1). */
@@ -85,7 +86,10 @@ static int coord_of(const Env *e, AxTpGroup g) { return g == AX_TP_X ? e->x : g 
 
 /* ------------------------------------------------------------------ fully connected */
 
-static void check_linear(Env *e, int transposed, int overlap) {
+/* Overlaps to test, as bits. */
+enum { OV_OAR = 1, OV_ORS = 2, OV_ALL = 3 };
+
+static void check_linear(Env *e, int transposed, int overlaps) {
   const int IN = transposed ? 24 : 16, OUT = transposed ? 16 : 24;
   float *x = random_tensor((size_t)NT * IN, 1), *w = random_tensor((size_t)OUT * IN, 2);
   float *b = random_tensor(OUT, 3), *res = random_tensor((size_t)NT * OUT, 4);
@@ -112,10 +116,13 @@ static void check_linear(Env *e, int transposed, int overlap) {
   if (rc == AX_OK)
     rc = ax_tp_linear_forward(g_be, c, &l, outl, xl, wblock, b + o0,
                               block_of(res, OUT, e->row0, e->rows, o0, oc));
+  AxTpPendingRs pending[1];
+  AxTpRsQueue queue = {pending, 0, 1};
+  AxTpBackwardOpts o = {scratch, overlaps & OV_ORS ? &queue : NULL, overlaps & OV_OAR};
   if (rc == AX_OK)
     rc = ax_tp_linear_backward(g_be, c, &l, dxl, dws, dbl,
-                               block_of(dout, OUT, e->row0, e->rows, o0, oc), xl, wblock,
-                               e->Gz > 1 ? scratch : NULL, overlap);
+                               block_of(dout, OUT, e->row0, e->rows, o0, oc), xl, wblock, &o);
+  if (rc == AX_OK) rc = ax_tp_rs_queue_finish(g_be, c, &queue);
   if (rc == AX_OK) rc = ax_tp_all_reduce(c, AX_TP_Z, dbl, (size_t)oc, NULL);
   if (!mt_expect(rc == AX_OK, "linear: %s", ax_error_message())) return;
   expect_close("linear out", outl, block_of(out, OUT, e->row0, e->rows, o0, oc), (size_t)e->rows * oc);
@@ -334,7 +341,7 @@ static void expect_model_bytes(Env *e) {
                 "XYZ"[d], e->tp.stats.bytes[d][op].sent, want[d][op]);
 }
 
-static void check_block(Env *e, int overlap) {
+static void check_block(Env *e, int overlaps) {
   const int C = BC;
   AxBlockDims d = {BM, T, C, BNH};
   AxBlockParams p, g, pl, gl, w;
@@ -370,10 +377,16 @@ static void check_block(Env *e, int overlap) {
   block_scratch(&sl, n, C, (size_t)BNH * T * T);
   float *inl = block_of(in, C, e->row0, n, c0, Cy);
   float *tps = tu_zeros(ax_tp_block_tp_scratch(e->c, &d) + 1);
+  AxTpPendingRs pending[4];
+  AxTpRsQueue queue = {pending, 0, 4};
+  AxTpBlockBackwardOpts o = {.ors = overlaps & OV_ORS ? &queue : NULL, .oar = overlaps & OV_OAR};
+  for (int id = 0; id < AX_N_PARAMS; id++) /* deferred reduce-scatters need their own */
+    o.scratch[id] = o.ors ? tu_zeros(ax_tp_block_dw_scratch(e->c, C, id) + 1) : tps;
   memcpy(sl.dres, block_of(dout, C, e->row0, n, c0, Cy), (size_t)n * Cy * sizeof(float));
   int rc = ax_tp_block_check(e->c, &d);
   if (rc == AX_OK) rc = ax_tp_block_forward(g_be, e->c, &pl, &w, &al, inl, &d);
-  if (rc == AX_OK) rc = ax_tp_block_backward(g_be, e->c, &pl, &gl, &w, &al, inl, &sl, &d, tps, overlap);
+  if (rc == AX_OK) rc = ax_tp_block_backward(g_be, e->c, &pl, &gl, &w, &al, inl, &sl, &d, &o);
+  if (rc == AX_OK) rc = ax_tp_rs_queue_finish(g_be, e->c, &queue);
   for (int id = 0; id < AX_N_PARAMS && rc == AX_OK; id++)
     if (ax_param_is_layer(id) && !ax_tp_block_gathered(e->c, C, id))
       rc = ax_tp_all_reduce(e->c, AX_TP_Z, gl.t[id], ax_tp_block_shard(e->c, C, id), NULL);
@@ -406,12 +419,13 @@ START_TEST(every_layer_matches_the_serial_layer_on_every_grid) {
           continue;
         }
         for (int t = 0; t <= 1; t++)
-          for (int o = 0; o <= 1; o++) check_linear(&e, t, o);
+          for (int o = 0; o <= OV_ALL; o++) check_linear(&e, t, o);
         check_layernorm(&e);
         check_embedding(&e);
         check_head_and_loss(&e);
-        for (int o = 0; o <= 1; o++) check_block(&e, o);
+        for (int o = 0; o <= OV_ALL; o++) check_block(&e, o);
         ax_grid_destroy(&e.grid);
+        tu_free_all(); /* this grid's tensors */
         mt_run_end();
         char what[64];
         snprintf(what, sizeof what, "tensor-parallel layers on %d x %d x %d", gx, gy, gz);

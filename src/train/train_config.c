@@ -54,6 +54,10 @@ static const AxOption OPTIONS[] = {
         "and sharding every weight block", 1, 1 << 16),
     INT("tp-oar", tp_oar, "1", "0|1", "tensor parallelism: overlap the backward all-reduces "
         "with the weight-gradient GEMMs (OAR)", 0, 1),
+    INT("tp-ors", tp_ors, "1", "0|1", "tensor parallelism: finish the weight gradients' "
+        "reduce-scatters at the end of the backward (ORS; one more weight-sized buffer)", 0, 1),
+    INT("tp-oag", tp_oag, "1", "0|1", "tensor parallelism: start the next block's weight "
+        "all-gathers before a block's forward (OAG)", 0, 1),
     INT("tp-ag-cache", tp_ag_cache, "1", "0|1", "tensor parallelism with "
         "--checkpoint-activations: the recompute reuses the forward's all-gathered weights", 0, 1),
     INT("pipeline-limit", pipeline_limit, "0", "N",

@@ -31,6 +31,8 @@ typedef struct {
   int g_inter, g_data;
   int gx, gy, gz; /* tensor-parallel grid (docs/tensor-parallel.md) */
   int tp_oar;     /* tensor parallel: OAR on */
+  int tp_ors;     /* tensor parallel: ORS on */
+  int tp_oag;     /* tensor parallel: OAG on */
   int tp_ag_cache; /* tensor parallel: the recompute reuses the gathered weights */
   int pipeline_limit;
   char *stage_layers;

@@ -92,7 +92,8 @@ static int setup_partition(AxTrainer *t) {
                           .B = t->micro, .T = t->cfg.seq,
                           .n_slots = ax_sched_slots(s, P, t->limit), .ac = ac,
                           .tp = ax_trainer_tp_on(t) ? &t->tpm.comm : NULL,
-                          .oar = t->cfg.tp_oar, .ag_cache = t->cfg.tp_ag_cache};
+                          .oar = t->cfg.tp_oar, .ors = t->cfg.tp_ors, .oag = t->cfg.tp_oag,
+                          .ag_cache = t->cfg.tp_ag_cache};
   return AX_OK;
 }
 
@@ -259,6 +260,8 @@ static void print_embedding_sync(const AxTrainer *t) {
            2 * t->grid.D);
 }
 
+static const char *on_off(int on) { return on ? "on" : "off"; }
+
 /* --gx/--gy/--gz: the grid and what each rank keeps of the model. */
 static void print_tensor_parallel(const AxTrainer *t) {
   if (!ax_trainer_tp_on(t)) return;
@@ -267,9 +270,10 @@ static void print_tensor_parallel(const AxTrainer *t) {
   ax_stage_layout(&whole, &t->model, t->spec.l0, t->spec.l1, t->spec.first, t->spec.last);
   ax_log("tensor parallel: %d x %d x %d (Gx heads and features, Gy channels, Gz sequences and "
          "weight shards) = %d ranks per stage; rank 0 keeps %.2fM of its stage's %.2fM "
-         "parameters; OAR %s%s; collectives over X, Y, Z as tensor_parallel traffic", g[0],
-         g[1], g[2], ax_grid_tp_size(&t->grid), ax_stage_layout_of(t->stage)->total / 1e6,
-         whole.total / 1e6, t->cfg.tp_oar ? "on" : "off",
+         "parameters; OAR %s, ORS %s, OAG %s%s; collectives over X, Y, Z as tensor_parallel "
+         "traffic", g[0], g[1], g[2], ax_grid_tp_size(&t->grid),
+         ax_stage_layout_of(t->stage)->total / 1e6, whole.total / 1e6, on_off(t->cfg.tp_oar),
+         on_off(t->cfg.tp_ors), on_off(t->cfg.tp_oag),
          !t->spec.ac ? "" : t->cfg.tp_ag_cache ? "; all-gather cache on" : "; all-gather cache off");
 }
 
@@ -283,7 +287,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
   ax_log("batch: %d sequences x %d tokens = %d tokens/step; per row %d micro-batch(es) of %d; "
          "pipeline limit %d; activation checkpointing: %s", t->cfg.batch, t->cfg.seq,
          t->cfg.batch * t->cfg.seq, t->n_micro, t->micro, t->limit,
-         t->spec.ac ? "on" : "off");
+         on_off(t->spec.ac));
   for (int s = 0; s < t->grid.P && t->grid.P > 1; s++)
     ax_log("  stage %d: blocks %d-%d%s%s", s, t->first_block[s], t->first_block[s + 1] - 1,
            s == 0 ? " + embedding" : "", s == t->grid.P - 1 ? " + final LayerNorm, LM head, loss" : "");

@@ -20,7 +20,8 @@
   X(PIPELINE_BACKWARD, "pipeline_backward") /* activation gradients to the previous stage */    \
   X(DATA_PARALLEL, "data_parallel")         /* the gradient all-reduce over the rows */         \
   X(EMBEDDING_SYNC, "embedding_sync")       /* the tied wte sum of its holders (row ends) */    \
-  X(TENSOR_PARALLEL, "tensor_parallel")     /* the collectives inside tensor-parallel layers */
+  X(TENSOR_PARALLEL, "tensor_parallel")     /* the collectives inside tensor-parallel layers */ \
+  X(CHECKPOINT_REPLICA, "checkpoint_replica") /* memory checkpoints to peer nodes, recovery */
 
 typedef enum {
 #define AX_TRAFFIC_ENUM_(id, name) AX_TRAFFIC_##id,

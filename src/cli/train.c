@@ -99,6 +99,7 @@ static void install_stop_handlers(const AxTrainConfig *cfg) {
 /* After a step: checkpoint when due or when any rank was asked to stop (*stop is agreed). */
 static int after_step(AxTrainer *t, const AxTrainConfig *cfg, int step, int *stop) {
   *stop = 0;
+  AX_TRY(ax_trainer_memckpt_start(t, step));
   if (!cfg->checkpoint_dir) return AX_OK;
   AX_TRY(ax_trainer_agree_flag(t, stop_requested, stop));
   int due = cfg->checkpoint_every && step % cfg->checkpoint_every == 0;
@@ -132,6 +133,7 @@ static int run(AxTrainer *t, const AxTrainConfig *cfg) {
     }
   }
   AX_TRY(ax_grid_agree(ax_trainer_grid(t), ax_metrics_close(&m)));
+  AX_TRY(ax_trainer_memckpt_close(t));
   if (m.n) {
     double sec = m.sum_ms / m.n / 1e3;
     ax_log_result("done: %d steps, final loss %.6f, mean step %.2f ms (%.0f tok/s, %.4f "

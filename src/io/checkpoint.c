@@ -337,7 +337,7 @@ static int parse_manifest(const char *path, char *text, size_t len, AxCkptManife
   return check_fields(path, man);
 }
 
-static int check_file(const char *step_dir, const AxCkptFile *cf) {
+int ax_ckpt_check_file(const char *step_dir, const AxCkptFile *cf) {
   char path[1100];
   snprintf(path, sizeof path, "%s/%s", step_dir, cf->name);
   AxFile f;
@@ -346,7 +346,7 @@ static int check_file(const char *step_dir, const AxCkptFile *cf) {
   if ((unsigned long long)f.size != cf->bytes + 4)
     rc = AX_FAIL("%s: %lld bytes, the manifest says %llu", path, f.size, cf->bytes + 4);
   uint32_t crc = 0, stored = 0;
-  static char buf[1 << 20];
+  char buf[1 << 16];
   for (unsigned long long left = cf->bytes; rc == AX_OK && left;) {
     size_t n = left < sizeof buf ? (size_t)left : sizeof buf;
     rc = ax_file_read(&f, buf, n, "checkpoint data");
@@ -370,7 +370,7 @@ int ax_ckpt_load_manifest(const char *step_dir, int check_files, AxCkptManifest 
   if (rc == AX_OK) rc = parse_manifest(path, text, len, man);
   free(text);
   for (int i = 0; rc == AX_OK && check_files && i < man->n_files; i++)
-    rc = check_file(step_dir, &man->files[i]);
+    rc = ax_ckpt_check_file(step_dir, &man->files[i]);
   if (rc != AX_OK) ax_ckpt_manifest_free(man);
   return rc;
 }
@@ -488,6 +488,27 @@ static int read_span(const char *step_dir, const AxCkptManifest *man, const AxCk
 }
 
 /* One tensor of the stage: every record of it that overlaps the stage's layers. */
+/* The layers [a, b) of record r a stage of layout lay reads (non-layer tensors: 0..1); 0 when
+ * it reads none of them. */
+static int record_overlap(const AxCkptRecord *r, const AxStageLayout *lay, int *a, int *b) {
+  int layer = ax_param_is_layer(r->id);
+  *a = layer ? (r->l0 > lay->l0 ? r->l0 : lay->l0) : 0;
+  *b = layer ? (r->l1 < lay->l1 ? r->l1 : lay->l1) : 1;
+  return *a < *b;
+}
+
+void ax_ckpt_stage_files(const AxCkptManifest *man, const AxStageLayout *lay,
+                         unsigned char *needed) {
+  for (int i = 0; i < man->n_records; i++) {
+    const AxCkptRecord *r = &man->records[i];
+    int a, b;
+    if (r->id < 0 || r->id >= AX_N_PARAMS || !lay->has[r->id] || r->file < 0 ||
+        r->file >= man->n_files)
+      continue;
+    if (record_overlap(r, lay, &a, &b)) needed[r->file] = 1;
+  }
+}
+
 static int read_tensor(const char *step_dir, const AxCkptManifest *man,
                        const AxStageLayout *lay, int id, float *const arrays[3]) {
   int layer = ax_param_is_layer(id);
@@ -495,9 +516,8 @@ static int read_tensor(const char *step_dir, const AxCkptManifest *man,
   for (int i = 0; i < man->n_records; i++) {
     const AxCkptRecord *r = &man->records[i];
     if (r->id != id || r->file < 0 || r->file >= man->n_files) continue;
-    int a = layer ? (r->l0 > lay->l0 ? r->l0 : lay->l0) : 0;
-    int b = layer ? (r->l1 < lay->l1 ? r->l1 : lay->l1) : 1;
-    if (a >= b) continue;
+    int a, b;
+    if (!record_overlap(r, lay, &a, &b)) continue;
     if (!layer && r->count != lay->count[id])
       return AX_FAIL("checkpoint record %s has %llu elements, the model needs %zu",
                      ax_param_name(id), r->count, lay->count[id]);

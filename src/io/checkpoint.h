@@ -78,6 +78,13 @@ int ax_ckpt_write_manifest(const char *step_dir, const AxCkptManifest *man);
  * CRC. AX_ERR with the reason when anything is missing or wrong. */
 int ax_ckpt_load_manifest(const char *step_dir, int check_files, AxCkptManifest *man);
 void ax_ckpt_manifest_free(AxCkptManifest *man);
+/* Whether step_dir's copy of one of a manifest's files has its size and CRC (AX_ERR with
+ * the reason when it is missing or corrupt). */
+int ax_ckpt_check_file(const char *step_dir, const AxCkptFile *cf);
+/* needed[f] = 1 (n_files entries, the rest untouched) for every file a stage of layout lay
+ * reads from (ax_ckpt_read_stage). */
+void ax_ckpt_stage_files(const AxCkptManifest *man, const AxStageLayout *lay,
+                         unsigned char *needed);
 /* The newest complete checkpoint under dir: *found = 0 when there is none. Corrupt or
  * incomplete ones are reported (warning) and skipped. step_dir holds 1024 bytes. */
 int ax_ckpt_find_latest(const char *dir, int *found, char *step_dir, AxCkptManifest *man);

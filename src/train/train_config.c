@@ -15,6 +15,7 @@
 #include "pipeline/backprop_compress.h"
 #include "mpi/link_spec.h"
 #include "src/core/error.h"
+#include "src/io/memckpt.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
 #define NORANGE 1, 0
@@ -169,7 +170,17 @@ static const AxOption OPTIONS[] = {
     INT("checkpoint-every", checkpoint_every, "0", "N", "checkpoint every N steps (0: never)", 0,
         1 << 30),
     INT("keep", keep, "2", "K", "complete checkpoints kept", 1, 1 << 20),
-    FLAG("resume", resume, "continue from the newest complete checkpoint in --checkpoint-dir"),
+    FLAG("resume", resume, "continue from the newest complete checkpoint: in memory "
+         "(--memory-checkpoint-every) or in --checkpoint-dir, whichever is newer"),
+    INT("memory-checkpoint-every", memory_checkpoint_every, "0", "N",
+        "checkpoint every N steps into node-local shared memory, replicated on peer nodes "
+        "(Gemini, docs/memory-checkpoints.md; 0: never)", 0, 1 << 30),
+    INT("replicas", replicas, "0", "M", "copies of each node's memory checkpoint, its own "
+        "counted: groups of M consecutive nodes hold each other's (0: 2, or 1 on one node)", 0,
+        1 << 20),
+    STR("run-name", run_name, NULL, "NAME", "names the memory checkpoints (/dev/shm/axonn-NAME; "
+        "default: derived from the model, batch, seed and data, the same on a restart)"),
+    STR("memory-dir", memory_dir, "/dev/shm", "DIR", "where memory checkpoints live"),
     INT("debug-delay-stage", debug_delay_stage, "-1", "S",
         "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
     INT("debug-delay-ms", debug_delay_ms, "0", "MS",
@@ -183,9 +194,12 @@ static const AxOption OPTIONS[] = {
         1 << 24),
     INT("debug-hang-step", debug_hang_step, "1", "N",
         "testing: the step in which --debug-hang-rank stops", 1, 1 << 30),
-    CHOICE("debug-hang-mode", debug_hang_mode, "sleep", "sleep|drop|checkpoint",
-           "testing: that rank sleeps forever in a forward, drops its next pipeline message, or "
-           "sleeps forever in that step's checkpoint after writing its file (a rank of row 0)"),
+    CHOICE("debug-hang-mode", debug_hang_mode, "sleep",
+           "sleep|drop|checkpoint|kill|copy-begin|copy-files|copy-replicas",
+           "testing: that rank sleeps forever in a forward, drops its next pipeline message, "
+           "sleeps forever in that step's checkpoint after writing its file (a rank of row 0), "
+           "kills itself (SIGKILL) as the step begins, or kills itself in the step's memory "
+           "checkpoint: its slot emptied, its files written, its replicas sent"),
 };
 
 const AxOptionTable AX_TRAIN_OPTIONS = {
@@ -370,6 +384,19 @@ static int check_tensor_parallel(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
+/* --memory-checkpoint-every and its options; what memory checkpoints do not hold yet. */
+static int check_memory_checkpoints(const AxTrainConfig *cfg) {
+  int copy_kill = cfg->debug_hang_mode >= AX_DEBUG_HANG_COPY_BEGIN;
+  if (cfg->debug_hang_rank >= 0 && copy_kill && !cfg->memory_checkpoint_every)
+    return AX_FAIL("--debug-hang-mode copy-* needs --memory-checkpoint-every");
+  if (!cfg->memory_checkpoint_every) return AX_OK;
+  if (cfg->run_name) AX_TRY(ax_memckpt_check_name(cfg->run_name));
+  if (strcmp(cfg->compress, "none") || strcmp(cfg->compress_backprop, "none"))
+    return AX_FAIL("--memory-checkpoint-every does not hold the compression state yet: run it "
+                   "without --compress and --compress-backprop");
+  return AX_OK;
+}
+
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (strcmp(cfg->device, "cpu") != 0 && strcmp(cfg->device, "cuda") != 0)
     return AX_FAIL("--device '%s' is not cpu or cuda", cfg->device);
@@ -412,8 +439,13 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
     return AX_FAIL("--debug-hang-mode checkpoint needs a rank that writes checkpoints (row 0, "
                    "tensor coordinates 0: ranks 0 to %lld in steps of %lld)",
                    (cfg->g_inter - 1) * tp_ranks, tp_ranks);
-  if ((cfg->resume || cfg->checkpoint_every) && !cfg->checkpoint_dir)
-    return AX_FAIL("--%s needs --checkpoint-dir", cfg->resume ? "resume" : "checkpoint-every");
+  if (cfg->checkpoint_every && !cfg->checkpoint_dir)
+    return AX_FAIL("--checkpoint-every needs --checkpoint-dir");
+  if (cfg->resume && !cfg->checkpoint_dir && !cfg->memory_checkpoint_every)
+    return AX_FAIL("--resume needs --checkpoint-dir or --memory-checkpoint-every");
+  if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, "replicas") && cfg->replicas < 1)
+    return AX_FAIL("--replicas %d: at least 1 (a node's own copy counts)", cfg->replicas);
+  AX_TRY(check_memory_checkpoints(cfg));
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   AX_TRY(check_compress(cfg));

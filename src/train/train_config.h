@@ -12,6 +12,10 @@ typedef enum {
   AX_DEBUG_HANG_SLEEP = 0,  /* sleeps forever in a forward */
   AX_DEBUG_HANG_DROP,       /* drops its next pipeline message */
   AX_DEBUG_HANG_CHECKPOINT, /* sleeps forever in the step's checkpoint, its file written */
+  AX_DEBUG_HANG_KILL,       /* SIGKILL itself as the step begins */
+  AX_DEBUG_HANG_COPY_BEGIN, /* SIGKILL itself in the step's memory checkpoint: slot emptied */
+  AX_DEBUG_HANG_COPY_FILES, /* ... its files written, replicas not sent */
+  AX_DEBUG_HANG_COPY_REPLICAS, /* ... replicas sent, manifests not written */
 } AxDebugHang;
 typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16, AX_PREC_FP16 } AxPrecision;
 /* auto: dynamic loss scaling for fp16 compute only (bf16 and fp32 do not need it). */
@@ -85,6 +89,8 @@ typedef struct {
   /* checkpoint and resume */
   char *checkpoint_dir;
   int checkpoint_every, keep, resume;
+  int memory_checkpoint_every, replicas; /* Gemini (docs/memory-checkpoints.md) */
+  char *run_name, *memory_dir;
   /* fault and timing injection for tests */
   int debug_delay_stage, debug_delay_ms;
   /* watchdog (src/core/watchdog.h) */

@@ -7,6 +7,7 @@
  * each step adds what it sent to the step totals of the summary. Each phase starts the watchdog's clock (src/core/watchdog.h) and
  * notes its collectives; the scheduler and the interleaver note the rest. */
 #include <math.h>
+#include <signal.h>
 #include <string.h>
 
 #include "models/tp_shard.h"
@@ -213,12 +214,14 @@ static int load_batch(AxTrainer *t, AxLoader *L) {
   return ax_loader_next(L, t->grid.row * t->shard, t->shard, t->inputs, t->targets);
 }
 
-/* --debug-hang-rank/-step/-mode: this rank stops making progress in this step's pipeline. */
+/* --debug-hang-rank/-step/-mode: this rank stops making progress in this step's pipeline,
+ * or dies as it begins. */
 static void debug_hang(AxTrainer *t, int step) {
-  if (t->grid.rank == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step &&
-      t->cfg.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
-    t->sched.hang = t->cfg.debug_hang_mode == AX_DEBUG_HANG_SLEEP ? AX_SCHED_HANG_SLEEP
-                                                                  : AX_SCHED_HANG_DROP;
+  int mode = t->cfg.debug_hang_mode;
+  if (t->grid.rank != t->cfg.debug_hang_rank || step != t->cfg.debug_hang_step) return;
+  if (mode == AX_DEBUG_HANG_KILL) raise(SIGKILL);
+  if (mode == AX_DEBUG_HANG_SLEEP || mode == AX_DEBUG_HANG_DROP)
+    t->sched.hang = mode == AX_DEBUG_HANG_SLEEP ? AX_SCHED_HANG_SLEEP : AX_SCHED_HANG_DROP;
 }
 
 static int pipeline_phase(AxTrainer *t) {
@@ -243,6 +246,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AX_TRY(pipeline_phase(t));
   AX_WD_NOTE(-1, "in the all-reduces over Z of the replicated tensors' gradients");
   AX_TRY(ax_stage_reduce_replicas(t->stage));
+  AX_TRY(ax_trainer_memckpt_finish(t)); /* the last step's copy, before the state changes */
   AX_TRY(optimizer_step(t, step, rec));
   AX_TRY(agree_on_loss(t, 1, &rec->loss));
   if (!isfinite(rec->loss))

@@ -315,6 +315,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
          t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
   print_embedding_sync(t);
   print_tensor_parallel(t);
+  ax_trainer_print_memckpt(t);
   if (t->cfg.offload && t->cfg.grad_clip > 0 && t->grid.D > 1)
     ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
            "chunked all-reduce (--grad-clip 0 interleaves them)");
@@ -430,6 +431,7 @@ const AxTraffic *ax_trainer_step_traffic(const AxTrainer *t, int *steps) {
 
 void ax_trainer_destroy(AxTrainer *t) {
   if (!t) return;
+  ax_trainer_memckpt_free(t); /* joins a copy still running */
   if (t->have_sched) ax_sched_destroy(&t->sched);
   if (t->have_backprop) ax_backprop_free(&t->backprop);
   ax_link_emu_destroy(t->links); /* after the engines that send through it */
@@ -475,6 +477,7 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   if (rc == AX_OK) rc = phase(t, setup_data);
   if (rc == AX_OK) rc = phase(t, setup_trace);
   if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints);
+  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_memckpt);
   if (rc == AX_OK) rc = phase(t, ax_trainer_setup_backprop);
   if (rc == AX_OK) rc = phase(t, setup_scheduler);
   if (rc != AX_OK) {

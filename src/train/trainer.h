@@ -36,6 +36,11 @@ int ax_trainer_checkpoint(AxTrainer *t, int step);
 /* Loads the newest complete checkpoint under --checkpoint-dir; *step is its step (0: none,
  * start from scratch). */
 int ax_trainer_resume(AxTrainer *t, int *step);
+/* --memory-checkpoint-every (docs/memory-checkpoints.md): after a step that is due, starts
+ * copying the state into node-local memory (finished, with the replicas, within the next
+ * step); at a normal end, finishes the last copy and removes the job's memory files. */
+int ax_trainer_memckpt_start(AxTrainer *t, int step);
+int ax_trainer_memckpt_close(AxTrainer *t);
 /* *any = 1 on every rank when `local` is 1 on some rank. */
 int ax_trainer_agree_flag(AxTrainer *t, int local, int *any);
 /* The FLOPs a step executes: the 72 form, or the 96 form when activation checkpointing runs

@@ -179,7 +179,7 @@ static int resume_codec_state(AxTrainer *t, const char *step_dir) {
   return AX_OK;
 }
 
-static int build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptManifest *man) {
+int ax_trainer_build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptManifest *man) {
   *man = (AxCkptManifest){.step = step, .adam_steps = t->adam_steps,
                           .data_position = t->have_data ? ax_loader_position(&t->train) : 0,
                           .skipped = t->loss_scale.skipped, .loss_scale = t->loss_scale.scale,
@@ -208,7 +208,7 @@ static int build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptManif
 
 static int write_manifest(AxTrainer *t, int step, const char *step_dir, AxCkptFile *files) {
   AxCkptManifest man;
-  int rc = build_manifest(t, step, files, &man);
+  int rc = ax_trainer_build_manifest(t, step, files, &man);
   if (rc == AX_OK) rc = ax_ckpt_write_manifest(step_dir, &man);
   if (rc == AX_OK) rc = ax_ckpt_prune(t->cfg.checkpoint_dir, t->cfg.keep, step);
   free(man.records);
@@ -239,17 +239,25 @@ int ax_trainer_checkpoint(AxTrainer *t, int step) {
 
 /* ------------------------------------------------------------------ resume */
 
-/* Rank 0 finds the newest complete checkpoint and tells everyone its directory. */
-static int agree_on_latest(AxTrainer *t, int *found, char *step_dir) {
+/* Rank 0 finds the newest complete checkpoint and tells everyone its directory and step
+ * (*found = 0 when there is none, or no --checkpoint-dir). */
+static int agree_on_latest(AxTrainer *t, int *found, char *step_dir, int *step) {
   int rc = AX_OK;
+  *found = 0;
+  *step = -1;
+  if (!t->cfg.checkpoint_dir) return AX_OK;
   if (t->grid.rank == 0) {
     AxCkptManifest man;
     rc = ax_ckpt_find_latest(t->cfg.checkpoint_dir, found, step_dir, &man);
-    if (rc == AX_OK && *found) ax_ckpt_manifest_free(&man);
+    if (rc == AX_OK && *found) {
+      *step = man.step;
+      ax_ckpt_manifest_free(&man);
+    }
   }
   AX_TRY(ax_grid_agree(&t->grid, rc));
   if (multi(t)) {
     AX_MPI(MPI_Bcast(found, 1, MPI_INT, 0, t->grid.world));
+    AX_MPI(MPI_Bcast(step, 1, MPI_INT, 0, t->grid.world));
     AX_MPI(MPI_Bcast(step_dir, 1024, MPI_CHAR, 0, t->grid.world));
   }
   return AX_OK;
@@ -285,7 +293,7 @@ static void warn_changes(const AxTrainer *t, const AxCkptManifest *man, const ch
             "carries over)", data, man->data, step_dir);
 }
 
-static int load_state(AxTrainer *t, const char *step_dir, int *step) {
+int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step) {
   AxCkptManifest man;
   AX_TRY(ax_ckpt_load_manifest(step_dir, 0, &man));
   int rc = same_shape(t, &man, step_dir);
@@ -314,20 +322,25 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
   ax_wd_phase(AX_WD_RESUME, 0);
   AX_WD_NOTE(0, "finding the newest complete checkpoint");
   *step = 0;
-  int found = 0;
+  int found = 0, file_step, from_memory;
   char step_dir[1024] = {0};
-  AX_TRY(agree_on_latest(t, &found, step_dir));
-  if (!found) {
+  AX_TRY(agree_on_latest(t, &found, step_dir, &file_step));
+  AX_TRY(ax_trainer_memckpt_recover(t, file_step, &from_memory, step));
+  if (!from_memory && !found) {
     ax_log("resume: no complete checkpoint in %s; starting from step 1",
-           t->cfg.checkpoint_dir);
+           t->cfg.checkpoint_dir ? t->cfg.checkpoint_dir : "memory");
     return AX_OK;
   }
-  AX_WD_NOTE(-1, "reading the checkpoint");
-  AX_TRY(ax_grid_agree(&t->grid, load_state(t, step_dir, step)));
-  AX_TRY(resume_codec_state(t, step_dir));
+  if (!from_memory) {
+    AX_WD_NOTE(-1, "reading the checkpoint");
+    double t0 = ax_now();
+    AX_TRY(ax_grid_agree(&t->grid, ax_trainer_load_checkpoint(t, step_dir, step)));
+    AX_TRY(resume_codec_state(t, step_dir));
+    ax_log("resume: continuing from %s (step %d, read in %.3f s)%s", step_dir, *step,
+           ax_now() - t0, t->mc.on ? "; memory held nothing newer" : "");
+  }
   if (*step >= t->cfg.steps)
     ax_warn("resume: the checkpoint is at step %d, --steps is %d: nothing left to do", *step,
             t->cfg.steps);
-  ax_log("resume: continuing from %s (step %d)", step_dir, *step);
   return AX_OK;
 }

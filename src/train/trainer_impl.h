@@ -3,6 +3,8 @@
 #ifndef AX_TRAINER_IMPL_H
 #define AX_TRAINER_IMPL_H
 
+#include <pthread.h>
+
 #include "lr_schedule.h"
 #include "models/gpt_stage.h"
 #include "mpi/collectives.h"
@@ -17,13 +19,48 @@
 #include "offload/loss_scale.h"
 #include "offload/offload.h"
 #include "pipeline/scheduler.h"
+#include <pthread.h>
+
 #include "src/backend/backend.h"
+#include "src/io/checkpoint.h"
 #include "src/core/threadpool.h"
 #include "src/core/trace.h"
 #include "src/io/dataloader.h"
 #include "src/io/markov.h"
 #include "train_compress.h"
 #include "trainer.h"
+
+/* trainer_tp.c: whole stages (what files and the initialization hold) and this rank's shards.
+ * Open: n whole-stage host buffers (the shard buffers themselves without tensor parallelism),
+ * on every rank of the stage or (everywhere = 0: for a gather) on its cell rank 0 only.
+ * Extract: whole -> this rank's shards. Gather (collective over the stage's tensor-parallel
+ * ranks): cell rank 0's whole buffers get every rank's shards. */
+typedef struct {
+  AxStageLayout whole;
+  float *buf[3];
+  int n, owned;
+} AxWholeStage;
+
+/* In-memory checkpoints (trainer_memckpt.c, docs/memory-checkpoints.md). */
+typedef struct {
+  int on;            /* --memory-checkpoint-every > 0 */
+  char name[80];     /* --run-name, or derived from the run */
+  int replicas;      /* copies of a node's files, its own counted */
+  int node, n_nodes; /* this rank's (virtual) node */
+  int *node_of, *stage_of, *writes; /* [world size]: writes = 1 for the rank that writes its
+                                     * stage's file into its node's slot */
+  MPI_Comm comm;     /* the transfers of replicas and of recovery */
+  /* the copy in flight (pending on every rank from start to finish) */
+  int pending, step, slot;
+  AxWholeStage whole;
+  AxCkptFile mine;        /* what this rank wrote (bytes 0: nothing) */
+  AxCkptManifest man;     /* the step's, its files filled in by finish */
+  pthread_t thread;
+  int thread_running, thread_rc;
+  char thread_err[512];
+  int copies;    /* steps copied */
+  double copy_s; /* seconds the main thread spent finishing them (waits, replicas) */
+} AxMemCkpt;
 
 struct AxTrainer {
   AxTrainConfig cfg; /* a shallow copy; strings stay owned by the caller */
@@ -71,27 +108,33 @@ struct AxTrainer {
   AxBackprop backprop;
   int have_backprop;
   int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */
+  AxMemCkpt mc;  /* --memory-checkpoint-every */
   /* per-step accumulation by the stage callbacks */
   double loss_sum;
   int validating;
 };
 
-/* trainer_tp.c: whole stages (what files and the initialization hold) and this rank's shards.
- * Open: n whole-stage host buffers (the shard buffers themselves without tensor parallelism),
- * on every rank of the stage or (everywhere = 0: for a gather) on its cell rank 0 only.
- * Extract: whole -> this rank's shards. Gather (collective over the stage's tensor-parallel
- * ranks): cell rank 0's whole buffers get every rank's shards. */
-typedef struct {
-  AxStageLayout whole;
-  float *buf[3];
-  int n, owned;
-} AxWholeStage;
 int ax_trainer_tp_on(const AxTrainer *t);
 int ax_trainer_whole_open(AxTrainer *t, AxWholeStage *w, float *const shards[], int n,
                           int everywhere);
 void ax_trainer_whole_extract(AxTrainer *t, AxWholeStage *w, float *const shards[]);
 int ax_trainer_whole_gather(AxTrainer *t, AxWholeStage *w, float *const shards[]);
 void ax_trainer_whole_close(AxWholeStage *w);
+
+/* trainer_ckpt.c, shared with trainer_memckpt.c: the manifest of a checkpoint of `step` (files:
+ * P entries, filled in later), and loading the checkpoint of step_dir (any grid). */
+int ax_trainer_build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptManifest *man);
+int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step);
+
+/* trainer_memckpt.c: in-memory checkpoints. Setup (a phase); start after a step that is due
+ * (the copy runs on a thread); finish before the optimizer next touches the state and at the
+ * end (collective: replicas, manifests); recover on --resume when memory holds a complete
+ * checkpoint newer than file_step (-1: none), *recovered = 1 then. Start and close: trainer.h. */
+int ax_trainer_setup_memckpt(AxTrainer *t);
+int ax_trainer_memckpt_finish(AxTrainer *t);
+int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int *step);
+void ax_trainer_memckpt_free(AxTrainer *t);
+void ax_trainer_print_memckpt(const AxTrainer *t); /* the header's line */
 
 /* train_step.c */
 int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops);

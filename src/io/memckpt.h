@@ -1,0 +1,46 @@
+/* memckpt.h — the node-local storage of in-memory checkpoints (Gemini; docs/memory-checkpoints.md).
+ * A job's checkpoints live under ROOT/axonn-NAME/ (ROOT: --memory-dir, /dev/shm by default;
+ * NAME: --run-name), one directory per node, node-K/, with two slots, slot-0/ and slot-1/. A
+ * slot is a checkpoint step directory of src/io/checkpoint.h (stage files and manifest) holding
+ * the stage files that node keeps: those its own ranks wrote and the replicas its peers sent.
+ * A slot's manifest is removed before anything in it is overwritten and written last, so a
+ * slot whose manifest parses is a finished copy, and each of its files is checked against the
+ * manifest's size and CRC before it is used: a copy interrupted at any point is never read.
+ * The files outlive the process (shared memory), not the node. No MPI here. */
+#ifndef AX_MEMCKPT_H
+#define AX_MEMCKPT_H
+
+#include <stddef.h>
+
+enum { AX_MEMCKPT_SLOTS = 2, AX_MEMCKPT_MAX_FILES = 255, AX_MEMCKPT_PATH = 1024 };
+
+/* A run name: 1-64 characters of [A-Za-z0-9._-]. */
+int ax_memckpt_check_name(const char *name);
+/* ROOT/axonn-NAME, and its node-K/slot-S (buf: AX_MEMCKPT_PATH bytes). */
+const char *ax_memckpt_run_dir(const char *root, const char *name, char *buf);
+const char *ax_memckpt_node_dir(const char *root, const char *name, int node, char *buf);
+const char *ax_memckpt_slot_dir(const char *root, const char *name, int node, int slot,
+                                char *buf);
+/* Creates ROOT/axonn-NAME/node-K/slot-0 and slot-1 (existing ones are kept). */
+int ax_memckpt_make_node(const char *root, const char *name, int node);
+/* Removes the slot's manifest: from now on it holds no checkpoint. */
+int ax_memckpt_invalidate(const char *slot_dir);
+/* Removes every file of the slot (the slot stays, empty). */
+int ax_memckpt_empty(const char *slot_dir);
+
+/* What one slot holds: the step of its manifest (-1: none that parses), its stage files, and
+ * have[f] = 1 for each one present with the manifest's size and CRC; have[n_files] is the
+ * manifest itself. */
+typedef struct {
+  int step, n_files;
+  unsigned char have[AX_MEMCKPT_MAX_FILES + 1];
+} AxMemSlot;
+
+/* Never fails: an unreadable slot is one with step -1. */
+void ax_memckpt_scan(const char *slot_dir, AxMemSlot *out);
+
+/* Removes a directory tree (what `axonn shm-clean` and a normal exit do); a missing one is
+ * not an error. */
+int ax_memckpt_remove_tree(const char *path);
+
+#endif

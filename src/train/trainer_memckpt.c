@@ -1,0 +1,623 @@
+/* trainer_memckpt.c — in-memory checkpoints (Gemini, thesis ch. 6; docs/memory-checkpoints.md):
+ * after every --memory-checkpoint-every steps each node keeps the job's state in its shared
+ * memory (src/io/memckpt.h: two slots, the older overwritten), and the m - 1 other nodes of its
+ * replica group get copies of the stage files it wrote; --resume recovers from the newest step
+ * whose every file some node still holds, moving what a node lacks over MPI.
+ *
+ * Who writes: in every data-parallel row the stage's tensor-parallel rank 0 holds the stage
+ * whole (as for file checkpoints), and the lowest such rank of a stage on a node writes that
+ * stage's file into the node's slot; so every node holds the stages its own ranks train. A
+ * replica goes from node K to a holder H of K's files (failure_odds.h's group placement) only
+ * where H does not hold that stage already. The copy of a step runs on a thread while the
+ * next step computes; the state it reads changes only in the optimizer, before which the next
+ * step finishes the copy (replicas, then each node's manifest, written last). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "failure_odds.h"
+#include "mpi/mpi_util.h"
+#include "src/core/crc32.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/log.h"
+#include "src/core/timer.h"
+#include "src/core/watchdog.h"
+#include "src/io/memckpt.h"
+#include "trainer_impl.h"
+
+enum { CHUNK_BYTES = 64 << 20, MANIFEST = -1 };
+
+static int world_size(const AxTrainer *t) { return t->have_grid ? t->grid.size : 1; }
+static int world_rank(const AxTrainer *t) { return t->have_grid ? t->grid.rank : 0; }
+static int agree(AxTrainer *t, int rc) { return t->have_grid ? ax_grid_agree(&t->grid, rc) : rc; }
+
+/* The lowest rank of a node: it scans, empties and completes the node's slots. */
+static int leader_of(const AxMemCkpt *mc, int size, int node) {
+  for (int r = 0; r < size; r++)
+    if (mc->node_of[r] == node) return r;
+  return -1;
+}
+
+static const char *slot_dir(const AxTrainer *t, int slot, char *buf) {
+  return ax_memckpt_slot_dir(t->cfg.memory_dir, t->mc.name, t->mc.node, slot, buf);
+}
+
+/* "axonn-NAME": --run-name, or a CRC of what a restart keeps (not the grid: a restart may
+ * change it). */
+static void derive_name(const AxTrainer *t, char *buf, size_t cap) {
+  if (t->cfg.run_name) {
+    snprintf(buf, cap, "%s", t->cfg.run_name);
+    return;
+  }
+  char key[2048];
+  const AxGptConfig *m = &t->model;
+  snprintf(key, sizeof key, "L%d C%d NH%d V%d T%d B%d seed%lld data %s ckpt %s", m->layers,
+           m->channels, m->heads, m->vocab, t->cfg.seq, t->cfg.batch, t->cfg.seed,
+           t->cfg.data ? t->cfg.data : "-", t->cfg.checkpoint_dir ? t->cfg.checkpoint_dir : "-");
+  snprintf(buf, cap, "run-%08x", (unsigned)ax_crc32(0, key, strlen(key)));
+}
+
+/* ------------------------------------------------------------------ setup */
+
+/* Every rank's node and stage, and which ranks write (see the header). */
+static int learn_ranks(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  int size = world_size(t);
+  mc->node_of = ax_calloc((size_t)size, sizeof(int));
+  mc->stage_of = ax_calloc((size_t)size, sizeof(int));
+  mc->writes = ax_calloc((size_t)size, sizeof(int));
+  if (!mc->node_of || !mc->stage_of || !mc->writes) return AX_ERR;
+  int mine[3] = {mc->node, t->have_grid ? t->grid.stage : 0,
+                 t->have_grid ? ax_grid_tp_index(&t->grid) : 0};
+  int *all = ax_calloc((size_t)size * 3, sizeof(int));
+  if (!all) return AX_ERR;
+  if (t->have_grid)
+    AX_MPI(MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, t->grid.world));
+  else
+    memcpy(all, mine, sizeof mine);
+  for (int r = 0; r < size; r++) {
+    mc->node_of[r] = all[3 * r];
+    mc->stage_of[r] = all[3 * r + 1];
+    int first = all[3 * r + 2] == 0;
+    for (int q = 0; q < r && first; q++)
+      if (mc->writes[q] && mc->node_of[q] == mc->node_of[r] && mc->stage_of[q] == mc->stage_of[r])
+        first = 0;
+    mc->writes[r] = all[3 * r + 2] == 0 && first;
+  }
+  free(all);
+  return AX_OK;
+}
+
+int ax_trainer_setup_memckpt(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  mc->comm = MPI_COMM_NULL;
+  if (!t->cfg.memory_checkpoint_every) return AX_OK;
+  mc->on = 1;
+  derive_name(t, mc->name, sizeof mc->name);
+  mc->n_nodes = ax_link_nodes(t->links);
+  mc->node = ax_link_node_of(t->links, world_rank(t));
+  mc->replicas = t->cfg.replicas ? t->cfg.replicas : (mc->n_nodes < 2 ? 1 : 2);
+  if (mc->replicas > mc->n_nodes)
+    return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
+                   t->cfg.ranks_per_node ? " (--ranks-per-node)" : "");
+  AX_TRY(learn_ranks(t));
+  if (t->have_grid) AX_MPI(MPI_Comm_dup(t->grid.world, &mc->comm));
+  if (world_rank(t) == leader_of(mc, world_size(t), mc->node))
+    AX_TRY(ax_memckpt_make_node(t->cfg.memory_dir, mc->name, mc->node));
+  return AX_OK;
+}
+
+void ax_trainer_print_memckpt(const AxTrainer *t) {
+  const AxMemCkpt *mc = &t->mc;
+  if (!mc->on) return;
+  char dir[AX_MEMCKPT_PATH];
+  ax_log("memory checkpoints: every %d step(s) into %s/node-K (%d node(s)); %d cop%s of each "
+         "node's files (groups of %d consecutive nodes); the copy overlaps the next step, "
+         "replicas are sent before its optimizer", t->cfg.memory_checkpoint_every,
+         ax_memckpt_run_dir(t->cfg.memory_dir, mc->name, dir), mc->n_nodes, mc->replicas,
+         mc->replicas == 1 ? "y" : "ies", mc->replicas);
+}
+
+/* ------------------------------------------------------------------ moving files */
+
+/* One file from one rank's slot to another rank's. */
+typedef struct {
+  int file; /* index into the manifest's files, or MANIFEST */
+  int from, to;
+} Transfer;
+
+static const char *file_name(const AxCkptManifest *man, int file) {
+  return file == MANIFEST ? "manifest" : man->files[file].name;
+}
+
+static int tag_of(int file) { return file + 2; }
+
+/* Sends a file's bytes to `to`: its size, then chunks (all held by the link emulator as any
+ * other message, counted as checkpoint_replica traffic). */
+static int send_file(AxTrainer *t, const char *dir, const char *name, int to, int tag,
+                     unsigned char **data, unsigned long long *size, AxLinkSend **sends,
+                     int *n_sends) {
+  char path[AX_MEMCKPT_PATH + 64];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  size_t n;
+  AX_TRY(ax_file_read_all(path, data, &n));
+  *size = n;
+  int chunks = (int)((n + CHUNK_BYTES - 1) / CHUNK_BYTES);
+  *sends = ax_calloc((size_t)chunks + 1, sizeof **sends);
+  if (!*sends) return AX_ERR;
+  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
+  AxLinkMsg m = {size, 1, MPI_UNSIGNED_LONG_LONG, sizeof *size, to, to, tag, t->mc.comm,
+                 AX_TRAFFIC_CHECKPOINT_REPLICA};
+  (*sends)[0] = AX_LINK_SEND_NULL;
+  AX_TRY(ax_link_isend(&cc, &m, &(*sends)[0]));
+  for (int c = 0; c < chunks; c++) {
+    size_t off = (size_t)c * CHUNK_BYTES, len = n - off < CHUNK_BYTES ? n - off : CHUNK_BYTES;
+    AxLinkMsg d = {*data + off, (int)len, MPI_BYTE, len, to, to, tag, t->mc.comm,
+                   AX_TRAFFIC_CHECKPOINT_REPLICA};
+    (*sends)[c + 1] = AX_LINK_SEND_NULL;
+    AX_TRY(ax_link_isend(&cc, &d, &(*sends)[c + 1]));
+  }
+  *n_sends = chunks + 1;
+  return AX_OK;
+}
+
+static int recv_into(AxTrainer *t, void *buf, int count, MPI_Datatype type, int from, int tag) {
+  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
+  MPI_Request req;
+  AX_MPI(MPI_Irecv(buf, count, type, from, tag, t->mc.comm, &req));
+  return ax_link_wait_recv(&cc, &req, MPI_STATUS_IGNORE);
+}
+
+/* Receives a file from `from` and writes it into dir under its name (a temporary name first). */
+static int recv_file(AxTrainer *t, const char *dir, const char *name, int from, int tag) {
+  unsigned long long size = 0;
+  AX_TRY(recv_into(t, &size, 1, MPI_UNSIGNED_LONG_LONG, from, tag));
+  unsigned char *data = ax_malloc(size + 1);
+  if (!data) return AX_ERR;
+  int rc = AX_OK;
+  for (unsigned long long off = 0; rc == AX_OK && off < size; off += CHUNK_BYTES) {
+    unsigned long long len = size - off < CHUNK_BYTES ? size - off : CHUNK_BYTES;
+    rc = recv_into(t, data + off, (int)len, MPI_BYTE, from, tag);
+  }
+  char path[AX_MEMCKPT_PATH + 64];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  AxFile f;
+  if (rc == AX_OK) rc = ax_file_open_write(&f, path);
+  if (rc == AX_OK) {
+    rc = ax_file_write(&f, data, size);
+    if (rc == AX_OK) rc = ax_file_commit(&f);
+    else ax_file_abort(&f);
+  }
+  free(data);
+  return rc;
+}
+
+/* This rank's part of a list of transfers (the same list on every rank): it posts all its
+ * sends first, then receives in list order, then completes its sends. src and dst: the
+ * slot directories of this rank's node that files are read from and written to. */
+static int run_transfers(AxTrainer *t, const Transfer *x, int n, const AxCkptManifest *man,
+                         const char *src, const char *dst) {
+  int me = world_rank(t), rc = AX_OK;
+  unsigned char **data = ax_calloc((size_t)n + 1, sizeof *data);
+  AxLinkSend **sends = ax_calloc((size_t)n + 1, sizeof *sends);
+  int *n_sends = ax_calloc((size_t)n + 1, sizeof *n_sends);
+  if (!data || !sends || !n_sends) rc = AX_ERR;
+  for (int i = 0; i < n && rc == AX_OK; i++) {
+    unsigned long long size;
+    if (x[i].from == me)
+      rc = send_file(t, src, file_name(man, x[i].file), x[i].to, tag_of(x[i].file), &data[i],
+                     &size, &sends[i], &n_sends[i]);
+  }
+  for (int i = 0; i < n && rc == AX_OK; i++)
+    if (x[i].to == me) rc = recv_file(t, dst, file_name(man, x[i].file), x[i].from,
+                                      tag_of(x[i].file));
+  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
+  for (int i = 0; i < n && sends && data && n_sends; i++) {
+    for (int c = 0; c < n_sends[i]; c++) {
+      if (rc == AX_OK) rc = ax_link_wait(&cc, &sends[i][c]);
+      else ax_link_drop(&cc, &sends[i][c]);
+    }
+    free(sends[i]);
+    free(data[i]);
+  }
+  free(data);
+  free(sends);
+  free(n_sends);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ the copy of a step */
+
+/* --debug-hang-mode copy-*: this rank dies at that point of the step's memory checkpoint. */
+static void debug_kill(const AxTrainer *t, int step, int mode) {
+  if (world_rank(t) == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step &&
+      t->cfg.debug_hang_mode == mode)
+    raise(SIGKILL);
+}
+
+static void *copy_main(void *arg) {
+  AxTrainer *t = arg;
+  AxMemCkpt *mc = &t->mc;
+  char dir[AX_MEMCKPT_PATH];
+  slot_dir(t, mc->slot, dir);
+  int rc = ax_ckpt_write_stage(dir, mc->stage_of[world_rank(t)], &t->model, &mc->whole.whole,
+                               t->have_grid ? t->grid.P : 1, mc->whole.buf[0], mc->whole.buf[1],
+                               mc->whole.buf[2], &mc->mine);
+  if (rc != AX_OK) snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
+  mc->thread_rc = rc;
+  return NULL;
+}
+
+int ax_trainer_memckpt_start(AxTrainer *t, int step) {
+  AxMemCkpt *mc = &t->mc;
+  if (!mc->on || step % t->cfg.memory_checkpoint_every) return AX_OK;
+  AX_TRY(ax_trainer_memckpt_finish(t));
+  AX_WD_NOTE(-1, "starting the memory checkpoint of step %d", step);
+  mc->step = step;
+  mc->slot = step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
+  char dir[AX_MEMCKPT_PATH];
+  int me = world_rank(t);
+  int rc = me == leader_of(mc, world_size(t), mc->node) ? ax_memckpt_invalidate(slot_dir(t, mc->slot, dir))
+                                                        : AX_OK;
+  AX_TRY(agree(t, rc)); /* no rank writes into a slot that still looks complete */
+  debug_kill(t, step, AX_DEBUG_HANG_COPY_BEGIN);
+  AxCkptFile *files = ax_calloc((size_t)(t->have_grid ? t->grid.P : 1), sizeof *files);
+  rc = files ? ax_trainer_build_manifest(t, step, files, &mc->man) : AX_ERR;
+  if (rc != AX_OK) free(files);
+  AX_TRY(rc);
+  /* only the ranks that load data know its position (the same on all of them) */
+  if (t->have_grid)
+    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, &mc->man.data_position, 1, MPI_LONG_LONG, MPI_MAX,
+                         t->grid.world));
+  mc->mine = (AxCkptFile){{0}, 0, 0};
+  float *const state[3] = {t->off.master, t->off.m, t->off.v};
+  AX_TRY(ax_trainer_whole_open(t, &mc->whole, state, 3, 0));
+  AX_TRY(ax_trainer_whole_gather(t, &mc->whole, state));
+  mc->pending = 1;
+  if (!mc->writes[me]) return AX_OK;
+  mc->thread_rc = AX_OK;
+  if (pthread_create(&mc->thread, NULL, copy_main, t) != 0)
+    return AX_FAIL("cannot start the memory checkpoint's copy thread");
+  mc->thread_running = 1;
+  return AX_OK;
+}
+
+/* The copy thread's outcome (joined). */
+static int join_copy(AxMemCkpt *mc) {
+  if (!mc->thread_running) return AX_OK;
+  pthread_join(mc->thread, NULL);
+  mc->thread_running = 0;
+  if (mc->thread_rc != AX_OK) return AX_FAIL("memory checkpoint: %s", mc->thread_err);
+  return AX_OK;
+}
+
+/* Every stage file's size and CRC, from a rank that wrote it. */
+static int share_files(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  int size = world_size(t);
+  AxCkptFile *all = ax_calloc((size_t)size, sizeof *all);
+  if (!all) return AX_ERR;
+  if (t->have_grid)
+    AX_MPI(MPI_Allgather(&mc->mine, sizeof mc->mine, MPI_BYTE, all, sizeof mc->mine, MPI_BYTE,
+                         t->grid.world));
+  else
+    all[0] = mc->mine;
+  for (int r = 0; r < size; r++)
+    if (mc->writes[r]) mc->man.files[mc->stage_of[r]] = all[r];
+  free(all);
+  return AX_OK;
+}
+
+/* 1 when some rank of `node` writes stage s's file. */
+static int node_writes(const AxMemCkpt *mc, int size, int node, int s) {
+  for (int r = 0; r < size; r++)
+    if (mc->writes[r] && mc->node_of[r] == node && mc->stage_of[r] == s) return 1;
+  return 0;
+}
+
+static int writer_of(const AxMemCkpt *mc, int size, int node, int s) {
+  for (int r = 0; r < size; r++)
+    if (mc->writes[r] && mc->node_of[r] == node && mc->stage_of[r] == s) return r;
+  return -1;
+}
+
+/* The replica transfers of a step: node K's files to the other holders of K's files that do
+ * not hold that stage already. */
+static int plan_replicas(const AxTrainer *t, Transfer **out, int *n) {
+  const AxMemCkpt *mc = &t->mc;
+  int size = world_size(t), P = mc->man.n_files, N = mc->n_nodes, m = mc->replicas;
+  unsigned char *held = ax_calloc((size_t)N * P, 1);
+  int *holders = ax_calloc((size_t)m, sizeof *holders);
+  *out = ax_calloc((size_t)N * P * m + 1, sizeof **out);
+  *n = 0;
+  if (!held || !holders || !*out) {
+    free(held);
+    free(holders);
+    return AX_ERR;
+  }
+  for (int k = 0; k < N; k++)
+    for (int s = 0; s < P; s++) held[k * P + s] = (unsigned char)node_writes(mc, size, k, s);
+  int rc = AX_OK;
+  for (int k = 0; k < N && rc == AX_OK; k++) {
+    rc = ax_replica_holders(N, m, AX_PLACE_GROUP, k, holders);
+    for (int s = 0; s < P && rc == AX_OK; s++) {
+      if (!node_writes(mc, size, k, s)) continue;
+      for (int j = 1; j < m; j++) {
+        int h = holders[j];
+        if (held[h * P + s]) continue;
+        held[h * P + s] = 1;
+        (*out)[(*n)++] = (Transfer){s, writer_of(mc, size, k, s), leader_of(mc, size, h)};
+      }
+    }
+  }
+  free(held);
+  free(holders);
+  return rc;
+}
+
+int ax_trainer_memckpt_finish(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  if (!mc->pending) return AX_OK;
+  AX_WD_NOTE(-1, "finishing the memory checkpoint of step %d (copy, replicas, manifests)",
+             mc->step);
+  double t0 = ax_now();
+  int rc = join_copy(mc);
+  mc->copies++;
+  debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_FILES);
+  ax_trainer_whole_close(&mc->whole);
+  mc->pending = 0;
+  if (agree(t, rc) != AX_OK) {
+    ax_ckpt_manifest_free(&mc->man);
+    return AX_ERR;
+  }
+  rc = share_files(t);
+  Transfer *x = NULL;
+  int n = 0;
+  char dir[AX_MEMCKPT_PATH];
+  slot_dir(t, mc->slot, dir);
+  if (rc == AX_OK) rc = plan_replicas(t, &x, &n);
+  if (rc == AX_OK) rc = run_transfers(t, x, n, &mc->man, dir, dir);
+  free(x);
+  debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_REPLICAS);
+  rc = agree(t, rc);
+  if (rc == AX_OK && world_rank(t) == leader_of(mc, world_size(t), mc->node))
+    rc = ax_ckpt_write_manifest(dir, &mc->man);
+  free(mc->man.files);
+  free(mc->man.records);
+  memset(&mc->man, 0, sizeof mc->man);
+  AX_TRY(agree(t, rc));
+  mc->copy_s += ax_now() - t0;
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ recovery */
+
+/* What every node's slots hold: nodes x AX_MEMCKPT_SLOTS, scanned by each node's leader. */
+static int scan_all(AxTrainer *t, AxMemSlot **out) {
+  AxMemCkpt *mc = &t->mc;
+  int size = world_size(t);
+  AxMemSlot mine[AX_MEMCKPT_SLOTS];
+  char dir[AX_MEMCKPT_PATH];
+  for (int s = 0; s < AX_MEMCKPT_SLOTS; s++) {
+    memset(&mine[s], 0, sizeof mine[s]);
+    mine[s].step = -1;
+    if (world_rank(t) == leader_of(mc, size, mc->node)) ax_memckpt_scan(slot_dir(t, s, dir), &mine[s]);
+  }
+  AxMemSlot *all = ax_calloc((size_t)size * AX_MEMCKPT_SLOTS, sizeof *all);
+  *out = ax_calloc((size_t)mc->n_nodes * AX_MEMCKPT_SLOTS, sizeof **out);
+  if (!all || !*out) {
+    free(all);
+    return AX_ERR;
+  }
+  if (t->have_grid)
+    AX_MPI(MPI_Allgather(mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, t->grid.world));
+  else
+    memcpy(all, mine, sizeof mine);
+  for (int k = 0; k < mc->n_nodes; k++)
+    memcpy(&(*out)[k * AX_MEMCKPT_SLOTS], &all[leader_of(mc, size, k) * AX_MEMCKPT_SLOTS],
+           sizeof mine);
+  free(all);
+  return AX_OK;
+}
+
+/* The slot of node k holding step (-1: none). */
+static int slot_with(const AxMemCkpt *mc, const AxMemSlot *slots, int k, int step) {
+  for (int s = 0; s < AX_MEMCKPT_SLOTS; s++)
+    if (slots[k * AX_MEMCKPT_SLOTS + s].step == step) return s;
+  (void)mc;
+  return -1;
+}
+
+/* The lowest node whose slot of `step` has file f (its manifest for f == n_files), or -1. */
+static int node_with(const AxMemCkpt *mc, const AxMemSlot *slots, int step, int f) {
+  for (int k = 0; k < mc->n_nodes; k++) {
+    int s = slot_with(mc, slots, k, step);
+    if (s >= 0 && slots[k * AX_MEMCKPT_SLOTS + s].have[f]) return k;
+  }
+  return -1;
+}
+
+/* The newest step whose manifest and every file some node holds (-1: none). */
+static int newest_whole_step(const AxMemCkpt *mc, const AxMemSlot *slots) {
+  int best = -1;
+  for (int i = 0; i < mc->n_nodes * AX_MEMCKPT_SLOTS; i++) {
+    const AxMemSlot *c = &slots[i];
+    if (c->step <= best) continue;
+    int whole = 1;
+    for (int f = 0; f <= c->n_files && whole; f++) whole = node_with(mc, slots, c->step, f) >= 0;
+    if (whole) best = c->step;
+  }
+  return best;
+}
+
+/* Where this node keeps the recovered step: the slot that holds it, else one emptied for it. */
+static int prepare_slot(AxTrainer *t, const AxMemSlot *slots, int step, int *slot) {
+  AxMemCkpt *mc = &t->mc;
+  *slot = slot_with(mc, slots, mc->node, step);
+  int rc = AX_OK;
+  if (*slot < 0) {
+    *slot = step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
+    char dir[AX_MEMCKPT_PATH];
+    if (world_rank(t) == leader_of(mc, world_size(t), mc->node))
+      rc = ax_memckpt_make_node(t->cfg.memory_dir, mc->name, mc->node);
+    if (rc == AX_OK && world_rank(t) == leader_of(mc, world_size(t), mc->node))
+      rc = ax_memckpt_empty(slot_dir(t, *slot, dir));
+  }
+  return agree(t, rc);
+}
+
+/* Transfers giving every node what it needs of step (need: nodes x (n_files + 1), the
+ * manifest last) and does not hold, each from the lowest node holding it. */
+static int plan_recovery(const AxTrainer *t, const AxMemSlot *slots, int step, int n_files,
+                         const unsigned char *need, Transfer **out, int *n) {
+  const AxMemCkpt *mc = &t->mc;
+  int size = world_size(t), per = n_files + 1;
+  *out = ax_calloc((size_t)mc->n_nodes * per + 1, sizeof **out);
+  *n = 0;
+  if (!*out) return AX_ERR;
+  for (int k = 0; k < mc->n_nodes; k++) {
+    int s = slot_with(mc, slots, k, step);
+    for (int f = 0; f < per; f++) {
+      if (!need[k * per + f] || (s >= 0 && slots[k * AX_MEMCKPT_SLOTS + s].have[f])) continue;
+      int from = node_with(mc, slots, step, f);
+      (*out)[(*n)++] = (Transfer){f == n_files ? MANIFEST : f, leader_of(mc, size, from),
+                                  leader_of(mc, size, k)};
+    }
+  }
+  return AX_OK;
+}
+
+/* Nodes x (n_files + 1): 1 where some rank of the node reads the file (round 0: the manifest,
+ * everywhere; round 1: the stage files its ranks' layouts read). */
+static int needs_of(AxTrainer *t, const char *dir, int n_files, int round, unsigned char **out) {
+  AxMemCkpt *mc = &t->mc;
+  int size = world_size(t), per = n_files + 1;
+  unsigned char *mine = ax_calloc((size_t)per, 1), *all = ax_calloc((size_t)size * per, 1);
+  *out = ax_calloc((size_t)mc->n_nodes * per, 1);
+  int rc = mine && all && *out ? AX_OK : AX_ERR;
+  if (rc == AX_OK && round == 0) mine[n_files] = 1;
+  if (rc == AX_OK && round == 1) {
+    AxCkptManifest man;
+    AxStageLayout lay;
+    const AxStageSpec *sp = &t->spec;
+    ax_stage_layout(&lay, &t->model, sp->l0, sp->l1, sp->first, sp->last);
+    rc = ax_ckpt_load_manifest(dir, 0, &man);
+    if (rc == AX_OK) {
+      ax_ckpt_stage_files(&man, &lay, mine);
+      ax_ckpt_manifest_free(&man);
+    }
+  }
+  rc = agree(t, rc);
+  if (rc == AX_OK && t->have_grid)
+    AX_MPI(MPI_Allgather(mine, per, MPI_BYTE, all, per, MPI_BYTE, t->grid.world));
+  else if (rc == AX_OK)
+    memcpy(all, mine, (size_t)per);
+  for (int r = 0; r < size && rc == AX_OK; r++)
+    for (int f = 0; f < per; f++) (*out)[mc->node_of[r] * per + f] |= all[r * per + f];
+  free(mine);
+  free(all);
+  return rc;
+}
+
+/* Rank 0: where each file of the recovered step came from. */
+static void report(const AxTrainer *t, const AxMemSlot *slots, int step, int n_files,
+                   const Transfer *x, int n, double seconds) {
+  if (world_rank(t) != 0) return;
+  const AxMemCkpt *mc = &t->mc;
+  int moved = 0;
+  for (int f = 0; f < n_files; f++) {
+    char line[1024];
+    int len = snprintf(line, sizeof line, "resume: stage-%d.bin of step %d:", f, step);
+    for (int k = 0; k < mc->n_nodes && len < (int)sizeof line - 80; k++) {
+      int s = slot_with(mc, slots, k, step);
+      if (s >= 0 && slots[k * AX_MEMCKPT_SLOTS + s].have[f])
+        len += snprintf(line + len, sizeof line - (size_t)len, " node %d's memory;", k);
+    }
+    for (int i = 0; i < n && len < (int)sizeof line - 80; i++)
+      if (x[i].file == f) {
+        len += snprintf(line + len, sizeof line - (size_t)len, " sent from node %d to node %d;",
+                        mc->node_of[x[i].from], mc->node_of[x[i].to]);
+        moved++;
+      }
+    ax_log("%s", line);
+  }
+  ax_log("resume: step %d recovered from memory (%s) in %.3f s: %d stage file(s) sent to nodes "
+         "that lacked them", step, moved ? "own nodes and peer replicas" : "every node its own",
+         seconds, moved);
+}
+
+int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int *step) {
+  AxMemCkpt *mc = &t->mc;
+  *recovered = 0;
+  if (!mc->on) return AX_OK;
+  double t0 = ax_now();
+  AX_WD_NOTE(-1, "finding the newest memory checkpoint");
+  AxMemSlot *slots = NULL;
+  int rc = agree(t, scan_all(t, &slots));
+  int best = rc == AX_OK ? newest_whole_step(mc, slots) : -1;
+  if (rc != AX_OK || best < 0 || best <= file_step) {
+    if (rc == AX_OK && world_rank(t) == 0)
+      ax_log("resume: %s", best < 0 ? "no memory checkpoint that the nodes hold whole"
+                                     : "the file checkpoint is as new as the memory one");
+    free(slots);
+    return rc;
+  }
+  int n_files = slots[0].n_files, slot;
+  for (int i = 0; i < mc->n_nodes * AX_MEMCKPT_SLOTS; i++)
+    if (slots[i].step == best) n_files = slots[i].n_files;
+  char dir[AX_MEMCKPT_PATH];
+  Transfer *x[2] = {NULL, NULL};
+  int n[2] = {0, 0};
+  unsigned char *need = NULL;
+  rc = prepare_slot(t, slots, best, &slot);
+  slot_dir(t, slot, dir);
+  AxCkptManifest names = {.n_files = 0};
+  for (int round = 0; round < 2 && rc == AX_OK; round++) {
+    rc = needs_of(t, dir, n_files, round, &need);
+    if (rc == AX_OK) rc = plan_recovery(t, slots, best, n_files, need, &x[round], &n[round]);
+    if (rc == AX_OK && round == 1) rc = ax_ckpt_load_manifest(dir, 0, &names);
+    if (rc == AX_OK) rc = agree(t, run_transfers(t, x[round], n[round], &names, dir, dir));
+    free(need);
+    need = NULL;
+  }
+  if (rc == AX_OK) rc = agree(t, ax_trainer_load_checkpoint(t, dir, step));
+  if (rc == AX_OK) report(t, slots, best, n_files, x[1], n[1], ax_now() - t0);
+  ax_ckpt_manifest_free(&names);
+  free(x[0]);
+  free(x[1]);
+  free(slots);
+  *recovered = rc == AX_OK;
+  return rc;
+}
+
+/* ------------------------------------------------------------------ the end */
+
+int ax_trainer_memckpt_close(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  if (!mc->on) return AX_OK;
+  AX_TRY(ax_trainer_memckpt_finish(t));
+  AX_TRY(agree(t, AX_OK)); /* nobody reads a node's files any more */
+  int rc = AX_OK;
+  char dir[AX_MEMCKPT_PATH];
+  if (world_rank(t) == leader_of(mc, world_size(t), mc->node))
+    rc = ax_memckpt_remove_tree(ax_memckpt_node_dir(t->cfg.memory_dir, mc->name, mc->node, dir));
+  AX_TRY(agree(t, rc));
+  if (world_rank(t) == 0) rmdir(ax_memckpt_run_dir(t->cfg.memory_dir, mc->name, dir));
+  return AX_OK;
+}
+
+void ax_trainer_memckpt_free(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  if (mc->thread_running) pthread_join(mc->thread, NULL);
+  mc->thread_running = 0;
+  if (mc->pending) ax_trainer_whole_close(&mc->whole);
+  free(mc->man.files);
+  free(mc->man.records);
+  free(mc->node_of);
+  free(mc->stage_of);
+  free(mc->writes);
+  if (mc->comm != MPI_COMM_NULL) MPI_Comm_free(&mc->comm);
+  memset(mc, 0, sizeof *mc);
+}

@@ -1,0 +1,93 @@
+#!/bin/sh
+# In-memory checkpoints (--memory-checkpoint-every, docs/memory-checkpoints.md) on 4 ranks as
+# 2 virtual nodes of 2 (--ranks-per-node 2), real MPI, real files in shared memory:
+#  - a rank killed (SIGKILL) mid-run; --resume recovers from memory and goes on bit for bit as
+#    the run never interrupted (4x1: every node holds its own stages and its peer's replicas);
+#  - node loss: the dead node's directory deleted too; its stages come from the peer's
+#    replicas over MPI, still bit for bit;
+#  - both copies of one stage lost: falls back to the newest file checkpoint and says so;
+#  - a rank killed inside the copy (slot emptied; files written; replicas sent): the
+#    half-made copy is never used, the previous step is, bit for bit;
+#  - a different grid on restart (4x1 -> 2x2) within the file checkpoints' tolerance;
+#  - a normal end leaves no files; `axonn shm-clean` removes a dead job's;
+#  - bad values (--replicas 0, more replicas than nodes, a bad --run-name) get one line.
+. "$(dirname "$0")/mpilib.sh"
+
+SHM=${AXONN_TEST_SHM:-/dev/shm}
+if ! [ -d "$SHM" ] || ! [ -w "$SHM" ]; then
+  echo "  $SHM is not a writable directory: the memory checkpoints go to $TMP/shm instead"
+  SHM=$TMP/shm
+  mkdir -p "$SHM"
+fi
+NAME=t$$
+cleanup_shm() { rm -rf "$SHM/axonn-$NAME" "$SHM/axonn-$NAME-grid"; }
+trap cleanup_shm EXIT
+
+COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 10 \
+  --shuffle 0 --seed 7 --val-every 5 --val-steps 1 --threads 1 --ranks-per-node 2 \
+  --memory-checkpoint-every 1 --memory-dir $SHM"
+P4="--g-inter 4"
+
+# killed NAME ARGS...: a run that must die (one of its ranks kills itself)
+killed() {
+  name=$1; shift
+  # shellcheck disable=SC2086
+  timeout 120 $MPIEXEC -n 4 "$AXONN" train $COMMON --metrics "$TMP/$name.csv" "$@" \
+    >"$TMP/$name.log" 2>&1
+  rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { fail "$name: exit $rc, expected a killed job"; return 1; }
+}
+expect_log() { grep -q -- "$2" "$TMP/$1.log" || { fail "$1: no '$2' in its output"; cat "$TMP/$1.log"; }; }
+
+run ref 4 $P4 --run-name "$NAME" || exit 1
+expect_log ref "memory checkpoints: every 1 step"
+[ -e "$SHM/axonn-$NAME" ] && fail "a normal end left $SHM/axonn-$NAME"
+
+# a rank dies as step 7 begins: step 6's copy never finished, step 5 is whole in memory
+killed kill $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+run kill_resume 4 $P4 --run-name "$NAME" --resume && tail_equal kill_resume ref
+expect_log kill_resume "step 5 recovered from memory (every node its own)"
+[ -e "$SHM/axonn-$NAME" ] && fail "the resumed run's normal end left $SHM/axonn-$NAME"
+
+# node loss: node 1's memory is gone with it; node 0's replicas of stages 2 and 3 go over MPI
+killed node $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+rm -rf "$SHM/axonn-$NAME/node-1"
+run node_resume 4 $P4 --run-name "$NAME" --resume && tail_equal node_resume ref
+expect_log node_resume "stage-3.bin of step 5: node 0's memory; sent from node 0 to node 1"
+
+# both copies of stage 2 lost: the file checkpoint of step 4
+killed lost $P4 --run-name "$NAME" --checkpoint-dir "$TMP/ck" --checkpoint-every 4 \
+  --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+rm -f "$SHM/axonn-$NAME"/node-*/slot-*/stage-2.bin
+run lost_resume 4 $P4 --run-name "$NAME" --checkpoint-dir "$TMP/ck" --resume &&
+  tail_equal lost_resume ref
+expect_log lost_resume "no memory checkpoint that the nodes hold whole"
+expect_log lost_resume "continuing from $TMP/ck/step-00000004"
+rm -rf "$TMP/ck"
+
+# killed inside the copy of step 6, at three points: step 5 is used
+for point in begin files replicas; do
+  killed "copy_$point" $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 6 \
+    --debug-hang-mode "copy-$point"
+  run "copy_${point}_resume" 4 $P4 --run-name "$NAME" --resume &&
+    tail_equal "copy_${point}_resume" ref
+  expect_log "copy_${point}_resume" "step 5 recovered from memory"
+done
+
+# a different grid on restart, with the run name derived from the run (not the grid)
+killed grid $P4 --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+derived=$(sed -n 's|.*memory checkpoints: every 1 step(s) into \([^ ]*\)/node-K.*|\1|p' "$TMP/grid.log")
+[ -n "$derived" ] && [ -d "$derived" ] || fail "grid: no memory checkpoint directory ($derived)"
+run grid_resume 4 --g-inter 2 --g-data 2 --resume && same_losses grid_resume ref
+expect_log grid_resume "step 5 recovered from memory"
+
+# shm-clean removes what a dead job left
+killed clean $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 3 --debug-hang-mode kill
+[ -d "$SHM/axonn-$NAME" ] || fail "clean: the killed job left no memory checkpoints"
+"$AXONN" shm-clean --run-name "$NAME" --memory-dir "$SHM" >/dev/null || fail "shm-clean failed"
+[ -e "$SHM/axonn-$NAME" ] && fail "shm-clean left $SHM/axonn-$NAME"
+
+expect_job_error "--replicas 0: at least 1" 4 $P4 --run-name "$NAME" --replicas 0
+expect_job_error "--replicas 3 exceeds the job's 2 node(s)" 4 $P4 --run-name "$NAME" --replicas 3
+expect_job_error "--run-name 'a/b': only letters" 4 $P4 --run-name a/b
+finish

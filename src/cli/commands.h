@@ -23,6 +23,8 @@ int ax_cmd_export(int argc, char **argv); /* src/cli/export.c: a checkpoint to a
 int ax_cmd_plan(int argc, char **argv);   /* src/cli/plan.c: memory per rank, nothing allocated */
 /* src/cli/plan_grids.c: `plan --rank-grids`, grids ranked by predicted communication time */
 int ax_cmd_plan_grids(int argc, char **argv);
+/* src/cli/plan_odds.c: `plan --failure-odds`, recovery odds of in-memory checkpoints */
+int ax_cmd_plan_odds(int argc, char **argv);
 int ax_cmd_shm_clean(int argc, char **argv); /* src/cli/shm_clean.c */
 int ax_cmd_version(int argc, char **argv);
 

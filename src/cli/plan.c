@@ -9,15 +9,19 @@
 #include "src/train/plan.h"
 #include "src/train/train_config.h"
 
-/* --rank-grids (as --rank-grids or --rank-grids=1) selects the grid search of plan_grids.c. */
-static int wants_rank_grids(int argc, char **argv) {
+/* --NAME (as --NAME or --NAME=1) selects another mode of plan: --rank-grids the grid search of
+ * plan_grids.c, --failure-odds the in-memory checkpoint odds of plan_odds.c. */
+static int wants_mode(int argc, char **argv, const char *name) {
+  size_t len = strlen(name);
   for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--rank-grids") || !strcmp(argv[i], "--rank-grids=1")) return 1;
+    if (!strncmp(argv[i], name, len) && (!argv[i][len] || !strcmp(argv[i] + len, "=1")))
+      return 1;
   return 0;
 }
 
 int ax_cmd_plan(int argc, char **argv) {
-  if (wants_rank_grids(argc, argv)) return ax_cmd_plan_grids(argc, argv);
+  if (wants_mode(argc, argv, "--rank-grids")) return ax_cmd_plan_grids(argc, argv);
+  if (wants_mode(argc, argv, "--failure-odds")) return ax_cmd_plan_odds(argc, argv);
   AxTrainConfig cfg;
   AxOptState st;
   int rc = ax_train_config_parse(&cfg, argc, argv, &st);
@@ -25,7 +29,9 @@ int ax_cmd_plan(int argc, char **argv) {
     printf("axonn plan: the memory plan of `axonn train` with the same options, per rank, "
            "without allocating (same as train --dry-run).\n"
            "axonn plan --rank-grids: grids ranked by predicted communication time "
-           "(axonn plan --rank-grids --help).\n\n");
+           "(axonn plan --rank-grids --help).\n"
+           "axonn plan --failure-odds: the odds of recovering from in-memory checkpoints "
+           "when nodes fail (axonn plan --failure-odds --help).\n\n");
     ax_options_print_help(&AX_TRAIN_OPTIONS, stdout);
   } else {
     if (rc == AX_OK) rc = ax_train_config_check(&cfg, &st);

@@ -49,7 +49,8 @@ typedef struct {
   int node, n_nodes; /* this rank's (virtual) node */
   int *node_of, *stage_of, *writes; /* [world size]: writes = 1 for the rank that writes its
                                      * stage's file into its node's slot */
-  MPI_Comm comm;     /* the transfers of replicas and of recovery */
+  MPI_Comm comm;     /* the transfers of replicas and of recovery (have_comm) */
+  int have_comm;
   /* the copy in flight (pending on every rank from start to finish) */
   int pending, step, slot;
   AxWholeStage whole;

@@ -40,6 +40,10 @@ static int leader_of(const AxMemCkpt *mc, int size, int node) {
   return -1;
 }
 
+static int is_leader(const AxTrainer *t) {
+  return world_rank(t) == leader_of(&t->mc, world_size(t), t->mc.node);
+}
+
 static const char *slot_dir(const AxTrainer *t, int slot, char *buf) {
   return ax_memckpt_slot_dir(t->cfg.memory_dir, t->mc.name, t->mc.node, slot, buf);
 }
@@ -92,7 +96,6 @@ static int learn_ranks(AxTrainer *t) {
 
 int ax_trainer_setup_memckpt(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
-  mc->comm = MPI_COMM_NULL;
   if (!t->cfg.memory_checkpoint_every) return AX_OK;
   mc->on = 1;
   derive_name(t, mc->name, sizeof mc->name);
@@ -103,8 +106,11 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
                    t->cfg.ranks_per_node ? " (--ranks-per-node)" : "");
   AX_TRY(learn_ranks(t));
-  if (t->have_grid) AX_MPI(MPI_Comm_dup(t->grid.world, &mc->comm));
-  if (world_rank(t) == leader_of(mc, world_size(t), mc->node))
+  if (t->have_grid) {
+    AX_MPI(MPI_Comm_dup(t->grid.world, &mc->comm));
+    mc->have_comm = 1;
+  }
+  if (is_leader(t))
     AX_TRY(ax_memckpt_make_node(t->cfg.memory_dir, mc->name, mc->node));
   return AX_OK;
 }
@@ -259,8 +265,7 @@ int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   mc->slot = step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
   char dir[AX_MEMCKPT_PATH];
   int me = world_rank(t);
-  int rc = me == leader_of(mc, world_size(t), mc->node) ? ax_memckpt_invalidate(slot_dir(t, mc->slot, dir))
-                                                        : AX_OK;
+  int rc = is_leader(t) ? ax_memckpt_invalidate(slot_dir(t, mc->slot, dir)) : AX_OK;
   AX_TRY(agree(t, rc)); /* no rank writes into a slot that still looks complete */
   debug_kill(t, step, AX_DEBUG_HANG_COPY_BEGIN);
   AxCkptFile *files = ax_calloc((size_t)(t->have_grid ? t->grid.P : 1), sizeof *files);
@@ -310,17 +315,15 @@ static int share_files(AxTrainer *t) {
   return AX_OK;
 }
 
-/* 1 when some rank of `node` writes stage s's file. */
-static int node_writes(const AxMemCkpt *mc, int size, int node, int s) {
-  for (int r = 0; r < size; r++)
-    if (mc->writes[r] && mc->node_of[r] == node && mc->stage_of[r] == s) return 1;
-  return 0;
-}
-
+/* The rank of `node` that writes stage s's file (-1: none there). */
 static int writer_of(const AxMemCkpt *mc, int size, int node, int s) {
   for (int r = 0; r < size; r++)
     if (mc->writes[r] && mc->node_of[r] == node && mc->stage_of[r] == s) return r;
   return -1;
+}
+
+static int node_writes(const AxMemCkpt *mc, int size, int node, int s) {
+  return writer_of(mc, size, node, s) >= 0;
 }
 
 /* The replica transfers of a step: node K's files to the other holders of K's files that do
@@ -382,7 +385,7 @@ int ax_trainer_memckpt_finish(AxTrainer *t) {
   free(x);
   debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_REPLICAS);
   rc = agree(t, rc);
-  if (rc == AX_OK && world_rank(t) == leader_of(mc, world_size(t), mc->node))
+  if (rc == AX_OK && is_leader(t))
     rc = ax_ckpt_write_manifest(dir, &mc->man);
   free(mc->man.files);
   free(mc->man.records);
@@ -403,7 +406,7 @@ static int scan_all(AxTrainer *t, AxMemSlot **out) {
   for (int s = 0; s < AX_MEMCKPT_SLOTS; s++) {
     memset(&mine[s], 0, sizeof mine[s]);
     mine[s].step = -1;
-    if (world_rank(t) == leader_of(mc, size, mc->node)) ax_memckpt_scan(slot_dir(t, s, dir), &mine[s]);
+    if (is_leader(t)) ax_memckpt_scan(slot_dir(t, s, dir), &mine[s]);
   }
   AxMemSlot *all = ax_calloc((size_t)size * AX_MEMCKPT_SLOTS, sizeof *all);
   *out = ax_calloc((size_t)mc->n_nodes * AX_MEMCKPT_SLOTS, sizeof **out);
@@ -423,17 +426,16 @@ static int scan_all(AxTrainer *t, AxMemSlot **out) {
 }
 
 /* The slot of node k holding step (-1: none). */
-static int slot_with(const AxMemCkpt *mc, const AxMemSlot *slots, int k, int step) {
+static int slot_with(const AxMemSlot *slots, int k, int step) {
   for (int s = 0; s < AX_MEMCKPT_SLOTS; s++)
     if (slots[k * AX_MEMCKPT_SLOTS + s].step == step) return s;
-  (void)mc;
   return -1;
 }
 
 /* The lowest node whose slot of `step` has file f (its manifest for f == n_files), or -1. */
 static int node_with(const AxMemCkpt *mc, const AxMemSlot *slots, int step, int f) {
   for (int k = 0; k < mc->n_nodes; k++) {
-    int s = slot_with(mc, slots, k, step);
+    int s = slot_with(slots, k, step);
     if (s >= 0 && slots[k * AX_MEMCKPT_SLOTS + s].have[f]) return k;
   }
   return -1;
@@ -455,14 +457,14 @@ static int newest_whole_step(const AxMemCkpt *mc, const AxMemSlot *slots) {
 /* Where this node keeps the recovered step: the slot that holds it, else one emptied for it. */
 static int prepare_slot(AxTrainer *t, const AxMemSlot *slots, int step, int *slot) {
   AxMemCkpt *mc = &t->mc;
-  *slot = slot_with(mc, slots, mc->node, step);
+  *slot = slot_with(slots, mc->node, step);
   int rc = AX_OK;
   if (*slot < 0) {
     *slot = step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
     char dir[AX_MEMCKPT_PATH];
-    if (world_rank(t) == leader_of(mc, world_size(t), mc->node))
+    if (is_leader(t))
       rc = ax_memckpt_make_node(t->cfg.memory_dir, mc->name, mc->node);
-    if (rc == AX_OK && world_rank(t) == leader_of(mc, world_size(t), mc->node))
+    if (rc == AX_OK && is_leader(t))
       rc = ax_memckpt_empty(slot_dir(t, *slot, dir));
   }
   return agree(t, rc);
@@ -478,7 +480,7 @@ static int plan_recovery(const AxTrainer *t, const AxMemSlot *slots, int step, i
   *n = 0;
   if (!*out) return AX_ERR;
   for (int k = 0; k < mc->n_nodes; k++) {
-    int s = slot_with(mc, slots, k, step);
+    int s = slot_with(slots, k, step);
     for (int f = 0; f < per; f++) {
       if (!need[k * per + f] || (s >= 0 && slots[k * AX_MEMCKPT_SLOTS + s].have[f])) continue;
       int from = node_with(mc, slots, step, f);
@@ -531,7 +533,7 @@ static void report(const AxTrainer *t, const AxMemSlot *slots, int step, int n_f
     char line[1024];
     int len = snprintf(line, sizeof line, "resume: stage-%d.bin of step %d:", f, step);
     for (int k = 0; k < mc->n_nodes && len < (int)sizeof line - 80; k++) {
-      int s = slot_with(mc, slots, k, step);
+      int s = slot_with(slots, k, step);
       if (s >= 0 && slots[k * AX_MEMCKPT_SLOTS + s].have[f])
         len += snprintf(line + len, sizeof line - (size_t)len, " node %d's memory;", k);
     }
@@ -601,7 +603,7 @@ int ax_trainer_memckpt_close(AxTrainer *t) {
   AX_TRY(agree(t, AX_OK)); /* nobody reads a node's files any more */
   int rc = AX_OK;
   char dir[AX_MEMCKPT_PATH];
-  if (world_rank(t) == leader_of(mc, world_size(t), mc->node))
+  if (is_leader(t))
     rc = ax_memckpt_remove_tree(ax_memckpt_node_dir(t->cfg.memory_dir, mc->name, mc->node, dir));
   AX_TRY(agree(t, rc));
   if (world_rank(t) == 0) rmdir(ax_memckpt_run_dir(t->cfg.memory_dir, mc->name, dir));
@@ -618,6 +620,6 @@ void ax_trainer_memckpt_free(AxTrainer *t) {
   free(mc->node_of);
   free(mc->stage_of);
   free(mc->writes);
-  if (mc->comm != MPI_COMM_NULL) MPI_Comm_free(&mc->comm);
+  if (mc->have_comm) MPI_Comm_free(&mc->comm);
   memset(mc, 0, sizeof *mc);
 }

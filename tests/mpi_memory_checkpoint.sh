@@ -5,6 +5,8 @@
 #    the run never interrupted (4x1: every node holds its own stages and its peer's replicas);
 #  - node loss: the dead node's directory deleted too; its stages come from the peer's
 #    replicas over MPI, still bit for bit;
+#  - a corrupt copy (one byte of a stage file changed): its CRC rejects it and the peer's copy
+#    is sent instead, bit for bit;
 #  - both copies of one stage lost: falls back to the newest file checkpoint and says so;
 #  - a rank killed inside the copy (slot emptied; files written; replicas sent): the
 #    half-made copy is never used, the previous step is, bit for bit;
@@ -20,7 +22,8 @@ if ! [ -d "$SHM" ] || ! [ -w "$SHM" ]; then
   mkdir -p "$SHM"
 fi
 NAME=t$$
-cleanup_shm() { rm -rf "$SHM/axonn-$NAME" "$SHM/axonn-$NAME-grid"; }
+derived=
+cleanup_shm() { rm -rf "$SHM/axonn-$NAME" ${derived:+"$derived"}; }
 trap cleanup_shm EXIT
 
 COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 10 \
@@ -54,6 +57,16 @@ killed node $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --deb
 rm -rf "$SHM/axonn-$NAME/node-1"
 run node_resume 4 $P4 --run-name "$NAME" --resume && tail_equal node_resume ref
 expect_log node_resume "stage-3.bin of step 5: node 0's memory; sent from node 0 to node 1"
+
+# node 1's copy of stage 3 corrupt (one byte flipped in its data): the CRC rejects it
+killed corrupt $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+f="$SHM/axonn-$NAME/node-1/slot-1/stage-3.bin"
+[ -f "$f" ] || fail "corrupt: no $f"
+b=$(od -An -tu1 -j200 -N1 "$f" | tr -d ' ')  # byte 200, replaced by its complement
+printf "\\$(printf '%03o' $((255 - b)))" | dd of="$f" bs=1 seek=200 conv=notrunc 2>/dev/null
+[ "$(od -An -tu1 -j200 -N1 "$f" | tr -d ' ')" = $((255 - b)) ] || fail "corrupt: byte not changed"
+run corrupt_resume 4 $P4 --run-name "$NAME" --resume && tail_equal corrupt_resume ref
+expect_log corrupt_resume "stage-3.bin of step 5: node 0's memory; sent from node 0 to node 1"
 
 # both copies of stage 2 lost: the file checkpoint of step 4
 killed lost $P4 --run-name "$NAME" --checkpoint-dir "$TMP/ck" --checkpoint-every 4 \

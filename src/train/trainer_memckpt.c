@@ -279,8 +279,8 @@ int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   mc->mine = (AxCkptFile){{0}, 0, 0};
   float *const state[3] = {t->off.master, t->off.m, t->off.v};
   AX_TRY(ax_trainer_whole_open(t, &mc->whole, state, 3, 0));
+  mc->pending = 1; /* from here on finish, or ax_trainer_memckpt_free, closes it */
   AX_TRY(ax_trainer_whole_gather(t, &mc->whole, state));
-  mc->pending = 1;
   if (!mc->writes[me]) return AX_OK;
   mc->thread_rc = AX_OK;
   if (pthread_create(&mc->thread, NULL, copy_main, t) != 0)

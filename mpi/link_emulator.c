@@ -17,6 +17,12 @@ long long ax_link_now_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The log of the link to node dst (NULL: none kept). */
+static void *log_of(const AxLinkEmu *e, int dst) {
+  if (e->emulating) return ax_link_table_log(&e->table, dst);
+  return e->own_logs ? e->own_logs + (size_t)dst * ax_link_log_bytes() : NULL;
+}
+
 static int start_link(AxLinkEmu *e, const AxLinkEmuConfig *cfg) {
   int shared;
   AX_TRY(ax_vnodes_node_shares_memory(&e->nodes, &shared));
@@ -24,10 +30,18 @@ static int start_link(AxLinkEmu *e, const AxLinkEmuConfig *cfg) {
     return AX_FAIL("--ranks-per-node %d puts ranks of different machines on one virtual node; "
                    "the link emulator needs every virtual node within one machine",
                    cfg->ranks_per_node);
-  AX_TRY(ax_link_table_create(&e->table, e->nodes.node, e->nodes.n_nodes));
+  AX_TRY(ax_link_table_create(&e->table, e->nodes.node, e->nodes.n_nodes, cfg->log_uses));
   e->emulating = 1;
   e->ns_per_byte = 1e9 / cfg->link.bytes_per_s;
   e->latency_ns = llround(cfg->link.latency_s * 1e9);
+  return AX_OK;
+}
+
+/* Real links: this rank's own logs of its crossing sends. */
+static int own_logs(AxLinkEmu *e) {
+  e->own_logs = ax_malloc((size_t)e->nodes.n_nodes * ax_link_log_bytes());
+  if (!e->own_logs) return AX_ERR;
+  for (int d = 0; d < e->nodes.n_nodes; d++) ax_link_log_init(log_of(e, d));
   return AX_OK;
 }
 
@@ -44,6 +58,7 @@ int ax_link_emu_create(AxLinkEmu **out, MPI_Comm world, const AxLinkEmuConfig *c
     return rc;
   }
   if (cfg->link.bytes_per_s > 0) rc = start_link(e, cfg);
+  else if (cfg->log_uses) rc = own_logs(e);
   if (rc != AX_OK) {
     ax_link_emu_destroy(e);
     return rc;
@@ -55,6 +70,7 @@ int ax_link_emu_create(AxLinkEmu **out, MPI_Comm world, const AxLinkEmuConfig *c
 void ax_link_emu_destroy(AxLinkEmu *e) {
   if (!e) return;
   ax_link_queue_free(&e->queue);
+  free(e->own_logs);
   if (e->table.win != MPI_WIN_NULL) ax_link_table_destroy(&e->table);
   ax_vnodes_destroy(&e->nodes);
   free(e);
@@ -133,9 +149,32 @@ static int hold(AxLinkEmu *e, const AxLinkMsg *m, AxLinkSend *s) {
   at->bytes = m->bytes;
   at->start_ns = ax_link_table_reserve(&e->table, at->link, at->handover_ns, at->busy_ns);
   at->due_ns = at->start_ns + at->busy_ns + e->latency_ns;
+  void *log = log_of(e, at->link);
+  if (log) ax_link_log_append(log, at->start_ns, at->start_ns + at->busy_ns, m->cls);
   AX_TRY(ax_link_queue_push(&e->queue, m, at->due_ns, &s->held));
   e->held++;
   return ax_link_queue_post_due(&e->queue, at->handover_ns);
+}
+
+void ax_link_set_model(AxLinkEmu *e, double latency_s, double bytes_per_s) {
+  if (!e) return;
+  e->model_latency_s = latency_s;
+  e->model_bytes_per_s = bytes_per_s;
+}
+
+int ax_link_uses(const AxLinkEmu *e, int dst, long long from_ns, long long to_ns,
+                 AxLinkUse *out, int cap) {
+  const void *log = e && dst >= 0 && dst < e->nodes.n_nodes ? log_of(e, dst) : NULL;
+  return log ? ax_link_log_read(log, from_ns, to_ns, out, cap) : 0;
+}
+
+/* A crossing send on a real link, logged for as long as the model says it takes. */
+static void log_real(AxLinkEmu *e, const AxLinkMsg *m) {
+  void *log = log_of(e, e->nodes.node_of[m->dest_world]);
+  if (!log || e->model_bytes_per_s <= 0) return;
+  long long now = ax_link_now_ns();
+  double s = e->model_latency_s + (double)m->bytes / e->model_bytes_per_s;
+  ax_link_log_append(log, now, now + llround(s * 1e9), m->cls);
 }
 
 int ax_link_isend(const AxCommConfig *cc, const AxLinkMsg *m, AxLinkSend *s) {
@@ -144,6 +183,7 @@ int ax_link_isend(const AxCommConfig *cc, const AxLinkMsg *m, AxLinkSend *s) {
   int crossed = m->dest != MPI_PROC_NULL && ax_link_crosses(e, m->dest_world);
   if (m->dest != MPI_PROC_NULL) ax_traffic_add(cc ? cc->traffic : NULL, m->cls, crossed, m->bytes);
   if (crossed && e->emulating) return hold(e, m, s);
+  if (crossed) log_real(e, m);
   AX_MPI(MPI_Isend(m->buf, m->count, m->type, m->dest, m->tag, m->comm, &s->req));
   return e && e->emulating ? ax_link_queue_post_due(&e->queue, ax_link_now_ns()) : AX_OK;
 }

@@ -53,6 +53,7 @@
 #include <stddef.h>
 
 #include "comm_config.h"
+#include "link_log.h"
 #include "link_queue.h"
 #include "link_spec.h"
 
@@ -67,6 +68,7 @@ enum {
 typedef struct {
   int ranks_per_node; /* 0: the real nodes */
   AxLinkSpec link;    /* link.bytes_per_s == 0: nothing emulated (nodes known, for counting) */
+  int log_uses;       /* 1: keep each link's log of uses (ax_link_uses) */
 } AxLinkEmuConfig;
 
 /* A send of ax_link_isend: the MPI request once posted; `held` names it while the emulator
@@ -117,6 +119,17 @@ int ax_link_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index
 int ax_link_wait_recv(const AxCommConfig *cc, MPI_Request *req, MPI_Status *status);
 /* One pause between two polls of a wait (as above; without emulation ax_mpi_relax). */
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w);
+
+/* ---- the record of each link's use (cfg.log_uses; link_log.h) ----
+ * Emulated: every held send's reservation [start, start + busy), logged in the node's shared
+ * table, so the log of a link holds what all the node's ranks sent over it. Real links: the
+ * crossing sends of this rank only, each as [hand-over, hand-over + latency + bytes / bandwidth)
+ * of the model set with ax_link_set_model (nothing is logged before one is set). */
+void ax_link_set_model(AxLinkEmu *e, double latency_s, double bytes_per_s);
+/* The uses of the link from this rank's node to node `dst` that overlap [from_ns, to_ns),
+ * at most cap of them, into out; returns how many (0 without logs). */
+int ax_link_uses(const AxLinkEmu *e, int dst, long long from_ns, long long to_ns,
+                 AxLinkUse *out, int cap);
 
 /* ---- what the emulator decided and did: for tests and benchmarks ---- */
 

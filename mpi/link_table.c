@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "link_log.h"
 #include "mpi_util.h"
 #include "src/core/error.h"
 
@@ -18,27 +19,37 @@ static atomic_llong *slot(const AxLinkTable *t, int dst) {
   return (atomic_llong *)(void *)(t->base + (size_t)dst * LINE);
 }
 
+void *ax_link_table_log(const AxLinkTable *t, int dst) {
+  if (!t->with_logs) return NULL;
+  return t->base + (size_t)t->n_nodes * LINE + (size_t)dst * ax_link_log_bytes();
+}
+
 static int create(AxLinkTable *t, MPI_Comm node, int n_nodes) {
   int node_rank;
   AX_MPI(MPI_Comm_rank(node, &node_rank));
-  MPI_Aint bytes = node_rank == 0 ? (MPI_Aint)n_nodes * LINE : 0, got;
+  MPI_Aint need = (MPI_Aint)n_nodes * (LINE + (t->with_logs ? (MPI_Aint)ax_link_log_bytes() : 0));
+  MPI_Aint bytes = node_rank == 0 ? need : 0, got;
   int disp;
   void *mine = NULL;
   AX_MPI(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node, &mine, &t->win));
   AX_MPI(MPI_Win_shared_query(t->win, 0, &got, &disp, &t->base));
-  if (got < (MPI_Aint)n_nodes * LINE || (uintptr_t)t->base % sizeof(long long))
+  if (got < need || (uintptr_t)t->base % sizeof(long long))
     return AX_FAIL("internal: the shared link table is %ld bytes at %p", (long)got,
                    (void *)t->base);
   if (node_rank == 0) /* sequentially consistent stores: visible before the barrier ends */
-    for (int d = 0; d < n_nodes; d++) atomic_store(slot(t, d), 0);
+    for (int d = 0; d < n_nodes; d++) {
+      atomic_store(slot(t, d), 0);
+      if (t->with_logs) ax_link_log_init(ax_link_table_log(t, d));
+    }
   AX_MPI(MPI_Barrier(node)); /* nobody reserves before the table is initialized */
   return AX_OK;
 }
 
-int ax_link_table_create(AxLinkTable *t, MPI_Comm node, int n_nodes) {
+int ax_link_table_create(AxLinkTable *t, MPI_Comm node, int n_nodes, int with_logs) {
   memset(t, 0, sizeof *t);
   t->win = MPI_WIN_NULL;
   t->n_nodes = n_nodes;
+  t->with_logs = with_logs;
   int rc = create(t, node, n_nodes);
   if (rc != AX_OK) ax_link_table_destroy(t);
   return rc;

@@ -13,6 +13,11 @@
 #  - a different grid on restart (4x1 -> 2x2) within the file checkpoints' tolerance;
 #  - a normal end leaves no files; `axonn shm-clean` removes a dead job's;
 #  - bad values (--replicas 0, more replicas than nodes, a bad --run-name) get one line.
+# These runs send replicas before the next optimizer (--replica-schedule end), so which step is
+# the newest whole copy does not depend on timing. Then the default schedule, replicas in the
+# idle spans of an EMULATED link: a run is bit for bit the reference and says how its replicas
+# travelled; killed, its node's memory lost, it resumes from memory bit for bit (from whichever
+# step was whole: that depends on timing, and is not asserted).
 . "$(dirname "$0")/mpilib.sh"
 
 SHM=${AXONN_TEST_SHM:-/dev/shm}
@@ -28,7 +33,7 @@ trap cleanup_shm EXIT
 
 COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 10 \
   --shuffle 0 --seed 7 --val-every 5 --val-steps 1 --threads 1 --ranks-per-node 2 \
-  --memory-checkpoint-every 1 --memory-dir $SHM"
+  --memory-checkpoint-every 1 --memory-dir $SHM --replica-schedule end"
 P4="--g-inter 4"
 
 # killed NAME ARGS...: a run that must die (one of its ranks kills itself)
@@ -93,6 +98,18 @@ derived=$(sed -n 's|.*memory checkpoints: every 1 step(s) into \([^ ]*\)/node-K.
 [ -n "$derived" ] && [ -d "$derived" ] || fail "grid: no memory checkpoint directory ($derived)"
 run grid_resume 4 --g-inter 2 --g-data 2 --resume && same_losses grid_resume ref
 expect_log grid_resume "step 5 recovered from memory"
+
+# the idle-span schedule over an emulated link
+IDLE="--replica-schedule idle --emulate-link 1Gbps"
+run idle 4 $P4 --run-name "$NAME" $IDLE && tail_equal idle ref
+expect_log idle "replicas go in chunks of at most 4 MB into 80% of each idle span of the link"
+expect_log idle "copies replicated (idle-span schedule)"
+[ -e "$SHM/axonn-$NAME" ] && fail "idle: a normal end left $SHM/axonn-$NAME"
+killed idle_kill $P4 --run-name "$NAME" $IDLE --debug-hang-rank 3 --debug-hang-step 7 \
+  --debug-hang-mode kill
+rm -rf "$SHM/axonn-$NAME/node-1"
+run idle_resume 4 $P4 --run-name "$NAME" $IDLE --resume && tail_equal idle_resume ref
+expect_log idle_resume "recovered from memory (own nodes and peer replicas)"
 
 # shm-clean removes what a dead job left
 killed clean $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 3 --debug-hang-mode kill

@@ -44,14 +44,19 @@ static MPI_Comm g_comm; /* a duplicate of MPI_COMM_WORLD */
 
 /* ------------------------------------------------------------------ helpers */
 
-/* Collective: the emulator with `ranks_per_node` and link text (NULL: not emulated). */
-static AxLinkEmu *make_emu(int ranks_per_node, const char *link) {
-  AxLinkEmuConfig lc = {.ranks_per_node = ranks_per_node};
+/* Collective: the emulator with `ranks_per_node` and link text (NULL: not emulated); logged:
+ * each link keeps its log of uses. */
+static AxLinkEmu *make_emu_logged(int ranks_per_node, const char *link, int logged) {
+  AxLinkEmuConfig lc = {.ranks_per_node = ranks_per_node, .log_uses = logged};
   if (link) ck_assert_msg(ax_link_spec_parse(link, &lc.link) == AX_OK, "%s", ax_error_message());
   AxLinkEmu *e = NULL;
   int rc = ax_link_emu_create(&e, g_comm, &lc);
   ck_assert_msg(rc == AX_OK, "ax_link_emu_create: %s", ax_error_message());
   return e;
+}
+
+static AxLinkEmu *make_emu(int ranks_per_node, const char *link) {
+  return make_emu_logged(ranks_per_node, link, 0);
 }
 
 static AxCommConfig config(AxLinkEmu *e, AxTraffic *t) {
@@ -142,7 +147,7 @@ END_TEST
 /* The table on this rank alone: one link queues, another does not. */
 START_TEST(link_table_queues_per_link) {
   AxLinkTable t;
-  ck_assert_int_eq(ax_link_table_create(&t, MPI_COMM_SELF, 3), AX_OK);
+  ck_assert_int_eq(ax_link_table_create(&t, MPI_COMM_SELF, 3, 0), AX_OK);
   ck_assert_int_eq(ax_link_table_reserve(&t, 1, 1000, 100), 1000);
   ck_assert_int_eq(ax_link_table_reserve(&t, 1, 1000, 50), 1100); /* behind the first */
   ck_assert_int_eq(ax_link_table_reserve(&t, 2, 1000, 100), 1000); /* another link: free */
@@ -357,10 +362,11 @@ END_TEST
 /* Four ranks, two nodes of two: ranks 0 and 1 each send S to the other node at once. They
  * share the link node 0 -> node 1, whose reservations are serialized across the two
  * processes: the earlier starts at its hand-over, the later when the earlier has left the
- * link (or at its own hand-over). */
+ * link (or at its own hand-over). The link's log, kept in the node's shared memory, holds
+ * both reservations, seen alike by both senders; the link the other way holds none. */
 START_TEST(ranks_of_a_node_share_its_link) {
   if (mt_size != 4) return;
-  AxLinkEmu *e = make_emu(2, LINK);
+  AxLinkEmu *e = make_emu_logged(2, LINK, 1);
   AxCommConfig cc = config(e, NULL);
   char *buf = tu_alloc(S);
   memset(buf, 3, S);
@@ -394,6 +400,20 @@ START_TEST(ranks_of_a_node_share_its_link) {
   if (mt_rank >= 2) {
     const AxLinkSchedule *sender = &all[mt_rank - 2];
     mt_expect(done >= sender->due_ns, "rank %d received before its message was due", mt_rank);
+  }
+  AxLinkUse u[4];
+  int n = ax_link_uses(e, 1 - mt_rank / 2, 0, LLONG_MAX, u, 4);
+  if (mt_rank < 2) {
+    mt_expect(n == 2, "rank %d: %d uses of the link to node 1 logged, expected 2", mt_rank, n);
+    for (int i = 0; i < n && i < 2; i++) {
+      const AxLinkSchedule *x = u[i].start_ns == a->start_ns ? a : b;
+      mt_expect(u[i].start_ns == x->start_ns && u[i].end_ns == x->start_ns + x->busy_ns &&
+                    u[i].cls == AX_TRAFFIC_OTHER,
+                "rank %d: use %d [%lld, %lld) is not a reservation", mt_rank, i, u[i].start_ns,
+                u[i].end_ns);
+    }
+  } else {
+    mt_expect(n == 0, "rank %d: %d uses of the idle link to node 0 logged", mt_rank, n);
   }
   ax_link_emu_destroy(e);
   mt_assert_all_ok("a shared link");

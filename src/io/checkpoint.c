@@ -172,6 +172,11 @@ static int write_stage_body(CrcWriter *w, int s, const AxCkptRecord *r, int n,
   return ax_file_write(&w->f, &crc, sizeof crc);
 }
 
+const char *ax_ckpt_stage_file_name(int s, char *buf, size_t cap) {
+  snprintf(buf, cap, "stage-%d.bin", s);
+  return buf;
+}
+
 int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
                         const AxStageLayout *lay, int P, const float *master, const float *am,
                         const float *av, AxCkptFile *info) {
@@ -179,7 +184,7 @@ int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
   int n;
   AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
   char path[1100];
-  snprintf(info->name, sizeof info->name, "stage-%d.bin", s);
+  ax_ckpt_stage_file_name(s, info->name, sizeof info->name);
   snprintf(path, sizeof path, "%s/%s", step_dir, info->name);
   CrcWriter w = {.crc = 0};
   int rc = ax_file_open_write(&w.f, path);

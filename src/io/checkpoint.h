@@ -67,6 +67,8 @@ int ax_ckpt_make_dirs(const char *dir, int step);
 /* The records stage s of P (blocks [l0, l1)) writes, offsets from the start of its file. */
 int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
                           AxCkptRecord **out, int *n);
+/* "stage-S.bin": the name of stage s's file (buf: at least 32 bytes). */
+const char *ax_ckpt_stage_file_name(int s, char *buf, size_t cap);
 /* Writes stage-S.bin into step_dir from the stage's flat master/m/v arrays (layout lay);
  * returns its size and CRC. */
 int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,

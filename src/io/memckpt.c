@@ -11,6 +11,7 @@
 
 #include "checkpoint.h"
 #include "src/core/error.h"
+#include "src/core/fileio.h"
 
 int ax_memckpt_check_name(const char *name) {
   size_t n = strlen(name);
@@ -102,6 +103,17 @@ void ax_memckpt_scan(const char *slot_dir, AxMemSlot *out) {
     }
   }
   ax_ckpt_manifest_free(&man);
+}
+
+int ax_memckpt_put_file(const char *slot_dir, const char *name, const void *data, size_t size) {
+  char path[AX_MEMCKPT_PATH + 64];
+  snprintf(path, sizeof path, "%s/%s", slot_dir, name);
+  AxFile f;
+  AX_TRY(ax_file_open_write(&f, path));
+  int rc = ax_file_write(&f, data, size);
+  if (rc == AX_OK) return ax_file_commit(&f);
+  ax_file_abort(&f);
+  return rc;
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {

@@ -27,6 +27,8 @@ int ax_memckpt_make_node(const char *root, const char *name, int node);
 int ax_memckpt_invalidate(const char *slot_dir);
 /* Removes every file of the slot (the slot stays, empty). */
 int ax_memckpt_empty(const char *slot_dir);
+/* Writes slot_dir/name whole (through a temporary name: a reader never sees half of it). */
+int ax_memckpt_put_file(const char *slot_dir, const char *name, const void *data, size_t size);
 
 /* What one slot holds: the step of its manifest (-1: none that parses), its stage files, and
  * have[f] = 1 for each one present with the manifest's size and CRC; have[n_files] is the

@@ -181,6 +181,12 @@ static const AxOption OPTIONS[] = {
     STR("run-name", run_name, NULL, "NAME", "names the memory checkpoints (/dev/shm/axonn-NAME; "
         "default: derived from the model, batch, seed and data, the same on a restart)"),
     STR("memory-dir", memory_dir, "/dev/shm", "DIR", "where memory checkpoints live"),
+    CHOICE("replica-schedule", replica_schedule, "idle", "idle|end",
+           "when memory-checkpoint replicas cross the network: in chunks in the idle spans of "
+           "each step's link use, what does not fit waiting for the next step (Gemini §6.5), or "
+           "all of them before the next step's optimizer"),
+    FLT("replica-idle-share", replica_idle_share, "0.8", "MU",
+        "the share of each idle span replicas may fill (Gemini's mu)", 0.01, 1),
     INT("debug-delay-stage", debug_delay_stage, "-1", "S",
         "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
     INT("debug-delay-ms", debug_delay_ms, "0", "MS",

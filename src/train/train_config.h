@@ -7,6 +7,9 @@
 #include "src/core/options.h"
 
 typedef enum { AX_LR_CONSTANT = 0, AX_LR_COSINE } AxLrKind;
+/* --replica-schedule */
+typedef enum { AX_REPLICAS_IDLE = 0, AX_REPLICAS_AT_END = 1 } AxReplicaSchedule;
+
 /* --debug-hang-mode: how the rank under test stops making progress. */
 typedef enum {
   AX_DEBUG_HANG_SLEEP = 0,  /* sleeps forever in a forward */
@@ -91,6 +94,8 @@ typedef struct {
   int checkpoint_every, keep, resume;
   int memory_checkpoint_every, replicas; /* Gemini (docs/memory-checkpoints.md) */
   char *run_name, *memory_dir;
+  int replica_schedule;      /* AX_REPLICAS_IDLE or AX_REPLICAS_AT_END */
+  double replica_idle_share; /* Gemini's mu */
   /* fault and timing injection for tests */
   int debug_delay_stage, debug_delay_ms;
   /* watchdog (src/core/watchdog.h) */

@@ -26,6 +26,7 @@ static int cb_forward(void *ctx, int mb, int slot, const void *input, AxMemKind 
                       const void **output) {
   AxTrainer *t = ctx;
   const int32_t *tokens = t->spec.first ? t->inputs + mb_offset(t, mb) : NULL;
+  AX_TRY(ax_replicas_tick(t)); /* memory-checkpoint replicas into the link's idle spans */
   AX_TRY(ax_stage_forward(t->stage, slot, tokens, input, input_mem));
   *output = ax_stage_output(t->stage, slot);
   if (t->validating && t->spec.last) { /* forward-only: the loss, no gradients */
@@ -39,6 +40,7 @@ static int cb_forward(void *ctx, int mb, int slot, const void *input, AxMemKind 
 static int cb_backward(void *ctx, int mb, int slot, const void *doutput, AxMemKind doutput_mem,
                        const void **dinput) {
   AxTrainer *t = ctx;
+  AX_TRY(ax_replicas_tick(t));
   if (t->spec.last) {
     /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
     float dloss = t->loss_scale.scale / ((float)t->cfg.batch * (float)t->cfg.seq);
@@ -237,6 +239,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   ax_wd_phase(AX_WD_STEP, step);
   ax_trace_set_step(&t->trace, step);
   double t0 = ax_now(), tr0 = ax_trace_begin(&t->trace);
+  AX_TRY(ax_replicas_step_begin(t));
   AX_TRY(ax_stage_zero_grads(t->stage));
   AX_TRY(load_batch(t, &t->train));
   t->loss_sum = 0;
@@ -246,7 +249,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AX_TRY(pipeline_phase(t));
   AX_WD_NOTE(-1, "in the all-reduces over Z of the replicated tensors' gradients");
   AX_TRY(ax_stage_reduce_replicas(t->stage));
-  AX_TRY(ax_trainer_memckpt_finish(t)); /* the last step's copy, before the state changes */
+  AX_TRY(ax_trainer_memckpt_settle(t, 0)); /* the last copy, before the state changes */
   AX_TRY(optimizer_step(t, step, rec));
   AX_TRY(agree_on_loss(t, 1, &rec->loss));
   if (!isfinite(rec->loss))

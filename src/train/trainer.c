@@ -52,6 +52,8 @@ static int setup_links(AxTrainer *t) {
   t->grid.comm_cfg.traffic = &t->traffic;
   if (!t->have_grid) return AX_OK;
   AxLinkEmuConfig lc = {.ranks_per_node = t->cfg.ranks_per_node};
+  /* Gemini's replica schedule learns each step's idle spans from the links' logs */
+  lc.log_uses = t->cfg.memory_checkpoint_every > 0 && t->cfg.replica_schedule == AX_REPLICAS_IDLE;
   if (t->cfg.emulate_link && ax_link_spec_parse(t->cfg.emulate_link, &lc.link) != AX_OK)
     return ax_error_context("--emulate-link");
   AX_TRY(ax_link_emu_create(&t->links, t->grid.world, &lc));

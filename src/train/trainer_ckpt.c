@@ -242,6 +242,7 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
   *step = 0;
   int found = 0, file_step, from_memory;
   char step_dir[1024] = {0};
+  double t0 = ax_now(); /* the file checkpoint's time: found, checked and read */
   AX_TRY(agree_on_latest(t, &found, step_dir, &file_step));
   AX_TRY(ax_trainer_memckpt_recover(t, file_step, &from_memory, step));
   if (!from_memory && !found) {
@@ -251,10 +252,9 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
   }
   if (!from_memory) {
     AX_WD_NOTE(-1, "reading the checkpoint");
-    double t0 = ax_now();
     AX_TRY(ax_grid_agree(&t->grid, ax_trainer_load_checkpoint(t, step_dir, step)));
     AX_TRY(resume_codec_state(t, step_dir));
-    ax_log("resume: continuing from %s (step %d); read in %.3f s%s", step_dir, *step,
+    ax_log("resume: continuing from %s (step %d); found and read in %.3f s%s", step_dir, *step,
            ax_now() - t0, t->mc.on ? "; memory held nothing newer" : "");
   }
   if (*step >= t->cfg.steps)

@@ -27,6 +27,7 @@
 #include "src/core/trace.h"
 #include "src/io/dataloader.h"
 #include "src/io/markov.h"
+#include "replica_schedule.h"
 #include "train_compress.h"
 #include "trainer.h"
 
@@ -40,6 +41,30 @@ typedef struct {
   float *buf[3];
   int n, owned;
 } AxWholeStage;
+
+/* One file from one rank's slot to another rank's (memory checkpoints). */
+typedef struct {
+  int file; /* index into the manifest's files, or AX_MEMCKPT_MANIFEST */
+  int from, to;
+} AxMemTransfer;
+enum { AX_MEMCKPT_MANIFEST = -1 };
+
+/* A replica transfer as this rank takes part in it (trainer_replicas.c). */
+typedef struct {
+  int file, peer;                  /* the stage file; the rank at the other end */
+  int node;                        /* sender: the node it goes to (the link it uses) */
+  int sends;                       /* 1: this rank sends it; 0: receives it */
+  int size_known;                  /* sender: its size was sent; receiver: it arrived */
+  int landed;                      /* every byte sent and completed, or received and written */
+  unsigned long long size, done;   /* the file's bytes; sent (cut into chunks) or received */
+  unsigned long long size_msg;     /* receiver: the size message's buffer */
+  MPI_Request req;                 /* receiver: the receive in flight */
+  unsigned char *data;             /* receiver: the file's bytes as they arrive */
+  AxLinkSend *chunks;              /* sender: the size message and the chunks */
+  int n_chunks, cap_chunks;
+} AxReplicaXfer;
+
+enum { AX_REPLICA_SPANS = 256 }; /* idle spans kept per link and step */
 
 /* In-memory checkpoints (trainer_memckpt.c, docs/memory-checkpoints.md). */
 typedef struct {
@@ -61,6 +86,25 @@ typedef struct {
   char thread_err[512];
   int copies;    /* steps copied */
   double copy_s; /* seconds the main thread spent finishing them (waits, replicas) */
+  int last_slot; /* of the newest complete copy on this node (-1: none yet) */
+  /* the step's replicas (trainer_replicas.c): from start until they have all landed */
+  int replicating;
+  AxReplicaXfer *xfer;
+  int n_xfer;
+  unsigned char *send_data;   /* the file this rank sends, read back by the copy thread */
+  size_t send_size;
+  _Atomic int file_ready;     /* the copy thread is done with the file and send_data */
+  /* Gemini's schedule (--replica-schedule idle) */
+  int idle;
+  AxReplicaLink link;         /* the replicas' link model and Algorithm 6.2's parameters */
+  long long step_begin_ns, prev_begin_ns;
+  AxSpan *spans;              /* [n_nodes][AX_REPLICA_SPANS]: this step's idle spans */
+  int *n_spans;               /* [n_nodes] */
+  double *span_used, *busy_until; /* [n_nodes][AX_REPLICA_SPANS] link time taken; [n_nodes] */
+  AxLinkUse *uses;            /* scratch: a link's log */
+  /* what the schedule did (the end-of-run line) */
+  int skipped, landed_copies, flights; /* checkpoints skipped; copies replicated; steps they took */
+  unsigned long long idle_bytes, end_bytes; /* sent in idle spans; sent at a settle */
 } AxMemCkpt;
 
 struct AxTrainer {
@@ -128,11 +172,24 @@ int ax_trainer_build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptM
 int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step);
 
 /* trainer_memckpt.c: in-memory checkpoints. Setup (a phase); start after a step that is due
- * (the copy runs on a thread); finish before the optimizer next touches the state and at the
- * end (collective: replicas, manifests); recover on --resume when memory holds a complete
- * checkpoint newer than file_step (-1: none), *recovered = 1 then. Start and close: trainer.h. */
+ * (the copy runs on a thread); settle before the optimizer next touches the state (joins the
+ * copy; the replicas and manifests when every replica has landed, or with flush = 1 at once)
+ * and at the end (collective); recover on --resume when memory holds a complete checkpoint
+ * newer than file_step (-1: none), *recovered = 1 then. Start and close: trainer.h. */
 int ax_trainer_setup_memckpt(AxTrainer *t);
-int ax_trainer_memckpt_finish(AxTrainer *t);
+int ax_trainer_memckpt_settle(AxTrainer *t, int flush);
+/* trainer_replicas.c: the replicas' transfers (above). Setup: the link model (collective);
+ * begin: this rank's part of the step's transfers x[0..n); step_begin: at the start of every
+ * step (the idle spans learned); tick: what the schedule allows now (the stage callbacks call
+ * it); settle: every rank learns whether all have landed (collective; flush: sends and waits
+ * for all first); free: drops what is in flight; report: rank 0's line at the end. */
+int ax_replicas_setup(AxTrainer *t, const AxMemTransfer *x, int n);
+int ax_replicas_begin(AxTrainer *t, const AxMemTransfer *x, int n);
+int ax_replicas_step_begin(AxTrainer *t);
+int ax_replicas_tick(AxTrainer *t);
+int ax_replicas_settle(AxTrainer *t, int flush, int *landed);
+void ax_replicas_free(AxTrainer *t);
+void ax_replicas_report(const AxTrainer *t);
 int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int *step);
 void ax_trainer_memckpt_free(AxTrainer *t);
 void ax_trainer_print_memckpt(const AxTrainer *t); /* the header's line */

@@ -10,8 +10,11 @@
  * replica goes from node K to a holder H of K's files (failure_odds.h's group placement) only
  * where H does not hold that stage already. The copy of a step runs on a thread while the
  * next step computes; the state it reads changes only in the optimizer, before which the next
- * step finishes the copy (replicas, then each node's manifest, written last). */
+ * step joins it. The replicas travel as trainer_replicas.c schedules them (into the link's
+ * idle spans, or all before that optimizer), and each node's manifest is written last, once
+ * every replica has landed. A slot is chosen as the one not holding the newest complete copy. */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +30,9 @@
 #include "src/io/memckpt.h"
 #include "trainer_impl.h"
 
-enum { CHUNK_BYTES = 64 << 20, MANIFEST = -1 };
+enum { CHUNK_BYTES = 64 << 20, MANIFEST = AX_MEMCKPT_MANIFEST };
+
+typedef AxMemTransfer Transfer; /* one file from one rank's slot to another rank's */
 
 static int world_size(const AxTrainer *t) { return t->have_grid ? t->grid.size : 1; }
 static int world_rank(const AxTrainer *t) { return t->have_grid ? t->grid.rank : 0; }
@@ -64,6 +69,8 @@ static void derive_name(const AxTrainer *t, char *buf, size_t cap) {
 }
 
 /* ------------------------------------------------------------------ setup */
+
+static int plan_replicas(const AxTrainer *t, int P, Transfer **out, int *n);
 
 /* Every rank's node and stage, and which ranks write (see the header). */
 static int learn_ranks(AxTrainer *t) {
@@ -105,6 +112,7 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
   if (mc->replicas > mc->n_nodes)
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
                    t->cfg.ranks_per_node ? " (--ranks-per-node)" : "");
+  mc->last_slot = -1;
   AX_TRY(learn_ranks(t));
   if (t->have_grid) {
     AX_MPI(MPI_Comm_dup(t->grid.world, &mc->comm));
@@ -112,27 +120,33 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
   }
   if (is_leader(t))
     AX_TRY(ax_memckpt_make_node(t->cfg.memory_dir, mc->name, mc->node));
-  return AX_OK;
+  Transfer *x = NULL;
+  int n = 0;
+  int rc = plan_replicas(t, t->have_grid ? t->grid.P : 1, &x, &n);
+  if (rc == AX_OK) rc = ax_replicas_setup(t, x, n);
+  free(x);
+  return rc;
 }
 
 void ax_trainer_print_memckpt(const AxTrainer *t) {
   const AxMemCkpt *mc = &t->mc;
   if (!mc->on) return;
   char dir[AX_MEMCKPT_PATH];
+  char how[256];
+  if (mc->idle)
+    snprintf(how, sizeof how, "replicas go in chunks of at most %d MB into %.0f%% of each idle "
+             "span of the link (alpha %.1f us, %.3g GB/s%s), what does not fit in the next step",
+             (int)(mc->link.max_chunk >> 20), 100 * mc->link.mu, mc->link.f.latency_s * 1e6,
+             mc->link.f.bytes_per_s / 1e9, ax_link_emulating(t->links) ? ", emulated" : ", fitted");
+  else
+    snprintf(how, sizeof how, "replicas are sent before its optimizer");
   ax_log("memory checkpoints: every %d step(s) into %s/node-K (%d node(s)); %d cop%s of each "
-         "node's files (groups of %d consecutive nodes); the copy overlaps the next step, "
-         "replicas are sent before its optimizer", t->cfg.memory_checkpoint_every,
-         ax_memckpt_run_dir(t->cfg.memory_dir, mc->name, dir), mc->n_nodes, mc->replicas,
-         mc->replicas == 1 ? "y" : "ies", mc->replicas);
+         "node's files (groups of %d consecutive nodes); the copy overlaps the next step, %s",
+         t->cfg.memory_checkpoint_every, ax_memckpt_run_dir(t->cfg.memory_dir, mc->name, dir),
+         mc->n_nodes, mc->replicas, mc->replicas == 1 ? "y" : "ies", mc->replicas, how);
 }
 
 /* ------------------------------------------------------------------ moving files */
-
-/* One file from one rank's slot to another rank's. */
-typedef struct {
-  int file; /* index into the manifest's files, or MANIFEST */
-  int from, to;
-} Transfer;
 
 static const char *file_name(const AxCkptManifest *man, int file) {
   return file == MANIFEST ? "manifest" : man->files[file].name;
@@ -187,15 +201,7 @@ static int recv_file(AxTrainer *t, const char *dir, const char *name, int from, 
     unsigned long long len = size - off < CHUNK_BYTES ? size - off : CHUNK_BYTES;
     rc = recv_into(t, data + off, (int)len, MPI_BYTE, from, tag);
   }
-  char path[AX_MEMCKPT_PATH + 64];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  AxFile f;
-  if (rc == AX_OK) rc = ax_file_open_write(&f, path);
-  if (rc == AX_OK) {
-    rc = ax_file_write(&f, data, size);
-    if (rc == AX_OK) rc = ax_file_commit(&f);
-    else ax_file_abort(&f);
-  }
+  if (rc == AX_OK) rc = ax_memckpt_put_file(dir, name, data, size);
   free(data);
   return rc;
 }
@@ -251,18 +257,31 @@ static void *copy_main(void *arg) {
   int rc = ax_ckpt_write_stage(dir, mc->stage_of[world_rank(t)], &t->model, &mc->whole.whole,
                                t->have_grid ? t->grid.P : 1, mc->whole.buf[0], mc->whole.buf[1],
                                mc->whole.buf[2], &mc->mine);
+  int sends = 0;
+  for (int i = 0; i < mc->n_xfer; i++) sends |= mc->xfer[i].sends;
+  if (rc == AX_OK && sends) { /* the replicas are sent from memory */
+    char path[AX_MEMCKPT_PATH + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, mc->mine.name);
+    rc = ax_file_read_all(path, &mc->send_data, &mc->send_size);
+  }
   if (rc != AX_OK) snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
   mc->thread_rc = rc;
+  atomic_store(&mc->file_ready, rc == AX_OK);
   return NULL;
 }
 
 int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   AxMemCkpt *mc = &t->mc;
   if (!mc->on || step % t->cfg.memory_checkpoint_every) return AX_OK;
-  AX_TRY(ax_trainer_memckpt_finish(t));
+  if (mc->replicating) { /* the last copy's replicas are still in flight (agreed) */
+    mc->skipped++;
+    return AX_OK;
+  }
   AX_WD_NOTE(-1, "starting the memory checkpoint of step %d", step);
   mc->step = step;
-  mc->slot = step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
+  /* the slot not holding the newest complete copy */
+  mc->slot = mc->last_slot >= 0 ? 1 - mc->last_slot
+                                : step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
   char dir[AX_MEMCKPT_PATH];
   int me = world_rank(t);
   int rc = is_leader(t) ? ax_memckpt_invalidate(slot_dir(t, mc->slot, dir)) : AX_OK;
@@ -277,9 +296,15 @@ int ax_trainer_memckpt_start(AxTrainer *t, int step) {
     AX_MPI(MPI_Allreduce(MPI_IN_PLACE, &mc->man.data_position, 1, MPI_LONG_LONG, MPI_MAX,
                          t->grid.world));
   mc->mine = (AxCkptFile){{0}, 0, 0};
+  Transfer *x = NULL;
+  int n = 0;
+  rc = plan_replicas(t, mc->man.n_files, &x, &n);
+  if (rc == AX_OK) rc = ax_replicas_begin(t, x, n); /* from here on settle, or free, ends it */
+  free(x);
+  AX_TRY(rc);
   float *const state[3] = {t->off.master, t->off.m, t->off.v};
   AX_TRY(ax_trainer_whole_open(t, &mc->whole, state, 3, 0));
-  mc->pending = 1; /* from here on finish, or ax_trainer_memckpt_free, closes it */
+  mc->pending = 1; /* from here on settle, or ax_trainer_memckpt_free, closes it */
   AX_TRY(ax_trainer_whole_gather(t, &mc->whole, state));
   if (!mc->writes[me]) return AX_OK;
   mc->thread_rc = AX_OK;
@@ -328,9 +353,9 @@ static int node_writes(const AxMemCkpt *mc, int size, int node, int s) {
 
 /* The replica transfers of a step: node K's files to the other holders of K's files that do
  * not hold that stage already. */
-static int plan_replicas(const AxTrainer *t, Transfer **out, int *n) {
+static int plan_replicas(const AxTrainer *t, int P, Transfer **out, int *n) {
   const AxMemCkpt *mc = &t->mc;
-  int size = world_size(t), P = mc->man.n_files, N = mc->n_nodes, m = mc->replicas;
+  int size = world_size(t), N = mc->n_nodes, m = mc->replicas;
   unsigned char *held = ax_calloc((size_t)N * P, 1);
   int *holders = ax_calloc((size_t)m, sizeof *holders);
   *out = ax_calloc((size_t)N * P * m + 1, sizeof **out);
@@ -360,39 +385,48 @@ static int plan_replicas(const AxTrainer *t, Transfer **out, int *n) {
   return rc;
 }
 
-int ax_trainer_memckpt_finish(AxTrainer *t) {
+/* The copy thread joined (the state may change after this) and every file's size and CRC
+ * known to every rank. */
+static int settle_copy(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
-  if (!mc->pending) return AX_OK;
-  AX_WD_NOTE(-1, "finishing the memory checkpoint of step %d (copy, replicas, manifests)",
-             mc->step);
-  double t0 = ax_now();
+  AX_WD_NOTE(-1, "joining the copy of the memory checkpoint of step %d", mc->step);
   int rc = join_copy(mc);
   mc->copies++;
   debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_FILES);
   ax_trainer_whole_close(&mc->whole);
   mc->pending = 0;
-  if (agree(t, rc) != AX_OK) {
-    ax_ckpt_manifest_free(&mc->man);
-    return AX_ERR;
-  }
-  rc = share_files(t);
-  Transfer *x = NULL;
-  int n = 0;
-  char dir[AX_MEMCKPT_PATH];
-  slot_dir(t, mc->slot, dir);
-  if (rc == AX_OK) rc = plan_replicas(t, &x, &n);
-  if (rc == AX_OK) rc = run_transfers(t, x, n, &mc->man, dir, dir);
-  free(x);
+  AX_TRY(agree(t, rc));
+  return agree(t, share_files(t));
+}
+
+/* Every replica has landed: each node's leader writes its manifest, the copy is complete. */
+static int complete_copy(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
   debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_REPLICAS);
-  rc = agree(t, rc);
-  if (rc == AX_OK && is_leader(t))
-    rc = ax_ckpt_write_manifest(dir, &mc->man);
+  AX_TRY(agree(t, AX_OK)); /* every rank is here: no manifest if one died on the way */
+  char dir[AX_MEMCKPT_PATH];
+  int rc = is_leader(t) ? ax_ckpt_write_manifest(slot_dir(t, mc->slot, dir), &mc->man) : AX_OK;
   free(mc->man.files);
   free(mc->man.records);
   memset(&mc->man, 0, sizeof mc->man);
-  AX_TRY(agree(t, rc));
+  ax_replicas_free(t);
+  mc->landed_copies++;
+  mc->last_slot = mc->slot;
+  return agree(t, rc);
+}
+
+int ax_trainer_memckpt_settle(AxTrainer *t, int flush) {
+  AxMemCkpt *mc = &t->mc;
+  if (!mc->pending && !mc->replicating) return AX_OK;
+  double t0 = ax_now();
+  int rc = mc->pending ? settle_copy(t) : AX_OK, landed = 0;
+  if (rc == AX_OK) {
+    AX_WD_NOTE(-1, "settling the replicas of the memory checkpoint of step %d", mc->step);
+    rc = ax_replicas_settle(t, flush, &landed);
+  }
+  if (rc == AX_OK && landed) rc = complete_copy(t);
   mc->copy_s += ax_now() - t0;
-  return AX_OK;
+  return rc;
 }
 
 /* ------------------------------------------------------------------ recovery */
@@ -574,6 +608,7 @@ int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int 
   int n[2] = {0, 0};
   unsigned char *need = NULL;
   rc = prepare_slot(t, slots, best, &slot);
+  mc->last_slot = slot; /* the next copy goes to the other one */
   slot_dir(t, slot, dir);
   AxCkptManifest names = {.n_files = 0};
   for (int round = 0; round < 2 && rc == AX_OK; round++) {
@@ -599,7 +634,8 @@ int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int 
 int ax_trainer_memckpt_close(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   if (!mc->on) return AX_OK;
-  AX_TRY(ax_trainer_memckpt_finish(t));
+  AX_TRY(ax_trainer_memckpt_settle(t, 1));
+  ax_replicas_report(t);
   AX_TRY(agree(t, AX_OK)); /* nobody reads a node's files any more */
   int rc = AX_OK;
   char dir[AX_MEMCKPT_PATH];
@@ -615,6 +651,12 @@ void ax_trainer_memckpt_free(AxTrainer *t) {
   if (mc->thread_running) pthread_join(mc->thread, NULL);
   mc->thread_running = 0;
   if (mc->pending) ax_trainer_whole_close(&mc->whole);
+  ax_replicas_free(t);
+  free(mc->spans);
+  free(mc->n_spans);
+  free(mc->span_used);
+  free(mc->busy_until);
+  free(mc->uses);
   free(mc->man.files);
   free(mc->man.records);
   free(mc->node_of);

@@ -1,0 +1,99 @@
+#!/bin/sh
+# gemini-bench.sh — issue 19's benchmark: in-memory checkpoints (Gemini) on 4 ranks as 2
+# virtual nodes of 2 joined by an EMULATED 10 Gb/s link, a --layers 4 --hidden 512 model.
+#  1. Step time with --memory-checkpoint-every 1 --replicas 2 against none, on 2x2 and 1x4,
+#     with the replicas in the link's idle spans (the default) and all at the end of the step:
+#     each repeat runs every configuration back to back; a configuration's time is the median
+#     over repeats of the run summary's batch time (steps 3..STEPS).
+#  2. Retrieval after a rank is killed (SIGKILL) as step 7 begins, on 2x2: from each node's own
+#     memory, from the peer's replicas (the dead node's memory deleted), and from the file
+#     checkpoint (--checkpoint-every 4 in OUT, on this machine's disk: not remote storage); the
+#     seconds the resume printed, and the lost work (steps done that the restart redoes).
+# Figures are EMULATED: ranks share one machine's memory and cores.
+#   usage: [STEPS=8] [REPEAT=3] [RETRIEVAL_ONLY=1] [OUT=dir] scripts/gemini-bench.sh [AXONN]
+set -eu
+AXONN=${1:-bin/axonn}
+STEPS=${STEPS:-8}
+REPEAT=${REPEAT:-3}
+MPIEXEC=${MPIEXEC:-mpiexec}
+OUT=${OUT:-$(mktemp -d /tmp/axonn-gemini-bench-XXXXXX)}
+SHM=${SHM:-/dev/shm}
+mkdir -p "$OUT"
+NAME=gemini-bench-$$
+trap 'rm -rf "$SHM/axonn-$NAME"' EXIT
+MODEL="--layers 4 --hidden 512 --heads 8 --seq 64 --vocab 256"
+COMMON="$MODEL --batch 8 --steps $STEPS --val-steps 0 --threads 1 --lr-schedule constant \
+  --warmup 0 --timing-skip 2 --ranks-per-node 2 --emulate-link 10Gbps --run-name $NAME"
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+batch_ms() { python3 -c 'import json,sys; print(1e3 * json.load(open(sys.argv[1]))["timing"]["batch_time_s"])' "$1"; }
+
+# grid name -> flags
+grid_flags() { case $1 in 2x2) echo "--g-inter 2 --g-data 2" ;; 1x4) echo "--g-data 4" ;; esac; }
+# config name -> flags
+config_flags() {
+  case $1 in
+    none) echo "" ;;
+    idle) echo "--memory-checkpoint-every 1 --replicas 2 --replica-schedule idle" ;;
+    end) echo "--memory-checkpoint-every 1 --replicas 2 --replica-schedule end" ;;
+  esac
+}
+
+: >"$OUT/times.txt"
+[ "${RETRIEVAL_ONLY:-0}" = 1 ] && REPEAT=0
+for rep in $(seq "$REPEAT"); do
+  for grid in 2x2 1x4; do
+    for cfg in none idle end; do
+      log="$OUT/$grid-$cfg-$rep"
+      # shellcheck disable=SC2046,SC2086
+      $MPIEXEC -n 4 "$AXONN" train $COMMON $(grid_flags $grid) $(config_flags $cfg) --quiet \
+        --summary "$log.json" >"$log.log" 2>&1 </dev/null
+      echo "$grid $cfg $(batch_ms "$log.json")" >>"$OUT/times.txt"
+      grep "memory checkpoints: .* replicated" "$log.log" >>"$OUT/$grid-$cfg.replicas" || true
+    done
+  done
+done
+
+[ "$REPEAT" -gt 0 ] && echo "step time (ms), median of $REPEAT, EMULATED 10 Gb/s, 2 virtual nodes of 2 ranks:"
+[ "$REPEAT" -gt 0 ] && printf '%-5s %10s %10s %10s %12s %12s\n' grid none idle end "idle/none" "end/none"
+for grid in $([ "$REPEAT" -gt 0 ] && echo 2x2 1x4); do
+  n=$(awk -v g=$grid '$1 == g && $2 == "none" { print $3 }' "$OUT/times.txt" | median)
+  i=$(awk -v g=$grid '$1 == g && $2 == "idle" { print $3 }' "$OUT/times.txt" | median)
+  e=$(awk -v g=$grid '$1 == g && $2 == "end" { print $3 }' "$OUT/times.txt" | median)
+  printf '%-5s %10.1f %10.1f %10.1f %+11.1f%% %+11.1f%%\n' $grid "$n" "$i" "$e" \
+    "$(echo "$i $n" | awk '{ print 100 * ($1 / $2 - 1) }')" \
+    "$(echo "$e $n" | awk '{ print 100 * ($1 / $2 - 1) }')"
+  [ -s "$OUT/$grid-idle.replicas" ] && sed 's/^/  idle: /' "$OUT/$grid-idle.replicas" | tail -1
+done
+
+# retrieval on 2x2: kill rank 3 as step 7 begins (steps 1-6 done), then resume
+G="--g-inter 2 --g-data 2"
+killed() {
+  # shellcheck disable=SC2086
+  if $MPIEXEC -n 4 "$AXONN" train $COMMON $G "$@" --debug-hang-rank 3 --debug-hang-step 7 \
+      --debug-hang-mode kill >"$OUT/killed.log" 2>&1 </dev/null; then
+    echo "gemini-bench: the run to be killed finished" >&2; exit 1
+  fi
+}
+MEM="--memory-checkpoint-every 1 --replicas 2"
+echo "retrieval after rank 3 is killed as step 7 begins (2x2; steps 1-6 done):"
+for source in local peer; do
+  killed $MEM
+  [ $source = peer ] && rm -rf "$SHM/axonn-$NAME/node-1"
+  # shellcheck disable=SC2086
+  $MPIEXEC -n 4 "$AXONN" train $COMMON $G $MEM --resume >"$OUT/resume-$source.log" 2>&1 </dev/null
+  line=$(grep "recovered from memory" "$OUT/resume-$source.log")
+  step=$(echo "$line" | sed 's/.*step \([0-9]*\) recovered.*/\1/')
+  secs=$(echo "$line" | sed 's/.* in \([0-9.]*\) s:.*/\1/')
+  echo "  $source memory: $secs s, step $step, lost work $((6 - step)) step(s)  [$line]"
+done
+rm -rf "$SHM/axonn-$NAME" "$OUT/ck"
+killed --checkpoint-dir "$OUT/ck" --checkpoint-every 4
+# shellcheck disable=SC2086
+$MPIEXEC -n 4 "$AXONN" train $COMMON $G --checkpoint-dir "$OUT/ck" --checkpoint-every 4 --resume \
+  >"$OUT/resume-files.log" 2>&1 </dev/null
+line=$(grep "resume: continuing from" "$OUT/resume-files.log")
+step=$(echo "$line" | sed 's/.*(step \([0-9]*\)).*/\1/')
+secs=$(echo "$line" | sed 's/.*found and read in \([0-9.]*\) s.*/\1/')
+echo "  files (--checkpoint-every 4, local disk): $secs s, step $step, lost work $((6 - step)) step(s)"
+echo "logs: $OUT"

@@ -1,0 +1,363 @@
+/* trainer_replicas.c — the replicas of a memory checkpoint on their way to the peer nodes
+ * (Gemini, thesis §6.5; docs/memory-checkpoints.md "When replicas travel").
+ *
+ * A step's transfers (trainer_memckpt.c plans them: node K's stage files to the other nodes of
+ * its replica group) begin with the copy: receivers post a receive for each file's size at
+ * once. A sender starts when its copy thread has written the file and read it back into
+ * memory. With --replica-schedule idle it sends chunks only inside the idle spans of its link:
+ * at the start of every step the spans are learned from the link's log of the previous step
+ * (the training's messages, by every rank of the node, replicas left out), and each call of
+ * the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
+ * (replica_schedule.h) fits into mu of the span, less what earlier chunks took. What does not
+ * fit waits for the next step: before each optimizer every rank learns whether all transfers
+ * have landed (one all-reduce), and only then are the manifests written; a checkpoint due
+ * while replicas are still in flight is skipped (counted). With --replica-schedule end, and at
+ * the end of the run, everything left is sent at once and waited for.
+ *
+ * The link model f(s) = alpha + s / B: the emulated link's own figures, or on real links a
+ * ping-pong fitted between the first sender and its receiver (mpi/casync_probe.c). A receiver
+ * posts one receive at a time per file (a chunk's size is the sender's choice: the receive is
+ * posted for the rest of the file, and MPI_Get_count says how much came). */
+#include <limits.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/mpi_util.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/io/memckpt.h"
+#include "trainer_impl.h"
+
+enum {
+  MAX_CHUNK = 4 << 20,   /* R / p: the largest chunk */
+  MIN_CHUNK = 256 << 10, /* the smallest worth a span of its own */
+  TICK_CHUNKS = 64,      /* chunks cut at one call */
+};
+
+static int tag_of(int file) { return file + 2; }
+
+static AxCommConfig replica_cc(const AxTrainer *t) {
+  return ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
+}
+
+/* ------------------------------------------------------------------ setup */
+
+/* The replicas' link: the emulated one's figures, or a ping-pong between the first transfer's
+ * two ranks (every rank gets their fit). */
+static int link_model(AxTrainer *t, const AxMemTransfer *x, int n, AxLinearCost *f) {
+  if (ax_link_emulating(t->links)) {
+    AxLinkSpec s = ax_link_spec_of(t->links);
+    *f = (AxLinearCost){s.latency_s, s.bytes_per_s};
+    return AX_OK;
+  }
+  *f = (AxLinearCost){0, INFINITY};
+  if (n == 0) return AX_OK;
+  int me = t->grid.rank, pair = me == x[0].from || me == x[0].to;
+  MPI_Comm comm;
+  AX_MPI(MPI_Comm_split(t->mc.comm, pair ? 0 : MPI_UNDEFINED, me, &comm));
+  int rc = pair ? ax_casync_measure_send(comm, f) : AX_OK;
+  if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  AX_TRY(ax_mpi_agree(t->mc.comm, rc));
+  double v[2] = {f->latency_s, 1.0 / f->bytes_per_s};
+  AX_MPI(MPI_Bcast(v, 2, MPI_DOUBLE, x[0].from, t->mc.comm));
+  *f = (AxLinearCost){v[0], 1.0 / v[1]};
+  return AX_OK;
+}
+
+int ax_replicas_setup(AxTrainer *t, const AxMemTransfer *x, int n) {
+  AxMemCkpt *mc = &t->mc;
+  mc->idle = t->cfg.replica_schedule == AX_REPLICAS_IDLE && t->have_grid && n > 0;
+  mc->link = (AxReplicaLink){{0, INFINITY}, t->cfg.replica_idle_share, MAX_CHUNK, MIN_CHUNK};
+  if (!mc->idle) return AX_OK;
+  AX_TRY(link_model(t, x, n, &mc->link.f));
+  ax_link_set_model(t->links, mc->link.f.latency_s, mc->link.f.bytes_per_s);
+  size_t N = (size_t)mc->n_nodes;
+  mc->spans = ax_calloc(N * AX_REPLICA_SPANS, sizeof *mc->spans);
+  mc->n_spans = ax_calloc(N, sizeof *mc->n_spans);
+  mc->span_used = ax_calloc(N * AX_REPLICA_SPANS, sizeof *mc->span_used);
+  mc->busy_until = ax_calloc(N, sizeof *mc->busy_until);
+  mc->uses = ax_calloc(AX_LINK_LOG_ENTRIES, sizeof *mc->uses);
+  if (!mc->spans || !mc->n_spans || !mc->span_used || !mc->busy_until || !mc->uses) return AX_ERR;
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ a step's transfers */
+
+int ax_replicas_begin(AxTrainer *t, const AxMemTransfer *x, int n) {
+  AxMemCkpt *mc = &t->mc;
+  int me = t->have_grid ? t->grid.rank : 0, k = 0;
+  mc->xfer = ax_calloc((size_t)n + 1, sizeof *mc->xfer);
+  if (!mc->xfer) return AX_ERR;
+  for (int i = 0; i < n; i++) {
+    if (x[i].from != me && x[i].to != me) continue;
+    AxReplicaXfer *r = &mc->xfer[k++];
+    r->file = x[i].file;
+    r->sends = x[i].from == me;
+    r->peer = r->sends ? x[i].to : x[i].from;
+    r->node = mc->node_of[r->peer];
+    r->req = MPI_REQUEST_NULL;
+  }
+  mc->n_xfer = k;
+  mc->replicating = 1;
+  atomic_store(&mc->file_ready, 0);
+  return AX_OK;
+}
+
+/* Hands one message of the sender's to the link layer (kept to be completed). */
+static int send_piece(AxTrainer *t, AxReplicaXfer *r, const void *buf, int count,
+                      MPI_Datatype type, size_t bytes) {
+  if (r->n_chunks == r->cap_chunks) {
+    int cap = r->cap_chunks ? 2 * r->cap_chunks : 16;
+    AxLinkSend *c = realloc(r->chunks, (size_t)cap * sizeof *c);
+    if (!c) return AX_FAIL("out of memory for replica chunks");
+    r->chunks = c;
+    r->cap_chunks = cap;
+  }
+  AxCommConfig cc = replica_cc(t);
+  AxLinkMsg m = {buf, count, type, bytes, r->peer, r->peer, tag_of(r->file), t->mc.comm,
+                 AX_TRAFFIC_CHECKPOINT_REPLICA};
+  r->chunks[r->n_chunks] = AX_LINK_SEND_NULL;
+  return ax_link_isend(&cc, &m, &r->chunks[r->n_chunks++]);
+}
+
+/* The file's size, once: the receiver allocates and posts for the bytes. */
+static int send_size(AxTrainer *t, AxReplicaXfer *r) {
+  if (r->size_known) return AX_OK;
+  r->size = t->mc.send_size;
+  r->size_known = 1;
+  return send_piece(t, r, &r->size, 1, MPI_UNSIGNED_LONG_LONG, sizeof r->size);
+}
+
+static int send_chunk(AxTrainer *t, AxReplicaXfer *r, size_t len) {
+  AX_TRY(send_piece(t, r, t->mc.send_data + r->done, (int)len, MPI_BYTE, len));
+  r->done += len;
+  return AX_OK;
+}
+
+/* Everything of r not sent yet, in the largest chunks (--replica-schedule end, and flushes). */
+static int send_rest(AxTrainer *t, AxReplicaXfer *r) {
+  AX_TRY(send_size(t, r));
+  while (r->done < r->size) {
+    unsigned long long left = r->size - r->done;
+    size_t len = left < MAX_CHUNK ? (size_t)left : MAX_CHUNK;
+    AX_TRY(send_chunk(t, r, len));
+    t->mc.end_bytes += len;
+  }
+  return AX_OK;
+}
+
+/* What Algorithm 6.2 fits into the idle span the link is in now (if any). */
+static int send_in_span(AxTrainer *t, AxReplicaXfer *r, long long now_ns) {
+  AxMemCkpt *mc = &t->mc;
+  AX_TRY(send_size(t, r));
+  double now = (double)(now_ns - mc->step_begin_ns) * 1e-9;
+  const AxSpan *sp = mc->spans + (size_t)r->node * AX_REPLICA_SPANS;
+  int j = ax_span_at(sp, mc->n_spans[r->node], now);
+  if (j < 0 || r->done >= r->size) return AX_OK;
+  double *used = &mc->span_used[(size_t)r->node * AX_REPLICA_SPANS + j];
+  double *busy = &mc->busy_until[r->node];
+  double from = now > *busy ? now : *busy; /* our earlier chunks may still hold the link */
+  double budget = mc->link.mu * (sp[j].end_s - sp[j].start_s) - *used;
+  if (budget > mc->link.mu * (sp[j].end_s - from)) budget = mc->link.mu * (sp[j].end_s - from);
+  if (budget <= 0) return AX_OK;
+  size_t sizes[TICK_CHUNKS], remain = (size_t)(r->size - r->done);
+  double took;
+  int k = ax_fill_span(&mc->link, budget, &remain, sizes, TICK_CHUNKS, &took);
+  for (int i = 0; i < k; i++) {
+    AX_TRY(send_chunk(t, r, sizes[i]));
+    mc->idle_bytes += sizes[i];
+  }
+  *used += took;
+  *busy = from + took;
+  return AX_OK;
+}
+
+/* A sender's sends: *all = 1 once every byte was handed over and every send completed. */
+static int test_sends(AxTrainer *t, AxReplicaXfer *r, int *all) {
+  AxCommConfig cc = replica_cc(t);
+  *all = r->size_known && r->done == r->size;
+  for (int c = 0; c < r->n_chunks; c++) {
+    int done;
+    AX_TRY(ax_link_test(&cc, &r->chunks[c], &done));
+    if (!done) *all = 0;
+  }
+  return AX_OK;
+}
+
+/* A receiver's next receive: the size, then the rest of the file. */
+static int post_receive(AxTrainer *t, AxReplicaXfer *r) {
+  if (!r->size_known)
+    AX_MPI(MPI_Irecv(&r->size_msg, 1, MPI_UNSIGNED_LONG_LONG, r->peer, tag_of(r->file),
+                     t->mc.comm, &r->req));
+  else {
+    unsigned long long left = r->size - r->done;
+    int count = left > INT_MAX ? INT_MAX : (int)left;
+    AX_MPI(MPI_Irecv(r->data + r->done, count, MPI_BYTE, r->peer, tag_of(r->file), t->mc.comm,
+                     &r->req));
+  }
+  return AX_OK;
+}
+
+/* A receive that completed: the size (the buffer allocated), or bytes (the file written into
+ * the slot once whole). */
+static int received(AxTrainer *t, AxReplicaXfer *r, MPI_Status *st) {
+  AxMemCkpt *mc = &t->mc;
+  if (!r->size_known) {
+    r->size = r->size_msg;
+    r->size_known = 1;
+    r->data = ax_malloc(r->size + 1);
+    if (!r->data) return AX_ERR;
+  } else {
+    int count;
+    AX_MPI(MPI_Get_count(st, MPI_BYTE, &count));
+    r->done += (unsigned long long)count;
+  }
+  if (r->done < r->size) return AX_OK;
+  char dir[AX_MEMCKPT_PATH], name[32];
+  ax_memckpt_slot_dir(t->cfg.memory_dir, mc->name, mc->node, mc->slot, dir);
+  ax_ckpt_stage_file_name(r->file, name, sizeof name);
+  int rc = ax_memckpt_put_file(dir, name, r->data, r->size);
+  free(r->data);
+  r->data = NULL;
+  r->landed = rc == AX_OK;
+  return rc;
+}
+
+/* Whatever has arrived for r; never blocks. */
+static int receive_some(AxTrainer *t, AxReplicaXfer *r) {
+  while (!r->landed) {
+    if (r->req == MPI_REQUEST_NULL) AX_TRY(post_receive(t, r));
+    int flag;
+    MPI_Status st;
+    AX_MPI(MPI_Test(&r->req, &flag, &st));
+    if (!flag) return AX_OK;
+    AX_TRY(received(t, r, &st));
+  }
+  return AX_OK;
+}
+
+/* One pass over this rank's transfers: receives advanced, sends tested. send: 0 nothing new
+ * is sent, 1 what the schedule allows now, 2 everything. *all = every one landed; *handed =
+ * every byte this rank sends has been handed to the link layer. */
+static int pass(AxTrainer *t, int send, int *all, int *handed) {
+  AxMemCkpt *mc = &t->mc;
+  AxCommConfig cc = replica_cc(t);
+  AX_TRY(ax_link_progress(&cc));
+  int ready = atomic_load(&mc->file_ready);
+  long long now = ax_link_now_ns();
+  *all = *handed = 1;
+  for (int i = 0; i < mc->n_xfer; i++) {
+    AxReplicaXfer *r = &mc->xfer[i];
+    if (!r->sends) {
+      AX_TRY(receive_some(t, r));
+      *all &= r->landed;
+      continue;
+    }
+    if (ready && send == 2) AX_TRY(send_rest(t, r));
+    if (ready && send == 1) AX_TRY(send_in_span(t, r, now));
+    if (!r->landed) AX_TRY(test_sends(t, r, &r->landed));
+    *all &= r->landed;
+    *handed &= r->size_known && r->done == r->size;
+  }
+  return AX_OK;
+}
+
+/* Until every transfer of this rank has landed (sending what is left: send = 2). */
+static int complete_all(AxTrainer *t) {
+  AxCommConfig cc = replica_cc(t);
+  AxLinkWaiter w = {0};
+  int all, handed, rc;
+  while ((rc = pass(t, 2, &all, &handed)) == AX_OK && !all) ax_link_pause(&cc, &w);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ the step's calls */
+
+int ax_replicas_step_begin(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  long long now = ax_link_now_ns();
+  mc->prev_begin_ns = mc->step_begin_ns;
+  mc->step_begin_ns = now;
+  if (!mc->idle) return AX_OK;
+  for (int k = 0; k < mc->n_nodes; k++) {
+    mc->n_spans[k] = 0;
+    mc->busy_until[k] = 0;
+    memset(mc->span_used + (size_t)k * AX_REPLICA_SPANS, 0,
+           AX_REPLICA_SPANS * sizeof *mc->span_used);
+  }
+  if (!mc->prev_begin_ns) return AX_OK; /* the first step: nothing learned yet */
+  double min_s = ax_linear_cost_at(&mc->link.f, MIN_CHUNK) / mc->link.mu;
+  for (int i = 0; i < mc->n_xfer; i++) {
+    const AxReplicaXfer *r = &mc->xfer[i];
+    if (!r->sends || mc->n_spans[r->node]) continue;
+    int n = ax_link_uses(t->links, r->node, mc->prev_begin_ns, now, mc->uses, AX_LINK_LOG_ENTRIES);
+    mc->n_spans[r->node] =
+        ax_idle_spans(mc->uses, n, mc->prev_begin_ns, now, AX_TRAFFIC_CHECKPOINT_REPLICA, min_s,
+                      mc->spans + (size_t)r->node * AX_REPLICA_SPANS, AX_REPLICA_SPANS);
+  }
+  return AX_OK;
+}
+
+int ax_replicas_tick(AxTrainer *t) {
+  if (!t->mc.replicating) return AX_OK;
+  int all, handed;
+  return pass(t, t->mc.idle ? 1 : 0, &all, &handed);
+}
+
+/* Idle schedule: what fits now is sent; when every rank has handed over all its bytes the
+ * transfers are completed (they are on the link already), else they wait for the next step. */
+int ax_replicas_settle(AxTrainer *t, int flush, int *landed) {
+  AxMemCkpt *mc = &t->mc;
+  *landed = 1;
+  if (!mc->replicating) return AX_OK;
+  int all = 0, handed = 0, rc = AX_OK;
+  if (mc->idle && !flush) rc = pass(t, 1, &all, &handed);
+  if (t->have_grid) {
+    int bad[2] = {rc != AX_OK, !handed}; /* failed; bytes not yet handed over, on some rank */
+    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, bad, 2, MPI_INT, MPI_MAX, t->grid.world));
+    if (bad[0])
+      return rc != AX_OK ? rc : AX_FAIL("memory checkpoint replicas failed on another rank");
+    handed = !bad[1];
+  }
+  mc->flights++;
+  *landed = flush || !mc->idle || handed;
+  if (!*landed) return AX_OK;
+  int rc_all = complete_all(t);
+  return t->have_grid ? ax_grid_agree(&t->grid, rc_all) : rc_all;
+}
+
+void ax_replicas_free(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  AxCommConfig cc = replica_cc(t);
+  for (int i = 0; i < mc->n_xfer; i++) {
+    AxReplicaXfer *r = &mc->xfer[i];
+    for (int c = 0; c < r->n_chunks; c++) ax_link_drop(&cc, &r->chunks[c]);
+    if (r->req != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r->req);
+      MPI_Request_free(&r->req);
+    }
+    free(r->chunks);
+    free(r->data);
+  }
+  free(mc->xfer);
+  mc->xfer = NULL;
+  mc->n_xfer = 0;
+  free(mc->send_data);
+  mc->send_data = NULL;
+  mc->send_size = 0;
+  mc->replicating = 0;
+}
+
+/* Rank 0, at the end: how the replicas travelled. */
+void ax_replicas_report(const AxTrainer *t) {
+  const AxMemCkpt *mc = &t->mc;
+  if ((t->have_grid && t->grid.rank != 0) || !mc->landed_copies) return;
+  ax_log("memory checkpoints: %d cop%s replicated (%s schedule), %.1f step(s) each on average; "
+         "%d due checkpoint(s) skipped while replicas were in flight; rank 0 sent %.1f MB in "
+         "idle spans and %.1f MB at settles", mc->landed_copies,
+         mc->landed_copies == 1 ? "y" : "ies", mc->idle ? "idle-span" : "end-of-step",
+         (double)mc->flights / mc->landed_copies, mc->skipped, (double)mc->idle_bytes / 1e6,
+         (double)mc->end_bytes / 1e6);
+}

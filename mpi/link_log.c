@@ -24,10 +24,7 @@ typedef struct {
 size_t ax_link_log_bytes(void) { return (sizeof(Log) + 63) / 64 * 64; }
 
 void ax_link_log_init(void *log) {
-  Log *l = log;
-  memset(l, 0, sizeof *l);
-  atomic_store(&l->head, 0);
-  for (int i = 0; i < AX_LINK_LOG_ENTRIES; i++) atomic_store(&l->e[i].seq, 0);
+  memset(log, 0, sizeof(Log)); /* head 0, every entry's sequence 0: never written */
 }
 
 void ax_link_log_append(void *log, long long start_ns, long long end_ns, int cls) {

@@ -17,7 +17,8 @@
 # the newest whole copy does not depend on timing. Then the default schedule, replicas in the
 # idle spans of an EMULATED link: a run is bit for bit the reference and says how its replicas
 # travelled; killed, its node's memory lost, it resumes from memory bit for bit (from whichever
-# step was whole: that depends on timing, and is not asserted).
+# step was whole: that depends on timing, and is not asserted). On a link too busy for any
+# chunk, copies wait two steps and are then sent at once: every step of that is deterministic.
 . "$(dirname "$0")/mpilib.sh"
 
 SHM=${AXONN_TEST_SHM:-/dev/shm}
@@ -110,6 +111,18 @@ killed idle_kill $P4 --run-name "$NAME" $IDLE --debug-hang-rank 3 --debug-hang-s
 rm -rf "$SHM/axonn-$NAME/node-1"
 run idle_resume 4 $P4 --run-name "$NAME" $IDLE --resume && tail_equal idle_resume ref
 expect_log idle_resume "recovered from memory (own nodes and peer replicas)"
+
+# a link never idle long enough (8 Mb/s and mu 0.01: a 256 KB chunk takes 0.26 s, so only a
+# span of 26 s would hold one, far longer than any step here, however loaded): no chunk fits, each copy waits AX_REPLICA_MAX_WAIT = 2 steps and is then sent at once. So the
+# copies of steps 1, 3, 5, 7 complete at the settles of steps 3, 5, 7, 9 (step 9's at the end),
+# the checkpoints due meanwhile are skipped, and a rank killed as step 7 begins leaves step 3.
+STARVED="--replica-schedule idle --emulate-link 8Mbps --replica-idle-share 0.01"
+run starved 4 $P4 --run-name "$NAME" $STARVED && tail_equal starved ref
+expect_log starved "5 copies replicated (idle-span schedule), 2.0 step(s) each on average, 4 sent at once after waiting 2 steps; 5 due checkpoint(s) skipped while replicas were in flight; rank 0 sent 0.0 MB in idle spans"
+killed starved_kill $P4 --run-name "$NAME" $STARVED --debug-hang-rank 3 --debug-hang-step 7 \
+  --debug-hang-mode kill
+run starved_resume 4 $P4 --run-name "$NAME" $STARVED --resume && tail_equal starved_resume ref
+expect_log starved_resume "step 3 recovered from memory (every node its own)"
 
 # shm-clean removes what a dead job left
 killed clean $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 3 --debug-hang-mode kill

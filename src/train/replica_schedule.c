@@ -64,23 +64,3 @@ int ax_fill_span(const AxReplicaLink *l, double span_s, size_t *remain, size_t *
   }
   return k;
 }
-
-size_t ax_partition_checkpoint(const AxReplicaLink *l, const AxSpan *spans, int n, size_t bytes,
-                               int copies, int last_unbounded, int *chunks) {
-  size_t placed = 0, remain = bytes;
-  int copy = 0;
-  *chunks = 0;
-  for (int i = 0; i < n && copy < copies; i++) {
-    double span = last_unbounded && i == n - 1 ? INFINITY : l->mu * (spans[i].end_s - spans[i].start_s);
-    for (;;) {
-      size_t before = remain;
-      double used;
-      *chunks += ax_fill_span(l, span, &remain, NULL, 0, &used);
-      placed += before - remain;
-      span -= used;
-      if (remain > 0 || ++copy == copies) break;
-      remain = bytes; /* the next copy, in what is left of this span */
-    }
-  }
-  return placed;
-}

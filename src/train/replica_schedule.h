@@ -4,7 +4,7 @@
  * f(s) = alpha + s / B. Pure computation: the trainer (trainer_replicas.c) learns the spans
  * from the link's log (mpi/link_log.h) and sends the chunks.
  *
- * Algorithm 6.2, as implemented (per span t, remain_span = mu * t):
+ * Algorithm 6.2's inner loop, as implemented (per span t, remain_span = mu * t):
  *   while remain_span > 0 and bytes remain:
  *     size = R              if remain_span >= f(R)      (R: the largest chunk, R/p there)
  *          = (remain_span - alpha) * B  otherwise (nothing when that is not positive)
@@ -45,11 +45,5 @@ int ax_span_at(const AxSpan *spans, int n, double t);
  * only counts). Returns how many chunks; *used_s gets the link time they take. */
 int ax_fill_span(const AxReplicaLink *l, double span_s, size_t *remain, size_t *sizes, int cap,
                  double *used_s);
-
-/* Algorithm 6.2 over a whole step: `copies` checkpoints of `bytes` each, into spans[0..n)
- * (last_unbounded: the last span is infinite, as the thesis sets it; otherwise what does not
- * fit is left for the next step). Returns the bytes placed; *chunks the chunks cut. */
-size_t ax_partition_checkpoint(const AxReplicaLink *l, const AxSpan *spans, int n, size_t bytes,
-                               int copies, int last_unbounded, int *chunks);
 
 #endif

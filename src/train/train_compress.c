@@ -14,21 +14,19 @@
 #include "train_compress.h"
 #include "trainer_impl.h"
 
-/* The link's send cost: the emulated link's own figures, else a ping-pong between the first
- * two ranks of the data-parallel column (every rank of it takes part; others wait). */
-static int send_cost(AxTrainer *t, AxLinearCost *out) {
+int ax_trainer_link_cost(AxTrainer *t, MPI_Comm probe, AxLinearCost *out) {
   if (ax_link_emulating(t->links)) {
     AxLinkSpec s = ax_link_spec_of(t->links);
     *out = (AxLinearCost){s.latency_s, s.bytes_per_s};
     return AX_OK;
   }
-  return ax_casync_measure_send(t->grid.data, out);
+  return ax_casync_measure_send(probe, out);
 }
 
 /* Costs every rank agrees on: each profiles, then the slowest figure of every term wins. */
 static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
   AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
-  AX_TRY(send_cost(t, &c->send));
+  AX_TRY(ax_trainer_link_cost(t, t->grid.data, &c->send));
   double v[6] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
                  1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s};
   AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_MAX, t->grid.world));

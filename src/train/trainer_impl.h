@@ -48,6 +48,8 @@ typedef struct {
   int from, to;
 } AxMemTransfer;
 enum { AX_MEMCKPT_MANIFEST = -1 };
+/* The tag of a file's messages on the memory checkpoints' communicator. */
+static inline int ax_memckpt_tag(int file) { return file + 2; }
 
 /* A replica transfer as this rank takes part in it (trainer_replicas.c). */
 typedef struct {
@@ -64,7 +66,11 @@ typedef struct {
   int n_chunks, cap_chunks;
 } AxReplicaXfer;
 
-enum { AX_REPLICA_SPANS = 256 }; /* idle spans kept per link and step */
+enum {
+  AX_REPLICA_SPANS = 256, /* idle spans kept per link and step */
+  AX_REPLICA_MAX_WAIT = 2, /* a copy's replicas use the idle spans of at most this many steps;
+                            * at that step's settle what is left is sent at once */
+};
 
 /* In-memory checkpoints (trainer_memckpt.c, docs/memory-checkpoints.md). */
 typedef struct {
@@ -103,7 +109,9 @@ typedef struct {
   double *span_used, *busy_until; /* [n_nodes][AX_REPLICA_SPANS] link time taken; [n_nodes] */
   AxLinkUse *uses;            /* scratch: a link's log */
   /* what the schedule did (the end-of-run line) */
-  int skipped, landed_copies, flights; /* checkpoints skipped; copies replicated; steps they took */
+  int waited;  /* settles the copy in flight has waited */
+  int skipped, landed_copies, flights, overdue; /* checkpoints skipped; copies replicated;
+                                                 * steps they took; copies flushed overdue */
   unsigned long long idle_bytes, end_bytes; /* sent in idle spans; sent at a settle */
 } AxMemCkpt;
 
@@ -202,6 +210,10 @@ int ax_trainer_setup_checkpoints(AxTrainer *t);
 /* train_compress.c: the codec, the decisions and states (a setup phase, collective when the
  * cost model profiles); each step's codec context; the header's lines. */
 int ax_trainer_setup_compress(AxTrainer *t);
+/* The link's send cost f(s) = latency + s / bandwidth: the emulated link's own figures, else a
+ * ping-pong fitted between the first two ranks of probe (collective over probe; a rank
+ * outside it passes MPI_COMM_NULL and gets {0, infinity}). */
+int ax_trainer_link_cost(AxTrainer *t, MPI_Comm probe, AxLinearCost *out);
 void ax_trainer_compress_step(AxTrainer *t, int step);
 void ax_trainer_print_compress(const AxTrainer *t);
 /* train_backprop.c: compressed backpropagation's link state (a setup phase before the

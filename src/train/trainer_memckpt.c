@@ -152,8 +152,6 @@ static const char *file_name(const AxCkptManifest *man, int file) {
   return file == MANIFEST ? "manifest" : man->files[file].name;
 }
 
-static int tag_of(int file) { return file + 2; }
-
 /* Sends a file's bytes to `to`: its size, then chunks (all held by the link emulator as any
  * other message, counted as checkpoint_replica traffic). */
 static int send_file(AxTrainer *t, const char *dir, const char *name, int to, int tag,
@@ -219,12 +217,12 @@ static int run_transfers(AxTrainer *t, const Transfer *x, int n, const AxCkptMan
   for (int i = 0; i < n && rc == AX_OK; i++) {
     unsigned long long size;
     if (x[i].from == me)
-      rc = send_file(t, src, file_name(man, x[i].file), x[i].to, tag_of(x[i].file), &data[i],
+      rc = send_file(t, src, file_name(man, x[i].file), x[i].to, ax_memckpt_tag(x[i].file), &data[i],
                      &size, &sends[i], &n_sends[i]);
   }
   for (int i = 0; i < n && rc == AX_OK; i++)
     if (x[i].to == me) rc = recv_file(t, dst, file_name(man, x[i].file), x[i].from,
-                                      tag_of(x[i].file));
+                                      ax_memckpt_tag(x[i].file));
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
   for (int i = 0; i < n && sends && data && n_sends; i++) {
     for (int c = 0; c < n_sends[i]; c++) {

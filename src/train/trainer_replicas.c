@@ -36,8 +36,6 @@ enum {
   TICK_CHUNKS = 64,      /* chunks cut at one call */
 };
 
-static int tag_of(int file) { return file + 2; }
-
 static AxCommConfig replica_cc(const AxTrainer *t) {
   return ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
 }
@@ -47,17 +45,11 @@ static AxCommConfig replica_cc(const AxTrainer *t) {
 /* The replicas' link: the emulated one's figures, or a ping-pong between the first transfer's
  * two ranks (every rank gets their fit). */
 static int link_model(AxTrainer *t, const AxMemTransfer *x, int n, AxLinearCost *f) {
-  if (ax_link_emulating(t->links)) {
-    AxLinkSpec s = ax_link_spec_of(t->links);
-    *f = (AxLinearCost){s.latency_s, s.bytes_per_s};
-    return AX_OK;
-  }
-  *f = (AxLinearCost){0, INFINITY};
-  if (n == 0) return AX_OK;
+  if (ax_link_emulating(t->links) || n == 0) return ax_trainer_link_cost(t, MPI_COMM_NULL, f);
   int me = t->grid.rank, pair = me == x[0].from || me == x[0].to;
   MPI_Comm comm;
   AX_MPI(MPI_Comm_split(t->mc.comm, pair ? 0 : MPI_UNDEFINED, me, &comm));
-  int rc = pair ? ax_casync_measure_send(comm, f) : AX_OK;
+  int rc = ax_trainer_link_cost(t, comm, f);
   if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   AX_TRY(ax_mpi_agree(t->mc.comm, rc));
   double v[2] = {f->latency_s, 1.0 / f->bytes_per_s};
@@ -101,6 +93,7 @@ int ax_replicas_begin(AxTrainer *t, const AxMemTransfer *x, int n) {
   }
   mc->n_xfer = k;
   mc->replicating = 1;
+  mc->waited = 0;
   atomic_store(&mc->file_ready, 0);
   return AX_OK;
 }
@@ -116,7 +109,7 @@ static int send_piece(AxTrainer *t, AxReplicaXfer *r, const void *buf, int count
     r->cap_chunks = cap;
   }
   AxCommConfig cc = replica_cc(t);
-  AxLinkMsg m = {buf, count, type, bytes, r->peer, r->peer, tag_of(r->file), t->mc.comm,
+  AxLinkMsg m = {buf, count, type, bytes, r->peer, r->peer, ax_memckpt_tag(r->file), t->mc.comm,
                  AX_TRAFFIC_CHECKPOINT_REPLICA};
   r->chunks[r->n_chunks] = AX_LINK_SEND_NULL;
   return ax_link_isend(&cc, &m, &r->chunks[r->n_chunks++]);
@@ -189,12 +182,12 @@ static int test_sends(AxTrainer *t, AxReplicaXfer *r, int *all) {
 /* A receiver's next receive: the size, then the rest of the file. */
 static int post_receive(AxTrainer *t, AxReplicaXfer *r) {
   if (!r->size_known)
-    AX_MPI(MPI_Irecv(&r->size_msg, 1, MPI_UNSIGNED_LONG_LONG, r->peer, tag_of(r->file),
+    AX_MPI(MPI_Irecv(&r->size_msg, 1, MPI_UNSIGNED_LONG_LONG, r->peer, ax_memckpt_tag(r->file),
                      t->mc.comm, &r->req));
   else {
     unsigned long long left = r->size - r->done;
     int count = left > INT_MAX ? INT_MAX : (int)left;
-    AX_MPI(MPI_Irecv(r->data + r->done, count, MPI_BYTE, r->peer, tag_of(r->file), t->mc.comm,
+    AX_MPI(MPI_Irecv(r->data + r->done, count, MPI_BYTE, r->peer, ax_memckpt_tag(r->file), t->mc.comm,
                      &r->req));
   }
   return AX_OK;
@@ -307,7 +300,9 @@ int ax_replicas_tick(AxTrainer *t) {
 }
 
 /* Idle schedule: what fits now is sent; when every rank has handed over all its bytes the
- * transfers are completed (they are on the link already), else they wait for the next step. */
+ * transfers are completed (they are on the link already), else they wait for the next step,
+ * up to AX_REPLICA_MAX_WAIT steps: then the rest is sent at once (a link never idle long
+ * enough would otherwise never complete a copy). */
 int ax_replicas_settle(AxTrainer *t, int flush, int *landed) {
   AxMemCkpt *mc = &t->mc;
   *landed = 1;
@@ -322,7 +317,9 @@ int ax_replicas_settle(AxTrainer *t, int flush, int *landed) {
     handed = !bad[1];
   }
   mc->flights++;
-  *landed = flush || !mc->idle || handed;
+  int overdue = ++mc->waited >= AX_REPLICA_MAX_WAIT && !handed && !flush;
+  mc->overdue += overdue;
+  *landed = flush || !mc->idle || handed || overdue;
   if (!*landed) return AX_OK;
   int rc_all = complete_all(t);
   return t->have_grid ? ax_grid_agree(&t->grid, rc_all) : rc_all;
@@ -354,10 +351,11 @@ void ax_replicas_free(AxTrainer *t) {
 void ax_replicas_report(const AxTrainer *t) {
   const AxMemCkpt *mc = &t->mc;
   if ((t->have_grid && t->grid.rank != 0) || !mc->landed_copies) return;
-  ax_log("memory checkpoints: %d cop%s replicated (%s schedule), %.1f step(s) each on average; "
-         "%d due checkpoint(s) skipped while replicas were in flight; rank 0 sent %.1f MB in "
-         "idle spans and %.1f MB at settles", mc->landed_copies,
-         mc->landed_copies == 1 ? "y" : "ies", mc->idle ? "idle-span" : "end-of-step",
-         (double)mc->flights / mc->landed_copies, mc->skipped, (double)mc->idle_bytes / 1e6,
+  ax_log("memory checkpoints: %d cop%s replicated (%s schedule), %.1f step(s) each on average, "
+         "%d sent at once after waiting %d steps; %d due checkpoint(s) skipped while replicas "
+         "were in flight; rank 0 sent %.1f MB in idle spans and %.1f MB at settles",
+         mc->landed_copies, mc->landed_copies == 1 ? "y" : "ies",
+         mc->idle ? "idle-span" : "end-of-step", (double)mc->flights / mc->landed_copies,
+         mc->overdue, AX_REPLICA_MAX_WAIT, mc->skipped, (double)mc->idle_bytes / 1e6,
          (double)mc->end_bytes / 1e6);
 }

@@ -183,30 +183,24 @@ START_TEST(large_odds_fall_with_k) {
 }
 END_TEST
 
-static void expect_bad(int rc, const char *needle) {
-  ck_assert_int_eq(rc, AX_ERR);
-  ck_assert_msg(strstr(ax_error_text(), needle), "'%s' lacks '%s'", ax_error_text(), needle);
-  ax_error_clear();
-}
-
 START_TEST(bad_inputs_are_refused) {
   double p;
   long double c;
   unsigned long long n;
   int h[4];
-  expect_bad(ax_failure_odds(16, 0, 2, AX_PLACE_GROUP, &p), "need at least 1");
-  expect_bad(ax_failure_odds(4, 5, 2, AX_PLACE_RING, &p), "but there are 4");
-  expect_bad(ax_failure_odds(0, 1, 0, AX_PLACE_GROUP, &p), "0 nodes");
-  expect_bad(ax_failure_odds(16, 2, 17, AX_PLACE_GROUP, &p), "expected 0 to 16");
-  expect_bad(ax_failure_odds(16, 2, -1, AX_PLACE_RING, &p), "expected 0 to 16");
-  expect_bad(ax_failure_odds(16, 2, 2, (AxPlacement)7, &p), "unknown placement");
-  expect_bad(ax_failure_odds(AX_FAILURE_ODDS_MAX_NODES + 1, 2, 2, AX_PLACE_RING, &p),
+  tu_expect_error(ax_failure_odds(16, 0, 2, AX_PLACE_GROUP, &p), "need at least 1");
+  tu_expect_error(ax_failure_odds(4, 5, 2, AX_PLACE_RING, &p), "but there are 4");
+  tu_expect_error(ax_failure_odds(0, 1, 0, AX_PLACE_GROUP, &p), "0 nodes");
+  tu_expect_error(ax_failure_odds(16, 2, 17, AX_PLACE_GROUP, &p), "expected 0 to 16");
+  tu_expect_error(ax_failure_odds(16, 2, -1, AX_PLACE_RING, &p), "expected 0 to 16");
+  tu_expect_error(ax_failure_odds(16, 2, 2, (AxPlacement)7, &p), "unknown placement");
+  tu_expect_error(ax_failure_odds(AX_FAILURE_ODDS_MAX_NODES + 1, 2, 2, AX_PLACE_RING, &p),
              "counted for up to");
-  expect_bad(ax_recoverable_sets(8, 9, 1, AX_PLACE_GROUP, &c), "distinct nodes");
-  expect_bad(ax_failure_odds_enumerate(25, 2, 2, AX_PLACE_GROUP, &n, NULL), "up to 24");
-  expect_bad(ax_failure_odds_group_formula(10, 3, 3, &p), "m to divide N");
-  expect_bad(ax_replica_holders(8, 2, AX_PLACE_GROUP, 8, h), "not one of 0..7");
-  expect_bad(ax_replica_holders(8, 0, AX_PLACE_RING, 0, h), "need at least 1");
+  tu_expect_error(ax_recoverable_sets(8, 9, 1, AX_PLACE_GROUP, &c), "distinct nodes");
+  tu_expect_error(ax_failure_odds_enumerate(25, 2, 2, AX_PLACE_GROUP, &n, NULL), "up to 24");
+  tu_expect_error(ax_failure_odds_group_formula(10, 3, 3, &p), "m to divide N");
+  tu_expect_error(ax_replica_holders(8, 2, AX_PLACE_GROUP, 8, h), "not one of 0..7");
+  tu_expect_error(ax_replica_holders(8, 0, AX_PLACE_RING, 0, h), "need at least 1");
 }
 END_TEST
 

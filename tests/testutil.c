@@ -80,6 +80,12 @@ double tu_max_rel(const float *a, const float *b, size_t n, double atol, double 
   return worst;
 }
 
+void tu_expect_error(int rc, const char *needle) {
+  ck_assert_int_eq(rc, AX_ERR);
+  ck_assert_msg(strstr(ax_error_text(), needle), "'%s' lacks '%s'", ax_error_text(), needle);
+  ax_error_clear();
+}
+
 int tu_run(Suite *s) {
   tu_path(""); /* create the directory in the parent so forked tests share it */
   SRunner *sr = srunner_create(s);

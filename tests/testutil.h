@@ -23,6 +23,8 @@ const char *tu_path(const char *name);
 void tu_cleanup(void);
 /* Max |a-b| / (atol + rtol*|b|) over n elements: <= 1 means within tolerance. */
 double tu_max_rel(const float *a, const float *b, size_t n, double atol, double rtol);
+/* Asserts that rc is AX_ERR with a recorded message containing needle, then clears it. */
+void tu_expect_error(int rc, const char *needle);
 /* Runs the suite (no fork, so failures in C code are reported with context); returns the
  * process exit status. */
 int tu_run(Suite *s);

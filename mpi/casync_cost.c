@@ -58,7 +58,7 @@ double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, dou
 
 AxCasyncChoice ax_casync_choose(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
                                 double bytes, int max_parts) {
-  AxCasyncChoice ch = {0, 1, INFINITY, INFINITY, 1, 1};
+  AxCasyncChoice ch = {0, 1, INFINITY, INFINITY, 1, 1, algo};
   if (max_parts < 1) max_parts = ranks;
   for (int k = 1; k <= max_parts; k++) {
     double o = ax_casync_t_orig(c, algo, ranks, bytes, k);

@@ -40,6 +40,7 @@ typedef struct {
   int parts;            /* K of the chosen path */
   double t_orig, t_cpr; /* seconds: the best of each path (over K) */
   int orig_parts, cpr_parts;
+  AxCasyncAlgo algo;    /* the CaSync algorithm a compressed chunk takes */
 } AxCasyncChoice;
 
 double ax_linear_cost_at(const AxLinearCost *c, double bytes);

@@ -126,8 +126,8 @@ static int start_compressed(Reducer *rd, int p, int *k) {
                    rd->r->summed_lo, rd->r->summed_hi, part->lo, part->hi);
   AxCommConfig cc = ax_grad_compress_cc(gc, rd->r->cc, p);
   AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = part->lo};
-  return ax_casync_allreduce_start(&rd->ops[(*k)++], rd->r->comm, &cc, part->codec, gc->algo,
-                                   part->state, &ctx, rd->o->grads + part->lo,
+  return ax_casync_allreduce_start(&rd->ops[(*k)++], rd->r->comm, &cc, part->codec,
+                                   part->choice.algo, part->state, &ctx, rd->o->grads + part->lo,
                                    part->hi - part->lo, rd->r->bytes);
 }
 

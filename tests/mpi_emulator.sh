@@ -18,8 +18,10 @@
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
+# (the classic tied-embedding path: the pair's sum, then wte in the data-parallel ring, whose
+# bytes the formulas below count; mpi_sparse_embedding.sh has the sparse one)
 COMMON="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --steps 6 --shuffle 0 --seed 7 \
-  --val-every 3 --val-steps 1 --threads 1 --allreduce ring"
+  --val-every 3 --val-steps 1 --threads 1 --allreduce ring --sparse-embedding-sync dense"
 LINK="1Gbps,20us"
 
 # ---- bad network options on several ranks: one line from rank 0, nothing left behind

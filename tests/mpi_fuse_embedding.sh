@@ -46,7 +46,7 @@ run ubf16 4 $G --allreduce-dtype bf16 && run fbf16 4 $G --allreduce-dtype bf16 $
   same_losses fbf16 ubf16 1e-2 2e-2
 
 # the bytes: embedding_sync + data_parallel per step, unfused and fused, against the model
-run ubytes 4 $G --allreduce ring --summary "$TMP/u.json" &&
+run ubytes 4 $G --allreduce ring --sparse-embedding-sync dense --summary "$TMP/u.json" &&
   run fbytes 4 $G --allreduce ring $FE --summary "$TMP/f.json" &&
   python3 - "$TMP/u.json" "$TMP/f.json" <<'PY' || fail "fused embedding bytes are not what the volume model says"
 import json, sys

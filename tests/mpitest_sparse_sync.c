@@ -38,7 +38,7 @@ static MPI_Comm g_comm;
 static AxCommConfig g_cc;
 static unsigned char *g_text; /* the play's bytes */
 static size_t g_text_n;
-static TzZipf g_zipf;
+static AxZipf g_zipf;
 
 typedef enum { RANDOM, OVERLAP, SOME_EMPTY, ALL_EMPTY, ALL_ROWS, TEXT, ZIPF } SetKind;
 
@@ -447,7 +447,7 @@ static int load_text(void) {
 
 int main(int argc, char **argv) {
   mt_init(&argc, &argv);
-  if (!load_text() || !tz_zipf_init(&g_zipf, 50257, 1.0, 2024)) {
+  if (!load_text() || !ax_zipf_init(&g_zipf, 50257, 1.0, 2024)) {
     fprintf(stderr, "mpitest_sparse_sync: cannot read %s (run from the repository root)\n",
             SHAKESPEARE);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -460,6 +460,6 @@ int main(int argc, char **argv) {
   mt_watchdog_stop();
   MPI_Comm_free(&g_comm);
   free(g_text);
-  tz_zipf_free(&g_zipf);
+  ax_zipf_free(&g_zipf);
   return mt_finish(rc);
 }

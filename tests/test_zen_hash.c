@@ -277,7 +277,7 @@ static double ratio(const size_t *load, int n, size_t total) {
 /* Definition 3.6 on n ranks, each a batch of `tokens` Zipf(1) tokens over 50257 rows:
  * push = max over ranks i and owners j of n |I_i^j| / |I_i|; pull = max over owners of
  * n |II_j ∩ I| / |I|. */
-static void zipf_imbalance(const TzZipf *z, int n, size_t tokens, uint64_t seed, double *push,
+static void zipf_imbalance(const AxZipf *z, int n, size_t tokens, uint64_t seed, double *push,
                            double *pull) {
   AxZenHash h;
   ax_zen_hash_init(&h, seed);
@@ -302,8 +302,8 @@ static void zipf_imbalance(const TzZipf *z, int n, size_t tokens, uint64_t seed,
  * on 8 and 16 ranks the pull stays below 1.1 and the push (3.3K rows a rank cut 8 or 16 ways)
  * is reported only. */
 START_TEST(h0_balances_zipf_batches) {
-  TzZipf z;
-  ck_assert(tz_zipf_init(&z, 50257, 1.0, 2024));
+  AxZipf z;
+  ck_assert(ax_zipf_init(&z, 50257, 1.0, 2024));
   for (int n = 2; n <= 16; n = n < 4 ? n + 1 : n * 2)
     for (uint64_t seed = 1; seed <= 4; seed++) {
       double push, pull;
@@ -316,7 +316,7 @@ START_TEST(h0_balances_zipf_batches) {
         ck_assert_msg(push < 1.1, "%d ranks seed %llu: push imbalance %.3f", n,
                       (unsigned long long)seed, push);
     }
-  tz_zipf_free(&z);
+  ax_zipf_free(&z);
 }
 END_TEST
 

@@ -61,16 +61,31 @@ static void add(StagePlan *sum, const StagePlan *p, double times) {
   for (size_t i = 0; i < sizeof *sum / sizeof(double); i++) a[i] += b[i] * times;
 }
 
-int ax_plan_print(const AxTrainConfig *cfg) {
-  AxGptConfig m;
-  AX_TRY(plan_model(cfg, &m));
-  int P = cfg->g_inter, D = cfg->g_data;
-  int *first = ax_malloc((size_t)(P + 1) * sizeof *first);
-  if (!first) return AX_ERR;
-  if (ax_partition(m.layers, P, cfg->stage_layers, first) != AX_OK) {
-    free(first);
+/* The model and its stages' first blocks (*first: P + 1 entries, the caller frees). */
+static int plan_stages(const AxTrainConfig *cfg, AxGptConfig *m, int **first) {
+  AX_TRY(plan_model(cfg, m));
+  *first = ax_malloc((size_t)(cfg->g_inter + 1) * sizeof **first);
+  if (!*first) return AX_ERR;
+  if (ax_partition(m->layers, cfg->g_inter, cfg->stage_layers, *first) != AX_OK) {
+    free(*first);
     return AX_ERR;
   }
+  return AX_OK;
+}
+
+int ax_plan_print_compression(const AxTrainConfig *cfg) {
+  AxGptConfig m;
+  int *first;
+  AX_TRY(plan_stages(cfg, &m, &first));
+  int rc = ax_plan_print_compress(cfg, &m, first);
+  free(first);
+  return rc;
+}
+
+int ax_plan_print(const AxTrainConfig *cfg) {
+  AxGptConfig m;
+  int *first, P = cfg->g_inter, D = cfg->g_data;
+  AX_TRY(plan_stages(cfg, &m, &first));
   printf("memory plan: GPT L=%d C=%d NH=%d T=%d V=%d, %.3fB parameters; grid %d x %d = %lld "
          "ranks; %s %s; micro-batch %d; bucket %lld elements\n", m.layers, m.channels, m.heads,
          cfg->seq, m.vocab, ax_gpt_num_params(&m) / 1e9, P, D, (long long)P * D, cfg->device,

@@ -10,5 +10,7 @@
 
 /* Prints the plan for cfg to stdout (--dry-run, `axonn plan`). */
 int ax_plan_print(const AxTrainConfig *cfg);
+/* Only the compression plan (`axonn plan --compression`; plan_compress.c). */
+int ax_plan_print_compression(const AxTrainConfig *cfg);
 
 #endif

@@ -1,9 +1,12 @@
-/* plan_compress.c — `axonn plan --compress CODEC`: the selective-compression decision of every
- * layer-wise part of every stage (train_compress.h: the same cut into tensors, the same
- * codecs and the same decision a run makes; a stage --compress-stages leaves out is plain),
- * from this core's profiled encode and decode costs and the link of --emulate-link, or,
- * without it, an assumed 10 Gb/s, 5 us link (the plan says which). A run decides from costs every rank agrees on, so its table can differ where
- * T_orig and T_cpr are close. */
+/* plan_compress.c — `axonn plan --compress CODEC` (and `axonn plan --compression`): the
+ * selective-compression decision of every layer-wise part of every stage (train_compress.h:
+ * the same cut into tensors, the same codecs and the same decision a run makes; a stage
+ * --compress-stages leaves out is plain), or under --compress auto every stage's fused groups
+ * and their strategies with predicted times and how long deciding took (compress_auto.h), from
+ * this core's profiled encode and decode costs and the link of --emulate-link, or, without it,
+ * an assumed 10 Gb/s, 5 us link (the plan says which; messages inside a node cost the same
+ * here, where a run measures them). A run decides from costs every rank agrees on, so its
+ * table can differ where the choices are close. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,7 +14,9 @@
 #include "mpi/link_spec.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
+#include "compress_auto.h"
 #include "train_compress.h"
+#include "trainer.h"
 
 enum { PLAN_PROFILE_REPS = 5 };
 static const char ASSUMED_LINK[] = "10Gbps,5us";
@@ -35,8 +40,47 @@ static AxOffload stage_chunks(const AxTrainConfig *cfg, size_t n) {
   return (AxOffload){.n = n, .chunk = chunk, .n_chunks = (int)((n + chunk - 1) / chunk)};
 }
 
+/* How many data-parallel ranks share a node: consecutive ranks fill a node and one row's
+ * P x T ranks are consecutive (mpi/grid.h), so a column's ranks are P x T apart; 0 (the real
+ * nodes, one machine here) puts them all on one. */
+static int column_ranks_per_node(const AxTrainConfig *cfg) {
+  long long row = (long long)cfg->g_inter * ax_train_tp_ranks(cfg), rpn = cfg->ranks_per_node;
+  if (rpn <= 0) return cfg->g_data;
+  long long g = rpn / row;
+  return g < 1 ? 1 : g > cfg->g_data ? cfg->g_data : (int)g;
+}
+
+/* --compress auto: Cupcake's groups and Espresso's decisions for stage s (compress_auto.h),
+ * on the plan's link for messages inside a node too. */
+static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
+                            const AxStageLayout *lay, int s, const AxCodec *codec,
+                            const AxCasyncCosts *c, double *decide_s) {
+  int P = cfg->g_inter;
+  AxAutoCompressInput in = {
+      .costs = *c, .intra = c->send, .ranks = cfg->g_data,
+      .ranks_per_node = column_ranks_per_node(cfg), .plain = (AxAllreduceAlgo)cfg->allreduce,
+      .plain_first = ax_compress_tied_plain(lay, P, ax_train_compressed_stages(cfg, P),
+                                            cfg->fuse_embedding_sync || ax_train_sparse_embedding_path(cfg))};
+  AX_TRY(ax_train_fusion(cfg, &in.fusion));
+  int n = ax_trainer_tensor_ranges(lay, m, NULL, 0);
+  AxTensorRange *tr = ax_calloc((size_t)n + 1, sizeof *tr);
+  if (!tr) return AX_ERR;
+  ax_trainer_tensor_ranges(lay, m, tr, n);
+  AxAutoCompress a;
+  int rc = ax_compress_auto_plan(tr, n, codec, &in, &a);
+  free(tr);
+  if (rc != AX_OK) return rc;
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "stage %d ", s);
+  ax_compress_auto_print(&a, prefix, a.n_groups);
+  *decide_s += a.fusion_s + a.decide_s;
+  ax_compress_auto_free(&a);
+  return AX_OK;
+}
+
 static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
-                       const AxCompressPolicy *pol, AxShapedCodecs *cache, AxCasyncCosts *c) {
+                       const AxCompressPolicy *pol, AxShapedCodecs *cache, AxCasyncCosts *c,
+                       double *decide_s) {
   int P = cfg->g_inter, selected = ax_train_compressed_stages(cfg, P);
   if (s >= selected) {
     ax_log("stage %d: plain (--compress-stages %s: only stages below %d compress)", s,
@@ -45,6 +89,8 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
   }
   AxStageLayout lay;
   ax_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1);
+  if (ax_train_compress_auto(cfg))
+    return print_auto_stage(cfg, m, &lay, s, pol->codec, c, decide_s);
   AxOffload o = stage_chunks(cfg, lay.total);
   AxGradPart *parts;
   int n;
@@ -68,21 +114,30 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
 int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first) {
   if (!ax_train_compresses(cfg)) return AX_OK;
   AxCodec *codec;
-  AX_TRY(ax_codec_parse(cfg->compress, &codec));
+  AX_TRY(ax_codec_parse(ax_train_codec_spec(cfg), &codec));
   AxCompressPolicy pol = {codec, (AxCasyncAlgo)cfg->compress_sync, cfg->g_data, 0, 0};
   AxCasyncCosts c = {0};
   AxShapedCodecs cache = {0};
   const char *source = "";
   int rc = ax_train_compress_min_bytes(cfg, &pol.is_auto, &pol.min_bytes);
+  int strategy = ax_train_compress_auto(cfg);
+  pol.is_auto |= strategy;
   if (rc == AX_OK && pol.is_auto) rc = plan_costs(cfg, codec, &c, &source);
-  if (rc == AX_OK) {
+  if (rc == AX_OK && strategy)
+    ax_log("compression plan: --compress auto with %s, %d data-parallel rank(s) (%d per node): "
+           "Cupcake's fusion (--fusion %s), then Espresso's strategy per group", ax_codec_spec(codec),
+           cfg->g_data, column_ranks_per_node(cfg), cfg->fusion ? cfg->fusion : "auto");
+  else if (rc == AX_OK)
     ax_log("compression plan: %s over CaSync %s, %d data-parallel rank(s), layer-wise parts; %s",
            ax_codec_spec(codec), ax_casync_algo_name(pol.algo), cfg->g_data,
            pol.is_auto ? "HiPress cost model (T_orig vs T_cpr)" : "--compress-min-bytes threshold");
-    if (pol.is_auto) ax_compress_print_costs(&c, source);
-  }
+  if (rc == AX_OK && pol.is_auto) ax_compress_print_costs(&c, source);
+  double decide_s = 0;
   for (int s = 0; s < cfg->g_inter && rc == AX_OK; s++)
-    rc = print_stage(cfg, m, first, s, &pol, &cache, &c);
+    rc = print_stage(cfg, m, first, s, &pol, &cache, &c, &decide_s);
+  if (rc == AX_OK && strategy)
+    ax_log("decided in %.3f s for %d stage(s) (fusion and strategy searches)", decide_s,
+           cfg->g_inter);
   ax_shaped_codecs_free(&cache);
   ax_codec_free(codec);
   return rc;

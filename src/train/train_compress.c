@@ -11,17 +11,9 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/timer.h"
+#include "compress_auto.h"
 #include "train_compress.h"
 #include "trainer_impl.h"
-
-int ax_trainer_link_cost(AxTrainer *t, MPI_Comm probe, AxLinearCost *out) {
-  if (ax_link_emulating(t->links)) {
-    AxLinkSpec s = ax_link_spec_of(t->links);
-    *out = (AxLinearCost){s.latency_s, s.bytes_per_s};
-    return AX_OK;
-  }
-  return ax_casync_measure_send(probe, out);
-}
 
 /* Costs every rank agrees on: each profiles, then the slowest figure of every term wins. */
 static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
@@ -133,34 +125,100 @@ static int drop_codec_unless_selected(AxTrainer *t) {
   return 1;
 }
 
+int ax_compress_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused) {
+  return stages > 1 && (selected < stages || fused) && lay->has[AX_P_WTE];
+}
+
 void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused,
                                  AxGradPart *parts, int n) {
-  if (stages == 1 || (selected == stages && !fused) || !lay->has[AX_P_WTE]) return;
+  if (!ax_compress_tied_plain(lay, stages, selected, fused)) return;
   size_t lo = lay->offset[AX_P_WTE], hi = lo + lay->count[AX_P_WTE];
   for (int i = 0; i < n; i++)
     if (parts[i].lo >= lo && parts[i].hi <= hi) parts[i].choice.compress = 0;
 }
 
+/* How many of the data-parallel ranks share a node, the same figure on every one of them: the
+ * fewest on any node holding one (1 when they spread unevenly: then the ranks_per_node that
+ * divides them is not one number). */
+static int data_ranks_per_node(AxTrainer *t, int *g) {
+  int D = t->grid.D, *node = ax_calloc((size_t)D, sizeof *node);
+  if (!node) return AX_ERR;
+  int mine = ax_link_node_of(t->links, t->grid.rank);
+  int rc = AX_OK;
+  if (D > 1 && MPI_Allgather(&mine, 1, MPI_INT, node, 1, MPI_INT, t->grid.data) != MPI_SUCCESS)
+    rc = AX_FAIL("MPI_Allgather of the data-parallel ranks' nodes failed");
+  *g = D;
+  for (int i = 0; i < D && rc == AX_OK; i++) {
+    int same = 0;
+    for (int j = 0; j < D; j++) same += node[j] == node[i];
+    if (same < *g) *g = same;
+  }
+  if (rc == AX_OK && D % *g) *g = 1;
+  free(node);
+  return rc;
+}
+
+/* --compress auto: Cupcake's groups and Espresso's decision per group (compress_auto.h), from
+ * the agreed costs; a message inside a node costs a raw ping-pong when the link is emulated
+ * (the emulated link is between nodes), else what the link measured. */
+static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  AxAutoCompressInput in = {
+      .costs = t->compress_costs, .intra = t->compress_costs.send, .ranks = t->grid.D,
+      .plain = (AxAllreduceAlgo)t->cfg.allreduce,
+      .plain_first = ax_compress_tied_plain(lay, t->grid.P,
+                                            ax_train_compressed_stages(&t->cfg, t->grid.P),
+                                            ax_trainer_wte_presummed(t))};
+  AX_TRY(ax_train_fusion(&t->cfg, &in.fusion));
+  AX_TRY(data_ranks_per_node(t, &in.ranks_per_node));
+  if (ax_link_emulating(t->links)) AX_TRY(ax_casync_measure_send(t->grid.data, &in.intra));
+  if (t->grid.D < 2) in.costs.enc = in.costs.dec = (AxLinearCost){0, 1e12};
+  int n_t = ax_trainer_tensor_ranges(lay, &t->model, NULL, 0);
+  AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
+  if (!tr) return AX_ERR;
+  ax_trainer_tensor_ranges(lay, &t->model, tr, n_t);
+  int rc = ax_compress_auto_plan(tr, n_t, t->codec, &in, &t->auto_compress);
+  free(tr);
+  if (rc != AX_OK) return rc;
+  const AxAutoCompress *a = &t->auto_compress;
+  *n = ax_grad_parts_cut(&t->off, a->groups, a->n_groups, NULL, 0);
+  *parts = ax_calloc((size_t)*n + 1, sizeof **parts);
+  if (!*parts) return AX_ERR;
+  ax_grad_parts_cut(&t->off, a->groups, a->n_groups, *parts, *n);
+  ax_compress_auto_apply(a, t->grid.D, *parts, *n);
+  for (int i = 0; i < *n && rc == AX_OK; i++)
+    if ((*parts)[i].choice.compress)
+      rc = ax_shaped_codec(&t->shaped, t->codec, (*parts)[i].cols, &(*parts)[i].codec);
+  return rc;
+}
+
+/* Layer-wise: every part by the HiPress cost model or the --compress-min-bytes threshold. */
+static int layerwise_parts(AxTrainer *t, int is_auto, long long min_bytes, AxGradPart **parts,
+                           int *n) {
+  AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), &t->model, parts, n));
+  AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compress_sync, t->grid.D, is_auto,
+                          min_bytes};
+  return ax_compress_decide_parts(&pol, &t->shaped, &t->compress_costs, *parts, *n);
+}
+
 int ax_trainer_setup_compress(AxTrainer *t) {
   if (ax_train_compressed_stages(&t->cfg, t->grid.P) == 0) return AX_OK;
-  AX_TRY(ax_codec_parse(t->cfg.compress, &t->codec));
-  int is_auto;
+  AX_TRY(ax_codec_parse(ax_train_codec_spec(&t->cfg), &t->codec));
+  int is_auto, strategy = ax_train_compress_auto(&t->cfg);
   long long min_bytes = 0;
   AX_TRY(ax_train_compress_min_bytes(&t->cfg, &is_auto, &min_bytes));
   AxCasyncCosts costs = {0};
-  t->compress_profiled = is_auto && t->grid.D > 1;
+  t->compress_profiled = (is_auto || strategy) && t->grid.D > 1;
   if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));
   t->compress_costs = costs;
   if (drop_codec_unless_selected(t)) return AX_OK;
-  AxGradPart *parts;
-  int n;
-  AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), &t->model, &parts, &n));
-  AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compress_sync, t->grid.D, is_auto,
-                          min_bytes};
-  int rc = ax_compress_decide_parts(&pol, &t->shaped, &costs, parts, n);
+  AxGradPart *parts = NULL;
+  int n = 0;
+  int rc = strategy ? auto_parts(t, &parts, &n) : layerwise_parts(t, is_auto, min_bytes, &parts,
+                                                                   &n);
   ax_compress_keep_tied_plain(ax_stage_layout_of(t->stage), t->grid.P,
                               ax_train_compressed_stages(&t->cfg, t->grid.P),
-                              t->cfg.fuse_embedding_sync, parts, n);
+                              ax_trainer_wte_presummed(t), parts, n);
   if (rc == AX_OK)
     rc = ax_grad_compress_init(&t->gc, &t->off, parts, n, (AxCasyncAlgo)t->cfg.compress_sync,
                                t->grid.D, (uint64_t)t->cfg.seed, &t->grid.comm_cfg);
@@ -260,15 +318,21 @@ void ax_trainer_print_compress(const AxTrainer *t) {
   int compressed;
   size_t bytes, cbytes;
   ax_compress_part_totals(gc->parts, gc->n_parts, &compressed, &bytes, &cbytes);
-  ax_log("compression: %s over CaSync %s on %d data-parallel rank(s), layer-wise; %d of %d "
+  int strategy = t->auto_compress.n_groups > 0;
+  ax_log("compression: %s over CaSync %s on %d data-parallel rank(s), %s; %d of %d "
          "part(s) (%zu of %zu bytes) in %d chunk(s) of stage %d compressed (%s)%s",
-         ax_codec_spec(t->codec), ax_casync_algo_name(gc->algo), t->grid.D, compressed,
-         gc->n_parts, cbytes, bytes, gc->n_chunks, t->grid.stage,
-         t->compress_profiled ? "cost model" : "--compress-min-bytes",
+         ax_codec_spec(t->codec), strategy ? "ring or PS" : ax_casync_algo_name(gc->algo),
+         t->grid.D, strategy ? "fused groups" : "layer-wise", compressed, gc->n_parts, cbytes,
+         bytes, gc->n_chunks, t->grid.stage,
+         strategy ? "--compress auto" : t->compress_profiled ? "cost model"
+                                                             : "--compress-min-bytes",
          t->cfg.compress_warmup ? "; plain during the warm-up steps" : "");
   if (t->compress_profiled)
     ax_compress_print_costs(&t->compress_costs, ax_link_emulating(t->links)
                                                     ? "the emulated link"
                                                     : "measured ping-pong; max over ranks");
-  ax_compress_print_parts(gc->parts, gc->n_parts, t->compress_profiled, "");
+  if (strategy)
+    ax_compress_auto_print(&t->auto_compress, "  ", PRINT_PARTS);
+  else
+    ax_compress_print_parts(gc->parts, gc->n_parts, t->compress_profiled, "");
 }

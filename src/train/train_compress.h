@@ -39,10 +39,12 @@ int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, const Ax
 /* Every part's codec and decision (the cost model or the threshold, on the part's size). */
 int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
                              AxCasyncCosts *costs, AxGradPart *parts, int n);
-/* The parts inside lay's tied wte (a pipeline of `stages` > 1) become plain: under
+/* The parts inside lay's tied wte (a pipeline of `stages` > 1) become plain (tied_plain: whether
+ * they must; keep: makes them so): under
  * --compress-stages (only `selected` of them compress) the last stage sums its copy plain, so
  * the first stage's must be too (both copies take the same update); with `fused`
  * (--fuse-embedding-sync) the data-parallel sum leaves wte out altogether. */
+int ax_compress_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused);
 void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused,
                                  AxGradPart *parts, int n);
 /* The decision table: a line per part (the first 20, then how many more), each label after

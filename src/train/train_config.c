@@ -14,6 +14,7 @@
 #include "mpi/compress/codec.h"
 #include "pipeline/backprop_compress.h"
 #include "mpi/link_spec.h"
+#include "mpi/sparse_sync.h"
 #include "src/core/error.h"
 #include "src/io/memckpt.h"
 
@@ -75,10 +76,23 @@ static const AxOption OPTIONS[] = {
         "two nodes takes at least LAT + bytes/BW, one message at a time per link and direction "
         "(e.g. 10Gbps,5us, 100Gbps, 1.5GB/s,2ms; bps/Kbps/Mbps/Gbps or B/s with K/M/G; latency "
         "s/ms/us/ns; default: off); figures measured so are emulated"),
-    STR("compress", compress, "none", "CODEC[:K=V,...]",
+    STR("compress", compress, "none", "auto|CODEC[:K=V,...]",
         "compress the data-parallel gradient sum (CaSync) with CODEC: none, identity, onebit, "
         "tbq, terngrad, dgc, graddrop, topk, randk, qsgd, efsignsgd, powersgd (e.g. "
-        "onebit:ef=1, dgc:ratio=0.001, powersgd:rank=4, terngrad:bits=2; docs/compression.md)"),
+        "onebit:ef=1, dgc:ratio=0.001, powersgd:rank=4, terngrad:bits=2; docs/compression.md); "
+        "auto: fuse the tensors (--fusion) and let Espresso decide each group's compression "
+        "and scheme with --compress-codec (docs/compression.md)"),
+    STR("compress-codec", compress_codec, "onebit:ef=1", "CODEC[:K=V,...]",
+        "the codec --compress auto applies where it decides to compress"),
+    STR("fusion", fusion, NULL, "auto|none|N",
+        "tensor fusion before compression (Cupcake): auto, the optimal groups; none, each tensor "
+        "alone; N, groups of at most N bytes (K/M/G) (default: auto with --compress auto, "
+        "else none; only with --compress auto)"),
+    STR("sparse-embedding-sync", sparse_embedding_sync, "auto", "auto|zen|allgather|dense",
+        "how the first stage sums its row-sparse input-embedding gradient over the data-parallel "
+        "ranks (--g-inter 2 or more, --g-data 2 or more): Zen's balanced sparse sync, the "
+        "naive all-gather of rows, or the dense all-reduce; auto: the cheapest under the "
+        "link's cost at the first step (not with --fuse-embedding-sync)"),
     CHOICE("compress-sync", compress_sync, "ring", "ring|ps",
            "how compressed gradients are summed: CaSync ring or co-located parameter server"),
     STR("compress-min-bytes", compress_min_bytes, "auto", "auto|N",
@@ -260,6 +274,60 @@ int ax_train_compresses(const AxTrainConfig *cfg) {
   return cfg->compress && strcmp(cfg->compress, "none") != 0;
 }
 
+int ax_train_compress_auto(const AxTrainConfig *cfg) {
+  return cfg->compress && strcmp(cfg->compress, "auto") == 0;
+}
+
+const char *ax_train_codec_spec(const AxTrainConfig *cfg) {
+  return ax_train_compress_auto(cfg) ? cfg->compress_codec : cfg->compress;
+}
+
+int ax_train_fusion(const AxTrainConfig *cfg, AxFusionSpec *spec) {
+  const char *text = cfg->fusion ? cfg->fusion : ax_train_compress_auto(cfg) ? "auto" : "none";
+  if (ax_fusion_parse(text, spec) != AX_OK) return ax_error_context("--fusion");
+  return AX_OK;
+}
+
+int ax_train_sparse_embedding_sync(const AxTrainConfig *cfg, int *is_auto, int *algo) {
+  const char *text = cfg->sparse_embedding_sync ? cfg->sparse_embedding_sync : "auto";
+  *is_auto = strcmp(text, "auto") == 0;
+  if (*is_auto) return AX_OK;
+  AxSparseSyncAlgo a;
+  if (ax_sparse_sync_algo_parse(text, &a) != AX_OK)
+    return ax_error_context("--sparse-embedding-sync");
+  *algo = (int)a;
+  return AX_OK;
+}
+
+int ax_train_sparse_embedding_path(const AxTrainConfig *cfg) {
+  int is_auto, algo = AX_SPARSE_SYNC_DENSE;
+  if (ax_train_sparse_embedding_sync(cfg, &is_auto, &algo) != AX_OK) {
+    ax_error_clear(); /* checked by ax_train_config_check */
+    return 0;
+  }
+  return (is_auto || algo != AX_SPARSE_SYNC_DENSE) && cfg->g_inter > 1 && cfg->g_data > 1 &&
+         !cfg->fuse_embedding_sync && ax_train_tp_ranks(cfg) == 1;
+}
+
+/* --sparse-embedding-sync zen|allgather: a first stage whose wte gradient is row-sparse. */
+static int check_sparse_embedding(const AxTrainConfig *cfg) {
+  int is_auto, algo;
+  AX_TRY(ax_train_sparse_embedding_sync(cfg, &is_auto, &algo));
+  if (is_auto || algo == AX_SPARSE_SYNC_DENSE) return AX_OK;
+  const char *name = cfg->sparse_embedding_sync;
+  if (cfg->fuse_embedding_sync)
+    return AX_FAIL("--sparse-embedding-sync %s and --fuse-embedding-sync 1 exclude each other: "
+                   "the fused sum adds the last stage's dense LM-head gradient in first, so no "
+                   "row-sparse gradient is left to sync (docs/compression.md)", name);
+  if (cfg->g_inter < 2 || cfg->g_data < 2)
+    return AX_FAIL("--sparse-embedding-sync %s needs --g-inter 2 or more (on one stage the "
+                   "LM head makes wte's gradient dense) and --g-data 2 or more (got %d x %d)",
+                   name, cfg->g_inter, cfg->g_data);
+  if (ax_train_tp_ranks(cfg) > 1)
+    return AX_FAIL("--sparse-embedding-sync %s does not run with tensor parallelism yet", name);
+  return AX_OK;
+}
+
 int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes) {
   const char *text = cfg->compress_min_bytes ? cfg->compress_min_bytes : "auto";
   *is_auto = strcmp(text, "auto") == 0;
@@ -354,9 +422,16 @@ static int check_compress(const AxTrainConfig *cfg) {
   long long min_bytes;
   AX_TRY(ax_train_compress_min_bytes(cfg, &is_auto, &min_bytes));
   AX_TRY(check_compress_stages(cfg));
+  AX_TRY(check_sparse_embedding(cfg));
+  AxFusionSpec fusion;
+  AX_TRY(ax_train_fusion(cfg, &fusion));
+  if (cfg->fusion && !ax_train_compress_auto(cfg))
+    return AX_FAIL("--fusion %s needs --compress auto (layer-wise compression sends each tensor "
+                   "alone)", cfg->fusion);
   if (!ax_train_compresses(cfg)) return AX_OK;
   AxCodec *codec;
-  if (ax_codec_parse(cfg->compress, &codec) != AX_OK) return ax_error_context("--compress");
+  if (ax_codec_parse(ax_train_codec_spec(cfg), &codec) != AX_OK)
+    return ax_error_context(ax_train_compress_auto(cfg) ? "--compress-codec" : "--compress");
   ax_codec_free(codec);
   if (cfg->allreduce_dtype != 0)
     return AX_FAIL("--compress needs --allreduce-dtype fp32 (codecs encode fp32 gradients)");

@@ -3,6 +3,7 @@
 #ifndef AX_TRAIN_CONFIG_H
 #define AX_TRAIN_CONFIG_H
 
+#include "fusion.h"
 #include "models/gpt_config.h"
 #include "src/core/options.h"
 
@@ -45,7 +46,10 @@ typedef struct {
   char *stage_layers;
   int allreduce; /* AxAllreduceAlgo */
   /* gradient compression (mpi/casync.h, offload/grad_compress.h) */
-  char *compress;           /* codec spec, "none": off */
+  char *compress;           /* codec spec, "none": off, "auto": Espresso with compress_codec */
+  char *compress_codec;     /* --compress auto's codec */
+  char *fusion;             /* --fusion, NULL: the default */
+  char *sparse_embedding_sync; /* auto|zen|allgather|dense */
   int compress_sync;        /* AxCasyncAlgo */
   char *compress_min_bytes; /* "auto" or a size */
   int compress_warmup;
@@ -121,6 +125,17 @@ int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long lon
 int ax_train_backprop_on(const AxTrainConfig *cfg);
 /* Whether --compress asks for compression (anything but "none"). */
 int ax_train_compresses(const AxTrainConfig *cfg);
+/* Whether --compress is auto (Espresso decides per tensor group). */
+int ax_train_compress_auto(const AxTrainConfig *cfg);
+/* The codec spec compression runs: --compress, or --compress-codec under --compress auto. */
+const char *ax_train_codec_spec(const AxTrainConfig *cfg);
+/* --fusion as fusion.h's spec (its default: auto under --compress auto, else none). */
+int ax_train_fusion(const AxTrainConfig *cfg, AxFusionSpec *spec);
+/* --sparse-embedding-sync: *algo, and *is_auto for auto (then *algo is untouched). */
+int ax_train_sparse_embedding_sync(const AxTrainConfig *cfg, int *is_auto, int *algo);
+/* Whether the ends of each pipeline sum wte over the data-parallel ranks before the tied pair
+ * (auto or zen|allgather, 2+ stages and rows, no fused sync, no tensor parallelism). */
+int ax_train_sparse_embedding_path(const AxTrainConfig *cfg);
 /* --compress-stages: *fraction = F, or 1 for all; AX_ERR (one line recorded) when it is
  * neither all nor a number in [0, 1). */
 int ax_train_compress_stage_fraction(const AxTrainConfig *cfg, double *fraction);

@@ -142,7 +142,7 @@ static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
       r.norm_skip[r.n_norm_skip++].hi = lay->offset[id] + lay->count[id];
     }
   }
-  if (fuses_embedding(t)) { /* sync_tied summed wte over every holder already */
+  if (ax_trainer_wte_presummed(t)) { /* summed over the data column already */
     r.summed_lo = wte_lo;
     r.summed_hi = wte_hi;
   }
@@ -201,6 +201,7 @@ static int optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
             step, t->loss_scale.scale);
     return AX_OK;
   }
+  AX_TRY(ax_trainer_sync_embed_data(t));
   AX_TRY(sync_tied(t));
   ax_trainer_compress_step(t, step);
   AX_TRY(reduce_and_update(t, rec->lr, &rec->grad_norm));

@@ -441,6 +441,8 @@ void ax_trainer_destroy(AxTrainer *t) {
   ax_grad_compress_free(&t->gc);
   ax_codec_free(t->codec);
   ax_shaped_codecs_free(&t->shaped);
+  ax_compress_auto_free(&t->auto_compress);
+  ax_trainer_free_embed_sync(t);
   ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);
   ax_pool_destroy(t->opt_pool);
@@ -476,6 +478,7 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   if (rc == AX_OK) rc = phase(t, setup_backend);
   if (rc == AX_OK) rc = phase(t, setup_stage);
   if (rc == AX_OK) rc = phase(t, ax_trainer_setup_compress);
+  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_embed_sync);
   if (rc == AX_OK) rc = phase(t, setup_data);
   if (rc == AX_OK) rc = phase(t, setup_trace);
   if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints);

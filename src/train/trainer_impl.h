@@ -28,8 +28,25 @@
 #include "src/io/dataloader.h"
 #include "src/io/markov.h"
 #include "replica_schedule.h"
+#include "compress_auto.h"
 #include "train_compress.h"
 #include "trainer.h"
+
+typedef struct AxSparseSync AxSparseSync;
+
+/* The first stage's sparse embedding sync (trainer_embed_sync.c). */
+typedef struct {
+  int on;                 /* this rank sums wte over the data column before the tied pair */
+  int decides;            /* auto: chosen each step from the row counts */
+  int algo;               /* AxSparseSyncAlgo */
+  AxSparseSync *sync;     /* first stage only */
+  uint32_t rows, *idx;    /* wte's rows; this step's touched rows */
+  unsigned char *seen;    /* [rows] scratch: a row looked up this step */
+  size_t cols;
+  unsigned long long *counts; /* [D] every rank's touched rows (auto) */
+  AxLinearCost link;      /* the data column's link (auto) */
+  long long steps;        /* syncs done */
+} AxEmbedSync;
 
 /* trainer_tp.c: whole stages (what files and the initialization hold) and this rank's shards.
  * Open: n whole-stage host buffers (the shard buffers themselves without tensor parallelism),
@@ -157,6 +174,8 @@ struct AxTrainer {
   AxShapedCodecs shaped;   /* the codec with a tensor's cols=, one per row length (cols=auto) */
   AxCasyncCosts compress_costs;
   int compress_profiled;   /* 1: the cost model decided (costs above) */
+  AxAutoCompress auto_compress; /* --compress auto's groups and decisions (n_groups 0: none) */
+  AxEmbedSync embed_sync;  /* --sparse-embedding-sync (trainer_embed_sync.c) */
   /* --compress-backprop (train_backprop.c) */
   AxBackprop backprop;
   int have_backprop;
@@ -207,12 +226,19 @@ int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops);
 /* trainer_ckpt.c: creates and locks --checkpoint-dir (rank 0) and checks that every rank that
  * writes into it can (a setup phase; nothing when there is no --checkpoint-dir). */
 int ax_trainer_setup_checkpoints(AxTrainer *t);
+/* trainer_embed_sync.c: whether wte's gradient is summed over the data-parallel ranks before
+ * the stage's data-parallel sum (fused embedding sync, or the sparse path), the setup phase
+ * (collective over the data column), the sum itself (before the tied pair's), teardown. */
+int ax_trainer_wte_presummed(const AxTrainer *t);
+int ax_trainer_setup_embed_sync(AxTrainer *t);
+int ax_trainer_sync_embed_data(AxTrainer *t);
+void ax_trainer_free_embed_sync(AxTrainer *t);
 /* train_compress.c: the codec, the decisions and states (a setup phase, collective when the
  * cost model profiles); each step's codec context; the header's lines. */
 int ax_trainer_setup_compress(AxTrainer *t);
-/* The link's send cost f(s) = latency + s / bandwidth: the emulated link's own figures, else a
- * ping-pong fitted between the first two ranks of probe (collective over probe; a rank
- * outside it passes MPI_COMM_NULL and gets {0, infinity}). */
+/* trainer_link.c: the link's send cost f(s) = latency + s / bandwidth: the emulated link's
+ * figures, or a ping-pong fitted between the first two ranks of probe (collective over probe;
+ * a rank outside it passes MPI_COMM_NULL and gets {0, infinity}). */
 int ax_trainer_link_cost(AxTrainer *t, MPI_Comm probe, AxLinearCost *out);
 void ax_trainer_compress_step(AxTrainer *t, int step);
 void ax_trainer_print_compress(const AxTrainer *t);

@@ -1,0 +1,181 @@
+/* compress_auto.c — Cupcake's fusion, then Espresso's strategy per group; see compress_auto.h. */
+#include "compress_auto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/compress/codec.h"
+#include "src/core/error.h"
+#include "src/core/log.h"
+#include "src/core/timer.h"
+
+/* The link a flat collective's steps cross: the node's own when every rank shares it. */
+static AxLinearCost flat_link(const AxAutoCompressInput *in) {
+  return in->ranks_per_node >= in->ranks ? in->intra : in->costs.send;
+}
+
+static int ranks_per_node(const AxAutoCompressInput *in) {
+  int g = in->ranks_per_node;
+  return g >= 1 && g <= in->ranks && in->ranks % g == 0 ? g : 1;
+}
+
+/* Cupcake's job on t[n]: no backward or forward time (the sum starts after the backward
+ * pass), h the codec's encoding, g a CaSync ring of the encoded group. */
+static int fuse(const AxTensorRange *t, int n, double ratio, const AxAutoCompressInput *in,
+                int *group_end, int *n_groups, AxAutoCompress *out) {
+  AxFusionTensor *ft = ax_calloc((size_t)n, sizeof *ft);
+  if (!ft) return AX_ERR;
+  for (int i = 0; i < n; i++) ft[i] = (AxFusionTensor){(long long)(t[i].count * sizeof(float)), 0};
+  AxLinearCost link = flat_link(in);
+  double steps = 2.0 * (in->ranks - 1);
+  AxFusionJob job = {.tensors = ft, .n = n, .forward_s = 0,
+                     .alpha_h = in->costs.enc.latency_s, .beta_h = 1.0 / in->costs.enc.bytes_per_s,
+                     .alpha_g = steps * link.latency_s,
+                     .beta_g = steps / in->ranks * ratio / link.bytes_per_s};
+  AxFusionSpec spec = in->ranks > 1 ? in->fusion : (AxFusionSpec){AX_FUSION_NONE, 0};
+  double t0 = ax_now();
+  int rc = ax_fusion_plan(&job, &spec, group_end, n_groups, &out->fusion_cost_s, &out->fusion);
+  out->fusion_s = ax_now() - t0;
+  free(ft);
+  return rc;
+}
+
+/* The groups as tensor ranges: each spans its members (consecutive in the flat range). */
+static int make_groups(const AxTensorRange *t, const int *group_end, int n_groups,
+                       AxAutoCompress *out) {
+  out->groups = ax_calloc((size_t)n_groups, sizeof *out->groups);
+  out->members = ax_calloc((size_t)n_groups, sizeof *out->members);
+  out->decision = ax_calloc((size_t)n_groups, sizeof *out->decision);
+  if (!out->groups || !out->members || !out->decision) return AX_ERR;
+  out->n_groups = n_groups;
+  for (int a = 0, lo = 0; a < n_groups; lo = group_end[a++]) {
+    const AxTensorRange *first = &t[lo], *last = &t[group_end[a] - 1];
+    size_t cols = first->cols;
+    for (int i = lo; i < group_end[a]; i++)
+      if (t[i].cols != cols) cols = 0;
+    size_t count = last->offset + last->count - first->offset;
+    out->groups[a] = (AxTensorRange){first->offset, count, cols ? cols : count, first->name,
+                                     first->layer};
+    out->members[a] = group_end[a] - lo;
+  }
+  return AX_OK;
+}
+
+/* Plain with the trainer's all-reduce, and the codec under CaSync ring or PS, flat. Both
+ * placements are offered (Algorithm 4.1 searches the GPU ones, 4.2 moves some to the CPU) with
+ * the same costs: nothing computes while the gradients are summed, so the model's GPU and CPU
+ * are alike, and the trainer runs either on the host (compress_auto.h). */
+static uint32_t runnable_options(const AxAutoCompressInput *in) {
+  const char *plain = in->plain == AX_ALLREDUCE_RHD && in->ranks > 1 ? "plain/flat/ar-rhd"
+                                                                      : "plain/flat/ar-ring";
+  const char *names[] = {plain, "gpu/flat/casync-ring", "gpu/flat/casync-ps",
+                         "cpu/flat/casync-ring", "cpu/flat/casync-ps"};
+  uint32_t mask = 0;
+  for (int i = 0; i < 5; i++) mask |= 1u << ax_espresso_option_find(names[i]);
+  return mask;
+}
+
+/* Espresso on the groups from `skip` on. */
+static int decide(double ratio, const AxAutoCompressInput *in, int skip, AxAutoCompress *out) {
+  int n = out->n_groups - skip;
+  double *bytes = ax_calloc((size_t)n, sizeof *bytes);
+  double *compute = ax_calloc((size_t)n, sizeof *compute);
+  int rc = bytes && compute ? AX_OK : AX_ERR;
+  for (int a = 0; a < n && rc == AX_OK; a++) bytes[a] = 4.0 * (double)out->groups[skip + a].count;
+  AxEspressoProblem p = {.n = n, .bytes = bytes, .compute_s = compute, .ranks = in->ranks,
+                         .ranks_per_node = ranks_per_node(in), .intra = in->intra,
+                         .inter = in->costs.send,
+                         .gpu = {in->costs.enc, in->costs.dec},
+                         .cpu = {in->costs.enc, in->costs.dec},
+                         .ratio = ratio, .allowed = runnable_options(in)};
+  if (rc == AX_OK) rc = ax_espresso_decide(&p, out->decision + skip, &out->espresso);
+  out->decide_s = out->espresso.decide_s;
+  free(bytes);
+  free(compute);
+  return rc;
+}
+
+/* The first tensor alone and plain (in->plain_first): a group of its own, decided by nothing
+ * but compress-nothing; the search runs on the others. */
+static void plain_first_group(const AxAutoCompressInput *in, AxAutoCompress *out) {
+  const char *plain = in->plain == AX_ALLREDUCE_RHD && in->ranks > 1 ? "plain/flat/ar-rhd"
+                                                                      : "plain/flat/ar-ring";
+  out->decision[0] = (AxEspressoDecision){.option = ax_espresso_option_find(plain)};
+}
+
+int ax_compress_auto_plan(const AxTensorRange *t, int n, const AxCodec *codec,
+                          const AxAutoCompressInput *in, AxAutoCompress *out) {
+  *out = (AxAutoCompress){0};
+  int skip = in->plain_first ? 1 : 0;
+  if (n - skip < 1) return AX_FAIL("--compress auto: the stage has no tensors to decide");
+  size_t total = 0;
+  for (int i = skip; i < n; i++) total += t[i].count;
+  /* the ratio of a typical tensor's segment (a codec's overhead is per message) */
+  double ratio = ax_codec_ratio(codec, total / (size_t)(n - skip) / (size_t)in->ranks + 1);
+  int *group_end = ax_calloc((size_t)n, sizeof *group_end), n_groups = 0;
+  if (!group_end) return AX_ERR;
+  int rc = fuse(t + skip, n - skip, ratio, in, group_end + skip, &n_groups, out);
+  for (int a = skip; a < skip + n_groups; a++) group_end[a] += skip;
+  if (skip) group_end[0] = 1;
+  n_groups += skip;
+  if (rc == AX_OK) rc = make_groups(t, group_end, n_groups, out);
+  if (rc == AX_OK) rc = decide(ratio, in, skip, out);
+  if (rc == AX_OK && skip) plain_first_group(in, out);
+  free(group_end);
+  if (rc != AX_OK) ax_compress_auto_free(out);
+  return rc;
+}
+
+void ax_compress_auto_free(AxAutoCompress *a) {
+  free(a->groups);
+  free(a->members);
+  free(a->decision);
+  *a = (AxAutoCompress){0};
+}
+
+void ax_compress_auto_apply(const AxAutoCompress *a, int ranks, AxGradPart *parts, int n) {
+  int g = 0;
+  for (int i = 0; i < n; i++) {
+    AxGradPart *p = &parts[i];
+    while (g < a->n_groups && a->groups[g].offset + a->groups[g].count <= p->lo) g++;
+    int inside = g < a->n_groups && a->groups[g].offset <= p->lo;
+    const AxEspressoOption *o = inside ? ax_espresso_option(a->decision[g].option) : NULL;
+    int compress = o && o->place != AX_ESP_PLAIN;
+    p->choice = (AxCasyncChoice){.compress = compress, .parts = ranks,
+                                 .t_orig = 0, .t_cpr = 0, .orig_parts = ranks,
+                                 .cpr_parts = ranks,
+                                 .algo = compress && o->scheme == AX_ESP_CASYNC_PS
+                                             ? AX_CASYNC_PS : AX_CASYNC_RING};
+  }
+}
+
+/* "12.3 ms" */
+static double ms(double s) { return s * 1e3; }
+
+void ax_compress_auto_print(const AxAutoCompress *a, const char *prefix, int max_lines) {
+  const AxFusionStats *f = &a->fusion;
+  const AxEspressoSummary *e = &a->espresso;
+  int tensors = 0;
+  for (int g = 0; g < a->n_groups; g++) tensors += a->members[g];
+  ax_log("%sfusion (Cupcake): %d tensor(s) in %d group(s), f %.3f ms, %s in %.3f s (%lld "
+         "node(s))", prefix, tensors, a->n_groups, ms(a->fusion_cost_s),
+         f->optimal ? "optimal" : "best found", a->fusion_s, f->nodes);
+  ax_log("%sstrategy (Espresso): %d group(s) compressed; sync predicted %.3f ms, compress-nothing "
+         "%.3f ms; decided in %.3f s (%lld timeline(s))", prefix, e->compressed,
+         ms(e->iteration_s), ms(e->nothing_s), a->decide_s, e->evaluations);
+  for (int g = 0; g < a->n_groups && g < max_lines; g++) {
+    const AxTensorRange *r = &a->groups[g];
+    const AxEspressoDecision *d = &a->decision[g];
+    char label[96];
+    if (r->layer >= 0)
+      snprintf(label, sizeof label, "%s L%d", r->name ? r->name : "?", r->layer);
+    else
+      snprintf(label, sizeof label, "%s", r->name ? r->name : "?");
+    ax_log("%s  group %d: %s%s (%d tensor(s), %zu bytes): %s%s, synced at %.3f ms (alone %.3f "
+           "ms)", prefix, g, label, a->members[g] > 1 ? " ..." : "", a->members[g],
+           r->count * sizeof(float), ax_espresso_option(d->option)->name,
+           d->removed ? " (removed)" : "", ms(d->done_s), ms(d->alone_s));
+  }
+  if (a->n_groups > max_lines) ax_log("%s  ... and %d more group(s)", prefix,
+                                      a->n_groups - max_lines);
+}

@@ -1,0 +1,68 @@
+/* compress_auto.h — `--compress auto` (wang-thesis ch. 4-5): a stage's tensors fused into
+ * groups by Cupcake's search (fusion.h, `--fusion`), then each group's strategy chosen by
+ * Espresso (espresso.h) among the schemes the trainer can run, and the decisions handed to the
+ * layer-wise parts of the gradient sum (offload/grad_compress.h). Shared by the trainer
+ * (train_compress.c) and `axonn plan --compression` (plan_compress.c), so the plan prints what
+ * a run decides from the same costs. Pure computation: no MPI.
+ *
+ * The model, as it applies to AxoNN's step. The data-parallel sum starts after the pipeline
+ * has finished the whole backward pass (AxoNN's design: the chunked all-reduce interleaved with
+ * the CPU optimizer), so every gradient is ready at once: each tensor's backward time and the
+ * forward time are 0 in both models, and what fusion and the strategy trade is per-message
+ * latency against pipelining codec work with communication. Tensors go in the order the
+ * all-reduce walks them (the stage's flat range), which plays the part of backward order.
+ *   Cupcake: h(x) = encoding x raw bytes (the profiled enc cost); g(x) = a CaSync ring's
+ *     communication of the encoded group, 2 (N - 1) (alpha + r x / (N B)).
+ *   Espresso: every group's options are plain (the trainer's all-reduce: ring, or rhd with
+ *     --allreduce rhd) and the codec with CaSync ring or PS, flat. The trainer's gradients are
+ *     summed from host memory (the offloaded master copy), so its codecs run on the CPU
+ *     whichever placement the model picks: with no computation left to delay, the model's GPU
+ *     and CPU placements cost the same (both are offered with the same codec costs, since
+ *     Algorithm 4.1 searches the GPU ones). The all-to-all + all-gather schemes and the
+ *     two-level ones exist in the model (espresso.h) but have no implementation in the
+ *     gradient sum, so they are not offered. Intra- and inter-node links: ranks_per_node of the data-parallel ranks share a
+ *     node. */
+#ifndef AX_COMPRESS_AUTO_H
+#define AX_COMPRESS_AUTO_H
+
+#include "espresso.h"
+#include "fusion.h"
+#include "mpi/casync_cost.h"
+#include "mpi/collectives.h"
+#include "offload/grad_compress.h"
+
+typedef struct {
+  AxCasyncCosts costs;   /* enc, dec (the CPU's) and send: the link between nodes */
+  AxLinearCost intra;    /* a message between two ranks of a node */
+  int ranks;             /* data-parallel N >= 1 */
+  int ranks_per_node;    /* of those, on one node (divides N; else taken as 1) */
+  AxFusionSpec fusion;
+  AxAllreduceAlgo plain; /* the trainer's plain all-reduce */
+  int plain_first;       /* the first tensor (the tied wte) stays alone and plain: it is
+                            summed before the rest, or its other copy is summed plain */
+} AxAutoCompressInput;
+
+typedef struct {
+  AxTensorRange *groups;        /* [n_groups] the fused tensors (names: the first tensor's) */
+  int *members;                 /* [n_groups] tensors in each */
+  int n_groups;
+  AxEspressoDecision *decision; /* [n_groups] */
+  AxEspressoSummary espresso;
+  AxFusionStats fusion;
+  double fusion_cost_s;         /* Cupcake's f of the grouping */
+  double fusion_s, decide_s;    /* wall time of the two searches */
+} AxAutoCompress;
+
+/* Fuses t[n] (in flat-range order, consecutive) and decides each group; codec gives the
+ * compression ratio. AX_ERR with the error recorded. */
+int ax_compress_auto_plan(const AxTensorRange *t, int n, const AxCodec *codec,
+                          const AxAutoCompressInput *in, AxAutoCompress *out);
+void ax_compress_auto_free(AxAutoCompress *a);
+/* Sets each part's choice (compress, K = ranks, CaSync algorithm) from the group holding it;
+ * parts outside every group (gaps) stay plain. */
+void ax_compress_auto_apply(const AxAutoCompress *a, int ranks, AxGradPart *parts, int n);
+/* The decisions as log lines: a header with both searches' times and predicted step-sync
+ * times, then a line per group (the first `max_lines`, then how many more). */
+void ax_compress_auto_print(const AxAutoCompress *a, const char *prefix, int max_lines);
+
+#endif

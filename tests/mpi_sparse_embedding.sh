@@ -1,0 +1,67 @@
+#!/bin/sh
+# Zen's sparse embedding sync in training (--sparse-embedding-sync; real MPI) and --compress
+# auto's decisions applied:
+#  - on 2x2 the first stage sums its row-sparse wte gradient over the data-parallel pair
+#    before the tied pair sum: Zen, the all-gather of rows and auto bit for bit one another
+#    (on two ranks every algorithm adds a + b), within 1e-6 of the dense path (other order of
+#    the same sums) and 1e-5 of the 1x1 run; on 2x3 (Zen on three ranks) within 1e-6 of dense;
+#  - the header names the algorithm and the rows, and the first stage's embedding_sync bytes
+#    are printed beside dense's;
+#  - Zen with fused embedding sync, or on a grid with one stage, is refused with one line;
+#  - --compress auto with the identity codec (never worth compressing: it decides plain
+#    everywhere) regroups the parts and is bit for bit the plain sum; with onebit over a slow
+#    emulated link it compresses fused groups and trains (2x2, 5 steps, losses near plain's).
+. "$(dirname "$0")/mpilib.sh"
+
+COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 12 --micro-batch 2 --steps 5 \
+  --shuffle 0 --seed 7 --val-steps 0 --lr 3e-3 --threads 1 --allreduce ring"
+G="--g-inter 2 --g-data 2"
+
+run ref 1 || exit 1
+run dense 4 $G --sparse-embedding-sync dense || exit 1
+if run zen 4 $G --sparse-embedding-sync zen --summary "$TMP/zen.json"; then
+  same_losses zen dense 1e-6 1e-6
+  same_losses zen ref 1e-5
+  grep -q "^embedding sync: first step: zen over 2 data-parallel rank(s), [0-9]* of 256 wte rows" \
+    "$TMP/zen.log" || { fail "zen: no embedding sync line in the header"; cat "$TMP/zen.log"; }
+fi
+run ag 4 $G --sparse-embedding-sync allgather && same_losses ag zen 0 0
+run auto 4 $G && same_losses auto zen 0 0
+grep -q "^embedding sync: first step: .* (auto: predicted zen" "$TMP/auto.log" ||
+  { fail "auto: no prediction in the embedding sync line"; cat "$TMP/auto.log"; }
+run dense3 6 --g-inter 2 --g-data 3 --sparse-embedding-sync dense &&
+  run zen3 6 --g-inter 2 --g-data 3 --sparse-embedding-sync zen && same_losses zen3 dense3 1e-6 1e-6
+
+# bytes: the first stage's sum of wte over the column per step, Zen vs the dense all-reduce
+# (printed, not asserted: the touched rows depend on the batch; mpitest_sparse_sync holds the
+# byte formulas). Zen's embedding_sync holds its sparse sum and the tied pair's V bytes; dense
+# sums wte over the column inside data_parallel, V bytes on two ranks.
+run dbytes 4 $G --sparse-embedding-sync dense --summary "$TMP/dense.json" &&
+  python3 - "$TMP/zen.json" "$TMP/dense.json" <<'PY'
+import json, sys
+z, d = (json.load(open(p))["communication"]["per_step"]["ranks"] for p in sys.argv[1:3])
+V = d[0]["embedding_sync"]["bytes"]  # the pair's sum on two ranks: wte's bytes
+print("  first stage's sum of wte over the column per step: zen %s bytes, dense all-reduce %d" %
+      ([round(z[r]["embedding_sync"]["bytes"] - V) for r in (0, 2)], V))
+PY
+
+expect_job_error "exclude each other" 4 $G --sparse-embedding-sync zen --fuse-embedding-sync 1
+expect_job_error "needs --g-inter 2 or more" 2 --g-data 2 --sparse-embedding-sync allgather
+expect_job_error "--fusion 4M needs --compress auto" 2 --g-data 2 --fusion 4M
+
+# --compress auto: identity decides plain everywhere, over regrouped parts: the plain sum
+run plain2 4 $G --sparse-embedding-sync dense && run autoid 4 $G --sparse-embedding-sync dense \
+  --compress auto --compress-codec identity --fusion 2K && same_losses autoid plain2 0 0
+grep -q "^  fusion (Cupcake): .* tensor(s) in [0-9]* group(s)" "$TMP/autoid.log" ||
+  { fail "autoid: no fusion line"; cat "$TMP/autoid.log"; }
+# onebit over a slow emulated link: some groups compressed, and it trains
+SLOW="--ranks-per-node 1 --emulate-link 100Mbps"
+if run auto1 4 $G $SLOW --compress auto --compress-codec onebit:ef=1; then
+  n=$(sed -n 's/^  strategy (Espresso): \([0-9]*\) group(s) compressed.*/\1/p' "$TMP/auto1.log")
+  [ "${n:-0}" -gt 0 ] || { fail "auto1: Espresso compressed nothing over 100 Mb/s"; cat "$TMP/auto1.log"; }
+  a=$(tail -1 "$TMP/auto1.csv" | cut -d, -f2); b=$(tail -1 "$TMP/plain2.csv" | cut -d, -f2)
+  echo "  onebit auto over 100 Mb/s: $n group(s) of stage 0 compressed; loss at step 5 $a, plain $b"
+  awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 0.05 * b) }' ||
+    fail "auto1: loss $a at step 5 is more than 5% from plain's $b"
+fi
+finish

@@ -1,0 +1,187 @@
+/* test_compress_auto.c — `--compress auto` (src/train/compress_auto.h) on the tensors of a
+ * 12-layer GPT stage: the groups tile the tensors in order; fusion none keeps every tensor
+ * alone; a tied wte summed apart stays alone and plain; every decision is one the trainer runs (plain with its all-reduce, the codec under
+ * CaSync ring or PS, flat); the strategy is never worse than compressing nothing under the
+ * model; a slow link compresses, a fast one and a single rank do not; and the parts an
+ * optimizer's chunks cut take their group's decision and CaSync algorithm. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt_stage.h"
+#include "mpi/compress/codec.h"
+#include "src/core/error.h"
+#include "src/train/compress_auto.h"
+#include "src/train/train_compress.h"
+#include "src/train/trainer.h"
+#include "testutil.h"
+
+enum { MAX_TENSORS = 256 };
+
+typedef struct {
+  AxTensorRange t[MAX_TENSORS];
+  int n;
+  AxCodec *codec;
+} Stage;
+
+static void gpt_stage(Stage *s) {
+  AxGptConfig m = {.max_seq = 1024, .vocab = 50257, .padded_vocab = 50304, .layers = 12,
+                   .heads = 12, .channels = 768};
+  AxStageLayout lay;
+  ax_stage_layout(&lay, &m, 0, m.layers, 1, 1);
+  s->n = ax_trainer_tensor_ranges(&lay, &m, s->t, MAX_TENSORS);
+  ck_assert_int_le(s->n, MAX_TENSORS);
+  ck_assert_int_eq(ax_codec_parse("onebit:ef=1", &s->codec), AX_OK);
+}
+
+/* Onebit-like CPU codec costs on a link of `gbps` between nodes, one rank per node. */
+static AxAutoCompressInput input(double gbps, int ranks, const char *fusion) {
+  AxAutoCompressInput in = {
+      .costs = {.send = {5e-6, gbps * 1e9 / 8}, .enc = {2e-6, 2e9}, .dec = {2e-6, 1e9}},
+      .intra = {1e-6, 10e9}, .ranks = ranks, .ranks_per_node = 1,
+      .plain = AX_ALLREDUCE_RING};
+  ck_assert_int_eq(ax_fusion_parse(fusion, &in.fusion), AX_OK);
+  return in;
+}
+
+static int runnable(int option) {
+  const char *name = ax_espresso_option(option)->name;
+  return !strcmp(name, "plain/flat/ar-ring") || !strcmp(name + 3, "/flat/casync-ring") ||
+         !strcmp(name + 3, "/flat/casync-ps");
+}
+
+/* The groups tile t[n] in order; every decision runnable; never worse than nothing. */
+static void check_plan(const Stage *s, const AxAutoCompress *a) {
+  int members = 0;
+  size_t at = s->t[0].offset;
+  for (int g = 0; g < a->n_groups; g++) {
+    ck_assert_uint_eq(a->groups[g].offset, at);
+    const AxTensorRange *last = &s->t[members + a->members[g] - 1];
+    ck_assert_uint_eq(a->groups[g].offset + a->groups[g].count, last->offset + last->count);
+    at = last->offset + last->count;
+    members += a->members[g];
+    ck_assert_msg(runnable(a->decision[g].option), "group %d: %s", g,
+                  ax_espresso_option(a->decision[g].option)->name);
+  }
+  ck_assert_int_eq(members, s->n);
+  ck_assert(a->espresso.iteration_s <= a->espresso.nothing_s * (1 + 1e-12));
+}
+
+START_TEST(slow_link_fuses_and_compresses) {
+  Stage s;
+  gpt_stage(&s);
+  AxAutoCompressInput in = input(1, 4, "auto");
+  AxAutoCompress a;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &a), AX_OK);
+  check_plan(&s, &a);
+  ax_compress_auto_print(&a, "", 5);
+  ck_assert_int_lt(a.n_groups, s.n);
+  ck_assert_int_gt(a.espresso.compressed, 0);
+  ck_assert(a.espresso.iteration_s < a.espresso.nothing_s);
+  ck_assert(a.fusion.optimal);
+  printf("compress_auto: %d tensors -> %d groups, %d compressed; sync %.2f ms vs nothing "
+         "%.2f ms; fusion %.3f s, Espresso %.3f s\n", s.n, a.n_groups, a.espresso.compressed,
+         a.espresso.iteration_s * 1e3, a.espresso.nothing_s * 1e3, a.fusion_s, a.decide_s);
+  ax_compress_auto_free(&a);
+  ax_codec_free(s.codec);
+}
+END_TEST
+
+START_TEST(fast_link_or_one_rank_compresses_nothing) {
+  Stage s;
+  gpt_stage(&s);
+  const int ranks[2] = {4, 1};
+  const double gbps[2] = {800, 1};
+  for (int c = 0; c < 2; c++) {
+    AxAutoCompressInput in = input(gbps[c], ranks[c], "none");
+    AxAutoCompress a;
+    ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &a), AX_OK);
+    check_plan(&s, &a);
+    ck_assert_int_eq(a.n_groups, s.n); /* --fusion none: every tensor alone */
+    ck_assert_int_eq(a.espresso.compressed, 0);
+    ax_compress_auto_free(&a);
+  }
+  ax_codec_free(s.codec);
+}
+END_TEST
+
+/* The tied wte summed apart: alone and plain, whatever the link; the rest still compressed. */
+START_TEST(tied_embedding_stays_alone_and_plain) {
+  Stage s;
+  gpt_stage(&s);
+  AxAutoCompressInput in = input(1, 4, "auto");
+  in.plain_first = 1;
+  AxAutoCompress a;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &a), AX_OK);
+  check_plan(&s, &a);
+  ck_assert_str_eq(a.groups[0].name, "wte");
+  ck_assert_int_eq(a.members[0], 1);
+  ck_assert_str_eq(ax_espresso_option(a.decision[0].option)->name, "plain/flat/ar-ring");
+  ck_assert_int_gt(a.espresso.compressed, 0);
+  ax_compress_auto_free(&a);
+  ax_codec_free(s.codec);
+}
+END_TEST
+
+/* The rhd all-reduce, when it is the trainer's, is the plain option. */
+START_TEST(plain_option_follows_the_allreduce) {
+  Stage s;
+  gpt_stage(&s);
+  AxAutoCompressInput in = input(800, 4, "none");
+  in.plain = AX_ALLREDUCE_RHD;
+  AxAutoCompress a;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &a), AX_OK);
+  for (int g = 0; g < a.n_groups; g++)
+    ck_assert_str_eq(ax_espresso_option(a.decision[g].option)->name, "plain/flat/ar-rhd");
+  ax_compress_auto_free(&a);
+  ax_codec_free(s.codec);
+}
+END_TEST
+
+/* Chunks of 1M elements cut the groups into parts: each takes its group's decision. */
+START_TEST(parts_take_their_groups_decision) {
+  Stage s;
+  gpt_stage(&s);
+  AxAutoCompressInput in = input(1, 4, "4M");
+  AxAutoCompress a;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &a), AX_OK);
+  size_t total = s.t[s.n - 1].offset + s.t[s.n - 1].count, chunk = 1 << 20;
+  AxOffload o = {.n = total, .chunk = chunk, .n_chunks = (int)((total + chunk - 1) / chunk)};
+  int n = ax_grad_parts_cut(&o, a.groups, a.n_groups, NULL, 0);
+  AxGradPart *parts = calloc((size_t)n, sizeof *parts);
+  ck_assert_ptr_nonnull(parts);
+  ax_grad_parts_cut(&o, a.groups, a.n_groups, parts, n);
+  ax_compress_auto_apply(&a, 4, parts, n);
+  int ps = 0, ring = 0;
+  for (int i = 0, g = 0; i < n; i++) {
+    while (a.groups[g].offset + a.groups[g].count <= parts[i].lo) g++;
+    const AxEspressoOption *opt = ax_espresso_option(a.decision[g].option);
+    ck_assert_int_eq(parts[i].choice.compress, opt->place != AX_ESP_PLAIN);
+    ck_assert_int_eq(parts[i].choice.parts, 4);
+    if (parts[i].choice.compress) {
+      int want = opt->scheme == AX_ESP_CASYNC_PS ? AX_CASYNC_PS : AX_CASYNC_RING;
+      ck_assert_int_eq(parts[i].choice.algo, want);
+      ps += want == AX_CASYNC_PS, ring += want == AX_CASYNC_RING;
+    }
+  }
+  ck_assert_int_gt(ps + ring, 0);
+  printf("compress_auto: %d part(s) from %d group(s) of at most 4 MB: %d CaSync ring, %d PS\n",
+         n, a.n_groups, ring, ps);
+  free(parts);
+  ax_compress_auto_free(&a);
+  ax_codec_free(s.codec);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("compress_auto");
+  TCase *tc = tu_tcase(s, "compress_auto", 120);
+  tcase_add_test(tc, slow_link_fuses_and_compresses);
+  tcase_add_test(tc, fast_link_or_one_rank_compresses_nothing);
+  tcase_add_test(tc, tied_embedding_stays_alone_and_plain);
+  tcase_add_test(tc, plain_option_follows_the_allreduce);
+  tcase_add_test(tc, parts_take_their_groups_decision);
+  int rc = tu_run(s);
+  tu_cleanup();
+  return rc;
+}

@@ -275,6 +275,8 @@ const AxCommand AX_BENCHES[] = {
      "gradient codecs on one core; plain vs CaSync all-reduce over EMULATED links (mpiexec)"},
     {"optimizer", ax_cmd_bench_optimizer,
      "the chunked all-reduce interleaved with the host AdamW (mpiexec)"},
+    {"sparse-sync", ax_cmd_bench_sparse_sync,
+     "Zen vs all-gather vs dense all-reduce of a row-sparse embedding gradient (mpiexec)"},
 };
 const int AX_N_BENCHES = (int)(sizeof AX_BENCHES / sizeof AX_BENCHES[0]);
 

@@ -22,5 +22,7 @@ int ax_cmd_bench_optimizer(int argc, char **argv);
 int ax_cmd_bench_compress(int argc, char **argv);
 /* src/bench/bench_p2p.c */
 int ax_cmd_bench_p2p(int argc, char **argv);
+/* bench_sparse.c: Zen vs all-gather vs dense for a row-sparse embedding gradient (mpiexec). */
+int ax_cmd_bench_sparse_sync(int argc, char **argv);
 
 #endif

@@ -2,7 +2,8 @@
  * (fused) gradient tensor, whether to compress it, where its codec runs (GPU or CPU) and which
  * collective scheme synchronizes it, chosen on a timeline model of one iteration by the
  * greedy search of Algorithm 4.1 with its Remove() step (§4.7.2) and the CPU offloading of
- * Algorithm 4.2 (§4.7.3). This module owns the option table, the timeline model, the searches
+ * Algorithm 4.2 (§4.7.3), then a refinement of ours (one tensor's option at a time while the
+ * iteration time falls, within a budget of timelines: espresso_search.c). This module owns the option table, the timeline model, the searches
  * and their per-tensor decisions; it is pure computation (no MPI, no printing): profiling the
  * costs, applying the decisions and printing them belong to its callers.
  *
@@ -151,7 +152,8 @@ int ax_espresso_offload(const AxEspressoProblem *p, int *choices);
  * espresso_exhaustive.c's exact branch and bound, from Espresso's choice. Its time grows as
  * |options|^n at worst: 8 tensors of 10 options take milliseconds to a second. */
 int ax_espresso_exhaustive(const AxEspressoProblem *p, int *choices, double *seconds);
-/* Espresso: Alg. 4.1 then 4.2; out[n] the decisions with their predicted timelines. */
+/* Espresso: Alg. 4.1, 4.2 and the refinement; out[n] the decisions with their predicted
+ * timelines. */
 int ax_espresso_decide(const AxEspressoProblem *p, AxEspressoDecision *out,
                        AxEspressoSummary *sum);
 

@@ -1,0 +1,246 @@
+/* bench_sparse.c — `axonn bench sparse-sync`, run under mpiexec: the sum of a row-sparse
+ * embedding gradient over the ranks (mpi/sparse_sync.h) by Zen, by the all-gather of rows and
+ * by the dense all-reduce, side by side, for vocabularies and per-rank batches given as lists.
+ * Each rank's batch draws Zipf tokens (src/core/zipf.h, its own seed), so the touched rows
+ * overlap across ranks as a real batch's do; each touched row holds random values. A row of
+ * the table: time (median over --iters of the slowest rank's), the bytes every rank sent
+ * together, the speed-up over dense, and whether the result equals the dense sum (Zen and the
+ * all-gather add in rank order, bit for bit each other; within 1e-6 of the ring's order). With
+ * --emulate-link the times are EMULATED (the header says so). Initializes MPI itself. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bench_link.h"
+#include "mpi/mpi_util.h"
+#include "mpi/sparse_sync.h"
+#include "src/backend/peak.h"
+#include "src/core/command.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/log.h"
+#include "src/core/timer.h"
+#include "src/core/zipf.h"
+
+typedef struct {
+  char *vocabs, *tokens, *json;
+  int cols, iters, warmup;
+  double zipf_s;
+  AxBenchLinkOpts net;
+} SsConfig;
+
+#define SOFF(f) offsetof(SsConfig, f)
+static const AxOption SS_OPTS[] = {
+    {"vocabs", AX_OPT_STRING, SOFF(vocabs), "256,8192,50257", "LIST", "vocabulary sizes (rows)",
+     1, 0, NULL},
+    {"tokens", AX_OPT_STRING, SOFF(tokens), "2048,8192,32768", "LIST",
+     "tokens per rank and step (the rank's batch x sequence)", 1, 0, NULL},
+    {"cols", AX_OPT_INT, SOFF(cols), "768", "C", "row length (the model's hidden size)", 1,
+     1 << 20, NULL},
+    {"zipf", AX_OPT_FLOAT, SOFF(zipf_s), "1.0", "S", "Zipf exponent of the token frequencies", 0,
+     10, NULL},
+    {"iters", AX_OPT_INT, SOFF(iters), "5", "N", "timed repetitions (median)", 1, 10000, NULL},
+    {"warmup", AX_OPT_INT, SOFF(warmup), "1", "N", "untimed repetitions first", 0, 1000, NULL},
+    {"json", AX_OPT_STRING, SOFF(json), NULL, "FILE", "append one JSON line per row", 1, 0, NULL},
+    AX_BENCH_LINK_OPTIONS(SsConfig, net),
+};
+static const AxOptionTable SS_TABLE = {
+    "bench sparse-sync",
+    "Zen vs all-gather vs dense all-reduce for a row-sparse embedding gradient (mpiexec; "
+    "--emulate-link for EMULATED inter-node links)",
+    SS_OPTS, (int)(sizeof SS_OPTS / sizeof SS_OPTS[0])};
+
+enum { MAX_LIST = 16, N_ALGOS = 3 };
+
+typedef struct {
+  const SsConfig *c;
+  MPI_Comm comm;
+  int rank, size;
+  AxCommConfig cc;
+  AxTraffic sent;
+  AxLinkEmu *links;
+  float *table, *input, *dense; /* V x C each: the result, this rank's rows, dense's result */
+  uint32_t *idx;
+  size_t n;
+} Ss;
+
+/* One algorithm, iters times from the input: the median of the slowest rank's time, and the
+ * bytes all ranks sent in one run. */
+static int time_algo(Ss *b, AxSparseSync *s, int algo, uint32_t V, double *ms,
+                     unsigned long long *bytes) {
+  size_t cells = (size_t)V * (size_t)b->c->cols;
+  int total = b->c->warmup + b->c->iters;
+  double *t = ax_calloc((size_t)total, sizeof *t);
+  if (!t) return AX_ERR;
+  AxSparseRows in = {b->idx, b->n, NULL};
+  int rc = AX_OK;
+  for (int i = 0; i < total && rc == AX_OK; i++) {
+    memcpy(b->table, b->input, cells * sizeof(float));
+    AxSparseSyncStats st;
+    MPI_Barrier(b->comm);
+    double t0 = ax_now();
+    rc = ax_sparse_sync(s, (AxSparseSyncAlgo)algo, AX_ALLREDUCE_RING, &b->cc, &in, b->table, &st);
+    t[i] = ax_now() - t0;
+    unsigned long long mine = st.sent;
+    if (rc == AX_OK && i == 0)
+      MPI_Allreduce(&mine, bytes, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, b->comm);
+  }
+  if (rc == AX_OK)
+    MPI_Allreduce(MPI_IN_PLACE, t, total, MPI_DOUBLE, MPI_MAX, b->comm);
+  if (rc == AX_OK) *ms = ax_median(t + b->c->warmup, b->c->iters) * 1e3;
+  free(t);
+  return rc;
+}
+
+/* The largest |result - dense| / max(1, |dense|) over the table, the maximum over ranks. */
+static double worst_difference(const Ss *b, size_t cells) {
+  double worst = 0;
+  for (size_t i = 0; i < cells; i++) {
+    double d = fabs((double)b->table[i] - b->dense[i]) / fmax(1.0, fabs((double)b->dense[i]));
+    if (d > worst) worst = d;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, b->comm);
+  return worst;
+}
+
+/* This rank's batch: Zipf tokens, their rows ascending, random values in those rows. */
+static int draw_batch(Ss *b, uint32_t V, size_t tokens) {
+  AxZipf z;
+  if (!ax_zipf_init(&z, V, b->c->zipf_s, 7)) return AX_FAIL("out of memory for the Zipf table");
+  AxRng r;
+  ax_rng_seed(&r, 1000 + (uint64_t)b->rank);
+  unsigned char *seen = ax_calloc(V, 1);
+  int rc = seen ? AX_OK : AX_ERR;
+  for (size_t i = 0; i < tokens && rc == AX_OK; i++) seen[ax_zipf_draw(&z, &r)] = 1;
+  size_t C = (size_t)b->c->cols;
+  memset(b->input, 0, (size_t)V * C * sizeof(float));
+  b->n = 0;
+  for (uint32_t v = 0; v < V && rc == AX_OK; v++)
+    if (seen[v]) {
+      b->idx[b->n++] = v;
+      for (size_t j = 0; j < C; j++) b->input[(size_t)v * C + j] = (float)ax_rng_double(&r) - 0.5f;
+    }
+  free(seen);
+  ax_zipf_free(&z);
+  return rc;
+}
+
+static void json_row(const Ss *b, uint32_t V, size_t tokens, double rows, int algo, double ms,
+                     unsigned long long bytes, double speedup) {
+  if (!b->c->json || b->rank != 0) return;
+  FILE *f = fopen(b->c->json, "a");
+  if (!f) return;
+  fprintf(f, "{\"bench\":\"sparse-sync\",\"ranks\":%d,\"vocab\":%u,\"cols\":%d,"
+             "\"tokens_per_rank\":%zu,\"rows_per_rank\":%.1f,\"algo\":\"%s\",\"ms\":%.6g,"
+             "\"bytes\":%llu,\"speedup_over_dense\":%.4g,\"emulated\":%s}\n",
+          b->size, V, b->c->cols, tokens, rows, ax_sparse_sync_algo_name((AxSparseSyncAlgo)algo),
+          ms, bytes, speedup, ax_link_emulating(b->links) ? "true" : "false");
+  fclose(f);
+}
+
+/* The three algorithms for one vocabulary and batch: dense first (the reference). */
+static int rows_of(Ss *b, uint32_t V, size_t tokens) {
+  size_t cells = (size_t)V * (size_t)b->c->cols;
+  AX_TRY(draw_batch(b, V, tokens));
+  double rows = (double)b->n;
+  MPI_Allreduce(MPI_IN_PLACE, &rows, 1, MPI_DOUBLE, MPI_SUM, b->comm);
+  rows /= b->size;
+  AxSparseSync *s;
+  AX_TRY(ax_sparse_sync_create(&s, b->comm, V, (size_t)b->c->cols, 1));
+  const int order[N_ALGOS] = {AX_SPARSE_SYNC_DENSE, AX_SPARSE_SYNC_ZEN, AX_SPARSE_SYNC_ALLGATHER};
+  double dense_ms = 0;
+  int rc = AX_OK;
+  for (int k = 0; k < N_ALGOS && rc == AX_OK; k++) {
+    double ms;
+    unsigned long long bytes = 0;
+    rc = time_algo(b, s, order[k], V, &ms, &bytes);
+    if (rc != AX_OK) break;
+    if (k == 0) dense_ms = ms, memcpy(b->dense, b->table, cells * sizeof(float));
+    double diff = worst_difference(b, cells);
+    ax_log("%7u %9zu %9.1f %-10s %11.3f %14llu %8.2fx %9.1e", V, tokens, rows,
+           ax_sparse_sync_algo_name((AxSparseSyncAlgo)order[k]), ms, bytes, dense_ms / ms, diff);
+    json_row(b, V, tokens, rows, order[k], ms, bytes, dense_ms / ms);
+  }
+  ax_sparse_sync_free(s);
+  return rc;
+}
+
+static int parse_list(const char *text, const char *what, long long *out, int *n) {
+  *n = 0;
+  for (const char *p = text; p && *p && *n < MAX_LIST;) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 1 || (*end && *end != ','))
+      return AX_FAIL("--%s '%s': expected a comma list of positive integers", what, text);
+    out[(*n)++] = v;
+    p = *end ? end + 1 : end;
+  }
+  return *n ? AX_OK : AX_FAIL("--%s is empty", what);
+}
+
+static int run_all(Ss *b, const long long *vocab, int nv, const long long *tokens, int nt) {
+  long long most = 0;
+  for (int i = 0; i < nv; i++) most = vocab[i] > most ? vocab[i] : most;
+  size_t cells = (size_t)most * (size_t)b->c->cols;
+  b->table = ax_calloc(cells, sizeof(float));
+  b->input = ax_calloc(cells, sizeof(float));
+  b->dense = ax_calloc(cells, sizeof(float));
+  b->idx = ax_calloc((size_t)most, sizeof *b->idx);
+  int rc = ax_mpi_agree(b->comm, b->table && b->input && b->dense && b->idx ? AX_OK : AX_ERR);
+  ax_bench_link_header(b->links, &b->c->net);
+  ax_log("# sparse embedding sync on %d ranks, rows of %d floats, Zipf(%g) tokens; time = median "
+         "of %d (slowest rank), bytes = sent by all ranks, diff = worst relative difference "
+         "from dense", b->size, b->c->cols, b->c->zipf_s, b->c->iters);
+  ax_log("# %5s %9s %9s %-10s %11s %14s %9s %9s", "vocab", "tok/rank", "rows/rank", "algo",
+         "time(ms)", "bytes", "vs dense", "diff");
+  for (int v = 0; v < nv && rc == AX_OK; v++)
+    for (int t = 0; t < nt && rc == AX_OK; t++)
+      rc = ax_mpi_agree(b->comm, rows_of(b, (uint32_t)vocab[v], (size_t)tokens[t]));
+  free(b->table);
+  free(b->input);
+  free(b->dense);
+  free(b->idx);
+  return rc;
+}
+
+static int bench(const SsConfig *c) {
+  long long vocab[MAX_LIST], tokens[MAX_LIST];
+  int nv, nt;
+  Ss b = {.c = c};
+  MPI_Comm_dup(MPI_COMM_WORLD, &b.comm);
+  MPI_Comm_rank(b.comm, &b.rank);
+  MPI_Comm_size(b.comm, &b.size);
+  ax_set_rank(b.rank);
+  int rc = parse_list(c->vocabs, "vocabs", vocab, &nv);
+  if (rc == AX_OK) rc = parse_list(c->tokens, "tokens", tokens, &nt);
+  if (rc == AX_OK && c->json && b.rank == 0) rc = ax_file_check_appendable(c->json);
+  if (rc == AX_OK) rc = ax_bench_link_start(&c->net, b.comm, &b.links);
+  rc = ax_mpi_agree(b.comm, rc);
+  if (rc == AX_OK) {
+    AxCommConfig cc = {.polite = ax_mpi_auto_polite(b.comm), .links = b.links};
+    b.cc = ax_comm_config_resolve(&cc);
+    b.cc.traffic = &b.sent;
+    b.cc.traffic_class = AX_TRAFFIC_EMBEDDING_SYNC;
+    rc = run_all(&b, vocab, nv, tokens, nt);
+  }
+  ax_link_emu_destroy(b.links);
+  MPI_Comm_free(&b.comm);
+  return rc;
+}
+
+static int run_sparse(void *config, const AxOptState *st) {
+  (void)st;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) MPI_Init(NULL, NULL);
+  int rc = bench(config);
+  if (rc != AX_OK) ax_print_error();
+  if (!initialized) MPI_Finalize();
+  return rc;
+}
+
+int ax_cmd_bench_sparse_sync(int argc, char **argv) {
+  static const AxCommandSpec spec = {&SS_TABLE, sizeof(SsConfig), 0, run_sparse};
+  return ax_command_run(&spec, argc, argv);
+}

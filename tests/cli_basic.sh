@@ -42,7 +42,7 @@ expect_error "outside the vocabulary" train --data "$TMP/t_train.bin" --vocab 50
 
 # bench gemm|train on a tiny model: a table row and a JSON line; bad backend choices
 "$AXONN" bench --help >"$TMP/bh" || fail "bench --help"
-for b in gemm train allreduce p2p optimizer; do grep -q "^  $b " "$TMP/bh" || fail "bench --help lacks $b"; done
+for b in gemm train allreduce p2p optimizer sparse-sync; do grep -q "^  $b " "$TMP/bh" || fail "bench --help lacks $b"; done
 # the README's command list is `axonn --help`, word for word (one table makes both)
 "$AXONN" --help >"$TMP/help"
 awk '/^<!-- axonn --help -->/ { on = 1; next } on && /^```$/ { if (++fence == 2) exit; next } on && fence == 1' \

@@ -12,9 +12,10 @@
 #    non-zero exit.
 . "$(dirname "$0")/mpilib.sh"
 
+# (the classic tied-embedding path, wte inside the data-parallel sum, whose bytes are counted)
 COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 1 \
   --shuffle 0 --seed 7 --val-steps 0 --threads 1 --grad-clip 0 --allreduce ring \
-  --g-inter 2 --g-data 2 --checkpoint-every 1"
+  --g-inter 2 --g-data 2 --checkpoint-every 1 --sparse-embedding-sync dense"
 C="--compress onebit:ef=1 --compress-min-bytes 0"
 CK=step-00000001
 

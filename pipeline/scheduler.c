@@ -85,9 +85,10 @@ static void release_slot(AxScheduler *s, int mb) {
   s->slot_of[mb] = -1;
 }
 
-static void debug_delay(const AxScheduler *s) {
-  if (s->delay_ms <= 0) return;
-  struct timespec ts = {s->delay_ms / 1000, (long)(s->delay_ms % 1000) * 1000000L};
+static void debug_delay(const AxScheduler *s, int forward) {
+  int ms = s->delay_ms + (forward ? s->forward_ms : s->backward_ms);
+  if (ms <= 0) return;
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
@@ -102,7 +103,7 @@ static AxMemKind received_mem(const AxScheduler *s) { return s->P > 1 ? s->p2p.m
 
 static int run_forward(AxScheduler *s, int mb, const void *input, const void **out) {
   AX_WD_NOTE(-1, "computing the forward of micro-batch %d", mb);
-  debug_delay(s);
+  debug_delay(s, 1);
   debug_hang(s);
   double t0 = ax_trace_begin(s->trace);
   AX_TRY(s->ops.forward(s->ops.ctx, mb, s->slot_of[mb], input, received_mem(s), out));
@@ -125,7 +126,7 @@ static int gradient_input(AxScheduler *s, int compressed, const void **dout, AxM
 static int run_backward(AxScheduler *s, int mb, const void *dout, int compressed,
                         const void **din) {
   AX_WD_NOTE(-1, "computing the backward of micro-batch %d", mb);
-  debug_delay(s);
+  debug_delay(s, 0);
   double t0 = ax_trace_begin(s->trace);
   AxMemKind mem;
   AX_TRY(gradient_input(s, compressed, &dout, &mem));

@@ -77,6 +77,7 @@ typedef struct {
   AxP2P p2p;
   AxTrace *trace;
   int delay_ms;    /* debug: sleep before each forward/backward on this stage */
+  int forward_ms, backward_ms; /* debug: and before each forward / backward (fixed compute) */
   AxSchedHang hang; /* debug: set for one step; cleared once a message is dropped */
   unsigned char *got[2]; /* per direction, per micro-batch: received in this pass */
   int low[2];      /* per direction: no micro-batch below it is still to be received */

@@ -213,9 +213,18 @@ static int pipeline(Sim *m) {
 
 /* ------------------------------------------------------------------ the tail, per stage */
 
+/* AdamW on chunk c of stage s from *t; *t becomes its end. */
+static int update_chunk(Sim *m, int s, int c, double speed, double *t) {
+  double cost = m->c->tail[s].update_s[c] / speed, t0 = *t;
+  *t += cost;
+  m->r->busy_s[s] += cost;
+  return note(m, s, AX_EV_OPTIMIZER, c, t0, *t);
+}
+
 /* interleave.c's order: chunks [0, window) start at once; then for each c: wait for c, start
- * c + window, update c. The column's sums go one after another over the network. */
-static int tail(Sim *m, int s, double t, double speed) {
+ * c + window, update c (`separate`: no update yet). The column's sums go one after another over
+ * the network. Returns when the last chunk is summed (and updated). */
+static int sum_chunks(Sim *m, int s, double t, double speed, int update, double *end) {
   const AxSimTail *x = &m->c->tail[s];
   double net = t, upd = t, *started = NULL;
   if (x->n_chunks > 0 && !(started = malloc((size_t)x->n_chunks * sizeof *started)))
@@ -228,16 +237,16 @@ static int tail(Sim *m, int s, double t, double speed) {
     double got = upd > net ? upd : net;               /* waited for after the update before */
     if (x->allreduce_s[c] > 0) rc = note(m, s, AX_EV_ALLREDUCE, c, upd, got);
     if (c + w < x->n_chunks) started[c + w] = got;
-    double cost = x->update_s[c] / speed;
-    upd = got + cost;
-    m->r->busy_s[s] += cost;
-    if (rc == AX_OK) rc = note(m, s, AX_EV_OPTIMIZER, c, got, upd);
+    upd = got;
+    if (update && rc == AX_OK) rc = update_chunk(m, s, c, speed, &upd);
   }
   free(started);
-  m->r->tail_end_s[s] = upd;
+  *end = upd;
   return rc;
 }
 
+/* The stage's sums (and updates) from the end of its pipeline phase; a separate update waits
+ * for the row's norm (the latest sum of the row) and then runs every chunk. */
 static int tails(Sim *m) {
   const AxSimConfig *c = m->c;
   int P = c->P;
@@ -245,7 +254,7 @@ static int tails(Sim *m) {
   /* the tied sum starts when both ends are ready for it */
   double ends = fmax(m->r->pipe_end_s[0] + c->tail[0].before_s,
                      m->r->pipe_end_s[P - 1] + c->tail[P - 1].before_s);
-  double last = 0;
+  double last = 0, norm = 0;
   for (int s = 0; s < P; s++) m->r->pipeline_s = fmax(m->r->pipeline_s, m->r->pipe_end_s[s]);
   for (int s = 0; s < P; s++) {
     const AxSimTail *x = &c->tail[s];
@@ -254,8 +263,16 @@ static int tails(Sim *m) {
       t = ends + x->tied_s;
       AX_TRY(note(m, s, AX_EV_ALLREDUCE, -1, ends, t));
     }
-    AX_TRY(tail(m, s, t, speed));
-    last = m->r->tail_end_s[s] > last ? m->r->tail_end_s[s] : last;
+    AX_TRY(sum_chunks(m, s, t, speed, !x->separate, &m->r->tail_end_s[s]));
+    norm = fmax(norm, m->r->tail_end_s[s]);
+  }
+  for (int s = 0; s < P; s++) {
+    if (c->tail[s].separate) {
+      m->r->tail_end_s[s] = norm;
+      for (int k = 0; k < c->tail[s].n_chunks; k++)
+        AX_TRY(update_chunk(m, s, k, speed, &m->r->tail_end_s[s]));
+    }
+    last = fmax(last, m->r->tail_end_s[s]);
   }
   m->r->step_s = last + c->end_s;
   for (int s = 0; s < P; s++) {

@@ -33,6 +33,8 @@ typedef struct {
   const double *allreduce_s; /* [n_chunks]: the column's sum of chunk c (0 on one row) */
   const double *update_s;    /* [n_chunks]: AdamW of chunk c and its write-back */
   int window;           /* chunks in flight (interleave.c: 2) */
+  int separate;         /* 1: every chunk summed first, then (once the row agrees on the
+                         * gradient norm, as clipping needs) every chunk updated */
 } AxSimTail;
 
 typedef struct {

@@ -50,7 +50,7 @@ static AxSimConfig two_by_two(AxSimTail tail[2], AxSimLink *link, double slots) 
   static const double fwd[2] = {1, 1}, bwd[2] = {2, 2}, send[2] = {0.5, 0.5};
   static const double ar[2] = {1, 1}, upd[2] = {0.5, 0.5};
   *link = (AxSimLink){0.25, 0};
-  for (int s = 0; s < 2; s++) tail[s] = (AxSimTail){0, 0, 2, ar, upd, 2};
+  for (int s = 0; s < 2; s++) tail[s] = (AxSimTail){0, 0, 2, ar, upd, 2, 0};
   return (AxSimConfig){.P = 2, .n_micro = 2, .limit = 2, .fwd_s = fwd, .bwd_s = bwd,
                        .send_s = send, .msg_bytes = 1024, .link = link, .slots = slots,
                        .tail = tail, .end_s = 0.5};
@@ -106,6 +106,31 @@ START_TEST(link_serializes_messages) {
 }
 END_TEST
 
+/* Clipping: every chunk summed first, then, once the row has the norm (the later stage's sums
+ * end at 13), every chunk updated on both stages. */
+START_TEST(sums_then_updates) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  AxSimConfig c = two_by_two(tail, &link, 0);
+  tail[0].separate = tail[1].separate = 1;
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev s0[] = {{AR, 0, 11, 12}, {AR, 1, 12, 13}, {OPT, 0, 13, 13.5}, {OPT, 1, 13.5, 14}};
+  const Ev s1[] = {{AR, 0, 8.75, 9.75}, {AR, 1, 9.75, 10.75}, {OPT, 0, 13, 13.5},
+                   {OPT, 1, 13.5, 14}};
+  int n0, n1;
+  const AxTraceEvent *e0 = ax_sim_events(&r, 0, &n0), *e1 = ax_sim_events(&r, 1, &n1);
+  for (int i = 0; i < 4; i++) {
+    ck_assert(e0[8 + i].kind == s0[i].kind && e0[8 + i].mb == s0[i].mb);
+    ck_assert(e0[8 + i].t0 == s0[i].t0 && e0[8 + i].t1 == s0[i].t1);
+    ck_assert(e1[8 + i].kind == s1[i].kind && e1[8 + i].mb == s1[i].mb);
+    ck_assert(e1[8 + i].t0 == s1[i].t0 && e1[8 + i].t1 == s1[i].t1);
+  }
+  ck_assert(r.step_s == 14.5);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
 /* One core for the two ranks (slots 1): when both compute, each runs at half speed. */
 START_TEST(processor_sharing) {
   AxSimTail tail[2];
@@ -128,7 +153,7 @@ END_TEST
 /* One stage: forwards and backwards one after another, no messages. */
 START_TEST(one_stage) {
   static const double fwd[1] = {1}, bwd[1] = {2}, send[1] = {0}, ar[1] = {0}, upd[1] = {0.5};
-  AxSimTail tail = {0.25, 0, 1, ar, upd, 2};
+  AxSimTail tail = {0.25, 0, 1, ar, upd, 2, 0};
   AxSimConfig c = {.P = 1, .n_micro = 3, .limit = 1, .fwd_s = fwd, .bwd_s = bwd,
                    .send_s = send, .tail = &tail};
   AxSimResult r;
@@ -146,6 +171,7 @@ int main(void) {
   TCase *tc = tu_tcase(s, "simulate", 120);
   tcase_add_test(tc, two_stages_two_micro_batches_exact);
   tcase_add_test(tc, link_serializes_messages);
+  tcase_add_test(tc, sums_then_updates);
   tcase_add_test(tc, processor_sharing);
   tcase_add_test(tc, one_stage);
   int rc = tu_run(s);

@@ -140,7 +140,8 @@ static int required_keys(const AxOptState *st, const char *path) {
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     if (!ax_options_was_set(&MACHINE_FILE, st, required[i]))
       return AX_FAIL("machine file %s has no '%s = ...' line (it needs name, gpus_per_node, "
-                     "intra_bw and inter_bw; latency and the simulator's keys are optional)", path, required[i]);
+                     "intra_bw and inter_bw; latency and the simulator's keys are optional)",
+                     path, required[i]);
   return AX_OK;
 }
 

@@ -1,7 +1,7 @@
 /* simulate.c — the discrete-event simulation of one step; see simulate.h.
  *
  * The pipeline phase advances from event to event: a compute or send finishing (at its rate:
- * 1, or slots / active ranks when more ranks compute than there are slots), a message arriving
+ * the speed of that many ranks computing at once on the host), a message arriving
  * at a stage that waits. A stage with nothing to do looks at its inbox and takes what the rule
  * picks (ax_rule_pick), hands it to the rule (ax_rule_on_message) and runs the actions the rule
  * gives back, in order. The tail (sums and updates) of each stage is priced in closed form. */
@@ -149,10 +149,17 @@ static int look(Sim *m, int s) {
 
 /* ------------------------------------------------------------------ the event loop */
 
+/* Each one's speed when `active` ranks of a row compute at once. */
+static double speed_of(const AxSimConfig *c, int active) {
+  int k = active * (c->copies > 0 ? c->copies : 1), n = c->n_speed;
+  if (!c->speed || n < 1 || k < 1) return 1.0;
+  return k <= n ? c->speed[k - 1] : c->speed[n - 1] * n / k;
+}
+
 static double rate(const Sim *m) {
   int active = 0;
   for (int s = 0; s < m->c->P; s++) active += m->st[s].busy;
-  return m->c->slots > 0 && active > m->c->slots ? m->c->slots / active : 1.0;
+  return speed_of(m->c, active);
 }
 
 /* The next time something happens; INFINITY when nothing will. */
@@ -250,7 +257,7 @@ static int sum_chunks(Sim *m, int s, double t, double speed, int update, double 
 static int tails(Sim *m) {
   const AxSimConfig *c = m->c;
   int P = c->P;
-  double speed = c->slots > 0 && P > c->slots ? c->slots / P : 1.0; /* every rank updates */
+  double speed = speed_of(c, P); /* every rank updates at once */
   /* the tied sum starts when both ends are ready for it */
   double ends = fmax(m->r->pipe_end_s[0] + c->tail[0].before_s,
                      m->r->pipe_end_s[P - 1] + c->tail[P - 1].before_s);

@@ -8,9 +8,11 @@
  *
  * The data-parallel rows of a deterministic simulation are identical, so one row is simulated
  * and the column's all-reduce is priced analytically (its cost comes in: the caller's cost
- * model, src/train/sim_costs.c, prices it on the machine). Ranks that share cores (a CPU
- * machine with more ranks than cores) slow each other down: `slots` ranks of the row compute at
- * full speed at once, more share it (processor sharing); 0 means every rank has its own device.
+ * model, src/train/sim_costs.c, prices it on the machine). Ranks that share a host's cores and
+ * memory (a CPU machine) slow each other down: when k ranks of the host compute at once (a
+ * row's computing ranks times its `copies`, the rows on the host, which run in step), each
+ * runs at speed[k - 1] of its own speed; beyond the table the last entry's capacity is shared
+ * (speed[n-1] n / k). No table: every rank has its own device.
  *
  * Pure: no MPI, no clock, no model; costs are seconds handed in. Times are seconds from the
  * start of the step. */
@@ -43,7 +45,8 @@ typedef struct {
   const double *send_s;        /* [P]: the sender's share of a message (the copy out) */
   double msg_bytes;            /* one activation or gradient */
   const AxSimLink *link;       /* [P - 1]: between stage s and s + 1 */
-  double slots;                /* ranks of the row computing at full speed at once; 0: all */
+  const double *speed;         /* [n_speed]: see above; NULL: 1 */
+  int n_speed, copies;
   const AxSimTail *tail;       /* [P] */
   double end_s;                /* after the last update: the norm and loss sums, the step's end */
 } AxSimConfig;

@@ -46,20 +46,22 @@ enum { F = AX_EV_FORWARD, B = AX_EV_BACKWARD, S = AX_EV_SEND, W = AX_EV_RECV_WAI
 /* Two stages, two micro-batches, limit 2: forward 1 s, backward 2 s, a send 0.5 s of the
  * sender's time, the link 0.25 s of latency and no bandwidth term; then two chunks of 1 s of
  * all-reduce and 0.5 s of AdamW each, window 2, and 0.5 s to end the step. */
-static AxSimConfig two_by_two(AxSimTail tail[2], AxSimLink *link, double slots) {
+/* speed: NULL, or each rank's speed when 1 and 2 compute at once. */
+static AxSimConfig two_by_two(AxSimTail tail[2], AxSimLink *link, const double *speed) {
   static const double fwd[2] = {1, 1}, bwd[2] = {2, 2}, send[2] = {0.5, 0.5};
   static const double ar[2] = {1, 1}, upd[2] = {0.5, 0.5};
   *link = (AxSimLink){0.25, 0};
   for (int s = 0; s < 2; s++) tail[s] = (AxSimTail){0, 0, 2, ar, upd, 2, 0};
   return (AxSimConfig){.P = 2, .n_micro = 2, .limit = 2, .fwd_s = fwd, .bwd_s = bwd,
-                       .send_s = send, .msg_bytes = 1024, .link = link, .slots = slots,
+                       .send_s = send, .msg_bytes = 1024, .link = link, .speed = speed,
+                       .n_speed = speed ? 2 : 0, .copies = 1,
                        .tail = tail, .end_s = 0.5};
 }
 
 START_TEST(two_stages_two_micro_batches_exact) {
   AxSimTail tail[2];
   AxSimLink link;
-  AxSimConfig c = two_by_two(tail, &link, 0);
+  AxSimConfig c = two_by_two(tail, &link, NULL);
   AxSimResult r;
   ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
   /* stage 0 injects both; their activations reach stage 1 at 1.75 and 3.25; the gradients
@@ -89,7 +91,7 @@ END_TEST
 START_TEST(link_serializes_messages) {
   AxSimTail tail[2];
   AxSimLink link;
-  AxSimConfig c = two_by_two(tail, &link, 0);
+  AxSimConfig c = two_by_two(tail, &link, NULL);
   link.s_per_byte = 1.0 / 1024;
   AxSimResult r;
   ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
@@ -111,7 +113,7 @@ END_TEST
 START_TEST(sums_then_updates) {
   AxSimTail tail[2];
   AxSimLink link;
-  AxSimConfig c = two_by_two(tail, &link, 0);
+  AxSimConfig c = two_by_two(tail, &link, NULL);
   tail[0].separate = tail[1].separate = 1;
   AxSimResult r;
   ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
@@ -131,11 +133,12 @@ START_TEST(sums_then_updates) {
 }
 END_TEST
 
-/* One core for the two ranks (slots 1): when both compute, each runs at half speed. */
+/* One core for the two ranks: when both compute, each runs at half speed. */
 START_TEST(processor_sharing) {
   AxSimTail tail[2];
   AxSimLink link;
-  AxSimConfig c = two_by_two(tail, &link, 1);
+  static const double half[2] = {1, 0.5};
+  AxSimConfig c = two_by_two(tail, &link, half);
   AxSimResult r;
   ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
   /* stage 1's first forward starts at 1.75, while stage 0 runs its second (from 1.5, alone

@@ -200,12 +200,20 @@ static int alloc_model(AxSimModel *sm) {
   return sm->fwd && sm->bwd && sm->send && sm->link && sm->tail ? AX_OK : AX_ERR;
 }
 
-/* With cores_per_node, the job's ranks share one host's cores: a row's share of them, in
- * ranks computing at full speed. */
-static double slots_of(const AxSimModel *sm, const AxMachine *m, const AxSimProfile *prof) {
-  if (m->cores_per_node <= 0) return 0;
-  int threads = prof && prof->threads > 0 ? prof->threads : 1;
-  return (double)m->cores_per_node / threads / sm->D;
+/* How ranks computing at once on the host slow each other: the profile's measured speeds, or
+ * with cores_per_node the cores shared (each of k ranks of `threads` gets cores / (k threads)
+ * of its speed); the rows of the grid run in step on the host. */
+static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *prof) {
+  if (prof) {
+    int n = ax_sim_profile_speeds(prof, sm->speed);
+    if (n < 0) return AX_ERR;
+    sm->n_speed = n;
+  } else if (m->cores_per_node > 0) {
+    sm->n_speed = AX_SIM_PROFILE_MAX_K;
+    for (int k = 1; k <= sm->n_speed; k++)
+      sm->speed[k - 1] = fmin(1.0, (double)m->cores_per_node / k);
+  }
+  return AX_OK;
 }
 
 static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
@@ -226,9 +234,12 @@ static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                  (double)ax_dtype_size((AxDType)cfg->precision);
   for (int s = 0; s < sm->P; s++) sm->send[s] = prof ? bytes / prof->copy_bytes_per_s : 0;
   AX_TRY(build_tails(sm, cfg, m, &emu, prof, first));
+  AX_TRY(build_speed(sm, m, prof));
   sm->sim = (AxSimConfig){.P = sm->P, .n_micro = sm->n_micro, .limit = sm->limit,
                           .fwd_s = sm->fwd, .bwd_s = sm->bwd, .send_s = sm->send,
-                          .msg_bytes = bytes, .link = sm->link, .slots = slots_of(sm, m, prof),
+                          .msg_bytes = bytes, .link = sm->link,
+                          .speed = sm->n_speed ? sm->speed : NULL, .n_speed = sm->n_speed,
+                          .copies = sm->D,
                           .tail = sm->tail, .end_s = sm->sim.end_s};
   return AX_OK;
 }

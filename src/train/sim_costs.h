@@ -17,7 +17,8 @@
  *   AdamW    per element from the profile, or 32 bytes per parameter over host_bw (weights,
  *            gradient, moments in and out, the sum of squares), the gradients down and the
  *            weights up over intra_bw on a GPU
- *   cores    with cores_per_node (a CPU machine) the ranks on the node share its cores
+ *   sharing  ranks computing at once on one host (a CPU machine) slow each other down: the
+ *            profile's measured speeds, or cores_per_node shared; rows run in step
  *
  * What is not simulated: tensor parallelism, compression, memory checkpoints, validation,
  * file checkpoints, loss scaling's overflow check, the CUDA streams' overlap. */
@@ -36,6 +37,8 @@ typedef struct {
   double *fwd, *bwd, *send, *chunk_costs;
   AxSimLink *link;
   AxSimTail *tail;
+  double speed[AX_SIM_PROFILE_MAX_K];
+  int n_speed;
   /* the run */
   AxGptConfig model;
   int P, D, ranks, n_micro, micro, limit, recompute;

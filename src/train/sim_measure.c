@@ -1,10 +1,16 @@
 /* sim_measure.c — `axonn profile`'s measurements (sim_profile.h): one-block stages of the run's
  * model (a middle one, the first, the last) timed forward and backward at the run's micro-batch
  * on its device and threads; the host AdamW with the gradient's sum of squares over a stage-sized
- * range with the trainer's optimizer threads; a local sum and a copy. Each figure is the median
- * of several timed repetitions after a warm-up. */
+ * range with the trainer's optimizer threads; a local sum and a copy; the block again beside
+ * forked copies of itself, once per rank count up to the grid's. Each figure is the median of
+ * several timed repetitions after a warm-up. */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "models/gpt_init.h"
 #include "models/gpt_stage.h"
@@ -107,11 +113,51 @@ static int time_pass(Bench *b, int k, double *fwd_s, double *bwd_s) {
   return AX_OK;
 }
 
+/* A block's forward and backward beside `others` forked copies of this process doing the
+ * same (killed after). */
+static int time_beside(Bench *b, int others, double *s) {
+  pid_t kids[AX_SIM_PROFILE_MAX_K];
+  int n = 0, rc = AX_OK;
+  fflush(NULL);
+  for (; n < others; n++) {
+    if ((kids[n] = fork()) < 0) break;
+    if (kids[n] == 0)
+      for (;;) /* a copy: computes until it is killed */
+        if (run_forward(b, 0) != AX_OK || run_backward(b, 0) != AX_OK) _exit(1);
+  }
+  if (n < others) rc = AX_FAIL("cannot fork the profile's concurrent copies");
+  nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* they are running */
+  double f, g;
+  if (rc == AX_OK) rc = time_pass(b, 0, &f, &g);
+  for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+  for (int i = 0; i < n; i++) waitpid(kids[i], NULL, 0);
+  *s = f + g;
+  return rc;
+}
+
+/* speed[k-1] for k = 1..kmax, as "1,0.45,..." into p. */
+static int measure_concurrency(Bench *b, int kmax, AxSimProfile *p) {
+  char text[AX_SIM_PROFILE_MAX_K * 12] = "";
+  double alone = 0;
+  for (int k = 1; k <= kmax; k++) {
+    double t;
+    AX_TRY(time_beside(b, k - 1, &t));
+    if (k == 1) alone = t;
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof text - used, "%s%.4g", k > 1 ? "," : "", alone / t);
+  }
+  if (!(p->concurrency_speed = strdup(text))) return AX_FAIL("out of memory");
+  return AX_OK;
+}
+
 static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   Bench b;
   int rc = bench_open(&b, cfg);
   double f[3] = {0}, g[3] = {0};
   for (int k = 0; k < 3 && rc == AX_OK; k++) rc = time_pass(&b, k, &f[k], &g[k]);
+  long long ranks = ax_train_ranks(cfg);
+  int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
+  if (rc == AX_OK) rc = measure_concurrency(&b, kmax, p);
   bench_close(&b);
   AX_TRY(rc);
   p->block_forward_s = f[0];

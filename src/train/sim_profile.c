@@ -12,7 +12,7 @@
 
 #define OFF(f) offsetof(AxSimProfile, f)
 #define PINT(n, f, what) {n, AX_OPT_INT, OFF(f), NULL, "N", what, 0, 1 << 30, NULL}
-#define PSEC(n, f, what) {n, AX_OPT_FLOAT, OFF(f), NULL, "X", what, 0, 1e9, NULL}
+#define PSEC(n, f, what) {n, AX_OPT_FLOAT, OFF(f), NULL, "X", what, 0, 1e18, NULL}
 static const AxOption KEYS[] = {
     {"device", AX_OPT_STRING, OFF(device), NULL, "NAME", "device measured", 1, 0, NULL},
     PINT("threads", threads, "threads per rank"),
@@ -31,6 +31,8 @@ static const AxOption KEYS[] = {
     PSEC("adamw_s_per_elem", adamw_s_per_elem, "AdamW per parameter"),
     PSEC("reduce_s_per_elem", reduce_s_per_elem, "a local sum per element"),
     PSEC("copy_bytes_per_s", copy_bytes_per_s, "memcpy bandwidth"),
+    {"concurrency_speed", AX_OPT_STRING, OFF(concurrency_speed), NULL, "S1,S2,...",
+     "speed of each of k ranks computing at once", 1, 0, NULL},
 };
 static const AxOptionTable PROFILE_FILE = {"simulate --profile", "a profile file", KEYS,
                                            (int)(sizeof KEYS / sizeof KEYS[0])};
@@ -87,6 +89,22 @@ int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg) {
     return AX_FAIL("the profile was measured on --device %s, this run has %s", p->device,
                    cfg->device);
   return AX_OK;
+}
+
+int ax_sim_profile_speeds(const AxSimProfile *p, double *speed) {
+  const char *at = p->concurrency_speed ? p->concurrency_speed : "";
+  int n = 0;
+  while (*at && n < AX_SIM_PROFILE_MAX_K) {
+    char *end;
+    speed[n] = strtod(at, &end);
+    if (end == at || speed[n] <= 0 || speed[n] > 2 || (*end && *end != ','))
+      return AX_FAIL("profile: concurrency_speed '%s' is not a list of speeds like 1,0.5",
+                     p->concurrency_speed);
+    n++;
+    at = *end ? end + 1 : end;
+  }
+  if (n == 0) return AX_FAIL("profile: concurrency_speed is empty");
+  return n;
 }
 
 void ax_sim_profile_free(AxSimProfile *p) { ax_options_free(&PROFILE_FILE, p); }

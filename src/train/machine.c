@@ -81,7 +81,7 @@ static const AxOption KEYS[] = {
      "simulator: cores the node's ranks share (0: a device each)", 0, 1 << 20, NULL},
 };
 static const AxOptionTable MACHINE_FILE = {
-    "plan --rank-grids and simulate", "a machine file", KEYS, (int)(sizeof KEYS / sizeof KEYS[0])};
+    "plan --rank-grids", "a machine file", KEYS, (int)(sizeof KEYS / sizeof KEYS[0])};
 
 static const char *const DEVICES[] = {"V100", "A100", "H100", "H200", "MI250X", "cpu"};
 

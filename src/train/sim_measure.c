@@ -4,6 +4,7 @@
  * range with the trainer's optimizer threads; a local sum and a copy; the block again beside
  * forked copies of itself, once per rank count up to the grid's. Each figure is the median of
  * several timed repetitions after a warm-up. */
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@
 #include "src/core/error.h"
 #include "src/core/timer.h"
 
-enum { REPS = 7, HOST_ELEMS = 1 << 22 };
+enum { REPS = 7, REPS_BESIDE = 31, HOST_ELEMS = 1 << 22 };
 
 /* One-block stages and what they run on. */
 typedef struct {
@@ -95,12 +96,12 @@ static int run_backward(Bench *b, int k) {
   return ax_sync(b->be);
 }
 
-/* Median seconds of REPS calls of fwd (and, when bwd is given, of bwd after each fwd). */
-static int time_pass(Bench *b, int k, double *fwd_s, double *bwd_s) {
-  double f[REPS], g[REPS];
+/* Median seconds of `reps` (<= REPS_BESIDE) forwards and of the backwards after them. */
+static int time_pass(Bench *b, int k, int reps, double *fwd_s, double *bwd_s) {
+  double f[REPS_BESIDE], g[REPS_BESIDE];
   AX_TRY(run_forward(b, k)); /* warm-up */
   AX_TRY(run_backward(b, k));
-  for (int i = 0; i < REPS; i++) {
+  for (int i = 0; i < reps; i++) {
     double t0 = ax_now();
     AX_TRY(run_forward(b, k));
     double t1 = ax_now();
@@ -108,19 +109,31 @@ static int time_pass(Bench *b, int k, double *fwd_s, double *bwd_s) {
     f[i] = t1 - t0;
     g[i] = ax_now() - t1;
   }
-  *fwd_s = ax_median(f, REPS);
-  *bwd_s = ax_median(g, REPS);
+  *fwd_s = ax_median(f, reps);
+  *bwd_s = ax_median(g, reps);
   return AX_OK;
 }
 
+/* A copy bound as rank `rank` of a host binds (src/backend/binding.c: its threads from core
+ * rank x threads on, round the cores): the copies share cores as the run's ranks would. */
+static void bind_as_rank(int rank, int threads) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int t = 0; t < threads; t++) CPU_SET((int)(((long)rank * threads + t) % cores), &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
 /* A block's forward and backward beside `others` forked copies of this process doing the
- * same (killed after). */
-static int time_beside(Bench *b, int others, double *s) {
+ * same (killed after); bind: the copies bind as ranks 1.. of the host. */
+static int time_beside(Bench *b, int others, int bind, double *s) {
   pid_t kids[AX_SIM_PROFILE_MAX_K];
   int n = 0, rc = AX_OK;
   fflush(NULL);
   for (; n < others; n++) {
     if ((kids[n] = fork()) < 0) break;
+    if (kids[n] == 0 && bind) bind_as_rank(n + 1, b->be->threads);
     if (kids[n] == 0)
       for (;;) /* a copy: computes until it is killed */
         if (run_forward(b, 0) != AX_OK || run_backward(b, 0) != AX_OK) _exit(1);
@@ -128,7 +141,7 @@ static int time_beside(Bench *b, int others, double *s) {
   if (n < others) rc = AX_FAIL("cannot fork the profile's concurrent copies");
   nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* they are running */
   double f, g;
-  if (rc == AX_OK) rc = time_pass(b, 0, &f, &g);
+  if (rc == AX_OK) rc = time_pass(b, 0, REPS_BESIDE, &f, &g);
   for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
   for (int i = 0; i < n; i++) waitpid(kids[i], NULL, 0);
   *s = f + g;
@@ -136,12 +149,12 @@ static int time_beside(Bench *b, int others, double *s) {
 }
 
 /* speed[k-1] for k = 1..kmax, as "1,0.45,..." into p. */
-static int measure_concurrency(Bench *b, int kmax, AxSimProfile *p) {
+static int measure_concurrency(Bench *b, int kmax, int bind, AxSimProfile *p) {
   char text[AX_SIM_PROFILE_MAX_K * 12] = "";
   double alone = 0;
   for (int k = 1; k <= kmax; k++) {
     double t;
-    AX_TRY(time_beside(b, k - 1, &t));
+    AX_TRY(time_beside(b, k - 1, bind, &t));
     if (k == 1) alone = t;
     size_t used = strlen(text);
     snprintf(text + used, sizeof text - used, "%s%.4g", k > 1 ? "," : "", alone / t);
@@ -154,10 +167,10 @@ static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   Bench b;
   int rc = bench_open(&b, cfg);
   double f[3] = {0}, g[3] = {0};
-  for (int k = 0; k < 3 && rc == AX_OK; k++) rc = time_pass(&b, k, &f[k], &g[k]);
+  for (int k = 0; k < 3 && rc == AX_OK; k++) rc = time_pass(&b, k, REPS, &f[k], &g[k]);
   long long ranks = ax_train_ranks(cfg);
   int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
-  if (rc == AX_OK) rc = measure_concurrency(&b, kmax, p);
+  if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->bind, p);
   bench_close(&b);
   AX_TRY(rc);
   p->block_forward_s = f[0];

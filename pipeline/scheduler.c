@@ -85,9 +85,10 @@ static void release_slot(AxScheduler *s, int mb) {
   s->slot_of[mb] = -1;
 }
 
-static void debug_delay(const AxScheduler *s) {
-  if (s->delay_ms <= 0) return;
-  struct timespec ts = {s->delay_ms / 1000, (long)(s->delay_ms % 1000) * 1000000L};
+static void debug_delay(const AxScheduler *s, int forward) {
+  int ms = s->delay_ms + (forward ? s->forward_ms : s->backward_ms);
+  if (ms <= 0) return;
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
@@ -102,7 +103,7 @@ static AxMemKind received_mem(const AxScheduler *s) { return s->P > 1 ? s->p2p.m
 
 static int run_forward(AxScheduler *s, int mb, const void *input, const void **out) {
   AX_WD_NOTE(-1, "computing the forward of micro-batch %d", mb);
-  debug_delay(s);
+  debug_delay(s, 1);
   debug_hang(s);
   double t0 = ax_trace_begin(s->trace);
   AX_TRY(s->ops.forward(s->ops.ctx, mb, s->slot_of[mb], input, received_mem(s), out));
@@ -125,7 +126,7 @@ static int gradient_input(AxScheduler *s, int compressed, const void **dout, AxM
 static int run_backward(AxScheduler *s, int mb, const void *dout, int compressed,
                         const void **din) {
   AX_WD_NOTE(-1, "computing the backward of micro-batch %d", mb);
-  debug_delay(s);
+  debug_delay(s, 0);
   double t0 = ax_trace_begin(s->trace);
   AxMemKind mem;
   AX_TRY(gradient_input(s, compressed, &dout, &mem));
@@ -266,65 +267,41 @@ static int flush(AxScheduler *s) {
   return ax_p2p_flush(&s->p2p);
 }
 
-/* Stage 0 starts micro-batch mb: forward, send the activation on. */
-static int inject(AxScheduler *s, int mb) {
-  const void *out;
-  AX_TRY(take_slot(s, mb));
-  AX_TRY(run_forward(s, mb, NULL, &out));
-  return send(s, 1, mb, out);
-}
-
-/* One process holds every block: micro-batches run one after another. */
-static int train_single(AxScheduler *s, int n_micro) {
-  for (int mb = 0; mb < n_micro; mb++) {
-    const void *out, *din;
-    AX_TRY(take_slot(s, mb));
-    AX_TRY(run_forward(s, mb, NULL, &out));
-    AX_TRY(run_backward(s, mb, NULL, 0, &din));
+/* One action of the rule (sched_rule.h). The input of a forward is the activation being
+ * handled (none on the first stage); of a backward, the gradient being handled (none on the
+ * last stage, which computes its loss); a send sends the output of the compute before it. */
+static int execute(void *ctx, AxAction a) {
+  AxScheduler *s = ctx;
+  int first = s->stage == 0, last = s->stage == s->P - 1;
+  switch (a.kind) {
+  case AX_ACT_FORWARD:
+    AX_TRY(take_slot(s, a.mb));
+    return run_forward(s, a.mb, first ? NULL : s->msg, &s->out);
+  case AX_ACT_BACKWARD:
+    if (s->slot_of[a.mb] < 0)
+      return AX_FAIL("stage %d: gradient for micro-batch %d, which it has not forwarded",
+                     s->stage, a.mb);
+    return run_backward(s, a.mb, last ? NULL : s->msg, last ? 0 : s->msg_form, &s->out);
+  case AX_ACT_SEND_NEXT: return send(s, 1, a.mb, s->out);
+  case AX_ACT_SEND_PREV: return send(s, 0, a.mb, s->out);
   }
-  return AX_OK;
-}
-
-static int on_activation(AxScheduler *s, int mb, const void *data) {
-  const void *out, *din;
-  AX_TRY(take_slot(s, mb));
-  AX_TRY(run_forward(s, mb, data, &out));
-  if (s->stage < s->P - 1) return send(s, 1, mb, out);
-  AX_TRY(run_backward(s, mb, NULL, 0, &din)); /* the last stage turns around at once */
-  return send(s, 0, mb, din);
-}
-
-static int on_gradient(AxScheduler *s, int mb, const void *data, int compressed, int *next_mb,
-                       int n_micro) {
-  const void *din;
-  if (s->slot_of[mb] < 0)
-    return AX_FAIL("stage %d: gradient for micro-batch %d, which it has not forwarded", s->stage,
-                   mb);
-  AX_TRY(run_backward(s, mb, data, compressed, &din));
-  if (s->stage > 0) return send(s, 0, mb, din);
-  if (*next_mb < n_micro) AX_TRY(inject(s, (*next_mb)++));
-  return AX_OK;
+  return AX_FAIL("internal: unknown scheduler action %d", (int)a.kind);
 }
 
 int ax_sched_train(AxScheduler *s, int n_micro) {
   if (n_micro > s->max_micro) return AX_FAIL("internal: %d micro-batches exceed %d", n_micro, s->max_micro);
   begin_pass(s, n_micro);
-  if (s->P == 1) return train_single(s, n_micro);
-  int first = s->stage == 0, last = s->stage == s->P - 1, next_mb = 0;
-  if (first)
-    while (next_mb < n_micro && next_mb < s->limit) AX_TRY(inject(s, next_mb++));
-  int expected = first || last ? n_micro : 2 * n_micro;
-  for (int handled = 0; handled < expected; handled++) {
+  AxSchedRule rule;
+  ax_rule_begin(&rule, s->stage, s->P, s->limit, n_micro);
+  s->msg = NULL;
+  AX_TRY(ax_rule_start(&rule, execute, s));
+  while (!ax_rule_done(&rule)) {
     AxP2PDir dir;
-    int mb, form;
-    const void *data;
-    AX_TRY(receive(s, &dir, &mb, &data, &form));
-    if (dir == AX_FROM_PREV)
-      AX_TRY(on_activation(s, mb, data));
-    else
-      AX_TRY(on_gradient(s, mb, data, form, &next_mb, n_micro));
+    int mb;
+    AX_TRY(receive(s, &dir, &mb, &s->msg, &s->msg_form));
+    AX_TRY(ax_rule_on_message(&rule, dir == AX_FROM_NEXT, mb, execute, s));
   }
-  return flush(s);
+  return s->P > 1 ? flush(s) : AX_OK;
 }
 
 int ax_sched_forward(AxScheduler *s, int n_micro) {

@@ -10,6 +10,9 @@
  * travel compressed; a message's tag is 2 x micro-batch + form (1: compressed), and the
  * receiver checks the form against the rule before it decodes.
  *
+ * What to run when is the pure rule of sched_rule.h (shared with the simulator); this file
+ * executes its actions.
+ *
  * The scheduler knows nothing of the model: it calls the stage through AxStageOps, hands it a
  * stash slot per in-flight micro-batch, and moves the data through the p2p engine. It tells the
  * watchdog (src/core/watchdog.h) what it does: which micro-batch it computes, and which activation
@@ -18,6 +21,7 @@
 #define AX_SCHEDULER_H
 
 #include "backprop_compress.h"
+#include "sched_rule.h"
 #include "mpi/p2p.h"
 #include "src/core/trace.h"
 
@@ -73,6 +77,7 @@ typedef struct {
   AxP2P p2p;
   AxTrace *trace;
   int delay_ms;    /* debug: sleep before each forward/backward on this stage */
+  int forward_ms, backward_ms; /* debug: and before each forward / backward (fixed compute) */
   AxSchedHang hang; /* debug: set for one step; cleared once a message is dropped */
   unsigned char *got[2]; /* per direction, per micro-batch: received in this pass */
   int low[2];      /* per direction: no micro-batch below it is still to be received */
@@ -85,6 +90,11 @@ typedef struct {
   /* of the last pass, per micro-batch: its gradient went to the previous stage compressed
    * ([0]), came from the next stage compressed ([1]) */
   unsigned char *compressed[2];
+  /* while the rule's actions run: the message being handled (NULL: none), its form, and the
+   * output of the last forward or backward (what a send sends) */
+  const void *msg;
+  int msg_form;
+  const void *out;
 } AxScheduler;
 
 /* On failure nothing is left to destroy. */

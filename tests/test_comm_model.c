@@ -257,6 +257,9 @@ START_TEST(shipped_machine_files_are_the_builtins) {
     ck_assert(loaded.intra_bytes_per_s == built.intra_bytes_per_s);
     ck_assert(loaded.inter_bytes_per_s == built.inter_bytes_per_s);
     ck_assert(loaded.latency_s == built.latency_s);
+    ck_assert_str_eq(loaded.device, built.device);
+    ck_assert(loaded.host_bytes_per_s == built.host_bytes_per_s);
+    ck_assert(loaded.peak_tflops == built.peak_tflops && loaded.efficiency == built.efficiency);
   }
   AxMachine p;
   ck_assert_int_eq(ax_machine_resolve("perlmutter", &p), AX_OK);
@@ -293,6 +296,10 @@ START_TEST(bad_machine_files_are_one_error) {
                   "intra_bw: 'fast' is not a bandwidth");
   snprintf(text, sizeof text, "%slatency = 5\n", good);
   expect_bad_file(text, "latency '5' has no unit");
+  snprintf(text, sizeof text, "%sdevice = TPU\n", good);
+  expect_bad_file(text, "device 'TPU' is not one of");
+  snprintf(text, sizeof text, "%sefficiency = 1.5\n", good);
+  expect_bad_file(text, "out of range");
   ck_assert_int_eq(ax_machine_resolve("/nonexistent/m.machine", &m), AX_ERR);
   ck_assert_ptr_nonnull(strstr(ax_error_text(), "unknown machine"));
   ax_error_clear();

@@ -151,7 +151,9 @@ int ax_peak_cpu(int threads, int bind, int share_rank, int share_size,
 
 double ax_peak_gpu_table(const char *gpu_name) {
   static const struct { const char *key; double tflops; } TABLE[] = {
-      {"V100", 125.0}, {"A100", 312.0}, {"H100", 989.0}, {"H200", 989.0}};
+      {"V100", 125.0}, {"A100", 312.0}, {"H100", 989.0}, {"H200", 989.0},
+      /* one GCD of an MI250X (383 TFLOP/s for the two of a package): what a rank gets */
+      {"MI250X", 191.5}};
   if (!gpu_name) return 0;
   for (size_t i = 0; i < sizeof TABLE / sizeof TABLE[0]; i++)
     if (strstr(gpu_name, TABLE[i].key)) return TABLE[i].tflops;

@@ -47,8 +47,8 @@ int ax_peak_cpu(int threads, int bind, int share_rank, int share_size,
  * (`axonn bench gemm`). */
 int ax_gemm_gflops(AxBackend *be, int n, int reps, double *out);
 
-/* Dense fp16/bf16 peak in TFLOP/s of a GPU whose name contains V100, A100, H100 or H200;
- * 0 when the name is not in the table. */
+/* Dense fp16/bf16 peak in TFLOP/s of a GPU whose name contains V100, A100, H100, H200 or
+ * MI250X (one GCD); 0 when the name is not in the table. */
 double ax_peak_gpu_table(const char *gpu_name);
 
 /* The model of the first NVIDIA GPU the driver lists (/proc/driver/nvidia/gpus/ * /information),

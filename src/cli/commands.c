@@ -14,6 +14,8 @@ const AxCommand AX_COMMANDS[] = {
     {"compare", ax_cmd_compare, "compare two model files tensor by tensor"},
     {"export", ax_cmd_export, "write the llm.c model file of a checkpoint"},
     {"plan", ax_cmd_plan, "memory per rank of a training run, without allocating"},
+    {"simulate", ax_cmd_simulate, "predict a run: simulate its schedule on a machine"},
+    {"profile", ax_cmd_profile, "measure this machine's costs for simulate --profile"},
     {"shm-clean", ax_cmd_shm_clean, "remove the in-memory checkpoints a dead job left"},
     {"bench", ax_cmd_bench, "benchmarks (below)"},
     {"version", ax_cmd_version, "print the version"},

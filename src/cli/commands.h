@@ -25,6 +25,8 @@ int ax_cmd_plan(int argc, char **argv);   /* src/cli/plan.c: memory per rank, no
 int ax_cmd_plan_grids(int argc, char **argv);
 /* src/cli/plan_odds.c: `plan --failure-odds`, recovery odds of in-memory checkpoints */
 int ax_cmd_plan_odds(int argc, char **argv);
+int ax_cmd_simulate(int argc, char **argv); /* src/cli/simulate.c: a run, simulated */
+int ax_cmd_profile(int argc, char **argv);  /* src/cli/profile.c: costs for simulate */
 int ax_cmd_shm_clean(int argc, char **argv); /* src/cli/shm_clean.c */
 int ax_cmd_version(int argc, char **argv);
 

@@ -43,7 +43,8 @@ static const AxOption OPTIONS[] = {
     NUM("vocab", AX_OPT_INT, vocab, "256", "N", "vocabulary size (padded to 128)", 2, 1 << 24),
     STR("machine", machine, "perlmutter", "NAME|FILE",
         "summit, perlmutter, frontier, h100, or a machine file (key = value lines: name, "
-        "gpus_per_node, intra_bw, inter_bw, optional latency; see data/machines/)"),
+        "gpus_per_node, intra_bw, inter_bw, optional latency, and the simulator's optional "
+        "device, peak_tflops, efficiency, host_bw, cores_per_node; see data/machines/)"),
     NUM("batch", AX_OPT_LONG, batch, "0", "B",
         "global batch in sequences (0: 4M tokens / --seq, the paper's batch: 2048 at 2048)", 0,
         1 << 30),

@@ -386,3 +386,25 @@ void ax_options_free(const AxOptionTable *t, void *cfg) {
     *s = NULL;
   }
 }
+
+int ax_options_take(int *argc, char **argv, const char *name, const char **value) {
+  size_t len = strlen(name);
+  int out = 0;
+  for (int i = 0; i < *argc; i++) {
+    if (strncmp(argv[i], "--", 2) || strncmp(argv[i] + 2, name, len)) {
+      argv[out++] = argv[i];
+      continue;
+    }
+    const char *rest = argv[i] + 2 + len;
+    if (*rest == '=') {
+      *value = rest + 1;
+    } else if (*rest == 0) {
+      if (i + 1 >= *argc) return AX_FAIL("--%s needs a value", name);
+      *value = argv[++i];
+    } else {
+      argv[out++] = argv[i]; /* another option that starts with the name */
+    }
+  }
+  *argc = out;
+  return AX_OK;
+}

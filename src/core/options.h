@@ -69,5 +69,9 @@ void ax_options_dump(const AxOptionTable *t, const void *cfg, FILE *out);
 /* The value of one option as text (for JSON summaries); buf must hold 256 bytes. */
 const char *ax_options_value_text(const AxOption *o, const void *cfg, char *buf, size_t cap);
 void ax_options_free(const AxOptionTable *t, void *cfg);
+/* Takes `--name VALUE` or `--name=VALUE` out of argv (a command's own options beside a shared
+ * table's): *value points into argv (the last one given wins), argc shrinks. AX_ERR when the
+ * option has no value. */
+int ax_options_take(int *argc, char **argv, const char *name, const char **value);
 
 #endif

@@ -17,6 +17,11 @@ typedef struct {
   const char *name;
   int gpus_per_node;
   const char *intra_bw, *inter_bw, *latency; /* latency: NULL = 0 */
+  /* the simulator's: NULL / 0 = not given */
+  const char *device;
+  double peak_tflops, efficiency;
+  const char *host_bw;
+  int cores_per_node;
 } MachineSpec;
 
 /* What the option parser fills from a file (it owns the strings). */
@@ -24,6 +29,10 @@ typedef struct {
   char *name;
   int gpus_per_node;
   char *intra_bw, *inter_bw, *latency;
+  char *device;
+  double peak_tflops, efficiency;
+  char *host_bw;
+  int cores_per_node;
 } MachineText;
 
 /* Nominal vendor figures, one way, per GPU. beta_inter is a GPU's share of its node's network
@@ -31,18 +40,21 @@ typedef struct {
  * leaves the node gets when all of them communicate at once. */
 static const MachineSpec BUILTIN[] = {
     /* 6 V100 per node, 3 per POWER9 socket; NVLink 2.0: 2 bricks of 25 GB/s between GPUs of a
-     * socket = 50 GB/s; dual-rail EDR InfiniBand: 2 x 100 Gb/s = 25 GB/s per node / 6 GPUs */
-    {"summit", 6, "50GB/s", "4.1667GB/s", NULL},
+     * socket = 50 GB/s; dual-rail EDR InfiniBand: 2 x 100 Gb/s = 25 GB/s per node / 6 GPUs;
+     * host: 2 POWER9 sockets of 8 DDR4-2666 channels, 340 GB/s / 6 GPUs */
+    {"summit", 6, "50GB/s", "4.1667GB/s", NULL, "V100", 0, 0, "56.7GB/s", 0},
     /* 4 A100 per node; NVLink 3: 4 links of 25 GB/s between every pair = 100 GB/s; 4
-     * Slingshot-11 NICs of 200 Gb/s (25 GB/s) per node: 25 GB/s per GPU */
-    {"perlmutter", 4, "100GB/s", "25GB/s", NULL},
+     * Slingshot-11 NICs of 200 Gb/s (25 GB/s) per node: 25 GB/s per GPU; host: one EPYC 7763,
+     * 8 DDR4-3200 channels, 204.8 GB/s / 4 GPUs */
+    {"perlmutter", 4, "100GB/s", "25GB/s", NULL, "A100", 0, 0, "51.2GB/s", 0},
     /* 4 MI250X = 8 GCDs per node; Infinity Fabric: 50 GB/s per link between GCDs of different
      * MI250X (the slowest hop of a ring over the node); 4 Slingshot-11 NICs of 25 GB/s per
-     * node: 100 GB/s / 8 GCDs */
-    {"frontier", 8, "50GB/s", "12.5GB/s", NULL},
+     * node: 100 GB/s / 8 GCDs; host: one EPYC 7A53, 204.8 GB/s / 8 GCDs */
+    {"frontier", 8, "50GB/s", "12.5GB/s", NULL, "MI250X", 0, 0, "25.6GB/s", 0},
     /* 8 H100 SXM per node; NVLink 4 through NVSwitch: 18 links of 25 GB/s = 450 GB/s per GPU;
-     * 8 NICs of 400 Gb/s per node: 50 GB/s per GPU */
-    {"h100", 8, "450GB/s", "50GB/s", NULL},
+     * 8 NICs of 400 Gb/s per node: 50 GB/s per GPU; host: 2 Xeon 8480 sockets of 8 DDR5-4800
+     * channels, 614 GB/s / 8 GPUs */
+    {"h100", 8, "450GB/s", "50GB/s", NULL, "H100", 0, 0, "76.8GB/s", 0},
 };
 enum { N_BUILTIN = sizeof BUILTIN / sizeof BUILTIN[0] };
 
@@ -57,9 +69,37 @@ static const AxOption KEYS[] = {
      NULL},
     {"latency", AX_OPT_STRING, OFF(latency), NULL, "TIME", "per message step (default 0)", 1, 0,
      NULL},
+    {"device", AX_OPT_STRING, OFF(device), NULL, "NAME",
+     "simulator: V100, A100, H100, H200, MI250X or cpu", 1, 0, NULL},
+    {"peak_tflops", AX_OPT_FLOAT, OFF(peak_tflops), "0", "X",
+     "simulator: peak TFLOP/s per rank (0: the device's)", 0, 1e6, NULL},
+    {"efficiency", AX_OPT_FLOAT, OFF(efficiency), "0", "F",
+     "simulator: fraction of peak a layer reaches (0: 0.6)", 0, 1, NULL},
+    {"host_bw", AX_OPT_STRING, OFF(host_bw), NULL, "BW",
+     "simulator: host memory bandwidth per rank", 1, 0, NULL},
+    {"cores_per_node", AX_OPT_INT, OFF(cores_per_node), "0", "N",
+     "simulator: cores the node's ranks share (0: a device each)", 0, 1 << 20, NULL},
 };
 static const AxOptionTable MACHINE_FILE = {
     "plan --rank-grids", "a machine file", KEYS, (int)(sizeof KEYS / sizeof KEYS[0])};
+
+static const char *const DEVICES[] = {"V100", "A100", "H100", "H200", "MI250X", "cpu"};
+
+static int simulator_keys(const MachineSpec *t, AxMachine *out) {
+  if (t->device) {
+    size_t i = 0, n = sizeof DEVICES / sizeof DEVICES[0];
+    while (i < n && strcmp(DEVICES[i], t->device)) i++;
+    if (i == n)
+      return AX_FAIL("device '%s' is not one of V100, A100, H100, H200, MI250X, cpu", t->device);
+    snprintf(out->device, sizeof out->device, "%s", t->device);
+  }
+  out->peak_tflops = t->peak_tflops;
+  out->efficiency = t->efficiency;
+  out->cores_per_node = t->cores_per_node;
+  if (t->host_bw && ax_link_bandwidth_parse(t->host_bw, &out->host_bytes_per_s) != AX_OK)
+    return ax_error_context("host_bw");
+  return AX_OK;
+}
 
 static int from_spec(const MachineSpec *t, AxMachine *out) {
   memset(out, 0, sizeof *out);
@@ -74,7 +114,7 @@ static int from_spec(const MachineSpec *t, AxMachine *out) {
     return ax_error_context("inter_bw");
   if (t->latency && ax_link_latency_parse(t->latency, &out->latency_s) != AX_OK)
     return ax_error_context("latency");
-  return AX_OK;
+  return simulator_keys(t, out);
 }
 
 int ax_machine_builtin(const char *name, AxMachine *out) {
@@ -100,7 +140,8 @@ static int required_keys(const AxOptState *st, const char *path) {
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     if (!ax_options_was_set(&MACHINE_FILE, st, required[i]))
       return AX_FAIL("machine file %s has no '%s = ...' line (it needs name, gpus_per_node, "
-                     "intra_bw and inter_bw; latency is optional)", path, required[i]);
+                     "intra_bw and inter_bw; latency and the simulator's keys are optional)",
+                     path, required[i]);
   return AX_OK;
 }
 
@@ -110,7 +151,8 @@ int ax_machine_load(const char *path, AxMachine *out) {
   memset(&t, 0, sizeof t);
   int rc = ax_options_parse_file(&MACHINE_FILE, &t, path, &st);
   if (rc == AX_OK) rc = required_keys(&st, path);
-  MachineSpec spec = {t.name, t.gpus_per_node, t.intra_bw, t.inter_bw, t.latency};
+  MachineSpec spec = {t.name,   t.gpus_per_node, t.intra_bw,   t.inter_bw,   t.latency,
+                      t.device, t.peak_tflops,   t.efficiency, t.host_bw,    t.cores_per_node};
   if (rc == AX_OK && from_spec(&spec, out) != AX_OK)
     rc = ax_error_context("machine file %s", path);
   ax_options_free(&MACHINE_FILE, &t);

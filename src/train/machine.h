@@ -13,8 +13,18 @@
  *     inter_bw = 25GB/s
  *     latency = 0us           # optional (s, ms, us, ns)
  *
- * Every key but latency is required; an unknown key, a missing one, a bad number or an
- * unreadable file is one error naming the file. */
+ * The schedule simulator (`axonn simulate`, src/train/sim_costs.h) prices compute on the same
+ * machine with optional keys (ignored by the communication model):
+ *
+ *     device = A100           # what a rank computes on: V100, A100, H100, H200, MI250X, cpu
+ *     peak_tflops = 312       # per rank (default: the device's dense fp16/bf16 peak)
+ *     efficiency = 0.6        # fraction of that peak a layer reaches (default 0.6)
+ *     host_bw = 51GB/s        # host memory bandwidth per rank: the offloaded AdamW
+ *     cores_per_node = 0      # cores the node's ranks share (a CPU machine); 0: a device each
+ *
+ * Every key up to latency is required, latency and the simulator's keys are optional; an
+ * unknown key, a missing one, a bad number or an unreadable file is one error naming the
+ * file. */
 #ifndef AX_MACHINE_H
 #define AX_MACHINE_H
 
@@ -28,6 +38,12 @@ typedef struct {
   double intra_bytes_per_s; /* beta_intra: GPU to GPU within a node, one way */
   double inter_bytes_per_s; /* beta_inter: GPU to GPU across nodes, one way */
   double latency_s;         /* per message step; 0 = ignored, as in the paper */
+  /* the simulator's (0 / "" when not given) */
+  char device[16];          /* V100, A100, H100, H200, MI250X, cpu */
+  double peak_tflops;       /* per rank */
+  double efficiency;        /* of peak, in (0, 1] */
+  double host_bytes_per_s;  /* host memory bandwidth per rank */
+  int cores_per_node;       /* 0: a device per rank */
 } AxMachine;
 
 /* A built-in machine by name; AX_ERR (listing the names) when there is none. */

@@ -15,18 +15,14 @@
 #include "src/io/model_file.h"
 #include "train_compress.h"
 
-typedef struct {
-  double params, weights, grads, act, act_ckpt, host, paper_plain, paper_offload;
-} StagePlan;
-
 static int plan_model(const AxTrainConfig *cfg, AxGptConfig *m) {
   if (cfg->init) return ax_model_file_read_config(cfg->init, m);
   *m = ax_train_model_config(cfg);
   return ax_gpt_config_check(m);
 }
 
-static void plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
-                       StagePlan *out) {
+void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
+                   AxStagePlan *out) {
   int P = cfg->g_inter, limit = cfg->pipeline_limit ? cfg->pipeline_limit : P;
   int shard = cfg->batch / cfg->g_data, micro = cfg->micro_batch ? cfg->micro_batch : shard;
   if (limit > shard / micro) limit = shard / micro; /* as the trainer: no more than there are */
@@ -48,14 +44,14 @@ static void plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
   out->paper_offload = 4.0 * n + 16.0 * bucket;
 }
 
-static void print_row(const char *label, const StagePlan *p) {
+static void print_row(const char *label, const AxStagePlan *p) {
   const double G = 1e9;
   printf("%-10s %9.3f %9.2f %9.2f %11.2f %11.2f %10.2f %11.2f %11.2f\n", label, p->params / 1e9,
          p->weights / G, p->grads / G, p->act / G, p->act_ckpt / G, p->host / G,
          p->paper_plain / G, p->paper_offload / G);
 }
 
-static void add(StagePlan *sum, const StagePlan *p, double times) {
+static void add(AxStagePlan *sum, const AxStagePlan *p, double times) {
   double *a = &sum->params;
   const double *b = &p->params;
   for (size_t i = 0; i < sizeof *sum / sizeof(double); i++) a[i] += b[i] * times;
@@ -95,11 +91,11 @@ int ax_plan_print(const AxTrainConfig *cfg) {
          "host: optimizer arena; paper: 20phi vs 4phi + 16b)\n");
   printf("%-10s %9s %9s %9s %11s %11s %10s %11s %11s\n", "stage", "params(B)", "weights",
          "grads", "acts", "acts(ckpt)", "host", "paper 20phi", "4phi+16b");
-  StagePlan total = {0}, p;
+  AxStagePlan total = {0}, p;
   for (int s = 0; s < P; s++) {
     /* stages of the same shape as the one before need no new plan (thousands of stages) */
     int same = s > 1 && s < P - 1 && first[s + 1] - first[s] == first[s] - first[s - 1];
-    if (!same) plan_stage(cfg, &m, first, s, &p);
+    if (!same) ax_plan_stage(cfg, &m, first, s, &p);
     char label[32];
     snprintf(label, sizeof label, "%d", s);
     if (P <= 16 || s < 4 || s >= P - 2) print_row(label, &p);

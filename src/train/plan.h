@@ -8,6 +8,14 @@
 
 #include "train_config.h"
 
+/* One stage's plan, in bytes (params: elements). */
+typedef struct {
+  double params, weights, grads, act, act_ckpt, host, paper_plain, paper_offload;
+} AxStagePlan;
+
+/* Stage s of m under cfg, its blocks [first[s], first[s+1]) (pipeline/partition.h). */
+void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
+                   AxStagePlan *out);
 /* Prints the plan for cfg to stdout (--dry-run, `axonn plan`). */
 int ax_plan_print(const AxTrainConfig *cfg);
 /* Only the compression plan (`axonn plan --compression`; plan_compress.c). */

@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "src/backend/peak.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/log.h"
 
 void ax_summary_figures(AxFigures *f, const AxGptConfig *m, long long batch, int seq,
                         double batch_ms, int ranks, double peak_tflops_per_rank, int recompute) {
@@ -196,11 +199,27 @@ static void memory_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_end(j);
 }
 
+static void simulation_json(AxJsonW *j, const AxSimInfo *x) {
+  ax_jsonw_object(j, "simulation");
+  ax_jsonw_str(j, "costs", x->costs);
+  ax_jsonw_str(j, "network", x->network);
+  ax_jsonw_num(j, "pipeline_s", x->pipeline_s);
+  ax_jsonw_num(j, "allreduce_optimizer_s", x->allreduce_optimizer_s);
+  ax_jsonw_num(j, "bubble_fraction", x->bubble_fraction);
+  ax_jsonw_array(j, "idle_fraction");
+  for (int r = 0; r < x->ranks; r++) ax_jsonw_num(j, NULL, x->idle_fraction[r]);
+  ax_jsonw_end(j);
+  ax_jsonw_int(j, "events_per_step", x->events);
+  ax_jsonw_num(j, "wall_s", x->wall_s);
+  ax_jsonw_end(j);
+}
+
 void ax_summary_write_json(FILE *f, const AxSummary *s) {
   AxJsonW j;
   ax_jsonw_init(&j, f);
   ax_jsonw_object(&j, NULL);
   ax_jsonw_int(&j, "axonn_summary", AX_SUMMARY_SCHEMA); /* schema version */
+  ax_jsonw_bool(&j, "simulated", s->sim != NULL);
   run_json(&j, s);
   model_json(&j, s);
   timing_json(&j, &s->timing);
@@ -208,6 +227,79 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   peak_json(&j, s);
   memory_json(&j, s);
   ax_summary_comm_json(&j, &s->comm);
+  if (s->sim) simulation_json(&j, s->sim);
   config_json(&j, s);
   ax_jsonw_end(&j);
 }
+
+/* ------------------------------------------------------------------------------ output */
+
+static int write_file(const char *path, const char *text, size_t len) {
+  AxFile f;
+  AX_TRY(ax_file_open_write(&f, path));
+  if (ax_file_write(&f, text, len) != AX_OK || ax_file_write(&f, "\n", 1) != AX_OK) {
+    ax_file_abort(&f);
+    return ax_error_context("writing the summary");
+  }
+  return ax_file_commit(&f);
+}
+
+/* "64.01% of peak 207.5 GFLOP/s (measured at this run's GEMM shapes, best qkv 2048x384x128)",
+ * flagged above 100%. */
+static void describe_peak(char *buf, size_t cap, const AxSummary *s) {
+  const AxFigures *f = &s->fig;
+  char peak[32];
+  if (!isfinite(f->percent_of_peak)) {
+    snprintf(buf, cap, "peak unknown (%s)", s->peak.source);
+    return;
+  }
+  ax_metrics_format_flops(peak, sizeof peak, f->peak_flops_per_s);
+  if (s->peak.best_shape[0])
+    snprintf(buf, cap, "%.2f%% of peak %s (measured at this run's GEMM shapes, best %s)%s",
+             f->percent_of_peak, peak, s->peak.best_shape,
+             f->above_peak ? " -- ABOVE the measured peak: the peak measurement was noisy" : "");
+  else
+    snprintf(buf, cap, "%.2f%% of peak %s (%s)%s", f->percent_of_peak, peak, s->peak.source,
+             f->above_peak ? " -- ABOVE the given peak" : "");
+}
+
+static void print_human(const AxSummary *s) {
+  const AxTiming *t = &s->timing;
+  const AxFigures *f = &s->fig;
+  if (!t->n) {
+    ax_log_result("summary: no steps timed");
+    return;
+  }
+  char flops[32], paper[32], peak[512];
+  ax_metrics_format_flops(flops, sizeof flops, f->flops_per_s);
+  ax_metrics_format_flops(paper, sizeof paper, f->paper_flops_per_s);
+  describe_peak(peak, sizeof peak, s);
+  ax_log_result("summary%s: batch time %.3f ms (steps %d-%d, %d of %d%s), %.0f tokens/s, %s "
+                "executed = %s; paper's 96-form bound %s; %.4g days for 300B tokens, max host "
+                "memory %.1f MiB", s->sim ? " (SIMULATED)" : "", t->mean_ms, t->first, t->last, t->n, t->requested,
+                t->n < t->requested ? ": run too short" : "", f->tokens_per_s, flops, peak,
+                paper, f->days, (double)s->mem.host_bytes[0] / 1048576.0);
+  if (s->ranks > 1 && s->comm.ranks) {
+    char comm[640];
+    ax_summary_comm_describe(&s->comm, comm, sizeof comm);
+    ax_log_result("communication: %s", comm);
+  }
+}
+
+int ax_summary_emit(const AxSummary *s, const char *path) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return AX_FAIL("out of memory building the summary");
+  ax_summary_write_json(mem, s);
+  if (fclose(mem) != 0) {
+    free(text);
+    return AX_FAIL("out of memory building the summary");
+  }
+  print_human(s);
+  ax_log_result("%s", text);
+  int rc = path ? write_file(path, text, len) : AX_OK;
+  free(text);
+  return rc;
+}
+

@@ -76,6 +76,19 @@ typedef struct {
   AxTpStats tp_step;    /* rank 0's tensor-parallel collectives, summed over the steps */
 } AxCommSummary;
 
+/* What a simulated summary adds (`axonn simulate`, src/cli/simulate.c): the "simulation"
+ * object. A real run has none ("simulated": false). */
+typedef struct {
+  const char *costs, *network; /* where compute costs came from; the machine and its links */
+  int ranks;                   /* of idle_fraction */
+  const double *idle_fraction; /* [ranks]: the step's time a rank does not compute */
+  double bubble_fraction;      /* of the pipeline phase, stages idle (mean over stages) */
+  double pipeline_s;           /* the pipeline phase (the last stage to finish it) */
+  double allreduce_optimizer_s; /* from there to the step's end */
+  long long events;            /* pipeline events simulated in one step */
+  double wall_s;               /* seconds the simulation took */
+} AxSimInfo;
+
 typedef struct {
   const AxOptionTable *options;
   const void *cfg; /* an AxTrainConfig, read through the option table */
@@ -88,6 +101,7 @@ typedef struct {
   AxFigures fig;
   AxMemory mem;
   AxCommSummary comm;
+  const AxSimInfo *sim; /* NULL: a real run */
 } AxSummary;
 
 /* The figures of a batch time (NAN batch_ms: none); peak_tflops_per_rank may be NAN;
@@ -101,6 +115,8 @@ int ax_summary_peak_lookup(AxPeakInfo *p, double peak_tflops_option, const char 
                            const char *gpu_name);
 /* The summary as one JSON object on one line, without a newline. */
 void ax_summary_write_json(FILE *f, const AxSummary *s);
+/* Rank 0's output: the human line(s), the JSON line, and FILE when path is not NULL. */
+int ax_summary_emit(const AxSummary *s, const char *path);
 
 /* summary_comm.c: collective over the trainer's grid; rank 0 gets every rank's counters. */
 int ax_summary_comm_gather(AxCommSummary *c, const AxTrainer *t);

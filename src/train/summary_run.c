@@ -146,76 +146,6 @@ static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *c
   ax_summary_timing(&s->timing, m, cfg->timing_skip, cfg->timing_steps);
 }
 
-static int write_file(const char *path, const char *text, size_t len) {
-  AxFile f;
-  AX_TRY(ax_file_open_write(&f, path));
-  if (ax_file_write(&f, text, len) != AX_OK || ax_file_write(&f, "\n", 1) != AX_OK) {
-    ax_file_abort(&f);
-    return ax_error_context("writing the summary");
-  }
-  return ax_file_commit(&f);
-}
-
-/* "64.01% of peak 207.5 GFLOP/s (measured at this run's GEMM shapes, best qkv 2048x384x128)",
- * flagged above 100%. */
-static void describe_peak(char *buf, size_t cap, const AxSummary *s) {
-  const AxFigures *f = &s->fig;
-  char peak[32];
-  if (!isfinite(f->percent_of_peak)) {
-    snprintf(buf, cap, "peak unknown (%s)", s->peak.source);
-    return;
-  }
-  ax_metrics_format_flops(peak, sizeof peak, f->peak_flops_per_s);
-  if (s->peak.best_shape[0])
-    snprintf(buf, cap, "%.2f%% of peak %s (measured at this run's GEMM shapes, best %s)%s",
-             f->percent_of_peak, peak, s->peak.best_shape,
-             f->above_peak ? " -- ABOVE the measured peak: the peak measurement was noisy" : "");
-  else
-    snprintf(buf, cap, "%.2f%% of peak %s (%s)%s", f->percent_of_peak, peak, s->peak.source,
-             f->above_peak ? " -- ABOVE the given peak" : "");
-}
-
-static void print_human(const AxSummary *s) {
-  const AxTiming *t = &s->timing;
-  const AxFigures *f = &s->fig;
-  if (!t->n) {
-    ax_log_result("summary: no steps timed");
-    return;
-  }
-  char flops[32], paper[32], peak[512];
-  ax_metrics_format_flops(flops, sizeof flops, f->flops_per_s);
-  ax_metrics_format_flops(paper, sizeof paper, f->paper_flops_per_s);
-  describe_peak(peak, sizeof peak, s);
-  ax_log_result("summary: batch time %.3f ms (steps %d-%d, %d of %d%s), %.0f tokens/s, %s "
-                "executed = %s; paper's 96-form bound %s; %.4g days for 300B tokens, max host "
-                "memory %.1f MiB", t->mean_ms, t->first, t->last, t->n, t->requested,
-                t->n < t->requested ? ": run too short" : "", f->tokens_per_s, flops, peak,
-                paper, f->days, (double)s->mem.host_bytes[0] / 1048576.0);
-  if (s->ranks > 1 && s->comm.ranks) {
-    char comm[640];
-    ax_summary_comm_describe(&s->comm, comm, sizeof comm);
-    ax_log_result("communication: %s", comm);
-  }
-}
-
-/* Rank 0: the human line, the JSON line, and --summary FILE. */
-static int emit(const AxSummary *s, const char *path) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&text, &len);
-  if (!mem) return AX_FAIL("out of memory building the summary");
-  ax_summary_write_json(mem, s);
-  if (fclose(mem) != 0) {
-    free(text);
-    return AX_FAIL("out of memory building the summary");
-  }
-  print_human(s);
-  ax_log_result("%s", text);
-  int rc = path ? write_file(path, text, len) : AX_OK;
-  free(text);
-  return rc;
-}
-
 int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
   const AxGrid *g = ax_trainer_grid(t);
   AxSummary s;
@@ -227,7 +157,7 @@ int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetr
   if (rc == AX_OK) {
     ax_summary_figures(&s.fig, &s.model, cfg->batch, cfg->seq, s.timing.mean_ms, s.ranks,
                        s.peak.tflops_per_rank, ax_trainer_recomputes(t));
-    if (g->rank == 0) rc = emit(&s, cfg->summary);
+    if (g->rank == 0) rc = ax_summary_emit(&s, cfg->summary);
   }
   free_memory(&s.mem);
   ax_summary_comm_free(&s.comm);

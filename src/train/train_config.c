@@ -205,6 +205,10 @@ static const AxOption OPTIONS[] = {
         "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
     INT("debug-delay-ms", debug_delay_ms, "0", "MS",
         "testing: sleep this long before each forward/backward on that stage", 0, 60000),
+    INT("debug-forward-ms", debug_forward_ms, "0", "MS",
+        "testing: every stage sleeps this long before each forward (fixed compute)", 0, 60000),
+    INT("debug-backward-ms", debug_backward_ms, "0", "MS",
+        "testing: every stage sleeps this long before each backward (fixed compute)", 0, 60000),
     FLT("step-timeout", step_timeout, "1200", "SECONDS",
         "end the whole job with exit status 124 when a step, a validation, a checkpoint or the "
         "final save takes longer on some rank, printing what that rank waits for (0: off)", 0,

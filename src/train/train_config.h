@@ -102,6 +102,7 @@ typedef struct {
   double replica_idle_share; /* Gemini's mu */
   /* fault and timing injection for tests */
   int debug_delay_stage, debug_delay_ms;
+  int debug_forward_ms, debug_backward_ms; /* every stage, every forward / backward */
   /* watchdog (src/core/watchdog.h) */
   double step_timeout; /* seconds per step, validation, checkpoint, final save; 0: off */
   int debug_hang_rank, debug_hang_step, debug_hang_mode; /* AxDebugHang */

@@ -225,6 +225,8 @@ static int setup_scheduler(AxTrainer *t) {
   AX_TRY(ax_sched_init(&t->sched, &sc));
   t->have_sched = 1;
   if (t->cfg.debug_delay_stage == t->grid.stage) t->sched.delay_ms = t->cfg.debug_delay_ms;
+  t->sched.forward_ms = t->cfg.debug_forward_ms;
+  t->sched.backward_ms = t->cfg.debug_backward_ms;
   return AX_OK;
 }
 

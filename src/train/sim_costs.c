@@ -1,0 +1,274 @@
+/* sim_costs.c — the simulator's cost model: compute, links, sums and updates of one step;
+ * see sim_costs.h. */
+#include "sim_costs.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt_stage.h"
+#include "mpi/link_spec.h"
+#include "pipeline/partition.h"
+#include "src/backend/peak.h"
+#include "src/core/error.h"
+
+enum { ADAMW_BYTES = 32 }; /* per parameter: weights, gradient, 2 moments in, 3 out, sum sq */
+#define DEFAULT_EFFICIENCY 0.6
+
+/* Seconds of one micro-batch on one stage, before the stage's own blocks are counted. */
+typedef struct {
+  double block_f, block_b, first_f, first_b, last_f, last_b;
+} UnitCosts;
+
+static int from_profile(AxSimModel *sm, const AxSimProfile *p, UnitCosts *u) {
+  *u = (UnitCosts){p->block_forward_s, p->block_backward_s, p->first_forward_s,
+                   p->first_backward_s, p->last_forward_s, p->last_backward_s};
+  snprintf(sm->costs, sizeof sm->costs, "profile: measured on %s with %d thread(s) a rank",
+           p->device, p->threads);
+  return AX_OK;
+}
+
+/* A block's FLOPs and the head's, from the count the summary uses (ax_gpt_train_flops): the
+ * forward a third, the backward two thirds. */
+static int from_device(AxSimModel *sm, const AxMachine *m, int micro, int seq, UnitCosts *u) {
+  double eff = m->efficiency > 0 ? m->efficiency : DEFAULT_EFFICIENCY;
+  double tflops = isfinite(sm->peak_tflops_per_rank) ? sm->peak_tflops_per_rank : 0;
+  if (tflops <= 0)
+    return AX_FAIL("machine %s names no device with a known peak: give device = ... or "
+                   "peak_tflops = ... in its file, or --profile FILE (axonn profile)", m->name);
+  AxGptConfig one = sm->model;
+  one.layers = 1;
+  one.vocab = 0;
+  double block = ax_gpt_train_flops(&one, micro, seq, 0);
+  double head = ax_gpt_train_flops(&sm->model, micro, seq, 0) - sm->model.layers * block;
+  double rate = tflops * 1e12 * eff;
+  *u = (UnitCosts){block / 3 / rate, 2 * block / 3 / rate, 0, 0, head / 3 / rate,
+                   2 * head / 3 / rate};
+  snprintf(sm->costs, sizeof sm->costs, "device: %s, %.4g TFLOP/s x efficiency %.3g", m->device,
+           tflops, eff);
+  return AX_OK;
+}
+
+/* The peak a rank is read against, in the summary's order: --peak-tflops, the machine's
+ * peak_tflops, its device's table entry, a profile's measured GEMM peak (none: NAN). */
+static void resolve_peak(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
+  double table = m->device[0] && strcmp(m->device, "cpu") ? ax_peak_gpu_table(m->device) : 0;
+  sm->peak_tflops_per_rank = NAN;
+  if (cfg->peak_tflops > 0) {
+    sm->peak_tflops_per_rank = cfg->peak_tflops;
+    snprintf(sm->peak_source, sizeof sm->peak_source, "--peak-tflops");
+  } else if (m->peak_tflops > 0) {
+    sm->peak_tflops_per_rank = m->peak_tflops;
+    snprintf(sm->peak_source, sizeof sm->peak_source, "machine %s: peak_tflops", m->name);
+  } else if (table > 0) {
+    sm->peak_tflops_per_rank = table;
+    snprintf(sm->peak_source, sizeof sm->peak_source, "table: %s, dense fp16/bf16 peak",
+             m->device);
+  } else {
+    snprintf(sm->peak_source, sizeof sm->peak_source,
+             "unknown (give --peak-tflops, or a device or peak_tflops in the machine file)");
+  }
+}
+
+static void stage_compute(AxSimModel *sm, const AxTrainConfig *cfg, const UnitCosts *u,
+                          const int *first) {
+  for (int s = 0; s < sm->P; s++) {
+    int nb = first[s + 1] - first[s], ac = 0;
+    if (cfg->checkpoint_activations)
+      ac = cfg->ac ? cfg->ac : ax_partition_default_ac(nb, sm->model.layers);
+    double f = nb * u->block_f + (s == 0 ? u->first_f : 0) + (s == sm->P - 1 ? u->last_f : 0);
+    double b = nb * u->block_b + (s == 0 ? u->first_b : 0) + (s == sm->P - 1 ? u->last_b : 0);
+    if (ac > 0) b += nb * u->block_f; /* the backward recomputes the blocks' forward */
+    double extra = (s == cfg->debug_delay_stage ? cfg->debug_delay_ms : 0) * 1e-3;
+    sm->fwd[s] = f + extra + cfg->debug_forward_ms * 1e-3;
+    sm->bwd[s] = b + extra + cfg->debug_backward_ms * 1e-3;
+    sm->recompute |= ac > 0;
+  }
+}
+
+/* ------------------------------------------------------------------ the network */
+
+static int node_of(const AxSimModel *sm, long long rank) { return (int)(rank / sm->ranks_per_node); }
+
+static AxSimLink link_between(const AxSimModel *sm, const AxMachine *m, const AxLinkSpec *emu,
+                              long long a, long long b) {
+  if (node_of(sm, a) == node_of(sm, b)) return (AxSimLink){0, 1.0 / m->intra_bytes_per_s};
+  if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s, 1.0 / emu->bytes_per_s};
+  return (AxSimLink){m->latency_s, 1.0 / m->inter_bytes_per_s};
+}
+
+/* The link a column's ring of stage s crosses: the slowest between neighbours. */
+static AxSimLink column_link(const AxSimModel *sm, const AxMachine *m, const AxLinkSpec *emu,
+                             int s) {
+  AxSimLink worst = {0, 0};
+  for (int d = 0; d < sm->D; d++) {
+    AxSimLink l = link_between(sm, m, emu, (long long)d * sm->P + s,
+                               (long long)((d + 1) % sm->D) * sm->P + s);
+    if (l.s_per_byte > worst.s_per_byte) worst.s_per_byte = l.s_per_byte;
+    if (l.alpha_s > worst.alpha_s) worst.alpha_s = l.alpha_s;
+  }
+  return worst;
+}
+
+/* A ring all-reduce of `elems` elements of `esz` bytes over n ranks: 2 (n-1) steps of a
+ * segment, and the reduce-scatter's local sums. */
+static double ring_s(double elems, double esz, int n, AxSimLink l, double sum_per_elem) {
+  if (n <= 1) return 0;
+  return 2.0 * (n - 1) * (l.alpha_s + elems * esz / n * l.s_per_byte) +
+         (n - 1.0) / n * elems * sum_per_elem;
+}
+
+static int build_links(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
+                       AxLinkSpec *emu) {
+  memset(emu, 0, sizeof *emu);
+  if (cfg->emulate_link) AX_TRY(ax_link_spec_parse(cfg->emulate_link, emu));
+  sm->ranks_per_node = cfg->ranks_per_node > 0 ? cfg->ranks_per_node : m->gpus_per_node;
+  for (int s = 0; s + 1 < sm->P; s++) sm->link[s] = link_between(sm, m, emu, s, s + 1);
+  char mach[128], link[64];
+  ax_machine_format(m, mach, sizeof mach);
+  ax_link_spec_format(emu, link, sizeof link);
+  snprintf(sm->network, sizeof sm->network, "%s; %d ranks a node%s%s", mach, sm->ranks_per_node,
+           emu->bytes_per_s > 0 ? "; EMULATED link " : "", emu->bytes_per_s > 0 ? link : "");
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ after the pipeline */
+
+typedef struct {
+  double update_per_elem, sum_per_elem, down_per_elem, up_per_elem;
+} HostCosts;
+
+static HostCosts host_costs(const AxMachine *m, const AxSimProfile *prof, double esz) {
+  if (prof) return (HostCosts){prof->adamw_s_per_elem, prof->reduce_s_per_elem, 0, 0};
+  double host = m->host_bytes_per_s > 0 ? m->host_bytes_per_s : m->intra_bytes_per_s;
+  return (HostCosts){ADAMW_BYTES / host, 12.0 / host, esz / m->intra_bytes_per_s,
+                     esz / m->intra_bytes_per_s};
+}
+
+static int build_tails(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
+                       const AxLinkSpec *emu, const AxSimProfile *prof, const int *first) {
+  double esz = (double)ax_dtype_size((AxDType)cfg->precision);
+  double wire = cfg->allreduce_dtype == 1 ? 2 : 4, chunk = (double)cfg->bucket_size * cfg->coarsening;
+  HostCosts h = host_costs(m, prof, esz);
+  size_t total_chunks = 0;
+  for (int s = 0; s < sm->P; s++) {
+    AxStageLayout lay;
+    ax_stage_layout(&lay, &sm->model, first[s], first[s + 1], s == 0, s == sm->P - 1);
+    sm->tail[s].n_chunks = (int)ceil((double)lay.total / chunk);
+    total_chunks += (size_t)sm->tail[s].n_chunks;
+  }
+  sm->chunk_costs = ax_malloc(2 * total_chunks * sizeof *sm->chunk_costs + 1);
+  if (!sm->chunk_costs) return AX_ERR;
+  double *at = sm->chunk_costs, tied = (double)sm->model.padded_vocab * sm->model.channels;
+  AxSimLink ends = link_between(sm, m, emu, 0, sm->P - 1);
+  for (int s = 0; s < sm->P; s++) {
+    AxStageLayout lay;
+    ax_stage_layout(&lay, &sm->model, first[s], first[s + 1], s == 0, s == sm->P - 1);
+    AxSimTail *t = &sm->tail[s];
+    AxSimLink col = column_link(sm, m, emu, s);
+    double *ar = at, *up = at + t->n_chunks;
+    for (int c = 0; c < t->n_chunks; c++) {
+      double elems = fmin(chunk, (double)lay.total - c * chunk);
+      ar[c] = ring_s(elems, wire, sm->D, col, h.sum_per_elem);
+      up[c] = elems * (h.update_per_elem + h.up_per_elem);
+    }
+    at += 2 * t->n_chunks;
+    t->allreduce_s = ar;
+    t->update_s = up;
+    t->window = 2; /* train_step.c's reduce_spec */
+    t->separate = !cfg->offload || cfg->grad_clip > 0; /* reduce_and_update's two halves */
+    t->before_s = (double)lay.total * h.down_per_elem;
+    if (sm->P > 1 && (s == 0 || s == sm->P - 1)) t->tied_s = ring_s(tied, 4, 2, ends, h.sum_per_elem);
+  }
+  /* the step's start (gradients zeroed) and end (the norm's and loss's sums) */
+  double zero = prof ? 4.0 * (double)ax_gpt_num_params(&sm->model) / sm->P / prof->copy_bytes_per_s : 0;
+  AxSimLink far = link_between(sm, m, emu, 0, (long long)sm->ranks - 1);
+  sm->sim.end_s = zero + 2 * (log2(sm->P) + log2((double)sm->ranks)) * far.alpha_s;
+  return AX_OK;
+}
+
+/* ------------------------------------------------------------------ the whole */
+
+static int alloc_model(AxSimModel *sm) {
+  int P = sm->P;
+  sm->fwd = ax_calloc((size_t)P, sizeof *sm->fwd);
+  sm->bwd = ax_calloc((size_t)P, sizeof *sm->bwd);
+  sm->send = ax_calloc((size_t)P, sizeof *sm->send);
+  sm->link = ax_calloc((size_t)P, sizeof *sm->link);
+  sm->tail = ax_calloc((size_t)P, sizeof *sm->tail);
+  return sm->fwd && sm->bwd && sm->send && sm->link && sm->tail ? AX_OK : AX_ERR;
+}
+
+/* How ranks computing at once on the host slow each other: the profile's measured speeds, or
+ * with cores_per_node the cores shared (each of k ranks of `threads` gets cores / (k threads)
+ * of its speed); the rows of the grid run in step on the host. */
+static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *prof) {
+  if (prof) {
+    int n = ax_sim_profile_speeds(prof, sm->speed);
+    if (n < 0) return AX_ERR;
+    sm->n_speed = n;
+  } else if (m->cores_per_node > 0) {
+    sm->n_speed = AX_SIM_PROFILE_MAX_K;
+    for (int k = 1; k <= sm->n_speed; k++)
+      sm->speed[k - 1] = fmin(1.0, (double)m->cores_per_node / k);
+  }
+  return AX_OK;
+}
+
+static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
+                 const AxSimProfile *prof, int *first) {
+  AX_TRY(ax_partition(sm->model.layers, sm->P, cfg->stage_layers, first));
+  resolve_peak(sm, cfg, m);
+  UnitCosts u = {0};
+  if (prof) {
+    AX_TRY(ax_sim_profile_matches(prof, cfg));
+    AX_TRY(from_profile(sm, prof, &u));
+  } else {
+    AX_TRY(from_device(sm, m, sm->micro, cfg->seq, &u));
+  }
+  stage_compute(sm, cfg, &u, first);
+  AxLinkSpec emu;
+  AX_TRY(build_links(sm, cfg, m, &emu));
+  double bytes = (double)sm->micro * cfg->seq * sm->model.channels *
+                 (double)ax_dtype_size((AxDType)cfg->precision);
+  for (int s = 0; s < sm->P; s++) sm->send[s] = prof ? bytes / prof->copy_bytes_per_s : 0;
+  AX_TRY(build_tails(sm, cfg, m, &emu, prof, first));
+  AX_TRY(build_speed(sm, m, prof));
+  sm->sim = (AxSimConfig){.P = sm->P, .n_micro = sm->n_micro, .limit = sm->limit,
+                          .fwd_s = sm->fwd, .bwd_s = sm->bwd, .send_s = sm->send,
+                          .msg_bytes = bytes, .link = sm->link,
+                          .speed = sm->n_speed ? sm->speed : NULL, .n_speed = sm->n_speed,
+                          .copies = sm->D,
+                          .tail = sm->tail, .end_s = sm->sim.end_s};
+  return AX_OK;
+}
+
+int ax_sim_model_build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
+                       const AxSimProfile *prof) {
+  memset(sm, 0, sizeof *sm);
+  sm->model = ax_train_model_config(cfg);
+  sm->P = cfg->g_inter;
+  sm->D = cfg->g_data;
+  sm->ranks = sm->P * sm->D;
+  sm->micro = cfg->micro_batch ? cfg->micro_batch : cfg->batch / sm->D;
+  sm->n_micro = cfg->batch / sm->D / sm->micro;
+  sm->limit = cfg->pipeline_limit ? cfg->pipeline_limit : sm->P;
+  if (sm->limit > sm->n_micro) sm->limit = sm->n_micro; /* as the trainer */
+  int *first = ax_malloc((size_t)(sm->P + 1) * sizeof *first);
+  int rc = first ? alloc_model(sm) : AX_ERR;
+  if (rc == AX_OK) rc = build(sm, cfg, m, prof, first);
+  free(first);
+  if (rc != AX_OK) ax_sim_model_free(sm);
+  return rc;
+}
+
+void ax_sim_model_free(AxSimModel *sm) {
+  free(sm->fwd);
+  free(sm->bwd);
+  free(sm->send);
+  free(sm->link);
+  free(sm->tail);
+  free(sm->chunk_costs);
+  memset(sm, 0, sizeof *sm);
+}

@@ -1,0 +1,243 @@
+/* sim_measure.c — `axonn profile`'s measurements (sim_profile.h): one-block stages of the run's
+ * model (a middle one, the first, the last) timed forward and backward at the run's micro-batch
+ * on its device and threads; the host AdamW with the gradient's sum of squares over a stage-sized
+ * range with the trainer's optimizer threads; a local sum and a copy; the block again beside
+ * forked copies of itself, once per rank count up to the grid's. Each figure is the median of
+ * several timed repetitions after a warm-up. */
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "models/gpt_init.h"
+#include "models/gpt_stage.h"
+#include "mpi/reduce_local.h"
+#include "offload/adamw.h"
+#include "offload/interleave.h"
+#include "sim_profile.h"
+#include "src/backend/peak.h"
+#include "src/core/error.h"
+#include "src/core/timer.h"
+
+enum { REPS = 7, REPS_BESIDE = 31, HOST_ELEMS = 1 << 22 };
+
+/* One-block stages and what they run on. */
+typedef struct {
+  AxBackend *be;
+  AxGptConfig m;
+  AxGptStage *st[3]; /* middle, first, last */
+  int32_t *tokens;
+  void *act;         /* an activation (device), input of a middle/last forward and a gradient */
+  int B, T;
+} Bench;
+
+static int make_stage(Bench *b, int k) {
+  AxStageSpec spec = {.l0 = 0, .l1 = 1, .first = k == 1, .last = k == 2, .B = b->B, .T = b->T,
+                      .n_slots = 1};
+  AX_TRY(ax_stage_create(&b->st[k], b->be, &b->m, &spec));
+  AxStageLayout lay = *ax_stage_layout_of(b->st[k]);
+  float *host = ax_malloc(lay.total * sizeof *host);
+  if (!host) return AX_ERR;
+  ax_gpt_init_stage(&b->m, &lay, 1234, host);
+  int rc = b->be->ops->upload_f32(b->be, ax_stage_params(b->st[k]), host, lay.total,
+                                  AX_STREAM_COMPUTE);
+  free(host);
+  return rc;
+}
+
+static int bench_open(Bench *b, const AxTrainConfig *cfg) {
+  memset(b, 0, sizeof *b);
+  b->m = ax_train_model_config(cfg);
+  b->m.layers = 1;
+  b->B = cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data;
+  b->T = cfg->seq;
+  AxBackendConfig bc = {.device = cfg->device, .dtype = (AxDType)cfg->precision,
+                        .threads = cfg->threads, .bind = cfg->bind, .local_size = 1};
+  if (!(b->be = ax_backend_create(&bc))) return AX_ERR;
+  size_t n = (size_t)b->B * b->T;
+  b->tokens = ax_malloc(n * sizeof *b->tokens);
+  if (!b->tokens) return AX_ERR;
+  for (size_t i = 0; i < n; i++) b->tokens[i] = (int32_t)((i * 7919) % (size_t)cfg->vocab);
+  for (int k = 0; k < 3; k++) AX_TRY(make_stage(b, k));
+  size_t n_act = ax_stage_message_bytes(b->st[0]) / ax_dtype_size((AxDType)cfg->precision);
+  if (!(b->act = ax_alloc(b->be, ax_stage_message_bytes(b->st[0])))) return AX_ERR;
+  float *host = ax_malloc(n_act * sizeof *host);
+  if (!host) return AX_ERR;
+  for (size_t i = 0; i < n_act; i++) host[i] = 0.01f * (float)((int)(i % 201) - 100);
+  int rc = b->be->ops->upload_f32(b->be, b->act, host, n_act, AX_STREAM_COMPUTE);
+  free(host);
+  return rc;
+}
+
+static void bench_close(Bench *b) {
+  for (int k = 0; k < 3; k++)
+    if (b->st[k]) ax_stage_destroy(b->st[k]);
+  if (b->act) ax_free(b->be, b->act);
+  if (b->be) ax_backend_destroy(b->be);
+  free(b->tokens);
+}
+
+static int run_forward(Bench *b, int k) {
+  AX_TRY(ax_stage_forward(b->st[k], 0, k == 1 ? b->tokens : NULL, k == 1 ? NULL : b->act,
+                          AX_MEM_DEVICE));
+  return ax_sync(b->be);
+}
+
+static int run_backward(Bench *b, int k) {
+  double loss;
+  if (k == 2)
+    AX_TRY(ax_stage_loss_backward(b->st[k], 0, b->tokens, 1e-3f, &loss));
+  else
+    AX_TRY(ax_stage_backward(b->st[k], 0, b->act, AX_MEM_DEVICE));
+  return ax_sync(b->be);
+}
+
+/* Median seconds of `reps` (<= REPS_BESIDE) forwards and of the backwards after them. */
+static int time_pass(Bench *b, int k, int reps, double *fwd_s, double *bwd_s) {
+  double f[REPS_BESIDE], g[REPS_BESIDE];
+  AX_TRY(run_forward(b, k)); /* warm-up */
+  AX_TRY(run_backward(b, k));
+  for (int i = 0; i < reps; i++) {
+    double t0 = ax_now();
+    AX_TRY(run_forward(b, k));
+    double t1 = ax_now();
+    AX_TRY(run_backward(b, k));
+    f[i] = t1 - t0;
+    g[i] = ax_now() - t1;
+  }
+  *fwd_s = ax_median(f, reps);
+  *bwd_s = ax_median(g, reps);
+  return AX_OK;
+}
+
+/* A copy bound as rank `rank` of a host binds (src/backend/binding.c: its threads from core
+ * rank x threads on, round the cores): the copies share cores as the run's ranks would. */
+static void bind_as_rank(int rank, int threads) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int t = 0; t < threads; t++) CPU_SET((int)(((long)rank * threads + t) % cores), &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+/* A block's forward and backward beside `others` forked copies of this process doing the
+ * same (killed after); bind: the copies bind as ranks 1.. of the host. */
+static int time_beside(Bench *b, int others, int bind, double *s) {
+  pid_t kids[AX_SIM_PROFILE_MAX_K];
+  int n = 0, rc = AX_OK;
+  fflush(NULL);
+  for (; n < others; n++) {
+    if ((kids[n] = fork()) < 0) break;
+    if (kids[n] == 0 && bind) bind_as_rank(n + 1, b->be->threads);
+    if (kids[n] == 0)
+      for (;;) /* a copy: computes until it is killed */
+        if (run_forward(b, 0) != AX_OK || run_backward(b, 0) != AX_OK) _exit(1);
+  }
+  if (n < others) rc = AX_FAIL("cannot fork the profile's concurrent copies");
+  nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* they are running */
+  double f, g;
+  if (rc == AX_OK) rc = time_pass(b, 0, REPS_BESIDE, &f, &g);
+  for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+  for (int i = 0; i < n; i++) waitpid(kids[i], NULL, 0);
+  *s = f + g;
+  return rc;
+}
+
+/* speed[k-1] for k = 1..kmax, as "1,0.45,..." into p. */
+static int measure_concurrency(Bench *b, int kmax, int bind, AxSimProfile *p) {
+  char text[AX_SIM_PROFILE_MAX_K * 12] = "";
+  double alone = 0;
+  for (int k = 1; k <= kmax; k++) {
+    double t;
+    AX_TRY(time_beside(b, k - 1, bind, &t));
+    if (k == 1) alone = t;
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof text - used, "%s%.4g", k > 1 ? "," : "", alone / t);
+  }
+  if (!(p->concurrency_speed = strdup(text))) return AX_FAIL("out of memory");
+  return AX_OK;
+}
+
+static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
+  Bench b;
+  int rc = bench_open(&b, cfg);
+  double f[3] = {0}, g[3] = {0};
+  for (int k = 0; k < 3 && rc == AX_OK; k++) rc = time_pass(&b, k, REPS, &f[k], &g[k]);
+  long long ranks = ax_train_ranks(cfg);
+  int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
+  if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->bind, p);
+  bench_close(&b);
+  AX_TRY(rc);
+  p->block_forward_s = f[0];
+  p->block_backward_s = g[0];
+  /* what an end adds to its blocks; never negative (noise on a tiny head) */
+  p->first_forward_s = f[1] > f[0] ? f[1] - f[0] : 0;
+  p->first_backward_s = g[1] > g[0] ? g[1] - g[0] : 0;
+  p->last_forward_s = f[2] > f[0] ? f[2] - f[0] : 0;
+  p->last_backward_s = g[2] > g[0] ? g[2] - g[0] : 0;
+  return AX_OK;
+}
+
+/* The host side: AdamW with the sum of squares (interleave.c's update of a chunk), a local
+ * sum, a copy; over HOST_ELEMS elements. */
+static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) {
+  size_t n = HOST_ELEMS;
+  float *a = ax_calloc(4 * n + 64, sizeof *a);
+  AxPool *pool = a ? ax_pool_create(threads, NULL, NULL) : NULL;
+  if (!pool) {
+    free(a);
+    return AX_ERR;
+  }
+  float *g = a + n + 16, *m = g + n + 16, *v = m + n + 16;
+  for (size_t i = 0; i < n; i++) a[i] = g[i] = 1e-3f * (float)(i % 97);
+  AxParamSegment seg = {0, n, 1};
+  AxAdamWHyper h = {.lr = (float)cfg->lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                    .weight_decay = 0.1f, .step = 1, .grad_scale = 1.0f};
+  int bad = 0; /* a sum of squares that is not finite (it is used: it is not optimized away) */
+  double opt[REPS], sum[REPS], copy[REPS];
+  for (int i = 0; i < REPS; i++) {
+    double t0 = ax_now();
+    bad |= !(ax_host_sumsq(g, n) >= 0);
+    ax_adamw_update(pool, a, g, m, v, 0, n, &seg, 1, &h);
+    double t1 = ax_now();
+    ax_reduce_add_f32(m, g, n);
+    double t2 = ax_now();
+    memcpy(v, g, n * sizeof *v);
+    opt[i] = t1 - t0;
+    sum[i] = t2 - t1;
+    copy[i] = ax_now() - t2;
+  }
+  ax_pool_destroy(pool);
+  free(a);
+  if (bad) return AX_FAIL("internal: the profile's gradient has a sum of squares that is not finite");
+  p->adamw_s_per_elem = ax_median(opt, REPS) / (double)n;
+  p->reduce_s_per_elem = ax_median(sum, REPS) / (double)n;
+  p->copy_bytes_per_s = (double)(n * sizeof(float)) / ax_median(copy, REPS);
+  return AX_OK;
+}
+
+int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p) {
+  memset(p, 0, sizeof *p);
+  AX_TRY(measure_stages(cfg, p));
+  AxBackendConfig bc = {.device = "cpu", .threads = cfg->threads, .local_size = 1};
+  AxBackend *cpu = ax_backend_create(&bc); /* how many threads "all cores" means here */
+  if (!cpu) return AX_ERR;
+  int threads = cpu->threads;
+  ax_backend_destroy(cpu);
+  AX_TRY(measure_host(cfg, cfg->optimizer_threads ? cfg->optimizer_threads : threads, p));
+  p->device = strdup(cfg->device);
+  if (!p->device) return AX_FAIL("out of memory");
+  p->threads = threads;
+  p->precision = cfg->precision;
+  p->micro_batch = cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data;
+  p->seq = cfg->seq;
+  p->hidden = cfg->hidden;
+  p->heads = cfg->heads;
+  p->vocab = cfg->vocab;
+  return AX_OK;
+}

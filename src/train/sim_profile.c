@@ -1,0 +1,110 @@
+/* sim_profile.c — the profile file of the schedule simulator: its keys, saving, loading and
+ * the shape check; see sim_profile.h (sim_measure.c measures one). */
+#include "sim_profile.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+
+#define OFF(f) offsetof(AxSimProfile, f)
+#define PINT(n, f, what) {n, AX_OPT_INT, OFF(f), NULL, "N", what, 0, 1 << 30, NULL}
+#define PSEC(n, f, what) {n, AX_OPT_FLOAT, OFF(f), NULL, "X", what, 0, 1e18, NULL}
+static const AxOption KEYS[] = {
+    {"device", AX_OPT_STRING, OFF(device), NULL, "NAME", "device measured", 1, 0, NULL},
+    PINT("threads", threads, "threads per rank"),
+    PINT("precision", precision, "0 fp32, 1 bf16, 2 fp16"),
+    PINT("micro_batch", micro_batch, "sequences per micro-batch"),
+    PINT("seq", seq, "tokens per sequence"),
+    PINT("hidden", hidden, "hidden size"),
+    PINT("heads", heads, "attention heads"),
+    PINT("vocab", vocab, "vocabulary"),
+    PSEC("block_forward_s", block_forward_s, "a block's forward"),
+    PSEC("block_backward_s", block_backward_s, "a block's backward"),
+    PSEC("first_forward_s", first_forward_s, "the embedding's forward"),
+    PSEC("first_backward_s", first_backward_s, "the embedding's backward"),
+    PSEC("last_forward_s", last_forward_s, "the head's forward"),
+    PSEC("last_backward_s", last_backward_s, "the head's and loss's backward"),
+    PSEC("adamw_s_per_elem", adamw_s_per_elem, "AdamW per parameter"),
+    PSEC("reduce_s_per_elem", reduce_s_per_elem, "a local sum per element"),
+    PSEC("copy_bytes_per_s", copy_bytes_per_s, "memcpy bandwidth"),
+    {"concurrency_speed", AX_OPT_STRING, OFF(concurrency_speed), NULL, "S1,S2,...",
+     "speed of each of k ranks computing at once", 1, 0, NULL},
+};
+static const AxOptionTable PROFILE_FILE = {"simulate --profile", "a profile file", KEYS,
+                                           (int)(sizeof KEYS / sizeof KEYS[0])};
+
+int ax_sim_profile_save(const AxSimProfile *p, const char *path) {
+  AxFile f;
+  AX_TRY(ax_file_open_write(&f, path));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) {
+    ax_file_abort(&f);
+    return AX_FAIL("out of memory writing the profile");
+  }
+  fprintf(mem, "# axonn profile: measured by `axonn profile` for `axonn simulate --profile`\n");
+  ax_options_dump(&PROFILE_FILE, p, mem);
+  fclose(mem);
+  int rc = ax_file_write(&f, text, len);
+  free(text);
+  if (rc != AX_OK) {
+    ax_file_abort(&f);
+    return AX_ERR;
+  }
+  return ax_file_commit(&f);
+}
+
+int ax_sim_profile_load(const char *path, AxSimProfile *p) {
+  AxOptState st;
+  memset(p, 0, sizeof *p);
+  int rc = ax_options_parse_file(&PROFILE_FILE, p, path, &st);
+  for (int i = 0; rc == AX_OK && i < PROFILE_FILE.n_opts; i++)
+    if (!ax_options_was_set(&PROFILE_FILE, &st, KEYS[i].name))
+      rc = AX_FAIL("profile %s has no '%s = ...' line (write it with `axonn profile`)", path,
+                   KEYS[i].name);
+  if (rc != AX_OK) {
+    ax_sim_profile_free(p);
+    return ax_error_pending() ? AX_ERR : AX_FAIL("cannot read profile %s", path);
+  }
+  return AX_OK;
+}
+
+int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg) {
+  int micro = cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data;
+  const struct { const char *name; int profile, run; } dims[] = {
+      {"micro-batch", p->micro_batch, micro}, {"seq", p->seq, cfg->seq},
+      {"hidden", p->hidden, cfg->hidden},     {"heads", p->heads, cfg->heads},
+      {"vocab", p->vocab, cfg->vocab},        {"precision", p->precision, cfg->precision}};
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+    if (dims[i].profile != dims[i].run)
+      return AX_FAIL("the profile was measured at --%s %d, this run has %d: profile it with "
+                     "the run's options (axonn profile ...)", dims[i].name, dims[i].profile,
+                     dims[i].run);
+  if (strcmp(p->device, cfg->device))
+    return AX_FAIL("the profile was measured on --device %s, this run has %s", p->device,
+                   cfg->device);
+  return AX_OK;
+}
+
+int ax_sim_profile_speeds(const AxSimProfile *p, double *speed) {
+  const char *at = p->concurrency_speed ? p->concurrency_speed : "";
+  int n = 0;
+  while (*at && n < AX_SIM_PROFILE_MAX_K) {
+    char *end;
+    speed[n] = strtod(at, &end);
+    if (end == at || speed[n] <= 0 || speed[n] > 2 || (*end && *end != ','))
+      return AX_FAIL("profile: concurrency_speed '%s' is not a list of speeds like 1,0.5",
+                     p->concurrency_speed);
+    n++;
+    at = *end ? end + 1 : end;
+  }
+  if (n == 0) return AX_FAIL("profile: concurrency_speed is empty");
+  return n;
+}
+
+void ax_sim_profile_free(AxSimProfile *p) { ax_options_free(&PROFILE_FILE, p); }

@@ -1,0 +1,48 @@
+/* sim_profile.h — what `axonn profile` measures on this machine for the schedule simulator,
+ * and its file: one micro-batch's forward and backward of a transformer block, what the first
+ * stage adds (the embedding) and the last (the LM head and the loss), the host AdamW per element
+ * (with the gradient's sum of squares the interleaver takes), the all-reduce's local sum per
+ * element, the copy bandwidth a pipeline send pays, and how ranks that compute at once on
+ * this host slow each other down (shared cores, caches, memory, other users). The file is `key = value` lines in the
+ * --config format (src/core/options.h), the shape it was measured at first; the simulator
+ * refuses a profile of another shape. */
+#ifndef AX_SIM_PROFILE_H
+#define AX_SIM_PROFILE_H
+
+#include "train_config.h"
+
+typedef struct {
+  /* the shape and set-up measured */
+  char *device;
+  int threads, precision; /* threads per rank; AxPrecision */
+  int micro_batch, seq, hidden, heads, vocab;
+  /* seconds of one micro-batch */
+  double block_forward_s, block_backward_s;
+  double first_forward_s, first_backward_s; /* the first stage's extra: embedding */
+  double last_forward_s, last_backward_s;   /* the last stage's extra: LM head, loss */
+  /* the optimizer and communication on the host */
+  double adamw_s_per_elem;  /* AdamW and the gradient's sum of squares, per parameter */
+  double reduce_s_per_elem; /* an all-reduce's local sum (dst += src), per element */
+  double copy_bytes_per_s;  /* memcpy bandwidth: a pipeline send's copy out */
+  /* "1,0.45,...": each rank's speed when 1, 2, ... ranks compute at once on this host (the
+   * grid's ranks measured, at most AX_SIM_PROFILE_MAX_K): a block's time alone over its time
+   * beside k - 1 copies of itself */
+  char *concurrency_speed;
+} AxSimProfile;
+
+enum { AX_SIM_PROFILE_MAX_K = 16 };
+
+/* The speeds of concurrency_speed into speed[AX_SIM_PROFILE_MAX_K]; returns how many (>= 1),
+ * or AX_ERR (-1) with the error recorded when the text is not such a list. */
+int ax_sim_profile_speeds(const AxSimProfile *p, double *speed);
+
+/* Measures cfg's model at its micro-batch on its device and threads (one process, no MPI). */
+int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p);
+int ax_sim_profile_save(const AxSimProfile *p, const char *path);
+/* A profile file; an unknown key, a missing one or a bad number is one error naming it. */
+int ax_sim_profile_load(const char *path, AxSimProfile *p);
+/* AX_ERR naming the difference when p was not measured at cfg's shape. */
+int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg);
+void ax_sim_profile_free(AxSimProfile *p);
+
+#endif

@@ -1,0 +1,82 @@
+#!/bin/sh
+# cli_simulate.sh — `axonn profile` and `axonn simulate` from the command line: a profile
+# written and read back, a simulated summary with every figure consistent (the checks
+# docs/summary.md states for a real summary) and marked simulated, the trace, the metrics CSV;
+# the paper's 12B run on summit within the paper's band; a 12,288-rank step in under 10 s; and
+# bad input (a machine file's unknown key, an unknown device, grids that do not divide, a
+# profile of another shape, no machine), each one line on stderr and exit 1.
+. "$(dirname "$0")/testlib.sh"
+
+TINY="--layers 4 --hidden 32 --heads 2 --seq 16 --vocab 128 --batch 8 --micro-batch 1 --threads 1"
+printf 'name = ws\ngpus_per_node = 8\nintra_bw = 4GB/s\ninter_bw = 1Gbps\nlatency = 5us\n' \
+  >"$TMP/ws.machine"
+
+"$AXONN" profile $TINY --g-inter 2 --out "$TMP/p.txt" >"$TMP/profile.out" 2>&1 ||
+  { fail "profile"; cat "$TMP/profile.out"; }
+grep -q '^block_forward_s = ' "$TMP/p.txt" || fail "profile file lacks block_forward_s"
+grep -q '^concurrency_speed = 1,' "$TMP/p.txt" || fail "profile file lacks two concurrency speeds"
+
+"$AXONN" simulate $TINY --g-inter 2 --g-data 2 --steps 5 --machine "$TMP/ws.machine" \
+  --profile "$TMP/p.txt" --summary "$TMP/s.json" --trace "$TMP/t.json" --trace-steps 2-3 \
+  --metrics "$TMP/m.csv" >"$TMP/sim.out" 2>&1 || { fail "simulate"; cat "$TMP/sim.out"; }
+grep -q '^summary (SIMULATED): batch time' "$TMP/sim.out" || fail "no simulated summary line"
+python3 - "$TMP/s.json" "$TMP/t.json" "$TMP/m.csv" <<'PY' || fail "simulated summary checks"
+import json, sys
+s = json.load(open(sys.argv[1]))
+t, th, pk, c = s["timing"], s["throughput"], s["peak"], s["config"]
+assert s["simulated"] is True and s["axonn_summary"] == 2, "not marked simulated"
+assert s["run"]["ranks"] == 4 and s["run"]["g_inter"] == 2 and s["run"]["g_data"] == 2
+bt = t["batch_time_s"]
+assert bt > 0 and t["steps_used"] == 4 and t["first_step"] == 2, t
+close = lambda a, b: abs(a - b) <= 1e-6 * abs(b)
+assert close(th["tokens_per_s"] * bt, c["batch"] * c["seq"])
+assert close(th["flops_per_s"] * bt, th["flops_per_step"])
+assert close(s["training_time"]["days"], 3e11 * bt / (c["batch"] * c["seq"]) / 86400)
+assert len(s["memory"]["host_peak_bytes"]) == 4 and s["memory"]["device_peak_bytes_max"] > 0
+sim = s["simulation"]
+assert len(sim["idle_fraction"]) == 4 and all(0 <= f < 1 for f in sim["idle_fraction"])
+assert 0 <= sim["bubble_fraction"] < 1 and sim["events_per_step"] > 0
+assert close(sim["pipeline_s"] + sim["allreduce_optimizer_s"], bt)
+ev = json.load(open(sys.argv[2]))["traceEvents"]
+names = {e["name"] for e in ev if e["ph"] == "X"}
+assert {"forward", "backward", "send", "recv-wait", "optimizer", "step"} <= names, names
+assert {e["tid"] for e in ev if e["ph"] == "X"} == {0, 1, 2, 3}
+assert {e["args"]["step"] for e in ev if e["ph"] == "X"} == {2, 3}
+rows = open(sys.argv[3]).read().split("\n")
+assert rows[0].startswith("step,loss") and len([r for r in rows[1:] if r]) == 5
+PY
+
+# the paper's weak-scaling start (Table I, Table II's grid): 49-55% of peak on Summit
+"$AXONN" simulate --model gpt-12b --batch 16384 --micro-batch 8 --g-inter 6 --g-data 8 \
+  --precision fp16 --checkpoint-activations --machine summit --summary "$TMP/12b.json" \
+  >"$TMP/12b.out" 2>&1 || { fail "simulate gpt-12b"; cat "$TMP/12b.out"; }
+python3 -c "
+import json; s = json.load(open('$TMP/12b.json'))
+p = s['peak']['paper_percent_of_peak']
+assert 40 < p < 65, p" || fail "gpt-12b on 48 summit GPUs: paper's % of peak out of 40-65"
+
+# 12,288 ranks in under 10 s on one core
+start=$(date +%s.%N)
+"$AXONN" simulate --model gpt-100b --batch 65536 --micro-batch 2 --g-inter 48 --g-data 256 \
+  --precision fp16 --checkpoint-activations --machine summit >"$TMP/big.out" 2>&1 ||
+  { fail "simulate 12288 ranks"; cat "$TMP/big.out"; }
+python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $start < 10 else 1)" ||
+  fail "12,288 ranks took 10 s or more"
+
+# bad input: one line, exit 1
+printf 'name = m\ngpus_per_node = 4\nintra_bw = 1GB/s\ninter_bw = 1GB/s\ncolour = blue\n' \
+  >"$TMP/bad.machine"
+printf 'name = m\ngpus_per_node = 4\nintra_bw = 1GB/s\ninter_bw = 1GB/s\ndevice = TPU\n' \
+  >"$TMP/tpu.machine"
+expect_error "unknown option --colour" simulate $TINY --machine "$TMP/bad.machine"
+expect_error "device 'TPU' is not one of" simulate $TINY --machine "$TMP/tpu.machine"
+expect_error "g-inter 8 exceeds the 4 layers" simulate $TINY --g-inter 8 --machine summit
+expect_error "does not divide the 4 rank" simulate $TINY --g-inter 2 --g-data 2 \
+  --ranks-per-node 3 --machine summit
+expect_error "not divisible by --g-data 3" simulate $TINY --g-data 3 --machine summit
+expect_error "measured at --micro-batch 1, this run has 2" simulate $TINY --micro-batch 2 \
+  --machine summit --profile "$TMP/p.txt"
+expect_error "simulate needs --machine" simulate $TINY
+expect_error "unknown machine 'cray-1'" simulate $TINY --machine cray-1
+expect_error "profile needs --out" profile $TINY
+finish

@@ -1,0 +1,37 @@
+#!/bin/sh
+# mpi_simulate.sh — the simulator's order of events is the real scheduler's: a 4 x 1 grid whose
+# compute is fixed by sleeps (--debug-forward-ms/--debug-backward-ms, far above the tiny model's
+# own compute), traced for real under mpiexec and simulated with the same options; every rank's
+# forwards, backwards and sends of the traced step come in the same order (order only, never
+# times: the machine may be loaded). Backward twice forward keeps the arrivals a stage chooses
+# between well apart.
+. "$(dirname "$0")/mpilib.sh"
+
+T="--layers 4 --hidden 32 --heads 2 --seq 16 --vocab 128 --batch 8 --micro-batch 1 --g-inter 4
+   --threads 1 --val-steps 0 --debug-forward-ms 20 --debug-backward-ms 40 --steps 2
+   --trace-steps 2-2 --quiet"
+printf 'name = ws\ngpus_per_node = 8\nintra_bw = 4GB/s\ninter_bw = 4GB/s\n' >"$TMP/ws.machine"
+# shellcheck disable=SC2086
+"$AXONN" profile $T --out "$TMP/p.txt" >/dev/null 2>&1 || fail "profile"
+# shellcheck disable=SC2086
+"$AXONN" simulate $T --machine "$TMP/ws.machine" --profile "$TMP/p.txt" \
+  --trace "$TMP/sim.json" >"$TMP/sim.out" 2>&1 || { fail "simulate"; cat "$TMP/sim.out"; }
+# shellcheck disable=SC2086
+timeout 300 $MPIEXEC -n 4 "$AXONN" train $T --trace "$TMP/real.json" </dev/null \
+  >"$TMP/real.out" 2>&1 || { fail "train"; cat "$TMP/real.out"; }
+python3 - "$TMP/real.json" "$TMP/sim.json" <<'PY' || fail "simulated order differs from the run's"
+import json, sys
+def order(path):
+    out = {}
+    for e in json.load(open(path))["traceEvents"]:
+        if e.get("ph") == "X" and e["args"]["step"] == 2 and e["name"] in ("forward", "backward", "send"):
+            out.setdefault(e["tid"], []).append((e["ts"], e["name"], e["args"]["mb"]))
+    return {r: [(n, m) for _, n, m in sorted(v)] for r, v in out.items()}
+real, sim = order(sys.argv[1]), order(sys.argv[2])
+assert sorted(real) == [0, 1, 2, 3] and sum(map(len, real.values())) == 4 * 8 * 2 + 2 * 8 * 3
+for r in sorted(real):
+    if real[r] != sim.get(r):
+        print("rank %d: run %s\n        simulated %s" % (r, real[r], sim.get(r)))
+sys.exit(0 if real == sim else 1)
+PY
+finish

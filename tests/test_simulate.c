@@ -1,0 +1,183 @@
+/* test_simulate.c — the schedule simulator (pipeline/simulate.h) against timelines worked by
+ * hand: 2 stages and 2 micro-batches with fixed costs (every event's start and end), the
+ * interleaved all-reduce and AdamW chunks, processor sharing on a CPU with fewer cores than
+ * ranks, one stage; the cost model of the CLI (src/train/sim_costs.h): machine files with a
+ * device, profiles, bad input; and the time of a 12,288-rank step. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline/simulate.h"
+#include "src/core/error.h"
+#include "testutil.h"
+
+typedef struct {
+  int kind, mb;
+  double t0, t1;
+} Ev;
+
+/* The first events of stage s equal want[0..n) (kinds, micro-batches, exact times); all of
+ * them when `all`. */
+static void expect_prefix(const AxSimResult *r, int s, const Ev *want, int n, int all) {
+  int got;
+  const AxTraceEvent *ev = ax_sim_events(r, s, &got);
+  for (int i = 0; i < n && i < got; i++) {
+    ck_assert_msg(ev[i].kind == want[i].kind && ev[i].mb == want[i].mb,
+                  "stage %d event %d: %s mb %d, expected %s mb %d", s, i,
+                  ax_trace_kind_name(ev[i].kind), ev[i].mb, ax_trace_kind_name(want[i].kind),
+                  want[i].mb);
+    ck_assert_msg(ev[i].t0 == want[i].t0 && ev[i].t1 == want[i].t1,
+                  "stage %d event %d (%s mb %d): [%g, %g], expected [%g, %g]", s, i,
+                  ax_trace_kind_name(ev[i].kind), ev[i].mb, ev[i].t0, ev[i].t1, want[i].t0,
+                  want[i].t1);
+  }
+  ck_assert_int_eq(all ? got : n, n);
+  ck_assert_int_ge(got, n);
+}
+
+static void expect_events(const AxSimResult *r, int s, const Ev *want, int n) {
+  expect_prefix(r, s, want, n, 1);
+}
+
+enum { F = AX_EV_FORWARD, B = AX_EV_BACKWARD, S = AX_EV_SEND, W = AX_EV_RECV_WAIT,
+       WG = AX_EV_RECV_WAIT_GRAD, AR = AX_EV_ALLREDUCE, OPT = AX_EV_OPTIMIZER,
+       PIPE = AX_EV_PIPELINE, STEP = AX_EV_STEP };
+
+/* Two stages, two micro-batches, limit 2: forward 1 s, backward 2 s, a send 0.5 s of the
+ * sender's time, the link 0.25 s of latency and no bandwidth term; then two chunks of 1 s of
+ * all-reduce and 0.5 s of AdamW each, window 2, and 0.5 s to end the step. */
+/* speed: NULL, or each rank's speed when 1 and 2 compute at once. */
+static AxSimConfig two_by_two(AxSimTail tail[2], AxSimLink *link, const double *speed) {
+  static const double fwd[2] = {1, 1}, bwd[2] = {2, 2}, send[2] = {0.5, 0.5};
+  static const double ar[2] = {1, 1}, upd[2] = {0.5, 0.5};
+  *link = (AxSimLink){0.25, 0};
+  for (int s = 0; s < 2; s++) tail[s] = (AxSimTail){0, 0, 2, ar, upd, 2, 0};
+  return (AxSimConfig){.P = 2, .n_micro = 2, .limit = 2, .fwd_s = fwd, .bwd_s = bwd,
+                       .send_s = send, .msg_bytes = 1024, .link = link, .speed = speed,
+                       .n_speed = speed ? 2 : 0, .copies = 1,
+                       .tail = tail, .end_s = 0.5};
+}
+
+START_TEST(two_stages_two_micro_batches_exact) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  AxSimConfig c = two_by_two(tail, &link, NULL);
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  /* stage 0 injects both; their activations reach stage 1 at 1.75 and 3.25; the gradients
+   * come back at 5.5 and 9; stage 1 runs forward then backward of each at once */
+  const Ev s0[] = {{F, 0, 0, 1},       {S, 0, 1, 1.5},    {F, 1, 1.5, 2.5}, {S, 1, 2.5, 3},
+                   {WG, 0, 3, 5.5},    {B, 0, 5.5, 7.5},  {WG, 1, 7.5, 9},  {B, 1, 9, 11},
+                   {AR, 0, 11, 12},    {OPT, 0, 12, 12.5}, {AR, 1, 12.5, 13}, {OPT, 1, 13, 13.5},
+                   {PIPE, -1, 0, 11},  {STEP, -1, 0, 14}};
+  const Ev s1[] = {{W, 0, 0, 1.75},      {F, 0, 1.75, 2.75},  {B, 0, 2.75, 4.75},
+                   {S, 0, 4.75, 5.25},   {W, 1, 5.25, 5.25},  {F, 1, 5.25, 6.25},
+                   {B, 1, 6.25, 8.25},   {S, 1, 8.25, 8.75},  {AR, 0, 8.75, 9.75},
+                   {OPT, 0, 9.75, 10.25}, {AR, 1, 10.25, 10.75}, {OPT, 1, 10.75, 11.25},
+                   {PIPE, -1, 0, 8.75},  {STEP, -1, 0, 14}};
+  expect_events(&r, 0, s0, (int)(sizeof s0 / sizeof s0[0]));
+  expect_events(&r, 1, s1, (int)(sizeof s1 / sizeof s1[0]));
+  ck_assert(r.step_s == 14 && r.pipeline_s == 11);
+  ck_assert(r.pipe_busy_s[0] == 7 && r.pipe_busy_s[1] == 7);
+  ck_assert(r.busy_s[0] == 8 && r.busy_s[1] == 8);
+  ck_assert_int_eq((int)r.n_events, 16); /* 12 computes and sends, 4 receives */
+  ax_sim_result_free(&r);
+}
+END_TEST
+
+/* The same with a bandwidth term: 1024 bytes at 1/1024 s a byte hold the link 1 s, so the
+ * second activation queues behind the first (sent at 1.5 and 3, the link busy until 2.5 and
+ * 4). And without recording, the same step time. */
+START_TEST(link_serializes_messages) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  AxSimConfig c = two_by_two(tail, &link, NULL);
+  link.s_per_byte = 1.0 / 1024;
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  /* activations arrive at 1.5+1+0.25 = 2.75 and max(3, 2.5)+1+0.25 = 4.25 */
+  const Ev s1[] = {{W, 0, 0, 2.75},   {F, 0, 2.75, 3.75}, {B, 0, 3.75, 5.75},
+                   {S, 0, 5.75, 6.25}, {W, 1, 6.25, 6.25}, {F, 1, 6.25, 7.25},
+                   {B, 1, 7.25, 9.25}, {S, 1, 9.25, 9.75}};
+  expect_prefix(&r, 1, s1, 8, 0); /* the pipeline part */
+  double step = r.step_s;
+  ax_sim_result_free(&r);
+  ck_assert_int_eq(ax_sim_run(&c, 0, &r), AX_OK);
+  ck_assert(r.step_s == step);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
+/* Clipping: every chunk summed first, then, once the row has the norm (the later stage's sums
+ * end at 13), every chunk updated on both stages. */
+START_TEST(sums_then_updates) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  AxSimConfig c = two_by_two(tail, &link, NULL);
+  tail[0].separate = tail[1].separate = 1;
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev s0[] = {{AR, 0, 11, 12}, {AR, 1, 12, 13}, {OPT, 0, 13, 13.5}, {OPT, 1, 13.5, 14}};
+  const Ev s1[] = {{AR, 0, 8.75, 9.75}, {AR, 1, 9.75, 10.75}, {OPT, 0, 13, 13.5},
+                   {OPT, 1, 13.5, 14}};
+  int n0, n1;
+  const AxTraceEvent *e0 = ax_sim_events(&r, 0, &n0), *e1 = ax_sim_events(&r, 1, &n1);
+  for (int i = 0; i < 4; i++) {
+    ck_assert(e0[8 + i].kind == s0[i].kind && e0[8 + i].mb == s0[i].mb);
+    ck_assert(e0[8 + i].t0 == s0[i].t0 && e0[8 + i].t1 == s0[i].t1);
+    ck_assert(e1[8 + i].kind == s1[i].kind && e1[8 + i].mb == s1[i].mb);
+    ck_assert(e1[8 + i].t0 == s1[i].t0 && e1[8 + i].t1 == s1[i].t1);
+  }
+  ck_assert(r.step_s == 14.5);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
+/* One core for the two ranks: when both compute, each runs at half speed. */
+START_TEST(processor_sharing) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  static const double half[2] = {1, 0.5};
+  AxSimConfig c = two_by_two(tail, &link, half);
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  /* stage 1's first forward starts at 1.75, while stage 0 runs its second (from 1.5, alone
+   * until then): both at half speed, stage 0's 0.75 s left end at 3.25, when stage 1 has
+   * 0.25 s left; stage 0's send (0.5 s) shares the core with it: it ends at 3.75 */
+  const Ev s0[] = {{F, 0, 0, 1}, {S, 0, 1, 1.5}, {F, 1, 1.5, 3.25}};
+  const Ev s1[] = {{W, 0, 0, 1.75}, {F, 0, 1.75, 3.75}};
+  expect_prefix(&r, 0, s0, 3, 0);
+  expect_prefix(&r, 1, s1, 2, 0);
+  ck_assert(r.step_s > 14);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
+/* One stage: forwards and backwards one after another, no messages. */
+START_TEST(one_stage) {
+  static const double fwd[1] = {1}, bwd[1] = {2}, send[1] = {0}, ar[1] = {0}, upd[1] = {0.5};
+  AxSimTail tail = {0.25, 0, 1, ar, upd, 2, 0};
+  AxSimConfig c = {.P = 1, .n_micro = 3, .limit = 1, .fwd_s = fwd, .bwd_s = bwd,
+                   .send_s = send, .tail = &tail};
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev s0[] = {{F, 0, 0, 1},   {B, 0, 1, 3},   {F, 1, 3, 4},       {B, 1, 4, 6},
+                   {F, 2, 6, 7},   {B, 2, 7, 9},   {OPT, 0, 9.25, 9.75}, {PIPE, -1, 0, 9},
+                   {STEP, -1, 0, 9.75}};
+  expect_events(&r, 0, s0, (int)(sizeof s0 / sizeof s0[0]));
+  ax_sim_result_free(&r);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("simulate");
+  TCase *tc = tu_tcase(s, "simulate", 120);
+  tcase_add_test(tc, two_stages_two_micro_batches_exact);
+  tcase_add_test(tc, link_serializes_messages);
+  tcase_add_test(tc, sums_then_updates);
+  tcase_add_test(tc, processor_sharing);
+  tcase_add_test(tc, one_stage);
+  int rc = tu_run(s);
+  tu_cleanup();
+  return rc;
+}

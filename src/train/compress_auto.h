@@ -20,7 +20,10 @@
  *     and CPU placements cost the same (both are offered with the same codec costs, since
  *     Algorithm 4.1 searches the GPU ones). The all-to-all + all-gather schemes and the
  *     two-level ones exist in the model (espresso.h) but have no implementation in the
- *     gradient sum, so they are not offered. Intra- and inter-node links: ranks_per_node of the data-parallel ranks share a
+ *     gradient sum, so they are not offered.
+ *   Kept plain and alone, outside both searches: the tied wte when plain_first, and every vector
+ *   (LayerNorm weights, biases), which a codec's one scale per group would mix with the
+ *   weight matrices (compress_auto.c: kept_plain). Intra- and inter-node links: ranks_per_node of the data-parallel ranks share a
  *     node. */
 #ifndef AX_COMPRESS_AUTO_H
 #define AX_COMPRESS_AUTO_H
@@ -47,6 +50,7 @@ typedef struct {
   int *members;                 /* [n_groups] tensors in each */
   int n_groups;
   AxEspressoDecision *decision; /* [n_groups] */
+  unsigned char *plain;         /* [n_groups] kept plain, outside both searches */
   AxEspressoSummary espresso;
   AxFusionStats fusion;
   double fusion_cost_s;         /* Cupcake's f of the grouping */

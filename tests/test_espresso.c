@@ -186,16 +186,15 @@ static double check_instance(AxRng *r, int nodes, int *compressed) {
   return sum.iteration_s / f_best;
 }
 
-/* The issue's "within 5% of exhaustive search". Algorithm 4.1 + 4.2 as the thesis gives them
- * are not always: over 3000 one-node and 2000 two-node instances of these families (other
- * seeds), 0.1-0.2% and 0.8-1.1% of them were beyond 5%, the worst 10.0% and 11.6% — where a
- * tensor Remove() ruled out early would be worth compressing once others are, or where the
- * best CPU placement uses another scheme than the GPU option's twin, the only move Alg. 4.2
- * has. Our refinement (one tensor's option at a time, espresso_search.c) closes most of the
- * two-node cases (seed 20: 3 beyond 5% -> 0, worst 6.1% -> 2.9%) but not every one-node case
- * (seed 20: 1 of 200 stays 5.5% above). So this asserts what holds: every instance never
- * worse than compress-nothing and within 15% of the best, at most 3% of them beyond 5%; the
- * counts are printed. */
+/* The issue's "within 5% of exhaustive search", on every instance. Algorithm 4.1 + 4.2 as the
+ * thesis gives them are not always: over 3000 one-node and 2000 two-node instances of these
+ * families (other seeds), 0.1-0.2% and 0.8-1.1% of them were beyond 5%, the worst 10.0% and
+ * 11.6% — where a tensor Remove() ruled out early would be worth compressing once others are,
+ * or where the best CPU placement uses another scheme than the GPU option's twin, the only
+ * move Alg. 4.2 has. Our refinement (espresso_search.c: one tensor's option at a time, then on
+ * up to 12 tensors pairs of them) closes that: seeds 20-23, 1000 instances each of one and two
+ * nodes, none beyond 5%, the worst 3.5%. Every instance is also never worse than
+ * compress-nothing (check_instance). */
 START_TEST(greedy_within_5_percent_of_exhaustive) {
   enum { INSTANCES = 200 };
   AxRng r;
@@ -205,7 +204,7 @@ START_TEST(greedy_within_5_percent_of_exhaustive) {
     int beyond = 0, compressed = 0;
     for (int k = 0; k < INSTANCES; k++) {
       double ratio = check_instance(&r, nodes, &compressed);
-      ck_assert_msg(ratio <= 1.15, "%d node(s), instance %d: %.2f%% above the best", nodes, k,
+      ck_assert_msg(ratio <= 1.05, "%d node(s), instance %d: %.2f%% above the best", nodes, k,
                     100 * (ratio - 1));
       beyond += ratio > 1.05;
       worst = fmax(worst, ratio);
@@ -214,7 +213,6 @@ START_TEST(greedy_within_5_percent_of_exhaustive) {
            "5%% (%d tensors compressed), %.2f s\n",
            nodes, worst, INSTANCES, beyond, compressed, ax_now() - t0);
     fflush(stdout);
-    ck_assert_int_le(100 * beyond, 3 * INSTANCES);
   }
 }
 END_TEST

@@ -3,7 +3,8 @@
  * collective scheme synchronizes it, chosen on a timeline model of one iteration by the
  * greedy search of Algorithm 4.1 with its Remove() step (§4.7.2) and the CPU offloading of
  * Algorithm 4.2 (§4.7.3), then a refinement of ours (one tensor's option at a time while the
- * iteration time falls, within a budget of timelines: espresso_search.c). This module owns the option table, the timeline model, the searches
+ * iteration time falls, within a budget of timelines; on up to 12 tensors also pairs of them:
+ * espresso_search.c). This module owns the option table, the timeline model, the searches
  * and their per-tensor decisions; it is pure computation (no MPI, no printing): profiling the
  * costs, applying the decisions and printing them belong to its callers.
  *

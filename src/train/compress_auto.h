@@ -50,7 +50,7 @@ typedef struct {
   int *members;                 /* [n_groups] tensors in each */
   int n_groups;
   AxEspressoDecision *decision; /* [n_groups] */
-  unsigned char *plain;         /* [n_groups] kept plain, outside both searches */
+  unsigned char *alone;         /* [n_groups] kept plain and alone, outside both searches */
   AxEspressoSummary espresso;
   AxFusionStats fusion;
   double fusion_cost_s;         /* Cupcake's f of the grouping */

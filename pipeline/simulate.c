@@ -1,7 +1,8 @@
 /* simulate.c — the discrete-event simulation of one step; see simulate.h.
  *
  * The pipeline phase advances from event to event: a compute or send finishing (at its rate:
- * the speed of that many ranks computing at once on the host), a message arriving
+ * the speed of that many ranks computing at once on the host, or pinned, of its core shared by
+ * the stages computing on it), a message arriving
  * at a stage that waits. A stage with nothing to do looks at its inbox and takes what the rule
  * picks (ax_rule_pick), hands it to the rule (ax_rule_on_message) and runs the actions the rule
  * gives back, in order. The tail (sums and updates) of each stage is priced in closed form. */
@@ -41,6 +42,8 @@ typedef struct {
   Stage *st;
   double (*link_free)[2]; /* [P - 1][direction]: the link is free from */
   double now;
+  double *speed;          /* [P]: each stage's speed now (rates) */
+  int *on_core, n_cores;  /* [n_cores]: busy stages on each core (c->core given) */
 } Sim;
 
 /* ------------------------------------------------------------------ timeline */
@@ -156,19 +159,38 @@ static double speed_of(const AxSimConfig *c, int active) {
   return k <= n ? c->speed[k - 1] : c->speed[n - 1] * n / k;
 }
 
-static double rate(const Sim *m) {
+/* Pinned: each busy stage's speed is its core's (speed_of the cores busy) shared by the busy
+ * stages on that core. */
+static void rates_pinned(Sim *m) {
+  const AxSimConfig *c = m->c;
+  int busy_cores = 0;
+  memset(m->on_core, 0, (size_t)m->n_cores * sizeof *m->on_core);
+  for (int s = 0; s < c->P; s++)
+    if (m->st[s].busy) busy_cores += m->on_core[c->core[s]]++ == 0;
+  double core_speed = speed_of(c, busy_cores);
+  for (int s = 0; s < c->P; s++)
+    m->speed[s] = m->st[s].busy ? core_speed / m->on_core[c->core[s]] : 0;
+}
+
+/* Every stage's speed now (m->speed). */
+static void rates(Sim *m) {
+  if (m->c->core) {
+    rates_pinned(m);
+    return;
+  }
   int active = 0;
   for (int s = 0; s < m->c->P; s++) active += m->st[s].busy;
-  return speed_of(m->c, active);
+  double speed = speed_of(m->c, active);
+  for (int s = 0; s < m->c->P; s++) m->speed[s] = speed;
 }
 
 /* The next time something happens; INFINITY when nothing will. */
-static double next_event(const Sim *m, double speed) {
+static double next_event(const Sim *m) {
   double t = INFINITY;
   for (int s = 0; s < m->c->P; s++) {
     const Stage *x = &m->st[s];
     if (x->busy) {
-      double end = m->now + x->left / speed;
+      double end = m->now + x->left / m->speed[s];
       t = end < t ? end : t;
       continue;
     }
@@ -208,10 +230,11 @@ static int pipeline(Sim *m) {
   }
   AX_TRY(settle(m));
   while (!all_done(m)) {
-    double speed = rate(m), t = next_event(m, speed);
+    rates(m);
+    double t = next_event(m);
     if (!isfinite(t)) return AX_FAIL("internal: the simulated pipeline deadlocked at %g s", m->now);
     for (int s = 0; s < m->c->P; s++)
-      if (m->st[s].busy) m->st[s].left -= (t - m->now) * speed;
+      if (m->st[s].busy) m->st[s].left -= (t - m->now) * m->speed[s];
     m->now = t;
     AX_TRY(settle(m));
   }
@@ -252,12 +275,19 @@ static int sum_chunks(Sim *m, int s, double t, double speed, int update, double 
   return rc;
 }
 
+/* The updates' speeds: every stage computing at once. */
+static void tail_speeds(Sim *m) {
+  for (int s = 0; s < m->c->P; s++) m->st[s].busy = 1;
+  rates(m);
+  for (int s = 0; s < m->c->P; s++) m->st[s].busy = 0;
+}
+
 /* The stage's sums (and updates) from the end of its pipeline phase; a separate update waits
  * for the row's norm (the latest sum of the row) and then runs every chunk. */
 static int tails(Sim *m) {
   const AxSimConfig *c = m->c;
   int P = c->P;
-  double speed = speed_of(c, P); /* every rank updates at once */
+  tail_speeds(m); /* every rank updates at once */
   /* the tied sum starts when both ends are ready for it */
   double ends = fmax(m->r->pipe_end_s[0] + c->tail[0].before_s,
                      m->r->pipe_end_s[P - 1] + c->tail[P - 1].before_s);
@@ -270,14 +300,14 @@ static int tails(Sim *m) {
       t = ends + x->tied_s;
       AX_TRY(note(m, s, AX_EV_ALLREDUCE, -1, ends, t));
     }
-    AX_TRY(sum_chunks(m, s, t, speed, !x->separate, &m->r->tail_end_s[s]));
+    AX_TRY(sum_chunks(m, s, t, m->speed[s], !x->separate, &m->r->tail_end_s[s]));
     norm = fmax(norm, m->r->tail_end_s[s]);
   }
   for (int s = 0; s < P; s++) {
     if (c->tail[s].separate) {
       m->r->tail_end_s[s] = norm;
       for (int k = 0; k < c->tail[s].n_chunks; k++)
-        AX_TRY(update_chunk(m, s, k, speed, &m->r->tail_end_s[s]));
+        AX_TRY(update_chunk(m, s, k, m->speed[s], &m->r->tail_end_s[s]));
     }
     last = fmax(last, m->r->tail_end_s[s]);
   }
@@ -323,7 +353,11 @@ static int alloc_stages(Sim *m) {
   const AxSimConfig *c = m->c;
   m->st = ax_calloc((size_t)c->P, sizeof *m->st);
   m->link_free = ax_calloc((size_t)(c->P > 1 ? c->P - 1 : 1), sizeof *m->link_free);
-  if (!m->st || !m->link_free) return AX_ERR;
+  m->speed = ax_calloc((size_t)c->P, sizeof *m->speed);
+  for (int s = 0; c->core && s < c->P; s++)
+    if (c->core[s] >= m->n_cores) m->n_cores = c->core[s] + 1;
+  m->on_core = ax_calloc((size_t)m->n_cores + 1, sizeof *m->on_core);
+  if (!m->st || !m->link_free || !m->speed || !m->on_core) return AX_ERR;
   for (int s = 0; s < c->P; s++) {
     Stage *x = &m->st[s];
     ax_rule_begin(&x->rule, s, c->P, c->limit, c->n_micro);
@@ -349,12 +383,16 @@ static void free_stages(Sim *m) {
   }
   free(m->st);
   free(m->link_free);
+  free(m->speed);
+  free(m->on_core);
 }
 
 int ax_sim_run(const AxSimConfig *c, int record, AxSimResult *out) {
   if (c->P < 1 || c->n_micro < 1 || c->limit < 1)
     return AX_FAIL("internal: simulating %d stages, %d micro-batches, limit %d", c->P,
                    c->n_micro, c->limit);
+  for (int s = 0; c->core && s < c->P; s++)
+    if (c->core[s] < 0) return AX_FAIL("internal: stage %d pinned to core %d", s, c->core[s]);
   Sim m = {.c = c, .r = out, .record = record};
   int rc = alloc_result(out, c->P, record);
   if (rc == AX_OK) rc = alloc_stages(&m);

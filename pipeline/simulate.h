@@ -12,7 +12,10 @@
  * memory (a CPU machine) slow each other down: when k ranks of the host compute at once (a
  * row's computing ranks times its `copies`, the rows on the host, which run in step), each
  * runs at speed[k - 1] of its own speed; beyond the table the last entry's capacity is shared
- * (speed[n-1] n / k). No table: every rank has its own device.
+ * (speed[n-1] n / k). No table: every rank has its own device. Ranks pinned to cores (`core`,
+ * from the trainer's binding rule, src/backend/binding_rule.h): k counts the cores busy, and
+ * the stages on one core share it equally (processor sharing per core); not pinned (NULL), the
+ * host's ranks share it as a pool, as above.
  *
  * Pure: no MPI, no clock, no model; costs are seconds handed in. Times are seconds from the
  * start of the step. */
@@ -47,6 +50,8 @@ typedef struct {
   const AxSimLink *link;       /* [P - 1]: between stage s and s + 1 */
   const double *speed;         /* [n_speed]: see above; NULL: 1 */
   int n_speed, copies;
+  const int *core;             /* [P]: the core stage s's rank is pinned to (stages with the same
+                                * one share it; each row pinned alike); NULL: not pinned */
   const AxSimTail *tail;       /* [P] */
   double end_s;                /* after the last update: the norm and loss sums, the step's end */
 } AxSimConfig;

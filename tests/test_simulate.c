@@ -1,13 +1,14 @@
 /* test_simulate.c — the schedule simulator (pipeline/simulate.h) against timelines worked by
  * hand: 2 stages and 2 micro-batches with fixed costs (every event's start and end), the
  * interleaved all-reduce and AdamW chunks, processor sharing on a CPU with fewer cores than
- * ranks, one stage; the cost model of the CLI (src/train/sim_costs.h): machine files with a
+ * ranks (pooled, and per core when pinned), the trainer's binding rule, one stage; the cost model of the CLI (src/train/sim_costs.h): machine files with a
  * device, profiles, bad input; and the time of a 12,288-rank step. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "pipeline/simulate.h"
+#include "src/backend/binding_rule.h"
 #include "src/core/error.h"
 #include "testutil.h"
 
@@ -153,6 +154,50 @@ START_TEST(processor_sharing) {
 }
 END_TEST
 
+/* Pinned to cores (speeds 1 and 1: two cores, no slowdown between them): on one core the two
+ * stages share it, so the timeline is processor_sharing's; each on its own core, it is the
+ * unshared one of two_stages_two_micro_batches_exact (step 14). */
+START_TEST(per_core_sharing) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  static const double two_cores[2] = {1, 1};
+  static const int same[2] = {0, 0}, own[2] = {1, 0};
+  AxSimConfig c = two_by_two(tail, &link, two_cores);
+  c.core = same;
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev s0[] = {{F, 0, 0, 1}, {S, 0, 1, 1.5}, {F, 1, 1.5, 3.25}};
+  const Ev s1[] = {{W, 0, 0, 1.75}, {F, 0, 1.75, 3.75}};
+  expect_prefix(&r, 0, s0, 3, 0);
+  expect_prefix(&r, 1, s1, 2, 0);
+  /* the updates: both stages on the core, 0.5 s each at half speed */
+  int n;
+  const AxTraceEvent *ev = ax_sim_events(&r, 1, &n);
+  for (int i = 0; i < n; i++)
+    if (ev[i].kind == OPT) ck_assert(ev[i].t1 - ev[i].t0 == 1);
+  ax_sim_result_free(&r);
+  c.core = own;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev u0[] = {{F, 0, 0, 1}, {S, 0, 1, 1.5}, {F, 1, 1.5, 2.5}, {S, 1, 2.5, 3}};
+  expect_prefix(&r, 0, u0, 4, 0);
+  ck_assert(r.step_s == 14);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
+/* The trainer's binding rule (binding_rule.h): own cores when the ranks' threads fit, else
+ * none pinned. */
+START_TEST(binding_rule) {
+  ck_assert_int_eq(ax_binding_first_core(2, 1, 0, 2, 1), 0);
+  ck_assert_int_eq(ax_binding_first_core(2, 1, 1, 2, 1), 1);
+  ck_assert_int_eq(ax_binding_first_core(8, 2, 3, 4, 1), 6);
+  ck_assert_int_eq(ax_binding_first_core(2, 1, 2, 4, 1), -1); /* 4 ranks on 2 cores */
+  ck_assert_int_eq(ax_binding_first_core(4, 2, 1, 3, 1), -1); /* 6 threads on 4 cores */
+  ck_assert_int_eq(ax_binding_first_core(2, 1, 0, 1, 0), -1); /* --bind 0 */
+  ck_assert_int_eq(ax_binding_first_core(0, 1, 0, 1, 1), -1); /* no whole core */
+}
+END_TEST
+
 /* One stage: forwards and backwards one after another, no messages. */
 START_TEST(one_stage) {
   static const double fwd[1] = {1}, bwd[1] = {2}, send[1] = {0}, ar[1] = {0}, upd[1] = {0.5};
@@ -176,6 +221,8 @@ int main(void) {
   tcase_add_test(tc, link_serializes_messages);
   tcase_add_test(tc, sums_then_updates);
   tcase_add_test(tc, processor_sharing);
+  tcase_add_test(tc, per_core_sharing);
+  tcase_add_test(tc, binding_rule);
   tcase_add_test(tc, one_stage);
   int rc = tu_run(s);
   tu_cleanup();

@@ -10,6 +10,7 @@
 #include "models/gpt_stage.h"
 #include "mpi/link_spec.h"
 #include "pipeline/partition.h"
+#include "src/backend/binding_rule.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 
@@ -216,6 +217,26 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
   return AX_OK;
 }
 
+/* The cores the trainer would pin row 0's ranks to (binding_rule.h), with the machine's
+ * cores_per_node shared by the ranks of one host (gpus_per_node of them, or the whole grid);
+ * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. */
+static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
+  int host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
+  int threads = cfg->threads > 0 ? cfg->threads : m->cores_per_node / host;
+  if (m->cores_per_node < 1 || strcmp(m->device, "cpu") != 0) return AX_OK;
+  int *core = ax_malloc((size_t)sm->P * sizeof *core);
+  if (!core) return AX_ERR;
+  for (int s = 0; s < sm->P; s++) {
+    core[s] = ax_binding_first_core(m->cores_per_node, threads, s % host, host, cfg->bind);
+    if (core[s] < 0) { /* the trainer pins every rank of a host or none */
+      free(core);
+      return AX_OK;
+    }
+  }
+  sm->core = core;
+  return AX_OK;
+}
+
 static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                  const AxSimProfile *prof, int *first) {
   AX_TRY(ax_partition(sm->model.layers, sm->P, cfg->stage_layers, first));
@@ -235,11 +256,12 @@ static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
   for (int s = 0; s < sm->P; s++) sm->send[s] = prof ? bytes / prof->copy_bytes_per_s : 0;
   AX_TRY(build_tails(sm, cfg, m, &emu, prof, first));
   AX_TRY(build_speed(sm, m, prof));
+  AX_TRY(build_cores(sm, cfg, m));
   sm->sim = (AxSimConfig){.P = sm->P, .n_micro = sm->n_micro, .limit = sm->limit,
                           .fwd_s = sm->fwd, .bwd_s = sm->bwd, .send_s = sm->send,
                           .msg_bytes = bytes, .link = sm->link,
                           .speed = sm->n_speed ? sm->speed : NULL, .n_speed = sm->n_speed,
-                          .copies = sm->D,
+                          .copies = sm->D, .core = sm->core,
                           .tail = sm->tail, .end_s = sm->sim.end_s};
   return AX_OK;
 }
@@ -270,5 +292,6 @@ void ax_sim_model_free(AxSimModel *sm) {
   free(sm->link);
   free(sm->tail);
   free(sm->chunk_costs);
+  free(sm->core);
   memset(sm, 0, sizeof *sm);
 }

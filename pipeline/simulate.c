@@ -2,9 +2,9 @@
  *
  * The pipeline phase advances from event to event: a compute or send finishing (at its rate:
  * the speed of that many ranks computing at once on the host, or pinned, of its core shared by
- * the stages computing on it), a message arriving
- * at a stage that waits. A stage with nothing to do looks at its inbox and takes what the rule
- * picks (ax_rule_pick), hands it to the rule (ax_rule_on_message) and runs the actions the rule
+ * the stages computing on it), a message arriving at a stage that waits, a message an
+ * emulated link held at its waiting sender falling due. A stage with nothing to do looks at its
+ * inbox and takes what the rule picks (ax_rule_pick), hands it to the rule (ax_rule_on_message) and runs the actions the rule
  * gives back, in order. The tail (sums and updates) of each stage is priced in closed form. */
 #include "simulate.h"
 
@@ -23,6 +23,13 @@ typedef struct {
   int head, tail;
 } Inbox;
 
+/* Messages a stage's emulated links have carried or are carrying, not yet posted (held). */
+typedef struct {
+  double *due;
+  int *mb, *to; /* to: the receiving stage's inbox, 2 x stage + IN_ACT / IN_GRAD */
+  int head, tail;
+} Held;
+
 typedef struct {
   AxSchedRule rule;
   AxAction *todo; /* the rule's actions not yet run */
@@ -33,6 +40,7 @@ typedef struct {
   double wait_since; /* idle since (a receive wait) */
   int done;
   Inbox in[2];
+  Held held;
 } Stage;
 
 typedef struct {
@@ -103,15 +111,31 @@ static void push(Inbox *b, double at, int mb) {
   b->mb[b->tail++] = mb;
 }
 
-/* A send finished: the message crosses the link (queued behind the one before it). */
+/* A send finished: the message crosses the link (queued behind the one before it); an
+ * emulated link's is held at the sender until it has crossed (release). */
 static void deliver(Sim *m, int s, AxAction a) {
   const AxSimConfig *c = m->c;
   int to_next = a.kind == AX_ACT_SEND_NEXT, l = to_next ? s : s - 1, dir = to_next ? 0 : 1;
+  int to = to_next ? s + 1 : s - 1, box = to_next ? IN_ACT : IN_GRAD;
   double start = m->now > m->link_free[l][dir] ? m->now : m->link_free[l][dir];
   double sent = start + c->msg_bytes * c->link[l].s_per_byte;
   m->link_free[l][dir] = sent;
-  push(&m->st[to_next ? s + 1 : s - 1].in[to_next ? IN_ACT : IN_GRAD], sent + c->link[l].alpha_s,
-       a.mb);
+  if (!c->link[l].held) {
+    push(&m->st[to].in[box], sent + c->link[l].alpha_s, a.mb);
+    return;
+  }
+  Held *h = &m->st[s].held;
+  h->due[h->tail] = sent + c->link[l].alpha_s;
+  h->mb[h->tail] = a.mb;
+  h->to[h->tail++] = 2 * to + box;
+}
+
+/* Stage s calls into the engines now: its held messages that are due go out (in the order
+ * handed over, as the link queue posts them) and are in their inboxes from now. */
+static void release(Sim *m, int s) {
+  Held *h = &m->st[s].held;
+  for (; h->head < h->tail && h->due[h->head] <= m->now; h->head++)
+    push(&m->st[h->to[h->head] / 2].in[h->to[h->head] % 2], m->now, h->mb[h->head]);
 }
 
 static int finish_action(Sim *m, int s) {
@@ -121,7 +145,10 @@ static int finish_action(Sim *m, int s) {
   m->r->pipe_busy_s[s] += m->now - x->started;
   m->r->n_events++;
   AX_TRY(note(m, s, KIND[a.kind], a.mb, x->started, m->now));
-  if (a.kind == AX_ACT_SEND_NEXT || a.kind == AX_ACT_SEND_PREV) deliver(m, s, a);
+  if (a.kind == AX_ACT_SEND_NEXT || a.kind == AX_ACT_SEND_PREV) {
+    deliver(m, s, a);
+    release(m, s); /* a send calls in; a forward or backward does not, nor between them */
+  }
   start_next(m, s);
   return AX_OK;
 }
@@ -179,7 +206,7 @@ static void rates(Sim *m) {
     return;
   }
   int active = 0;
-  for (int s = 0; s < m->c->P; s++) active += m->st[s].busy;
+  for (int s = 0; s < m->c->P; s++) active += m->st[s].busy || m->c->waiters_share;
   double speed = speed_of(m->c, active);
   for (int s = 0; s < m->c->P; s++) m->speed[s] = speed;
 }
@@ -197,6 +224,8 @@ static double next_event(const Sim *m) {
     for (int d = 0; d < 2 && !x->done; d++)
       if (x->in[d].head < x->in[d].tail && x->in[d].at[x->in[d].head] < t)
         t = x->in[d].at[x->in[d].head];
+    if (x->held.head < x->held.tail && x->held.due[x->held.head] < t)
+      t = x->held.due[x->held.head]; /* it waits: it posts the message when due */
   }
   return t;
 }
@@ -209,6 +238,9 @@ static int settle(Sim *m) {
       Stage *x = &m->st[s];
       int was_busy = x->busy, was_done = x->done, taken = x->in[0].head + x->in[1].head;
       if (x->busy && x->left <= 1e-12 * (1.0 + m->now)) AX_TRY(finish_action(m, s));
+      int held = x->held.head;
+      if (!x->busy) release(m, s);
+      changed |= held != x->held.head;
       AX_TRY(look(m, s));
       changed |= was_busy != x->busy || was_done != x->done ||
                  taken != x->in[0].head + x->in[1].head;
@@ -369,6 +401,10 @@ static int alloc_stages(Sim *m) {
       x->in[d].mb = ax_malloc((size_t)c->n_micro * sizeof(int) + 1);
       if (!x->in[d].at || !x->in[d].mb) return AX_ERR;
     }
+    x->held.due = ax_malloc(2 * (size_t)c->n_micro * sizeof(double) + 1);
+    x->held.mb = ax_malloc(2 * (size_t)c->n_micro * sizeof(int) + 1);
+    x->held.to = ax_malloc(2 * (size_t)c->n_micro * sizeof(int) + 1);
+    if (!x->held.due || !x->held.mb || !x->held.to) return AX_ERR;
   }
   return AX_OK;
 }
@@ -376,6 +412,9 @@ static int alloc_stages(Sim *m) {
 static void free_stages(Sim *m) {
   for (int s = 0; m->st && s < m->c->P; s++) {
     free(m->st[s].todo);
+    free(m->st[s].held.due);
+    free(m->st[s].held.mb);
+    free(m->st[s].held.to);
     for (int d = 0; d < 2; d++) {
       free(m->st[s].in[d].at);
       free(m->st[s].in[d].mb);

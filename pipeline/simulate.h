@@ -15,7 +15,8 @@
  * (speed[n-1] n / k). No table: every rank has its own device. Ranks pinned to cores (`core`,
  * from the trainer's binding rule, src/backend/binding_rule.h): k counts the cores busy, and
  * the stages on one core share it equally (processor sharing per core); not pinned (NULL), the
- * host's ranks share it as a pool, as above.
+ * host's ranks share it as a pool, as above, and with `waiters_share` (an oversubscribed host,
+ * whose waits poll) k counts the ranks waiting too.
  *
  * Pure: no MPI, no clock, no model; costs are seconds handed in. Times are seconds from the
  * start of the step. */
@@ -27,6 +28,11 @@
 typedef struct {
   double alpha_s;       /* per message: propagation (does not hold the link) */
   double s_per_byte;    /* 1 / bandwidth */
+  int held;             /* 1: the link emulator's (docs/emulator.md): a message is held at its
+                         * sender until it has crossed, and goes out at the sender's next call
+                         * into the engines: at once if the sender waits then, else at the end
+                         * of its next send (a forward or backward makes no call, nor does the
+                         * step from one to the next) */
 } AxSimLink;
 
 /* What a stage does after its pipeline phase. */
@@ -52,6 +58,9 @@ typedef struct {
   int n_speed, copies;
   const int *core;             /* [P]: the core stage s's rank is pinned to (stages with the same
                                 * one share it; each row pinned alike); NULL: not pinned */
+  int waiters_share;           /* not pinned: 1: a rank waiting for a message takes its share of
+                                * the host as a computing one does (a polite wait polls: it stays
+                                * runnable), so k counts every rank of the host */
   const AxSimTail *tail;       /* [P] */
   double end_s;                /* after the last update: the norm and loss sums, the step's end */
 } AxSimConfig;

@@ -94,15 +94,15 @@ static int node_of(const AxSimModel *sm, long long rank) { return (int)(rank / s
 
 static AxSimLink link_between(const AxSimModel *sm, const AxMachine *m, const AxLinkSpec *emu,
                               long long a, long long b) {
-  if (node_of(sm, a) == node_of(sm, b)) return (AxSimLink){0, 1.0 / m->intra_bytes_per_s};
-  if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s, 1.0 / emu->bytes_per_s};
-  return (AxSimLink){m->latency_s, 1.0 / m->inter_bytes_per_s};
+  if (node_of(sm, a) == node_of(sm, b)) return (AxSimLink){0, 1.0 / m->intra_bytes_per_s, 0};
+  if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s, 1.0 / emu->bytes_per_s, 1};
+  return (AxSimLink){m->latency_s, 1.0 / m->inter_bytes_per_s, 0};
 }
 
 /* The link a column's ring of stage s crosses: the slowest between neighbours. */
 static AxSimLink column_link(const AxSimModel *sm, const AxMachine *m, const AxLinkSpec *emu,
                              int s) {
-  AxSimLink worst = {0, 0};
+  AxSimLink worst = {0, 0, 0};
   for (int d = 0; d < sm->D; d++) {
     AxSimLink l = link_between(sm, m, emu, (long long)d * sm->P + s,
                                (long long)((d + 1) % sm->D) * sm->P + s);
@@ -219,11 +219,15 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
 
 /* The cores the trainer would pin row 0's ranks to (binding_rule.h), with the machine's
  * cores_per_node shared by the ranks of one host (gpus_per_node of them, or the whole grid);
- * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. */
+ * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. Oversubscribed,
+ * the ranks' waits poll without giving up their place (sched_yield, or the link emulator's
+ * short sleeps): waiting ranks share the host as computing ones (sm->waiters_share). */
 static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
   int host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
   int threads = cfg->threads > 0 ? cfg->threads : m->cores_per_node / host;
   if (m->cores_per_node < 1 || strcmp(m->device, "cpu") != 0) return AX_OK;
+  if (threads < 1) threads = 1;
+  sm->waiters_share = (long long)host * threads > m->cores_per_node;
   int *core = ax_malloc((size_t)sm->P * sizeof *core);
   if (!core) return AX_ERR;
   for (int s = 0; s < sm->P; s++) {
@@ -262,6 +266,7 @@ static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                           .msg_bytes = bytes, .link = sm->link,
                           .speed = sm->n_speed ? sm->speed : NULL, .n_speed = sm->n_speed,
                           .copies = sm->D, .core = sm->core,
+                          .waiters_share = sm->waiters_share,
                           .tail = sm->tail, .end_s = sm->sim.end_s};
   return AX_OK;
 }

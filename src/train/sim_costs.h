@@ -20,7 +20,8 @@
  *   sharing  ranks computing at once on one host (a CPU machine) slow each other down: the
  *            profile's measured speeds, or cores_per_node shared; rows run in step. With
  *            cores_per_node, ranks are pinned (or not) by the trainer's binding rule
- *            (src/backend/binding_rule.h) and pinned ranks share only their own core
+ *            (src/backend/binding_rule.h) and pinned ranks share only their own core; on an
+ *            oversubscribed host (not pinned) waiting ranks, which poll, share it too
  *
  * What is not simulated: tensor parallelism, compression, memory checkpoints, validation,
  * file checkpoints, loss scaling's overflow check, the CUDA streams' overlap. */
@@ -38,6 +39,7 @@ typedef struct {
   /* what sim points to */
   double *fwd, *bwd, *send, *chunk_costs;
   int *core; /* [P]: row 0's cores when the trainer would pin its ranks; else NULL */
+  int waiters_share; /* the host's cores are oversubscribed: waiting ranks take a share */
   AxSimLink *link;
   AxSimTail *tail;
   double speed[AX_SIM_PROFILE_MAX_K];

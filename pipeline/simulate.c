@@ -179,11 +179,16 @@ static int look(Sim *m, int s) {
 
 /* ------------------------------------------------------------------ the event loop */
 
-/* Each one's speed when `active` ranks of a row compute at once. */
-static double speed_of(const AxSimConfig *c, int active) {
-  int k = active * (c->copies > 0 ? c->copies : 1), n = c->n_speed;
-  if (!c->speed || n < 1 || k < 1) return 1.0;
-  return k <= n ? c->speed[k - 1] : c->speed[n - 1] * n / k;
+/* Each one's speed when `active` ranks of a row compute at once (a fraction: between the
+ * table's entries, linear). */
+static double speed_of(const AxSimConfig *c, double active) {
+  double k = active * (c->copies > 0 ? c->copies : 1);
+  int n = c->n_speed, lo = (int)floor(k);
+  if (!c->speed || n < 1 || k <= 0) return 1.0;
+  if (k <= 1) return c->speed[0];
+  if (k > n) return c->speed[n - 1] * n / k;
+  if (lo == k) return c->speed[lo - 1];
+  return c->speed[lo - 1] + (k - lo) * (c->speed[lo] - c->speed[lo - 1]);
 }
 
 /* Pinned: each busy stage's speed is its core's (speed_of the cores busy) shared by the busy
@@ -205,8 +210,8 @@ static void rates(Sim *m) {
     rates_pinned(m);
     return;
   }
-  int active = 0;
-  for (int s = 0; s < m->c->P; s++) active += m->st[s].busy || m->c->waiters_share;
+  double active = 0;
+  for (int s = 0; s < m->c->P; s++) active += m->st[s].busy ? 1 : m->c->waiter_weight;
   double speed = speed_of(m->c, active);
   for (int s = 0; s < m->c->P; s++) m->speed[s] = speed;
 }

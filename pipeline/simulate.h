@@ -15,8 +15,8 @@
  * (speed[n-1] n / k). No table: every rank has its own device. Ranks pinned to cores (`core`,
  * from the trainer's binding rule, src/backend/binding_rule.h): k counts the cores busy, and
  * the stages on one core share it equally (processor sharing per core); not pinned (NULL), the
- * host's ranks share it as a pool, as above, and with `waiters_share` (an oversubscribed host,
- * whose waits poll) k counts the ranks waiting too.
+ * host's ranks share it as a pool, as above, and with `waiter_weight` (an oversubscribed host,
+ * whose waits poll) k counts the ranks waiting too, at that weight.
  *
  * Pure: no MPI, no clock, no model; costs are seconds handed in. Times are seconds from the
  * start of the step. */
@@ -58,9 +58,10 @@ typedef struct {
   int n_speed, copies;
   const int *core;             /* [P]: the core stage s's rank is pinned to (stages with the same
                                 * one share it; each row pinned alike); NULL: not pinned */
-  int waiters_share;           /* not pinned: 1: a rank waiting for a message takes its share of
-                                * the host as a computing one does (a polite wait polls: it stays
-                                * runnable), so k counts every rank of the host */
+  double waiter_weight;        /* not pinned: how much of a computing rank's share of the host a
+                                * rank waiting for a message takes (0: none; 1: a polite wait,
+                                * which polls and stays runnable; the link emulator's sleeping
+                                * waits about a third); k counts them so (speed interpolated) */
   const AxSimTail *tail;       /* [P] */
   double end_s;                /* after the last update: the norm and loss sums, the step's end */
 } AxSimConfig;

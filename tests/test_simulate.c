@@ -212,21 +212,29 @@ START_TEST(per_core_sharing) {
 }
 END_TEST
 
-/* Not pinned, cores oversubscribed: a waiting rank takes its share as a computing one does, so
- * both stages run at speed[2] = 0.5 throughout (stage 0's forward 1 s takes 2, its send 1;
+/* Not pinned, cores oversubscribed, weight 1: a waiting rank takes its share as a computing one
+ * does, so both stages run at speed[2] = 0.5 throughout (stage 0's forward 1 s takes 2, its send 1;
  * the activation lands at 3.25). */
 START_TEST(waiters_share_the_host) {
   AxSimTail tail[2];
   AxSimLink link;
   static const double half[2] = {1, 0.5};
   AxSimConfig c = two_by_two(tail, &link, half);
-  c.waiters_share = 1;
+  c.waiter_weight = 1;
   AxSimResult r;
   ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
   const Ev s0[] = {{F, 0, 0, 2}, {S, 0, 2, 3}, {F, 1, 3, 5}};
   const Ev s1[] = {{W, 0, 0, 3.25}, {F, 0, 3.25, 5.25}};
   expect_prefix(&r, 0, s0, 3, 0);
   expect_prefix(&r, 1, s1, 2, 0);
+  ax_sim_result_free(&r);
+  /* at weight 0.5, one computing and one waiting: k = 1.5, speed 0.75 (between 1 and 0.5):
+   * stage 0's first forward takes 4/3 s */
+  c.waiter_weight = 0.5;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  int n;
+  const AxTraceEvent *ev = ax_sim_events(&r, 0, &n);
+  ck_assert(ev[0].kind == F && fabs(ev[0].t1 - 4.0 / 3) < 1e-12);
   ax_sim_result_free(&r);
 }
 END_TEST

@@ -16,6 +16,10 @@
 
 enum { ADAMW_BYTES = 32 }; /* per parameter: weights, gradient, 2 moments in, 3 out, sum sq */
 #define DEFAULT_EFFICIENCY 0.6
+/* Of a core, what a rank waiting on the link emulator takes (its waits sleep between polls):
+ * about a third (docs/emulator.md, "Waiting without a core", measured on the 2-core VM); a polite wait
+ * (sched_yield) stays runnable and takes a whole share. */
+#define EMULATED_WAITER_WEIGHT (1.0 / 3)
 
 /* Seconds of one micro-batch on one stage, before the stage's own blocks are counted. */
 typedef struct {
@@ -221,13 +225,14 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
  * cores_per_node shared by the ranks of one host (gpus_per_node of them, or the whole grid);
  * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. Oversubscribed,
  * the ranks' waits poll without giving up their place (sched_yield, or the link emulator's
- * short sleeps): waiting ranks share the host as computing ones (sm->waiters_share). */
+ * short sleeps): waiting ranks share the host with computing ones (sm->waiter_weight). */
 static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
   int host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
   int threads = cfg->threads > 0 ? cfg->threads : m->cores_per_node / host;
   if (m->cores_per_node < 1 || strcmp(m->device, "cpu") != 0) return AX_OK;
   if (threads < 1) threads = 1;
-  sm->waiters_share = (long long)host * threads > m->cores_per_node;
+  if ((long long)host * threads > m->cores_per_node)
+    sm->waiter_weight = cfg->emulate_link ? EMULATED_WAITER_WEIGHT : 1.0;
   int *core = ax_malloc((size_t)sm->P * sizeof *core);
   if (!core) return AX_ERR;
   for (int s = 0; s < sm->P; s++) {
@@ -266,7 +271,7 @@ static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                           .msg_bytes = bytes, .link = sm->link,
                           .speed = sm->n_speed ? sm->speed : NULL, .n_speed = sm->n_speed,
                           .copies = sm->D, .core = sm->core,
-                          .waiters_share = sm->waiters_share,
+                          .waiter_weight = sm->waiter_weight,
                           .tail = sm->tail, .end_s = sm->sim.end_s};
   return AX_OK;
 }

@@ -39,7 +39,7 @@ typedef struct {
   /* what sim points to */
   double *fwd, *bwd, *send, *chunk_costs;
   int *core; /* [P]: row 0's cores when the trainer would pin its ranks; else NULL */
-  int waiters_share; /* the host's cores are oversubscribed: waiting ranks take a share */
+  double waiter_weight; /* the host's cores oversubscribed: a waiting rank's share (simulate.h) */
   AxSimLink *link;
   AxSimTail *tail;
   double speed[AX_SIM_PROFILE_MAX_K];

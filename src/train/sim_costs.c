@@ -17,8 +17,8 @@
 enum { ADAMW_BYTES = 32 }; /* per parameter: weights, gradient, 2 moments in, 3 out, sum sq */
 #define DEFAULT_EFFICIENCY 0.6
 /* Of a core, what a rank waiting on the link emulator takes (its waits sleep between polls):
- * about a third (docs/emulator.md, "Waiting without a core", measured on the 2-core VM); a polite wait
- * (sched_yield) stays runnable and takes a whole share. */
+ * about a third (docs/emulator.md, "Waiting without a core", measured on the 2-core VM). A
+ * polite wait (sched_yield) stays runnable and takes a whole share. */
 #define EMULATED_WAITER_WEIGHT (1.0 / 3)
 
 /* Seconds of one micro-batch on one stage, before the stage's own blocks are counted. */
@@ -224,8 +224,8 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
 /* The cores the trainer would pin row 0's ranks to (binding_rule.h), with the machine's
  * cores_per_node shared by the ranks of one host (gpus_per_node of them, or the whole grid);
  * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. Oversubscribed,
- * the ranks' waits poll without giving up their place (sched_yield, or the link emulator's
- * short sleeps): waiting ranks share the host with computing ones (sm->waiter_weight). */
+ * the ranks' waits poll (sched_yield, or the link emulator's short sleeps), so waiting ranks
+ * take a share of the host beside computing ones (sm->waiter_weight). */
 static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
   int host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
   int threads = cfg->threads > 0 ? cfg->threads : m->cores_per_node / host;

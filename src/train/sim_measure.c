@@ -117,7 +117,8 @@ static int time_pass(Bench *b, int k, int reps, double *fwd_s, double *bwd_s) {
 
 /* Process `rank` of the k that compute at once (0: this one) placed as the trainer would place
  * k ranks of a host (binding_rule.h): each on its own cores when they fit, else none pinned
- * (the whole machine). Cores are numbered as CPUs, one CPU a core. */
+ * (the whole machine). Cores are numbered as CPUs, one CPU a core. It places the calling
+ * thread: a multi-threaded rank's pool keeps the binding its backend gave it. */
 static void place_as_rank(int rank, int k, int threads, int bind) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus < 1) return;

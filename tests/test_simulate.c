@@ -1,8 +1,8 @@
 /* test_simulate.c — the schedule simulator (pipeline/simulate.h) against timelines worked by
  * hand: 2 stages and 2 micro-batches with fixed costs (every event's start and end), the
- * link queue, the emulated link's held sends, the interleaved all-reduce and AdamW chunks, processor sharing on a CPU with fewer cores than
- * ranks (pooled, waiters sharing it, and per core when pinned), the trainer's binding rule, one
- * stage; the cost model of the CLI (src/train/sim_costs.h): machine files with a
+ * link queue, the emulated link's held sends, the interleaved all-reduce and AdamW chunks,
+ * processor sharing on a CPU with fewer cores than ranks (pooled, waiters sharing it, and per
+ * core when pinned), the trainer's binding rule, one stage; the cost model of the CLI (src/train/sim_costs.h): machine files with a
  * device, profiles, bad input; and the time of a 12,288-rank step. */
 #include <math.h>
 #include <stdio.h>

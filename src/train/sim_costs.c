@@ -98,7 +98,8 @@ static int node_of(const AxSimModel *sm, long long rank) { return (int)(rank / s
 
 static AxSimLink link_between(const AxSimModel *sm, const AxMachine *m, const AxLinkSpec *emu,
                               long long a, long long b) {
-  if (node_of(sm, a) == node_of(sm, b)) return (AxSimLink){0, 1.0 / m->intra_bytes_per_s, 0};
+  if (node_of(sm, a) == node_of(sm, b))
+    return (AxSimLink){0, 1.0 / m->intra_bytes_per_s, 0};
   if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s, 1.0 / emu->bytes_per_s, 1};
   return (AxSimLink){m->latency_s, 1.0 / m->inter_bytes_per_s, 0};
 }

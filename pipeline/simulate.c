@@ -5,7 +5,8 @@
  * the stages computing on it), a message arriving at a stage that waits, a message an
  * emulated link held at its waiting sender falling due. A stage with nothing to do looks at its
  * inbox and takes what the rule picks (ax_rule_pick), hands it to the rule
- * (ax_rule_on_message) and runs the actions the rule gives back, in order. The tail (sums and updates) of each stage is priced in closed form. */
+ * (ax_rule_on_message) and runs the actions the rule gives back, in order. The tail (sums and
+ * updates) of each stage is priced in closed form. */
 #include "simulate.h"
 
 #include <math.h>

@@ -2,8 +2,9 @@
  * hand: 2 stages and 2 micro-batches with fixed costs (every event's start and end), the
  * link queue, the emulated link's held sends, the interleaved all-reduce and AdamW chunks,
  * processor sharing on a CPU with fewer cores than ranks (pooled, waiters sharing it, and per
- * core when pinned), the trainer's binding rule, one stage; the cost model of the CLI (src/train/sim_costs.h): machine files with a
- * device, profiles, bad input; and the time of a 12,288-rank step. */
+ * core when pinned), the trainer's binding rule, one stage; the cost model of the CLI
+ * (src/train/sim_costs.h): machine files with a device, profiles, bad input; and the time of
+ * a 12,288-rank step. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

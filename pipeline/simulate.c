@@ -1,10 +1,12 @@
 /* simulate.c — the discrete-event simulation of one step; see simulate.h.
  *
  * The pipeline phase advances from event to event: a compute or send finishing (at its rate:
- * the speed of that many ranks computing at once on the host), a message arriving
- * at a stage that waits. A stage with nothing to do looks at its inbox and takes what the rule
- * picks (ax_rule_pick), hands it to the rule (ax_rule_on_message) and runs the actions the rule
- * gives back, in order. The tail (sums and updates) of each stage is priced in closed form. */
+ * the speed of that many ranks computing at once on the host, or pinned, of its core shared by
+ * the stages computing on it), a message arriving at a stage that waits, a message an
+ * emulated link held at its waiting sender falling due. A stage with nothing to do looks at its
+ * inbox and takes what the rule picks (ax_rule_pick), hands it to the rule
+ * (ax_rule_on_message) and runs the actions the rule gives back, in order. The tail (sums and
+ * updates) of each stage is priced in closed form. */
 #include "simulate.h"
 
 #include <math.h>
@@ -22,6 +24,13 @@ typedef struct {
   int head, tail;
 } Inbox;
 
+/* Messages a stage's emulated links have carried or are carrying, not yet posted (held). */
+typedef struct {
+  double *due;
+  int *mb, *to; /* to: the receiving stage's inbox, 2 x stage + IN_ACT / IN_GRAD */
+  int head, tail;
+} Held;
+
 typedef struct {
   AxSchedRule rule;
   AxAction *todo; /* the rule's actions not yet run */
@@ -32,6 +41,7 @@ typedef struct {
   double wait_since; /* idle since (a receive wait) */
   int done;
   Inbox in[2];
+  Held held;
 } Stage;
 
 typedef struct {
@@ -41,6 +51,8 @@ typedef struct {
   Stage *st;
   double (*link_free)[2]; /* [P - 1][direction]: the link is free from */
   double now;
+  double *speed;          /* [P]: each stage's speed now (rates) */
+  int *on_core, n_cores;  /* [n_cores]: busy stages on each core (c->core given) */
 } Sim;
 
 /* ------------------------------------------------------------------ timeline */
@@ -100,15 +112,31 @@ static void push(Inbox *b, double at, int mb) {
   b->mb[b->tail++] = mb;
 }
 
-/* A send finished: the message crosses the link (queued behind the one before it). */
+/* A send finished: the message crosses the link (queued behind the one before it); an
+ * emulated link's is held at the sender until it has crossed (release). */
 static void deliver(Sim *m, int s, AxAction a) {
   const AxSimConfig *c = m->c;
   int to_next = a.kind == AX_ACT_SEND_NEXT, l = to_next ? s : s - 1, dir = to_next ? 0 : 1;
+  int to = to_next ? s + 1 : s - 1, box = to_next ? IN_ACT : IN_GRAD;
   double start = m->now > m->link_free[l][dir] ? m->now : m->link_free[l][dir];
   double sent = start + c->msg_bytes * c->link[l].s_per_byte;
   m->link_free[l][dir] = sent;
-  push(&m->st[to_next ? s + 1 : s - 1].in[to_next ? IN_ACT : IN_GRAD], sent + c->link[l].alpha_s,
-       a.mb);
+  if (!c->link[l].held) {
+    push(&m->st[to].in[box], sent + c->link[l].alpha_s, a.mb);
+    return;
+  }
+  Held *h = &m->st[s].held;
+  h->due[h->tail] = sent + c->link[l].alpha_s;
+  h->mb[h->tail] = a.mb;
+  h->to[h->tail++] = 2 * to + box;
+}
+
+/* Stage s calls into the engines now: its held messages that are due go out (in the order
+ * handed over, as the link queue posts them) and are in their inboxes from now. */
+static void release(Sim *m, int s) {
+  Held *h = &m->st[s].held;
+  for (; h->head < h->tail && h->due[h->head] <= m->now; h->head++)
+    push(&m->st[h->to[h->head] / 2].in[h->to[h->head] % 2], m->now, h->mb[h->head]);
 }
 
 static int finish_action(Sim *m, int s) {
@@ -118,7 +146,10 @@ static int finish_action(Sim *m, int s) {
   m->r->pipe_busy_s[s] += m->now - x->started;
   m->r->n_events++;
   AX_TRY(note(m, s, KIND[a.kind], a.mb, x->started, m->now));
-  if (a.kind == AX_ACT_SEND_NEXT || a.kind == AX_ACT_SEND_PREV) deliver(m, s, a);
+  if (a.kind == AX_ACT_SEND_NEXT || a.kind == AX_ACT_SEND_PREV) {
+    deliver(m, s, a);
+    release(m, s); /* a send calls in; a forward or backward does not, nor between them */
+  }
   start_next(m, s);
   return AX_OK;
 }
@@ -149,32 +180,58 @@ static int look(Sim *m, int s) {
 
 /* ------------------------------------------------------------------ the event loop */
 
-/* Each one's speed when `active` ranks of a row compute at once. */
-static double speed_of(const AxSimConfig *c, int active) {
-  int k = active * (c->copies > 0 ? c->copies : 1), n = c->n_speed;
-  if (!c->speed || n < 1 || k < 1) return 1.0;
-  return k <= n ? c->speed[k - 1] : c->speed[n - 1] * n / k;
+/* Each one's speed when `active` ranks of a row compute at once (a fraction: between the
+ * table's entries, linear). */
+static double speed_of(const AxSimConfig *c, double active) {
+  double k = active * (c->copies > 0 ? c->copies : 1);
+  int n = c->n_speed, lo = (int)floor(k);
+  if (!c->speed || n < 1 || k <= 0) return 1.0;
+  if (k <= 1) return c->speed[0];
+  if (k > n) return c->speed[n - 1] * n / k;
+  if (lo == k) return c->speed[lo - 1];
+  return c->speed[lo - 1] + (k - lo) * (c->speed[lo] - c->speed[lo - 1]);
 }
 
-static double rate(const Sim *m) {
-  int active = 0;
-  for (int s = 0; s < m->c->P; s++) active += m->st[s].busy;
-  return speed_of(m->c, active);
+/* Pinned: each busy stage's speed is its core's (speed_of the cores busy) shared by the busy
+ * stages on that core. */
+static void rates_pinned(Sim *m) {
+  const AxSimConfig *c = m->c;
+  int busy_cores = 0;
+  memset(m->on_core, 0, (size_t)m->n_cores * sizeof *m->on_core);
+  for (int s = 0; s < c->P; s++)
+    if (m->st[s].busy) busy_cores += m->on_core[c->core[s]]++ == 0;
+  double core_speed = speed_of(c, busy_cores);
+  for (int s = 0; s < c->P; s++)
+    m->speed[s] = m->st[s].busy ? core_speed / m->on_core[c->core[s]] : 0;
+}
+
+/* Every stage's speed now (m->speed). */
+static void rates(Sim *m) {
+  if (m->c->core) {
+    rates_pinned(m);
+    return;
+  }
+  double active = 0;
+  for (int s = 0; s < m->c->P; s++) active += m->st[s].busy ? 1 : m->c->waiter_weight;
+  double speed = speed_of(m->c, active);
+  for (int s = 0; s < m->c->P; s++) m->speed[s] = speed;
 }
 
 /* The next time something happens; INFINITY when nothing will. */
-static double next_event(const Sim *m, double speed) {
+static double next_event(const Sim *m) {
   double t = INFINITY;
   for (int s = 0; s < m->c->P; s++) {
     const Stage *x = &m->st[s];
     if (x->busy) {
-      double end = m->now + x->left / speed;
+      double end = m->now + x->left / m->speed[s];
       t = end < t ? end : t;
       continue;
     }
     for (int d = 0; d < 2 && !x->done; d++)
       if (x->in[d].head < x->in[d].tail && x->in[d].at[x->in[d].head] < t)
         t = x->in[d].at[x->in[d].head];
+    if (x->held.head < x->held.tail && x->held.due[x->held.head] < t)
+      t = x->held.due[x->held.head]; /* it waits: it posts the message when due */
   }
   return t;
 }
@@ -187,6 +244,9 @@ static int settle(Sim *m) {
       Stage *x = &m->st[s];
       int was_busy = x->busy, was_done = x->done, taken = x->in[0].head + x->in[1].head;
       if (x->busy && x->left <= 1e-12 * (1.0 + m->now)) AX_TRY(finish_action(m, s));
+      int held = x->held.head;
+      if (!x->busy) release(m, s);
+      changed |= held != x->held.head;
       AX_TRY(look(m, s));
       changed |= was_busy != x->busy || was_done != x->done ||
                  taken != x->in[0].head + x->in[1].head;
@@ -208,10 +268,11 @@ static int pipeline(Sim *m) {
   }
   AX_TRY(settle(m));
   while (!all_done(m)) {
-    double speed = rate(m), t = next_event(m, speed);
+    rates(m);
+    double t = next_event(m);
     if (!isfinite(t)) return AX_FAIL("internal: the simulated pipeline deadlocked at %g s", m->now);
     for (int s = 0; s < m->c->P; s++)
-      if (m->st[s].busy) m->st[s].left -= (t - m->now) * speed;
+      if (m->st[s].busy) m->st[s].left -= (t - m->now) * m->speed[s];
     m->now = t;
     AX_TRY(settle(m));
   }
@@ -252,12 +313,19 @@ static int sum_chunks(Sim *m, int s, double t, double speed, int update, double 
   return rc;
 }
 
+/* The updates' speeds: every stage computing at once. */
+static void tail_speeds(Sim *m) {
+  for (int s = 0; s < m->c->P; s++) m->st[s].busy = 1;
+  rates(m);
+  for (int s = 0; s < m->c->P; s++) m->st[s].busy = 0;
+}
+
 /* The stage's sums (and updates) from the end of its pipeline phase; a separate update waits
  * for the row's norm (the latest sum of the row) and then runs every chunk. */
 static int tails(Sim *m) {
   const AxSimConfig *c = m->c;
   int P = c->P;
-  double speed = speed_of(c, P); /* every rank updates at once */
+  tail_speeds(m); /* every rank updates at once */
   /* the tied sum starts when both ends are ready for it */
   double ends = fmax(m->r->pipe_end_s[0] + c->tail[0].before_s,
                      m->r->pipe_end_s[P - 1] + c->tail[P - 1].before_s);
@@ -270,14 +338,14 @@ static int tails(Sim *m) {
       t = ends + x->tied_s;
       AX_TRY(note(m, s, AX_EV_ALLREDUCE, -1, ends, t));
     }
-    AX_TRY(sum_chunks(m, s, t, speed, !x->separate, &m->r->tail_end_s[s]));
+    AX_TRY(sum_chunks(m, s, t, m->speed[s], !x->separate, &m->r->tail_end_s[s]));
     norm = fmax(norm, m->r->tail_end_s[s]);
   }
   for (int s = 0; s < P; s++) {
     if (c->tail[s].separate) {
       m->r->tail_end_s[s] = norm;
       for (int k = 0; k < c->tail[s].n_chunks; k++)
-        AX_TRY(update_chunk(m, s, k, speed, &m->r->tail_end_s[s]));
+        AX_TRY(update_chunk(m, s, k, m->speed[s], &m->r->tail_end_s[s]));
     }
     last = fmax(last, m->r->tail_end_s[s]);
   }
@@ -323,7 +391,11 @@ static int alloc_stages(Sim *m) {
   const AxSimConfig *c = m->c;
   m->st = ax_calloc((size_t)c->P, sizeof *m->st);
   m->link_free = ax_calloc((size_t)(c->P > 1 ? c->P - 1 : 1), sizeof *m->link_free);
-  if (!m->st || !m->link_free) return AX_ERR;
+  m->speed = ax_calloc((size_t)c->P, sizeof *m->speed);
+  for (int s = 0; c->core && s < c->P; s++)
+    if (c->core[s] >= m->n_cores) m->n_cores = c->core[s] + 1;
+  m->on_core = ax_calloc((size_t)m->n_cores + 1, sizeof *m->on_core);
+  if (!m->st || !m->link_free || !m->speed || !m->on_core) return AX_ERR;
   for (int s = 0; s < c->P; s++) {
     Stage *x = &m->st[s];
     ax_rule_begin(&x->rule, s, c->P, c->limit, c->n_micro);
@@ -335,6 +407,10 @@ static int alloc_stages(Sim *m) {
       x->in[d].mb = ax_malloc((size_t)c->n_micro * sizeof(int) + 1);
       if (!x->in[d].at || !x->in[d].mb) return AX_ERR;
     }
+    x->held.due = ax_malloc(2 * (size_t)c->n_micro * sizeof(double) + 1);
+    x->held.mb = ax_malloc(2 * (size_t)c->n_micro * sizeof(int) + 1);
+    x->held.to = ax_malloc(2 * (size_t)c->n_micro * sizeof(int) + 1);
+    if (!x->held.due || !x->held.mb || !x->held.to) return AX_ERR;
   }
   return AX_OK;
 }
@@ -342,6 +418,9 @@ static int alloc_stages(Sim *m) {
 static void free_stages(Sim *m) {
   for (int s = 0; m->st && s < m->c->P; s++) {
     free(m->st[s].todo);
+    free(m->st[s].held.due);
+    free(m->st[s].held.mb);
+    free(m->st[s].held.to);
     for (int d = 0; d < 2; d++) {
       free(m->st[s].in[d].at);
       free(m->st[s].in[d].mb);
@@ -349,12 +428,16 @@ static void free_stages(Sim *m) {
   }
   free(m->st);
   free(m->link_free);
+  free(m->speed);
+  free(m->on_core);
 }
 
 int ax_sim_run(const AxSimConfig *c, int record, AxSimResult *out) {
   if (c->P < 1 || c->n_micro < 1 || c->limit < 1)
     return AX_FAIL("internal: simulating %d stages, %d micro-batches, limit %d", c->P,
                    c->n_micro, c->limit);
+  for (int s = 0; c->core && s < c->P; s++)
+    if (c->core[s] < 0) return AX_FAIL("internal: stage %d pinned to core %d", s, c->core[s]);
   Sim m = {.c = c, .r = out, .record = record};
   int rc = alloc_result(out, c->P, record);
   if (rc == AX_OK) rc = alloc_stages(&m);

@@ -12,7 +12,11 @@
  * memory (a CPU machine) slow each other down: when k ranks of the host compute at once (a
  * row's computing ranks times its `copies`, the rows on the host, which run in step), each
  * runs at speed[k - 1] of its own speed; beyond the table the last entry's capacity is shared
- * (speed[n-1] n / k). No table: every rank has its own device.
+ * (speed[n-1] n / k). No table: every rank has its own device. Ranks pinned to cores (`core`,
+ * from the trainer's binding rule, src/backend/binding_rule.h): k counts the cores busy, and
+ * the stages on one core share it equally (processor sharing per core); not pinned (NULL), the
+ * host's ranks share it as a pool, as above, and with `waiter_weight` (an oversubscribed host,
+ * whose waits poll) k counts the ranks waiting too, at that weight.
  *
  * Pure: no MPI, no clock, no model; costs are seconds handed in. Times are seconds from the
  * start of the step. */
@@ -24,6 +28,11 @@
 typedef struct {
   double alpha_s;       /* per message: propagation (does not hold the link) */
   double s_per_byte;    /* 1 / bandwidth */
+  int held;             /* 1: the link emulator's (docs/emulator.md): a message is held at its
+                         * sender until it has crossed, and goes out at the sender's next call
+                         * into the engines: at once if the sender waits then, else at the end
+                         * of its next send (a forward or backward makes no call, nor does the
+                         * step from one to the next) */
 } AxSimLink;
 
 /* What a stage does after its pipeline phase. */
@@ -47,6 +56,12 @@ typedef struct {
   const AxSimLink *link;       /* [P - 1]: between stage s and s + 1 */
   const double *speed;         /* [n_speed]: see above; NULL: 1 */
   int n_speed, copies;
+  const int *core;             /* [P]: the core stage s's rank is pinned to (stages with the same
+                                * one share it; each row pinned alike); NULL: not pinned */
+  double waiter_weight;        /* not pinned: how much of a computing rank's share of the host a
+                                * rank waiting for a message takes (0: none; 1: a polite wait,
+                                * which polls and stays runnable; the link emulator's sleeping
+                                * waits about a third); k counts them so (speed interpolated) */
   const AxSimTail *tail;       /* [P] */
   double end_s;                /* after the last update: the norm and loss sums, the step's end */
 } AxSimConfig;

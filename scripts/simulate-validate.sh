@@ -22,11 +22,12 @@ batch_time() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 # this host as a machine: one node (unless --ranks-per-node), shared memory at half the copy
-# bandwidth the profile measured (MPI copies a message in and out)
+# bandwidth the profile measured (MPI copies a message in and out), its cores (which decide
+# whether the trainer pins its ranks, src/backend/binding_rule.h)
 machine_file() {
   bw=$(awk -F' = ' '$1 == "copy_bytes_per_s" {printf "%.0f", $2 / 2 / 1e6}' "$1")
-  printf 'name = %s\ngpus_per_node = 64\nintra_bw = %sMB/s\ninter_bw = %sMB/s\ndevice = cpu\n' \
-    "$(hostname)" "$bw" "$bw" >"$2"
+  printf 'name = %s\ngpus_per_node = 64\nintra_bw = %sMB/s\ninter_bw = %sMB/s\ndevice = cpu\ncores_per_node = %s\n' \
+    "$(hostname)" "$bw" "$bw" "$(nproc)" >"$2"
 }
 
 echo "simulate-validate: $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $REPS repetitions; model: $MODEL"

@@ -1,13 +1,16 @@
 /* test_simulate.c — the schedule simulator (pipeline/simulate.h) against timelines worked by
  * hand: 2 stages and 2 micro-batches with fixed costs (every event's start and end), the
- * interleaved all-reduce and AdamW chunks, processor sharing on a CPU with fewer cores than
- * ranks, one stage; the cost model of the CLI (src/train/sim_costs.h): machine files with a
- * device, profiles, bad input; and the time of a 12,288-rank step. */
+ * link queue, the emulated link's held sends, the interleaved all-reduce and AdamW chunks,
+ * processor sharing on a CPU with fewer cores than ranks (pooled, waiters sharing it, and per
+ * core when pinned), the trainer's binding rule, one stage; the cost model of the CLI
+ * (src/train/sim_costs.h): machine files with a device, profiles, bad input; and the time of
+ * a 12,288-rank step. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "pipeline/simulate.h"
+#include "src/backend/binding_rule.h"
 #include "src/core/error.h"
 #include "testutil.h"
 
@@ -50,7 +53,7 @@ enum { F = AX_EV_FORWARD, B = AX_EV_BACKWARD, S = AX_EV_SEND, W = AX_EV_RECV_WAI
 static AxSimConfig two_by_two(AxSimTail tail[2], AxSimLink *link, const double *speed) {
   static const double fwd[2] = {1, 1}, bwd[2] = {2, 2}, send[2] = {0.5, 0.5};
   static const double ar[2] = {1, 1}, upd[2] = {0.5, 0.5};
-  *link = (AxSimLink){0.25, 0};
+  *link = (AxSimLink){0.25, 0, 0};
   for (int s = 0; s < 2; s++) tail[s] = (AxSimTail){0, 0, 2, ar, upd, 2, 0};
   return (AxSimConfig){.P = 2, .n_micro = 2, .limit = 2, .fwd_s = fwd, .bwd_s = bwd,
                        .send_s = send, .msg_bytes = 1024, .link = link, .speed = speed,
@@ -108,6 +111,32 @@ START_TEST(link_serializes_messages) {
 }
 END_TEST
 
+/* The link emulator's link (held): a message goes out at its sender's next call into the
+ * engines (a send or a wait) after it has crossed. Activation 0 is due at 2.75 while stage 0
+ * sends activation 1 (2.5-3): out at 3. Activation 1, due at 4.25, finds stage 0 waiting: out
+ * then. Gradient 0, due at 7.75, finds stage 1 in its forward and backward of micro-batch 1
+ * (6.5-9.5), which make no call: out at the end of the next send (10). Gradient 1 (link 10-11,
+ * due 11.25) finds stage 1 done with its pipeline: out then. */
+START_TEST(emulated_link_posts_at_the_senders_next_call) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  AxSimConfig c = two_by_two(tail, &link, NULL);
+  link.s_per_byte = 1.0 / 1024;
+  link.held = 1;
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev s0[] = {{F, 0, 0, 1},      {S, 0, 1, 1.5},     {F, 1, 1.5, 2.5},  {S, 1, 2.5, 3},
+                   {WG, 0, 3, 10},    {B, 0, 10, 12},     {WG, 1, 12, 12},   {B, 1, 12, 14}};
+  const Ev s1[] = {{W, 0, 0, 3},       {F, 0, 3, 4},       {B, 0, 4, 6},
+                   {S, 0, 6, 6.5},     {W, 1, 6.5, 6.5},   {F, 1, 6.5, 7.5},
+                   {B, 1, 7.5, 9.5},   {S, 1, 9.5, 10}};
+  expect_prefix(&r, 0, s0, 8, 0);
+  expect_prefix(&r, 1, s1, 8, 0);
+  ck_assert(r.pipeline_s == 14);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
 /* Clipping: every chunk summed first, then, once the row has the norm (the later stage's sums
  * end at 13), every chunk updated on both stages. */
 START_TEST(sums_then_updates) {
@@ -153,6 +182,77 @@ START_TEST(processor_sharing) {
 }
 END_TEST
 
+/* Pinned to cores (speeds 1 and 1: two cores, no slowdown between them): on one core the two
+ * stages share it, so the timeline is processor_sharing's; each on its own core, it is the
+ * unshared one of two_stages_two_micro_batches_exact (step 14). */
+START_TEST(per_core_sharing) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  static const double two_cores[2] = {1, 1};
+  static const int same[2] = {0, 0}, own[2] = {1, 0};
+  AxSimConfig c = two_by_two(tail, &link, two_cores);
+  c.core = same;
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev s0[] = {{F, 0, 0, 1}, {S, 0, 1, 1.5}, {F, 1, 1.5, 3.25}};
+  const Ev s1[] = {{W, 0, 0, 1.75}, {F, 0, 1.75, 3.75}};
+  expect_prefix(&r, 0, s0, 3, 0);
+  expect_prefix(&r, 1, s1, 2, 0);
+  /* the updates: both stages on the core, 0.5 s each at half speed */
+  int n;
+  const AxTraceEvent *ev = ax_sim_events(&r, 1, &n);
+  for (int i = 0; i < n; i++)
+    if (ev[i].kind == OPT) ck_assert(ev[i].t1 - ev[i].t0 == 1);
+  ax_sim_result_free(&r);
+  c.core = own;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev u0[] = {{F, 0, 0, 1}, {S, 0, 1, 1.5}, {F, 1, 1.5, 2.5}, {S, 1, 2.5, 3}};
+  expect_prefix(&r, 0, u0, 4, 0);
+  ck_assert(r.step_s == 14);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
+/* Not pinned, cores oversubscribed, weight 1: a waiting rank takes its share as a computing one
+ * does, so both stages run at speed[2] = 0.5 throughout (stage 0's forward 1 s takes 2, its send 1;
+ * the activation lands at 3.25). */
+START_TEST(waiters_share_the_host) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  static const double half[2] = {1, 0.5};
+  AxSimConfig c = two_by_two(tail, &link, half);
+  c.waiter_weight = 1;
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  const Ev s0[] = {{F, 0, 0, 2}, {S, 0, 2, 3}, {F, 1, 3, 5}};
+  const Ev s1[] = {{W, 0, 0, 3.25}, {F, 0, 3.25, 5.25}};
+  expect_prefix(&r, 0, s0, 3, 0);
+  expect_prefix(&r, 1, s1, 2, 0);
+  ax_sim_result_free(&r);
+  /* at weight 0.5, one computing and one waiting: k = 1.5, speed 0.75 (between 1 and 0.5):
+   * stage 0's first forward takes 4/3 s */
+  c.waiter_weight = 0.5;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  int n;
+  const AxTraceEvent *ev = ax_sim_events(&r, 0, &n);
+  ck_assert(ev[0].kind == F && fabs(ev[0].t1 - 4.0 / 3) < 1e-12);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
+/* The trainer's binding rule (binding_rule.h): own cores when the ranks' threads fit, else
+ * none pinned. */
+START_TEST(binding_rule) {
+  ck_assert_int_eq(ax_binding_first_core(2, 1, 0, 2, 1), 0);
+  ck_assert_int_eq(ax_binding_first_core(2, 1, 1, 2, 1), 1);
+  ck_assert_int_eq(ax_binding_first_core(8, 2, 3, 4, 1), 6);
+  ck_assert_int_eq(ax_binding_first_core(2, 1, 2, 4, 1), -1); /* 4 ranks on 2 cores */
+  ck_assert_int_eq(ax_binding_first_core(4, 2, 1, 3, 1), -1); /* 6 threads on 4 cores */
+  ck_assert_int_eq(ax_binding_first_core(2, 1, 0, 1, 0), -1); /* --bind 0 */
+  ck_assert_int_eq(ax_binding_first_core(0, 1, 0, 1, 1), -1); /* no whole core */
+}
+END_TEST
+
 /* One stage: forwards and backwards one after another, no messages. */
 START_TEST(one_stage) {
   static const double fwd[1] = {1}, bwd[1] = {2}, send[1] = {0}, ar[1] = {0}, upd[1] = {0.5};
@@ -174,8 +274,12 @@ int main(void) {
   TCase *tc = tu_tcase(s, "simulate", 120);
   tcase_add_test(tc, two_stages_two_micro_batches_exact);
   tcase_add_test(tc, link_serializes_messages);
+  tcase_add_test(tc, emulated_link_posts_at_the_senders_next_call);
   tcase_add_test(tc, sums_then_updates);
   tcase_add_test(tc, processor_sharing);
+  tcase_add_test(tc, per_core_sharing);
+  tcase_add_test(tc, waiters_share_the_host);
+  tcase_add_test(tc, binding_rule);
   tcase_add_test(tc, one_stage);
   int rc = tu_run(s);
   tu_cleanup();

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding_rule.h"
 #include "src/core/error.h"
 
 struct AxBinding {
@@ -54,8 +55,10 @@ static void describe_bound(AxBinding *b) {
   snprintf(b->desc, sizeof b->desc, "bound to cores %s%s (%s)", cores, from, pus);
 }
 
-/* Why not to bind, or NULL to bind: switched off, no whole core, or more threads than cores. */
-static const char *refuse(AxBinding *b, int share_size, int enable, char *why, size_t cap) {
+/* Why not to bind, or NULL to bind (binding_rule.h): switched off, no whole core, or more
+ * threads than cores. */
+static const char *refuse(AxBinding *b, int share_rank, int share_size, int enable, char *why,
+                          size_t cap) {
   if (!enable) return "not bound (--bind 0)";
   if (b->ncores < 1) {
     char set[64];
@@ -64,7 +67,7 @@ static const char *refuse(AxBinding *b, int share_size, int enable, char *why, s
              "kept that set", set);
     return why;
   }
-  if (share_size * b->nthreads <= b->ncores) return NULL;
+  if (ax_binding_first_core(b->ncores, b->nthreads, share_rank, share_size, 1) >= 0) return NULL;
   snprintf(why, cap, "not bound: %d rank(s) x %d thread(s) on %s exceed its %d core(s)",
            share_size, b->nthreads, b->launcher ? "the CPU set they share" : "this node",
            b->ncores);
@@ -101,13 +104,13 @@ AxBinding *ax_binding_create(int nthreads, int share_rank, int share_size, int e
   b->launcher = !hwloc_bitmap_isequal(b->set, machine);
   b->ncores = hwloc_get_nbobjs_inside_cpuset_by_type(b->topo, b->set, HWLOC_OBJ_CORE);
   b->nthreads = nthreads < 1 ? 1 : nthreads;
-  b->first_core = share_rank * b->nthreads;
   char why[256];
-  const char *no = refuse(b, share_size < 1 ? 1 : share_size, enable, why, sizeof why);
+  const char *no = refuse(b, share_rank, share_size < 1 ? 1 : share_size, enable, why, sizeof why);
   if (no) {
     snprintf(b->desc, sizeof b->desc, "%s", no);
     return b;
   }
+  b->first_core = ax_binding_first_core(b->ncores, b->nthreads, share_rank, share_size, 1);
   b->enabled = 1;
   bind_process(b);
   describe_bound(b);

@@ -10,11 +10,16 @@
 #include "models/gpt_stage.h"
 #include "mpi/link_spec.h"
 #include "pipeline/partition.h"
+#include "src/backend/binding_rule.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 
 enum { ADAMW_BYTES = 32 }; /* per parameter: weights, gradient, 2 moments in, 3 out, sum sq */
 #define DEFAULT_EFFICIENCY 0.6
+/* Of a core, what a rank waiting on the link emulator takes (its waits sleep between polls):
+ * about a third (docs/emulator.md, "Waiting without a core", measured on the 2-core VM). A
+ * polite wait (sched_yield) stays runnable and takes a whole share. */
+#define EMULATED_WAITER_WEIGHT (1.0 / 3)
 
 /* Seconds of one micro-batch on one stage, before the stage's own blocks are counted. */
 typedef struct {
@@ -93,15 +98,16 @@ static int node_of(const AxSimModel *sm, long long rank) { return (int)(rank / s
 
 static AxSimLink link_between(const AxSimModel *sm, const AxMachine *m, const AxLinkSpec *emu,
                               long long a, long long b) {
-  if (node_of(sm, a) == node_of(sm, b)) return (AxSimLink){0, 1.0 / m->intra_bytes_per_s};
-  if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s, 1.0 / emu->bytes_per_s};
-  return (AxSimLink){m->latency_s, 1.0 / m->inter_bytes_per_s};
+  if (node_of(sm, a) == node_of(sm, b))
+    return (AxSimLink){0, 1.0 / m->intra_bytes_per_s, 0};
+  if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s, 1.0 / emu->bytes_per_s, 1};
+  return (AxSimLink){m->latency_s, 1.0 / m->inter_bytes_per_s, 0};
 }
 
 /* The link a column's ring of stage s crosses: the slowest between neighbours. */
 static AxSimLink column_link(const AxSimModel *sm, const AxMachine *m, const AxLinkSpec *emu,
                              int s) {
-  AxSimLink worst = {0, 0};
+  AxSimLink worst = {0, 0, 0};
   for (int d = 0; d < sm->D; d++) {
     AxSimLink l = link_between(sm, m, emu, (long long)d * sm->P + s,
                                (long long)((d + 1) % sm->D) * sm->P + s);
@@ -216,6 +222,31 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
   return AX_OK;
 }
 
+/* The cores the trainer would pin row 0's ranks to (binding_rule.h), with the machine's
+ * cores_per_node shared by the ranks of one host (gpus_per_node of them, or the whole grid);
+ * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. Oversubscribed,
+ * the ranks' waits poll (sched_yield, or the link emulator's short sleeps), so waiting ranks
+ * take a share of the host beside computing ones (sm->waiter_weight). */
+static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
+  int host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
+  int threads = cfg->threads > 0 ? cfg->threads : m->cores_per_node / host;
+  if (m->cores_per_node < 1 || strcmp(m->device, "cpu") != 0) return AX_OK;
+  if (threads < 1) threads = 1;
+  if ((long long)host * threads > m->cores_per_node)
+    sm->waiter_weight = cfg->emulate_link ? EMULATED_WAITER_WEIGHT : 1.0;
+  int *core = ax_malloc((size_t)sm->P * sizeof *core);
+  if (!core) return AX_ERR;
+  for (int s = 0; s < sm->P; s++) {
+    core[s] = ax_binding_first_core(m->cores_per_node, threads, s % host, host, cfg->bind);
+    if (core[s] < 0) { /* the trainer pins every rank of a host or none */
+      free(core);
+      return AX_OK;
+    }
+  }
+  sm->core = core;
+  return AX_OK;
+}
+
 static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                  const AxSimProfile *prof, int *first) {
   AX_TRY(ax_partition(sm->model.layers, sm->P, cfg->stage_layers, first));
@@ -235,11 +266,13 @@ static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
   for (int s = 0; s < sm->P; s++) sm->send[s] = prof ? bytes / prof->copy_bytes_per_s : 0;
   AX_TRY(build_tails(sm, cfg, m, &emu, prof, first));
   AX_TRY(build_speed(sm, m, prof));
+  AX_TRY(build_cores(sm, cfg, m));
   sm->sim = (AxSimConfig){.P = sm->P, .n_micro = sm->n_micro, .limit = sm->limit,
                           .fwd_s = sm->fwd, .bwd_s = sm->bwd, .send_s = sm->send,
                           .msg_bytes = bytes, .link = sm->link,
                           .speed = sm->n_speed ? sm->speed : NULL, .n_speed = sm->n_speed,
-                          .copies = sm->D,
+                          .copies = sm->D, .core = sm->core,
+                          .waiter_weight = sm->waiter_weight,
                           .tail = sm->tail, .end_s = sm->sim.end_s};
   return AX_OK;
 }
@@ -270,5 +303,6 @@ void ax_sim_model_free(AxSimModel *sm) {
   free(sm->link);
   free(sm->tail);
   free(sm->chunk_costs);
+  free(sm->core);
   memset(sm, 0, sizeof *sm);
 }

@@ -18,7 +18,10 @@
  *            gradient, moments in and out, the sum of squares), the gradients down and the
  *            weights up over intra_bw on a GPU
  *   sharing  ranks computing at once on one host (a CPU machine) slow each other down: the
- *            profile's measured speeds, or cores_per_node shared; rows run in step
+ *            profile's measured speeds, or cores_per_node shared; rows run in step. With
+ *            cores_per_node, ranks are pinned (or not) by the trainer's binding rule
+ *            (src/backend/binding_rule.h) and pinned ranks share only their own core; on an
+ *            oversubscribed host (not pinned) waiting ranks, which poll, share it too
  *
  * What is not simulated: tensor parallelism, compression, memory checkpoints, validation,
  * file checkpoints, loss scaling's overflow check, the CUDA streams' overlap. */
@@ -35,6 +38,8 @@ typedef struct {
   AxSimConfig sim;
   /* what sim points to */
   double *fwd, *bwd, *send, *chunk_costs;
+  int *core; /* [P]: row 0's cores when the trainer would pin its ranks; else NULL */
+  double waiter_weight; /* the host's cores oversubscribed: a waiting rank's share (simulate.h) */
   AxSimLink *link;
   AxSimTail *tail;
   double speed[AX_SIM_PROFILE_MAX_K];

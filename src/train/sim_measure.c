@@ -19,6 +19,7 @@
 #include "offload/adamw.h"
 #include "offload/interleave.h"
 #include "sim_profile.h"
+#include "src/backend/binding_rule.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/timer.h"
@@ -114,26 +115,31 @@ static int time_pass(Bench *b, int k, int reps, double *fwd_s, double *bwd_s) {
   return AX_OK;
 }
 
-/* A copy bound as rank `rank` of a host binds (src/backend/binding.c: its threads from core
- * rank x threads on, round the cores): the copies share cores as the run's ranks would. */
-static void bind_as_rank(int rank, int threads) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores < 1) return;
+/* Process `rank` of the k that compute at once (0: this one) placed as the trainer would place
+ * k ranks of a host (binding_rule.h): each on its own cores when they fit, else none pinned
+ * (the whole machine). Cores are numbered as CPUs, one CPU a core. It places the calling
+ * thread: a multi-threaded rank's pool keeps the binding its backend gave it. */
+static void place_as_rank(int rank, int k, int threads, int bind) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 1) return;
+  int first = ax_binding_first_core((int)cpus, threads, rank, k, bind);
   cpu_set_t set;
   CPU_ZERO(&set);
-  for (int t = 0; t < threads; t++) CPU_SET((int)(((long)rank * threads + t) % cores), &set);
+  for (long c = 0; c < cpus; c++)
+    if (first < 0 || (c >= first && c < first + threads)) CPU_SET((int)c, &set);
   sched_setaffinity(0, sizeof set, &set);
 }
 
 /* A block's forward and backward beside `others` forked copies of this process doing the
- * same (killed after); bind: the copies bind as ranks 1.. of the host. */
+ * same (killed after), the 1 + others placed as the run's ranks of a host would be. */
 static int time_beside(Bench *b, int others, int bind, double *s) {
   pid_t kids[AX_SIM_PROFILE_MAX_K];
   int n = 0, rc = AX_OK;
   fflush(NULL);
+  place_as_rank(0, others + 1, b->be->threads, bind);
   for (; n < others; n++) {
     if ((kids[n] = fork()) < 0) break;
-    if (kids[n] == 0 && bind) bind_as_rank(n + 1, b->be->threads);
+    if (kids[n] == 0) place_as_rank(n + 1, others + 1, b->be->threads, bind);
     if (kids[n] == 0)
       for (;;) /* a copy: computes until it is killed */
         if (run_forward(b, 0) != AX_OK || run_backward(b, 0) != AX_OK) _exit(1);
@@ -152,9 +158,14 @@ static int time_beside(Bench *b, int others, int bind, double *s) {
 static int measure_concurrency(Bench *b, int kmax, int bind, AxSimProfile *p) {
   char text[AX_SIM_PROFILE_MAX_K * 12] = "";
   double alone = 0;
+  cpu_set_t mine;
+  int kept = sched_getaffinity(0, sizeof mine, &mine) == 0;
   for (int k = 1; k <= kmax; k++) {
     double t;
-    AX_TRY(time_beside(b, k - 1, bind, &t));
+    int rc = time_beside(b, k - 1, bind, &t);
+    if (rc != AX_OK || k == kmax) /* this thread's own cores back */
+      if (kept) sched_setaffinity(0, sizeof mine, &mine);
+    AX_TRY(rc);
     if (k == 1) alone = t;
     size_t used = strlen(text);
     snprintf(text + used, sizeof text - used, "%s%.4g", k > 1 ? "," : "", alone / t);

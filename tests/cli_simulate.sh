@@ -2,7 +2,8 @@
 # cli_simulate.sh — `axonn profile` and `axonn simulate` from the command line: a profile
 # written and read back, a simulated summary with every figure consistent (the checks
 # docs/summary.md states for a real summary) and marked simulated, the trace, the metrics CSV;
-# the paper's 12B run on summit within the paper's band; a 12,288-rank step in under 10 s; and
+# the paper's 12B run on summit within the paper's band; a 12,288-rank grid simulated (its wall
+# time printed, not asserted: the target of 10 s is a benchmark's, docs/benchmarks.md); and
 # bad input (a machine file's unknown key, an unknown device, grids that do not divide, a
 # profile of another shape, no machine), each one line on stderr and exit 1.
 . "$(dirname "$0")/testlib.sh"
@@ -55,13 +56,19 @@ import json; s = json.load(open('$TMP/12b.json'))
 p = s['peak']['paper_percent_of_peak']
 assert 40 < p < 65, p" || fail "gpt-12b on 48 summit GPUs: paper's % of peak out of 40-65"
 
-# 12,288 ranks in under 10 s on one core
-start=$(date +%s.%N)
+# 12,288 ranks: every rank in the summary; the simulator's own time printed
 "$AXONN" simulate --model gpt-100b --batch 65536 --micro-batch 2 --g-inter 48 --g-data 256 \
-  --precision fp16 --checkpoint-activations --machine summit >"$TMP/big.out" 2>&1 ||
-  { fail "simulate 12288 ranks"; cat "$TMP/big.out"; }
-python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $start < 10 else 1)" ||
-  fail "12,288 ranks took 10 s or more"
+  --precision fp16 --checkpoint-activations --machine summit --summary "$TMP/big.json" \
+  >"$TMP/big.out" 2>&1 || { fail "simulate 12288 ranks"; cat "$TMP/big.out"; }
+python3 - "$TMP/big.json" <<'PY' || fail "12,288-rank summary"
+import json, sys
+s = json.load(open(sys.argv[1]))
+x = s["simulation"]
+assert s["run"]["ranks"] == 12288 and len(x["idle_fraction"]) == 12288, s["run"]
+assert x["events_per_step"] > 0 and s["timing"]["batch_time_s"] > 0
+print("  12,288 ranks: %d events a step simulated in %.2f s (not asserted)" %
+      (x["events_per_step"], x["wall_s"]))
+PY
 
 # bad input: one line, exit 1
 printf 'name = m\ngpus_per_node = 4\nintra_bw = 1GB/s\ninter_bw = 1GB/s\ncolour = blue\n' \

@@ -4,11 +4,13 @@
 # own compute), traced for real under mpiexec and simulated with the same options; every rank's
 # forwards, backwards and sends of the traced step come in the same order (order only, never
 # times: the machine may be loaded). Backward twice forward keeps the arrivals a stage chooses
-# between well apart.
+# between apart: in the simulated step no message a stage did not take arrives within 50 ms
+# (one forward) of the compute it took instead, so a run whose ranks are held up by less than
+# that keeps the order.
 . "$(dirname "$0")/mpilib.sh"
 
 T="--layers 4 --hidden 32 --heads 2 --seq 16 --vocab 128 --batch 8 --micro-batch 1 --g-inter 4
-   --threads 1 --val-steps 0 --debug-forward-ms 20 --debug-backward-ms 40 --steps 2
+   --threads 1 --val-steps 0 --debug-forward-ms 50 --debug-backward-ms 100 --steps 2
    --trace-steps 2-2 --quiet"
 printf 'name = ws\ngpus_per_node = 8\nintra_bw = 4GB/s\ninter_bw = 4GB/s\n' >"$TMP/ws.machine"
 # shellcheck disable=SC2086

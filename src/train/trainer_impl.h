@@ -44,7 +44,7 @@ typedef struct {
   unsigned char *seen;    /* [rows] scratch: a row looked up this step */
   size_t cols;
   unsigned long long *counts; /* [D] every rank's touched rows (auto) */
-  AxLinearCost link;      /* the data column's link (auto) */
+  AxLinearCost link;      /* what auto weighs bytes and messages by */
   long long steps;        /* syncs done */
 } AxEmbedSync;
 

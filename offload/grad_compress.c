@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/core/crc32.h"
 #include "src/core/error.h"
 
 /* The part starting at pos (below hi): inside tensor *k, or a gap up to the next one. */
@@ -107,6 +108,17 @@ int ax_grad_compress_uses(const AxGradCompress *gc, int c) {
   for (int p = gc->first[c]; p < gc->first[c + 1]; p++)
     if (gc->parts[p].choice.compress) return 1;
   return 0;
+}
+
+uint32_t ax_grad_compress_fingerprint(const AxGradCompress *gc) {
+  uint32_t crc = 0;
+  for (int i = 0; i < gc->n_parts; i++) {
+    const AxGradPart *p = &gc->parts[i];
+    uint64_t v[5] = {p->lo, p->hi, (uint64_t)p->choice.compress, (uint64_t)p->choice.algo,
+                     (uint64_t)p->choice.parts};
+    crc = ax_crc32(crc, v, sizeof v);
+  }
+  return crc;
 }
 
 size_t ax_grad_compress_state_bytes(const AxGradCompress *gc) {

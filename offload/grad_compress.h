@@ -68,6 +68,9 @@ void ax_grad_compress_free(AxGradCompress *gc);
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p);
 /* Whether any part of chunk c goes through CaSync now. */
 int ax_grad_compress_uses(const AxGradCompress *gc, int c);
+/* A CRC of every part's range and decision (compress, CaSync algorithm, K): two runs whose
+ * decisions differ (a cost model that decided otherwise on resume) have other fingerprints. */
+uint32_t ax_grad_compress_fingerprint(const AxGradCompress *gc);
 /* Checkpointing: every compressed part's state, in part order (same codec, parts and
  * ranks). */
 size_t ax_grad_compress_state_bytes(const AxGradCompress *gc);

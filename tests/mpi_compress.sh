@@ -5,7 +5,8 @@
 #  - onebit with error feedback, PowerSGD rank 4 and DGC 1% train the tiny Shakespeare text on
 #    1x2 to within 3% of the uncompressed validation loss after 300 steps;
 #  - the codec state goes into checkpoints: 10 steps, resume, 10 more equal 20 straight, bit for
-#    bit, with onebit:ef=1 (a resume with another codec warns that the state starts fresh);
+#    bit, with onebit:ef=1 (a resume with another codec, or with the same codec deciding other
+#    parts, warns that the state starts fresh);
 #  - the data-parallel bytes of the summary shrink by the codec's ratio;
 #  - `axonn plan` prints the cost model's decision table;
 #  - bad --compress input: one clear line, non-zero exit, nothing written.
@@ -34,6 +35,9 @@ run full 2 $C --steps 20 &&
     [ -f "$TMP/ck/step-00000010/codec-1.bin" ] || fail "no codec state file in the checkpoint"
     same_losses res full 0 0 # 20 straight, bit for bit: losses and weights
   }
+run decided 2 $C --compress-min-bytes 4K --steps 12 --checkpoint-dir "$TMP/ck" --resume &&
+  { grep -q "compression state .* starts fresh" "$TMP/decided.log" ||
+    { fail "resume with other per-part decisions did not warn"; cat "$TMP/decided.log"; }; }
 run other 2 --compress topk:ratio=0.1 --compress-min-bytes 0 --g-data 2 --steps 12 \
   --checkpoint-dir "$TMP/ck" --resume &&
   { grep -q "compression state .* starts fresh" "$TMP/other.log" ||

@@ -102,16 +102,18 @@ static int has_state(const AxTrainer *t, StateKind k) {
   return k == STATE_CODEC ? t->codec != NULL : t->have_backprop;
 }
 
-/* What a rank's state belongs to: a resume restores it only into the same. */
+/* What a rank's state belongs to: a resume restores it only into the same (the decisions
+ * included: a part's state must go back to the same part, compressed the same way). */
 static void state_label(const AxTrainer *t, StateKind k, char *buf, size_t cap) {
   if (k == STATE_BACKPROP) {
     ax_trainer_backprop_label(t, buf, cap);
     return;
   }
   snprintf(buf, cap, "codec %s sync %s grid %dx%d rank %d chunks %d layer-wise parts %d "
-           "bucket %lld coarsening %d", ax_codec_spec(t->codec), ax_casync_algo_name(t->gc.algo),
-           t->grid.P, t->grid.D, t->grid.rank, t->gc.n_chunks, t->gc.n_parts,
-           t->cfg.bucket_size, t->cfg.coarsening);
+           "bucket %lld coarsening %d decisions %08x", ax_codec_spec(t->codec),
+           ax_casync_algo_name(t->gc.algo), t->grid.P, t->grid.D, t->grid.rank, t->gc.n_chunks,
+           t->gc.n_parts, t->cfg.bucket_size, t->cfg.coarsening,
+           (unsigned)ax_grad_compress_fingerprint(&t->gc));
 }
 
 /* This rank's state file of a kind: its name, its label and a buffer of the state's size. */

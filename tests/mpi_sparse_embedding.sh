@@ -10,7 +10,8 @@
 #  - Zen with fused embedding sync, or on a grid with one stage, is refused with one line;
 #  - --compress auto with the identity codec (never worth compressing: it decides plain
 #    everywhere) regroups the parts and is bit for bit the plain sum; with onebit over a slow
-#    emulated link it compresses fused groups and trains (2x2, 5 steps, losses near plain's).
+#    emulated link it compresses fused groups and trains (2x2, 5 steps, losses near plain's);
+#    on one data-parallel rank (2x1) it sends nothing and runs exactly the plain pipeline.
 . "$(dirname "$0")/mpilib.sh"
 
 COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 12 --micro-batch 2 --steps 5 \
@@ -54,6 +55,7 @@ run plain2 4 $G --sparse-embedding-sync dense && run autoid 4 $G --sparse-embedd
   --compress auto --compress-codec identity --fusion 2K && same_losses autoid plain2 0 0
 grep -q "^  fusion (Cupcake): .* tensor(s) in [0-9]* group(s)" "$TMP/autoid.log" ||
   { fail "autoid: no fusion line"; cat "$TMP/autoid.log"; }
+run pipe21 2 --g-inter 2 && run auto21 2 --g-inter 2 --compress auto && same_losses auto21 pipe21 0 0
 # onebit over a slow emulated link: some groups compressed, and it trains
 SLOW="--ranks-per-node 1 --emulate-link 100Mbps"
 if run auto1 4 $G $SLOW --compress auto --compress-codec onebit:ef=1; then

@@ -123,6 +123,24 @@ START_TEST(tied_embedding_stays_alone_and_plain) {
 }
 END_TEST
 
+/* One rank, as the trainer hands it over: nothing profiled (every cost zero), nothing sent:
+ * every tensor alone and plain, with no search run on the zero costs. */
+START_TEST(one_rank_without_costs_keeps_everything_plain) {
+  Stage s;
+  gpt_stage(&s);
+  AxAutoCompressInput in = {.ranks = 1, .ranks_per_node = 1, .plain = AX_ALLREDUCE_AUTO};
+  ck_assert_int_eq(ax_fusion_parse("auto", &in.fusion), AX_OK);
+  AxAutoCompress a;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &a), AX_OK);
+  check_plan(&s, &a);
+  ck_assert_int_eq(a.n_groups, s.n);
+  for (int g = 0; g < a.n_groups; g++) ck_assert(a.alone[g]);
+  ck_assert_int_eq(a.espresso.compressed, 0);
+  ax_compress_auto_free(&a);
+  ax_codec_free(s.codec);
+}
+END_TEST
+
 /* The rhd all-reduce, when it is the trainer's, is the plain option. */
 START_TEST(plain_option_follows_the_allreduce) {
   Stage s;
@@ -179,6 +197,7 @@ int main(void) {
   tcase_add_test(tc, slow_link_fuses_and_compresses);
   tcase_add_test(tc, fast_link_or_one_rank_compresses_nothing);
   tcase_add_test(tc, tied_embedding_stays_alone_and_plain);
+  tcase_add_test(tc, one_rank_without_costs_keeps_everything_plain);
   tcase_add_test(tc, plain_option_follows_the_allreduce);
   tcase_add_test(tc, parts_take_their_groups_decision);
   int rc = tu_run(s);

@@ -36,7 +36,7 @@ static int fuse(const AxTensorRange *t, int base, int n, double ratio,
                      .alpha_h = in->costs.enc.latency_s, .beta_h = 1.0 / in->costs.enc.bytes_per_s,
                      .alpha_g = steps * link.latency_s,
                      .beta_g = steps / in->ranks * ratio / link.bytes_per_s};
-  AxFusionSpec spec = in->ranks > 1 ? in->fusion : (AxFusionSpec){AX_FUSION_NONE, 0};
+  AxFusionSpec spec = in->fusion;
   AxFusionStats st = {0};
   int added = 0;
   double cost = 0, t0 = ax_now();
@@ -53,13 +53,14 @@ static int fuse(const AxTensorRange *t, int base, int n, double ratio,
   return AX_OK;
 }
 
-/* Whether tensor i is summed plain and alone: the tied wte when in->plain_first, and every
- * vector (LayerNorm weights, biases: a row as long as the tensor). A group mixing vectors with
+/* Whether tensor i is summed plain and alone: every tensor on one rank (nothing is sent, and
+ * nothing was profiled), the tied wte when in->plain_first, and every vector (LayerNorm
+ * weights, biases: a row as long as the tensor). A group mixing vectors with
  * matrices takes one codec scale for both (LayerNorm weights near 1, weights near 0.02): on
  * tiny Shakespeare (tests/mpi_compress_text.sh) 3.1% above the uncompressed loss with vectors
  * fused in, 2.7% with them plain. */
 static int kept_plain(const AxTensorRange *t, int i, const AxAutoCompressInput *in) {
-  return (i == 0 && in->plain_first) || t[i].cols >= t[i].count;
+  return in->ranks < 2 || (i == 0 && in->plain_first) || t[i].cols >= t[i].count;
 }
 
 /* The groups' ends: each kept-plain tensor alone, each run of the others fused. */
@@ -185,8 +186,7 @@ void ax_compress_auto_apply(const AxAutoCompress *a, int ranks, AxGradPart *part
     int inside = g < a->n_groups && a->groups[g].offset <= p->lo;
     const AxEspressoOption *o = inside ? ax_espresso_option(a->decision[g].option) : NULL;
     int compress = o && o->place != AX_ESP_PLAIN;
-    p->choice = (AxCasyncChoice){.compress = compress, .parts = ranks,
-                                 .t_orig = 0, .t_cpr = 0, .orig_parts = ranks,
+    p->choice = (AxCasyncChoice){.compress = compress, .parts = ranks, .orig_parts = ranks,
                                  .cpr_parts = ranks,
                                  .algo = compress && o->scheme == AX_ESP_CASYNC_PS
                                              ? AX_CASYNC_PS : AX_CASYNC_RING};

@@ -172,7 +172,6 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   AX_TRY(ax_train_fusion(&t->cfg, &in.fusion));
   AX_TRY(data_ranks_per_node(t, &in.ranks_per_node));
   if (ax_link_emulating(t->links)) AX_TRY(ax_casync_measure_send(t->grid.data, &in.intra));
-  if (t->grid.D < 2) in.costs.enc = in.costs.dec = (AxLinearCost){0, 1e12};
   int n_t = ax_trainer_tensor_ranges(lay, &t->model, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
   if (!tr) return AX_ERR;

@@ -9,7 +9,8 @@
 #    parts, warns that the state starts fresh);
 #  - the data-parallel bytes of the summary shrink by the codec's ratio;
 #  - `axonn plan` prints the cost model's decision table;
-#  - bad --compress input: one clear line, non-zero exit, nothing written.
+#  - bad --compress input (and --compress-codec, --fusion, --sparse-embedding-sync): one clear
+#    line, non-zero exit, nothing written.
 . "$(dirname "$0")/mpilib.sh"
 
 COMMON="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 4 --seed 5 \
@@ -74,5 +75,8 @@ expect_error "--compress-min-bytes" train --compress onebit --compress-min-bytes
 expect_error "--compress-sync" train --compress onebit --compress-sync tree --steps 1
 expect_error "allreduce-dtype fp32" train --compress onebit --allreduce-dtype bf16 --steps 1
 expect_error "compress-warmup of at least 1" train --compress onebit --compress-freeze-variance 1 --steps 1
+expect_error "--compress-codec" train --compress auto --compress-codec foo --steps 1
+expect_error "--fusion" train --compress auto --fusion 4Q --steps 1
+expect_error "--sparse-embedding-sync" train --sparse-embedding-sync sparse --steps 1
 
 finish

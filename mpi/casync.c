@@ -77,13 +77,9 @@ int ax_casync_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc
   *op = NULL;
   AX_TRY(check_args(c, algo, st, buf, count));
   AX_TRY(check_state(comm, cc, c, st, count));
-  AX_TRY(ax_coll_create(op, comm, cc, AX_COMM_F32, bytes));
-  if (start(*op, c, algo, st, ctx, buf, count) != AX_OK) {
-    ax_coll_free(*op);
-    *op = NULL;
-    return AX_ERR;
-  }
-  return AX_OK;
+  int tag;
+  AX_TRY(ax_coll_next_tag(comm, &tag));
+  return ax_casync_allreduce_start_on_tag(op, comm, tag, cc, c, algo, st, ctx, buf, count, bytes);
 }
 
 int ax_casync_allreduce(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
@@ -94,4 +90,26 @@ int ax_casync_allreduce(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
   int rc = ax_coll_wait(op);
   ax_coll_free(op);
   return rc;
+}
+
+int ax_casync_allreduce_check(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
+                              AxCasyncAlgo algo, const AxCasyncState *st, const float *buf,
+                              size_t count) {
+  AX_TRY(check_args(c, algo, st, buf, count));
+  return check_state(comm, cc, c, st, count);
+}
+
+int ax_casync_allreduce_start_on_tag(AxColl **op, MPI_Comm comm, int tag, const AxCommConfig *cc,
+                                     const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st,
+                                     const AxCodecCtx *ctx, float *buf, size_t count,
+                                     AxCommBytes *bytes) {
+  *op = NULL;
+  AX_TRY(ax_casync_allreduce_check(comm, cc, c, algo, st, buf, count));
+  AX_TRY(ax_coll_create_on_tag(op, comm, cc, AX_COMM_F32, bytes, tag));
+  if (start(*op, c, algo, st, ctx, buf, count) != AX_OK) {
+    ax_coll_free(*op);
+    *op = NULL;
+    return AX_ERR;
+  }
+  return AX_OK;
 }

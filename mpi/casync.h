@@ -94,4 +94,18 @@ int ax_casync_allreduce(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
                         AxCasyncAlgo algo, AxCasyncState *st, const AxCodecCtx *ctx, float *buf,
                         size_t count, AxCommBytes *bytes);
 
+/* The checks a start makes (arguments; the state's layout for this operation, and that no
+ * unfinished operation uses it), without starting anything: for a caller that starts the
+ * operation later (the two-level all-reduce's middle step, two_level.h). */
+int ax_casync_allreduce_check(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
+                              AxCasyncAlgo algo, const AxCasyncState *st, const float *buf,
+                              size_t count);
+/* ax_casync_allreduce_start on a tag the caller took from comm's sequence earlier
+ * (ax_coll_next_tag, coll_internal.h), for an operation started later than its place in the
+ * sequence. */
+int ax_casync_allreduce_start_on_tag(AxColl **op, MPI_Comm comm, int tag, const AxCommConfig *cc,
+                                     const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st,
+                                     const AxCodecCtx *ctx, float *buf, size_t count,
+                                     AxCommBytes *bytes);
+
 #endif

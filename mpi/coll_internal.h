@@ -118,6 +118,21 @@ AxCollStep ax_coll_step(int send_peer, const void *send_buf, size_t send_count, 
 
 /* The tag for the next operation on comm (per-communicator sequence, 1024..32767). */
 int ax_coll_next_tag(MPI_Comm comm, int *tag);
+/* Starters on a tag taken earlier (ax_coll_next_tag), for sub-operations started later than
+ * their place in the sequence (two_level.c): ax_allreduce_start's, and the in-place ring
+ * reduce-scatter / all-gather of buf's segments (ax_ring_*_segments). */
+int ax_allreduce_start_on_tag(AxColl **op, MPI_Comm comm, int tag, const AxCommConfig *cc,
+                              void *buf, size_t count, AxCommType type, AxAllreduceAlgo algo,
+                              AxCommBytes *bytes);
+int ax_reduce_scatter_segments_start_on_tag(AxColl **op, MPI_Comm comm, int tag,
+                                            const AxCommConfig *cc, void *buf, size_t count,
+                                            AxCommType type, AxCommBytes *bytes);
+int ax_allgather_segments_start_on_tag(AxColl **op, MPI_Comm comm, int tag,
+                                       const AxCommConfig *cc, void *buf, size_t count,
+                                       AxCommType type, AxCommBytes *bytes);
+/* What ax_coll_wait tells the watchdog while op is unfinished (an engine forwards it to the
+ * sub-operation it waits on). */
+void ax_coll_note_pending(AxColl *op);
 
 /* Offset and length of block b when n elements are cut into `parts` near-equal blocks (the
  * first n % parts blocks are one longer). */
@@ -130,6 +145,11 @@ int ax_ring_mod(int a, int p);
 int ax_ring_allreduce(AxColl *op, void *buf, size_t count);
 int ax_ring_reduce_scatter(AxColl *op, const void *send, void *recv, size_t recv_count);
 int ax_ring_allgather(AxColl *op, const void *send, void *recv, size_t send_count);
+/* In place on buf's p near-equal segments (ax_block_offset): the reduce-scatter leaves segment
+ * `rank` summed over the ring (the others hold partial sums), the all-gather sends every rank's
+ * segment `rank` to all. */
+int ax_ring_reduce_scatter_segments(AxColl *op, void *buf, size_t count);
+int ax_ring_allgather_segments(AxColl *op, void *buf, size_t count);
 int ax_rhd_allreduce(AxColl *op, void *buf, size_t count);
 /* AX_ALLREDUCE_MPI: MPI_Iallreduce (bf16 through a user-defined sum). */
 int ax_mpi_allreduce_start(AxColl *op, void *buf, size_t count);

@@ -170,7 +170,7 @@ int ax_coll_test(AxColl *op, int *done) {
 
 /* The peer the operation waits for: the oldest unfinished receive's, else the oldest send's
  * (noted when that changes, not on every poll). */
-static void note_pending(AxColl *op) {
+void ax_coll_note_pending(AxColl *op) {
   if (op->engine) {
     if (op->engine->note_pending) op->engine->note_pending(op);
     return;
@@ -197,7 +197,7 @@ int ax_coll_wait(AxColl *op) {
     int done = 0;
     AX_TRY(ax_coll_test(op, &done));
     if (done) return AX_OK;
-    note_pending(op);
+    ax_coll_note_pending(op);
     ax_link_pause(&op->cc, &w);
   }
 }

@@ -1,6 +1,7 @@
 /* collectives.c — the public entry points of collectives.h: argument checks, algorithm names
  * and the automatic choice, then the schedule (ring.c, rhd.c) or MPI_Iallreduce (coll_mpi.c),
- * run by the engine (coll_progress.c). */
+ * run by the engine (coll_progress.c); also the internal starters on a tag taken earlier
+ * (coll_internal.h). */
 #include <string.h>
 
 #include "coll_internal.h"
@@ -54,13 +55,16 @@ static int launch_or_free(AxColl **op, int rc) {
   return rc;
 }
 
-int ax_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, void *buf,
-                       size_t count, AxCommType type, AxAllreduceAlgo algo, AxCommBytes *bytes) {
-  *op = NULL;
+/* Checked before the operation takes its tag. */
+static int check_allreduce(const void *buf, size_t count, AxAllreduceAlgo algo) {
   if (algo < AX_ALLREDUCE_AUTO || algo > AX_ALLREDUCE_RHD)
     return AX_FAIL("all-reduce: unknown algorithm %d", (int)algo);
   if (count && !buf) return AX_FAIL("all-reduce: no buffer for %zu elements", count);
-  AX_TRY(ax_coll_create(op, comm, cc, type, bytes));
+  return AX_OK;
+}
+
+/* The all-reduce's schedule (or MPI_Iallreduce) on a created operation, launched. */
+static int allreduce_on(AxColl **op, void *buf, size_t count, AxAllreduceAlgo algo) {
   if (algo == AX_ALLREDUCE_AUTO) algo = ax_allreduce_choose(count * (*op)->esz, (*op)->size);
   int rc = AX_OK;
   if (algo == AX_ALLREDUCE_MPI)
@@ -72,9 +76,44 @@ int ax_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, void 
   return launch_or_free(op, rc);
 }
 
+int ax_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc, void *buf,
+                       size_t count, AxCommType type, AxAllreduceAlgo algo, AxCommBytes *bytes) {
+  *op = NULL;
+  AX_TRY(check_allreduce(buf, count, algo));
+  AX_TRY(ax_coll_create(op, comm, cc, type, bytes));
+  return allreduce_on(op, buf, count, algo);
+}
+
+int ax_allreduce_start_on_tag(AxColl **op, MPI_Comm comm, int tag, const AxCommConfig *cc,
+                              void *buf, size_t count, AxCommType type, AxAllreduceAlgo algo,
+                              AxCommBytes *bytes) {
+  *op = NULL;
+  AX_TRY(check_allreduce(buf, count, algo));
+  AX_TRY(ax_coll_create_on_tag(op, comm, cc, type, bytes, tag));
+  return allreduce_on(op, buf, count, algo);
+}
+
 static int check_blocks(const char *what, const void *send, const void *recv, size_t count) {
   if (count && (!send || !recv)) return AX_FAIL("%s: missing buffer for %zu elements", what, count);
   return AX_OK;
+}
+
+int ax_reduce_scatter_segments_start_on_tag(AxColl **op, MPI_Comm comm, int tag,
+                                            const AxCommConfig *cc, void *buf, size_t count,
+                                            AxCommType type, AxCommBytes *bytes) {
+  *op = NULL;
+  AX_TRY(check_blocks("reduce-scatter", buf, buf, count));
+  AX_TRY(ax_coll_create_on_tag(op, comm, cc, type, bytes, tag));
+  return launch_or_free(op, ax_ring_reduce_scatter_segments(*op, buf, count));
+}
+
+int ax_allgather_segments_start_on_tag(AxColl **op, MPI_Comm comm, int tag,
+                                       const AxCommConfig *cc, void *buf, size_t count,
+                                       AxCommType type, AxCommBytes *bytes) {
+  *op = NULL;
+  AX_TRY(check_blocks("all-gather", buf, buf, count));
+  AX_TRY(ax_coll_create_on_tag(op, comm, cc, type, bytes, tag));
+  return launch_or_free(op, ax_ring_allgather_segments(*op, buf, count));
 }
 
 int ax_reduce_scatter_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc,

@@ -5,7 +5,9 @@
  * what the step before it received, so consecutive steps are chained chunk by chunk: chunk k
  * moves on as soon as it has arrived and been reduced, while it is still in cache and while
  * later chunks are on the wire. Standalone reduce-scatter and all-gather are the two halves
- * on caller-sized blocks. */
+ * on caller-sized blocks; the in-place "segments" variants are the two halves on the buffer's
+ * own near-equal segments, shifted so that rank r holds segment r in between (the two-level
+ * all-reduce's intra-node steps, two_level.c). */
 #include <string.h>
 
 #include "coll_internal.h"
@@ -73,6 +75,33 @@ int ax_ring_allgather(AxColl *op, const void *send, void *recv, size_t send_coun
     AxCollStep s = ax_coll_step(right, out + (size_t)ax_ring_mod(r - t, p) * block_bytes,
                                 send_count, left,
                                 out + (size_t)ax_ring_mod(r - t - 1, p) * block_bytes, send_count,
+                                AX_RECV_COPY);
+    s.chained = t > 0;
+    AX_TRY(ax_coll_add_step(op, &s));
+  }
+  return AX_OK;
+}
+
+/* As the all-reduce's first half, one segment earlier: step t sends segment r-1-t and adds in
+ * segment r-2-t, so segment s's chain starts at rank s+1 and ends at its owner s. */
+int ax_ring_reduce_scatter_segments(AxColl *op, void *buf, size_t count) {
+  int p = op->size, r = op->rank;
+  if (p == 1 || count == 0) return AX_OK;
+  for (int t = 0; t < p - 1; t++) {
+    AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r - 1 - t, p),
+                                ax_ring_mod(r - 2 - t, p), AX_RECV_ADD);
+    s.chained = t > 0;
+    AX_TRY(ax_coll_add_step(op, &s));
+  }
+  return AX_OK;
+}
+
+/* Step t forwards segment r-t and receives segment r-1-t in place. */
+int ax_ring_allgather_segments(AxColl *op, void *buf, size_t count) {
+  int p = op->size, r = op->rank;
+  if (p == 1 || count == 0) return AX_OK;
+  for (int t = 0; t < p - 1; t++) {
+    AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r - t, p), ax_ring_mod(r - 1 - t, p),
                                 AX_RECV_COPY);
     s.chained = t > 0;
     AX_TRY(ax_coll_add_step(op, &s));

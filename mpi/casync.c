@@ -1,6 +1,7 @@
 /* casync.c — CaSync's public entry points (casync.h): algorithm names, argument and state
  * checks, then the operation: nothing to do (one rank, no values), the factor rounds of a
- * linear codec (casync_linear.c), or the ring or PS (casync_ring.c, casync_ps.c) on the
+ * linear codec (casync_linear.c), or the ring, PS or all-gather (casync_ring.c, casync_ps.c,
+ * casync_ag.c) on the
  * message engine (casync_wire.c). The operation is an AxColl run by an engine of its own, so
  * ax_coll_test, ax_coll_wait and ax_coll_free drive and end it like any collective. */
 #include <string.h>
@@ -8,25 +9,25 @@
 #include "casync_internal.h"
 #include "mpi_util.h"
 
-static const char *const ALGO_NAMES[] = {"ring", "ps"};
+static const char *const ALGO_NAMES[] = {"ring", "ps", "ag"};
 
 const char *ax_casync_algo_name(AxCasyncAlgo a) {
-  return a >= AX_CASYNC_RING && a <= AX_CASYNC_PS ? ALGO_NAMES[a] : "?";
+  return a >= AX_CASYNC_RING && a <= AX_CASYNC_AG ? ALGO_NAMES[a] : "?";
 }
 
 int ax_casync_algo_parse(const char *name, AxCasyncAlgo *out) {
-  for (int a = AX_CASYNC_RING; name && a <= AX_CASYNC_PS; a++)
+  for (int a = AX_CASYNC_RING; name && a <= AX_CASYNC_AG; a++)
     if (!strcmp(name, ALGO_NAMES[a])) {
       *out = (AxCasyncAlgo)a;
       return AX_OK;
     }
-  return AX_FAIL("unknown CaSync algorithm '%s' (ring, ps)", name ? name : "");
+  return AX_FAIL("unknown CaSync algorithm '%s' (ring, ps, ag)", name ? name : "");
 }
 
 static int check_args(const AxCodec *c, AxCasyncAlgo algo, const AxCasyncState *st,
                       const float *buf, size_t count) {
   if (!c) return AX_FAIL("casync all-reduce: no codec");
-  if (algo != AX_CASYNC_RING && algo != AX_CASYNC_PS)
+  if (algo < AX_CASYNC_RING || algo > AX_CASYNC_AG)
     return AX_FAIL("casync all-reduce: unknown algorithm %d", (int)algo);
   if (!st) return AX_FAIL("casync all-reduce: no state");
   if (count && !buf) return AX_FAIL("casync all-reduce: no buffer for %zu values", count);
@@ -62,8 +63,10 @@ static int start(AxColl *op, const AxCodec *c, AxCasyncAlgo algo, AxCasyncState 
     rc = cs_linear_start(op, c, st, ctx, buf, count);
   else if (algo == AX_CASYNC_RING)
     rc = cs_ring_start(op, c, st, ctx, buf);
-  else
+  else if (algo == AX_CASYNC_PS)
     rc = cs_ps_start(op, c, st, ctx, buf);
+  else
+    rc = cs_ag_start(op, c, st, ctx, buf);
   if (rc != AX_OK && !op->engine) st->busy = 0; /* else ax_coll_free clears it */
   return rc;
 }

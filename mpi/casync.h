@@ -19,7 +19,16 @@
  *    decodes and adds them to its own in ring order (s+1, s+2, ..., s-1: identity gives the
  *    plain ring's sum bit for bit), encodes the aggregate once and every rank pulls it; every
  *    rank keeps decode(encode(aggregate)).
- * Either way a rank encodes each segment once per operation (its own contribution, a partial
+ *  - AX_CASYNC_AG: all-gather (Espresso's indivisible scheme, wang-thesis Fig. 4.3): each rank
+ *    encodes its own values of every segment and sends those bytes to every peer; every rank
+ *    sums all p encoded contributions itself, segment s in ring order s, s+1, ..., s-1 (the
+ *    plain ring's order: identity gives its sum bit for bit), its own decoded from its own
+ *    encoding too. No re-encoding: one codec error per contribution, but every rank decodes
+ *    p copies and the wire carries (p-1) x the encoded range per rank.
+ * Espresso's all-to-all + all-gather (divisible, Fig. 4.4) is the PS's data movement with
+ * whole segments: the trainer runs it as AX_CASYNC_PS with one piece per segment
+ * (offload/grad_compress.h).
+ * Each way a rank encodes each segment once per operation (its own contribution, a partial
  * sum, or the aggregate it owns), so one codec state per segment (per piece of it, below)
  * carries error feedback and momentum from step to step (AxCasyncState).
  *
@@ -60,11 +69,11 @@
 #include "collectives.h"
 #include "mpi/compress/codec.h"
 
-typedef enum { AX_CASYNC_RING = 0, AX_CASYNC_PS } AxCasyncAlgo;
+typedef enum { AX_CASYNC_RING = 0, AX_CASYNC_PS, AX_CASYNC_AG } AxCasyncAlgo;
 
-/* "ring" / "ps". */
+/* "ring" / "ps" / "ag". */
 const char *ax_casync_algo_name(AxCasyncAlgo a);
-/* "ring|ps"; AX_ERR with a message otherwise. */
+/* "ring|ps|ag"; AX_ERR with a message otherwise. */
 int ax_casync_algo_parse(const char *name, AxCasyncAlgo *out);
 
 /* The codec state of one range on this rank across steps: one AxCodecState per piece of each

@@ -20,6 +20,10 @@ void ax_casync_coefficients(AxCasyncAlgo algo, int ranks, int parts, double *alp
     *alpha = 2.0 * ranks;
     *beta = parts + 1.0;
     *gamma = ranks + 1.0;
+  } else if (algo == AX_CASYNC_AG) { /* every partition to every peer, decoded N times */
+    *alpha = (double)ranks * (ranks - 1);
+    *beta = parts;
+    *gamma = (double)ranks * ranks;
   } else {
     *alpha = 2.0 * (ranks - 1);
     *beta = ranks;
@@ -58,7 +62,7 @@ double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, dou
 
 AxCasyncChoice ax_casync_choose(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
                                 double bytes, int max_parts) {
-  AxCasyncChoice ch = {0, 1, INFINITY, INFINITY, 1, 1, algo};
+  AxCasyncChoice ch = {0, 1, INFINITY, INFINITY, 1, 1, algo, 0, 0};
   if (max_parts < 1) max_parts = ranks;
   for (int k = 1; k <= max_parts; k++) {
     double o = ax_casync_t_orig(c, algo, ranks, bytes, k);

@@ -6,7 +6,8 @@
  * own figures, or a ping-pong measured at the first step), T_enc of m raw bytes and T_dec of m
  * encoded bytes (profiled with the run's codec). For an m-byte chunk on N ranks cut into K
  * partitions (Table 3's coefficients: ring alpha = 2(N-1), beta = gamma = N; PS alpha = 2N,
- * beta = K + 1, gamma = N + 1):
+ * beta = K + 1, gamma = N + 1; and ours for the all-gather, which Table 3 lacks: alpha =
+ * N(N-1) messages, beta = K, gamma = N^2 partitions decoded):
  *   T_orig(m, K) = alpha * T_send(m / K)
  *   T_cpr(m, K)  = alpha * T_send(r m / K) + beta * T_enc(m / K) + gamma * T_dec(r m / K)
  * with r the codec's ratio; K beyond N is grouped into ceil(K / N) rounds of N partitions of
@@ -41,6 +42,10 @@ typedef struct {
   double t_orig, t_cpr; /* seconds: the best of each path (over K) */
   int orig_parts, cpr_parts;
   AxCasyncAlgo algo;    /* the CaSync algorithm a compressed chunk takes */
+  int whole_segments;   /* 1: one message per segment, not pipelined in pieces (the PS so is
+                           Espresso's all-to-all + all-gather) */
+  int two_level;        /* 1: summed in two levels (mpi/two_level.h), CaSync or plain in the
+                           middle, between the nodes */
 } AxCasyncChoice;
 
 double ax_linear_cost_at(const AxLinearCost *c, double bytes);

@@ -110,11 +110,14 @@ int cs_encode_piece(CsOp *o, int seg, size_t k, CsMsg *m);
 int cs_decode_piece(CsOp *o, int seg, size_t k, int encoder, const void *bytes, size_t n,
                     int add);
 
-/* ---- algorithms: plan an operation on op (casync_ring.c, casync_ps.c, casync_linear.c) */
+/* ---- algorithms: plan an operation on op (casync_ring.c, casync_ps.c, casync_ag.c,
+ * casync_linear.c) */
 
 int cs_ring_start(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecCtx *ctx,
                   float *buf);
 int cs_ps_start(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecCtx *ctx,
+                float *buf);
+int cs_ag_start(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecCtx *ctx,
                 float *buf);
 int cs_linear_start(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecCtx *ctx,
                     float *buf, size_t count);

@@ -54,23 +54,40 @@ static int index_chunks(AxGradCompress *gc) {
   return AX_OK;
 }
 
+void ax_grad_compress_sum_shape(const AxGradCompress *gc, int p, size_t *count, int *ranks) {
+  const AxGradPart *part = &gc->parts[p];
+  *count = part->hi - part->lo;
+  *ranks = gc->ranks;
+  if (part->choice.two_level && gc->two_level) {
+    size_t offset;
+    *count = ax_two_level_shard(gc->two_level, *count, &offset);
+    *ranks = gc->two_level->n_nodes;
+  }
+}
+
 static int new_states(AxGradCompress *gc, const AxCommConfig *base) {
   for (int i = 0; i < gc->n_parts; i++) {
     AxGradPart *p = &gc->parts[i];
     p->state = NULL;
+    if (p->choice.two_level && (!gc->two_level || !gc->two_level->usable))
+      return AX_FAIL("part %d is to be summed in two levels, but the ranks do not sit evenly "
+                     "on two or more nodes", i);
     if (!p->choice.compress) continue;
     if (!p->codec) return AX_FAIL("compressed part %d has no codec", i);
     AxCommConfig cc = ax_grad_compress_cc(gc, base, i);
-    AX_TRY(ax_casync_state_new(p->codec, p->hi - p->lo, gc->ranks, &cc, &p->state));
+    size_t count;
+    int ranks;
+    ax_grad_compress_sum_shape(gc, i, &count, &ranks);
+    AX_TRY(ax_casync_state_new(p->codec, count, ranks, &cc, &p->state));
   }
   return AX_OK;
 }
 
 int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPart *parts,
                           int n_parts, AxCasyncAlgo algo, int ranks, uint64_t seed,
-                          const AxCommConfig *base) {
+                          const AxCommConfig *base, const AxTwoLevel *two_level) {
   *gc = (AxGradCompress){.algo = algo, .ranks = ranks, .n_chunks = o->n_chunks,
-                         .seed = seed, .enabled = 1};
+                         .seed = seed, .enabled = 1, .two_level = two_level};
   gc->parts = ax_calloc((size_t)n_parts + 1, sizeof *gc->parts);
   if (!gc->parts) return AX_ERR;
   memcpy(gc->parts, parts, (size_t)n_parts * sizeof *parts);
@@ -85,9 +102,13 @@ int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPa
 AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int p) {
   AxCommConfig cc = ax_comm_config_resolve(base);
   const AxGradPart *part = &gc->parts[p];
-  size_t count = part->hi - part->lo;
-  int k = part->choice.parts;
-  if (k > gc->ranks) cc.chunk_bytes = (count * sizeof(float) + (size_t)k - 1) / (size_t)k;
+  size_t count;
+  int ranks, k = part->choice.parts;
+  ax_grad_compress_sum_shape(gc, p, &count, &ranks);
+  if (part->choice.whole_segments) /* a piece as large as the largest segment */
+    cc.chunk_bytes = (count + (size_t)ranks - 1) / (size_t)ranks * sizeof(float);
+  else if (k > gc->ranks)
+    cc.chunk_bytes = (count * sizeof(float) + (size_t)k - 1) / (size_t)k;
   return cc;
 }
 
@@ -100,13 +121,14 @@ void ax_grad_compress_free(AxGradCompress *gc) {
 }
 
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p) {
-  return gc && gc->enabled && p < gc->n_parts && gc->parts[p].choice.compress;
+  return gc && gc->enabled && p < gc->n_parts &&
+         (gc->parts[p].choice.compress || gc->parts[p].choice.two_level);
 }
 
 int ax_grad_compress_uses(const AxGradCompress *gc, int c) {
   if (!gc || !gc->enabled || c >= gc->n_chunks) return 0;
   for (int p = gc->first[c]; p < gc->first[c + 1]; p++)
-    if (gc->parts[p].choice.compress) return 1;
+    if (ax_grad_compress_part_uses(gc, p)) return 1;
   return 0;
 }
 
@@ -114,8 +136,9 @@ uint32_t ax_grad_compress_fingerprint(const AxGradCompress *gc) {
   uint32_t crc = 0;
   for (int i = 0; i < gc->n_parts; i++) {
     const AxGradPart *p = &gc->parts[i];
-    uint64_t v[5] = {p->lo, p->hi, (uint64_t)p->choice.compress, (uint64_t)p->choice.algo,
-                     (uint64_t)p->choice.parts};
+    uint64_t v[7] = {p->lo, p->hi, (uint64_t)p->choice.compress, (uint64_t)p->choice.algo,
+                     (uint64_t)p->choice.parts, (uint64_t)p->choice.whole_segments,
+                     (uint64_t)p->choice.two_level};
     crc = ax_crc32(crc, v, sizeof v);
   }
   return crc;

@@ -16,6 +16,7 @@
 
 #include "mpi/casync.h"
 #include "mpi/casync_cost.h"
+#include "mpi/two_level.h"
 #include "offload.h"
 
 /* One tensor (or one layer's slice of a stacked tensor) in the stage's flat range: cols is
@@ -47,6 +48,7 @@ typedef struct {
   int *first;              /* [n_chunks + 1]: chunk c's parts are [first[c], first[c+1]) */
   uint64_t seed, step;     /* the codec context of this step (the trainer sets step) */
   int enabled;             /* 0: every part plain (--compress-warmup) */
+  const AxTwoLevel *two_level; /* the communicators of two-level parts (not owned; NULL: none) */
 } AxGradCompress;
 
 /* The parts of o's chunks cut at the boundaries of tensors t[n_t] (in order, not
@@ -56,17 +58,23 @@ int ax_grad_parts_cut(const AxOffload *o, const AxTensorRange *t, int n_t, AxGra
                       int cap);
 /* Takes parts[n_parts] (from ax_grad_parts_cut, with choice and, where compressed, codec
  * filled in; copied) and makes a fresh state for each compressed part, cut as
- * ax_grad_compress_cc says for base (the data-parallel communication's configuration). */
+ * ax_grad_compress_cc says for base (the data-parallel communication's configuration); a
+ * two-level part's state is for its shard on the communicator between nodes (two_level must
+ * then be given and usable, and outlive gc). */
 int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPart *parts,
                           int n_parts, AxCasyncAlgo algo, int ranks, uint64_t seed,
-                          const AxCommConfig *base);
+                          const AxCommConfig *base, const AxTwoLevel *two_level);
+/* What part p's CaSync sums: the part on gc->ranks, or (two-level) this rank's shard of it on
+ * the ranks between nodes. */
+void ax_grad_compress_sum_shape(const AxGradCompress *gc, int p, size_t *count, int *ranks);
 /* The configuration part p's CaSync runs with: base, its messages cut into the chosen K
- * partitions when K exceeds the ranks (HiPress's K > N: ceil(K/N) rounds of pieces). */
+ * partitions when K exceeds the ranks (HiPress's K > N: ceil(K/N) rounds of pieces), or each
+ * segment one message (choice.whole_segments). */
 AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int p);
 void ax_grad_compress_free(AxGradCompress *gc);
-/* Whether part p goes through CaSync now. */
+/* Whether part p is summed by an operation of its own now (CaSync, or two levels). */
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p);
-/* Whether any part of chunk c goes through CaSync now. */
+/* Whether any part of chunk c is (the rest: plain all-reduces of runs of parts). */
 int ax_grad_compress_uses(const AxGradCompress *gc, int c);
 /* A CRC of every part's range and decision (compress, CaSync algorithm, K): two runs whose
  * decisions differ (a cost model that decided otherwise on resume) have other fingerprints. */

@@ -113,9 +113,10 @@ static int start_plain(Reducer *rd, int *k, size_t lo, size_t hi, int wire) {
   return AX_OK;
 }
 
-/* Part p through CaSync in the chunk's next slot (*k): K partitions beyond the ranks cut its
- * messages smaller. Nothing for a part inside the summed range; one it cuts is an error. */
-static int start_compressed(Reducer *rd, int p, int *k) {
+/* Part p through CaSync, or in two levels (plain or CaSync between the nodes), in the chunk's
+ * next slot (*k): K partitions beyond the ranks cut its messages smaller. Nothing for a part
+ * inside the summed range; one it cuts is an error. */
+static int start_own(Reducer *rd, int p, int *k) {
   const AxGradCompress *gc = rd->r->compress;
   const AxGradPart *part = &gc->parts[p];
   size_t piece[2][2];
@@ -126,19 +127,29 @@ static int start_compressed(Reducer *rd, int p, int *k) {
                    rd->r->summed_lo, rd->r->summed_hi, part->lo, part->hi);
   AxCommConfig cc = ax_grad_compress_cc(gc, rd->r->cc, p);
   AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = part->lo};
+  float *buf = rd->o->grads + part->lo;
+  size_t count = part->hi - part->lo;
+  if (part->choice.two_level) {
+    AxTwoLevelInner inner = {.algo = rd->r->algo, .ctx = ctx};
+    if (part->choice.compress)
+      inner.codec = part->codec, inner.casync_algo = part->choice.algo, inner.state = part->state;
+    return ax_two_level_allreduce_start(&rd->ops[(*k)++], gc->two_level, &cc, &inner, buf, count,
+                                        rd->r->bytes);
+  }
   return ax_casync_allreduce_start(&rd->ops[(*k)++], rd->r->comm, &cc, part->codec,
-                                   part->choice.algo, part->state, &ctx, rd->o->grads + part->lo,
-                                   part->hi - part->lo, rd->r->bytes);
+                                   part->choice.algo, part->state, &ctx, buf, count,
+                                   rd->r->bytes);
 }
 
-/* Chunk c's group, in part order: a CaSync per compressed part, plain fp32 all-reduces per
- * maximal run of adjacent plain parts (one, or two around the summed range). */
+/* Chunk c's group, in part order: an operation of its own per compressed or two-level part
+ * (start_own), plain fp32 all-reduces per maximal run of adjacent flat plain parts (one, or
+ * two around the summed range). */
 static int start_group(Reducer *rd, int c) {
   const AxGradCompress *gc = rd->r->compress;
   int p = gc->first[c], end = gc->first[c + 1], k = slot0(rd, c);
   while (p < end) {
     if (ax_grad_compress_part_uses(gc, p)) {
-      AX_TRY(start_compressed(rd, p++, &k));
+      AX_TRY(start_own(rd, p++, &k));
       continue;
     }
     int q = p;

@@ -1,6 +1,6 @@
 /* mpitest_casync.c — CaSync (mpi/casync.h) on whatever number of ranks it runs on: identity
- * through the ring and PS gives the plain ring's sum bit for bit (and its bytes); every codec
- * this build has leaves bitwise identical replicas; onebit's ring and PS results equal a
+ * through the ring, PS and all-gather gives the plain ring's sum bit for bit (and its bytes);
+ * every codec this build has leaves bitwise identical replicas; onebit's results equal a
  * reference that replays the same encode / decode / merge order on one rank (two steps, with and
  * without error feedback, so the per-piece state's use is checked too); the bytes on the wire
  * follow the codec's ratio; state persists across calls and through a checkpoint; an emulated
@@ -29,8 +29,8 @@ enum { RUN_TIMEOUT_S = 120 };
 static MPI_Comm g_comm;   /* a duplicate of MPI_COMM_WORLD for the operations */
 static AxCommConfig g_cc; /* polite waiting where ranks outnumber cores; default chunking */
 
-static const AxCasyncAlgo ALGOS[] = {AX_CASYNC_RING, AX_CASYNC_PS};
-enum { N_ALGOS = 2 };
+static const AxCasyncAlgo ALGOS[] = {AX_CASYNC_RING, AX_CASYNC_PS, AX_CASYNC_AG};
+enum { N_ALGOS = 3 };
 
 /* Every codec of HiPress and the later papers, with and without error feedback; a spec this
  * build does not know yet is skipped with a line saying so. */
@@ -155,6 +155,11 @@ static unsigned long long ps_identity_bytes(size_t n) {
   return mt_size == 1 ? 0 : (unsigned long long)((n - own) + (size_t)(mt_size - 1) * own) * 4;
 }
 
+/* What identity through the all-gather moves: every value to every peer, and the converse. */
+static unsigned long long ag_identity_bytes(size_t n) {
+  return (unsigned long long)n * (size_t)(mt_size - 1) * 4;
+}
+
 static void check_identity(const AxCodec *id, AxCasyncAlgo algo, size_t n, const Tuning *tu) {
   AxCommConfig cc = tuned(tu->chunk_bytes, tu->window);
   float *got = inputs(n, mt_rank, n + 1), *ref = copy_of(got, n);
@@ -169,6 +174,7 @@ static void check_identity(const AxCodec *id, AxCasyncAlgo algo, size_t n, const
             a, n, tu->name, bad, bad < n ? got[bad] : 0.0, bad < n ? ref[bad] : 0.0);
   unsigned long long want_sent = plain.sent, want_received = plain.received;
   if (algo == AX_CASYNC_PS) want_sent = want_received = ps_identity_bytes(n);
+  if (algo == AX_CASYNC_AG) want_sent = want_received = ag_identity_bytes(n);
   mt_expect(bytes.sent == want_sent + 3 && bytes.received == want_received + 5,
             "identity %s n=%zu (%s): sent %llu received %llu, expected %llu and %llu", a, n,
             tu->name, bytes.sent - 3, bytes.received - 5, want_sent, want_received);
@@ -304,7 +310,8 @@ static void replay_decode(Replay *r, size_t bytes, float *out, size_t len, int a
 }
 
 /* Piece k of segment s: the ring's chain from rank s to its owner s-1, or PS's owner s adding
- * the others' encoded contributions in ring order; out gets decode(encode(aggregate)). */
+ * the others' encoded contributions in ring order (out gets decode(encode(aggregate))), or the
+ * all-gather's sum of every rank's encoding in ring order from s. */
 static void replay_piece(Replay *r, AxCasyncAlgo algo, float *const *all, int s, size_t k,
                          float *out) {
   int p = mt_size;
@@ -321,6 +328,13 @@ static void replay_piece(Replay *r, AxCasyncAlgo algo, float *const *all, int s,
       replay_decode(r, bytes, v, len, 1);
       bytes = replay_encode(r, e, s, k, v, len);
     }
+  } else if (algo == AX_CASYNC_AG) { /* every rank's own encoding, summed in ring order */
+    for (int j = 0; j < p; j++) {
+      int e = (s + j) % p;
+      bytes = replay_encode(r, e, s, k, all[e] + off, len);
+      replay_decode(r, bytes, out + off, len, j > 0);
+    }
+    return;
   } else {
     float *agg = out + off; /* the owner's values, then the sum, then the result */
     memcpy(agg, all[s] + off, len * sizeof *agg);
@@ -447,7 +461,7 @@ END_TEST
 
 /* ------------------------------------------------------------------ wire bytes */
 
-/* Within 10% of ratio × the plain ring's bytes; a codec whose size varies with the values
+/* Within 10% of ratio × the plain ring's bytes (the all-gather: × its own identity bytes); a codec whose size varies with the values
  * (`varies`: its ratio is the worst case) at most that. */
 static int near_ratio(unsigned long long got, double want, int varies) {
   return varies ? (double)got <= 1.1 * want : fabs((double)got - want) <= 0.1 * want;
@@ -466,6 +480,8 @@ static void check_wire_bytes(const char *spec, int varies, AxCasyncAlgo algo) {
             ax_casync_algo_name(algo), ax_error_message());
   double ratio = ax_codec_ratio(c, n), want_sent = ratio * (double)plain.sent,
          want_received = ratio * (double)plain.received;
+  if (algo == AX_CASYNC_AG) /* the whole range to every peer, not the ring's 2(p-1)/p of it */
+    want_sent = want_received = ratio * (double)ag_identity_bytes(n);
   mt_expect(near_ratio(got.sent, want_sent, varies) &&
                 near_ratio(got.received, want_received, varies),
             "%s %s n=%zu: sent %llu received %llu, the ratio %.4f of the plain ring's %llu "
@@ -666,7 +682,7 @@ END_TEST
 /* ------------------------------------------------------------------ arguments */
 
 START_TEST(names_and_bad_arguments) {
-  for (int a = AX_CASYNC_RING; a <= AX_CASYNC_PS; a++) {
+  for (int a = AX_CASYNC_RING; a <= AX_CASYNC_AG; a++) {
     AxCasyncAlgo got;
     ck_assert_int_eq(ax_casync_algo_parse(ax_casync_algo_name((AxCasyncAlgo)a), &got), AX_OK);
     ck_assert_int_eq(got, a);

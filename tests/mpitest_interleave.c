@@ -63,7 +63,7 @@ static int make_compress(AxGradCompress *gc, const AxOffload *o, const Case *c,
     parts[p].choice = (AxCasyncChoice){.compress = p % 2 == 0, .parts = mt_size};
     parts[p].codec = parts[p].choice.compress ? id : NULL;
   }
-  int rc = ax_grad_compress_init(gc, o, parts, n, AX_CASYNC_RING, mt_size, 1, &g_cc);
+  int rc = ax_grad_compress_init(gc, o, parts, n, AX_CASYNC_RING, mt_size, 1, &g_cc, NULL);
   free(parts);
   return rc;
 }

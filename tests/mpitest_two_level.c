@@ -3,9 +3,10 @@
  * interleaved, and blocked with sparse descending node ids), and the layouts that cannot be
  * used (one node, one rank per node, nodes of different sizes), which are refused. Checks the
  * communicators and shards; plain middle steps (ring, rhd) against MPI_Allreduce's sum, with
- * bitwise identical replicas and the bytes the header's formula gives; CaSync middle steps
- * (identity: the plain ring's result bit for bit; onebit with error feedback: identical
- * replicas aligned with the sum); operations in flight together with other collectives on the
+ * bitwise identical replicas and the bytes the header's formula gives; CaSync middle steps,
+ * ring, PS and all-gather (identity: MPI's sum, and through the ring and the all-gather the
+ * plain ring's result bit for bit; onebit with error feedback: identical replicas aligned with
+ * the sum); operations in flight together with other collectives on the
  * same communicators; bad arguments. Random non-integer inputs; no timing asserts.
  * Every rank checks its own results and prints what failed with its rank; then all ranks agree
  * on pass/fail (so none is left waiting in a collective when another one fails). */
@@ -405,14 +406,19 @@ static void check_identity(const Layout *l, const AxTwoLevel *t, const AxCodec *
             n, bad, bad < n ? got[bad] : 0.0, bad < n ? sum[bad] : 0.0);
   mt_expect(replicas_agree(got, n), "%s identity %s n=%zu: the results differ", l->name, a, n);
   AxCommBytes want = pb;
-  if (algo == AX_CASYNC_RING) {
+  if (algo != AX_CASYNC_PS) { /* the ring and the all-gather sum in the plain ring's order */
     bad = first_difference(got, ref, n);
-    mt_expect(bad == n, "%s identity ring n=%zu: element %zu is %.9g, the plain ring gives %.9g",
-              l->name, n, bad, bad < n ? got[bad] : 0.0, bad < n ? ref[bad] : 0.0);
-  } else {
+    mt_expect(bad == n, "%s identity %s n=%zu: element %zu is %.9g, the plain ring gives %.9g",
+              l->name, a, n, bad, bad < n ? got[bad] : 0.0, bad < n ? ref[bad] : 0.0);
+  }
+  if (algo != AX_CASYNC_RING) { /* PS: its pushes and pulls; all-gather: the shard to each */
+    unsigned long long middle = algo == AX_CASYNC_PS
+                                    ? ps_identity_bytes(t, n)
+                                    : (unsigned long long)ax_two_level_shard(t, n, NULL) *
+                                          (unsigned long long)(t->n_nodes - 1) * 4;
     want = intra_bytes(t, n);
-    want.sent += ps_identity_bytes(t, n);
-    want.received += ps_identity_bytes(t, n);
+    want.sent += middle;
+    want.received += middle;
   }
   mt_expect(bytes.sent == want.sent && bytes.received == want.received,
             "%s identity %s n=%zu: sent %llu received %llu, expected %llu and %llu", l->name, a,
@@ -462,7 +468,7 @@ static void check_onebit(const Layout *l, const AxTwoLevel *t, const AxCodec *c,
 
 START_TEST(casync_middle_steps) {
   AxCodec *id = codec("identity"), *ef = codec("onebit:ef=1");
-  const AxCasyncAlgo algos[] = {AX_CASYNC_RING, AX_CASYNC_PS};
+  const AxCasyncAlgo algos[] = {AX_CASYNC_RING, AX_CASYNC_PS, AX_CASYNC_AG};
   const AxCommConfig ccs[] = {tuned(0, 0), tuned(4096, 2)};
   for (int i = 0; i < g_n_layouts; i++) {
     const Layout *l = &g_layouts[i];
@@ -472,7 +478,7 @@ START_TEST(casync_middle_steps) {
     size_t g = (size_t)t.g;
     const size_t counts[] = {0, 1, g + 1, 1003, 10007};
     for (int c = 0; c < 2; c++)
-      for (int a = 0; a < 2; a++)
+      for (int a = 0; a < 3; a++)
         for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
           check_identity(l, &t, id, algos[a], counts[k], &ccs[c]);
           check_onebit(l, &t, ef, algos[a], counts[k], &ccs[c]);

@@ -1,6 +1,7 @@
 /* compress_auto.c — Cupcake's fusion, then Espresso's strategy per group; see compress_auto.h. */
 #include "compress_auto.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,16 +111,49 @@ static int plain_option(const AxAutoCompressInput *in) {
                                      ? "plain/flat/ar-rhd" : "plain/flat/ar-ring");
 }
 
-/* Plain with the trainer's all-reduce, and the codec under CaSync ring or PS, flat. Both
+/* Plain with the trainer's all-reduce, and the codec under every flat scheme CaSync runs:
+ * ring, PS, all-to-all + all-gather (the PS with whole segments) and all-gather. Both
  * placements are offered (Algorithm 4.1 searches the GPU ones, 4.2 moves some to the CPU) with
  * the same costs: nothing computes while the gradients are summed, so the model's GPU and CPU
  * are alike, and the trainer runs either on the host (compress_auto.h). */
 static uint32_t runnable_options(const AxAutoCompressInput *in) {
-  const char *names[] = {"gpu/flat/casync-ring", "gpu/flat/casync-ps", "cpu/flat/casync-ring",
-                         "cpu/flat/casync-ps"};
+  const char *schemes[] = {"casync-ring", "casync-ps", "a2a+ag", "ag"};
+  const char *levels[] = {"flat", "2l"};
   uint32_t mask = 1u << plain_option(in);
-  for (int i = 0; i < 4; i++) mask |= 1u << ax_espresso_option_find(names[i]);
+  if (in->two_level) mask |= 1u << (plain_option(in) + 2); /* plain/2l/ar-ring or ar-rhd */
+  for (int l = 0; l < (in->two_level ? 2 : 1); l++)
+    for (int i = 0; i < 4; i++) {
+      char name[40];
+      snprintf(name, sizeof name, "gpu/%s/%s", levels[l], schemes[i]);
+      int o = ax_espresso_option_find(name);
+      mask |= 1u << o | 1u << (o + AX_ESPRESSO_CPU_TWIN);
+    }
   return mask;
+}
+
+/* --compress-scheme OPTION: every tensor of p takes it, and out[] gets the timelines. */
+static int forced(const AxEspressoProblem *p, const char *name, AxEspressoDecision *out,
+                  AxEspressoSummary *sum) {
+  int o = ax_espresso_option_find(name);
+  if (o < 0) return AX_FAIL("--compress-scheme %s: no such option", name);
+  if (ax_espresso_option(o)->levels == AX_ESP_TWO_LEVEL_INTRA)
+    return AX_FAIL("--compress-scheme %s: the 2l+intra schemes are in Espresso's model only "
+                   "(the gradient sum runs the flat and 2l ones)", name);
+  if (!ax_espresso_option_applies(p, o))
+    return AX_FAIL("--compress-scheme %s does not apply to %d data-parallel rank(s), %d to a "
+                   "node (the plain options follow --allreduce; two-level ones need 2 or more "
+                   "ranks on each of 2 or more nodes, as many on every node)", name, p->ranks,
+                   p->ranks_per_node);
+  int *choices = ax_calloc((size_t)p->n + 1, sizeof *choices);
+  if (!choices) return AX_ERR;
+  int rc = ax_espresso_nothing(p, choices);
+  if (rc == AX_OK) rc = ax_espresso_iteration_time(p, choices, &sum->nothing_s);
+  for (int i = 0; i < p->n; i++) choices[i] = o;
+  if (rc == AX_OK) rc = ax_espresso_timeline(p, choices, out, &sum->iteration_s);
+  sum->greedy_s = sum->iteration_s;
+  sum->compressed = ax_espresso_option(o)->place != AX_ESP_PLAIN ? p->n : 0;
+  free(choices);
+  return rc;
 }
 
 /* Espresso on the groups not kept plain (in their order); the others take the plain option. */
@@ -139,7 +173,10 @@ static int decide(double ratio, const AxAutoCompressInput *in, AxAutoCompress *o
                          .gpu = {in->costs.enc, in->costs.dec},
                          .cpu = {in->costs.enc, in->costs.dec},
                          .ratio = ratio, .allowed = runnable_options(in)};
-  if (rc == AX_OK && n > 0) rc = ax_espresso_decide(&p, dec, &out->espresso);
+  int auto_scheme = !in->scheme || !strcmp(in->scheme, "auto");
+  if (rc == AX_OK && n > 0)
+    rc = auto_scheme ? ax_espresso_decide(&p, dec, &out->espresso)
+                     : forced(&p, in->scheme, dec, &out->espresso);
   for (int k = 0; k < n && rc == AX_OK; k++) out->decision[which[k]] = dec[k];
   out->decide_s = out->espresso.decide_s;
   free(which);
@@ -178,6 +215,15 @@ void ax_compress_auto_free(AxAutoCompress *a) {
   *a = (AxAutoCompress){0};
 }
 
+/* The CaSync algorithm that runs a compressed scheme: a2a+ag is the PS's data movement with
+ * one message per segment (mpi/casync.h). */
+static void casync_scheme(AxEspressoScheme scheme, AxCasyncChoice *ch) {
+  ch->algo = scheme == AX_ESP_CASYNC_PS || scheme == AX_ESP_A2A_AG ? AX_CASYNC_PS
+             : scheme == AX_ESP_AG                                ? AX_CASYNC_AG
+                                                                  : AX_CASYNC_RING;
+  ch->whole_segments = scheme == AX_ESP_A2A_AG;
+}
+
 void ax_compress_auto_apply(const AxAutoCompress *a, int ranks, AxGradPart *parts, int n) {
   int g = 0;
   for (int i = 0; i < n; i++) {
@@ -188,8 +234,8 @@ void ax_compress_auto_apply(const AxAutoCompress *a, int ranks, AxGradPart *part
     int compress = o && o->place != AX_ESP_PLAIN;
     p->choice = (AxCasyncChoice){.compress = compress, .parts = ranks, .orig_parts = ranks,
                                  .cpr_parts = ranks,
-                                 .algo = compress && o->scheme == AX_ESP_CASYNC_PS
-                                             ? AX_CASYNC_PS : AX_CASYNC_RING};
+                                 .two_level = o && o->levels == AX_ESP_TWO_LEVEL};
+    if (compress) casync_scheme(o->scheme, &p->choice);
   }
 }
 

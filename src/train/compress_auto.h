@@ -14,13 +14,17 @@
  *   Cupcake: h(x) = encoding x raw bytes (the profiled enc cost); g(x) = a CaSync ring's
  *     communication of the encoded group, 2 (N - 1) (alpha + r x / (N B)).
  *   Espresso: every group's options are plain (the trainer's all-reduce: ring, or rhd with
- *     --allreduce rhd) and the codec with CaSync ring or PS, flat. The trainer's gradients are
- *     summed from host memory (the offloaded master copy), so its codecs run on the CPU
- *     whichever placement the model picks: with no computation left to delay, the model's GPU
- *     and CPU placements cost the same (both are offered with the same codec costs, since
- *     Algorithm 4.1 searches the GPU ones). The all-to-all + all-gather schemes and the
- *     two-level ones exist in the model (espresso.h) but have no implementation in the
- *     gradient sum, so they are not offered.
+ *     --allreduce rhd) and the codec under CaSync ring, PS, all-to-all + all-gather (the PS
+ *     with one message per segment) or all-gather (mpi/casync.h); flat, and, when the ranks
+ *     sit evenly two or more to a node on two or more nodes (two_level), two-level
+ *     (mpi/two_level.h: plain intra-node reduce-scatter and all-gather around any of those
+ *     between the nodes). The 2l+intra options, which also compress the intra-node steps,
+ *     are in the model only. The trainer's gradients are summed from host memory (the
+ *     offloaded master copy), so its codecs run on the CPU whichever placement the model
+ *     picks: with no computation left to delay, the model's GPU and CPU placements cost the
+ *     same (both are offered with the same codec costs, since Algorithm 4.1 searches the GPU
+ *     ones). --compress-scheme OPTION replaces the search: every group not kept plain takes
+ *     OPTION (an ablation; one that does not apply is an error).
  *   Kept plain and alone, outside both searches: the tied wte when plain_first, and every vector
  *   (LayerNorm weights, biases), which a codec's one scale per group would mix with the
  *   weight matrices (compress_auto.c: kept_plain). Intra- and inter-node links: ranks_per_node of the data-parallel ranks share a
@@ -43,6 +47,10 @@ typedef struct {
   AxAllreduceAlgo plain; /* the trainer's plain all-reduce */
   int plain_first;       /* the first tensor (the tied wte) stays alone and plain: it is
                             summed before the rest, or its other copy is summed plain */
+  int two_level;         /* the two-level schemes can run (mpi/two_level.h: the ranks sit
+                            ranks_per_node >= 2 to a node on 2 or more nodes) */
+  const char *scheme;    /* NULL or "auto": Espresso decides; else the option (espresso.h)
+                            every group not kept plain takes (--compress-scheme) */
 } AxAutoCompressInput;
 
 typedef struct {
@@ -62,8 +70,8 @@ typedef struct {
 int ax_compress_auto_plan(const AxTensorRange *t, int n, const AxCodec *codec,
                           const AxAutoCompressInput *in, AxAutoCompress *out);
 void ax_compress_auto_free(AxAutoCompress *a);
-/* Sets each part's choice (compress, K = ranks, CaSync algorithm) from the group holding it;
- * parts outside every group (gaps) stay plain. */
+/* Sets each part's choice (compress, K = ranks, CaSync algorithm, whole segments, two
+ * levels) from the group holding it; parts outside every group (gaps) stay plain. */
 void ax_compress_auto_apply(const AxAutoCompress *a, int ranks, AxGradPart *parts, int n);
 /* The decisions as log lines: a header with both searches' times and predicted step-sync
  * times, then a line per group (the first `max_lines`, then how many more). */

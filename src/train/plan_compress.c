@@ -60,7 +60,10 @@ static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
       .costs = *c, .intra = c->send, .ranks = cfg->g_data,
       .ranks_per_node = column_ranks_per_node(cfg), .plain = (AxAllreduceAlgo)cfg->allreduce,
       .plain_first = ax_compress_tied_plain(lay, P, ax_train_compressed_stages(cfg, P),
-                                            cfg->fuse_embedding_sync || ax_train_sparse_embedding_path(cfg))};
+                                            cfg->fuse_embedding_sync || ax_train_sparse_embedding_path(cfg)),
+      .scheme = cfg->compress_scheme};
+  in.two_level = in.ranks_per_node >= 2 && in.ranks / in.ranks_per_node >= 2 &&
+                 in.ranks % in.ranks_per_node == 0;
   AX_TRY(ax_train_fusion(cfg, &in.fusion));
   int n = ax_trainer_tensor_ranges(lay, m, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n + 1, sizeof *tr);

@@ -139,8 +139,9 @@ void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selec
 
 /* How many of the data-parallel ranks share a node, the same figure on every one of them: the
  * fewest on any node holding one (1 when they spread unevenly: then the ranks_per_node that
- * divides them is not one number). */
-static int data_ranks_per_node(AxTrainer *t, int *g) {
+ * divides them is not one number); and the communicators of the two-level sum (t->two_level,
+ * usable when the ranks sit evenly, 2 or more to a node on 2 or more nodes). */
+static int data_nodes(AxTrainer *t, int *g) {
   int D = t->grid.D, *node = ax_calloc((size_t)D, sizeof *node);
   if (!node) return AX_ERR;
   int mine = ax_link_node_of(t->links, t->grid.rank);
@@ -154,6 +155,7 @@ static int data_ranks_per_node(AxTrainer *t, int *g) {
     if (same < *g) *g = same;
   }
   if (rc == AX_OK && D % *g) *g = 1;
+  if (rc == AX_OK && D > 1) rc = ax_two_level_new(t->grid.data, node, &t->two_level);
   free(node);
   return rc;
 }
@@ -170,7 +172,9 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
                                             ax_train_compressed_stages(&t->cfg, t->grid.P),
                                             ax_trainer_wte_presummed(t))};
   AX_TRY(ax_train_fusion(&t->cfg, &in.fusion));
-  AX_TRY(data_ranks_per_node(t, &in.ranks_per_node));
+  AX_TRY(data_nodes(t, &in.ranks_per_node));
+  in.two_level = t->two_level.usable;
+  in.scheme = t->cfg.compress_scheme;
   if (ax_link_emulating(t->links)) AX_TRY(ax_casync_measure_send(t->grid.data, &in.intra));
   int n_t = ax_trainer_tensor_ranges(lay, &t->model, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
@@ -220,7 +224,8 @@ int ax_trainer_setup_compress(AxTrainer *t) {
                               ax_trainer_wte_presummed(t), parts, n);
   if (rc == AX_OK)
     rc = ax_grad_compress_init(&t->gc, &t->off, parts, n, (AxCasyncAlgo)t->cfg.compress_sync,
-                               t->grid.D, (uint64_t)t->cfg.seed, &t->grid.comm_cfg);
+                               t->grid.D, (uint64_t)t->cfg.seed, &t->grid.comm_cfg,
+                               &t->two_level);
   free(parts);
   return rc;
 }
@@ -320,7 +325,7 @@ void ax_trainer_print_compress(const AxTrainer *t) {
   int strategy = t->auto_compress.n_groups > 0;
   ax_log("compression: %s over CaSync %s on %d data-parallel rank(s), %s; %d of %d "
          "part(s) (%zu of %zu bytes) in %d chunk(s) of stage %d compressed (%s)%s",
-         ax_codec_spec(t->codec), strategy ? "ring or PS" : ax_casync_algo_name(gc->algo),
+         ax_codec_spec(t->codec), strategy ? "schemes per group" : ax_casync_algo_name(gc->algo),
          t->grid.D, strategy ? "fused groups" : "layer-wise", compressed, gc->n_parts, cbytes,
          bytes, gc->n_chunks, t->grid.stage,
          strategy ? "--compress auto" : t->compress_profiled ? "cost model"

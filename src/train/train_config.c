@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "espresso.h"
 #include "models/gpt_presets.h"
 #include "mpi/collectives.h"
 #include "mpi/compress/codec.h"
@@ -88,13 +89,18 @@ static const AxOption OPTIONS[] = {
         "tensor fusion before compression (Cupcake): auto, the optimal groups; none, each tensor "
         "alone; N, groups of at most N bytes (K/M/G) (default: auto with --compress auto, "
         "else none; only with --compress auto)"),
+    STR("compress-scheme", compress_scheme, "auto", "auto|OPTION",
+        "under --compress auto, how each group not kept plain is summed: auto, Espresso's "
+        "choice; or one of its options for every group (an ablation), e.g. cpu/flat/ag, "
+        "cpu/2l/casync-ring, plain/2l/ar-ring (docs/compression.md lists them)"),
     STR("sparse-embedding-sync", sparse_embedding_sync, "auto", "auto|zen|allgather|dense",
         "how the first stage sums its row-sparse input-embedding gradient over the data-parallel "
         "ranks (--g-inter 2 or more, --g-data 2 or more): Zen's balanced sparse sync, the "
         "naive all-gather of rows, or the dense all-reduce; auto: the cheapest under the "
         "link's cost at the first step (not with --fuse-embedding-sync)"),
-    CHOICE("compress-sync", compress_sync, "ring", "ring|ps",
-           "how compressed gradients are summed: CaSync ring or co-located parameter server"),
+    CHOICE("compress-sync", compress_sync, "ring", "ring|ps|ag",
+           "how compressed gradients are summed: CaSync ring, co-located parameter server, or "
+           "all-gather of every rank's encoding"),
     STR("compress-min-bytes", compress_min_bytes, "auto", "auto|N",
         "compress all-reduce chunks of at least N bytes (K/M/G suffixes; auto: HiPress's cost "
         "model decides per chunk from encode, decode and send costs profiled at the start)"),
@@ -292,6 +298,18 @@ int ax_train_fusion(const AxTrainConfig *cfg, AxFusionSpec *spec) {
   return AX_OK;
 }
 
+int ax_train_compress_scheme(const AxTrainConfig *cfg, int *option) {
+  const char *text = cfg->compress_scheme ? cfg->compress_scheme : "auto";
+  *option = -1;
+  if (!strcmp(text, "auto")) return AX_OK;
+  *option = ax_espresso_option_find(text);
+  if (*option < 0)
+    return AX_FAIL("--compress-scheme %s is not auto or an Espresso option such as "
+                   "cpu/flat/casync-ring, cpu/flat/ag, cpu/2l/a2a+ag or plain/2l/ar-ring "
+                   "(docs/compression.md)", text);
+  return AX_OK;
+}
+
 int ax_train_sparse_embedding_sync(const AxTrainConfig *cfg, int *is_auto, int *algo) {
   const char *text = cfg->sparse_embedding_sync ? cfg->sparse_embedding_sync : "auto";
   *is_auto = strcmp(text, "auto") == 0;
@@ -432,6 +450,10 @@ static int check_compress(const AxTrainConfig *cfg) {
   if (cfg->fusion && !ax_train_compress_auto(cfg))
     return AX_FAIL("--fusion %s needs --compress auto (layer-wise compression sends each tensor "
                    "alone)", cfg->fusion);
+  int scheme;
+  AX_TRY(ax_train_compress_scheme(cfg, &scheme));
+  if (scheme >= 0 && !ax_train_compress_auto(cfg))
+    return AX_FAIL("--compress-scheme %s needs --compress auto", cfg->compress_scheme);
   if (!ax_train_compresses(cfg)) return AX_OK;
   AxCodec *codec;
   if (ax_codec_parse(ax_train_codec_spec(cfg), &codec) != AX_OK)

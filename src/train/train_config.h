@@ -49,6 +49,7 @@ typedef struct {
   char *compress;           /* codec spec, "none": off, "auto": Espresso with compress_codec */
   char *compress_codec;     /* --compress auto's codec */
   char *fusion;             /* --fusion, NULL: the default */
+  char *compress_scheme;    /* --compress-scheme: auto or an Espresso option */
   char *sparse_embedding_sync; /* auto|zen|allgather|dense */
   int compress_sync;        /* AxCasyncAlgo */
   char *compress_min_bytes; /* "auto" or a size */
@@ -130,6 +131,9 @@ int ax_train_compresses(const AxTrainConfig *cfg);
 int ax_train_compress_auto(const AxTrainConfig *cfg);
 /* The codec spec compression runs: --compress, or --compress-codec under --compress auto. */
 const char *ax_train_codec_spec(const AxTrainConfig *cfg);
+/* --compress-scheme: -1 for auto (Espresso decides), else the Espresso option every group not
+ * kept plain takes (espresso.h); AX_ERR for a name that is neither. */
+int ax_train_compress_scheme(const AxTrainConfig *cfg, int *option);
 /* --fusion as fusion.h's spec (its default: auto under --compress auto, else none). */
 int ax_train_fusion(const AxTrainConfig *cfg, AxFusionSpec *spec);
 /* --sparse-embedding-sync: *algo, and *is_auto for auto (then *algo is untouched). */

@@ -444,6 +444,7 @@ void ax_trainer_destroy(AxTrainer *t) {
   ax_codec_free(t->codec);
   ax_shaped_codecs_free(&t->shaped);
   ax_compress_auto_free(&t->auto_compress);
+  ax_two_level_free(&t->two_level);
   ax_trainer_free_embed_sync(t);
   ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);

@@ -175,6 +175,8 @@ struct AxTrainer {
   AxCasyncCosts compress_costs;
   int compress_profiled;   /* 1: the cost model decided (costs above) */
   AxAutoCompress auto_compress; /* --compress auto's groups and decisions (n_groups 0: none) */
+  AxTwoLevel two_level;    /* --compress auto: the data-parallel ranks' node and cross
+                              communicators (usable 0: none) */
   AxEmbedSync embed_sync;  /* --sparse-embedding-sync (trainer_embed_sync.c) */
   /* --compress-backprop (train_backprop.c) */
   AxBackprop backprop;

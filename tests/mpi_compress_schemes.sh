@@ -1,0 +1,52 @@
+#!/bin/sh
+# The collective schemes of the compressed gradient sum in training (Espresso's options, issue
+# 20), each forced on every group with --compress auto --compress-scheme, on 1x4 with two
+# ranks to a virtual node (--ranks-per-node 2: two nodes):
+#  - with the identity codec, the flat all-gather and all-to-all + all-gather, the two-level
+#    sums with each CaSync scheme between the nodes, and the plain two-level all-reduce
+#    reproduce the uncompressed run: losses within 1e-5 relative, final weights within 1e-4
+#    (the sum order is not the flat ring's);
+#  - onebit with error feedback through the two-level all-gather learns like the flat ring;
+#  - the header names the scheme of every group;
+#  - bad --compress-scheme input: an unknown option, a model-only 2l+intra one, a two-level one
+#    on one node, and --compress-scheme without --compress auto: one clear line, non-zero exit.
+. "$(dirname "$0")/mpilib.sh"
+
+COMMON="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --seed 5 \
+  --val-steps 0 --threads 1 --lr-schedule constant --warmup 0 --allreduce ring --g-data 4"
+NODES="--ranks-per-node 2"
+
+# shellcheck disable=SC2086
+run ref 4 $NODES --steps 8 || finish
+for s in cpu/flat/ag cpu/flat/a2a+ag plain/2l/ar-ring cpu/2l/casync-ring cpu/2l/casync-ps \
+  cpu/2l/a2a+ag gpu/2l/ag; do
+  n=$(echo "$s" | tr '/+' '__')
+  # shellcheck disable=SC2086
+  run "$n" 4 $NODES --steps 8 --compress auto --compress-codec identity --compress-scheme "$s" ||
+    continue
+  same_losses "$n" ref 1e-5 1e-4
+  grep -q "group [0-9]*: .*: $s" "$TMP/$n.log" ||
+    { fail "$s: no group takes it in the header"; cat "$TMP/$n.log"; }
+  echo "  identity through $s: the uncompressed run's losses"
+done
+
+# onebit through the two-level all-gather learns as the flat CaSync ring does
+L="--steps 40 --compress auto --compress-codec onebit:ef=1"
+# shellcheck disable=SC2086
+if run flat1 4 $NODES $L --compress-scheme cpu/flat/casync-ring &&
+   run twol1 4 $NODES $L --compress-scheme cpu/2l/ag; then
+  a=$(awk -F, 'NR > 1 { v = $2 } END { print v }' "$TMP/twol1.csv")
+  b=$(awk -F, 'NR > 1 { v = $2 } END { print v }' "$TMP/flat1.csv")
+  f=$(awk -F, 'NR == 2 { print $2 }' "$TMP/twol1.csv")
+  echo "  onebit:ef=1 40 steps: two-level all-gather loss $a, flat CaSync ring $b (from $f)"
+  awk -v a="$a" -v b="$b" -v f="$f" 'BEGIN { exit !(a < 0.9 * f && a <= 1.05 * b) }' ||
+    fail "onebit through cpu/2l/ag: loss $a did not fall like the flat ring's $b (from $f)"
+fi
+
+expect_job_error "--compress-scheme" 4 $NODES --steps 1 --compress auto --compress-scheme cpu/3l/ag
+expect_job_error "model only" 4 $NODES --steps 1 --compress auto \
+  --compress-scheme cpu/2l+intra/ag
+expect_job_error "does not apply" 4 --steps 1 --compress auto --compress-scheme cpu/2l/ag
+expect_job_error "needs --compress auto" 4 $NODES --steps 1 --compress onebit \
+  --compress-scheme cpu/flat/ag
+finish

@@ -87,7 +87,7 @@ int ax_two_level_new(MPI_Comm comm, const int *node_of_rank, AxTwoLevel *out) {
 }
 
 void ax_two_level_free(AxTwoLevel *t) {
-  if (!t) return;
+  if (!t || !t->usable) return; /* nothing made (a zeroed struct included) */
   if (t->node != MPI_COMM_NULL) MPI_Comm_free(&t->node);
   if (t->cross != MPI_COMM_NULL) MPI_Comm_free(&t->cross);
   reset(t);

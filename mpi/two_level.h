@@ -53,7 +53,7 @@ typedef struct {
  * error: the caller runs the flat collective). The communicators are new ones (their tag
  * sequences start afresh). On failure nothing is left to free. */
 int ax_two_level_new(MPI_Comm comm, const int *node_of_rank, AxTwoLevel *out);
-/* Frees the communicators; NULL or an unusable one is a no-op. */
+/* Frees the communicators; NULL, an unusable one or a zeroed struct is a no-op. */
 void ax_two_level_free(AxTwoLevel *t);
 
 /* The middle step's all-reduce: plain (ax_allreduce_start with algo, fp32) when codec is NULL,

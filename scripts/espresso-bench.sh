@@ -8,6 +8,9 @@
 #     --compress auto (Cupcake's groups, Espresso's strategy, onebit); each repeat runs the
 #     three back to back, a configuration's time is the median over repeats of the run
 #     summary's batch time.
+#  3. The same model on two nodes of two ranks: no compression, Espresso's choice, and every
+#     scheme the gradient sum runs fixed for every group (--compress-scheme: CaSync ring, PS,
+#     all-to-all + all-gather, all-gather; flat and two-level; the plain two-level all-reduce).
 # Figures are EMULATED: ranks share one machine's memory and cores.
 #   usage: [STEPS=8] [REPEAT=3] [ITERS=3] [OUT=dir] scripts/espresso-bench.sh [AXONN]
 set -eu
@@ -54,4 +57,35 @@ for c in none layerwise auto; do
     printf "  %-10s batch %8.1f ms (median of %s) %5.2fx vs none\n", c, m, all, n / m }'
 done
 grep -h "^  \(fusion\|strategy\)" "$OUT/auto.1.log" | sed 's/^/  auto: /'
+
+# 3. Every scheme the gradient sum runs, fixed for every group (--compress-scheme), against
+#    Espresso's choice and no compression, on two nodes of two ranks (the link between them
+#    emulated, the one inside a node not).
+NODES="--ranks-per-node 2 --emulate-link 10Gbps"
+SCHEMES="none auto cpu/flat/casync-ring cpu/flat/casync-ps cpu/flat/a2a+ag cpu/flat/ag \
+  plain/2l/ar-ring cpu/2l/casync-ring cpu/2l/a2a+ag cpu/2l/ag"
+COMMON="$MODEL --steps $STEPS --val-steps 0 --threads 1 --timing-skip 2 $NODES"
+echo "== step time per scheme, 2 nodes of 2 ranks, $MODEL"
+for r in $(seq "$REPEAT"); do
+  for s in $SCHEMES; do
+    f=$(echo "$s" | tr '/+' '__')
+    case $s in
+      none) flags="" ;;
+      auto) flags="--compress auto --compress-codec onebit:ef=1" ;;
+      *) flags="--compress auto --compress-codec onebit:ef=1 --compress-scheme $s" ;;
+    esac
+    # shellcheck disable=SC2086
+    $MPIEXEC -n 4 "$AXONN" train $COMMON $flags --summary "$OUT/s_$f.$r.json" \
+      >"$OUT/s_$f.$r.log" 2>&1 </dev/null || { echo "$s: failed (see $OUT/s_$f.$r.log)"; exit 1; }
+    batch_ms "$OUT/s_$f.$r.json" >>"$OUT/s_$f.ms"
+  done
+done
+none=$(median <"$OUT/s_none.ms")
+for s in $SCHEMES; do
+  f=$(echo "$s" | tr '/+' '__')
+  m=$(median <"$OUT/s_$f.ms")
+  awk -v c="$s" -v m="$m" -v n="$none" -v all="$(tr '\n' ' ' <"$OUT/s_$f.ms")" 'BEGIN {
+    printf "  %-20s batch %8.1f ms (median of %s) %5.2fx vs none\n", c, m, all, n / m }'
+done
+grep -h "^  strategy" "$OUT/s_auto.1.log" | sed 's/^/  auto: /'
 echo "(logs and JSON in $OUT)"

@@ -12,7 +12,8 @@
 #     scheme the gradient sum runs fixed for every group (--compress-scheme: CaSync ring, PS,
 #     all-to-all + all-gather, all-gather; flat and two-level; the plain two-level all-reduce).
 # Figures are EMULATED: ranks share one machine's memory and cores.
-#   usage: [STEPS=8] [REPEAT=3] [ITERS=3] [OUT=dir] scripts/espresso-bench.sh [AXONN]
+#   usage: [STEPS=8] [REPEAT=3] [ITERS=3] [OUT=dir] [PARTS="sparse step schemes"]
+#          scripts/espresso-bench.sh [AXONN]
 set -eu
 AXONN=${1:-bin/axonn}
 STEPS=${STEPS:-8}
@@ -22,8 +23,11 @@ MPIEXEC=${MPIEXEC:-mpiexec}
 OUT=${OUT:-$(mktemp -d /tmp/axonn-espresso-bench-XXXXXX)}
 mkdir -p "$OUT"
 NET="--ranks-per-node 1 --emulate-link 10Gbps"
+PARTS=${PARTS:-sparse step schemes}
+wants() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 for np in 2 4; do
+  wants sparse || break
   echo "== embedding sync, $np ranks"
   # shellcheck disable=SC2086
   $MPIEXEC -n $np "$AXONN" bench sparse-sync $NET --iters "$ITERS" --json "$OUT/sparse.jsonl" \
@@ -41,6 +45,7 @@ config_flags() {
 }
 MODEL="--layers 4 --hidden 512 --heads 8 --seq 64 --vocab 256 --batch 16 --g-data 4"
 COMMON="$MODEL --steps $STEPS --val-steps 0 --threads 1 --timing-skip 2 $NET"
+if wants step; then
 echo "== step time, 4 data-parallel ranks, $MODEL"
 for r in $(seq "$REPEAT"); do
   for c in none layerwise auto; do
@@ -57,6 +62,7 @@ for c in none layerwise auto; do
     printf "  %-10s batch %8.1f ms (median of %s) %5.2fx vs none\n", c, m, all, n / m }'
 done
 grep -h "^  \(fusion\|strategy\)" "$OUT/auto.1.log" | sed 's/^/  auto: /'
+fi
 
 # 3. Every scheme the gradient sum runs, fixed for every group (--compress-scheme), against
 #    Espresso's choice and no compression, on two nodes of two ranks (the link between them
@@ -65,6 +71,7 @@ NODES="--ranks-per-node 2 --emulate-link 10Gbps"
 SCHEMES="none auto cpu/flat/casync-ring cpu/flat/casync-ps cpu/flat/a2a+ag cpu/flat/ag \
   plain/2l/ar-ring cpu/2l/casync-ring cpu/2l/a2a+ag cpu/2l/ag"
 COMMON="$MODEL --steps $STEPS --val-steps 0 --threads 1 --timing-skip 2 $NODES"
+if wants schemes; then
 echo "== step time per scheme, 2 nodes of 2 ranks, $MODEL"
 for r in $(seq "$REPEAT"); do
   for s in $SCHEMES; do
@@ -88,4 +95,5 @@ for s in $SCHEMES; do
     printf "  %-20s batch %8.1f ms (median of %s) %5.2fx vs none\n", c, m, all, n / m }'
 done
 grep -h "^  strategy" "$OUT/s_auto.1.log" | sed 's/^/  auto: /'
+fi
 echo "(logs and JSON in $OUT)"

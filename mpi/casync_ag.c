@@ -81,14 +81,8 @@ static const CsAlgo AG = {ag_produce, ag_consume, ag_free_data};
 
 int cs_ag_start(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecCtx *ctx,
                 float *buf) {
-  int p = op->size, r = op->rank;
-  int *peers = ax_malloc((size_t)(p - 1) * sizeof *peers);
-  if (!peers) return AX_ERR;
-  for (int j = 0; j < p - 1; j++) peers[j] = ax_ring_mod(r + 1 + j, p);
   CsOp *o = NULL;
-  int rc = cs_op_create(op, c, st, ctx, buf, &AG, peers, p - 1, peers, p - 1, &o);
-  free(peers);
-  AX_TRY(rc);
+  AX_TRY(cs_op_create_all_peers(op, c, st, ctx, buf, &AG, &o));
   AgData *d = ax_calloc(1, sizeof *d);
   if (!d) return AX_ERR;
   o->algo_data = d;
@@ -97,7 +91,7 @@ int cs_ag_start(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecCt
   d->own = ax_calloc(d->n ? d->n : 1, sizeof *d->own);
   if (!d->added || !d->own) return AX_ERR;
   for (int j = 0; j < o->n_out; j++)
-    for (int s = 0; s < p; s++)
+    for (int s = 0; s < op->size; s++)
       for (size_t k = 0; k < cs_seg_pieces(st, s); k++) {
         AX_TRY(cs_channel_add(&o->out[j], s, k, 0));
         AX_TRY(cs_channel_add(&o->in[j], s, k, 0));

@@ -93,6 +93,10 @@ struct CsOp {
 int cs_op_create(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecCtx *ctx,
                  float *buf, const CsAlgo *algo, const int *out_peers, int n_out,
                  const int *in_peers, int n_in, CsOp **out);
+/* The same with one channel each way per other rank, peers in ring order r+1, ..., r-1 (out[j]
+ * and in[j] are the same peer): the PS's and the all-gather's exchange with everyone. */
+int cs_op_create_all_peers(AxColl *op, const AxCodec *c, AxCasyncState *st,
+                           const AxCodecCtx *ctx, float *buf, const CsAlgo *algo, CsOp **out);
 /* Appends a message (segment, piece, step) to a channel's plan. */
 int cs_channel_add(CsChannel *ch, int seg, size_t piece, int step);
 /* Starts the planned operation (posts what it can). */

@@ -100,18 +100,12 @@ static int plan(CsOp *o) {
 
 int cs_ps_start(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecCtx *ctx,
                 float *buf) {
-  int p = op->size, r = op->rank;
-  int *peers = ax_malloc((size_t)(p - 1) * sizeof *peers);
-  if (!peers) return AX_ERR;
-  for (int j = 0; j < p - 1; j++) peers[j] = ax_ring_mod(r + 1 + j, p);
   CsOp *o = NULL;
-  int rc = cs_op_create(op, c, st, ctx, buf, &PS, peers, p - 1, peers, p - 1, &o);
-  free(peers);
-  AX_TRY(rc);
+  AX_TRY(cs_op_create_all_peers(op, c, st, ctx, buf, &PS, &o));
   PsData *d = ax_calloc(1, sizeof *d);
   if (!d) return AX_ERR;
   o->algo_data = d;
-  d->pieces = cs_seg_pieces(st, r);
+  d->pieces = cs_seg_pieces(st, op->rank);
   d->added = ax_calloc(d->pieces ? d->pieces : 1, sizeof *d->added);
   d->agg = ax_calloc(d->pieces ? d->pieces : 1, sizeof *d->agg);
   if (!d->added || !d->agg) return AX_ERR;

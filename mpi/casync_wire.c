@@ -126,6 +126,17 @@ int cs_op_create(AxColl *op, const AxCodec *c, AxCasyncState *st, const AxCodecC
   return AX_OK;
 }
 
+int cs_op_create_all_peers(AxColl *op, const AxCodec *c, AxCasyncState *st,
+                           const AxCodecCtx *ctx, float *buf, const CsAlgo *algo, CsOp **out) {
+  int p = op->size, r = op->rank;
+  int *peers = ax_malloc((size_t)(p - 1) * sizeof *peers);
+  if (!peers) return AX_ERR;
+  for (int j = 0; j < p - 1; j++) peers[j] = ax_ring_mod(r + 1 + j, p);
+  int rc = cs_op_create(op, c, st, ctx, buf, algo, peers, p - 1, peers, p - 1, out);
+  free(peers);
+  return rc;
+}
+
 /* ------------------------------------------------------------------ progress */
 
 static void count_bytes(CsOp *o, size_t sent, size_t received) {

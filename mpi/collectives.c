@@ -98,22 +98,28 @@ static int check_blocks(const char *what, const void *send, const void *recv, si
   return AX_OK;
 }
 
+/* An in-place ring schedule over buf's own segments (ring.c's `build`) on a reserved tag. */
+static int segments_start_on_tag(AxColl **op, MPI_Comm comm, int tag, const AxCommConfig *cc,
+                                 void *buf, size_t count, AxCommType type, AxCommBytes *bytes,
+                                 const char *what, int (*build)(AxColl *, void *, size_t)) {
+  *op = NULL;
+  AX_TRY(check_blocks(what, buf, buf, count));
+  AX_TRY(ax_coll_create_on_tag(op, comm, cc, type, bytes, tag));
+  return launch_or_free(op, build(*op, buf, count));
+}
+
 int ax_reduce_scatter_segments_start_on_tag(AxColl **op, MPI_Comm comm, int tag,
                                             const AxCommConfig *cc, void *buf, size_t count,
                                             AxCommType type, AxCommBytes *bytes) {
-  *op = NULL;
-  AX_TRY(check_blocks("reduce-scatter", buf, buf, count));
-  AX_TRY(ax_coll_create_on_tag(op, comm, cc, type, bytes, tag));
-  return launch_or_free(op, ax_ring_reduce_scatter_segments(*op, buf, count));
+  return segments_start_on_tag(op, comm, tag, cc, buf, count, type, bytes, "reduce-scatter",
+                               ax_ring_reduce_scatter_segments);
 }
 
 int ax_allgather_segments_start_on_tag(AxColl **op, MPI_Comm comm, int tag,
                                        const AxCommConfig *cc, void *buf, size_t count,
                                        AxCommType type, AxCommBytes *bytes) {
-  *op = NULL;
-  AX_TRY(check_blocks("all-gather", buf, buf, count));
-  AX_TRY(ax_coll_create_on_tag(op, comm, cc, type, bytes, tag));
-  return launch_or_free(op, ax_ring_allgather_segments(*op, buf, count));
+  return segments_start_on_tag(op, comm, tag, cc, buf, count, type, bytes, "all-gather",
+                               ax_ring_allgather_segments);
 }
 
 int ax_reduce_scatter_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc,

@@ -43,49 +43,6 @@ enum { N_CODECS = sizeof CODECS / sizeof CODECS[0] };
 
 /* ------------------------------------------------------------------ helpers */
 
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
-
-static float *copy_of(const float *x, size_t n) {
-  float *y = xmalloc(n * sizeof *y);
-  if (n) memcpy(y, x, n * sizeof *y);
-  return y;
-}
-
-/* n non-integer floats of this rank for `salt`, of magnitude up to 1 + rank. */
-static float *inputs(size_t n, int rank, uint64_t salt) {
-  float *x = xmalloc(n * sizeof *x);
-  AxRng r;
-  ax_rng_seed(&r, 1000003u * salt + 7919u * (uint64_t)rank + 17u);
-  for (size_t i = 0; i < n; i++)
-    x[i] = (float)(1 + rank) * (2.0f * ax_rng_float(&r) - 1.0f) + 1e-3f;
-  return x;
-}
-
-static size_t first_difference(const float *a, const float *b, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (memcmp(&a[i], &b[i], sizeof *a) != 0) return i;
-  return n;
-}
-
-static uint64_t fnv1a(const void *p, size_t bytes) {
-  const unsigned char *b = p;
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < bytes; i++) h = (h ^ b[i]) * 1099511628211ULL;
-  return h;
-}
-
-/* Collective: 1 when every rank holds the same n floats, bit for bit. */
-static int replicas_agree(const float *x, size_t n) {
-  uint64_t h = fnv1a(x, n * sizeof *x), lo = 0, hi = 0;
-  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return lo == hi;
-}
-
 /* The codec of spec, or NULL (rank 0 saying so) when this build does not have it yet. */
 static AxCodec *codec_or_skip(const char *spec) {
   AxCodec *c = NULL;
@@ -162,14 +119,14 @@ static unsigned long long ag_identity_bytes(size_t n) {
 
 static void check_identity(const AxCodec *id, AxCasyncAlgo algo, size_t n, const Tuning *tu) {
   AxCommConfig cc = tuned(tu->chunk_bytes, tu->window);
-  float *got = inputs(n, mt_rank, n + 1), *ref = copy_of(got, n);
+  float *got = mt_inputs(n, mt_rank, n + 1), *ref = mt_copy(got, n);
   AxCommBytes plain = {0, 0}, bytes = {3, 5}; /* operations add to what is there */
   int rc = ax_allreduce(g_comm, &cc, ref, n, AX_COMM_F32, AX_ALLREDUCE_RING, &plain);
   mt_expect(rc == AX_OK, "plain ring n=%zu: %s", n, ax_error_message());
   rc = run_casync(&cc, id, algo, NULL, 0, got, n, &bytes);
   const char *a = ax_casync_algo_name(algo);
   mt_expect(rc == AX_OK, "identity %s n=%zu (%s): %s", a, n, tu->name, ax_error_message());
-  size_t bad = first_difference(got, ref, n);
+  size_t bad = mt_first_difference(got, ref, n);
   mt_expect(bad == n, "identity %s n=%zu (%s): element %zu is %.9g, the plain ring gives %.9g",
             a, n, tu->name, bad, bad < n ? got[bad] : 0.0, bad < n ? ref[bad] : 0.0);
   unsigned long long want_sent = plain.sent, want_received = plain.received;
@@ -213,13 +170,13 @@ static size_t first_non_finite(const float *x, size_t n) {
 
 static void check_replicas(const AxCodec *c, AxCasyncAlgo algo, size_t n,
                            const AxCommConfig *cc) {
-  float *got = inputs(n, mt_rank, n + 2), *sum = copy_of(got, n);
+  float *got = mt_inputs(n, mt_rank, n + 2), *sum = mt_copy(got, n);
   MPI_Allreduce(MPI_IN_PLACE, sum, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   const char *s = ax_codec_spec(c), *a = ax_casync_algo_name(algo);
   AxCommBytes bytes = {0, 0};
   int rc = run_casync(cc, c, algo, NULL, 3, got, n, &bytes);
   mt_expect(rc == AX_OK, "%s %s n=%zu: %s", s, a, n, ax_error_message());
-  mt_expect(replicas_agree(got, n), "%s %s n=%zu: the ranks' results differ", s, a, n);
+  mt_expect(mt_replicas_agree(got, n), "%s %s n=%zu: the ranks' results differ", s, a, n);
   size_t bad = first_non_finite(got, n);
   mt_expect(bad == n, "%s %s n=%zu: element %zu is %g", s, a, n, bad, bad < n ? got[bad] : 0.0);
   /* a compressed sum still points the way of the sum */
@@ -284,8 +241,8 @@ static void replay_init(Replay *r, const AxCodec *c, size_t n, size_t piece) {
         size_t len = segment(n, s) - k * piece < piece ? segment(n, s) - k * piece : piece;
         ck_assert_int_eq(ax_codec_state_new(c, len, replay_state(r, e, s, k)), AX_OK);
       }
-  r->bytes = xmalloc(ax_codec_max_bytes(c, piece));
-  r->scratch = xmalloc(piece * sizeof(float));
+  r->bytes = mt_xmalloc(ax_codec_max_bytes(c, piece));
+  r->scratch = mt_xmalloc(piece * sizeof(float));
 }
 
 static void replay_free(Replay *r) {
@@ -364,15 +321,15 @@ static void check_replay(const char *spec, AxCasyncAlgo algo, size_t n, size_t c
   ck_assert_int_eq(ax_casync_state_new(c, n, mt_size, &cc, &st), AX_OK);
   Replay r;
   replay_init(&r, c, n, chunk_bytes / 4);
-  float **all = xmalloc((size_t)mt_size * sizeof *all), *ref = xmalloc(n * sizeof *ref);
+  float **all = mt_xmalloc((size_t)mt_size * sizeof *all), *ref = mt_xmalloc(n * sizeof *ref);
   for (int step = 0; step < 2; step++) { /* the second step sees the first one's state */
-    for (int e = 0; e < mt_size; e++) all[e] = inputs(n, e, 100 + (uint64_t)step);
-    float *got = copy_of(all[mt_rank], n);
+    for (int e = 0; e < mt_size; e++) all[e] = mt_inputs(n, e, 100 + (uint64_t)step);
+    float *got = mt_copy(all[mt_rank], n);
     int rc = run_casync(&cc, c, algo, st, (uint64_t)step, got, n, NULL);
     mt_expect(rc == AX_OK, "%s %s step %d: %s", spec, ax_casync_algo_name(algo), step,
               ax_error_message());
     replay_step(&r, algo, all, ref);
-    size_t bad = first_difference(got, ref, n);
+    size_t bad = mt_first_difference(got, ref, n);
     mt_expect(bad == n, "%s %s n=%zu step %d: element %zu is %.9g, the replay gives %.9g", spec,
               ax_casync_algo_name(algo), n, step, bad, bad < n ? got[bad] : 0.0,
               bad < n ? ref[bad] : 0.0);
@@ -406,7 +363,7 @@ static void linear_reference(const AxCodec *c, AxCodecState *st, uint64_t step, 
   AxCodecCtx ctx = ctx_of(step);
   for (int round = 0; round < ax_codec_rounds(c); round++) {
     size_t len = ax_codec_factor_len(c, n, round);
-    float *f = xmalloc(len * sizeof *f);
+    float *f = mt_xmalloc(len * sizeof *f);
     ck_assert_int_eq(ax_codec_factor(c, st, &ctx, x, n, round, f), AX_OK);
     ck_assert_int_eq(ax_allreduce(g_comm, &g_cc, f, len, AX_COMM_F32, AX_ALLREDUCE_RING, NULL),
                      AX_OK);
@@ -425,22 +382,22 @@ static void check_linear(const char *spec, AxCasyncAlgo algo, size_t n) {
   ck_assert_int_eq(ax_casync_state_new(c, n, mt_size, &g_cc, &st), AX_OK);
   ck_assert_int_eq(ax_codec_state_new(c, n, &ref_st), AX_OK);
   for (uint64_t step = 0; step < 2; step++) { /* the second step sees the first one's state */
-    float *got = inputs(n, mt_rank, 40 + step), *ref = xmalloc(n * sizeof *ref);
+    float *got = mt_inputs(n, mt_rank, 40 + step), *ref = mt_xmalloc(n * sizeof *ref);
     AxCommBytes bytes = {0, 0};
     int rc = run_casync(&g_cc, c, algo, st, step, got, n, &bytes);
     mt_expect(rc == AX_OK, "%s n=%zu step %d: %s", spec, n, (int)step, ax_error_message());
     if (mt_size > 1) {
-      float *x = inputs(n, mt_rank, 40 + step);
+      float *x = mt_inputs(n, mt_rank, 40 + step);
       linear_reference(c, ref_st, step, x, n, ref);
       free(x);
-      size_t bad = first_difference(got, ref, n);
+      size_t bad = mt_first_difference(got, ref, n);
       mt_expect(bad == n, "%s %s n=%zu step %d: element %zu is %.9g, its rounds by hand give %.9g",
                 spec, ax_casync_algo_name(algo), n, (int)step, bad, bad < n ? got[bad] : 0.0,
                 bad < n ? ref[bad] : 0.0);
       mt_expect(bytes.sent > 0 && bytes.sent < n * sizeof(float),
                 "%s n=%zu: sent %llu bytes", spec, n, bytes.sent);
     }
-    mt_expect(replicas_agree(got, n), "%s n=%zu: replicas differ", spec, n);
+    mt_expect(mt_replicas_agree(got, n), "%s n=%zu: replicas differ", spec, n);
     free(got);
     free(ref);
   }
@@ -472,7 +429,7 @@ static void check_wire_bytes(const char *spec, int varies, AxCasyncAlgo algo) {
   AxCodec *c = codec_or_skip(spec);
   if (!c) return;
   AxCommConfig cc = tuned(0, 0);
-  float *x = inputs(n, mt_rank, 5), *y = copy_of(x, n);
+  float *x = mt_inputs(n, mt_rank, 5), *y = mt_copy(x, n);
   AxCommBytes plain = {0, 0}, got = {0, 0};
   mt_expect(ax_allreduce(g_comm, &cc, y, n, AX_COMM_F32, AX_ALLREDUCE_RING, &plain) == AX_OK,
             "plain ring: %s", ax_error_message());
@@ -513,16 +470,16 @@ static void check_state_persists(AxCasyncAlgo algo) {
   AxCodec *c = codec("onebit:ef=1");
   AxCommConfig cc = tuned(4096, 2);
   const char *a = ax_casync_algo_name(algo);
-  float *x1 = inputs(n, mt_rank, 11), *x2 = inputs(n, mt_rank, 12);
-  float *kept1 = copy_of(x1, n), *kept2 = copy_of(x2, n); /* one state for both steps */
-  float *fresh1 = copy_of(x1, n), *fresh2 = copy_of(x2, n); /* a new state each step */
-  float *loaded2 = copy_of(x2, n); /* step 2 on a state loaded from a checkpoint of step 1 */
+  float *x1 = mt_inputs(n, mt_rank, 11), *x2 = mt_inputs(n, mt_rank, 12);
+  float *kept1 = mt_copy(x1, n), *kept2 = mt_copy(x2, n); /* one state for both steps */
+  float *fresh1 = mt_copy(x1, n), *fresh2 = mt_copy(x2, n); /* a new state each step */
+  float *loaded2 = mt_copy(x2, n); /* step 2 on a state loaded from a checkpoint of step 1 */
   AxCasyncState *st = NULL, *restored = NULL;
   ck_assert_int_eq(ax_casync_state_new(c, n, mt_size, &cc, &st), AX_OK);
   ck_assert_int_eq(ax_casync_state_new(c, n, mt_size, &cc, &restored), AX_OK);
   int rc = run_casync(&cc, c, algo, st, 0, kept1, n, NULL);
   size_t blob_bytes = ax_casync_state_bytes(st);
-  void *blob = xmalloc(blob_bytes);
+  void *blob = mt_xmalloc(blob_bytes);
   if (rc == AX_OK) rc = ax_casync_state_save(st, blob);
   if (rc == AX_OK) rc = run_casync(&cc, c, algo, st, 1, kept2, n, NULL);
   if (rc == AX_OK) rc = run_casync(&cc, c, algo, NULL, 0, fresh1, n, NULL);
@@ -530,16 +487,16 @@ static void check_state_persists(AxCasyncAlgo algo) {
   if (rc == AX_OK) rc = ax_casync_state_load(restored, blob, blob_bytes);
   if (rc == AX_OK) rc = run_casync(&cc, c, algo, restored, 1, loaded2, n, NULL);
   mt_expect(rc == AX_OK, "state %s: %s", a, ax_error_message());
-  mt_expect(first_difference(kept1, fresh1, n) == n, "state %s: the first steps differ", a);
+  mt_expect(mt_first_difference(kept1, fresh1, n) == n, "state %s: the first steps differ", a);
   if (mt_size > 1) {
     mt_expect(blob_bytes >= n * sizeof(float), "state %s: %zu bytes for %zu residuals", a,
               blob_bytes, n);
-    mt_expect(first_difference(kept2, fresh2, n) < n,
+    mt_expect(mt_first_difference(kept2, fresh2, n) < n,
               "state %s: the second step with error feedback equals a stateless one", a);
   }
-  mt_expect(first_difference(kept2, loaded2, n) == n,
+  mt_expect(mt_first_difference(kept2, loaded2, n) == n,
             "state %s: a state loaded from a checkpoint gives another second step", a);
-  mt_expect(replicas_agree(kept2, n), "state %s: replicas differ", a);
+  mt_expect(mt_replicas_agree(kept2, n), "state %s: replicas differ", a);
   /* a checkpoint of another size is refused */
   if (blob_bytes) {
     mt_expect(ax_casync_state_load(restored, blob, blob_bytes - 1) == AX_ERR,
@@ -571,13 +528,13 @@ static void check_emulated(AxLinkEmu *emu, const char *spec, AxCasyncAlgo algo) 
   emu_cc.links = emu;
   emu_cc.traffic = &traffic;
   emu_cc.traffic_class = AX_TRAFFIC_DATA_PARALLEL;
-  float *a = inputs(n, mt_rank, 21), *b = copy_of(a, n);
+  float *a = mt_inputs(n, mt_rank, 21), *b = mt_copy(a, n);
   AxCommBytes bytes = {0, 0};
   int rc = run_casync(&plain_cc, c, algo, NULL, 0, a, n, NULL);
   if (rc == AX_OK) rc = run_casync(&emu_cc, c, algo, NULL, 0, b, n, &bytes);
   const char *an = ax_casync_algo_name(algo);
   mt_expect(rc == AX_OK, "%s %s emulated: %s", spec, an, ax_error_message());
-  size_t bad = first_difference(a, b, n);
+  size_t bad = mt_first_difference(a, b, n);
   mt_expect(bad == n, "%s %s: element %zu is %.9g over the emulated link, %.9g without", spec,
             an, bad, bad < n ? b[bad] : 0.0, bad < n ? a[bad] : 0.0);
   unsigned long long counted = ax_traffic_bytes(&traffic, AX_TRAFFIC_DATA_PARALLEL);
@@ -620,8 +577,8 @@ START_TEST(operations_in_flight_together) {
   AxCommConfig cc = tuned(4096, 2);
   float *x[4], *ref[4];
   for (int i = 0; i < 4; i++) {
-    x[i] = inputs(n, mt_rank, 30 + (uint64_t)i);
-    ref[i] = copy_of(x[i], n);
+    x[i] = mt_inputs(n, mt_rank, 30 + (uint64_t)i);
+    ref[i] = mt_copy(x[i], n);
   }
   /* one at a time first, each on a fresh state */
   int rc = run_casync(&cc, ef, AX_CASYNC_RING, NULL, 0, ref[0], n, NULL);
@@ -667,7 +624,7 @@ START_TEST(operations_in_flight_together) {
   mt_expect(rc == AX_OK, "four in flight: %s", ax_error_message());
   for (int i = 0; i < 4; i++) {
     ax_coll_free(ops[i]);
-    size_t bad = first_difference(x[i], ref[i], n);
+    size_t bad = mt_first_difference(x[i], ref[i], n);
     mt_expect(bad == n, "operation %d in flight with others: element %zu differs", i, bad);
     free(x[i]);
     free(ref[i]);

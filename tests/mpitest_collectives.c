@@ -62,15 +62,9 @@ static size_t first_mismatch(AxCommType t, const void *got, const float *ref, si
   return n;
 }
 
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
-
 /* n floats uniform in [-scale, scale] from seed (malloc'd; the caller frees). */
 static float *random_floats(size_t n, float scale, uint64_t seed) {
-  float *x = xmalloc(n * sizeof *x);
+  float *x = mt_xmalloc(n * sizeof *x);
   AxRng r;
   ax_rng_seed(&r, seed);
   for (size_t i = 0; i < n; i++) x[i] = scale * (2.0f * ax_rng_float(&r) - 1.0f);
@@ -81,8 +75,8 @@ static float *random_floats(size_t n, float scale, uint64_t seed) {
 
 static void check_allreduce(AxAllreduceAlgo algo, AxCommType t, size_t n, int salt,
                             const char *tuning) {
-  void *buf = xmalloc(n * esz(t));
-  float *ref = xmalloc(n * sizeof *ref);
+  void *buf = mt_xmalloc(n * esz(t));
+  float *ref = mt_xmalloc(n * sizeof *ref);
   fill(t, buf, n, mt_rank, salt);
   for (size_t i = 0; i < n; i++) ref[i] = value(i, mt_rank, salt);
   MPI_Allreduce(MPI_IN_PLACE, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -155,7 +149,7 @@ static size_t segment(size_t n, int b) {
 }
 
 static void check_ring_bytes(AxCommType t, size_t n) {
-  void *buf = xmalloc(n * esz(t));
+  void *buf = mt_xmalloc(n * esz(t));
   fill(t, buf, n, mt_rank, 0);
   AxCommBytes bytes = {5, 7}; /* operations add to what is there */
   mt_expect(ax_allreduce(g_comm, &g_cc, buf, n, t, AX_ALLREDUCE_RING, &bytes) == AX_OK,
@@ -177,7 +171,7 @@ static void check_ring_bytes(AxCommType t, size_t n) {
 
 static void check_rs_ag_bytes(AxCommType t, size_t m) {
   size_t p = (size_t)mt_size, e = esz(t);
-  void *in = xmalloc(p * m * e), *out = xmalloc(p * m * e);
+  void *in = mt_xmalloc(p * m * e), *out = mt_xmalloc(p * m * e);
   fill(t, in, p * m, mt_rank, 0);
   AxCommBytes rs = {0, 0}, ag = {0, 0};
   AxColl *op = NULL;
@@ -210,7 +204,7 @@ START_TEST(byte_counters_follow_the_ring_formula) {
   /* recursive halving/doubling on 2^k ranks is bandwidth-optimal too */
   if ((mt_size & (mt_size - 1)) == 0) {
     size_t n = 1024 * p;
-    float *buf = xmalloc(n * sizeof *buf);
+    float *buf = mt_xmalloc(n * sizeof *buf);
     fill(AX_COMM_F32, buf, n, mt_rank, 0);
     AxCommBytes b = {0, 0};
     mt_expect(ax_allreduce(g_comm, &g_cc, buf, n, AX_COMM_F32, AX_ALLREDUCE_RHD, &b) == AX_OK, "rhd: %s",
@@ -228,8 +222,8 @@ END_TEST
 
 static void check_reduce_scatter(AxCommType t, size_t m, const char *tuning) {
   size_t p = (size_t)mt_size, e = esz(t);
-  void *in = xmalloc(p * m * e), *out = xmalloc(m * e);
-  float *in_ref = xmalloc(p * m * sizeof(float)), *ref = xmalloc(m * sizeof(float));
+  void *in = mt_xmalloc(p * m * e), *out = mt_xmalloc(m * e);
+  float *in_ref = mt_xmalloc(p * m * sizeof(float)), *ref = mt_xmalloc(m * sizeof(float));
   fill(t, in, p * m, mt_rank, (int)m);
   for (size_t i = 0; i < p * m; i++) in_ref[i] = value(i, mt_rank, (int)m);
   MPI_Reduce_scatter_block(in_ref, ref, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -248,8 +242,8 @@ static void check_reduce_scatter(AxCommType t, size_t m, const char *tuning) {
 
 static void check_allgather(AxCommType t, size_t m, int in_place, const char *tuning) {
   size_t p = (size_t)mt_size, e = esz(t);
-  char *out = xmalloc(p * m * e), *in = in_place ? out + (size_t)mt_rank * m * e : xmalloc(m * e);
-  float *in_ref = xmalloc(m * sizeof(float)), *ref = xmalloc(p * m * sizeof(float));
+  char *out = mt_xmalloc(p * m * e), *in = in_place ? out + (size_t)mt_rank * m * e : mt_xmalloc(m * e);
+  float *in_ref = mt_xmalloc(m * sizeof(float)), *ref = mt_xmalloc(p * m * sizeof(float));
   fill(t, in, m, mt_rank, (int)m);
   for (size_t i = 0; i < m; i++) in_ref[i] = value(i, mt_rank, (int)m);
   MPI_Allgather(in_ref, (int)m, MPI_FLOAT, ref, (int)m, MPI_FLOAT, MPI_COMM_WORLD);
@@ -297,10 +291,10 @@ static double other_work(float *x, size_t n) {
 START_TEST(several_operations_in_flight) {
   const size_t n_ring = 200003, n_rhd = 1001, n_mpi = 5000, m = 30001;
   size_t p = (size_t)mt_size;
-  float *a = xmalloc(n_ring * 4), *b = xmalloc(n_rhd * 4), *c = xmalloc(n_mpi * 4);
-  float *rs_in = xmalloc(p * m * 4), *rs_out = xmalloc(m * 4), *ag_out = xmalloc(p * m * 4);
-  uint16_t *h = xmalloc(n_ring * 2);
-  float *scratch = xmalloc(4096 * 4);
+  float *a = mt_xmalloc(n_ring * 4), *b = mt_xmalloc(n_rhd * 4), *c = mt_xmalloc(n_mpi * 4);
+  float *rs_in = mt_xmalloc(p * m * 4), *rs_out = mt_xmalloc(m * 4), *ag_out = mt_xmalloc(p * m * 4);
+  uint16_t *h = mt_xmalloc(n_ring * 2);
+  float *scratch = mt_xmalloc(4096 * 4);
   fill(AX_COMM_F32, a, n_ring, mt_rank, 1);
   fill(AX_COMM_F32, b, n_rhd, mt_rank, 2);
   fill(AX_COMM_F32, c, n_mpi, mt_rank, 3);
@@ -341,7 +335,7 @@ START_TEST(several_operations_in_flight) {
   for (int i = 0; i < 6; i++) ax_coll_free(ops[i]);
   (void)sink;
 
-  float *ref = xmalloc(p * m * 4);
+  float *ref = mt_xmalloc(p * m * 4);
   const struct {
     const char *what;
     AxCommType t;
@@ -350,7 +344,7 @@ START_TEST(several_operations_in_flight) {
     int salt;
   } ar[] = {{"ring", AX_COMM_F32, a, n_ring, 1}, {"rhd", AX_COMM_F32, b, n_rhd, 2},
             {"mpi", AX_COMM_F32, c, n_mpi, 3}, {"ring bf16", AX_COMM_BF16, h, n_ring, 5}};
-  float *big = xmalloc(n_ring * 4);
+  float *big = mt_xmalloc(n_ring * 4);
   for (size_t k = 0; k < sizeof ar / sizeof ar[0]; k++) {
     for (size_t i = 0; i < ar[k].n; i++) big[i] = value(i, mt_rank, ar[k].salt);
     MPI_Allreduce(MPI_IN_PLACE, big, (int)ar[k].n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -479,8 +473,8 @@ END_TEST
 START_TEST(local_reductions_match_scalar_loops) {
   const size_t big = 1000;
   float *a = random_floats(big + 1, 100.0f, 1), *b = random_floats(big + 1, 100.0f, 2);
-  float *d = xmalloc((big + 1) * 4);
-  uint16_t *ha = xmalloc((big + 1) * 2), *hb = xmalloc((big + 1) * 2), *hd = xmalloc((big + 1) * 2);
+  float *d = mt_xmalloc((big + 1) * 4);
+  uint16_t *ha = mt_xmalloc((big + 1) * 2), *hb = mt_xmalloc((big + 1) * 2), *hd = mt_xmalloc((big + 1) * 2);
   ax_f32_to_bf16_array(ha, a, big + 1);
   ax_f32_to_bf16_array(hb, b, big + 1);
   for (size_t n = 0; n <= big; n = n < 80 ? n + 1 : n * 2 + 3) {

@@ -52,14 +52,8 @@ typedef struct {
 
 /* ------------------------------------------------------------------ the ranks' rows */
 
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
-
 static uint32_t *random_rows(uint32_t rows, size_t m, uint64_t seed, size_t *n) {
-  uint32_t *x = xmalloc(m * sizeof *x);
+  uint32_t *x = mt_xmalloc(m * sizeof *x);
   AxRng r;
   ax_rng_seed(&r, seed);
   for (size_t i = 0; i < m; i++) x[i] = (uint32_t)ax_rng_below(&r, rows);
@@ -75,21 +69,21 @@ static uint32_t *rows_of(const Case *c, int r, size_t *n) {
   switch (c->kind) {
   case RANDOM: return random_rows(c->rows, 200 + 97 * (size_t)r, seed, n);
   case OVERLAP: /* a shared 90% core and a few of its own */
-    x = xmalloc(cap * sizeof *x);
+    x = mt_xmalloc(cap * sizeof *x);
     for (size_t i = 0; i < 900; i++) x[i] = (uint32_t)((i * 7) % c->rows);
     for (size_t i = 900; i < 1000; i++) x[i] = (uint32_t)((i * 131 + (size_t)r * 17) % c->rows);
     *n = ax_zen_sort_unique(x, 1000);
     return x;
   case SOME_EMPTY:
-    if (r % 2 == 0) return *n = 0, xmalloc(4);
+    if (r % 2 == 0) return *n = 0, mt_xmalloc(4);
     return random_rows(c->rows, 500, seed, n);
-  case ALL_EMPTY: return *n = 0, xmalloc(4);
+  case ALL_EMPTY: return *n = 0, mt_xmalloc(4);
   case ALL_ROWS:
-    x = xmalloc(c->rows * sizeof *x);
+    x = mt_xmalloc(c->rows * sizeof *x);
     for (uint32_t i = 0; i < c->rows; i++) x[i] = i;
     return *n = c->rows, x;
   case TEXT: { /* the batch of rank r at this step: TEXT_BATCH consecutive bytes */
-    x = xmalloc(TEXT_BATCH * sizeof *x);
+    x = mt_xmalloc(TEXT_BATCH * sizeof *x);
     size_t step = (size_t)c->salt * (size_t)mt_size + (size_t)r;
     size_t at = step * TEXT_BATCH % (g_text_n - TEXT_BATCH);
     for (size_t i = 0; i < TEXT_BATCH; i++) x[i] = g_text[at + i];
@@ -97,14 +91,14 @@ static uint32_t *rows_of(const Case *c, int r, size_t *n) {
     return x;
   }
   case ZIPF: {
-    x = xmalloc(ZIPF_BATCH * sizeof *x);
+    x = mt_xmalloc(ZIPF_BATCH * sizeof *x);
     AxRng rng;
     ax_rng_seed(&rng, seed * 7919 + 1);
     *n = tz_zipf_batch(&g_zipf, &rng, ZIPF_BATCH, x);
     return x;
   }
   }
-  return *n = 0, xmalloc(4);
+  return *n = 0, mt_xmalloc(4);
 }
 
 /* Rank r's gradient at (row, col): 24 random bits in [-1, 1) times 2^e, e in [-6, 6], so that
@@ -132,8 +126,8 @@ static void truth_build(const Case *c, Truth *t) {
   int me = mt_rank;
   t->n = mt_size;
   t->cells = (size_t)c->rows * c->cols;
-  t->rows = xmalloc((size_t)t->n * sizeof *t->rows);
-  t->m = xmalloc((size_t)t->n * sizeof *t->m);
+  t->rows = mt_xmalloc((size_t)t->n * sizeof *t->rows);
+  t->m = mt_xmalloc((size_t)t->n * sizeof *t->m);
   t->dense = calloc(t->cells + 1, sizeof *t->dense);
   t->ref = calloc(t->cells + 1, sizeof *t->ref);
   t->mag = calloc(t->cells + 1, sizeof *t->mag);
@@ -149,7 +143,7 @@ static void truth_build(const Case *c, Truth *t) {
         if (r == me) t->dense[e] = g;
       }
   }
-  t->vals = xmalloc(t->m[me] * c->cols * sizeof *t->vals);
+  t->vals = mt_xmalloc(t->m[me] * c->cols * sizeof *t->vals);
   for (size_t j = 0; j < t->m[me]; j++)
     memcpy(t->vals + j * c->cols, t->dense + (size_t)t->rows[me][j] * c->cols,
            c->cols * sizeof *t->vals);
@@ -179,7 +173,7 @@ static double worst_rel(const Truth *t, const float *got) {
  * first filled with NaN, and checks it is the reference bit for bit. */
 static void run_exact(AxSparseSync *s, AxSparseSyncAlgo algo, const AxCommConfig *cc,
                       const Case *c, const Truth *t, int from_table, AxSparseSyncStats *st) {
-  float *table = xmalloc((t->cells + 1) * sizeof *table);
+  float *table = mt_xmalloc((t->cells + 1) * sizeof *table);
   if (from_table) memcpy(table, t->dense, t->cells * sizeof *table);
   else for (size_t e = 0; e < t->cells; e++) table[e] = NAN;
   AxSparseRows in = {t->rows[mt_rank], t->m[mt_rank], from_table ? NULL : t->vals};
@@ -197,7 +191,7 @@ static void run_exact(AxSparseSync *s, AxSparseSyncAlgo algo, const AxCommConfig
 
 /* A dense all-reduce of this rank's table: exact on 1 and 2 ranks, else within 1e-6 sum|g|. */
 static double run_dense(AxSparseSync *s, int mpi, const Case *c, const Truth *t) {
-  float *table = xmalloc((t->cells + 1) * sizeof *table);
+  float *table = mt_xmalloc((t->cells + 1) * sizeof *table);
   memcpy(table, t->dense, t->cells * sizeof *table);
   AxSparseRows in = {NULL, 0, NULL};
   int rc = mpi ? MPI_Allreduce(MPI_IN_PLACE, table, (int)t->cells, MPI_FLOAT, MPI_SUM, g_comm)
@@ -255,7 +249,7 @@ static double owners_balance(const Case *c, const Truth *t, const AxSparseSyncSt
   MPI_Allreduce(&mine[2], &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, g_comm);
   size_t total = 0;
   for (int r = 0; r < t->n; r++) total += t->m[r];
-  uint32_t *all = xmalloc(total * sizeof *all);
+  uint32_t *all = mt_xmalloc(total * sizeof *all);
   size_t k = 0;
   for (int r = 0; r < t->n; r++) {
     memcpy(all + k, t->rows[r], t->m[r] * sizeof *all);

@@ -123,53 +123,10 @@ static void open_layout(const Layout *l, AxTwoLevel *t) {
 
 /* ------------------------------------------------------------------ helpers */
 
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  ck_assert_ptr_nonnull(p);
-  return p;
-}
-
-static float *copy_of(const float *x, size_t n) {
-  float *y = xmalloc(n * sizeof *y);
-  if (n) memcpy(y, x, n * sizeof *y);
-  return y;
-}
-
-/* n non-integer floats of this rank for `salt`, of magnitude up to 1 + rank. */
-static float *inputs(size_t n, int rank, uint64_t salt) {
-  float *x = xmalloc(n * sizeof *x);
-  AxRng r;
-  ax_rng_seed(&r, 1000003u * salt + 7919u * (uint64_t)rank + 17u);
-  for (size_t i = 0; i < n; i++)
-    x[i] = (float)(1 + rank) * (2.0f * ax_rng_float(&r) - 1.0f) + 1e-3f;
-  return x;
-}
-
-static size_t first_difference(const float *a, const float *b, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (memcmp(&a[i], &b[i], sizeof *a) != 0) return i;
-  return n;
-}
-
-static uint64_t fnv1a(const void *p, size_t bytes) {
-  const unsigned char *b = p;
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < bytes; i++) h = (h ^ b[i]) * 1099511628211ULL;
-  return h;
-}
-
-/* Collective: 1 when every rank holds the same n floats, bit for bit. */
-static int replicas_agree(const float *x, size_t n) {
-  uint64_t h = fnv1a(x, n * sizeof *x), lo = 0, hi = 0;
-  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return lo == hi;
-}
-
 /* Collective: MPI_Allreduce's fp32 sum of x and the sum of |x| (the scale of rounding). */
 static void mpi_sums(const float *x, size_t n, float **sum, float **abs_sum) {
-  *sum = copy_of(x, n);
-  *abs_sum = copy_of(x, n);
+  *sum = mt_copy(x, n);
+  *abs_sum = mt_copy(x, n);
   for (size_t i = 0; i < n; i++) (*abs_sum)[i] = fabsf(x[i]);
   MPI_Allreduce(MPI_IN_PLACE, *sum, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, *abs_sum, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -314,7 +271,7 @@ static AxCommBytes middle_bytes(const AxTwoLevel *t, const AxCommConfig *cc,
     ax_ring_allreduce_bytes(shard, 4, t->node_index, t->n_nodes, &b);
     return b;
   }
-  float *dummy = inputs(shard, mt_rank, 99);
+  float *dummy = mt_inputs(shard, mt_rank, 99);
   mt_expect(ax_allreduce(t->cross, cc, dummy, shard, AX_COMM_F32, algo, &b) == AX_OK,
             "rhd on cross: %s", ax_error_message());
   free(dummy);
@@ -325,7 +282,7 @@ static void check_plain(const Layout *l, const AxTwoLevel *t, AxAllreduceAlgo al
                         const Tuning *tu) {
   AxCommConfig cc = tuned(tu->chunk_bytes, tu->window);
   AxTwoLevelInner in = {.algo = algo};
-  float *got = inputs(n, mt_rank, n + 1), *sum, *abs_sum;
+  float *got = mt_inputs(n, mt_rank, n + 1), *sum, *abs_sum;
   mpi_sums(got, n, &sum, &abs_sum);
   AxCommBytes bytes = {3, 5}; /* operations add to what is there */
   int rc = run_2l(l, t, &cc, &in, got, n, &bytes);
@@ -335,7 +292,7 @@ static void check_plain(const Layout *l, const AxTwoLevel *t, AxAllreduceAlgo al
   mt_expect(bad == n, "%s %s n=%zu chunk %zu: element %zu is %.9g, MPI_Allreduce gives %.9g",
             l->name, a, n, tu->chunk_bytes, bad, bad < n ? got[bad] : 0.0,
             bad < n ? sum[bad] : 0.0);
-  mt_expect(replicas_agree(got, n), "%s %s n=%zu: the ranks' results differ", l->name, a, n);
+  mt_expect(mt_replicas_agree(got, n), "%s %s n=%zu: the ranks' results differ", l->name, a, n);
   AxCommBytes want = intra_bytes(t, n), mid = middle_bytes(t, &cc, algo, n);
   want.sent += mid.sent + 3;
   want.received += mid.received + 5;
@@ -389,7 +346,7 @@ static unsigned long long ps_identity_bytes(const AxTwoLevel *t, size_t n) {
  * bytes bit for bit; through PS, the intra bytes plus PS's. */
 static void check_identity(const Layout *l, const AxTwoLevel *t, const AxCodec *id,
                            AxCasyncAlgo algo, size_t n, const AxCommConfig *cc) {
-  float *got = inputs(n, mt_rank, n + 2), *ref = copy_of(got, n), *sum, *abs_sum;
+  float *got = mt_inputs(n, mt_rank, n + 2), *ref = mt_copy(got, n), *sum, *abs_sum;
   mpi_sums(got, n, &sum, &abs_sum);
   AxCasyncState *st = NULL;
   ck_assert_int_eq(ax_casync_state_new(id, ax_two_level_shard(t, n, NULL), t->n_nodes, cc, &st),
@@ -404,10 +361,10 @@ static void check_identity(const Layout *l, const AxTwoLevel *t, const AxCodec *
   size_t bad = first_off(got, sum, abs_sum, n);
   mt_expect(bad == n, "%s identity %s n=%zu: element %zu is %.9g, MPI gives %.9g", l->name, a,
             n, bad, bad < n ? got[bad] : 0.0, bad < n ? sum[bad] : 0.0);
-  mt_expect(replicas_agree(got, n), "%s identity %s n=%zu: the results differ", l->name, a, n);
+  mt_expect(mt_replicas_agree(got, n), "%s identity %s n=%zu: the results differ", l->name, a, n);
   AxCommBytes want = pb;
   if (algo != AX_CASYNC_PS) { /* the ring and the all-gather sum in the plain ring's order */
-    bad = first_difference(got, ref, n);
+    bad = mt_first_difference(got, ref, n);
     mt_expect(bad == n, "%s identity %s n=%zu: element %zu is %.9g, the plain ring gives %.9g",
               l->name, a, n, bad, bad < n ? got[bad] : 0.0, bad < n ? ref[bad] : 0.0);
   }
@@ -439,14 +396,14 @@ static void check_onebit(const Layout *l, const AxTwoLevel *t, const AxCodec *c,
                    AX_OK);
   const char *a = ax_casync_algo_name(algo);
   for (uint64_t step = 0; step < 2; step++) {
-    float *got = inputs(n, mt_rank, n + 3 + step), *sum, *abs_sum;
+    float *got = mt_inputs(n, mt_rank, n + 3 + step), *sum, *abs_sum;
     mpi_sums(got, n, &sum, &abs_sum);
     AxTwoLevelInner in = {.codec = c, .casync_algo = algo, .state = st,
                           .ctx = {.seed = 42, .step = step, .range = 7}};
     AxCommBytes bytes = {0, 0};
     int rc = run_2l(l, t, cc, &in, got, n, &bytes);
     mt_expect(rc == AX_OK, "%s onebit %s n=%zu: %s", l->name, a, n, ax_error_message());
-    mt_expect(replicas_agree(got, n), "%s onebit %s n=%zu step %d: the results differ", l->name,
+    mt_expect(mt_replicas_agree(got, n), "%s onebit %s n=%zu step %d: the results differ", l->name,
               a, n, (int)step);
     size_t bad = n;
     for (size_t i = 0; i < n && bad == n; i++)
@@ -478,7 +435,7 @@ START_TEST(casync_middle_steps) {
     size_t g = (size_t)t.g;
     const size_t counts[] = {0, 1, g + 1, 1003, 10007};
     for (int c = 0; c < 2; c++)
-      for (int a = 0; a < 3; a++)
+      for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++)
         for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
           check_identity(l, &t, id, algos[a], counts[k], &ccs[c]);
           check_onebit(l, &t, ef, algos[a], counts[k], &ccs[c]);
@@ -538,8 +495,8 @@ static void check_in_flight(const Layout *l, const AxTwoLevel *t, const AxCodec 
   AxCommConfig cc = tuned(4096, 2);
   float *x[N_FLIGHT], *ref[N_FLIGHT];
   for (int i = 0; i < N_FLIGHT; i++) {
-    x[i] = inputs(FLIGHT_N[i], mt_rank, 30 + (uint64_t)i);
-    ref[i] = copy_of(x[i], FLIGHT_N[i]);
+    x[i] = mt_inputs(FLIGHT_N[i], mt_rank, 30 + (uint64_t)i);
+    ref[i] = mt_copy(x[i], FLIGHT_N[i]);
   }
   AxCasyncState *st_one = flight_state(t, ef, &cc), *st_all = flight_state(t, ef, &cc);
   AxColl *ops[N_FLIGHT] = {NULL};
@@ -561,7 +518,7 @@ static void check_in_flight(const Layout *l, const AxTwoLevel *t, const AxCodec 
   mt_expect(rc == AX_OK, "%s in flight: %s", l->name, ax_error_message());
   for (int i = 0; i < N_FLIGHT; i++) {
     ax_coll_free(ops[i]);
-    size_t bad = first_difference(x[i], ref[i], FLIGHT_N[i]);
+    size_t bad = mt_first_difference(x[i], ref[i], FLIGHT_N[i]);
     mt_expect(bad == FLIGHT_N[i], "%s: operation %d in flight with others: element %zu differs",
               l->name, i, bad);
     free(x[i]);
@@ -612,7 +569,7 @@ static void check_usable_refusals(const Layout *l) {
   int rc = ax_two_level_allreduce(&t, &g_cc, &in, x, 64, NULL);
   mt_expect(rc == AX_OK, "%s: after the refusals: %s", l->name, ax_error_message());
   rc = ax_two_level_allreduce(&t, &g_cc, NULL, x, 64, NULL); /* inner NULL: plain, auto */
-  mt_expect(rc == AX_OK && replicas_agree(x, 64), "%s: inner NULL: %s", l->name,
+  mt_expect(rc == AX_OK && mt_replicas_agree(x, 64), "%s: inner NULL: %s", l->name,
             ax_error_message());
   ax_casync_state_free(st);
   ax_codec_free(c);

@@ -5,9 +5,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "lsan_mpi.h" /* once per program: every mpitest links this file */
+#include "src/core/rng.h"
 #include "src/core/watchdog.h"
 
 int mt_rank, mt_size;
@@ -93,4 +95,47 @@ int mt_finish(int rc) {
 #endif
   MPI_Finalize();
   return rc;
+}
+
+/* ------------------------------------------------------------------ data */
+
+void *mt_xmalloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  ck_assert_ptr_nonnull(p);
+  return p;
+}
+
+float *mt_copy(const float *x, size_t n) {
+  float *y = mt_xmalloc(n * sizeof *y);
+  if (n) memcpy(y, x, n * sizeof *y);
+  return y;
+}
+
+float *mt_inputs(size_t n, int rank, uint64_t salt) {
+  float *x = mt_xmalloc(n * sizeof *x);
+  AxRng r;
+  ax_rng_seed(&r, 1000003u * salt + 7919u * (uint64_t)rank + 17u);
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)(1 + rank) * (2.0f * ax_rng_float(&r) - 1.0f) + 1e-3f;
+  return x;
+}
+
+size_t mt_first_difference(const float *a, const float *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&a[i], &b[i], sizeof *a) != 0) return i;
+  return n;
+}
+
+static uint64_t fnv1a(const void *p, size_t bytes) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < bytes; i++) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
+
+int mt_replicas_agree(const float *x, size_t n) {
+  uint64_t h = fnv1a(x, n * sizeof *x), lo = 0, hi = 0;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
 }

@@ -7,6 +7,8 @@
 #define AX_MPITESTUTIL_H
 
 #include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "src/core/error.h"
 
@@ -33,5 +35,19 @@ void mt_run_end(void);
 int mt_finish(int rc);
 /* Sleeps for `us` microseconds. */
 void mt_sleep_us(long us);
+
+/* ---- data of the collective suites */
+
+/* malloc of at least one byte; a failure fails the Check test. */
+void *mt_xmalloc(size_t bytes);
+/* A new copy of x[n]. */
+float *mt_copy(const float *x, size_t n);
+/* n non-integer floats of rank `rank` for `salt`, of magnitude up to 1 + rank (every rank can
+ * make every other rank's). */
+float *mt_inputs(size_t n, int rank, uint64_t salt);
+/* The first index where a and b differ bit for bit, or n. */
+size_t mt_first_difference(const float *a, const float *b, size_t n);
+/* Collective over MPI_COMM_WORLD: 1 when every rank holds the same n floats, bit for bit. */
+int mt_replicas_agree(const float *x, size_t n);
 
 #endif

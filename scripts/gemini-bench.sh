@@ -4,16 +4,20 @@
 #  1. Step time with --memory-checkpoint-every 1 --replicas 2 against none, on 2x2 and 1x4,
 #     with the replicas in the link's idle spans (the default) and all at the end of the step:
 #     each repeat runs every configuration back to back; a configuration's time is the median
-#     over repeats of the run summary's batch time (steps 3..STEPS).
+#     over repeats of the run summary's batch time (steps SKIP+1..STEPS). The default SKIP=4
+#     leaves out the copies that fill each of the two slots for the first time (steps 1 and 2,
+#     settled in steps 2 and 3): the pages of a slot's files are allocated once, and later
+#     copies write over them in place.
 #  2. Retrieval after a rank is killed (SIGKILL) as step 7 begins, on 2x2: from each node's own
 #     memory, from the peer's replicas (the dead node's memory deleted), and from the file
 #     checkpoint (--checkpoint-every 4 in OUT, on this machine's disk: not remote storage); the
 #     seconds the resume printed, and the lost work (steps done that the restart redoes).
 # Figures are EMULATED: ranks share one machine's memory and cores.
-#   usage: [STEPS=8] [REPEAT=3] [RETRIEVAL_ONLY=1] [OUT=dir] scripts/gemini-bench.sh [AXONN]
+#   usage: [STEPS=12] [SKIP=4] [REPEAT=3] [RETRIEVAL_ONLY=1] [OUT=dir] scripts/gemini-bench.sh [AXONN]
 set -eu
 AXONN=${1:-bin/axonn}
-STEPS=${STEPS:-8}
+STEPS=${STEPS:-12}
+SKIP=${SKIP:-4}
 REPEAT=${REPEAT:-3}
 MPIEXEC=${MPIEXEC:-mpiexec}
 OUT=${OUT:-$(mktemp -d /tmp/axonn-gemini-bench-XXXXXX)}
@@ -23,7 +27,7 @@ NAME=gemini-bench-$$
 trap 'rm -rf "$SHM/axonn-$NAME"' EXIT
 MODEL="--layers 4 --hidden 512 --heads 8 --seq 64 --vocab 256"
 COMMON="$MODEL --batch 8 --steps $STEPS --val-steps 0 --threads 1 --lr-schedule constant \
-  --warmup 0 --timing-skip 2 --ranks-per-node 2 --emulate-link 10Gbps --run-name $NAME"
+  --warmup 0 --timing-skip $SKIP --ranks-per-node 2 --emulate-link 10Gbps --run-name $NAME"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 batch_ms() { python3 -c 'import json,sys; print(1e3 * json.load(open(sys.argv[1]))["timing"]["batch_time_s"])' "$1"; }

@@ -13,6 +13,7 @@
 #include "src/cli/commands.h"
 #include "src/core/crc32.h"
 #include "src/core/error.h"
+#include "src/core/fileio.h"
 #include "src/core/log.h"
 #include "src/io/dataloader.h"
 #include "src/io/model_file.h"
@@ -276,7 +277,56 @@ START_TEST(prep_leaves_nothing_when_a_shard_fails) {
 }
 END_TEST
 
-/* The checkpoints' CRC-32 (slicing-by-8): the standard check value, and random buffers at
+/* In-place writes (the memory checkpoints' slots): the same file (inode) rewritten and cut to
+ * what was written; an abort removes it. Mappings: what one writes the other reads. */
+START_TEST(in_place_writes_and_mappings) {
+  const char *path = tu_path("in_place.bin");
+  char big[100], small[40];
+  memset(big, 'a', sizeof big);
+  memset(small, 'b', sizeof small);
+  write_bytes(path, big, sizeof big);
+  struct stat before, after;
+  ck_assert_int_eq(stat(path, &before), 0);
+  AxFile f;
+  ck_assert_int_eq(ax_file_open_in_place(&f, path), AX_OK);
+  ck_assert_int_eq(ax_file_write(&f, small, sizeof small), AX_OK);
+  ck_assert_int_eq(ax_file_commit(&f), AX_OK);
+  ck_assert_int_eq(stat(path, &after), 0);
+  ck_assert_uint_eq(after.st_ino, before.st_ino);
+  ck_assert_int_eq((int)after.st_size, (int)sizeof small);
+  AxFileMap m;
+  ck_assert_int_eq(ax_file_map_read(path, &m), AX_OK);
+  ck_assert_uint_eq(m.size, sizeof small);
+  ck_assert_int_eq(memcmp(m.data, small, sizeof small), 0);
+  ax_file_unmap(&m);
+  ck_assert_int_eq(ax_file_open_in_place(&f, path), AX_OK);
+  ck_assert_int_eq(ax_file_write(&f, big, 10), AX_OK);
+  ax_file_abort(&f);
+  ck_assert_msg(access(path, F_OK) != 0, "an aborted in-place write left %s", path);
+
+  const char *mapped = tu_path("mapped.bin");
+  ck_assert_int_eq(ax_file_map_write(mapped, sizeof big, &m), AX_OK);
+  memcpy(m.data, big, sizeof big);
+  ax_file_unmap(&m);
+  ck_assert_ptr_null(m.data);
+  ck_assert_int_eq(ax_file_map_read(mapped, &m), AX_OK);
+  ck_assert_uint_eq(m.size, sizeof big);
+  ck_assert_int_eq(memcmp(m.data, big, sizeof big), 0);
+  ax_file_unmap(&m);
+  ck_assert_int_eq(ax_file_map_write(mapped, 0, &m), AX_OK); /* cut to nothing */
+  ck_assert_ptr_null(m.data);
+  ck_assert_int_eq(stat(mapped, &after), 0);
+  ck_assert_int_eq((int)after.st_size, 0);
+  ck_assert_int_eq(ax_file_map_read(tu_path("missing.bin"), &m), AX_ERR);
+  ck_assert_ptr_nonnull(strstr(ax_error_message(), "missing.bin"));
+  ax_error_clear();
+  ck_assert_int_eq(ax_file_open_in_place(&f, tu_path("")), AX_ERR); /* the directory */
+  ax_error_clear();
+}
+END_TEST
+
+/* The checkpoints' CRC-32 (carry-less folding where the CPU has it, slicing-by-8 otherwise):
+ * the standard check value, and random buffers at
  * every alignment and length, fed whole or in two parts, against the bit-at-a-time
  * definition. */
 static uint32_t crc_by_bits(const unsigned char *p, size_t n) {
@@ -294,12 +344,32 @@ START_TEST(crc32_matches_its_definition) {
   unsigned char *buf = tu_alloc(4096);
   srand(11);
   for (int i = 0; i < 4096; i++) buf[i] = (unsigned char)rand();
+  /* lengths below, at and above the 64 bytes the carry-less path starts at, odd offsets */
   for (int t = 0; t < 300; t++) {
-    size_t off = (size_t)(rand() % 16), n = (size_t)(rand() % 4000), cut = n ? (size_t)rand() % n : 0;
+    size_t off = (size_t)(rand() % 16), n = (size_t)(rand() % (t < 100 ? 200 : 4000)),
+           cut = n ? (size_t)rand() % n : 0;
     uint32_t whole = ax_crc32(0, buf + off, n);
     ck_assert_uint_eq(whole, crc_by_bits(buf + off, n));
+    ck_assert_uint_eq(ax_crc32_portable(0, buf + off, n), whole);
     ck_assert_uint_eq(ax_crc32(ax_crc32(0, buf + off, cut), buf + off + cut, n - cut), whole);
   }
+  printf("crc32: ax_crc32 %s\n", ax_crc32_accelerated()
+                                     ? "uses carry-less multiplication (checked against the tables)"
+                                     : "uses the tables: this CPU has no PCLMULQDQ");
+}
+END_TEST
+
+/* Many folding rounds: a large buffer against the table path and in pieces. */
+START_TEST(crc32_large_buffers_agree) {
+  size_t n = (size_t)3 << 20;
+  unsigned char *buf = tu_alloc(n);
+  for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 2654435761u >> 13);
+  uint32_t whole = ax_crc32(0, buf, n);
+  ck_assert_uint_eq(whole, ax_crc32_portable(0, buf, n));
+  uint32_t pieces = 0;
+  for (size_t at = 0, step = 1000003; at < n; at += step)
+    pieces = ax_crc32(pieces, buf + at, at + step < n ? step : n - at);
+  ck_assert_uint_eq(pieces, whole);
 }
 END_TEST
 
@@ -307,6 +377,8 @@ int main(void) {
   Suite *s = suite_create("formats");
   TCase *tc = tu_tcase(s, "formats", 30);
   tcase_add_test(tc, crc32_matches_its_definition);
+  tcase_add_test(tc, crc32_large_buffers_agree);
+  tcase_add_test(tc, in_place_writes_and_mappings);
   tcase_add_test(tc, model_file_layout_follows_spec);
   tcase_add_test(tc, model_file_stage_slices_round_trip);
   tcase_add_test(tc, model_file_damage_is_reported);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,15 +161,35 @@ static int open_temp(AxFile *f) {
   return AX_OK;
 }
 
-int ax_file_open_write(AxFile *f, const char *path) {
+/* A writer's start: f cleared, its path and final target set; *direct for a device. */
+static int open_target(AxFile *f, const char *path, int *direct) {
   memset(f, 0, sizeof *f);
   AX_TRY(set_path(f->path, path));
   struct stat sb;
-  int exists = 0, direct = 0;
+  int exists = 0;
   AX_TRY(resolve_target(path, f->dest, &sb, &exists));
-  AX_TRY(check_kind(path, &sb, exists, &direct));
+  return check_kind(path, &sb, exists, direct);
+}
+
+int ax_file_open_write(AxFile *f, const char *path) {
+  int direct;
+  AX_TRY(open_target(f, path, &direct));
   if (!direct) return open_temp(f);
   if (!(f->f = fopen(f->dest, "wb"))) return AX_FAIL("cannot open %s: %s", path, strerror(errno));
+  return AX_OK;
+}
+
+int ax_file_open_in_place(AxFile *f, const char *path) {
+  int direct;
+  AX_TRY(open_target(f, path, &direct));
+  if (direct) return AX_FAIL("cannot write %s in place: not a regular file", path);
+  int fd = open(f->dest, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
+  if (!(f->f = fdopen(fd, "wb"))) {
+    close(fd);
+    return AX_FAIL("cannot open %s: %s", path, strerror(errno));
+  }
+  f->in_place = 1;
   return AX_OK;
 }
 
@@ -182,7 +203,10 @@ int ax_file_write(AxFile *f, const void *buf, size_t bytes) {
 /* fflush, fsync (files only: a device may not support it) and fclose, every one checked. */
 static int flush_and_close(AxFile *f) {
   int e = 0;
-  if (fflush(f->f) != 0 || (f->tmp[0] && fsync(fileno(f->f)) != 0)) e = errno;
+  int synced = f->tmp[0] || f->in_place;
+  if (fflush(f->f) != 0 || (f->in_place && ftruncate(fileno(f->f), (off_t)f->pos) != 0) ||
+      (synced && fsync(fileno(f->f)) != 0))
+    e = errno;
   if (fclose(f->f) != 0 && !e) e = errno;
   f->f = NULL;
   if (e) return AX_FAIL("cannot write %s: %s", f->path, strerror(e));
@@ -207,6 +231,8 @@ int ax_file_commit(AxFile *f) {
 void ax_file_abort(AxFile *f) {
   if (f->f) fclose(f->f);
   f->f = NULL;
+  if (f->in_place) unlink(f->dest); /* half of it is of no use to anyone */
+  f->in_place = 0;
   if (f->tmp[0]) unlink(f->tmp);
   f->tmp[0] = 0;
 }
@@ -233,4 +259,44 @@ int ax_file_check_appendable(const char *path) {
   if (S_ISDIR(sb.st_mode)) return AX_FAIL("cannot write %s: it is a directory", path);
   if (access(path, W_OK) != 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
   return AX_OK;
+}
+
+/* ------------------------------------------------------------------ mappings */
+
+static int map_fd(int fd, const char *path, size_t size, int prot, AxFileMap *m) {
+  m->data = NULL;
+  m->size = size;
+  if (size == 0) return AX_OK;
+  void *p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return AX_FAIL("cannot map %s (%zu bytes): %s", path, size, strerror(errno));
+  m->data = p;
+  return AX_OK;
+}
+
+int ax_file_map_read(const char *path, AxFileMap *m) {
+  *m = (AxFileMap){0};
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return AX_FAIL("cannot open %s: %s", path, strerror(errno));
+  struct stat sb;
+  int rc = fstat(fd, &sb) != 0    ? AX_FAIL("cannot stat %s: %s", path, strerror(errno))
+           : !S_ISREG(sb.st_mode) ? AX_FAIL("cannot map %s: not a regular file", path)
+                                  : map_fd(fd, path, (size_t)sb.st_size, PROT_READ, m);
+  close(fd);
+  return rc;
+}
+
+int ax_file_map_write(const char *path, size_t size, AxFileMap *m) {
+  *m = (AxFileMap){0};
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
+  int rc = ftruncate(fd, (off_t)size) != 0
+               ? AX_FAIL("cannot size %s to %zu bytes: %s", path, size, strerror(errno))
+               : map_fd(fd, path, size, PROT_READ | PROT_WRITE, m);
+  close(fd);
+  return rc;
+}
+
+void ax_file_unmap(AxFileMap *m) {
+  if (m->data) munmap(m->data, m->size);
+  *m = (AxFileMap){0};
 }

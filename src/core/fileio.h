@@ -29,6 +29,7 @@ typedef struct {
   char dest[PATH_MAX]; /* writers: the final target (symlinks followed) */
   long long size;      /* readers: the file's size in bytes */
   long long pos;       /* bytes read or written so far */
+  int in_place;        /* writers: overwriting the target itself (ax_file_open_in_place) */
 } AxFile;
 
 int ax_file_open_read(AxFile *f, const char *path);
@@ -40,6 +41,12 @@ void ax_file_close(AxFile *f);
 int ax_file_read_all(const char *path, unsigned char **data, size_t *n);
 
 int ax_file_open_write(AxFile *f, const char *path);
+/* Writes over the file at `path` itself (created when missing), keeping its pages: for files
+ * in memory (tmpfs) rewritten every step, where a new file costs a fresh allocation of every
+ * page. Not atomic: the caller must make a half-written file unusable by other means (the
+ * memory checkpoints remove their manifest first). Commit truncates to what was written;
+ * abort removes the file. */
+int ax_file_open_in_place(AxFile *f, const char *path);
 int ax_file_write(AxFile *f, const void *buf, size_t bytes);
 /* Flushes, fsyncs and renames the temporary file to its real name (or flushes a device). */
 int ax_file_commit(AxFile *f);
@@ -50,6 +57,17 @@ void ax_file_abort(AxFile *f);
  * the temporary file a write would use (nothing is left behind; an existing file is not
  * touched). */
 int ax_file_check_writable(const char *path);
+
+/* A whole regular file mapped into memory (shared): read-only, or created or resized to
+ * `size` bytes and writable (an existing file's pages are kept, as with in-place writes).
+ * A 0-byte file maps to data = NULL. */
+typedef struct {
+  unsigned char *data;
+  size_t size;
+} AxFileMap;
+int ax_file_map_read(const char *path, AxFileMap *m);
+int ax_file_map_write(const char *path, size_t size, AxFileMap *m);
+void ax_file_unmap(AxFileMap *m);
 
 /* Appends len bytes to path (created when missing): the JSON-lines files that successive
  * benchmark runs add to. Open, write and close are checked. */

@@ -149,9 +149,16 @@ typedef struct {
   uint32_t crc;
 } CrcWriter;
 
+/* In blocks that stay in cache between the CRC's read and the write's. */
 static int put(CrcWriter *w, const void *p, size_t bytes) {
-  w->crc = ax_crc32(w->crc, p, bytes);
-  return ax_file_write(&w->f, p, bytes);
+  enum { BLOCK = 256 << 10 };
+  for (const unsigned char *b = p; bytes > 0;) {
+    size_t n = bytes < BLOCK ? bytes : BLOCK;
+    w->crc = ax_crc32(w->crc, b, n);
+    AX_TRY(ax_file_write(&w->f, b, n));
+    b += n, bytes -= n;
+  }
+  return AX_OK;
 }
 
 static int write_stage_body(CrcWriter *w, int s, const AxCkptRecord *r, int n,
@@ -179,7 +186,7 @@ const char *ax_ckpt_stage_file_name(int s, char *buf, size_t cap) {
 
 int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
                         const AxStageLayout *lay, int P, const float *master, const float *am,
-                        const float *av, AxCkptFile *info) {
+                        const float *av, int in_place, AxCkptFile *info) {
   AxCkptRecord *r;
   int n;
   AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
@@ -187,7 +194,7 @@ int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
   ax_ckpt_stage_file_name(s, info->name, sizeof info->name);
   snprintf(path, sizeof path, "%s/%s", step_dir, info->name);
   CrcWriter w = {.crc = 0};
-  int rc = ax_file_open_write(&w.f, path);
+  int rc = in_place ? ax_file_open_in_place(&w.f, path) : ax_file_open_write(&w.f, path);
   const float *const arrays[3] = {master, am, av};
   if (rc == AX_OK) rc = write_stage_body(&w, s, r, n, lay, arrays);
   info->bytes = (unsigned long long)w.f.pos - sizeof(uint32_t); /* CRC'd bytes, before the trailer */

@@ -22,6 +22,7 @@
 #include <pthread.h>
 
 #include "src/backend/backend.h"
+#include "src/core/fileio.h"
 #include "src/io/checkpoint.h"
 #include "src/core/threadpool.h"
 #include "src/core/trace.h"
@@ -78,7 +79,7 @@ typedef struct {
   unsigned long long size, done;   /* the file's bytes; sent (cut into chunks) or received */
   unsigned long long size_msg;     /* receiver: the size message's buffer */
   MPI_Request req;                 /* receiver: the receive in flight */
-  unsigned char *data;             /* receiver: the file's bytes as they arrive */
+  AxFileMap into;                  /* receiver: the slot's file, mapped; the bytes land in it */
   AxLinkSend *chunks;              /* sender: the size message and the chunks */
   int n_chunks, cap_chunks;
 } AxReplicaXfer;
@@ -114,9 +115,8 @@ typedef struct {
   int replicating;
   AxReplicaXfer *xfer;
   int n_xfer;
-  unsigned char *send_data;   /* the file this rank sends, read back by the copy thread */
-  size_t send_size;
-  _Atomic int file_ready;     /* the copy thread is done with the file and send_data */
+  AxFileMap send;             /* the file this rank sends, mapped by the copy thread */
+  _Atomic int file_ready;     /* the copy thread is done with the file and its mapping */
   /* Gemini's schedule (--replica-schedule idle) */
   int idle;
   AxReplicaLink link;         /* the replicas' link model and Algorithm 6.2's parameters */

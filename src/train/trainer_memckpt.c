@@ -254,13 +254,13 @@ static void *copy_main(void *arg) {
   slot_dir(t, mc->slot, dir);
   int rc = ax_ckpt_write_stage(dir, mc->stage_of[world_rank(t)], &t->model, &mc->whole.whole,
                                t->have_grid ? t->grid.P : 1, mc->whole.buf[0], mc->whole.buf[1],
-                               mc->whole.buf[2], &mc->mine);
+                               mc->whole.buf[2], 1, &mc->mine);
   int sends = 0;
   for (int i = 0; i < mc->n_xfer; i++) sends |= mc->xfer[i].sends;
-  if (rc == AX_OK && sends) { /* the replicas are sent from memory */
+  if (rc == AX_OK && sends) { /* the replicas are sent from the slot's file, mapped */
     char path[AX_MEMCKPT_PATH + 64];
     snprintf(path, sizeof path, "%s/%s", dir, mc->mine.name);
-    rc = ax_file_read_all(path, &mc->send_data, &mc->send_size);
+    rc = ax_file_map_read(path, &mc->send);
   }
   if (rc != AX_OK) snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
   mc->thread_rc = rc;

@@ -3,9 +3,10 @@
  *
  * A step's transfers (trainer_memckpt.c plans them: node K's stage files to the other nodes of
  * its replica group) begin with the copy: receivers post a receive for each file's size at
- * once. A sender starts when its copy thread has written the file and read it back into
- * memory. With --replica-schedule idle it sends chunks only inside the idle spans of its link:
- * at the start of every step the spans are learned from the link's log of the previous step
+ * once. A sender starts when its copy thread has written the file and mapped it into
+ * memory; a receiver's bytes land in its own slot's file, mapped. With --replica-schedule
+ * idle it sends chunks only inside the idle spans of its link: at the start of every step the
+ * spans are learned from the link's log of the previous step
  * (the training's messages, by every rank of the node, replicas left out), and each call of
  * the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
  * (replica_schedule.h) fits into mu of the span, less what earlier chunks took. What does not
@@ -115,16 +116,16 @@ static int send_piece(AxTrainer *t, AxReplicaXfer *r, const void *buf, int count
   return ax_link_isend(&cc, &m, &r->chunks[r->n_chunks++]);
 }
 
-/* The file's size, once: the receiver allocates and posts for the bytes. */
+/* The file's size, once: the receiver creates and maps the file and posts for the bytes. */
 static int send_size(AxTrainer *t, AxReplicaXfer *r) {
   if (r->size_known) return AX_OK;
-  r->size = t->mc.send_size;
+  r->size = t->mc.send.size;
   r->size_known = 1;
   return send_piece(t, r, &r->size, 1, MPI_UNSIGNED_LONG_LONG, sizeof r->size);
 }
 
 static int send_chunk(AxTrainer *t, AxReplicaXfer *r, size_t len) {
-  AX_TRY(send_piece(t, r, t->mc.send_data + r->done, (int)len, MPI_BYTE, len));
+  AX_TRY(send_piece(t, r, t->mc.send.data + r->done, (int)len, MPI_BYTE, len));
   r->done += len;
   return AX_OK;
 }
@@ -187,35 +188,32 @@ static int post_receive(AxTrainer *t, AxReplicaXfer *r) {
   else {
     unsigned long long left = r->size - r->done;
     int count = left > INT_MAX ? INT_MAX : (int)left;
-    AX_MPI(MPI_Irecv(r->data + r->done, count, MPI_BYTE, r->peer, ax_memckpt_tag(r->file), t->mc.comm,
-                     &r->req));
+    AX_MPI(MPI_Irecv(r->into.data + r->done, count, MPI_BYTE, r->peer, ax_memckpt_tag(r->file),
+                     t->mc.comm, &r->req));
   }
   return AX_OK;
 }
 
-/* A receive that completed: the size (the buffer allocated), or bytes (the file written into
- * the slot once whole). */
+/* A receive that completed: the size (the file in the slot created at that size and mapped:
+ * the slot has no manifest until every replica has landed), or bytes (landed once whole). */
 static int received(AxTrainer *t, AxReplicaXfer *r, MPI_Status *st) {
   AxMemCkpt *mc = &t->mc;
   if (!r->size_known) {
     r->size = r->size_msg;
     r->size_known = 1;
-    r->data = ax_malloc(r->size + 1);
-    if (!r->data) return AX_ERR;
+    char dir[AX_MEMCKPT_PATH], name[32], path[AX_MEMCKPT_PATH + 40];
+    ax_memckpt_slot_dir(t->cfg.memory_dir, mc->name, mc->node, mc->slot, dir);
+    snprintf(path, sizeof path, "%s/%s", dir, ax_ckpt_stage_file_name(r->file, name, sizeof name));
+    AX_TRY(ax_file_map_write(path, (size_t)r->size, &r->into));
   } else {
     int count;
     AX_MPI(MPI_Get_count(st, MPI_BYTE, &count));
     r->done += (unsigned long long)count;
   }
   if (r->done < r->size) return AX_OK;
-  char dir[AX_MEMCKPT_PATH], name[32];
-  ax_memckpt_slot_dir(t->cfg.memory_dir, mc->name, mc->node, mc->slot, dir);
-  ax_ckpt_stage_file_name(r->file, name, sizeof name);
-  int rc = ax_memckpt_put_file(dir, name, r->data, r->size);
-  free(r->data);
-  r->data = NULL;
-  r->landed = rc == AX_OK;
-  return rc;
+  ax_file_unmap(&r->into);
+  r->landed = 1;
+  return AX_OK;
 }
 
 /* Whatever has arrived for r; never blocks. */
@@ -336,14 +334,12 @@ void ax_replicas_free(AxTrainer *t) {
       MPI_Request_free(&r->req);
     }
     free(r->chunks);
-    free(r->data);
+    ax_file_unmap(&r->into);
   }
   free(mc->xfer);
   mc->xfer = NULL;
   mc->n_xfer = 0;
-  free(mc->send_data);
-  mc->send_data = NULL;
-  mc->send_size = 0;
+  ax_file_unmap(&mc->send);
   mc->replicating = 0;
 }
 

@@ -289,9 +289,10 @@ int ax_file_map_write(const char *path, size_t size, AxFileMap *m) {
   *m = (AxFileMap){0};
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
-  int rc = ftruncate(fd, (off_t)size) != 0
-               ? AX_FAIL("cannot size %s to %zu bytes: %s", path, size, strerror(errno))
-               : map_fd(fd, path, size, PROT_READ | PROT_WRITE, m);
+  /* the blocks reserved now: a full file system is this error, not a SIGBUS on a store */
+  int e = ftruncate(fd, (off_t)size) != 0 ? errno : size ? posix_fallocate(fd, 0, (off_t)size) : 0;
+  int rc = e ? AX_FAIL("cannot size %s to %zu bytes: %s", path, size, strerror(e))
+             : map_fd(fd, path, size, PROT_READ | PROT_WRITE, m);
   close(fd);
   return rc;
 }

@@ -59,8 +59,9 @@ void ax_file_abort(AxFile *f);
 int ax_file_check_writable(const char *path);
 
 /* A whole regular file mapped into memory (shared): read-only, or created or resized to
- * `size` bytes and writable (an existing file's pages are kept, as with in-place writes).
- * A 0-byte file maps to data = NULL. */
+ * `size` bytes, its blocks reserved (a full file system fails here, not on a store), and
+ * writable (an existing file's pages are kept, as with in-place writes). A 0-byte file maps
+ * to data = NULL. */
 typedef struct {
   unsigned char *data;
   size_t size;

@@ -1,9 +1,9 @@
 /* casync.c — CaSync's public entry points (casync.h): algorithm names, argument and state
  * checks, then the operation: nothing to do (one rank, no values), the factor rounds of a
  * linear codec (casync_linear.c), or the ring, PS or all-gather (casync_ring.c, casync_ps.c,
- * casync_ag.c) on the
- * message engine (casync_wire.c). The operation is an AxColl run by an engine of its own, so
- * ax_coll_test, ax_coll_wait and ax_coll_free drive and end it like any collective. */
+ * casync_ag.c) on the message engine (casync_wire.c). The operation is an AxColl run by an
+ * engine of its own, so ax_coll_test, ax_coll_wait and ax_coll_free drive and end it like any
+ * collective. */
 #include <string.h>
 
 #include "casync_internal.h"
@@ -71,6 +71,19 @@ static int start(AxColl *op, const AxCodec *c, AxCasyncAlgo algo, AxCasyncState 
   return rc;
 }
 
+/* A checked operation on its tag: the AxColl created, the algorithm planned. */
+static int start_on_tag(AxColl **op, MPI_Comm comm, int tag, const AxCommConfig *cc,
+                        const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st,
+                        const AxCodecCtx *ctx, float *buf, size_t count, AxCommBytes *bytes) {
+  AX_TRY(ax_coll_create_on_tag(op, comm, cc, AX_COMM_F32, bytes, tag));
+  if (start(*op, c, algo, st, ctx, buf, count) != AX_OK) {
+    ax_coll_free(*op);
+    *op = NULL;
+    return AX_ERR;
+  }
+  return AX_OK;
+}
+
 /* Arguments and state are checked before the operation takes its tag, so a refused start
  * leaves the communicator's tag sequence as it was. */
 int ax_casync_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc,
@@ -78,11 +91,10 @@ int ax_casync_allreduce_start(AxColl **op, MPI_Comm comm, const AxCommConfig *cc
                               const AxCodecCtx *ctx, float *buf, size_t count,
                               AxCommBytes *bytes) {
   *op = NULL;
-  AX_TRY(check_args(c, algo, st, buf, count));
-  AX_TRY(check_state(comm, cc, c, st, count));
+  AX_TRY(ax_casync_allreduce_check(comm, cc, c, algo, st, buf, count));
   int tag;
   AX_TRY(ax_coll_next_tag(comm, &tag));
-  return ax_casync_allreduce_start_on_tag(op, comm, tag, cc, c, algo, st, ctx, buf, count, bytes);
+  return start_on_tag(op, comm, tag, cc, c, algo, st, ctx, buf, count, bytes);
 }
 
 int ax_casync_allreduce(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
@@ -108,11 +120,5 @@ int ax_casync_allreduce_start_on_tag(AxColl **op, MPI_Comm comm, int tag, const 
                                      AxCommBytes *bytes) {
   *op = NULL;
   AX_TRY(ax_casync_allreduce_check(comm, cc, c, algo, st, buf, count));
-  AX_TRY(ax_coll_create_on_tag(op, comm, cc, AX_COMM_F32, bytes, tag));
-  if (start(*op, c, algo, st, ctx, buf, count) != AX_OK) {
-    ax_coll_free(*op);
-    *op = NULL;
-    return AX_ERR;
-  }
-  return AX_OK;
+  return start_on_tag(op, comm, tag, cc, c, algo, st, ctx, buf, count, bytes);
 }

@@ -22,15 +22,23 @@ static AxCollStep segment_step(const AxColl *op, char *buf, size_t count, int se
                       ax_block_count(count, p, recv_seg), mode);
 }
 
-int ax_ring_allreduce(AxColl *op, void *buf, size_t count) {
+/* The p - 1 steps of one pass around the ring over buf's own segments: step t sends segment
+ * r+shift-t and receives segment r+shift-1-t (added or copied), chained to the step before. */
+static int segment_pass(AxColl *op, void *buf, size_t count, int shift, AxRecvMode mode) {
   int p = op->size, r = op->rank;
-  if (p == 1 || count == 0) return AX_OK;
   for (int t = 0; t < p - 1; t++) {
-    AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r - t, p), ax_ring_mod(r - t - 1, p),
-                                AX_RECV_ADD);
+    AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r + shift - t, p),
+                                ax_ring_mod(r + shift - 1 - t, p), mode);
     s.chained = t > 0;
     AX_TRY(ax_coll_add_step(op, &s));
   }
+  return AX_OK;
+}
+
+int ax_ring_allreduce(AxColl *op, void *buf, size_t count) {
+  int p = op->size, r = op->rank;
+  if (p == 1 || count == 0) return AX_OK;
+  AX_TRY(segment_pass(op, buf, count, 0, AX_RECV_ADD));
   for (int t = 0; t < p - 1; t++) {
     AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r + 1 - t, p), ax_ring_mod(r - t, p),
                                 AX_RECV_COPY);
@@ -85,26 +93,12 @@ int ax_ring_allgather(AxColl *op, const void *send, void *recv, size_t send_coun
 /* As the all-reduce's first half, one segment earlier: step t sends segment r-1-t and adds in
  * segment r-2-t, so segment s's chain starts at rank s+1 and ends at its owner s. */
 int ax_ring_reduce_scatter_segments(AxColl *op, void *buf, size_t count) {
-  int p = op->size, r = op->rank;
-  if (p == 1 || count == 0) return AX_OK;
-  for (int t = 0; t < p - 1; t++) {
-    AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r - 1 - t, p),
-                                ax_ring_mod(r - 2 - t, p), AX_RECV_ADD);
-    s.chained = t > 0;
-    AX_TRY(ax_coll_add_step(op, &s));
-  }
-  return AX_OK;
+  if (op->size == 1 || count == 0) return AX_OK;
+  return segment_pass(op, buf, count, -1, AX_RECV_ADD);
 }
 
 /* Step t forwards segment r-t and receives segment r-1-t in place. */
 int ax_ring_allgather_segments(AxColl *op, void *buf, size_t count) {
-  int p = op->size, r = op->rank;
-  if (p == 1 || count == 0) return AX_OK;
-  for (int t = 0; t < p - 1; t++) {
-    AxCollStep s = segment_step(op, buf, count, ax_ring_mod(r - t, p), ax_ring_mod(r - 1 - t, p),
-                                AX_RECV_COPY);
-    s.chained = t > 0;
-    AX_TRY(ax_coll_add_step(op, &s));
-  }
-  return AX_OK;
+  if (op->size == 1 || count == 0) return AX_OK;
+  return segment_pass(op, buf, count, 0, AX_RECV_COPY);
 }

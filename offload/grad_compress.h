@@ -76,8 +76,9 @@ void ax_grad_compress_free(AxGradCompress *gc);
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p);
 /* Whether any part of chunk c is (the rest: plain all-reduces of runs of parts). */
 int ax_grad_compress_uses(const AxGradCompress *gc, int c);
-/* A CRC of every part's range and decision (compress, CaSync algorithm, K): two runs whose
- * decisions differ (a cost model that decided otherwise on resume) have other fingerprints. */
+/* A CRC of every part's range and decision (compress, CaSync algorithm, K, whole segments,
+ * two levels): two runs whose decisions differ (a cost model that decided otherwise on
+ * resume) have other fingerprints. */
 uint32_t ax_grad_compress_fingerprint(const AxGradCompress *gc);
 /* Checkpointing: every compressed part's state, in part order (same codec, parts and
  * ranks). */

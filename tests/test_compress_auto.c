@@ -3,7 +3,8 @@
  * alone; a tied wte summed apart stays alone and plain; every decision is one the trainer
  * runs (plain with its all-reduce, the codec under CaSync ring, PS, all-to-all + all-gather or
  * all-gather, flat); the strategy is never worse than compressing nothing under the
- * model; a slow link compresses, a fast one and a single rank do not; and the parts an
+ * model; a slow link compresses, a fast one and a single rank do not; the two-level sums only
+ * where offered (never the model-only 2l+intra ones); and the parts an
  * optimizer's chunks cut take their group's decision and CaSync algorithm. */
 #include <math.h>
 #include <stdlib.h>
@@ -146,6 +147,40 @@ START_TEST(one_rank_without_costs_keeps_everything_plain) {
 }
 END_TEST
 
+/* Two nodes of two ranks, a fast link inside a node and a slow one between: with the
+ * two-level sums on offer (two_level), the plain two-level all-reduce (less over the slow link)
+ * is taken, and no decision is a 2l+intra one (model only); without them, nothing is
+ * two-level. The identity codec (ratio 1) keeps the choice among the plain options. */
+START_TEST(two_level_options_only_where_offered) {
+  Stage s;
+  gpt_stage(&s);
+  ax_codec_free(s.codec);
+  ck_assert_int_eq(ax_codec_parse("identity", &s.codec), AX_OK);
+  for (int offered = 0; offered < 2; offered++) {
+    AxAutoCompressInput in = input(1, 4, "none");
+    in.ranks_per_node = 2;
+    in.two_level = offered;
+    AxAutoCompress a;
+    ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &a), AX_OK);
+    int two_level = 0, plain_2l = 0;
+    for (int g = 0; g < a.n_groups; g++) {
+      const AxEspressoOption *o = ax_espresso_option(a.decision[g].option);
+      ck_assert_int_ne(o->levels, AX_ESP_TWO_LEVEL_INTRA);
+      two_level += o->levels == AX_ESP_TWO_LEVEL;
+      plain_2l += !strcmp(o->name, "plain/2l/ar-ring");
+    }
+    if (offered)
+      ck_assert_int_gt(plain_2l, 0);
+    else
+      ck_assert_int_eq(two_level, 0);
+    printf("compress_auto: two nodes of 2, two-level %s: %d of %d group(s) two-level (%d plain)\n",
+           offered ? "offered" : "not offered", two_level, a.n_groups, plain_2l);
+    ax_compress_auto_free(&a);
+  }
+  ax_codec_free(s.codec);
+}
+END_TEST
+
 /* The rhd all-reduce, when it is the trainer's, is the plain option. */
 START_TEST(plain_option_follows_the_allreduce) {
   Stage s;
@@ -209,6 +244,7 @@ int main(void) {
   tcase_add_test(tc, tied_embedding_stays_alone_and_plain);
   tcase_add_test(tc, one_rank_without_costs_keeps_everything_plain);
   tcase_add_test(tc, plain_option_follows_the_allreduce);
+  tcase_add_test(tc, two_level_options_only_where_offered);
   tcase_add_test(tc, parts_take_their_groups_decision);
   int rc = tu_run(s);
   tu_cleanup();

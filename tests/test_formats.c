@@ -320,6 +320,10 @@ START_TEST(in_place_writes_and_mappings) {
   ck_assert_int_eq(ax_file_map_read(tu_path("missing.bin"), &m), AX_ERR);
   ck_assert_ptr_nonnull(strstr(ax_error_message(), "missing.bin"));
   ax_error_clear();
+  ck_assert_int_eq(ax_file_map_write(tu_path("no-dir/new.bin"), 10, &m), AX_ERR);
+  ck_assert_ptr_nonnull(strstr(ax_error_message(), "no-dir/new.bin"));
+  ck_assert_ptr_null(m.data);
+  ax_error_clear();
   ck_assert_int_eq(ax_file_open_in_place(&f, tu_path("")), AX_ERR); /* the directory */
   ax_error_clear();
 }

@@ -105,10 +105,12 @@ static int make_groups(const AxTensorRange *t, const int *group_end, int n_group
   return AX_OK;
 }
 
-/* The plain option: the trainer's all-reduce. */
-static int plain_option(const AxAutoCompressInput *in) {
-  return ax_espresso_option_find(in->plain == AX_ALLREDUCE_RHD && in->ranks > 1
-                                     ? "plain/flat/ar-rhd" : "plain/flat/ar-ring");
+/* The plain option at `levels` ("flat" or "2l"): the trainer's all-reduce. */
+static int plain_option(const AxAutoCompressInput *in, const char *levels) {
+  char name[40];
+  snprintf(name, sizeof name, "plain/%s/%s", levels,
+           in->plain == AX_ALLREDUCE_RHD && in->ranks > 1 ? "ar-rhd" : "ar-ring");
+  return ax_espresso_option_find(name);
 }
 
 /* Plain with the trainer's all-reduce, and the codec under every flat scheme CaSync runs:
@@ -119,15 +121,16 @@ static int plain_option(const AxAutoCompressInput *in) {
 static uint32_t runnable_options(const AxAutoCompressInput *in) {
   const char *schemes[] = {"casync-ring", "casync-ps", "a2a+ag", "ag"};
   const char *levels[] = {"flat", "2l"};
-  uint32_t mask = 1u << plain_option(in);
-  if (in->two_level) mask |= 1u << (plain_option(in) + 2); /* plain/2l/ar-ring or ar-rhd */
-  for (int l = 0; l < (in->two_level ? 2 : 1); l++)
+  uint32_t mask = 0;
+  for (int l = 0; l < (in->two_level ? 2 : 1); l++) {
+    mask |= 1u << plain_option(in, levels[l]);
     for (int i = 0; i < 4; i++) {
       char name[40];
       snprintf(name, sizeof name, "gpu/%s/%s", levels[l], schemes[i]);
       int o = ax_espresso_option_find(name);
       mask |= 1u << o | 1u << (o + AX_ESPRESSO_CPU_TWIN);
     }
+  }
   return mask;
 }
 
@@ -164,7 +167,7 @@ static int decide(double ratio, const AxAutoCompressInput *in, AxAutoCompress *o
   AxEspressoDecision *dec = ax_calloc((size_t)out->n_groups, sizeof *dec);
   int rc = which && bytes && compute && dec ? AX_OK : AX_ERR;
   for (int a = 0; a < out->n_groups && rc == AX_OK; a++) {
-    out->decision[a] = (AxEspressoDecision){.option = plain_option(in)};
+    out->decision[a] = (AxEspressoDecision){.option = plain_option(in, "flat")};
     if (!out->alone[a]) bytes[n] = 4.0 * (double)out->groups[a].count, which[n++] = a;
   }
   AxEspressoProblem p = {.n = n, .bytes = bytes, .compute_s = compute, .ranks = in->ranks,

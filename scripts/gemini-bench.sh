@@ -1,8 +1,11 @@
 #!/bin/sh
 # gemini-bench.sh — issue 19's benchmark: in-memory checkpoints (Gemini) on 4 ranks as 2
 # virtual nodes of 2 joined by an EMULATED 10 Gb/s link, a --layers 4 --hidden 512 model.
-#  1. Step time with --memory-checkpoint-every 1 --replicas 2 against none, on 2x2 and 1x4,
-#     with the replicas in the link's idle spans (the default) and all at the end of the step:
+#  1. Step time with --memory-checkpoint-every 1 --replicas 2 against none, on 2x2 and 1x4 (the
+#     issue's grids; rank r trains stage r mod P, so each node of 2 ranks already holds every
+#     stage and no replica travels) and on 4x1 (node 0 trains stages 0-1, node 1 stages 2-3: each
+#     sends its two stage files to the other), with the replicas in the link's idle spans (the
+#     default) and all at the end of the step:
 #     each repeat runs every configuration back to back; a configuration's time is the median
 #     over repeats of the run summary's batch time (steps SKIP+1..STEPS). The default SKIP=4
 #     leaves out the copies that fill each of the two slots for the first time (steps 1 and 2,
@@ -13,12 +16,14 @@
 #     checkpoint (--checkpoint-every 4 in OUT, on this machine's disk: not remote storage); the
 #     seconds the resume printed, and the lost work (steps done that the restart redoes).
 # Figures are EMULATED: ranks share one machine's memory and cores.
-#   usage: [STEPS=12] [SKIP=4] [REPEAT=3] [RETRIEVAL_ONLY=1] [OUT=dir] scripts/gemini-bench.sh [AXONN]
+#   usage: [STEPS=12] [SKIP=4] [REPEAT=3] [GRIDS="2x2 1x4 4x1"] [RETRIEVAL_ONLY=1 | RETRIEVAL=0]
+#          [OUT=dir] scripts/gemini-bench.sh [AXONN]
 set -eu
 AXONN=${1:-bin/axonn}
 STEPS=${STEPS:-12}
 SKIP=${SKIP:-4}
 REPEAT=${REPEAT:-3}
+GRIDS=${GRIDS:-"2x2 1x4 4x1"}
 MPIEXEC=${MPIEXEC:-mpiexec}
 OUT=${OUT:-$(mktemp -d /tmp/axonn-gemini-bench-XXXXXX)}
 SHM=${SHM:-/dev/shm}
@@ -31,9 +36,15 @@ COMMON="$MODEL --batch 8 --steps $STEPS --val-steps 0 --threads 1 --lr-schedule 
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 batch_ms() { python3 -c 'import json,sys; print(1e3 * json.load(open(sys.argv[1]))["timing"]["batch_time_s"])' "$1"; }
+# replica MB a step, all ranks (the summary's checkpoint_replica counter)
+replica_mb() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["communication"]["per_step"]["sum"]["checkpoint_replica"]["bytes"] / 1e6)' "$1"; }
 
 # grid name -> flags
-grid_flags() { case $1 in 2x2) echo "--g-inter 2 --g-data 2" ;; 1x4) echo "--g-data 4" ;; esac; }
+grid_flags() {
+  case $1 in
+    2x2) echo "--g-inter 2 --g-data 2" ;; 1x4) echo "--g-data 4" ;; 4x1) echo "--g-inter 4" ;;
+  esac
+}
 # config name -> flags
 config_flags() {
   case $1 in
@@ -46,30 +57,30 @@ config_flags() {
 : >"$OUT/times.txt"
 [ "${RETRIEVAL_ONLY:-0}" = 1 ] && REPEAT=0
 for rep in $(seq "$REPEAT"); do
-  for grid in 2x2 1x4; do
+  for grid in $GRIDS; do
     for cfg in none idle end; do
       log="$OUT/$grid-$cfg-$rep"
       # shellcheck disable=SC2046,SC2086
       $MPIEXEC -n 4 "$AXONN" train $COMMON $(grid_flags $grid) $(config_flags $cfg) --quiet \
         --summary "$log.json" >"$log.log" 2>&1 </dev/null
-      echo "$grid $cfg $(batch_ms "$log.json")" >>"$OUT/times.txt"
-      grep "memory checkpoints: .* replicated" "$log.log" >>"$OUT/$grid-$cfg.replicas" || true
+      echo "$grid $cfg $(batch_ms "$log.json") $(replica_mb "$log.json")" >>"$OUT/times.txt"
     done
   done
 done
 
 [ "$REPEAT" -gt 0 ] && echo "step time (ms), median of $REPEAT, EMULATED 10 Gb/s, 2 virtual nodes of 2 ranks:"
 [ "$REPEAT" -gt 0 ] && printf '%-5s %10s %10s %10s %12s %12s\n' grid none idle end "idle/none" "end/none"
-for grid in $([ "$REPEAT" -gt 0 ] && echo 2x2 1x4); do
+for grid in $([ "$REPEAT" -gt 0 ] && echo $GRIDS); do
   n=$(awk -v g=$grid '$1 == g && $2 == "none" { print $3 }' "$OUT/times.txt" | median)
   i=$(awk -v g=$grid '$1 == g && $2 == "idle" { print $3 }' "$OUT/times.txt" | median)
   e=$(awk -v g=$grid '$1 == g && $2 == "end" { print $3 }' "$OUT/times.txt" | median)
   printf '%-5s %10.1f %10.1f %10.1f %+11.1f%% %+11.1f%%\n' $grid "$n" "$i" "$e" \
     "$(echo "$i $n" | awk '{ print 100 * ($1 / $2 - 1) }')" \
     "$(echo "$e $n" | awk '{ print 100 * ($1 / $2 - 1) }')"
-  [ -s "$OUT/$grid-idle.replicas" ] && sed 's/^/  idle: /' "$OUT/$grid-idle.replicas" | tail -1
+  echo "  replicas sent per step (MB, all ranks): $(awk -v g=$grid '$1 == g && $2 == "idle" { print $4 }' "$OUT/times.txt" | median)"
 done
 
+[ "${RETRIEVAL:-1}" = 0 ] && exit 0
 # retrieval on 2x2: kill rank 3 as step 7 begins (steps 1-6 done), then resume
 G="--g-inter 2 --g-data 2"
 killed() {

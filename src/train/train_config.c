@@ -229,7 +229,8 @@ static const AxOption OPTIONS[] = {
            "testing: that rank sleeps forever in a forward, drops its next pipeline message, "
            "sleeps forever in that step's checkpoint after writing its file (a rank of row 0), "
            "kills itself (SIGKILL) as the step begins, or kills itself in the step's memory "
-           "checkpoint: its slot emptied, its files written, its replicas sent"),
+           "checkpoint: its slot's manifest removed, its files written, or its replicas handed over "
+           "(what the idle schedule lets it send) with no manifest written yet"),
 };
 
 const AxOptionTable AX_TRAIN_OPTIONS = {

@@ -19,7 +19,7 @@ typedef enum {
   AX_DEBUG_HANG_KILL,       /* SIGKILL itself as the step begins */
   AX_DEBUG_HANG_COPY_BEGIN, /* SIGKILL itself in the step's memory checkpoint: slot emptied */
   AX_DEBUG_HANG_COPY_FILES, /* ... its files written, replicas not sent */
-  AX_DEBUG_HANG_COPY_REPLICAS, /* ... replicas sent, manifests not written */
+  AX_DEBUG_HANG_COPY_REPLICAS, /* ... its replicas handed over, no manifest written */
 } AxDebugHang;
 typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16, AX_PREC_FP16 } AxPrecision;
 /* auto: dynamic loss scaling for fp16 compute only (bf16 and fp32 do not need it). */

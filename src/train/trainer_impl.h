@@ -66,6 +66,12 @@ typedef struct {
   int from, to;
 } AxMemTransfer;
 enum { AX_MEMCKPT_MANIFEST = -1 };
+/* What each rank tells the others at a memory checkpoint's settle (trainer_memckpt.c). */
+typedef struct {
+  int rc, handed;          /* its part went well; its replicas are all handed over */
+  long long data_position; /* of the copy just joined (0 on ranks that load no data) */
+  AxCkptFile file;         /* the stage file it wrote (bytes 0: none) */
+} AxSettleNote;
 /* The tag of a file's messages on the memory checkpoints' communicator. */
 static inline int ax_memckpt_tag(int file) { return file + 2; }
 
@@ -98,6 +104,7 @@ typedef struct {
   int node, n_nodes; /* this rank's (virtual) node */
   int *node_of, *stage_of, *writes; /* [world size]: writes = 1 for the rank that writes its
                                      * stage's file into its node's slot */
+  AxSettleNote *notes;              /* [world size]: the settle's exchange */
   MPI_Comm comm;     /* the transfers of replicas and of recovery (have_comm) */
   int have_comm;
   /* the copy in flight (pending on every rank from start to finish) */
@@ -210,13 +217,20 @@ int ax_trainer_memckpt_settle(AxTrainer *t, int flush);
 /* trainer_replicas.c: the replicas' transfers (above). Setup: the link model (collective);
  * begin: this rank's part of the step's transfers x[0..n); step_begin: at the start of every
  * step (the idle spans learned); tick: what the schedule allows now (the stage callbacks call
- * it); settle: every rank learns whether all have landed (collective; flush: sends and waits
- * for all first); free: drops what is in flight; report: rank 0's line at the end. */
+ * it). At a settle, none of them collective: hand_over sends what the schedule allows now
+ * (*handed: all of this rank's bytes are on their way; flush: everything goes at completion);
+ * may_land: whether this settle can complete the copy, as far as this rank knows; land_now:
+ * whether it does, given whether every rank has handed over (counts the settle);
+ * complete: sends what is left and waits for this rank's transfers. free: drops what is in
+ * flight; report: rank 0's line at the end. */
 int ax_replicas_setup(AxTrainer *t, const AxMemTransfer *x, int n);
 int ax_replicas_begin(AxTrainer *t, const AxMemTransfer *x, int n);
 int ax_replicas_step_begin(AxTrainer *t);
 int ax_replicas_tick(AxTrainer *t);
-int ax_replicas_settle(AxTrainer *t, int flush, int *landed);
+int ax_replicas_hand_over(AxTrainer *t, int flush, int *handed);
+int ax_replicas_may_land(const AxTrainer *t, int flush, int handed);
+int ax_replicas_land_now(AxTrainer *t, int flush, int handed_everywhere);
+int ax_replicas_complete(AxTrainer *t);
 void ax_replicas_free(AxTrainer *t);
 void ax_replicas_report(const AxTrainer *t);
 int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int *step);

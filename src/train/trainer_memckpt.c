@@ -79,7 +79,8 @@ static int learn_ranks(AxTrainer *t) {
   mc->node_of = ax_calloc((size_t)size, sizeof(int));
   mc->stage_of = ax_calloc((size_t)size, sizeof(int));
   mc->writes = ax_calloc((size_t)size, sizeof(int));
-  if (!mc->node_of || !mc->stage_of || !mc->writes) return AX_ERR;
+  mc->notes = ax_calloc((size_t)size, sizeof *mc->notes);
+  if (!mc->node_of || !mc->stage_of || !mc->writes || !mc->notes) return AX_ERR;
   int mine[3] = {mc->node, t->have_grid ? t->grid.stage : 0,
                  t->have_grid ? ax_grid_tp_index(&t->grid) : 0};
   int *all = ax_calloc((size_t)size * 3, sizeof(int));
@@ -268,6 +269,41 @@ static void *copy_main(void *arg) {
   return NULL;
 }
 
+/* This rank's part of starting the copy of `step` into mc->slot, none of it collective (a
+ * failure is reported at the settle's exchange) but the tensor-parallel gather. */
+static int begin_copy(AxTrainer *t, int step) {
+  AxMemCkpt *mc = &t->mc;
+  char dir[AX_MEMCKPT_PATH];
+  /* every rank removes its node's manifest of the slot (again, harmless) before it or its
+   * node's writers and receivers touch the slot: a slot that looks complete is never written */
+  AX_TRY(ax_memckpt_invalidate(slot_dir(t, mc->slot, dir)));
+  debug_kill(t, step, AX_DEBUG_HANG_COPY_BEGIN);
+  AxCkptFile *files = ax_calloc((size_t)(t->have_grid ? t->grid.P : 1), sizeof *files);
+  int rc = files ? ax_trainer_build_manifest(t, step, files, &mc->man) : AX_ERR;
+  mc->man.files = files; /* freed with the manifest, whatever happened */
+  AX_TRY(rc);
+  Transfer *x = NULL;
+  int n = 0;
+  rc = plan_replicas(t, mc->man.n_files, &x, &n);
+  if (rc == AX_OK) rc = ax_replicas_begin(t, x, n); /* from here on settle, or free, ends it */
+  free(x);
+  AX_TRY(rc);
+  float *const state[3] = {t->off.master, t->off.m, t->off.v};
+  return ax_trainer_whole_open(t, &mc->whole, state, 3, 0);
+}
+
+/* The copy thread, writing this rank's stage file (a writer) from the whole stage. */
+static int launch_copy(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  float *const state[3] = {t->off.master, t->off.m, t->off.v};
+  AX_TRY(ax_trainer_whole_gather(t, &mc->whole, state));
+  if (!mc->writes[world_rank(t)]) return AX_OK;
+  if (pthread_create(&mc->thread, NULL, copy_main, t) != 0)
+    return AX_FAIL("cannot start the memory checkpoint's copy thread");
+  mc->thread_running = 1;
+  return AX_OK;
+}
+
 int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   AxMemCkpt *mc = &t->mc;
   if (!mc->on || step % t->cfg.memory_checkpoint_every) return AX_OK;
@@ -280,61 +316,26 @@ int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   /* the slot not holding the newest complete copy */
   mc->slot = mc->last_slot >= 0 ? 1 - mc->last_slot
                                 : step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
-  char dir[AX_MEMCKPT_PATH];
-  int me = world_rank(t);
-  int rc = is_leader(t) ? ax_memckpt_invalidate(slot_dir(t, mc->slot, dir)) : AX_OK;
-  AX_TRY(agree(t, rc)); /* no rank writes into a slot that still looks complete */
-  debug_kill(t, step, AX_DEBUG_HANG_COPY_BEGIN);
-  AxCkptFile *files = ax_calloc((size_t)(t->have_grid ? t->grid.P : 1), sizeof *files);
-  rc = files ? ax_trainer_build_manifest(t, step, files, &mc->man) : AX_ERR;
-  if (rc != AX_OK) free(files);
-  AX_TRY(rc);
-  /* only the ranks that load data know its position (the same on all of them) */
-  if (t->have_grid)
-    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, &mc->man.data_position, 1, MPI_LONG_LONG, MPI_MAX,
-                         t->grid.world));
-  mc->mine = (AxCkptFile){{0}, 0, 0};
-  Transfer *x = NULL;
-  int n = 0;
-  rc = plan_replicas(t, mc->man.n_files, &x, &n);
-  if (rc == AX_OK) rc = ax_replicas_begin(t, x, n); /* from here on settle, or free, ends it */
-  free(x);
-  AX_TRY(rc);
-  float *const state[3] = {t->off.master, t->off.m, t->off.v};
-  AX_TRY(ax_trainer_whole_open(t, &mc->whole, state, 3, 0));
-  mc->pending = 1; /* from here on settle, or ax_trainer_memckpt_free, closes it */
-  AX_TRY(ax_trainer_whole_gather(t, &mc->whole, state));
-  if (!mc->writes[me]) return AX_OK;
+  mc->pending = 1; /* on every rank: from here on the settle, or ax_trainer_memckpt_free, ends it */
   mc->thread_rc = AX_OK;
-  if (pthread_create(&mc->thread, NULL, copy_main, t) != 0)
-    return AX_FAIL("cannot start the memory checkpoint's copy thread");
-  mc->thread_running = 1;
+  mc->mine = (AxCkptFile){{0}, 0, 0};
+  int rc = begin_copy(t, step);
+  /* the gather is collective over the tensor-parallel cell: only then is a failure agreed now */
+  if (ax_trainer_tp_on(t)) AX_TRY(agree(t, rc));
+  if (rc == AX_OK) rc = launch_copy(t);
+  if (rc != AX_OK) { /* kept for the settle, which every rank reaches */
+    snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
+    ax_error_clear();
+    mc->thread_rc = rc;
+  }
   return AX_OK;
 }
 
-/* The copy thread's outcome (joined). */
+/* The copy thread's outcome (joined), or the start's failure. */
 static int join_copy(AxMemCkpt *mc) {
-  if (!mc->thread_running) return AX_OK;
-  pthread_join(mc->thread, NULL);
+  if (mc->thread_running) pthread_join(mc->thread, NULL);
   mc->thread_running = 0;
   if (mc->thread_rc != AX_OK) return AX_FAIL("memory checkpoint: %s", mc->thread_err);
-  return AX_OK;
-}
-
-/* Every stage file's size and CRC, from a rank that wrote it. */
-static int share_files(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  int size = world_size(t);
-  AxCkptFile *all = ax_calloc((size_t)size, sizeof *all);
-  if (!all) return AX_ERR;
-  if (t->have_grid)
-    AX_MPI(MPI_Allgather(&mc->mine, sizeof mc->mine, MPI_BYTE, all, sizeof mc->mine, MPI_BYTE,
-                         t->grid.world));
-  else
-    all[0] = mc->mine;
-  for (int r = 0; r < size; r++)
-    if (mc->writes[r]) mc->man.files[mc->stage_of[r]] = all[r];
-  free(all);
   return AX_OK;
 }
 
@@ -383,27 +384,51 @@ static int plan_replicas(const AxTrainer *t, int P, Transfer **out, int *n) {
   return rc;
 }
 
-/* The copy thread joined (the state may change after this) and every file's size and CRC
- * known to every rank. */
-static int settle_copy(AxTrainer *t) {
+/* The copy thread joined: the state may change after this. */
+static int join_and_close(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   AX_WD_NOTE(-1, "joining the copy of the memory checkpoint of step %d", mc->step);
   int rc = join_copy(mc);
   mc->copies++;
   debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_FILES);
   ax_trainer_whole_close(&mc->whole);
-  mc->pending = 0;
-  AX_TRY(agree(t, rc));
-  return agree(t, share_files(t));
+  return rc;
 }
 
-/* Every replica has landed: each node's leader writes its manifest, the copy is complete. */
+/* The settle's one collective: whether every rank is well (else every rank returns the first
+ * failure's message, ax_grid_agree), whether every rank has handed its replicas over and, for
+ * a copy just joined, every stage file's size and CRC from the rank that wrote it and the data
+ * position (only the ranks that load data know it; the same on all of them). */
+static int exchange(AxTrainer *t, int rc, int *handed) {
+  AxMemCkpt *mc = &t->mc;
+  int size = world_size(t);
+  AxSettleNote mine = {rc, *handed, mc->man.data_position, mc->mine}, *all = mc->notes;
+  if (t->have_grid)
+    AX_MPI(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE,
+                         t->grid.world));
+  else
+    all[0] = mine;
+  int failed = 0;
+  for (int r = 0; r < size; r++) failed |= all[r].rc != AX_OK;
+  if (failed) return agree(t, rc);
+  for (int r = 0; r < size; r++) *handed &= all[r].handed;
+  for (int r = 0; r < size && mc->pending; r++) {
+    if (mc->writes[r]) mc->man.files[mc->stage_of[r]] = all[r].file;
+    if (all[r].data_position > mc->man.data_position)
+      mc->man.data_position = all[r].data_position;
+  }
+  return AX_OK;
+}
+
+/* Every replica of this rank has landed: its node's leader writes the manifest, and the copy
+ * is complete (agreed). */
 static int complete_copy(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
-  debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_REPLICAS);
-  AX_TRY(agree(t, AX_OK)); /* every rank is here: no manifest if one died on the way */
   char dir[AX_MEMCKPT_PATH];
-  int rc = is_leader(t) ? ax_ckpt_write_manifest(slot_dir(t, mc->slot, dir), &mc->man) : AX_OK;
+  AX_WD_NOTE(-1, "completing the replicas of the memory checkpoint of step %d", mc->step);
+  int rc = ax_replicas_complete(t);
+  if (rc == AX_OK && is_leader(t))
+    rc = ax_ckpt_write_manifest(slot_dir(t, mc->slot, dir), &mc->man);
   free(mc->man.files);
   free(mc->man.records);
   memset(&mc->man, 0, sizeof mc->man);
@@ -413,16 +438,19 @@ static int complete_copy(AxTrainer *t) {
   return agree(t, rc);
 }
 
+/* Two collectives when the copy completes, one while its replicas are still on their way. */
 int ax_trainer_memckpt_settle(AxTrainer *t, int flush) {
   AxMemCkpt *mc = &t->mc;
   if (!mc->pending && !mc->replicating) return AX_OK;
   double t0 = ax_now();
-  int rc = mc->pending ? settle_copy(t) : AX_OK, landed = 0;
-  if (rc == AX_OK) {
-    AX_WD_NOTE(-1, "settling the replicas of the memory checkpoint of step %d", mc->step);
-    rc = ax_replicas_settle(t, flush, &landed);
-  }
-  if (rc == AX_OK && landed) rc = complete_copy(t);
+  int rc = mc->pending ? join_and_close(t) : AX_OK, handed = 1;
+  if (rc == AX_OK) rc = ax_replicas_hand_over(t, flush, &handed);
+  if (ax_replicas_may_land(t, flush, handed)) /* the replicas handed over, nothing complete */
+    debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_REPLICAS);
+  AX_WD_NOTE(-1, "settling the memory checkpoint of step %d with every rank", mc->step);
+  rc = exchange(t, rc, &handed);
+  mc->pending = 0;
+  if (rc == AX_OK && ax_replicas_land_now(t, flush, handed)) rc = complete_copy(t);
   mc->copy_s += ax_now() - t0;
   return rc;
 }
@@ -660,6 +688,7 @@ void ax_trainer_memckpt_free(AxTrainer *t) {
   free(mc->node_of);
   free(mc->stage_of);
   free(mc->writes);
+  free(mc->notes);
   if (mc->have_comm) MPI_Comm_free(&mc->comm);
   memset(mc, 0, sizeof *mc);
 }

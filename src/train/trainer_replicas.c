@@ -11,9 +11,10 @@
  * the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
  * (replica_schedule.h) fits into mu of the span, less what earlier chunks took. What does not
  * fit waits for the next step: before each optimizer every rank learns whether all transfers
- * have landed (one all-reduce), and only then are the manifests written; a checkpoint due
- * while replicas are still in flight is skipped (counted). With --replica-schedule end, and at
- * the end of the run, everything left is sent at once and waited for.
+ * have been handed over (in the settle's one exchange), and only then are they completed and
+ * the manifests written; a checkpoint due while replicas are still in flight is skipped
+ * (counted). With --replica-schedule end, and at the end of the run, everything left is sent
+ * at once and waited for.
  *
  * The link model f(s) = alpha + s / B: the emulated link's own figures, or on real links a
  * ping-pong fitted between the first sender and its receiver (mpi/casync_probe.c). A receiver
@@ -297,31 +298,35 @@ int ax_replicas_tick(AxTrainer *t) {
   return pass(t, t->mc.idle ? 1 : 0, &all, &handed);
 }
 
-/* Idle schedule: what fits now is sent; when every rank has handed over all its bytes the
- * transfers are completed (they are on the link already), else they wait for the next step,
- * up to AX_REPLICA_MAX_WAIT steps: then the rest is sent at once (a link never idle long
- * enough would otherwise never complete a copy). */
-int ax_replicas_settle(AxTrainer *t, int flush, int *landed) {
+/* Idle schedule: what fits now is sent (ax_replicas_hand_over); when every rank has handed over
+ * all its bytes the transfers are completed (they are on the link already), else they wait for
+ * the next step, up to AX_REPLICA_MAX_WAIT steps: then the rest is sent at once (a link never
+ * idle long enough would otherwise never complete a copy). trainer_memckpt.c's settle learns
+ * whether every rank has handed over in the one exchange it makes. */
+int ax_replicas_hand_over(AxTrainer *t, int flush, int *handed) {
   AxMemCkpt *mc = &t->mc;
-  *landed = 1;
-  if (!mc->replicating) return AX_OK;
-  int all = 0, handed = 0, rc = AX_OK;
-  if (mc->idle && !flush) rc = pass(t, 1, &all, &handed);
-  if (t->have_grid) {
-    int bad[2] = {rc != AX_OK, !handed}; /* failed; bytes not yet handed over, on some rank */
-    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, bad, 2, MPI_INT, MPI_MAX, t->grid.world));
-    if (bad[0])
-      return rc != AX_OK ? rc : AX_FAIL("memory checkpoint replicas failed on another rank");
-    handed = !bad[1];
-  }
-  mc->flights++;
-  int overdue = ++mc->waited >= AX_REPLICA_MAX_WAIT && !handed && !flush;
-  mc->overdue += overdue;
-  *landed = flush || !mc->idle || handed || overdue;
-  if (!*landed) return AX_OK;
-  int rc_all = complete_all(t);
-  return t->have_grid ? ax_grid_agree(&t->grid, rc_all) : rc_all;
+  int all;
+  *handed = 1;
+  if (!mc->replicating || !mc->idle || flush) return AX_OK;
+  return pass(t, 1, &all, handed);
 }
+
+int ax_replicas_may_land(const AxTrainer *t, int flush, int handed) {
+  const AxMemCkpt *mc = &t->mc;
+  return flush || !mc->idle || handed || mc->waited + 1 >= AX_REPLICA_MAX_WAIT;
+}
+
+int ax_replicas_land_now(AxTrainer *t, int flush, int handed_everywhere) {
+  AxMemCkpt *mc = &t->mc;
+  if (!mc->replicating) return 1;
+  int land = ax_replicas_may_land(t, flush, handed_everywhere);
+  mc->flights++;
+  mc->waited++;
+  mc->overdue += land && mc->idle && !flush && !handed_everywhere; /* sent at once */
+  return land;
+}
+
+int ax_replicas_complete(AxTrainer *t) { return t->mc.replicating ? complete_all(t) : AX_OK; }
 
 void ax_replicas_free(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;

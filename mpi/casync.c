@@ -52,9 +52,21 @@ static int check_state(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
   return AX_OK;
 }
 
+/* This rank's own values, every piece with its state, before any of them is encoded or
+ * merged (DGC's momentum correction: ax_codec_prepare). */
+static int prepare_own(const AxCodec *c, AxCasyncState *st, float *buf) {
+  if (!ax_codec_has_prepare(c)) return AX_OK;
+  for (int seg = 0; seg < st->size; seg++)
+    for (size_t k = 0; k < cs_seg_pieces(st, seg); k++)
+      AX_TRY(ax_codec_prepare(c, cs_piece_state(st, seg, k), buf + cs_piece_offset(st, seg, k),
+                              cs_piece_len(st, seg, k)));
+  return AX_OK;
+}
+
 static int start(AxColl *op, const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st,
                  const AxCodecCtx *ctx, float *buf, size_t count) {
   if (op->size == 1 || count == 0) return ax_coll_launch(op); /* an empty schedule: done */
+  if (!st->linear) AX_TRY(prepare_own(c, st, buf));
   AxCodecCtx zero = {0, 0, 0};
   if (!ctx) ctx = &zero;
   st->busy = 1;

@@ -104,13 +104,14 @@ typedef struct {
   size_t n, encoded;
 } Sample;
 
-/* One encode (what 0, with the codec's state) or decode (1); a linear codec's pass counts as
- * its encode. */
+/* One encode (what 0, with the codec's state: prepare included) or decode (1); a linear
+ * codec's pass counts as its encode. */
 static int run_once(Sample *s, int what, uint64_t step) {
   AxCodecCtx ctx = {.seed = 1, .step = step, .range = 0};
   if (ax_codec_rounds(s->c) > 0)
     return ax_casync_linear_pass(s->c, s->st, &ctx, s->in, s->out, s->n, s->wire, &s->encoded);
-  if (what == 0) return ax_codec_encode(s->c, s->st, &ctx, s->in, s->n, s->wire, &s->encoded);
+  if (what == 0)
+    return ax_codec_encode_own(s->c, s->st, &ctx, s->in, s->n, s->out, s->wire, &s->encoded);
   return ax_codec_decode(s->c, &ctx, s->wire, s->encoded, s->out, s->n, 0);
 }
 

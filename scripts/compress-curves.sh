@@ -15,7 +15,7 @@ OUT=${1:-build/compress-curves}
 STEPS=${STEPS:-300}
 MIN_BYTES=${MIN_BYTES:-4K}
 # each item SPEC[@WARMUP[+freeze]]: --compress-warmup WARMUP, +freeze: --compress-freeze-variance 1
-CODECS=${CODECS:-"onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01 onebit:ef=1@50+freeze powersgd:rank=4,ef=1 dgc:ratio=0.01@100"}
+CODECS=${CODECS:-"onebit:ef=1 powersgd:rank=4 dgc:ratio=0.01 onebit:ef=1@50+freeze powersgd:rank=4,ef=1 dgc:ratio=0.01@100+freeze"}
 mkdir -p "$OUT"
 . "$(dirname "$0")/curves-lib.sh"
 NP=2

@@ -2,8 +2,9 @@
 # Gradient compression in training (real MPI, CaSync over real codecs, real text):
 #  - --compress identity (every chunk through CaSync ring and PS) reproduces the uncompressed
 #    run exactly, losses and final weights, on 1x2 and 2x2;
-#  - onebit with error feedback, PowerSGD rank 4 and DGC 1% train the tiny Shakespeare text on
-#    1x2 to within 3% of the uncompressed validation loss after 300 steps;
+#  - DGC's momentum correction replaces Adam's first moment (beta1 0 while it compresses), and
+#    its momentum is applied once to each rank's own gradient through CaSync ring and PS: with
+#    every value sent, dgc equals identity with --beta1 0 (dgc with momentum 0: identity as is);
 #  - the codec state goes into checkpoints: 10 steps, resume, 10 more equal 20 straight, bit for
 #    bit, with onebit:ef=1 (a resume with another codec, or with the same codec deciding other
 #    parts, warns that the state starts fresh);
@@ -26,6 +27,20 @@ for grid in "1 2" "2 2"; do
     grep -q "compression: identity" "$TMP/id$sync$n.log" ||
       { fail "id$sync$n: no compression line in the header"; cat "$TMP/id$sync$n.log"; }
   done
+done
+
+# DGC's momentum correction replaces Adam's first moment: dgc:ratio=1 sends every value and
+# clears its momentum where it sends, so it delivers the plain sum; with the codec's momentum on,
+# Adam runs with beta1 0 (the run equals identity with --beta1 0), with momentum 0 it keeps its
+# own (the run equals identity as it is)
+for sync in ring ps; do
+  D="--g-data 2 --steps 12 --compress-min-bytes 0 --compress-sync $sync"
+  run "idb0$sync" 2 $D --compress identity --beta1 0 &&
+    run "dgc1$sync" 2 $D --compress dgc:ratio=1 && same_losses "dgc1$sync" "idb0$sync" 0 0
+  grep -q "the codec carries the momentum (0.9, DGC's momentum correction): Adam's first moment is off" \
+    "$TMP/dgc1$sync.log" || { fail "dgc1$sync: no line about Adam's first moment"; cat "$TMP/dgc1$sync.log"; }
+  run "id$sync" 2 $D --compress identity &&
+    run "dgc0$sync" 2 $D --compress dgc:ratio=1,momentum=0 && same_losses "dgc0$sync" "id$sync" 0 0
 done
 
 # checkpoints carry the codec state: bit-identical resume with error feedback

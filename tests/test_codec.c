@@ -445,10 +445,13 @@ static void check_feedback_bounded(const char *spec, double bound) {
   uint8_t *buf = enc_buf(c, N), *ckpt = tu_alloc(ax_codec_state_bytes(st));
   float *g = tu_zeros(N);
   int is_dgc = !strncmp(spec, "dgc", 3);
+  float *x = tu_zeros(N);
   for (uint64_t step = 0; step < STEPS; step++) {
     fill_uniform(g, N, 1000 + step);
     AxCodecCtx ctx = {1, step, 0};
-    size_t bytes = encode_ok(c, st, &ctx, g, N, buf);
+    memcpy(x, g, N * sizeof *x);
+    EXPECT_OK(ax_codec_prepare(c, st, x, N)); /* dgc: its momentum; the others: nothing */
+    size_t bytes = encode_ok(c, st, &ctx, x, N, buf);
     decode_ok(c, buf, bytes, y, N, 0);
     for (size_t i = 0; i < N; i++) given[i] += g[i], got[i] += y[i];
     size_t len;
@@ -502,6 +505,73 @@ START_TEST(error_feedback_stays_bounded) {
   check_feedback_bounded("topk:ratio=0.1,ef=1", 5);
   check_feedback_bounded("graddrop:ratio=0.1", 5);
   check_feedback_bounded("dgc:ratio=0.1", 12); /* u ~ g / (1 - momentum) */
+}
+END_TEST
+
+static int descending(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x < y) - (x > y);
+}
+
+/* The k-th largest of x[n] (x is reordered). */
+static float kth_largest(float *x, size_t n, size_t k) {
+  qsort(x, n, sizeof *x, descending);
+  return x[k - 1];
+}
+
+/* DGC against its definition, replayed here in plain loops: prepare gives
+ * u = m u + g; encode accumulates v += x, sends the values of v at or above the k-th largest
+ * |v| (exact: a range of at most 4096 values is its own sample), and clears v and u where it
+ * sent. x is what the rank sends: its prepared values, or (a CaSync partial sum) those plus
+ * another rank's, which must get no second momentum. */
+START_TEST(dgc_corrects_momentum_once_and_masks_what_it_sends) {
+  enum { N = 300, K = 30, STEPS = 4 };
+  AxCodec *c = parse("dgc:ratio=0.1,momentum=0.9");
+  ck_assert_double_eq(ax_codec_momentum(c), 0.9);
+  ck_assert_int_eq(ax_codec_has_prepare(c), 1);
+  AxCodecState *st = state_of(c, N);
+  float u[N] = {0}, v[N] = {0}, x[N], got[N];
+  uint8_t *buf = enc_buf(c, N);
+  for (uint64_t step = 0; step < STEPS; step++) {
+    float *g = tu_random(N, 1.0f, 300 + step), *other = tu_random(N, 1.0f, 400 + step);
+    memcpy(x, g, sizeof x);
+    EXPECT_OK(ax_codec_prepare(c, st, x, N));
+    for (size_t i = 0; i < N; i++) {
+      u[i] = u[i] * 0.9f + g[i];
+      EXPECT_MSG(x[i] == u[i], "step %d: prepared %zu is %g, not u = %g", (int)step, i, x[i],
+                 u[i]);
+      if (step % 2) x[i] += other[i]; /* odd steps: a partial sum holding another rank's */
+      v[i] += x[i];
+    }
+    AxCodecCtx ctx = {5, step, 0};
+    size_t bytes = encode_ok(c, st, &ctx, x, N, buf);
+    decode_ok(c, buf, bytes, got, N, 0);
+    float mag[N];
+    for (size_t i = 0; i < N; i++) mag[i] = fabsf(v[i]);
+    float thr = kth_largest(mag, N, K);
+    for (size_t i = 0; i < N; i++) {
+      int sent = fabsf(v[i]) >= thr;
+      EXPECT_MSG(got[i] == (sent ? v[i] : 0.0f), "step %d: value %zu is %g, expected %g",
+                 (int)step, i, got[i], sent ? v[i] : 0.0f);
+      if (sent) u[i] = v[i] = 0;
+    }
+    size_t len;
+    const float *saved = saved_floats(st, &len, NULL); /* u then v */
+    ck_assert_uint_eq(len, 2 * N);
+    for (size_t i = 0; i < N; i++)
+      EXPECT_MSG(saved[i] == u[i] && saved[N + i] == v[i], "step %d: state %zu: u %g v %g, "
+                 "expected %g %g", (int)step, i, saved[i], saved[N + i], u[i], v[i]);
+  }
+  float y[N] = {0};
+  EXPECT_OK(ax_codec_prepare(c, NULL, y, N)); /* no state: nothing to correct */
+  for (size_t i = 0; i < N; i++) ck_assert_float_eq(y[i], 0.0f);
+  EXPECT_MSG(ax_codec_prepare(c, st, y, N - 1) != AX_OK, "a range of another size was prepared");
+  AxCodec *plain = parse("topk:ratio=0.1,ef=1");
+  ck_assert_double_eq(ax_codec_momentum(plain), 0.0);
+  ck_assert_int_eq(ax_codec_has_prepare(plain), 0);
+  ax_codec_free(plain);
+  ax_codec_state_free(st);
+  ax_codec_free(c);
 }
 END_TEST
 
@@ -913,6 +983,7 @@ int main(void) {
   tcase_add_test(tc, linear_codecs_handle_every_size);
   tcase_add_test(tc, error_feedback_residual_is_exactly_what_encoding_lost);
   tcase_add_test(tc, error_feedback_stays_bounded);
+  tcase_add_test(tc, dgc_corrects_momentum_once_and_masks_what_it_sends);
   tcase_add_test(tc, state_checkpoint_round_trips_exactly);
   tcase_add_test(tc, randk_picks_the_same_indices_on_every_rank);
   tcase_add_test(tc, powersgd_rebuilds_a_rank_r_matrix);

@@ -294,6 +294,8 @@ const char *ax_codec_spec(const AxCodec *c) { return c->spec; }
 const char *ax_codec_name(const AxCodec *c) { return c->impl->name; }
 int ax_codec_rounds(const AxCodec *c) { return c->impl->rounds; }
 size_t ax_codec_max_bytes(const AxCodec *c, size_t n) { return c->impl->max_bytes(c, n); }
+/* Only the codecs whose keys hold momentum ever set it (parameters start zeroed). */
+double ax_codec_momentum(const AxCodec *c) { return c->p.momentum; }
 
 double ax_codec_ratio(const AxCodec *c, size_t n) {
   if (n == 0) return 1.0;
@@ -396,6 +398,28 @@ static int check_encode_decode(const AxCodec *c, const void *buf, const char *wh
     return AX_FAIL("codec %s: %s: the encoded buffer must be 4-byte aligned", c->impl->name,
                    what);
   return AX_OK;
+}
+
+int ax_codec_prepare(const AxCodec *c, AxCodecState *st, float *values, size_t n) {
+  if (!st || !c->impl->prepare) return AX_OK;
+  AX_TRY(check_range(c, st, n, "prepare"));
+  c->impl->prepare(c, st, values, n);
+  return AX_OK;
+}
+
+int ax_codec_has_prepare(const AxCodec *c) { return c->impl->prepare != NULL; }
+
+int ax_codec_encode_own(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
+                        const float *in, size_t n, float *work, void *out, size_t *bytes) {
+  if (!st || !c->impl->prepare) return ax_codec_encode(c, st, ctx, in, n, out, bytes);
+  float *owned = NULL;
+  if (!work) work = owned = ax_malloc((n ? n : 1) * sizeof *work);
+  if (!work) return AX_ERR;
+  memcpy(work, in, n * sizeof *work);
+  int rc = ax_codec_prepare(c, st, work, n);
+  if (rc == AX_OK) rc = ax_codec_encode(c, st, ctx, work, n, out, bytes);
+  free(owned);
+  return rc;
 }
 
 int ax_codec_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *in,

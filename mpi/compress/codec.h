@@ -57,6 +57,10 @@ size_t ax_codec_max_bytes(const AxCodec *c, size_t n);
  * cost model; exact for fixed-size codecs, the worst case for the others. */
 double ax_codec_ratio(const AxCodec *c, size_t n);
 
+/* The momentum the codec applies to what it sends (DGC's momentum correction: u = m u + g),
+ * 0 for the codecs that apply none. Such a codec carries the optimizer's momentum itself. */
+double ax_codec_momentum(const AxCodec *c);
+
 /* State of one range of n values (NULL when the codec keeps none: no error feedback, no
  * accumulation, no scratch; e.g. identity, tbq). Linear codecs always have one and need it. */
 int ax_codec_state_new(const AxCodec *c, size_t n, AxCodecState **out);
@@ -72,12 +76,25 @@ int ax_codec_state_load(AxCodecState *s, const void *buf, size_t bytes);
  * multiple of 4, so ranges encoded end to end in one buffer stay aligned. A range holds at most
  * 2^32 - 1 values. */
 
+/* This rank's own values of a range for the step, in place, before any encode of them or of
+ * a sum that contains them, with the range's state: DGC's momentum correction (u = m u + in,
+ * in = u), so that a collective that re-encodes partial sums (CaSync's ring and PS) applies
+ * each rank's momentum once, to that rank's own gradient. Nothing for the other codecs, or
+ * with st NULL. */
+int ax_codec_prepare(const AxCodec *c, AxCodecState *st, float *values, size_t n);
+/* Whether the codec has such a step (its callers then keep a copy of values they must keep). */
+int ax_codec_has_prepare(const AxCodec *c);
 /* Encodes in[n] into out (ax_codec_max_bytes(n) bytes available); *bytes gets the size
- * written. With state, this is the range's own contribution of the step: error feedback adds
- * the residual first and keeps what the encoding lost, DGC updates its momentum. With st NULL
- * nothing is remembered (re-encoding a partial aggregate). */
+ * written. With state, in is what this rank sends of the range: its own prepared values, or a
+ * sum that contains them; error feedback adds the residual first and keeps what the encoding
+ * lost, DGC accumulates it and clears what it sends. With st NULL nothing is remembered. */
 int ax_codec_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *in,
                     size_t n, void *out, size_t *bytes);
+/* A rank's own values in[n], prepared and encoded, in left as it is: the prepared copy goes
+ * into work[n] (NULL: allocated when the codec prepares). What a sender of its own values
+ * alone calls (a point-to-point link, the codec benchmarks and cost profile). */
+int ax_codec_encode_own(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
+                        const float *in, size_t n, float *work, void *out, size_t *bytes);
 /* Decodes bytes into out[n]: overwrites, or adds to what is there (add = 1). */
 int ax_codec_decode(const AxCodec *c, const AxCodecCtx *ctx, const void *in, size_t bytes,
                     float *out, size_t n, int add);

@@ -4,11 +4,16 @@
  * cap = min(n, 2 * ceil(ratio * n)) are sent (when more reach the estimate, the exact top cap).
  * Format: the sparse pairs (codec_impl.h), at most 4 + 8 * cap bytes.
  *   dgc       keys ratio (default 0.001), momentum (0.9). With a state: momentum correction
- *             u = momentum * u + g, local accumulation v += u, send from v, and what is sent is
- *             cleared from v and u (momentum factor masking). u and v are DGC's own error
- *             accumulation, so it takes no ef key. With no state it sends from g as it is.
+ *             u = momentum * u + g on this rank's own gradient (prepare, once a step, so a
+ *             collective that re-encodes partial sums corrects each rank's gradient once),
+ *             local accumulation v += x of what this rank sends (its u, or a sum holding it),
+ *             send from v, and what is sent is cleared from v and u (momentum factor masking).
+ *             u and v are DGC's own error accumulation, so it takes no ef key. With no state it
+ *             sends from x as it is.
  *   graddrop  key ratio (default 0.01). Aji & Heafield's dropped values are kept and added to
  *             the next step's gradient: that is error feedback, always on (no ef key). */
+#include <string.h>
+
 #include "codec_impl.h"
 #include "src/core/error.h"
 
@@ -48,12 +53,18 @@ static size_t dgc_own(const AxCodec *c, size_t n) {
   return 2 * n; /* u, then v */
 }
 
-static int dgc_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *g,
-                      size_t n, void *out, size_t *bytes) {
-  if (!st) return send_selected(c, st, ctx, g, n, out, bytes);
-  float *u = st->own, *v = st->own + n;
+/* g becomes u = momentum * u + g. */
+static void dgc_prepare(const AxCodec *c, AxCodecState *st, float *g, size_t n) {
+  float *u = st->own;
   ax_op_scale_add(u, (float)c->p.momentum, g, n);
-  ax_op_add(v, u, n);
+  memcpy(g, u, n * sizeof *g);
+}
+
+static int dgc_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *x,
+                      size_t n, void *out, size_t *bytes) {
+  if (!st) return send_selected(c, st, ctx, x, n, out, bytes);
+  float *u = st->own, *v = st->own + n;
+  ax_op_add(v, x, n);
   AX_TRY(send_selected(c, st, ctx, v, n, out, bytes));
   const uint32_t *idx = (const uint32_t *)out + 1;
   size_t count = ((const uint32_t *)out)[0];
@@ -64,7 +75,8 @@ static int dgc_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
 
 const AxCodecImpl ax_codec_dgc = {
     .name = "dgc", .keys = "ratio,momentum", .defaults = dgc_defaults, .max_bytes = max_bytes,
-    .own_floats = dgc_own, .scratch_bytes = sample_bytes, .encode = dgc_encode,
+    .own_floats = dgc_own, .scratch_bytes = sample_bytes, .prepare = dgc_prepare,
+    .encode = dgc_encode,
     .decode = decode,
 };
 

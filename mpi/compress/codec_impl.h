@@ -64,6 +64,9 @@ struct AxCodecImpl {
   /* The codec's own checkpointed floats and its scratch bytes for a range of n (may be NULL). */
   size_t (*own_floats)(const AxCodec *c, size_t n);
   size_t (*scratch_bytes)(const AxCodec *c, size_t n);
+  /* Optional: this rank's own values of a range, in place, before any encode that contains
+   * them (st never NULL). DGC: its momentum correction. */
+  void (*prepare)(const AxCodec *c, AxCodecState *st, float *x, size_t n);
   /* Encode x[n] (error feedback already applied by codec.c); st may be NULL. */
   int (*encode)(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *x,
                 size_t n, void *out, size_t *bytes);

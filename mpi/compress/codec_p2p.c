@@ -25,7 +25,7 @@ int ax_codec_p2p_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ct
   *bytes = 0;
   if (((uintptr_t)out & 3) != 0)
     return AX_FAIL("codec %s: a link message must be 4-byte aligned", c->impl->name);
-  if (!c->impl->rounds) return ax_codec_encode(c, st, ctx, in, n, out, bytes);
+  if (!c->impl->rounds) return ax_codec_encode_own(c, st, ctx, in, n, NULL, out, bytes);
   if (!c->impl->rebuild_from)
     return AX_FAIL("codec %s cannot compress a point-to-point link", c->impl->name);
   return encode_linear(c, st, ctx, in, n, out, bytes);

@@ -240,6 +240,19 @@ int ax_trainer_v_frozen_at(const AxTrainer *t) {
                                                                         : 0;
 }
 
+/* Whether the stage's compressed gradients carry their momentum from the codec (DGC's
+ * momentum correction) this step: then the optimizer must not apply a second one. */
+static int codec_carries_momentum(const AxTrainer *t) {
+  if (!t->codec || !t->gc.enabled || ax_codec_momentum(t->codec) <= 0) return 0;
+  for (int i = 0; i < t->gc.n_parts; i++)
+    if (t->gc.parts[i].choice.compress) return 1;
+  return 0;
+}
+
+double ax_trainer_adam_beta1(const AxTrainer *t) {
+  return codec_carries_momentum(t) ? 0.0 : t->cfg.beta1;
+}
+
 /* "2.1 ms" / "35 us" */
 static const char *seconds_text(double s, char *buf, size_t cap) {
   if (!isfinite(s)) snprintf(buf, cap, "-");
@@ -331,6 +344,10 @@ void ax_trainer_print_compress(const AxTrainer *t) {
          strategy ? "--compress auto" : t->compress_profiled ? "cost model"
                                                              : "--compress-min-bytes",
          t->cfg.compress_warmup ? "; plain during the warm-up steps" : "");
+  if (ax_codec_momentum(t->codec) > 0 && compressed)
+    ax_log("  the codec carries the momentum (%g, DGC's momentum correction): Adam's first "
+           "moment is off (beta1 0) while the gradients are compressed",
+           ax_codec_momentum(t->codec));
   if (t->compress_profiled)
     ax_compress_print_costs(&t->compress_costs, ax_link_emulating(t->links)
                                                     ? "the emulated link"

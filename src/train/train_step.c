@@ -150,7 +150,7 @@ static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
 }
 
 static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale) {
-  return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)t->cfg.beta1,
+  return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)ax_trainer_adam_beta1(t),
                         .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
                         .weight_decay = (float)t->cfg.weight_decay,
                         .step = (int)(t->adam_steps + 1), .grad_scale = grad_scale,

@@ -267,5 +267,9 @@ void ax_trainer_backprop_label(const AxTrainer *t, char *buf, size_t cap);
 /* The step Adam's second moment stays frozen at while gradients are compressed
  * (--compress-freeze-variance), 0 when it is updated as usual. */
 int ax_trainer_v_frozen_at(const AxTrainer *t);
+/* Adam's beta1 this step: --beta1, or 0 while a codec that applies its own momentum (DGC's
+ * momentum correction) compresses some of the stage's gradients (Lin et al.: the momentum
+ * moves into the codec, the optimizer applies what arrives). */
+double ax_trainer_adam_beta1(const AxTrainer *t);
 
 #endif

@@ -47,10 +47,14 @@ int ax_backprop_compressed(int from, int P, int mb, int n_micro, int epilogue_on
   return mb >= n_micro - (P - from); /* the last P - 1 - (from - 1) micro-batches */
 }
 
+int ax_backprop_message_compressed(const AxBackprop *b, int from, int mb, int n_micro) {
+  return b && b->enabled && ax_backprop_compressed(from, b->P, mb, n_micro, b->epilogue_only);
+}
+
 int ax_backprop_init(AxBackprop *b, AxCodec *codec, AxBackend *be, int stage, int P, size_t n,
                      int epilogue_only, uint64_t seed) {
   *b = (AxBackprop){.codec = codec, .stage = stage, .P = P, .epilogue_only = epilogue_only,
-                    .n = n, .seed = seed, .be = be};
+                    .enabled = 1, .n = n, .seed = seed, .be = be};
   b->staged = ax_malloc(n * sizeof *b->staged);
   b->decoded = ax_malloc(n * sizeof *b->decoded);
   b->msg = ax_malloc(ax_backprop_max_bytes(b));

@@ -26,6 +26,7 @@ typedef struct {
   AxCodec *codec;        /* powersgd:rank=R,cols=C,ef=0|1 (owned) */
   int stage, P;
   int epilogue_only;
+  int enabled;           /* 0: every message travels in full this step (--compress-warmup) */
   size_t n;              /* floats in a message (micro-batch x T x C) */
   AxCodecState *link;    /* the sender's state of the link to stage - 1; NULL on stage 0 */
   float *staged;         /* n floats: a device gradient on the host, before encoding */
@@ -42,6 +43,9 @@ int ax_backprop_codec(const char *spec, size_t cols, int lazy_error, AxCodec **o
 /* Whether the gradient of micro-batch mb of an n_micro pass, sent from stage `from` to stage
  * from - 1 of P, travels compressed. */
 int ax_backprop_compressed(int from, int P, int mb, int n_micro, int epilogue_only);
+/* Whether micro-batch mb's gradient message from stage `from` travels compressed this step:
+ * the rule above, on the steps b compresses (b NULL: none). Both ends ask it. */
+int ax_backprop_message_compressed(const AxBackprop *b, int from, int mb, int n_micro);
 
 /* Takes the codec (freed with b, also on failure). */
 int ax_backprop_init(AxBackprop *b, AxCodec *codec, AxBackend *be, int stage, int P, size_t n,

@@ -151,8 +151,7 @@ static int send(AxScheduler *s, int to_next, int mb, const void *data) {
     return AX_OK;
   }
   double t0 = ax_trace_begin(s->trace);
-  if (!to_next && s->backprop &&
-      ax_backprop_compressed(s->stage, s->P, mb, s->n_now, s->backprop->epilogue_only))
+  if (!to_next && ax_backprop_message_compressed(s->backprop, s->stage, mb, s->n_now))
     AX_TRY(send_compressed(s, mb, data));
   else
     AX_TRY(ax_p2p_send(&s->p2p, to_next, 2 * mb, data));
@@ -205,8 +204,8 @@ static void note_wait(AxScheduler *s) {
 /* The form a message from direction dir for micro-batch mb must have: compressed (1) only for
  * the gradients the rule picks. */
 static int expected_form(const AxScheduler *s, AxP2PDir dir, int mb) {
-  return dir == AX_FROM_NEXT && s->backprop &&
-         ax_backprop_compressed(s->stage + 1, s->P, mb, s->n_now, s->backprop->epilogue_only);
+  return dir == AX_FROM_NEXT &&
+         ax_backprop_message_compressed(s->backprop, s->stage + 1, mb, s->n_now);
 }
 
 /* A message must belong to a micro-batch of this pass, be the first from its direction for it

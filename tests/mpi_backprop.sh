@@ -3,6 +3,7 @@
 #  - compressed backpropagation's bytes, from the summary's counters: a compressed backward
 #    message takes (n + m) x r x 4 bytes (n = micro-batch x T, m = C), the others n x m x 4,
 #    and epilogue-only compresses the last P - 1 - s micro-batches into stage s;
+#  - --compress-warmup N: every backward message travels in full for the first N steps;
 #  - its state (the link's residual and Q) and selective stage compression's go into the
 #    checkpoints: 10 steps, resume, 10 more equal 20 straight, bit for bit, on 2x2;
 #  - bad values: one clear line, non-zero exit, nothing written.
@@ -37,6 +38,20 @@ for epi in 1 0; do
 done
 expect_error "not smaller than" train --g-inter 2 --compress-backprop powersgd --steps 1 \
   --layers 2 --hidden 32 --heads 2 --seq 16 --micro-batch 1 --batch 8 --dry-run
+
+# --compress-warmup 3: steps 1-3 send every gradient in full, so the losses through step 4 are
+# the uncompressed run's, bit for bit; step 4 compresses, so step 5's loss differs
+run plain5 4 --g-inter 4 --steps 5 &&
+  run warm5 4 --g-inter 4 --steps 5 --compress-backprop powersgd:rank=4 --epilogue-only 0 \
+    --compress-warmup 3 && {
+    awk -F, 'NR == FNR { if (FNR > 1) l[$1] = $2; next }
+      FNR > 1 && $1 <= 4 && $2 != l[$1] { printf "step %d: %s, uncompressed %s\n", $1, $2, l[$1]; bad = 1 }
+      FNR > 1 && $1 == 5 && $2 == l[$1] { printf "step 5: %s, as uncompressed\n", $2; bad = 1 }
+      END { exit bad }' "$TMP/plain5.csv" "$TMP/warm5.csv" ||
+      fail "--compress-warmup 3 with --compress-backprop: not in full through step 3, or not compressed at step 4"
+    grep -q "compressed backpropagation: .*; in full during the warm-up steps" "$TMP/warm5.log" ||
+      { fail "warm5: the header does not mention the warm-up"; cat "$TMP/warm5.log"; }
+  }
 
 # resume: CB + SC (PowerSGD with error feedback on stage 0's data-parallel sum), bit for bit
 C="--g-inter 2 --g-data 2 --compress-backprop powersgd:rank=4 --compress powersgd:rank=2,ef=1 \

@@ -21,18 +21,21 @@ int ax_trainer_setup_backprop(AxTrainer *t) {
 }
 
 void ax_trainer_backprop_step(AxTrainer *t, int step) {
-  if (t->have_backprop) t->backprop.step = (uint64_t)step;
+  if (!t->have_backprop) return;
+  t->backprop.step = (uint64_t)step;
+  t->backprop.enabled = step > t->cfg.compress_warmup;
 }
 
 void ax_trainer_print_backprop(const AxTrainer *t) {
   if (!t->have_backprop) return;
   const AxBackprop *b = &t->backprop;
   ax_log("compressed backpropagation: %s; %s; a gradient message of %zu bytes travels as %zu "
-         "(P and Q)%s", ax_codec_spec(b->codec),
+         "(P and Q)%s%s", ax_codec_spec(b->codec),
          b->epilogue_only ? "epilogue only: the last P-1-s micro-batches into stage s"
                           : "every backward message",
          b->n * sizeof(float), ax_backprop_max_bytes(b),
-         t->cfg.lazy_error ? "; lazy error propagation" : "; no error propagation");
+         t->cfg.lazy_error ? "; lazy error propagation" : "; no error propagation",
+         t->cfg.compress_warmup ? "; in full during the warm-up steps" : "");
 }
 
 void ax_trainer_backprop_label(const AxTrainer *t, char *buf, size_t cap) {

@@ -104,7 +104,9 @@ static const AxOption OPTIONS[] = {
     STR("compress-min-bytes", compress_min_bytes, "auto", "auto|N",
         "compress all-reduce chunks of at least N bytes (K/M/G suffixes; auto: HiPress's cost "
         "model decides per chunk from encode, decode and send costs profiled at the start)"),
-    INT("compress-warmup", compress_warmup, "0", "N", "first N steps uncompressed", 0, 1 << 30),
+    INT("compress-warmup", compress_warmup, "0", "N",
+        "first N steps uncompressed: the data-parallel gradients and the pipeline's backward "
+        "messages (--compress-backprop) travel in full", 0, 1 << 30),
     INT("compress-freeze-variance", compress_freeze_variance, "0", "0|1",
         "1-bit Adam's recipe: Adam's second moment stops updating when compression starts "
         "(after --compress-warmup steps, which must be at least 1)", 0, 1),

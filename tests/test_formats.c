@@ -1,7 +1,8 @@
 /* test_formats.c — llm.c model files and token shards against their specification (header
  * words, tensor order, sizes): round trips, stage slices, and one clear error for each kind of
  * damage; the data loader's sequential and shuffled windows; `axonn prep` (and that a failed
- * prep leaves no shard behind). */
+ * prep leaves no shard behind); mapped files, the streaming copy, and a checkpoint stage file
+ * filled into memory against the written one; the CRC-32. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/log.h"
+#include "src/core/stream_copy.h"
+#include "src/io/checkpoint.h"
 #include "src/io/dataloader.h"
 #include "src/io/model_file.h"
 #include "src/io/shard.h"
@@ -277,45 +280,32 @@ START_TEST(prep_leaves_nothing_when_a_shard_fails) {
 }
 END_TEST
 
-/* In-place writes (the memory checkpoints' slots): the same file (inode) rewritten and cut to
- * what was written; an abort removes it. Mappings: what one writes the other reads. */
-START_TEST(in_place_writes_and_mappings) {
-  const char *path = tu_path("in_place.bin");
+/* Mappings (the memory checkpoints' slots): a file mapped for writing over an existing one
+ * keeps its inode and is cut or grown to the size asked; what one mapping writes the other
+ * reads; a 0-byte file maps to nothing; a missing file or directory is one clear error. */
+START_TEST(mappings_keep_the_file_and_round_trip) {
+  const char *path = tu_path("mapped.bin");
   char big[100], small[40];
   memset(big, 'a', sizeof big);
   memset(small, 'b', sizeof small);
   write_bytes(path, big, sizeof big);
   struct stat before, after;
   ck_assert_int_eq(stat(path, &before), 0);
-  AxFile f;
-  ck_assert_int_eq(ax_file_open_in_place(&f, path), AX_OK);
-  ck_assert_int_eq(ax_file_write(&f, small, sizeof small), AX_OK);
-  ck_assert_int_eq(ax_file_commit(&f), AX_OK);
+  AxFileMap m;
+  ck_assert_int_eq(ax_file_map_write(path, sizeof small, &m), AX_OK);
+  memcpy(m.data, small, sizeof small);
+  ax_file_unmap(&m);
+  ck_assert_ptr_null(m.data);
   ck_assert_int_eq(stat(path, &after), 0);
   ck_assert_uint_eq(after.st_ino, before.st_ino);
   ck_assert_int_eq((int)after.st_size, (int)sizeof small);
-  AxFileMap m;
   ck_assert_int_eq(ax_file_map_read(path, &m), AX_OK);
   ck_assert_uint_eq(m.size, sizeof small);
   ck_assert_int_eq(memcmp(m.data, small, sizeof small), 0);
   ax_file_unmap(&m);
-  ck_assert_int_eq(ax_file_open_in_place(&f, path), AX_OK);
-  ck_assert_int_eq(ax_file_write(&f, big, 10), AX_OK);
-  ax_file_abort(&f);
-  ck_assert_msg(access(path, F_OK) != 0, "an aborted in-place write left %s", path);
-
-  const char *mapped = tu_path("mapped.bin");
-  ck_assert_int_eq(ax_file_map_write(mapped, sizeof big, &m), AX_OK);
-  memcpy(m.data, big, sizeof big);
-  ax_file_unmap(&m);
+  ck_assert_int_eq(ax_file_map_write(path, 0, &m), AX_OK); /* cut to nothing */
   ck_assert_ptr_null(m.data);
-  ck_assert_int_eq(ax_file_map_read(mapped, &m), AX_OK);
-  ck_assert_uint_eq(m.size, sizeof big);
-  ck_assert_int_eq(memcmp(m.data, big, sizeof big), 0);
-  ax_file_unmap(&m);
-  ck_assert_int_eq(ax_file_map_write(mapped, 0, &m), AX_OK); /* cut to nothing */
-  ck_assert_ptr_null(m.data);
-  ck_assert_int_eq(stat(mapped, &after), 0);
+  ck_assert_int_eq(stat(path, &after), 0);
   ck_assert_int_eq((int)after.st_size, 0);
   ck_assert_int_eq(ax_file_map_read(tu_path("missing.bin"), &m), AX_ERR);
   ck_assert_ptr_nonnull(strstr(ax_error_message(), "missing.bin"));
@@ -324,8 +314,60 @@ START_TEST(in_place_writes_and_mappings) {
   ck_assert_ptr_nonnull(strstr(ax_error_message(), "no-dir/new.bin"));
   ck_assert_ptr_null(m.data);
   ax_error_clear();
-  ck_assert_int_eq(ax_file_open_in_place(&f, tu_path("")), AX_ERR); /* the directory */
+  ck_assert_int_eq(ax_file_map_write(tu_path(""), 10, &m), AX_ERR); /* the directory */
   ax_error_clear();
+}
+END_TEST
+
+/* The streaming copy equals memcpy at every alignment and length around its vector width and
+ * its short-copy cutoff, and touches nothing outside the destination. */
+START_TEST(stream_copy_equals_memcpy) {
+  enum { MAX = 300, PAD = 64 };
+  unsigned char src[MAX + PAD], dst[MAX + 2 * PAD];
+  for (int i = 0; i < MAX + PAD; i++) src[i] = (unsigned char)(i * 37 + 11);
+  for (int so = 0; so < 33; so += 7)
+    for (int doff = 0; doff < 40; doff++)
+      for (int n = 0; n < MAX; n += n < 100 ? 1 : 13) {
+        memset(dst, 0xEE, sizeof dst);
+        ax_stream_copy(dst + PAD + doff - 32, src + so, (size_t)n);
+        unsigned char *d = dst + PAD + doff - 32;
+        ck_assert_msg(memcmp(d, src + so, (size_t)n) == 0, "n %d src +%d dst +%d: other bytes", n,
+                      so, doff);
+        for (unsigned char *p = dst; p < d; p++) ck_assert_int_eq(*p, 0xEE);
+        for (unsigned char *p = d + n; p < dst + sizeof dst; p++) ck_assert_int_eq(*p, 0xEE);
+      }
+}
+END_TEST
+
+/* A stage's checkpoint file filled into memory (a memory checkpoint's slot) has the very bytes,
+ * size and CRC of the file written to disk; a buffer of another size is refused. */
+START_TEST(stage_file_filled_in_memory_equals_the_written_one) {
+  for (int P = 1; P <= 3; P++)
+    for (int s = 0; s < P; s++) {
+      int l0 = CFG.layers * s / P, l1 = CFG.layers * (s + 1) / P;
+      AxStageLayout lay;
+      ax_stage_layout(&lay, &CFG, l0, l1, s == 0, s == P - 1);
+      float *w = tu_random(lay.total, 1.0f, 10 + (uint64_t)s), *m = tu_random(lay.total, 1.0f, 20),
+            *v = tu_random(lay.total, 1.0f, 30);
+      AxCkptFile disk = {{0}, 0, 0}, mem = {{0}, 0, 0};
+      ck_assert_int_eq(ax_ckpt_write_stage(tu_path(""), s, &CFG, &lay, P, w, m, v, &disk), AX_OK);
+      size_t bytes;
+      ck_assert_int_eq(ax_ckpt_stage_bytes(&CFG, &lay, s, P, &bytes), AX_OK);
+      unsigned char *buf = tu_alloc(bytes + 1), *file;
+      size_t n;
+      char path[1100];
+      snprintf(path, sizeof path, "%s/%s", tu_path(""), disk.name);
+      ck_assert_int_eq(ax_file_read_all(path, &file, &n), AX_OK);
+      ck_assert_uint_eq(n, bytes);
+      ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes, s, &CFG, &lay, P, w, m, v, &mem), AX_OK);
+      ck_assert_str_eq(mem.name, disk.name);
+      ck_assert_uint_eq(mem.bytes, disk.bytes);
+      ck_assert_uint_eq(mem.crc, disk.crc);
+      ck_assert_int_eq(memcmp(buf, file, bytes), 0);
+      free(file);
+      ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes + 1, s, &CFG, &lay, P, w, m, v, &mem), AX_ERR);
+      ax_error_clear();
+    }
 }
 END_TEST
 
@@ -382,7 +424,9 @@ int main(void) {
   TCase *tc = tu_tcase(s, "formats", 30);
   tcase_add_test(tc, crc32_matches_its_definition);
   tcase_add_test(tc, crc32_large_buffers_agree);
-  tcase_add_test(tc, in_place_writes_and_mappings);
+  tcase_add_test(tc, mappings_keep_the_file_and_round_trip);
+  tcase_add_test(tc, stream_copy_equals_memcpy);
+  tcase_add_test(tc, stage_file_filled_in_memory_equals_the_written_one);
   tcase_add_test(tc, model_file_layout_follows_spec);
   tcase_add_test(tc, model_file_stage_slices_round_trip);
   tcase_add_test(tc, model_file_damage_is_reported);

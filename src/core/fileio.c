@@ -179,20 +179,6 @@ int ax_file_open_write(AxFile *f, const char *path) {
   return AX_OK;
 }
 
-int ax_file_open_in_place(AxFile *f, const char *path) {
-  int direct;
-  AX_TRY(open_target(f, path, &direct));
-  if (direct) return AX_FAIL("cannot write %s in place: not a regular file", path);
-  int fd = open(f->dest, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
-  if (!(f->f = fdopen(fd, "wb"))) {
-    close(fd);
-    return AX_FAIL("cannot open %s: %s", path, strerror(errno));
-  }
-  f->in_place = 1;
-  return AX_OK;
-}
-
 int ax_file_write(AxFile *f, const void *buf, size_t bytes) {
   if (fwrite(buf, 1, bytes, f->f) != bytes)
     return AX_FAIL("cannot write %s: %s", f->path, strerror(errno));
@@ -203,9 +189,8 @@ int ax_file_write(AxFile *f, const void *buf, size_t bytes) {
 /* fflush, fsync (files only: a device may not support it) and fclose, every one checked. */
 static int flush_and_close(AxFile *f) {
   int e = 0;
-  int synced = f->tmp[0] || f->in_place;
-  if (fflush(f->f) != 0 || (f->in_place && ftruncate(fileno(f->f), (off_t)f->pos) != 0) ||
-      (synced && fsync(fileno(f->f)) != 0))
+  int synced = f->tmp[0] != 0;
+  if (fflush(f->f) != 0 || (synced && fsync(fileno(f->f)) != 0))
     e = errno;
   if (fclose(f->f) != 0 && !e) e = errno;
   f->f = NULL;
@@ -231,8 +216,6 @@ int ax_file_commit(AxFile *f) {
 void ax_file_abort(AxFile *f) {
   if (f->f) fclose(f->f);
   f->f = NULL;
-  if (f->in_place) unlink(f->dest); /* half of it is of no use to anyone */
-  f->in_place = 0;
   if (f->tmp[0]) unlink(f->tmp);
   f->tmp[0] = 0;
 }

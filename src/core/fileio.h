@@ -29,7 +29,6 @@ typedef struct {
   char dest[PATH_MAX]; /* writers: the final target (symlinks followed) */
   long long size;      /* readers: the file's size in bytes */
   long long pos;       /* bytes read or written so far */
-  int in_place;        /* writers: overwriting the target itself (ax_file_open_in_place) */
 } AxFile;
 
 int ax_file_open_read(AxFile *f, const char *path);
@@ -41,12 +40,6 @@ void ax_file_close(AxFile *f);
 int ax_file_read_all(const char *path, unsigned char **data, size_t *n);
 
 int ax_file_open_write(AxFile *f, const char *path);
-/* Writes over the file at `path` itself (created when missing), keeping its pages: for files
- * in memory (tmpfs) rewritten every step, where a new file costs a fresh allocation of every
- * page. Not atomic: the caller must make a half-written file unusable by other means (the
- * memory checkpoints remove their manifest first). Commit truncates to what was written;
- * abort removes the file. */
-int ax_file_open_in_place(AxFile *f, const char *path);
 int ax_file_write(AxFile *f, const void *buf, size_t bytes);
 /* Flushes, fsyncs and renames the temporary file to its real name (or flushes a device). */
 int ax_file_commit(AxFile *f);
@@ -60,7 +53,8 @@ int ax_file_check_writable(const char *path);
 
 /* A whole regular file mapped into memory (shared): read-only, or created or resized to
  * `size` bytes, its blocks reserved (a full file system fails here, not on a store), and
- * writable (an existing file's pages are kept, as with in-place writes). A 0-byte file maps
+ * writable (an existing file's pages are kept: the memory checkpoints' slot files, rewritten
+ * every step, where a new file would cost a fresh allocation of every page). A 0-byte file maps
  * to data = NULL. */
 typedef struct {
   unsigned char *data;

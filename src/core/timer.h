@@ -1,4 +1,5 @@
-/* timer.h — monotonic wall-clock time, and the CPU time of this process, in seconds. */
+/* timer.h — monotonic wall-clock time, and the CPU time of this process or of the calling
+ * thread, in seconds. */
 #ifndef AX_TIMER_H
 #define AX_TIMER_H
 
@@ -14,6 +15,13 @@ static inline double ax_now(void) {
 static inline double ax_cpu_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU time of the calling thread alone. */
+static inline double ax_thread_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 

@@ -16,6 +16,7 @@
 #include "src/core/crc32.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "src/core/stream_copy.h"
 #include "src/core/log.h"
 
 static const char MAGIC[8] = {'A', 'X', 'C', 'K', 'P', 'T', '0', '1'};
@@ -144,10 +145,20 @@ int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
   return AX_OK;
 }
 
+/* Writes into a file, or into memory (mem: a mapped slot file of exactly the stage's size). */
 typedef struct {
   AxFile f;
+  unsigned char *mem;
+  size_t pos;
   uint32_t crc;
 } CrcWriter;
+
+static int sink(CrcWriter *w, const void *p, size_t n) {
+  if (!w->mem) return ax_file_write(&w->f, p, n);
+  ax_stream_copy(w->mem + w->pos, p, n);
+  w->pos += n;
+  return AX_OK;
+}
 
 /* In blocks that stay in cache between the CRC's read and the write's. */
 static int put(CrcWriter *w, const void *p, size_t bytes) {
@@ -155,7 +166,7 @@ static int put(CrcWriter *w, const void *p, size_t bytes) {
   for (const unsigned char *b = p; bytes > 0;) {
     size_t n = bytes < BLOCK ? bytes : BLOCK;
     w->crc = ax_crc32(w->crc, b, n);
-    AX_TRY(ax_file_write(&w->f, b, n));
+    AX_TRY(sink(w, b, n));
     b += n, bytes -= n;
   }
   return AX_OK;
@@ -176,7 +187,7 @@ static int write_stage_body(CrcWriter *w, int s, const AxCkptRecord *r, int n,
     for (int a = 0; a < 3; a++)
       AX_TRY(put(w, arrays[a] + lay->offset[r[i].id], r[i].count * sizeof(float)));
   uint32_t crc = w->crc;
-  return ax_file_write(&w->f, &crc, sizeof crc);
+  return sink(w, &crc, sizeof crc);
 }
 
 const char *ax_ckpt_stage_file_name(int s, char *buf, size_t cap) {
@@ -184,9 +195,25 @@ const char *ax_ckpt_stage_file_name(int s, char *buf, size_t cap) {
   return buf;
 }
 
+/* The end of the last record's data (the CRC'd bytes). */
+static size_t body_bytes(const AxCkptRecord *r, int n) {
+  if (n == 0) return HEADER_BYTES;
+  return (size_t)(r[n - 1].offset + 3 * r[n - 1].count * sizeof(float));
+}
+
+int ax_ckpt_stage_bytes(const AxGptConfig *m, const AxStageLayout *lay, int s, int P,
+                        size_t *bytes) {
+  AxCkptRecord *r;
+  int n;
+  AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
+  *bytes = body_bytes(r, n) + sizeof(uint32_t);
+  free(r);
+  return AX_OK;
+}
+
 int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
                         const AxStageLayout *lay, int P, const float *master, const float *am,
-                        const float *av, int in_place, AxCkptFile *info) {
+                        const float *av, AxCkptFile *info) {
   AxCkptRecord *r;
   int n;
   AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
@@ -194,13 +221,33 @@ int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
   ax_ckpt_stage_file_name(s, info->name, sizeof info->name);
   snprintf(path, sizeof path, "%s/%s", step_dir, info->name);
   CrcWriter w = {.crc = 0};
-  int rc = in_place ? ax_file_open_in_place(&w.f, path) : ax_file_open_write(&w.f, path);
+  int rc = ax_file_open_write(&w.f, path);
   const float *const arrays[3] = {master, am, av};
   if (rc == AX_OK) rc = write_stage_body(&w, s, r, n, lay, arrays);
   info->bytes = (unsigned long long)w.f.pos - sizeof(uint32_t); /* CRC'd bytes, before the trailer */
   info->crc = w.crc;
   if (rc == AX_OK) rc = ax_file_commit(&w.f);
   else ax_file_abort(&w.f);
+  free(r);
+  return rc;
+}
+
+int ax_ckpt_fill_stage(void *dst, size_t bytes, int s, const AxGptConfig *m,
+                       const AxStageLayout *lay, int P, const float *master, const float *am,
+                       const float *av, AxCkptFile *info) {
+  AxCkptRecord *r;
+  int n;
+  AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
+  int rc = AX_OK;
+  if (bytes != body_bytes(r, n) + sizeof(uint32_t))
+    rc = AX_FAIL("internal: stage %d's file takes %zu bytes, not %zu", s,
+                 body_bytes(r, n) + sizeof(uint32_t), bytes);
+  ax_ckpt_stage_file_name(s, info->name, sizeof info->name);
+  CrcWriter w = {.mem = dst, .crc = 0};
+  const float *const arrays[3] = {master, am, av};
+  if (rc == AX_OK) rc = write_stage_body(&w, s, r, n, lay, arrays);
+  info->bytes = (unsigned long long)w.pos - sizeof(uint32_t);
+  info->crc = w.crc;
   free(r);
   return rc;
 }

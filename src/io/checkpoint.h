@@ -69,12 +69,19 @@ int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
                           AxCkptRecord **out, int *n);
 /* "stage-S.bin": the name of stage s's file (buf: at least 32 bytes). */
 const char *ax_ckpt_stage_file_name(int s, char *buf, size_t cap);
-/* Writes stage-S.bin into step_dir from the stage's flat master/m/v arrays (layout lay);
- * returns its size and CRC. in_place: over the existing file (ax_file_open_in_place: the
- * memory checkpoints' slots, whose manifest is removed first), else atomically. */
+/* Writes stage-S.bin into step_dir (atomically) from the stage's flat master/m/v arrays
+ * (layout lay); returns its size and CRC. */
 int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
                         const AxStageLayout *lay, int P, const float *master, const float *am,
-                        const float *av, int in_place, AxCkptFile *info);
+                        const float *av, AxCkptFile *info);
+/* The size in bytes of that file, and the same file's bytes written into memory instead
+ * (dst: `bytes` of it, exactly that size; the memory checkpoints' mapped slot files, whose
+ * manifest is removed first), with non-temporal stores; info as above. */
+int ax_ckpt_stage_bytes(const AxGptConfig *m, const AxStageLayout *lay, int s, int P,
+                        size_t *bytes);
+int ax_ckpt_fill_stage(void *dst, size_t bytes, int s, const AxGptConfig *m,
+                       const AxStageLayout *lay, int P, const float *master, const float *am,
+                       const float *av, AxCkptFile *info);
 int ax_ckpt_write_manifest(const char *step_dir, const AxCkptManifest *man);
 
 /* Reads and validates step_dir's manifest and (when check_files) every file's size and

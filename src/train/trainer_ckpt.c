@@ -65,7 +65,7 @@ static int write_own_stage(AxTrainer *t, const char *step_dir, AxCkptFile *mine)
   int rc = ax_trainer_whole_gather(t, &w, state);
   if (rc == AX_OK && writes_checkpoints(t))
     rc = ax_ckpt_write_stage(step_dir, t->grid.stage, &t->model, &w.whole, t->grid.P, w.buf[0],
-                             w.buf[1], w.buf[2], 0, mine);
+                             w.buf[1], w.buf[2], mine);
   ax_trainer_whole_close(&w);
   return rc;
 }

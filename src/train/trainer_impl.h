@@ -66,6 +66,12 @@ typedef struct {
   int from, to;
 } AxMemTransfer;
 enum { AX_MEMCKPT_MANIFEST = -1 };
+/* A slot's stage file, mapped once and kept from copy to copy (a fresh mapping costs a page
+ * fault per page), with the identity of the file it maps. */
+typedef struct {
+  AxFileMap map;
+  unsigned long long dev, ino;
+} AxSlotMap;
 /* What each rank tells the others at a memory checkpoint's settle (trainer_memckpt.c). */
 typedef struct {
   int rc, handed;          /* its part went well; its replicas are all handed over */
@@ -85,7 +91,7 @@ typedef struct {
   unsigned long long size, done;   /* the file's bytes; sent (cut into chunks) or received */
   unsigned long long size_msg;     /* receiver: the size message's buffer */
   MPI_Request req;                 /* receiver: the receive in flight */
-  AxFileMap into;                  /* receiver: the slot's file, mapped; the bytes land in it */
+  AxFileMap into;                  /* receiver: a view of the slot file's map; the bytes land in it */
   AxLinkSend *chunks;              /* sender: the size message and the chunks */
   int n_chunks, cap_chunks;
 } AxReplicaXfer;
@@ -105,6 +111,8 @@ typedef struct {
   int *node_of, *stage_of, *writes; /* [world size]: writes = 1 for the rank that writes its
                                      * stage's file into its node's slot */
   AxSettleNote *notes;              /* [world size]: the settle's exchange */
+  AxSlotMap *maps;                  /* [AX_MEMCKPT_SLOTS][stages]: ax_memckpt_slot_map */
+  int n_files;                      /* stages of the job: the maps' second dimension */
   MPI_Comm comm;     /* the transfers of replicas and of recovery (have_comm) */
   int have_comm;
   /* the copy in flight (pending on every rank from start to finish) */
@@ -117,12 +125,15 @@ typedef struct {
   char thread_err[512];
   int copies;    /* steps copied */
   double copy_s; /* seconds the main thread spent finishing them (waits, replicas) */
+  double copy_cpu_s; /* CPU seconds of the copy thread (CRC and write of the stage files) */
+  int files_written; /* stage files this rank wrote into its slots */
   int last_slot; /* of the newest complete copy on this node (-1: none yet) */
   /* the step's replicas (trainer_replicas.c): from start until they have all landed */
   int replicating;
   AxReplicaXfer *xfer;
   int n_xfer;
-  AxFileMap send;             /* the file this rank sends, mapped by the copy thread */
+  AxFileMap send;             /* the file this rank writes (a writer's copy thread) and sends
+                               * its replicas from: a view of its slot map */
   _Atomic int file_ready;     /* the copy thread is done with the file and its mapping */
   /* Gemini's schedule (--replica-schedule idle) */
   int idle;
@@ -214,6 +225,10 @@ int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step);
  * newer than file_step (-1: none), *recovered = 1 then. Start and close: trainer.h. */
 int ax_trainer_setup_memckpt(AxTrainer *t);
 int ax_trainer_memckpt_settle(AxTrainer *t, int flush);
+/* *view = the mapping of stage `file`'s file in this node's `slot`, `size` bytes (created or
+ * resized when it is not mapped at that size, or the path holds another file now). The map
+ * stays the trainer's; the view is valid until the next call for that file or the end. */
+int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap *view);
 /* trainer_replicas.c: the replicas' transfers (above). Setup: the link model (collective);
  * begin: this rank's part of the step's transfers x[0..n); step_begin: at the start of every
  * step (the idle spans learned); tick: what the schedule allows now (the stage callbacks call

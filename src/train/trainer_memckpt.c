@@ -10,14 +10,18 @@
  * replica goes from node K to a holder H of K's files (failure_odds.h's group placement) only
  * where H does not hold that stage already. The copy of a step runs on a thread while the
  * next step computes; the state it reads changes only in the optimizer, before which the next
- * step joins it. The replicas travel as trainer_replicas.c schedules them (into the link's
- * idle spans, or all before that optimizer), and each node's manifest is written last, once
- * every replica has landed. A slot is chosen as the one not holding the newest complete copy. */
+ * step joins it; it writes into the slot file through a mapping the rank keeps from copy to
+ * copy (ax_memckpt_slot_map), as the replicas' receivers do. The replicas travel as
+ * trainer_replicas.c schedules them (into the link's idle spans, or all before that
+ * optimizer), and each node's manifest is written last, once every replica has landed. A
+ * slot is chosen as the one not holding the newest complete copy. */
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "failure_odds.h"
 #include "mpi/mpi_util.h"
@@ -114,6 +118,9 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
                    t->cfg.ranks_per_node ? " (--ranks-per-node)" : "");
   mc->last_slot = -1;
+  mc->n_files = t->have_grid ? t->grid.P : 1;
+  mc->maps = ax_calloc((size_t)AX_MEMCKPT_SLOTS * (size_t)mc->n_files, sizeof *mc->maps);
+  if (!mc->maps) return AX_ERR;
   AX_TRY(learn_ranks(t));
   if (t->have_grid) {
     AX_MPI(MPI_Comm_dup(t->grid.world, &mc->comm));
@@ -241,6 +248,32 @@ static int run_transfers(AxTrainer *t, const Transfer *x, int n, const AxCkptMan
 
 /* ------------------------------------------------------------------ the copy of a step */
 
+int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap *view) {
+  AxMemCkpt *mc = &t->mc;
+  *view = (AxFileMap){0};
+  if (slot < 0 || slot >= AX_MEMCKPT_SLOTS || file < 0 || file >= mc->n_files)
+    return AX_FAIL("internal: no slot map for slot %d, file %d", slot, file);
+  AxSlotMap *sm = &mc->maps[slot * mc->n_files + file];
+  char dir[AX_MEMCKPT_PATH], name[32], path[AX_MEMCKPT_PATH + 40];
+  snprintf(path, sizeof path, "%s/%s", slot_dir(t, slot, dir),
+           ax_ckpt_stage_file_name(file, name, sizeof name));
+  struct stat sb;
+  int same = sm->map.size == size && stat(path, &sb) == 0 && (unsigned long long)sb.st_dev ==
+             sm->dev && (unsigned long long)sb.st_ino == sm->ino && (size_t)sb.st_size == size;
+  if (!same) {
+    ax_file_unmap(&sm->map);
+    AX_TRY(ax_file_map_write(path, size, &sm->map));
+    if (stat(path, &sb) != 0) {
+      ax_file_unmap(&sm->map);
+      return AX_FAIL("cannot stat %s: %s", path, strerror(errno));
+    }
+    sm->dev = (unsigned long long)sb.st_dev;
+    sm->ino = (unsigned long long)sb.st_ino;
+  }
+  *view = sm->map;
+  return AX_OK;
+}
+
 /* --debug-hang-mode copy-*: this rank dies at that point of the step's memory checkpoint. */
 static void debug_kill(const AxTrainer *t, int step, int mode) {
   if (world_rank(t) == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step &&
@@ -248,22 +281,18 @@ static void debug_kill(const AxTrainer *t, int step, int mode) {
     raise(SIGKILL);
 }
 
+/* The copy thread: this rank's stage file written into its slot's map (which the replicas
+ * are then sent from). */
 static void *copy_main(void *arg) {
   AxTrainer *t = arg;
   AxMemCkpt *mc = &t->mc;
-  char dir[AX_MEMCKPT_PATH];
-  slot_dir(t, mc->slot, dir);
-  int rc = ax_ckpt_write_stage(dir, mc->stage_of[world_rank(t)], &t->model, &mc->whole.whole,
-                               t->have_grid ? t->grid.P : 1, mc->whole.buf[0], mc->whole.buf[1],
-                               mc->whole.buf[2], 1, &mc->mine);
-  int sends = 0;
-  for (int i = 0; i < mc->n_xfer; i++) sends |= mc->xfer[i].sends;
-  if (rc == AX_OK && sends) { /* the replicas are sent from the slot's file, mapped */
-    char path[AX_MEMCKPT_PATH + 64];
-    snprintf(path, sizeof path, "%s/%s", dir, mc->mine.name);
-    rc = ax_file_map_read(path, &mc->send);
-  }
+  double cpu0 = ax_thread_cpu_now();
+  int rc = ax_ckpt_fill_stage(mc->send.data, mc->send.size, mc->stage_of[world_rank(t)], &t->model,
+                              &mc->whole.whole, mc->n_files, mc->whole.buf[0], mc->whole.buf[1],
+                              mc->whole.buf[2], &mc->mine);
   if (rc != AX_OK) snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
+  mc->copy_cpu_s += ax_thread_cpu_now() - cpu0; /* read by the main thread after the join */
+  mc->files_written++;
   mc->thread_rc = rc;
   atomic_store(&mc->file_ready, rc == AX_OK);
   return NULL;
@@ -292,12 +321,17 @@ static int begin_copy(AxTrainer *t, int step) {
   return ax_trainer_whole_open(t, &mc->whole, state, 3, 0);
 }
 
-/* The copy thread, writing this rank's stage file (a writer) from the whole stage. */
+/* The copy thread, writing this rank's stage file (a writer) from the whole stage into the
+ * slot's map. */
 static int launch_copy(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   float *const state[3] = {t->off.master, t->off.m, t->off.v};
   AX_TRY(ax_trainer_whole_gather(t, &mc->whole, state));
-  if (!mc->writes[world_rank(t)]) return AX_OK;
+  int me = world_rank(t);
+  if (!mc->writes[me]) return AX_OK;
+  size_t bytes;
+  AX_TRY(ax_ckpt_stage_bytes(&t->model, &mc->whole.whole, mc->stage_of[me], mc->n_files, &bytes));
+  AX_TRY(ax_memckpt_slot_map(t, mc->slot, mc->stage_of[me], bytes, &mc->send));
   if (pthread_create(&mc->thread, NULL, copy_main, t) != 0)
     return AX_FAIL("cannot start the memory checkpoint's copy thread");
   mc->thread_running = 1;
@@ -689,6 +723,9 @@ void ax_trainer_memckpt_free(AxTrainer *t) {
   free(mc->stage_of);
   free(mc->writes);
   free(mc->notes);
+  for (int i = 0; mc->maps && i < AX_MEMCKPT_SLOTS * mc->n_files; i++)
+    ax_file_unmap(&mc->maps[i].map);
+  free(mc->maps);
   if (mc->have_comm) MPI_Comm_free(&mc->comm);
   memset(mc, 0, sizeof *mc);
 }

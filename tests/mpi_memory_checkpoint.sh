@@ -105,6 +105,7 @@ IDLE="--replica-schedule idle --emulate-link 1Gbps"
 run idle 4 $P4 --run-name "$NAME" $IDLE && tail_equal idle ref
 expect_log idle "replicas go in chunks of at most 4 MB into 80% of each idle span of the link"
 expect_log idle "copies replicated (idle-span schedule)"
+expect_log idle "memory checkpoints: rank 0 wrote its stage file [0-9]* time(s), [0-9.]* ms of its copy thread's CPU each"
 [ -e "$SHM/axonn-$NAME" ] && fail "idle: a normal end left $SHM/axonn-$NAME"
 killed idle_kill $P4 --run-name "$NAME" $IDLE --debug-hang-rank 3 --debug-hang-step 7 \
   --debug-hang-mode kill

@@ -225,9 +225,12 @@ int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step);
  * newer than file_step (-1: none), *recovered = 1 then. Start and close: trainer.h. */
 int ax_trainer_setup_memckpt(AxTrainer *t);
 int ax_trainer_memckpt_settle(AxTrainer *t, int flush);
-/* *view = the mapping of stage `file`'s file in this node's `slot`, `size` bytes (created or
- * resized when it is not mapped at that size, or the path holds another file now). The map
- * stays the trainer's; the view is valid until the next call for that file or the end. */
+/* trainer_slot_maps.c: new (at setup) and free, and *view = the mapping of stage `file`'s
+ * file in this node's `slot`, `size` bytes (created or resized when it is not mapped at that
+ * size, or the path holds another file now). The map stays the trainer's; the view is valid
+ * until the next call for that file or the free. */
+int ax_memckpt_slot_maps_new(AxTrainer *t);
+void ax_memckpt_slot_maps_free(AxTrainer *t);
 int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap *view);
 /* trainer_replicas.c: the replicas' transfers (above). Setup: the link model (collective);
  * begin: this rank's part of the step's transfers x[0..n); step_begin: at the start of every

@@ -15,13 +15,11 @@
  * trainer_replicas.c schedules them (into the link's idle spans, or all before that
  * optimizer), and each node's manifest is written last, once every replica has landed. A
  * slot is chosen as the one not holding the newest complete copy. */
-#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "failure_odds.h"
 #include "mpi/mpi_util.h"
@@ -118,9 +116,7 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
                    t->cfg.ranks_per_node ? " (--ranks-per-node)" : "");
   mc->last_slot = -1;
-  mc->n_files = t->have_grid ? t->grid.P : 1;
-  mc->maps = ax_calloc((size_t)AX_MEMCKPT_SLOTS * (size_t)mc->n_files, sizeof *mc->maps);
-  if (!mc->maps) return AX_ERR;
+  AX_TRY(ax_memckpt_slot_maps_new(t));
   AX_TRY(learn_ranks(t));
   if (t->have_grid) {
     AX_MPI(MPI_Comm_dup(t->grid.world, &mc->comm));
@@ -247,32 +243,6 @@ static int run_transfers(AxTrainer *t, const Transfer *x, int n, const AxCkptMan
 }
 
 /* ------------------------------------------------------------------ the copy of a step */
-
-int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap *view) {
-  AxMemCkpt *mc = &t->mc;
-  *view = (AxFileMap){0};
-  if (slot < 0 || slot >= AX_MEMCKPT_SLOTS || file < 0 || file >= mc->n_files)
-    return AX_FAIL("internal: no slot map for slot %d, file %d", slot, file);
-  AxSlotMap *sm = &mc->maps[slot * mc->n_files + file];
-  char dir[AX_MEMCKPT_PATH], name[32], path[AX_MEMCKPT_PATH + 40];
-  snprintf(path, sizeof path, "%s/%s", slot_dir(t, slot, dir),
-           ax_ckpt_stage_file_name(file, name, sizeof name));
-  struct stat sb;
-  int same = sm->map.size == size && stat(path, &sb) == 0 && (unsigned long long)sb.st_dev ==
-             sm->dev && (unsigned long long)sb.st_ino == sm->ino && (size_t)sb.st_size == size;
-  if (!same) {
-    ax_file_unmap(&sm->map);
-    AX_TRY(ax_file_map_write(path, size, &sm->map));
-    if (stat(path, &sb) != 0) {
-      ax_file_unmap(&sm->map);
-      return AX_FAIL("cannot stat %s: %s", path, strerror(errno));
-    }
-    sm->dev = (unsigned long long)sb.st_dev;
-    sm->ino = (unsigned long long)sb.st_ino;
-  }
-  *view = sm->map;
-  return AX_OK;
-}
 
 /* --debug-hang-mode copy-*: this rank dies at that point of the step's memory checkpoint. */
 static void debug_kill(const AxTrainer *t, int step, int mode) {
@@ -723,9 +693,7 @@ void ax_trainer_memckpt_free(AxTrainer *t) {
   free(mc->stage_of);
   free(mc->writes);
   free(mc->notes);
-  for (int i = 0; mc->maps && i < AX_MEMCKPT_SLOTS * mc->n_files; i++)
-    ax_file_unmap(&mc->maps[i].map);
-  free(mc->maps);
+  ax_memckpt_slot_maps_free(t);
   if (mc->have_comm) MPI_Comm_free(&mc->comm);
   memset(mc, 0, sizeof *mc);
 }

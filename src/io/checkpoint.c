@@ -16,8 +16,8 @@
 #include "src/core/crc32.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
-#include "src/core/stream_copy.h"
 #include "src/core/log.h"
+#include "src/core/stream_copy.h"
 
 static const char MAGIC[8] = {'A', 'X', 'C', 'K', 'P', 'T', '0', '1'};
 enum { HEADER_BYTES = 16, RECORD_BYTES = 32, MAX_RECORDS = 1 << 20 };
@@ -145,7 +145,8 @@ int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
   return AX_OK;
 }
 
-/* Writes into a file, or into memory (mem: a mapped slot file of exactly the stage's size). */
+/* Writes into a file, or into memory (mem: a mapped slot file of exactly the stage's size);
+ * pos counts the bytes written either way. */
 typedef struct {
   AxFile f;
   unsigned char *mem;
@@ -154,8 +155,8 @@ typedef struct {
 } CrcWriter;
 
 static int sink(CrcWriter *w, const void *p, size_t n) {
-  if (!w->mem) return ax_file_write(&w->f, p, n);
-  ax_stream_copy(w->mem + w->pos, p, n);
+  if (w->mem) ax_stream_copy(w->mem + w->pos, p, n);
+  else AX_TRY(ax_file_write(&w->f, p, n));
   w->pos += n;
   return AX_OK;
 }
@@ -211,45 +212,46 @@ int ax_ckpt_stage_bytes(const AxGptConfig *m, const AxStageLayout *lay, int s, i
   return AX_OK;
 }
 
-int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
-                        const AxStageLayout *lay, int P, const float *master, const float *am,
-                        const float *av, AxCkptFile *info) {
+/* Stage s's file through w (mem_bytes: the memory's size, checked; 0 for a file); info gets
+ * the CRC'd bytes, before the trailer, and their CRC. */
+static int write_stage(CrcWriter *w, int s, const AxGptConfig *m, const AxStageLayout *lay,
+                       int P, const float *const arrays[3], size_t mem_bytes, AxCkptFile *info) {
   AxCkptRecord *r;
   int n;
   AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
+  size_t want = body_bytes(r, n) + sizeof(uint32_t);
+  int rc = AX_OK;
+  if (w->mem && mem_bytes != want)
+    rc = AX_FAIL("internal: stage %d's file takes %zu bytes, not %zu", s, want, mem_bytes);
+  if (rc == AX_OK) rc = write_stage_body(w, s, r, n, lay, arrays);
+  info->bytes = (unsigned long long)w->pos - sizeof(uint32_t);
+  info->crc = w->crc;
+  free(r);
+  return rc;
+}
+
+int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
+                        const AxStageLayout *lay, int P, const float *master, const float *am,
+                        const float *av, AxCkptFile *info) {
   char path[1100];
   ax_ckpt_stage_file_name(s, info->name, sizeof info->name);
   snprintf(path, sizeof path, "%s/%s", step_dir, info->name);
   CrcWriter w = {.crc = 0};
-  int rc = ax_file_open_write(&w.f, path);
+  AX_TRY(ax_file_open_write(&w.f, path));
   const float *const arrays[3] = {master, am, av};
-  if (rc == AX_OK) rc = write_stage_body(&w, s, r, n, lay, arrays);
-  info->bytes = (unsigned long long)w.f.pos - sizeof(uint32_t); /* CRC'd bytes, before the trailer */
-  info->crc = w.crc;
-  if (rc == AX_OK) rc = ax_file_commit(&w.f);
-  else ax_file_abort(&w.f);
-  free(r);
+  int rc = write_stage(&w, s, m, lay, P, arrays, 0, info);
+  if (rc == AX_OK) return ax_file_commit(&w.f);
+  ax_file_abort(&w.f);
   return rc;
 }
 
 int ax_ckpt_fill_stage(void *dst, size_t bytes, int s, const AxGptConfig *m,
                        const AxStageLayout *lay, int P, const float *master, const float *am,
                        const float *av, AxCkptFile *info) {
-  AxCkptRecord *r;
-  int n;
-  AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
-  int rc = AX_OK;
-  if (bytes != body_bytes(r, n) + sizeof(uint32_t))
-    rc = AX_FAIL("internal: stage %d's file takes %zu bytes, not %zu", s,
-                 body_bytes(r, n) + sizeof(uint32_t), bytes);
   ax_ckpt_stage_file_name(s, info->name, sizeof info->name);
   CrcWriter w = {.mem = dst, .crc = 0};
   const float *const arrays[3] = {master, am, av};
-  if (rc == AX_OK) rc = write_stage_body(&w, s, r, n, lay, arrays);
-  info->bytes = (unsigned long long)w.pos - sizeof(uint32_t);
-  info->crc = w.crc;
-  free(r);
-  return rc;
+  return write_stage(&w, s, m, lay, P, arrays, bytes, info);
 }
 
 /* ------------------------------------------------------------------ manifest */

@@ -13,14 +13,14 @@
 # are shared by every rank. Prints one table row per (grid, link, config); also a JSON line per
 # row into OUT/optimus.jsonl.
 # Usage: scripts/optimus-bench.sh [OUT_DIR]  (AXONN, MPIEXEC, GRIDS "PxD ...", LINKS, LAYERS,
-# HIDDEN, SEQ, BATCH, STEPS, REPEAT, RANK, SC_RANK override)
+# HIDDEN, SEQ, BATCH, MICRO, STEPS, REPEAT, RANK, SC_RANK override)
 set -u
 AXONN=${AXONN:-bin/axonn}
 MPIEXEC=${MPIEXEC:-mpiexec}
 OUT=${1:-build/optimus-bench}
 GRIDS=${GRIDS:-"2x1 4x1 2x2"}
 LINKS=${LINKS:-"1Gbps 10Gbps"}
-LAYERS=${LAYERS:-8}; HIDDEN=${HIDDEN:-512}; SEQ=${SEQ:-128}; BATCH=${BATCH:-8}
+LAYERS=${LAYERS:-8}; HIDDEN=${HIDDEN:-512}; SEQ=${SEQ:-128}; BATCH=${BATCH:-8}; MICRO=${MICRO:-1}
 STEPS=${STEPS:-6}; REPEAT=${REPEAT:-3}; RANK=${RANK:-16}; SC_RANK=${SC_RANK:-32}
 mkdir -p "$OUT"
 "$AXONN" prep --input data/tinyshakespeare.txt --output "$OUT/shak" >/dev/null || exit 1
@@ -62,7 +62,7 @@ for grid in $GRIDS; do
         # shellcheck disable=SC2046
         $MPIEXEC -n "$np" "$AXONN" train --data "$OUT/shak_train.bin" --val-data "$OUT/shak_val.bin" \
           --layers "$LAYERS" --hidden "$HIDDEN" --heads 8 --seq "$SEQ" --batch "$BATCH" \
-          --micro-batch 1 --g-inter "$P" --g-data "$D" --steps "$STEPS" --timing-skip 2 \
+          --micro-batch "$MICRO" --g-inter "$P" --g-data "$D" --steps "$STEPS" --timing-skip 2 \
           --timing-steps $((STEPS - 2)) --val-every 0 --val-steps 2 --threads 1 --quiet \
           --ranks-per-node 1 --emulate-link "$link,5us" --trace "$OUT/$name.trace.json" \
           --trace-steps 3-$STEPS --summary "$OUT/$name.json" $(config_flags $cfg) </dev/null \

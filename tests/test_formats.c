@@ -384,34 +384,43 @@ static uint32_t crc_by_bits(const unsigned char *p, size_t n) {
   return ~c;
 }
 
+static const char *const crc_path_names[] = {"the tables", "PCLMULQDQ folding",
+                                              "AVX-512 VPCLMULQDQ folding"};
+
+/* Every path this CPU has, against the bitwise definition and in two pieces. */
 START_TEST(crc32_matches_its_definition) {
   ck_assert_uint_eq(ax_crc32(0, "123456789", 9), 0xCBF43926u);
   ck_assert_uint_eq(ax_crc32(0, "", 0), 0);
   unsigned char *buf = tu_alloc(4096);
   srand(11);
   for (int i = 0; i < 4096; i++) buf[i] = (unsigned char)rand();
-  /* lengths below, at and above the 64 bytes the carry-less path starts at, odd offsets */
-  for (int t = 0; t < 300; t++) {
-    size_t off = (size_t)(rand() % 16), n = (size_t)(rand() % (t < 100 ? 200 : 4000)),
+  AxCrc32Path best = ax_crc32_best_path();
+  /* lengths below, at and above the 64 and 256 bytes the folding paths start at, odd offsets */
+  for (int t = 0; t < 400; t++) {
+    size_t off = (size_t)(rand() % 16), n = (size_t)(rand() % (t < 200 ? 600 : 4000)),
            cut = n ? (size_t)rand() % n : 0;
-    uint32_t whole = ax_crc32(0, buf + off, n);
-    ck_assert_uint_eq(whole, crc_by_bits(buf + off, n));
-    ck_assert_uint_eq(ax_crc32_portable(0, buf + off, n), whole);
-    ck_assert_uint_eq(ax_crc32(ax_crc32(0, buf + off, cut), buf + off + cut, n - cut), whole);
+    uint32_t whole = crc_by_bits(buf + off, n);
+    for (AxCrc32Path path = AX_CRC32_TABLES; path <= best; path++) {
+      ck_assert_uint_eq(ax_crc32_by(path, 0, buf + off, n), whole);
+      ck_assert_uint_eq(ax_crc32_by(path, ax_crc32_by(path, 0, buf + off, cut), buf + off + cut,
+                                    n - cut),
+                        whole);
+    }
+    ck_assert_uint_eq(ax_crc32(0, buf + off, n), whole);
   }
-  printf("crc32: ax_crc32 %s\n", ax_crc32_accelerated()
-                                     ? "uses carry-less multiplication (checked against the tables)"
-                                     : "uses the tables: this CPU has no PCLMULQDQ");
+  printf("crc32: ax_crc32 uses %s; every path up to it checked%s\n", crc_path_names[best],
+         best < AX_CRC32_VCLMUL ? " (the faster ones are not on this CPU: not tested here)" : "");
 }
 END_TEST
 
-/* Many folding rounds: a large buffer against the table path and in pieces. */
+/* Many folding rounds: a large buffer by every path and in pieces. */
 START_TEST(crc32_large_buffers_agree) {
   size_t n = (size_t)3 << 20;
   unsigned char *buf = tu_alloc(n);
   for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 2654435761u >> 13);
-  uint32_t whole = ax_crc32(0, buf, n);
-  ck_assert_uint_eq(whole, ax_crc32_portable(0, buf, n));
+  uint32_t whole = ax_crc32_by(AX_CRC32_TABLES, 0, buf, n);
+  for (AxCrc32Path path = AX_CRC32_CLMUL; path <= ax_crc32_best_path(); path++)
+    ck_assert_uint_eq(ax_crc32_by(path, 0, buf, n), whole);
   uint32_t pieces = 0;
   for (size_t at = 0, step = 1000003; at < n; at += step)
     pieces = ax_crc32(pieces, buf + at, at + step < n ? step : n - at);

@@ -8,9 +8,16 @@
 /* Start with crc = 0; feed buffers in order. */
 uint32_t ax_crc32(uint32_t crc, const void *buf, size_t n);
 
-/* The same CRC by tables alone (what ax_crc32 uses where the CPU lacks carry-less multiply),
- * and whether ax_crc32 uses carry-less multiplication on this CPU: for tests and benchmarks. */
-uint32_t ax_crc32_portable(uint32_t crc, const void *buf, size_t n);
-int ax_crc32_accelerated(void);
+/* The ways to compute it, slowest first; ax_crc32 takes the fastest the CPU has. */
+typedef enum {
+  AX_CRC32_TABLES, /* slicing-by-8, everywhere */
+  AX_CRC32_CLMUL,  /* x86-64 PCLMULQDQ folding */
+  AX_CRC32_VCLMUL  /* x86-64 AVX-512 VPCLMULQDQ folding */
+} AxCrc32Path;
+
+/* The same CRC by the given path, or by the fastest this CPU has if it lacks that one (for
+ * tests and benchmarks), and that fastest path. */
+uint32_t ax_crc32_by(AxCrc32Path path, uint32_t crc, const void *buf, size_t n);
+AxCrc32Path ax_crc32_best_path(void);
 
 #endif

@@ -5,24 +5,18 @@
 
 #include <time.h>
 
-static inline double ax_now(void) {
+static inline double ax_clock_seconds(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static inline double ax_now(void) { return ax_clock_seconds(CLOCK_MONOTONIC); }
 
 /* CPU time of every thread of this process (MPI's own included). */
-static inline double ax_cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static inline double ax_cpu_now(void) { return ax_clock_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
 /* CPU time of the calling thread alone. */
-static inline double ax_thread_cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static inline double ax_thread_cpu_now(void) { return ax_clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 #endif

@@ -126,7 +126,7 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
     AX_TRY(ax_memckpt_make_node(t->cfg.memory_dir, mc->name, mc->node));
   Transfer *x = NULL;
   int n = 0;
-  int rc = plan_replicas(t, t->have_grid ? t->grid.P : 1, &x, &n);
+  int rc = plan_replicas(t, mc->n_files, &x, &n);
   if (rc == AX_OK) rc = ax_replicas_setup(t, x, n);
   free(x);
   return rc;
@@ -277,7 +277,7 @@ static int begin_copy(AxTrainer *t, int step) {
    * node's writers and receivers touch the slot: a slot that looks complete is never written */
   AX_TRY(ax_memckpt_invalidate(slot_dir(t, mc->slot, dir)));
   debug_kill(t, step, AX_DEBUG_HANG_COPY_BEGIN);
-  AxCkptFile *files = ax_calloc((size_t)(t->have_grid ? t->grid.P : 1), sizeof *files);
+  AxCkptFile *files = ax_calloc((size_t)mc->n_files, sizeof *files);
   int rc = files ? ax_trainer_build_manifest(t, step, files, &mc->man) : AX_ERR;
   mc->man.files = files; /* freed with the manifest, whatever happened */
   AX_TRY(rc);

@@ -119,6 +119,10 @@ int ax_link_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index
 int ax_link_wait_recv(const AxCommConfig *cc, MPI_Request *req, MPI_Status *status);
 /* One pause between two polls of a wait (as above; without emulation ax_mpi_relax). */
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w);
+/* The emulator's pause with this rank's earliest held send due at next_due (LLONG_MAX: none),
+ * whether cc emulates or not (`axonn profile` waits so beside the ranks it times): 1 when it
+ * slept, 0 when it spun (ax_mpi_relax). */
+int ax_link_pause_until(const AxCommConfig *cc, AxLinkWaiter *w, long long next_due);
 
 /* ---- the record of each link's use (cfg.log_uses; link_log.h) ----
  * Emulated: every held send's reservation [start, start + busy), logged in the node's shared

@@ -92,20 +92,26 @@ long long ax_link_pause_plan(long long now, long long since, long long next_due)
   return until > now ? until : 0; /* 0: a held send is due any moment */
 }
 
+int ax_link_pause_until(const AxCommConfig *cc, AxLinkWaiter *w, long long next_due) {
+  long long now = ax_link_now_ns();
+  if (!w->since) w->since = now;
+  long long until = ax_link_pause_plan(now, w->since, next_due);
+  if (!until) {
+    ax_mpi_relax(cc);
+    return 0;
+  }
+  sleep_until(until);
+  return 1;
+}
+
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w) {
   AxLinkEmu *e = emulator(cc);
   if (!e) {
     ax_mpi_relax(cc);
     return;
   }
-  long long now = ax_link_now_ns();
-  if (!w->since) w->since = now;
-  long long until = ax_link_pause_plan(now, w->since, e->queue.n ? e->queue.next_due : LLONG_MAX);
-  if (until) {
+  if (ax_link_pause_until(cc, w, e->queue.n ? e->queue.next_due : LLONG_MAX))
     e->sleeps++;
-    sleep_until(until);
-  } else {
+  else
     e->spins++;
-    ax_mpi_relax(cc);
-  }
 }

@@ -211,10 +211,13 @@ static void rates(Sim *m) {
     rates_pinned(m);
     return;
   }
-  double active = 0;
-  for (int s = 0; s < m->c->P; s++) active += m->st[s].busy ? 1 : m->c->waiter_weight;
-  double speed = speed_of(m->c, active);
-  for (int s = 0; s < m->c->P; s++) m->speed[s] = speed;
+  const AxSimConfig *c = m->c;
+  int computing = 0;
+  for (int s = 0; s < c->P; s++) computing += m->st[s].busy;
+  double speed = speed_of(c, computing + (c->P - computing) * c->waiter_weight);
+  if (c->waiting && computing) /* the host's computing ranks: the row's times its copies */
+    speed = c->waiting[computing * (c->copies > 0 ? c->copies : 1) - 1];
+  for (int s = 0; s < c->P; s++) m->speed[s] = speed;
 }
 
 /* The next time something happens; INFINITY when nothing will. */

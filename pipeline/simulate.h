@@ -16,7 +16,9 @@
  * from the trainer's binding rule, src/backend/binding_rule.h): k counts the cores busy, and
  * the stages on one core share it equally (processor sharing per core); not pinned (NULL), the
  * host's ranks share it as a pool, as above, and with `waiter_weight` (an oversubscribed host,
- * whose waits poll) k counts the ranks waiting too, at that weight.
+ * whose waits poll) k counts the ranks waiting too, at that weight; or, given `waiting` (as
+ * measured with the host's other ranks waiting), each of k computing ranks runs at
+ * waiting[k - 1].
  *
  * Pure: no MPI, no clock, no model; costs are seconds handed in. Times are seconds from the
  * start of the step. */
@@ -62,6 +64,9 @@ typedef struct {
                                 * rank waiting for a message takes (0: none; 1: a polite wait,
                                 * which polls and stays runnable; the link emulator's sleeping
                                 * waits about a third); k counts them so (speed interpolated) */
+  const double *waiting;       /* not pinned: [P x copies], when k of the host's ranks compute
+                                * and the others wait, each computing one's speed (the
+                                * profile's waiting_speed); NULL: waiter_weight */
   const AxSimTail *tail;       /* [P] */
   double end_s;                /* after the last update: the norm and loss sums, the step's end */
 } AxSimConfig;

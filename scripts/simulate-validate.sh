@@ -8,7 +8,8 @@
 # (10% without emulation, 15% with). Not part of `make check`: it takes minutes and its figures
 # depend on how loaded the machine is.
 #
-#   scripts/simulate-validate.sh [OUT_DIR]        (AXONN, MPIEXEC, REPS, MODEL override)
+#   scripts/simulate-validate.sh [OUT_DIR]        (AXONN, MPIEXEC, REPS, MODEL override;
+#                                                  CASES="2x2-on 4x1-on" runs only those)
 set -u
 AXONN=${AXONN:-bin/axonn}
 MPIEXEC=${MPIEXEC:-mpiexec}
@@ -34,6 +35,7 @@ echo "simulate-validate: $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) co
 printf '%-6s %-9s %12s %12s %8s %7s %s\n' grid link predicted_ms measured_ms error target each
 for emu in off on; do
   for g in 1x1 2x1 1x2 2x2 4x1; do
+    case " ${CASES:-$g-$emu} " in *" $g-$emu "*) ;; *) continue ;; esac
     P=${g%x*}; D=${g#*x}; np=$((P * D))
     grid="--g-inter $P --g-data $D"
     link=""; target=10

@@ -16,6 +16,21 @@ printf 'name = ws\ngpus_per_node = 8\nintra_bw = 4GB/s\ninter_bw = 1Gbps\nlatenc
   { fail "profile"; cat "$TMP/profile.out"; }
 grep -q '^block_forward_s = ' "$TMP/p.txt" || fail "profile file lacks block_forward_s"
 grep -q '^concurrency_speed = 1,' "$TMP/p.txt" || fail "profile file lacks two concurrency speeds"
+grep -q '^waiting_speed = none$' "$TMP/p.txt" || fail "a profile without emulation measured waiting speeds"
+
+# with an emulated link, the speed beside waiting ranks too; on a host of 1 core (the machine
+# file) the 2 ranks oversubscribe it, and the simulation uses those speeds, saying so
+"$AXONN" profile $TINY --g-inter 2 --ranks-per-node 1 --emulate-link 1Gbps --out "$TMP/pe.txt" \
+  >"$TMP/profile-e.out" 2>&1 || { fail "profile, emulated"; cat "$TMP/profile-e.out"; }
+grep -Eq '^waiting_speed = [0-9.e-]+,[0-9.e-]+$' "$TMP/pe.txt" ||
+  fail "an emulated profile lacks two waiting speeds"
+printf 'name = one\ngpus_per_node = 2\nintra_bw = 4GB/s\ninter_bw = 4GB/s\ndevice = cpu\ncores_per_node = 1\n' \
+  >"$TMP/one.machine"
+"$AXONN" simulate $TINY --g-inter 2 --ranks-per-node 1 --emulate-link 1Gbps \
+  --machine "$TMP/one.machine" --profile "$TMP/pe.txt" >"$TMP/sim-e.out" 2>&1 ||
+  { fail "simulate with an emulated profile"; cat "$TMP/sim-e.out"; }
+grep -q 'waiting on the emulated link as profiled' "$TMP/sim-e.out" ||
+  { fail "the simulation does not say it used the waiting speeds"; cat "$TMP/sim-e.out"; }
 
 "$AXONN" simulate $TINY --g-inter 2 --g-data 2 --steps 5 --machine "$TMP/ws.machine" \
   --profile "$TMP/p.txt" --summary "$TMP/s.json" --trace "$TMP/t.json" --trace-steps 2-3 \

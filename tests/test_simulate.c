@@ -240,6 +240,34 @@ START_TEST(waiters_share_the_host) {
 }
 END_TEST
 
+/* The profile's waiting speeds (an emulated link) replace the weight: one stage computing
+ * beside one waiting runs at waiting[0], both at waiting[1]; with two copies of the row the
+ * host has twice the computing ranks (one stage computing: waiting[1]). */
+START_TEST(waiting_speeds_measured) {
+  AxSimTail tail[2];
+  AxSimLink link;
+  static const double half[2] = {1, 0.5}, waiting[4] = {0.8, 0.5, 0.4, 0.25};
+  AxSimConfig c = two_by_two(tail, &link, half);
+  c.waiter_weight = 1;
+  c.waiting = waiting;
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  /* stage 0's forward alone (1 s at 0.8), its send (0.5 s at 0.8) to 1.875, the activation
+   * at stage 1 at 2.125; stage 0's next forward meanwhile from 1.875 */
+  const Ev s0[] = {{F, 0, 0, 1.25}, {S, 0, 1.25, 1.875}};
+  const Ev s1[] = {{W, 0, 0, 2.125}};
+  expect_prefix(&r, 0, s0, 2, 0);
+  expect_prefix(&r, 1, s1, 1, 0);
+  ax_sim_result_free(&r);
+  c.copies = 2;
+  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
+  int n;
+  const AxTraceEvent *ev = ax_sim_events(&r, 0, &n);
+  ck_assert(ev[0].kind == F && fabs(ev[0].t1 - 2.0) < 1e-12);
+  ax_sim_result_free(&r);
+}
+END_TEST
+
 /* The trainer's binding rule (binding_rule.h): own cores when the ranks' threads fit, else
  * none pinned. */
 START_TEST(binding_rule) {
@@ -279,6 +307,7 @@ int main(void) {
   tcase_add_test(tc, processor_sharing);
   tcase_add_test(tc, per_core_sharing);
   tcase_add_test(tc, waiters_share_the_host);
+  tcase_add_test(tc, waiting_speeds_measured);
   tcase_add_test(tc, binding_rule);
   tcase_add_test(tc, one_stage);
   int rc = tu_run(s);

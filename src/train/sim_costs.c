@@ -214,6 +214,8 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
     int n = ax_sim_profile_speeds(prof, sm->speed);
     if (n < 0) return AX_ERR;
     sm->n_speed = n;
+    if ((n = ax_sim_profile_waiting_speeds(prof, sm->waiting)) < 0) return AX_ERR;
+    sm->n_waiting = n;
   } else if (m->cores_per_node > 0) {
     sm->n_speed = AX_SIM_PROFILE_MAX_K;
     for (int k = 1; k <= sm->n_speed; k++)
@@ -226,14 +228,27 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
  * cores_per_node shared by the ranks of one host (gpus_per_node of them, or the whole grid);
  * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. Oversubscribed,
  * the ranks' waits poll (sched_yield, or the link emulator's short sleeps), so waiting ranks
- * take a share of the host beside computing ones (sm->waiter_weight). */
+ * take a share of the host beside computing ones: on the emulated link as the profile
+ * measured them, when it measured the whole grid as one host (waiting_speed), else at
+ * sm->waiter_weight. */
 static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
   int host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
   int threads = cfg->threads > 0 ? cfg->threads : m->cores_per_node / host;
   if (m->cores_per_node < 1 || strcmp(m->device, "cpu") != 0) return AX_OK;
   if (threads < 1) threads = 1;
-  if ((long long)host * threads > m->cores_per_node)
-    sm->waiter_weight = cfg->emulate_link ? EMULATED_WAITER_WEIGHT : 1.0;
+  if ((long long)host * threads > m->cores_per_node) {
+    if (cfg->emulate_link && host == sm->ranks && sm->n_waiting == sm->ranks)
+      sm->sim_waiting = sm->waiting;
+    else
+      sm->waiter_weight = cfg->emulate_link ? EMULATED_WAITER_WEIGHT : 1.0;
+    size_t used = strlen(sm->costs);
+    if (sm->sim_waiting)
+      snprintf(sm->costs + used, sizeof sm->costs - used, "; cores oversubscribed: ranks "
+               "waiting on the emulated link as profiled (waiting_speed)");
+    else
+      snprintf(sm->costs + used, sizeof sm->costs - used, "; cores oversubscribed: a waiting "
+               "rank weighs %.2g of a computing one", sm->waiter_weight);
+  }
   int *core = ax_malloc((size_t)sm->P * sizeof *core);
   if (!core) return AX_ERR;
   for (int s = 0; s < sm->P; s++) {
@@ -272,7 +287,7 @@ static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                           .msg_bytes = bytes, .link = sm->link,
                           .speed = sm->n_speed ? sm->speed : NULL, .n_speed = sm->n_speed,
                           .copies = sm->D, .core = sm->core,
-                          .waiter_weight = sm->waiter_weight,
+                          .waiter_weight = sm->waiter_weight, .waiting = sm->sim_waiting,
                           .tail = sm->tail, .end_s = sm->sim.end_s};
   return AX_OK;
 }

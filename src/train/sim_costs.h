@@ -44,13 +44,16 @@ typedef struct {
   AxSimTail *tail;
   double speed[AX_SIM_PROFILE_MAX_K];
   int n_speed;
+  double waiting[AX_SIM_PROFILE_MAX_K]; /* the profile's waiting_speed */
+  int n_waiting;
+  const double *sim_waiting; /* waiting, where it describes the host (simulate.h); else NULL */
   /* the run */
   AxGptConfig model;
   int P, D, ranks, n_micro, micro, limit, recompute;
   int ranks_per_node;
   double peak_tflops_per_rank; /* NAN when unknown */
   char peak_source[192];
-  char costs[256];   /* where compute costs came from */
+  char costs[384];   /* where compute costs came from, and how a host's ranks share it */
   char network[320]; /* the links */
 } AxSimModel;
 

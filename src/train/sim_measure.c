@@ -2,8 +2,11 @@
  * model (a middle one, the first, the last) timed forward and backward at the run's micro-batch
  * on its device and threads; the host AdamW with the gradient's sum of squares over a stage-sized
  * range with the trainer's optimizer threads; a local sum and a copy; the block again beside
- * forked copies of itself, once per rank count up to the grid's. Each figure is the median of
- * several timed repetitions after a warm-up. */
+ * forked copies of itself, once per rank count up to the grid's, and (a link emulated) beside
+ * computing copies and copies that wait as the emulator's ranks wait. Each figure is the
+ * median of several timed repetitions after a warm-up; beside copies, the mean of such medians
+ * over several placements of the copies. */
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +18,8 @@
 
 #include "models/gpt_init.h"
 #include "models/gpt_stage.h"
+#include "mpi/link_emulator.h"
+#include "mpi/mpi_util.h"
 #include "mpi/reduce_local.h"
 #include "offload/adamw.h"
 #include "offload/interleave.h"
@@ -24,7 +29,7 @@
 #include "src/core/error.h"
 #include "src/core/timer.h"
 
-enum { REPS = 7, REPS_BESIDE = 31, HOST_ELEMS = 1 << 22 };
+enum { REPS = 7, REPS_BESIDE = 31, ROUNDS = 8, REPS_ROUND = 4, HOST_ELEMS = 1 << 22 };
 
 /* One-block stages and what they run on. */
 typedef struct {
@@ -130,48 +135,83 @@ static void place_as_rank(int rank, int k, int threads, int bind) {
   sched_setaffinity(0, sizeof set, &set);
 }
 
-/* A block's forward and backward beside `others` forked copies of this process doing the
- * same (killed after), the 1 + others placed as the run's ranks of a host would be. */
-static int time_beside(Bench *b, int others, int bind, double *s) {
+/* A copy that waits for a message that never comes, as a rank waits on the link emulator:
+ * polls that sleep (its first AX_LINK_SPIN_NS relaxing, politely where the host's ranks
+ * outnumber its cores: mpi_util.h). */
+static void wait_forever(int polite) {
+  AxCommConfig cc = {.polite = polite};
+  AxLinkWaiter w = {0};
+  for (;;) ax_link_pause_until(&cc, &w, LLONG_MAX);
+}
+
+/* A block's forward and backward (median of `reps`) beside `others` forked copies of this
+ * process doing the same and `waiters` copies waiting (all killed after), the 1 + others +
+ * waiters placed as the run's ranks of a host would be. */
+static int time_beside(Bench *b, int others, int waiters, int bind, int reps, double *s) {
   pid_t kids[AX_SIM_PROFILE_MAX_K];
-  int n = 0, rc = AX_OK;
+  int n = 0, rc = AX_OK, k = 1 + others + waiters;
   fflush(NULL);
-  place_as_rank(0, others + 1, b->be->threads, bind);
-  for (; n < others; n++) {
+  place_as_rank(0, k, b->be->threads, bind);
+  for (; n < others + waiters; n++) {
     if ((kids[n] = fork()) < 0) break;
-    if (kids[n] == 0) place_as_rank(n + 1, others + 1, b->be->threads, bind);
-    if (kids[n] == 0)
-      for (;;) /* a copy: computes until it is killed */
-        if (run_forward(b, 0) != AX_OK || run_backward(b, 0) != AX_OK) _exit(1);
+    if (kids[n] != 0) continue;
+    place_as_rank(n + 1, k, b->be->threads, bind);
+    if (n >= others) wait_forever(ax_mpi_polite_for(k));
+    for (;;) /* a computing copy: until it is killed */
+      if (run_forward(b, 0) != AX_OK || run_backward(b, 0) != AX_OK) _exit(1);
   }
-  if (n < others) rc = AX_FAIL("cannot fork the profile's concurrent copies");
+  if (n < others + waiters) rc = AX_FAIL("cannot fork the profile's concurrent copies");
   nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* they are running */
   double f, g;
-  if (rc == AX_OK) rc = time_pass(b, 0, REPS_BESIDE, &f, &g);
+  if (rc == AX_OK) rc = time_pass(b, 0, reps, &f, &g);
   for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
   for (int i = 0; i < n; i++) waitpid(kids[i], NULL, 0);
   *s = f + g;
   return rc;
 }
 
-/* speed[k-1] for k = 1..kmax, as "1,0.45,..." into p. */
-static int measure_concurrency(Bench *b, int kmax, int bind, AxSimProfile *p) {
-  char text[AX_SIM_PROFILE_MAX_K * 12] = "";
-  double alone = 0;
+static int append_speed(char **text, int k, double speed) {
+  char *old = *text;
+  int len = asprintf(text, "%s%s%.4g", old ? old : "", k > 1 ? "," : "", speed);
+  free(old);
+  if (len < 0) *text = NULL;
+  return len < 0 ? AX_FAIL("out of memory") : AX_OK;
+}
+
+/* The speed of `others` + 1 computing beside `waiters` waiting copies: where the kernel puts
+ * the copies decides it (two computing copies on one core or on two), so it is the mean over
+ * rounds that each place them afresh. */
+static int speed_beside(Bench *b, int others, int waiters, int bind, double alone,
+                        double *speed) {
+  *speed = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    double t;
+    AX_TRY(time_beside(b, others, waiters, bind, REPS_ROUND, &t));
+    *speed += alone / t / ROUNDS;
+  }
+  return AX_OK;
+}
+
+/* speed[k-1] for k = 1..kmax computing alone (concurrency_speed) and, with waits that sleep
+ * (emulated), beside kmax - k waiting copies (waiting_speed, whose last entry is
+ * concurrency_speed's); else waiting_speed = none. */
+static int measure_concurrency(Bench *b, int kmax, int bind, int sleeping_waits,
+                               AxSimProfile *p) {
+  double alone = 0, speed = 1;
   cpu_set_t mine;
   int kept = sched_getaffinity(0, sizeof mine, &mine) == 0;
-  for (int k = 1; k <= kmax; k++) {
-    double t;
-    int rc = time_beside(b, k - 1, bind, &t);
-    if (rc != AX_OK || k == kmax) /* this thread's own cores back */
-      if (kept) sched_setaffinity(0, sizeof mine, &mine);
-    AX_TRY(rc);
-    if (k == 1) alone = t;
-    size_t used = strlen(text);
-    snprintf(text + used, sizeof text - used, "%s%.4g", k > 1 ? "," : "", alone / t);
+  int rc = time_beside(b, 0, 0, bind, REPS_BESIDE, &alone);
+  for (int k = 1; k <= kmax && rc == AX_OK; k++) {
+    if (k > 1) rc = speed_beside(b, k - 1, 0, bind, alone, &speed);
+    if (rc == AX_OK) rc = append_speed(&p->concurrency_speed, k, speed);
+    if (rc == AX_OK && sleeping_waits && k < kmax)
+      rc = speed_beside(b, k - 1, kmax - k, bind, alone, &speed);
+    if (rc == AX_OK && sleeping_waits) rc = append_speed(&p->waiting_speed, k, speed);
   }
-  if (!(p->concurrency_speed = strdup(text))) return AX_FAIL("out of memory");
-  return AX_OK;
+  if (kept) sched_setaffinity(0, sizeof mine, &mine); /* this thread's own cores back */
+  if (rc == AX_OK && !sleeping_waits && !(p->waiting_speed = strdup("none")))
+    rc = AX_FAIL("out of memory");
+  return rc;
 }
 
 static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
@@ -181,7 +221,7 @@ static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   for (int k = 0; k < 3 && rc == AX_OK; k++) rc = time_pass(&b, k, REPS, &f[k], &g[k]);
   long long ranks = ax_train_ranks(cfg);
   int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
-  if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->bind, p);
+  if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->bind, cfg->emulate_link != NULL, p);
   bench_close(&b);
   AX_TRY(rc);
   p->block_forward_s = f[0];

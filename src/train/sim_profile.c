@@ -33,6 +33,9 @@ static const AxOption KEYS[] = {
     PSEC("copy_bytes_per_s", copy_bytes_per_s, "memcpy bandwidth"),
     {"concurrency_speed", AX_OPT_STRING, OFF(concurrency_speed), NULL, "S1,S2,...",
      "speed of each of k ranks computing at once", 1, 0, NULL},
+    {"waiting_speed", AX_OPT_STRING, OFF(waiting_speed), NULL, "S1,S2,...",
+     "speed of each of k ranks computing while the host's other ranks wait on the emulated "
+     "link (none: not measured)", 1, 0, NULL},
 };
 static const AxOptionTable PROFILE_FILE = {"simulate --profile", "a profile file", KEYS,
                                            (int)(sizeof KEYS / sizeof KEYS[0])};
@@ -91,20 +94,28 @@ int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
-int ax_sim_profile_speeds(const AxSimProfile *p, double *speed) {
-  const char *at = p->concurrency_speed ? p->concurrency_speed : "";
+static int parse_speeds(const char *key, const char *text, double *speed) {
+  const char *at = text ? text : "";
   int n = 0;
   while (*at && n < AX_SIM_PROFILE_MAX_K) {
     char *end;
     speed[n] = strtod(at, &end);
     if (end == at || speed[n] <= 0 || speed[n] > 2 || (*end && *end != ','))
-      return AX_FAIL("profile: concurrency_speed '%s' is not a list of speeds like 1,0.5",
-                     p->concurrency_speed);
+      return AX_FAIL("profile: %s '%s' is not a list of speeds like 1,0.5", key, text);
     n++;
     at = *end ? end + 1 : end;
   }
-  if (n == 0) return AX_FAIL("profile: concurrency_speed is empty");
+  if (n == 0) return AX_FAIL("profile: %s is empty", key);
   return n;
+}
+
+int ax_sim_profile_speeds(const AxSimProfile *p, double *speed) {
+  return parse_speeds("concurrency_speed", p->concurrency_speed, speed);
+}
+
+int ax_sim_profile_waiting_speeds(const AxSimProfile *p, double *speed) {
+  if (p->waiting_speed && strcmp(p->waiting_speed, "none") == 0) return 0;
+  return parse_speeds("waiting_speed", p->waiting_speed, speed);
 }
 
 void ax_sim_profile_free(AxSimProfile *p) { ax_options_free(&PROFILE_FILE, p); }

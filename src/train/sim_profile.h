@@ -26,15 +26,22 @@ typedef struct {
   double copy_bytes_per_s;  /* memcpy bandwidth: a pipeline send's copy out */
   /* "1,0.45,...": each rank's speed when 1, 2, ... ranks compute at once on this host (the
    * grid's ranks measured, at most AX_SIM_PROFILE_MAX_K): a block's time alone over its time
-   * beside k - 1 copies of itself */
+   * beside k - 1 copies of itself, the mean of several placements of the copies */
   char *concurrency_speed;
+  /* "S1,...,SK": with --emulate-link, a computing rank's speed when k of the host's K ranks
+   * compute (K as above) and the other K - k wait on the emulated link (polls that sleep,
+   * link_emulator.h): a block's time alone over its time beside k - 1 computing and K - k
+   * waiting copies, the mean of several placements; "none" without emulation */
+  char *waiting_speed;
 } AxSimProfile;
 
 enum { AX_SIM_PROFILE_MAX_K = 16 };
 
-/* The speeds of concurrency_speed into speed[AX_SIM_PROFILE_MAX_K]; returns how many (>= 1),
- * or AX_ERR (-1) with the error recorded when the text is not such a list. */
+/* The speeds of concurrency_speed (waiting_speed) into speed[AX_SIM_PROFILE_MAX_K]; returns
+ * how many (>= 1; waiting_speed none: 0), or AX_ERR (-1) with the error recorded when the text
+ * is not such a list. */
 int ax_sim_profile_speeds(const AxSimProfile *p, double *speed);
+int ax_sim_profile_waiting_speeds(const AxSimProfile *p, double *speed);
 
 /* Measures cfg's model at its micro-batch on its device and threads (one process, no MPI). */
 int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p);

@@ -206,7 +206,7 @@ static const AxOption OPTIONS[] = {
     CHOICE("replica-schedule", replica_schedule, "idle", "idle|end",
            "when memory-checkpoint replicas cross the network: in chunks in the idle spans of "
            "each step's link use, what does not fit waiting for the next step (Gemini §6.5), or "
-           "all of them before the next step's optimizer"),
+           "all of them at the next step's settle, after its loss"),
     FLT("replica-idle-share", replica_idle_share, "0.8", "MU",
         "the share of each idle span replicas may fill (Gemini's mu)", 0.01, 1),
     INT("debug-delay-stage", debug_delay_stage, "-1", "S",

@@ -250,9 +250,13 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AX_TRY(pipeline_phase(t));
   AX_WD_NOTE(-1, "in the all-reduces over Z of the replicated tensors' gradients");
   AX_TRY(ax_stage_reduce_replicas(t->stage));
-  AX_TRY(ax_trainer_memckpt_settle(t, 0)); /* the last copy, before the state changes */
+  ax_trainer_memckpt_join(t); /* the last copy has read the state the optimizer changes */
   AX_TRY(optimizer_step(t, step, rec));
   AX_TRY(agree_on_loss(t, 1, &rec->loss));
+  /* the copy's outcome, replicas and manifests: after the loss, where every rank meets anyway
+   * (before the optimizer, this collective held each stage's sums until the first stage's
+   * pipeline ended) */
+  AX_TRY(ax_trainer_memckpt_settle(t, 0));
   if (!isfinite(rec->loss))
     return AX_FAIL("loss is %f at step %d: training diverged", rec->loss, step);
   AX_WD_NOTE(-1, "waiting for the device to finish the step");

@@ -115,8 +115,9 @@ typedef struct {
   int n_files;                      /* stages of the job: the maps' second dimension */
   MPI_Comm comm;     /* the transfers of replicas and of recovery (have_comm) */
   int have_comm;
-  /* the copy in flight (pending on every rank from start to finish) */
-  int pending, step, slot;
+  /* the copy in flight (pending on every rank from start to finish; joined once the copy
+   * thread is done with the state) */
+  int pending, joined, step, slot;
   AxWholeStage whole;
   AxCkptFile mine;        /* what this rank wrote (bytes 0: nothing) */
   AxCkptManifest man;     /* the step's, its files filled in by finish */
@@ -219,11 +220,14 @@ int ax_trainer_build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptM
 int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step);
 
 /* trainer_memckpt.c: in-memory checkpoints. Setup (a phase); start after a step that is due
- * (the copy runs on a thread); settle before the optimizer next touches the state (joins the
- * copy; the replicas and manifests when every replica has landed, or with flush = 1 at once)
- * and at the end (collective); recover on --resume when memory holds a complete checkpoint
- * newer than file_step (-1: none), *recovered = 1 then. Start and close: trainer.h. */
+ * (the copy runs on a thread); join before the optimizer next touches the state (the copy
+ * thread has read it; local); settle once a step, after the step's loss is agreed, and at the
+ * end (collective: the copy's outcome; the replicas and manifests when every replica has
+ * landed, or with flush = 1 at once); recover on --resume when memory holds a complete
+ * checkpoint newer than file_step (-1: none), *recovered = 1 then. Start and close:
+ * trainer.h. */
 int ax_trainer_setup_memckpt(AxTrainer *t);
+void ax_trainer_memckpt_join(AxTrainer *t);
 int ax_trainer_memckpt_settle(AxTrainer *t, int flush);
 /* trainer_slot_maps.c: new (at setup) and free, and *view = the mapping of stage `file`'s
  * file in this node's `slot`, `size` bytes (created or resized when it is not mapped at that

@@ -12,8 +12,8 @@
  * next step computes; the state it reads changes only in the optimizer, before which the next
  * step joins it; it writes into the slot file through a mapping the rank keeps from copy to
  * copy (ax_memckpt_slot_map), as the replicas' receivers do. The replicas travel as
- * trainer_replicas.c schedules them (into the link's idle spans, or all before that
- * optimizer), and each node's manifest is written last, once every replica has landed. A
+ * trainer_replicas.c schedules them (into the link's idle spans, or all at the end of that
+ * step), and each node's manifest is written last, once every replica has landed. A
  * slot is chosen as the one not holding the newest complete copy. */
 #include <signal.h>
 #include <stdatomic.h>
@@ -143,7 +143,7 @@ void ax_trainer_print_memckpt(const AxTrainer *t) {
              (int)(mc->link.max_chunk >> 20), 100 * mc->link.mu, mc->link.f.latency_s * 1e6,
              mc->link.f.bytes_per_s / 1e9, ax_link_emulating(t->links) ? ", emulated" : ", fitted");
   else
-    snprintf(how, sizeof how, "replicas are sent before its optimizer");
+    snprintf(how, sizeof how, "replicas are sent at its end");
   ax_log("memory checkpoints: every %d step(s) into %s/node-K (%d node(s)); %d cop%s of each "
          "node's files (groups of %d consecutive nodes); the copy overlaps the next step, %s",
          t->cfg.memory_checkpoint_every, ax_memckpt_run_dir(t->cfg.memory_dir, mc->name, dir),
@@ -321,6 +321,7 @@ int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   mc->slot = mc->last_slot >= 0 ? 1 - mc->last_slot
                                 : step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
   mc->pending = 1; /* on every rank: from here on the settle, or ax_trainer_memckpt_free, ends it */
+  mc->joined = 0;
   mc->thread_rc = AX_OK;
   mc->mine = (AxCkptFile){{0}, 0, 0};
   int rc = begin_copy(t, step);
@@ -336,9 +337,7 @@ int ax_trainer_memckpt_start(AxTrainer *t, int step) {
 }
 
 /* The copy thread's outcome (joined), or the start's failure. */
-static int join_copy(AxMemCkpt *mc) {
-  if (mc->thread_running) pthread_join(mc->thread, NULL);
-  mc->thread_running = 0;
+static int copy_outcome(const AxMemCkpt *mc) {
   if (mc->thread_rc != AX_OK) return AX_FAIL("memory checkpoint: %s", mc->thread_err);
   return AX_OK;
 }
@@ -389,14 +388,18 @@ static int plan_replicas(const AxTrainer *t, int P, Transfer **out, int *n) {
 }
 
 /* The copy thread joined: the state may change after this. */
-static int join_and_close(AxTrainer *t) {
+void ax_trainer_memckpt_join(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
+  if (!mc->pending || mc->joined) return;
+  double t0 = ax_now();
   AX_WD_NOTE(-1, "joining the copy of the memory checkpoint of step %d", mc->step);
-  int rc = join_copy(mc);
+  if (mc->thread_running) pthread_join(mc->thread, NULL);
+  mc->thread_running = 0;
+  mc->joined = 1;
   mc->copies++;
   debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_FILES);
   ax_trainer_whole_close(&mc->whole);
-  return rc;
+  mc->copy_s += ax_now() - t0;
 }
 
 /* The settle's one collective: whether every rank is well (else every rank returns the first
@@ -446,8 +449,9 @@ static int complete_copy(AxTrainer *t) {
 int ax_trainer_memckpt_settle(AxTrainer *t, int flush) {
   AxMemCkpt *mc = &t->mc;
   if (!mc->pending && !mc->replicating) return AX_OK;
+  ax_trainer_memckpt_join(t); /* done already, but at the end of the run */
   double t0 = ax_now();
-  int rc = mc->pending ? join_and_close(t) : AX_OK, handed = 1;
+  int rc = mc->pending ? copy_outcome(mc) : AX_OK, handed = 1;
   if (rc == AX_OK) rc = ax_replicas_hand_over(t, flush, &handed);
   if (ax_replicas_may_land(t, flush, handed)) /* the replicas handed over, nothing complete */
     debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_REPLICAS);

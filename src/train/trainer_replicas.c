@@ -10,7 +10,7 @@
  * (the training's messages, by every rank of the node, replicas left out), and each call of
  * the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
  * (replica_schedule.h) fits into mu of the span, less what earlier chunks took. What does not
- * fit waits for the next step: before each optimizer every rank learns whether all transfers
+ * fit waits for the next step: at the end of each step every rank learns whether all transfers
  * have been handed over (in the settle's one exchange), and only then are they completed and
  * the manifests written; a checkpoint due while replicas are still in flight is skipped
  * (counted). With --replica-schedule end, and at the end of the run, everything left is sent

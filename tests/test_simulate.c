@@ -213,6 +213,18 @@ START_TEST(per_core_sharing) {
 }
 END_TEST
 
+/* When stage 0's first event, a forward, ends. */
+static double first_forward_end(const AxSimConfig *c) {
+  AxSimResult r;
+  ck_assert_int_eq(ax_sim_run(c, 1, &r), AX_OK);
+  int n;
+  const AxTraceEvent *ev = ax_sim_events(&r, 0, &n);
+  ck_assert(n > 0 && ev[0].kind == F);
+  double t1 = ev[0].t1;
+  ax_sim_result_free(&r);
+  return t1;
+}
+
 /* Not pinned, cores oversubscribed, weight 1: a waiting rank takes its share as a computing one
  * does, so both stages run at speed[2] = 0.5 throughout (stage 0's forward 1 s takes 2, its send 1;
  * the activation lands at 3.25). */
@@ -232,11 +244,7 @@ START_TEST(waiters_share_the_host) {
   /* at weight 0.5, one computing and one waiting: k = 1.5, speed 0.75 (between 1 and 0.5):
    * stage 0's first forward takes 4/3 s */
   c.waiter_weight = 0.5;
-  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
-  int n;
-  const AxTraceEvent *ev = ax_sim_events(&r, 0, &n);
-  ck_assert(ev[0].kind == F && fabs(ev[0].t1 - 4.0 / 3) < 1e-12);
-  ax_sim_result_free(&r);
+  ck_assert(fabs(first_forward_end(&c) - 4.0 / 3) < 1e-12);
 }
 END_TEST
 
@@ -260,11 +268,7 @@ START_TEST(waiting_speeds_measured) {
   expect_prefix(&r, 1, s1, 1, 0);
   ax_sim_result_free(&r);
   c.copies = 2;
-  ck_assert_int_eq(ax_sim_run(&c, 1, &r), AX_OK);
-  int n;
-  const AxTraceEvent *ev = ax_sim_events(&r, 0, &n);
-  ck_assert(ev[0].kind == F && fabs(ev[0].t1 - 2.0) < 1e-12);
-  ax_sim_result_free(&r);
+  ck_assert(fabs(first_forward_end(&c) - 2.0) < 1e-12);
 }
 END_TEST
 

@@ -214,9 +214,10 @@ static void rates(Sim *m) {
   const AxSimConfig *c = m->c;
   int computing = 0;
   for (int s = 0; s < c->P; s++) computing += m->st[s].busy;
-  double speed = speed_of(c, computing + (c->P - computing) * c->waiter_weight);
-  if (c->waiting && computing) /* the host's computing ranks: the row's times its copies */
-    speed = c->waiting[computing * (c->copies > 0 ? c->copies : 1) - 1];
+  int host_computing = computing * (c->copies > 0 ? c->copies : 1); /* the row's x its copies */
+  double speed = c->waiting && computing
+                     ? c->waiting[host_computing - 1]
+                     : speed_of(c, computing + (c->P - computing) * c->waiter_weight);
   for (int s = 0; s < c->P; s++) m->speed[s] = speed;
 }
 

@@ -5,7 +5,8 @@
 # the paper's 12B run on summit within the paper's band; a 12,288-rank grid simulated (its wall
 # time printed, not asserted: the target of 10 s is a benchmark's, docs/benchmarks.md); and
 # bad input (a machine file's unknown key, an unknown device, grids that do not divide, a
-# profile of another shape, no machine), each one line on stderr and exit 1.
+# profile of another shape, one without waiting speeds or with a bad one, no machine), each one
+# line on stderr and exit 1.
 . "$(dirname "$0")/testlib.sh"
 
 TINY="--layers 4 --hidden 32 --heads 2 --seq 16 --vocab 128 --batch 8 --micro-batch 1 --threads 1"
@@ -98,6 +99,12 @@ expect_error "does not divide the 4 rank" simulate $TINY --g-inter 2 --g-data 2 
 expect_error "not divisible by --g-data 3" simulate $TINY --g-data 3 --machine summit
 expect_error "measured at --micro-batch 1, this run has 2" simulate $TINY --micro-batch 2 \
   --machine summit --profile "$TMP/p.txt"
+grep -v '^waiting_speed' "$TMP/p.txt" >"$TMP/old.txt" # a profile written before waiting_speed
+expect_error "has no 'waiting_speed = ...' line" simulate $TINY --machine summit \
+  --profile "$TMP/old.txt"
+sed 's/^waiting_speed = .*/waiting_speed = 1,fast/' "$TMP/pe.txt" >"$TMP/bad-speed.txt"
+expect_error "waiting_speed '1,fast' is not a list of speeds" simulate $TINY --g-inter 2 \
+  --ranks-per-node 1 --emulate-link 1Gbps --machine "$TMP/one.machine" --profile "$TMP/bad-speed.txt"
 expect_error "simulate needs --machine" simulate $TINY
 expect_error "unknown machine 'cray-1'" simulate $TINY --machine cray-1
 expect_error "profile needs --out" profile $TINY

@@ -32,7 +32,8 @@ static void init(void) {
 #ifdef AX_CRC32_CLMUL
   __builtin_cpu_init();
   if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1")) best = AX_CRC32_CLMUL;
-  if (best && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq"))
+  if (best == AX_CRC32_CLMUL && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("vpclmulqdq"))
     best = AX_CRC32_VCLMUL;
 #endif
 }

@@ -2,6 +2,7 @@
  * the shape check; see sim_profile.h (sim_measure.c measures one). */
 #include "sim_profile.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +101,7 @@ static int parse_speeds(const char *key, const char *text, double *speed) {
   while (*at && n < AX_SIM_PROFILE_MAX_K) {
     char *end;
     speed[n] = strtod(at, &end);
-    if (end == at || speed[n] <= 0 || speed[n] > 2 || (*end && *end != ','))
+    if (end == at || !(speed[n] > 0) || !isfinite(speed[n]) || (*end && *end != ','))
       return AX_FAIL("profile: %s '%s' is not a list of speeds like 1,0.5", key, text);
     n++;
     at = *end ? end + 1 : end;

@@ -147,5 +147,5 @@ int ax_grid_print(const AxGrid *g, const char *detail) {
 
 int ax_grid_agree(const AxGrid *g, int status) {
   if (g->world == MPI_COMM_NULL) return status;
-  return ax_mpi_agree(g->world, status);
+  return ax_mpi_agree_as(&g->comm_cfg, g->world, status);
 }

@@ -57,7 +57,8 @@ int ax_grid_print(const AxGrid *g, const char *detail);
 
 /* Agreement after a phase that may fail on some ranks only: every rank passes its status; all
  * learn whether any failed. The lowest failing rank's error message is forwarded so that rank
- * 0 can print it with the failing rank named. Returns AX_OK when every rank succeeded. */
+ * 0 can print it with the failing rank named. Returns AX_OK when every rank succeeded. Waits
+ * as the grid's comm_cfg says (politely on an oversubscribed node). */
 int ax_grid_agree(const AxGrid *g, int status);
 
 #endif

@@ -134,12 +134,16 @@ int ax_mpi_recv_floats(const AxCommConfig *cc, float *buf, size_t n, int src, in
   return AX_OK;
 }
 
-int ax_mpi_agree(MPI_Comm comm, int status) {
+int ax_mpi_agree(MPI_Comm comm, int status) { return ax_mpi_agree_as(NULL, comm, status); }
+
+int ax_mpi_agree_as(const AxCommConfig *cc, MPI_Comm comm, int status) {
   int rank, size;
   AX_MPI(MPI_Comm_rank(comm, &rank));
   AX_MPI(MPI_Comm_size(comm, &size));
   int mine = status == AX_OK ? size : rank, first = size;
-  AX_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  MPI_Request req;
+  AX_MPI(MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &req));
+  AX_TRY(ax_mpi_wait(cc, &req, NULL));
   if (first == size) return AX_OK;
   if (first == 0) { /* rank 0 failed itself: it holds the message */
     if (rank != 0) {

@@ -51,6 +51,9 @@ int ax_mpi_recv_floats(const AxCommConfig *cc, float *buf, size_t n, int src, in
  * rank passes its status and all learn whether any failed; the lowest failing rank's message
  * is forwarded to rank 0, which prints it with that rank named. AX_OK when all succeeded. */
 int ax_mpi_agree(MPI_Comm comm, int status);
+/* The same, waiting for the others with cc's manners (a rank that yields while it waits lets
+ * an oversubscribed node's other ranks reach the agreement sooner). */
+int ax_mpi_agree_as(const AxCommConfig *cc, MPI_Comm comm, int status);
 
 /* One polling pause: a yield in polite mode, a CPU pause otherwise (cc NULL: busy). */
 void ax_mpi_relax(const AxCommConfig *cc);

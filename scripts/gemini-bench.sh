@@ -7,7 +7,8 @@
 #     sends its two stage files to the other), with the replicas in the link's idle spans (the
 #     default) and all at the end of the step:
 #     each repeat runs every configuration back to back; a configuration's time is the median
-#     over repeats of the run summary's batch time (steps SKIP+1..STEPS). The default SKIP=4
+#     over repeats of the run summary's batch time (steps SKIP+1..STEPS, all of them: the
+#     summary's own default would time 10). The default SKIP=4
 #     leaves out the copies that fill each of the two slots for the first time (steps 1 and 2,
 #     settled in steps 2 and 3): the pages of a slot's files are allocated once, and later
 #     copies write over them in place.
@@ -32,7 +33,7 @@ NAME=gemini-bench-$$
 trap 'rm -rf "$SHM/axonn-$NAME"' EXIT
 MODEL="--layers 4 --hidden 512 --heads 8 --seq 64 --vocab 256"
 COMMON="$MODEL --batch 8 --steps $STEPS --val-steps 0 --threads 1 --lr-schedule constant \
-  --warmup 0 --timing-skip $SKIP --ranks-per-node 2 --emulate-link 10Gbps --run-name $NAME"
+  --warmup 0 --timing-skip $SKIP --timing-steps $((STEPS - SKIP)) --ranks-per-node 2 --emulate-link 10Gbps --run-name $NAME"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 batch_ms() { python3 -c 'import json,sys; print(1e3 * json.load(open(sys.argv[1]))["timing"]["batch_time_s"])' "$1"; }

@@ -504,6 +504,38 @@ START_TEST(local_reductions_match_scalar_loops) {
 }
 END_TEST
 
+/* One agreement: the ranks in `failing` (a bit per rank) fail with a message naming them. */
+static int agree_once(const AxCommConfig *cc, unsigned failing) {
+  ax_error_clear();
+  int status = AX_OK;
+  if (failing >> mt_rank & 1) status = AX_FAIL("boom on rank %d", mt_rank);
+  return ax_mpi_agree_as(cc, g_comm, status);
+}
+
+/* ax_mpi_agree_as, busy and polite: all well is AX_OK everywhere; else every rank fails and
+ * rank 0 holds the lowest failing rank's own message. */
+START_TEST(agreement_forwards_the_lowest_failure) {
+  AxCommConfig polite = {.polite = 1};
+  const AxCommConfig *ways[2] = {NULL, &polite};
+  for (int w = 0; w < 2; w++) {
+    mt_expect(agree_once(ways[w], 0) == AX_OK, "way %d: nobody failed, yet not AX_OK", w);
+    unsigned cases[2] = {1u, mt_size > 1 ? 6u : 1u}; /* rank 0 itself; ranks 1 and 2 */
+    for (int c = 0; c < 2; c++) {
+      int lowest = __builtin_ctz(cases[c]);
+      int rc = agree_once(ways[w], cases[c]);
+      mt_expect(rc == AX_ERR, "way %d case %d: a failure agreed as AX_OK", w, c);
+      char want[64];
+      snprintf(want, sizeof want, "boom on rank %d", lowest);
+      if (mt_rank == 0)
+        mt_expect(strstr(ax_error_message(), want) != NULL, "way %d case %d: rank 0 says '%s'",
+                  w, c, ax_error_message());
+      ax_error_clear();
+    }
+  }
+  mt_assert_all_ok("agreement");
+}
+END_TEST
+
 static Suite *collectives_suite(void) {
   Suite *s = suite_create("collectives");
   TCase *local = tu_tcase(s, "local", 60);
@@ -516,6 +548,7 @@ static Suite *collectives_suite(void) {
   tcase_add_test(coll, byte_counters_follow_the_ring_formula);
   tcase_add_test(coll, reduce_scatter_and_allgather_match_mpi);
   tcase_add_test(coll, several_operations_in_flight);
+  tcase_add_test(coll, agreement_forwards_the_lowest_failure);
   return s;
 }
 

@@ -410,11 +410,15 @@ static int exchange(AxTrainer *t, int rc, int *handed) {
   AxMemCkpt *mc = &t->mc;
   int size = world_size(t);
   AxSettleNote mine = {rc, *handed, mc->man.data_position, mc->mine}, *all = mc->notes;
-  if (t->have_grid)
-    AX_MPI(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE,
-                         t->grid.world));
-  else
+  if (t->have_grid) { /* waiting politely: on an oversubscribed node a spinning rank keeps
+                       * the others it waits for off the cores */
+    MPI_Request req;
+    AX_MPI(MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE,
+                          t->grid.world, &req));
+    AX_TRY(ax_mpi_wait(&t->grid.comm_cfg, &req, NULL));
+  } else {
     all[0] = mine;
+  }
   int failed = 0;
   for (int r = 0; r < size; r++) failed |= all[r].rc != AX_OK;
   if (failed) return agree(t, rc);

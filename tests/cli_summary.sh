@@ -26,6 +26,8 @@ c, m, t, th, p = d["config"], d["model"], d["timing"], d["throughput"], d["peak"
 B, s, l, h, V = c["batch"], c["seq"], m["layers"], m["hidden"], m["vocab"]
 tb = t["batch_time_s"]
 if d["axonn_summary"] != 2: bad.append("schema version")
+if ("memory_checkpoints" in d) != bool(c["memory-checkpoint-every"]):
+    bad.append("memory_checkpoints object present iff --memory-checkpoint-every")
 if (t["first_step"], t["last_step"]) != (first, last): bad.append("window %r" % t)
 if t["steps_used"] != last - first + 1: bad.append("steps_used")
 if t["complete"] != (t["steps_used"] == t["steps_requested"]): bad.append("complete")

@@ -48,8 +48,22 @@ killed() {
 }
 expect_log() { grep -q -- "$2" "$TMP/$1.log" || { fail "$1: no '$2' in its output"; cat "$TMP/$1.log"; }; }
 
-run ref 4 $P4 --run-name "$NAME" || exit 1
+run ref 4 $P4 --run-name "$NAME" --summary "$TMP/ref.json" || exit 1
 expect_log ref "memory checkpoints: every 1 step"
+# the summary's memory_checkpoints object: 10 copies, all complete, each rank wrote its stage
+# file 10 times with some CPU for each (tests/cli_summary.sh: a run without them has none)
+python3 - "$TMP/ref.json" <<'PY' || fail "ref: the summary's memory_checkpoints object is wrong"
+import json, sys
+c = json.load(open(sys.argv[1]))["memory_checkpoints"]
+want = {"every": 1, "replicas": 2, "nodes": 2, "replica_schedule": "end", "copies": 10,
+        "copies_complete": 10, "skipped": 0, "files_written": [10] * 4}
+bad = {k: c[k] for k in want if c[k] != want[k]}
+bad.update({k: c[k] for k in ("copy_thread_cpu_ms_per_file", "join_and_settle_ms_per_copy")
+            if len(c[k]) != 4 or not all(v > 0 for v in c[k])})
+if bad:
+    print("unexpected:", bad)
+    sys.exit(1)
+PY
 [ -e "$SHM/axonn-$NAME" ] && fail "a normal end left $SHM/axonn-$NAME"
 
 # a rank dies as step 7 begins: step 6's copy never finished, step 5 is whole in memory

@@ -227,6 +227,7 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   peak_json(&j, s);
   memory_json(&j, s);
   ax_summary_comm_json(&j, &s->comm);
+  ax_summary_ckpt_json(&j, &s->ckpt);
   if (s->sim) simulation_json(&j, s->sim);
   config_json(&j, s);
   ax_jsonw_end(&j);

@@ -89,6 +89,13 @@ typedef struct {
   double wall_s;               /* seconds the simulation took */
 } AxSimInfo;
 
+/* The memory-checkpoint object (summary_ckpt.c; absent when they are off): the settings and
+ * counts, and what each rank's copies cost it. */
+typedef struct {
+  int ranks;               /* 0: memory checkpoints off, or nothing gathered */
+  AxMemCkptStats *of_rank; /* [ranks] */
+} AxCkptSummary;
+
 typedef struct {
   const AxOptionTable *options;
   const void *cfg; /* an AxTrainConfig, read through the option table */
@@ -101,6 +108,7 @@ typedef struct {
   AxFigures fig;
   AxMemory mem;
   AxCommSummary comm;
+  AxCkptSummary ckpt;
   const AxSimInfo *sim; /* NULL: a real run */
 } AxSummary;
 
@@ -125,6 +133,12 @@ void ax_summary_comm_free(AxCommSummary *c);
 void ax_summary_comm_json(AxJsonW *j, const AxCommSummary *c);
 /* "sent per step 1.2 MB, 0.6 MB of it between virtual nodes (EMULATED link 10 Gb/s, ...)" */
 void ax_summary_comm_describe(const AxCommSummary *c, char *buf, size_t cap);
+
+/* summary_ckpt.c: collective over the trainer's grid; rank 0 gets every rank's figures. */
+int ax_summary_ckpt_gather(AxCkptSummary *c, const AxTrainer *t);
+void ax_summary_ckpt_free(AxCkptSummary *c);
+/* The "memory_checkpoints" member (nothing when c->ranks is 0). */
+void ax_summary_ckpt_json(AxJsonW *j, const AxCkptSummary *c);
 
 /* Collective over the trainer's grid: reduces the timing window, resolves the peak (measures
  * the CPU GEMM peak at the run's shapes on every rank when needed), gathers memory marks; rank 0 prints the human

@@ -1,8 +1,8 @@
 /* summary_run.c — the collective half of the end-of-run summary: the timing window reduced
  * over ranks, the peak (the CPU GEMM peak measured at the run's shapes on every rank when no
- * other is known),
- * memory high-water marks and traffic counters (summary_comm.c) gathered to rank 0, which
- * prints and writes; see summary.h. */
+ * other is known), memory high-water marks, traffic counters (summary_comm.c) and
+ * memory-checkpoint figures (summary_ckpt.c) gathered to rank 0, which prints and writes; see
+ * summary.h. */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -154,6 +154,7 @@ int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetr
   if (rc == AX_OK) rc = resolve_peak(t, cfg, &s.peak);
   if (rc == AX_OK) rc = gather_memory(g, cfg, &s.mem);
   if (rc == AX_OK) rc = ax_summary_comm_gather(&s.comm, t);
+  if (rc == AX_OK) rc = ax_summary_ckpt_gather(&s.ckpt, t);
   if (rc == AX_OK) {
     ax_summary_figures(&s.fig, &s.model, cfg->batch, cfg->seq, s.timing.mean_ms, s.ranks,
                        s.peak.tflops_per_rank, ax_trainer_recomputes(t));
@@ -161,5 +162,6 @@ int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetr
   }
   free_memory(&s.mem);
   ax_summary_comm_free(&s.comm);
+  ax_summary_ckpt_free(&s.ckpt);
   return ax_grid_agree(g, rc);
 }

@@ -41,6 +41,17 @@ int ax_trainer_resume(AxTrainer *t, int *step);
  * step); at a normal end, finishes the last copy and removes the job's memory files. */
 int ax_trainer_memckpt_start(AxTrainer *t, int step);
 int ax_trainer_memckpt_close(AxTrainer *t);
+/* What this rank's memory checkpoints did (for the run summary); every == 0: none. The
+ * settings and the three counts are the same on every rank. */
+typedef struct {
+  int every, replicas, nodes, idle_schedule;
+  int copies, complete, skipped; /* copies made; complete (replicated, manifests written);
+                                  * due checkpoints skipped while replicas were in flight */
+  int files_written;             /* stage files this rank wrote */
+  double copy_cpu_s;             /* its copy thread's CPU time, all files */
+  double finish_s;               /* its main thread's time joining and settling copies */
+} AxMemCkptStats;
+void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out);
 /* *any = 1 on every rank when `local` is 1 on some rank. */
 int ax_trainer_agree_flag(AxTrainer *t, int local, int *any);
 /* The FLOPs a step executes: the 72 form, or the 96 form when activation checkpointing runs

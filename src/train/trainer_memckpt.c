@@ -150,6 +150,15 @@ void ax_trainer_print_memckpt(const AxTrainer *t) {
          mc->n_nodes, mc->replicas, mc->replicas == 1 ? "y" : "ies", mc->replicas, how);
 }
 
+void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out) {
+  const AxMemCkpt *mc = &t->mc;
+  *out = (AxMemCkptStats){0};
+  if (!mc->on) return;
+  *out = (AxMemCkptStats){t->cfg.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
+                          mc->copies, mc->landed_copies, mc->skipped, mc->files_written,
+                          mc->copy_cpu_s, mc->copy_s};
+}
+
 /* ------------------------------------------------------------------ moving files */
 
 static const char *file_name(const AxCkptManifest *man, int file) {

@@ -28,12 +28,14 @@ out=$(timeout 60 "$AXONN" plan --layers 4096 --g-inter 4096 --g-data 2 --hidden 
 echo "$out" | grep -q "grid 4096 x 2 = 8192 ranks" || fail "4096-stage plan: no grid line"
 # plan --compression: only the compression plan, --compress auto when --compress is not given:
 # every stage's groups with Espresso's decision, the searches' time; the vectors stay plain
-# (a 100 Mb/s link: onebit wins by far over any profiled encode cost on a loaded machine)
+# (a 100 Mb/s link: onebit wins by far over any profiled encode cost on a loaded machine; which
+# collective carries it depends on the profiled encode and decode costs, so wpe's line is only
+# asked to be compressed: test_espresso.c checks the choice itself on fixed costs)
 out=$("$AXONN" plan --compression --layers 8 --hidden 64 --heads 2 --g-inter 2 --g-data 4 \
   --batch 8 --ranks-per-node 1 --emulate-link 100Mbps,20us 2>&1) || fail "plan --compression: $out"
 for want in "^compression plan: --compress auto with onebit" "^stage 0 fusion (Cupcake): " \
     "^stage 1 strategy (Espresso): [1-9][0-9]* group(s) compressed" \
-    "^stage 0   group 1: wpe .*: [a-z]*/flat/casync-" "ln1w L0 .*kept plain" "^decided in "; do
+    "^stage 0   group 1: wpe .*: [cg]pu/flat/" "ln1w L0 .*kept plain" "^decided in "; do
   echo "$out" | grep -q "$want" || { fail "plan --compression lacks '$want'"; echo "$out"; }
 done
 echo "$out" | grep -q "^memory plan" && fail "plan --compression printed the memory plan"

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int polite(const AxCommConfig *cc) { return cc && cc->polite; }
@@ -131,6 +132,17 @@ int ax_mpi_recv_floats(const AxCommConfig *cc, float *buf, size_t n, int src, in
     AX_MPI(MPI_Irecv(buf + off, count, MPI_FLOAT, src, tag, comm, &req));
     AX_TRY(ax_mpi_wait(cc, &req, NULL));
   }
+  return AX_OK;
+}
+
+int ax_mpi_gather_bytes(MPI_Comm comm, const void *mine, size_t bytes, void *all) {
+  int size = 1;
+  if (comm != MPI_COMM_NULL) AX_MPI(MPI_Comm_size(comm, &size));
+  if (size == 1) {
+    if (all) memcpy(all, mine, bytes);
+    return AX_OK;
+  }
+  AX_MPI(MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, comm));
   return AX_OK;
 }
 

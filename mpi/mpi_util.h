@@ -47,6 +47,10 @@ int ax_mpi_send_floats(const float *buf, size_t n, int dest, int tag, MPI_Comm c
 int ax_mpi_recv_floats(const AxCommConfig *cc, float *buf, size_t n, int src, int tag,
                        MPI_Comm comm);
 
+/* Rank 0's all[r] = rank r's `bytes` bytes at mine (all: only rank 0's is written; comm
+ * MPI_COMM_NULL or of one rank: a copy). Collective over comm. */
+int ax_mpi_gather_bytes(MPI_Comm comm, const void *mine, size_t bytes, void *all);
+
 /* Agreement after a phase that may fail on some ranks only (collective over comm): every
  * rank passes its status and all learn whether any failed; the lowest failing rank's message
  * is forwarded to rank 0, which prints it with that rank named. AX_OK when all succeeded. */

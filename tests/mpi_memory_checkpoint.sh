@@ -12,7 +12,9 @@
 #    half-made copy is never used, the previous step is, bit for bit;
 #  - a different grid on restart (4x1 -> 2x2) within the file checkpoints' tolerance;
 #  - a normal end leaves no files; `axonn shm-clean` removes a dead job's;
-#  - bad values (--replicas 0, more replicas than nodes, a bad --run-name) get one line.
+#  - bad values (--replicas 0, more replicas than nodes, a bad --run-name) get one line;
+#  - the summary's memory_checkpoints object counts the copies (made, complete, skipped) and
+#    every rank's files and costs, null where a rank wrote no file (1x4).
 # These runs send replicas before the next optimizer (--replica-schedule end), so which step is
 # the newest whole copy does not depend on timing. Then the default schedule, replicas in the
 # idle spans of an EMULATED link: a run is bit for bit the reference and says how its replicas
@@ -48,22 +50,33 @@ killed() {
 }
 expect_log() { grep -q -- "$2" "$TMP/$1.log" || { fail "$1: no '$2' in its output"; cat "$TMP/$1.log"; }; }
 
-run ref 4 $P4 --run-name "$NAME" --summary "$TMP/ref.json" || exit 1
-expect_log ref "memory checkpoints: every 1 step"
-# the summary's memory_checkpoints object: 10 copies, all complete, each rank wrote its stage
-# file 10 times with some CPU for each (tests/cli_summary.sh: a run without them has none)
-python3 - "$TMP/ref.json" <<'PY' || fail "ref: the summary's memory_checkpoints object is wrong"
+# summary_ckpt NAME WANT: the summary's memory_checkpoints object holds WANT (JSON), and each
+# rank's costs are positive where it wrote files and null where it wrote none
+# (tests/cli_summary.sh: a run without memory checkpoints has no such object)
+summary_ckpt() {
+  python3 - "$TMP/$1.json" "$2" <<'PY' || fail "$1: the summary's memory_checkpoints object is wrong"
 import json, sys
 c = json.load(open(sys.argv[1]))["memory_checkpoints"]
-want = {"every": 1, "replicas": 2, "nodes": 2, "replica_schedule": "end", "copies": 10,
-        "copies_complete": 10, "skipped": 0, "files_written": [10] * 4}
+want = json.loads(sys.argv[2])
 bad = {k: c[k] for k in want if c[k] != want[k]}
-bad.update({k: c[k] for k in ("copy_thread_cpu_ms_per_file", "join_and_settle_ms_per_copy")
-            if len(c[k]) != 4 or not all(v > 0 for v in c[k])})
+for k in ("copy_thread_cpu_ms_per_file", "join_and_settle_ms_per_copy"):
+    wrote = [f > 0 or k.startswith("join") for f in c["files_written"]]
+    if [v is not None and v > 0 for v in c[k]] != wrote:
+        bad[k] = c[k]
 if bad:
     print("unexpected:", bad)
     sys.exit(1)
 PY
+}
+
+run ref 4 $P4 --run-name "$NAME" --summary "$TMP/ref.json" || exit 1
+expect_log ref "memory checkpoints: every 1 step"
+# 10 copies, all complete; each rank wrote its stage file 10 times
+summary_ckpt ref '{"every": 1, "replicas": 2, "nodes": 2, "replica_schedule": "end",
+  "copies": 10, "copies_complete": 10, "skipped": 0, "files_written": [10, 10, 10, 10]}'
+# 1x4: the two ranks of a node train the same stage, so only the first of them writes it
+run dp 4 --g-data 4 --run-name "$NAME" --summary "$TMP/dp.json" &&
+  summary_ckpt dp '{"nodes": 2, "copies": 10, "copies_complete": 10, "files_written": [10, 0, 10, 0]}'
 [ -e "$SHM/axonn-$NAME" ] && fail "a normal end left $SHM/axonn-$NAME"
 
 # a rank dies as step 7 begins: step 6's copy never finished, step 5 is whole in memory
@@ -132,8 +145,10 @@ expect_log idle_resume "recovered from memory (own nodes and peer replicas)"
 # copies of steps 1, 3, 5, 7 complete at the settles of steps 3, 5, 7, 9 (step 9's at the end),
 # the checkpoints due meanwhile are skipped, and a rank killed as step 7 begins leaves step 3.
 STARVED="--replica-schedule idle --emulate-link 8Mbps --replica-idle-share 0.01"
-run starved 4 $P4 --run-name "$NAME" $STARVED && tail_equal starved ref
+run starved 4 $P4 --run-name "$NAME" $STARVED --summary "$TMP/starved.json" &&
+  tail_equal starved ref
 expect_log starved "5 copies replicated (idle-span schedule), 2.0 step(s) each on average, 4 sent at once after waiting 2 steps; 5 due checkpoint(s) skipped while replicas were in flight; rank 0 sent 0.0 MB in idle spans"
+summary_ckpt starved '{"replica_schedule": "idle", "copies": 5, "copies_complete": 5, "skipped": 5}'
 killed starved_kill $P4 --run-name "$NAME" $STARVED --debug-hang-rank 3 --debug-hang-step 7 \
   --debug-hang-mode kill
 run starved_resume 4 $P4 --run-name "$NAME" $STARVED --resume && tail_equal starved_resume ref

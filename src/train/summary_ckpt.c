@@ -2,7 +2,6 @@
  * docs/memory-checkpoints.md): the settings, how many copies were made, completed and skipped,
  * and each rank's cost (stage files written, its copy thread's CPU per file, its main thread's
  * time joining and settling per copy), gathered to rank 0. Schema: docs/summary.md. */
-#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,19 +15,13 @@ int ax_summary_ckpt_gather(AxCkptSummary *c, const AxTrainer *t) {
   ax_trainer_memckpt_stats(t, &mine);
   memset(c, 0, sizeof *c);
   if (!mine.every) return AX_OK; /* the same on every rank: it is the configuration */
-  int root = g->rank == 0, several = g->world != MPI_COMM_NULL && g->size > 1;
+  int root = g->rank == 0;
   if (root) {
     c->of_rank = ax_calloc((size_t)g->size, sizeof *c->of_rank);
     if (c->of_rank) c->ranks = g->size;
   }
   AX_TRY(ax_grid_agree(g, root && !c->of_rank ? AX_ERR : AX_OK));
-  if (!several) {
-    c->of_rank[0] = mine;
-    return AX_OK;
-  }
-  AX_MPI(MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, c->of_rank, (int)sizeof mine, MPI_BYTE, 0,
-                    g->world));
-  return AX_OK;
+  return ax_mpi_gather_bytes(g->world, &mine, sizeof mine, c->of_rank);
 }
 
 void ax_summary_ckpt_free(AxCkptSummary *c) {

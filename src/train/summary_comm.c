@@ -2,7 +2,6 @@
  * counters (mpi/traffic.h) gathered to rank 0, per training step and over the whole run, by
  * class, all bytes and those that crossed virtual nodes, with the link they crossed (real or
  * EMULATED, mpi/link_emulator.h); its JSON and its human line. Schema: docs/summary.md. */
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +10,6 @@
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
 #include "summary.h"
-
-static int gather_traffic(const AxGrid *g, const AxTraffic *mine, AxTraffic *all) {
-  if (g->world == MPI_COMM_NULL || g->size == 1) {
-    if (all) all[0] = *mine;
-    return AX_OK;
-  }
-  AX_MPI(MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0,
-                    g->world));
-  return AX_OK;
-}
 
 static void describe_nodes(AxCommSummary *c, const AxTrainer *t) {
   const AxLinkEmu *links = ax_trainer_links(t);
@@ -43,8 +32,9 @@ int ax_summary_comm_gather(AxCommSummary *c, const AxTrainer *t) {
   }
   int ok = !root || (c->steps_sum && c->run && c->node_of);
   int rc = ax_grid_agree(g, ok ? AX_OK : AX_ERR);
-  if (rc == AX_OK) rc = gather_traffic(g, step_traffic, c->steps_sum);
-  if (rc == AX_OK) rc = gather_traffic(g, ax_trainer_traffic(t), c->run);
+  size_t bytes = sizeof(AxTraffic);
+  if (rc == AX_OK) rc = ax_mpi_gather_bytes(g->world, step_traffic, bytes, c->steps_sum);
+  if (rc == AX_OK) rc = ax_mpi_gather_bytes(g->world, ax_trainer_traffic(t), bytes, c->run);
   if (rc == AX_OK && root) describe_nodes(c, t);
   for (int d = 0; d < 3; d++) c->tp[d] = g->tp[d];
   c->tp_step = *ax_trainer_step_tp(t);

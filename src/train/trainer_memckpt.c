@@ -152,8 +152,10 @@ void ax_trainer_print_memckpt(const AxTrainer *t) {
 
 void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out) {
   const AxMemCkpt *mc = &t->mc;
-  *out = (AxMemCkptStats){0};
-  if (!mc->on) return;
+  if (!mc->on) {
+    *out = (AxMemCkptStats){0};
+    return;
+  }
   *out = (AxMemCkptStats){t->cfg.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
                           mc->copies, mc->landed_copies, mc->skipped, mc->files_written,
                           mc->copy_cpu_s, mc->copy_s};

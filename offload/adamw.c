@@ -2,6 +2,7 @@
 #include "adamw.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #include "src/core/simd.h"
 
@@ -49,27 +50,29 @@ void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const 
 #else
 #define MULADD(a, b, c) ((a) * (b) + (c))
 #endif
-static inline void scalar_one(float *p, const float *g, float *m, float *v, size_t i,
-                              const Coef *c) {
+/* One element from p, m, v into po, mo, vo (the same arrays for the in-place update). */
+static inline void scalar_one(float *po, float *mo, float *vo, const float *p, const float *g,
+                              const float *m, const float *v, size_t i, const Coef *c) {
   float gi = g[i] * c->gs;
   float mi = MULADD(c->b1, m[i], c->one_b1 * gi);
   float vi = MULADD(c->b2, v[i], (c->one_b2 * gi) * gi);
   float upd = MULADD(c->wd, p[i], (mi * c->c1) / (sqrtf(vi * c->c2) + c->eps));
-  p[i] = MULADD(-c->lr, upd, p[i]);
-  m[i] = mi;
-  v[i] = vi;
+  po[i] = MULADD(-c->lr, upd, p[i]);
+  mo[i] = mi;
+  vo[i] = vi;
 }
 
-void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
-                    const AxAdamWHyper *h, int decay) {
-  Coef c = coefficients(h, decay);
-  size_t i = 0;
 #ifdef AX_SIMD_AVX2
-  const __m256 b1 = _mm256_set1_ps(c.b1), b2 = _mm256_set1_ps(c.b2);
-  const __m256 ob1 = _mm256_set1_ps(c.one_b1), ob2 = _mm256_set1_ps(c.one_b2);
-  const __m256 c1 = _mm256_set1_ps(c.c1), c2 = _mm256_set1_ps(c.c2);
-  const __m256 eps = _mm256_set1_ps(c.eps), wd = _mm256_set1_ps(c.wd);
-  const __m256 lr = _mm256_set1_ps(c.lr), gs = _mm256_set1_ps(c.gs);
+/* Elements from i on, 8 at a time, from p, m, v into po, mo, vo; returns where it stopped.
+ * stream: non-temporal stores (po, mo and vo 32-byte aligned at i). */
+static inline size_t vector_body(float *po, float *mo, float *vo, const float *p,
+                                 const float *g, const float *m, const float *v, size_t i,
+                                 size_t n, const Coef *c, int stream) {
+  const __m256 b1 = _mm256_set1_ps(c->b1), b2 = _mm256_set1_ps(c->b2);
+  const __m256 ob1 = _mm256_set1_ps(c->one_b1), ob2 = _mm256_set1_ps(c->one_b2);
+  const __m256 c1 = _mm256_set1_ps(c->c1), c2 = _mm256_set1_ps(c->c2);
+  const __m256 eps = _mm256_set1_ps(c->eps), wd = _mm256_set1_ps(c->wd);
+  const __m256 lr = _mm256_set1_ps(c->lr), gs = _mm256_set1_ps(c->gs);
   for (; i + 8 <= n; i += 8) {
     __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g + i), gs);
     __m256 mi = _mm256_fmadd_ps(b1, _mm256_loadu_ps(m + i), _mm256_mul_ps(ob1, gi));
@@ -77,12 +80,45 @@ void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
     __m256 pi = _mm256_loadu_ps(p + i);
     __m256 den = _mm256_add_ps(_mm256_sqrt_ps(_mm256_mul_ps(vi, c2)), eps);
     __m256 upd = _mm256_fmadd_ps(wd, pi, _mm256_div_ps(_mm256_mul_ps(mi, c1), den));
-    _mm256_storeu_ps(p + i, _mm256_fnmadd_ps(lr, upd, pi));
-    _mm256_storeu_ps(m + i, mi);
-    _mm256_storeu_ps(v + i, vi);
+    __m256 pn = _mm256_fnmadd_ps(lr, upd, pi);
+    if (stream) {
+      _mm256_stream_ps(po + i, pn);
+      _mm256_stream_ps(mo + i, mi);
+      _mm256_stream_ps(vo + i, vi);
+    } else {
+      _mm256_storeu_ps(po + i, pn);
+      _mm256_storeu_ps(mo + i, mi);
+      _mm256_storeu_ps(vo + i, vi);
+    }
   }
+  return i;
+}
 #endif
-  for (; i < n; i++) scalar_one(p, g, m, v, i, &c);
+
+void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
+                    const AxAdamWHyper *h, int decay) {
+  Coef c = coefficients(h, decay);
+  size_t i = 0;
+#ifdef AX_SIMD_AVX2
+  i = vector_body(p, m, v, p, g, m, v, 0, n, &c, 0);
+#endif
+  for (; i < n; i++) scalar_one(p, m, v, p, g, m, v, i, &c);
+}
+
+void ax_adamw_range_to(float *po, float *mo, float *vo, const float *p, const float *g,
+                       const float *m, const float *v, size_t n, const AxAdamWHyper *h,
+                       int decay) {
+  Coef c = coefficients(h, decay);
+  size_t i = 0;
+#ifdef AX_SIMD_AVX2
+  uintptr_t phase = (uintptr_t)po & 31;
+  int stream = ((uintptr_t)mo & 31) == phase && ((uintptr_t)vo & 31) == phase;
+  for (; stream && i < n && ((uintptr_t)(po + i) & 31); i++)
+    scalar_one(po, mo, vo, p, g, m, v, i, &c);
+  i = vector_body(po, mo, vo, p, g, m, v, i, n, &c, stream);
+  if (stream) _mm_sfence();
+#endif
+  for (; i < n; i++) scalar_one(po, mo, vo, p, g, m, v, i, &c);
 }
 
 typedef struct {

@@ -31,6 +31,13 @@ void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const 
 /* The fast kernel over one range, on the calling thread. */
 void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
                     const AxAdamWHyper *h, int decay);
+/* The same update out of place: reads p, m, v and writes po, mo, vo (disjoint from them), the
+ * same values bit for bit, with non-temporal stores where the three outputs share their
+ * alignment (what an optimizer writing straight into a checkpoint would run; `axonn bench
+ * state-copy` measures it). */
+void ax_adamw_range_to(float *po, float *mo, float *vo, const float *p, const float *g,
+                       const float *m, const float *v, size_t n, const AxAdamWHyper *h,
+                       int decay);
 /* Updates elements [lo, hi) of flat arrays p, g, m, v, splitting the work over the pool and
  * applying each segment's decay decision. pool may be NULL (calling thread only). */
 void ax_adamw_update(AxPool *pool, float *p, const float *g, float *m, float *v, size_t lo,

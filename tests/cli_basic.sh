@@ -42,7 +42,7 @@ expect_error "outside the vocabulary" train --data "$TMP/t_train.bin" --vocab 50
 
 # bench gemm|train on a tiny model: a table row and a JSON line; bad backend choices
 "$AXONN" bench --help >"$TMP/bh" || fail "bench --help"
-for b in gemm train allreduce p2p optimizer sparse-sync; do grep -q "^  $b " "$TMP/bh" || fail "bench --help lacks $b"; done
+for b in gemm train allreduce p2p optimizer sparse-sync state-copy; do grep -q "^  $b " "$TMP/bh" || fail "bench --help lacks $b"; done
 # the README's command list is `axonn --help`, word for word (one table makes both)
 "$AXONN" --help >"$TMP/help"
 awk '/^<!-- axonn --help -->/ { on = 1; next } on && /^```$/ { if (++fence == 2) exit; next } on && fence == 1' \
@@ -52,6 +52,25 @@ cmp -s "$TMP/help" "$TMP/readme-help" || { fail "README's command list is not ax
   --json "$TMP/b.jsonl" >"$TMP/b.out" || fail "bench train"
 grep -q "^2:32:2:16:2:256 .*%" "$TMP/b.out" || { fail "bench train: no result row"; cat "$TMP/b.out"; }
 grep -q '"bench":"train".*"percent_of_peak"' "$TMP/b.jsonl" || fail "bench train: no JSON line"
+# bench state-copy on a tiny stage: every mode timed, the designs' sums derived from them
+"$AXONN" bench state-copy --layers 1 --hidden 32 --heads 2 --vocab 64 --seq 16 --repeat 1 \
+  --json "$TMP/sc.jsonl" >"$TMP/sc.out" || fail "bench state-copy"
+grep -q "^extra CPU a step over AdamW in place: today" "$TMP/sc.out" ||
+  { fail "bench state-copy: no result line"; cat "$TMP/sc.out"; }
+python3 - "$TMP/sc.jsonl" <<'PY' || fail "bench state-copy: JSON line"
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+assert r["bench"] == "state_copy" and r["holders"] == 2, r
+assert r["file_bytes"] > 12 * r["params"], r  # the stage file: the state plus its header
+for k in ("adamw_in_place_ms", "checkpoint_copy_ms", "adamw_out_of_place_ms", "crc_ms",
+          "crc_cached_ms"):
+    assert r[k] > 0, (k, r)
+extra = r["adamw_out_of_place_ms"] - r["adamw_in_place_ms"]
+assert abs(r["extra_zero_copy_crc_ms"] - (extra + r["crc_ms"])) < 1e-2, r
+assert abs(r["extra_zero_copy_split_crc_ms"] - (extra + r["crc_ms"] / 2)) < 1e-2, r
+assert r["extra_today_ms"] == r["checkpoint_copy_ms"], r
+PY
+expect_error "--hidden 30 is not divisible by --heads 4" bench state-copy --hidden 30 --heads 4
 expect_error "must be one of fp32|bf16|fp16" bench gemm --precision fp8
 expect_error "needs --device cuda" bench train --precision bf16 --models a
 expect_error "unknown --device 'tpu'" bench gemm --device tpu

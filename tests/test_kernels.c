@@ -66,6 +66,33 @@ START_TEST(adamw_matches_reference) {
 }
 END_TEST
 
+/* Out of place: the in-place update's bits, inputs untouched, at every start offset of the
+ * outputs (aligned and not, so both the streaming and the plain stores run). */
+START_TEST(adamw_out_of_place_matches_in_place) {
+  size_t n = 1003;
+  AxAdamWHyper h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                    .weight_decay = 0.1f, .step = 3, .grad_scale = 0.5f};
+  float *g = tu_random(n, 0.1f, 2), *in = tu_random(3 * n, 0.01f, 5);
+  for (size_t i = 2 * n; i < 3 * n; i++) in[i] = fabsf(in[i]);
+  float *want = tu_alloc(3 * n * 4), *kept = tu_alloc(3 * n * 4);
+  memcpy(kept, in, 3 * n * 4);
+  size_t stride = 1008; /* n rounded up to 8 floats: po, mo, vo 32 bytes apart or not */
+  float *out = tu_alloc((3 * stride + 3 * 16) * 4);
+  for (int shift = 0; shift < 16; shift++)
+    for (int same = 0; same < 2; same++) { /* same: the outputs share their alignment */
+      size_t len = n - (size_t)shift;
+      memcpy(want, in, 3 * n * 4);
+      ax_adamw_range(want, g, want + n, want + 2 * n, len, &h, shift % 2);
+      float *po = out + shift, *mo = po + stride + !same, *vo = mo + stride + 2 * !same;
+      ax_adamw_range_to(po, mo, vo, in, g, in + n, in + 2 * n, len, &h, shift % 2);
+      ck_assert_int_eq(memcmp(po, want, len * 4), 0);
+      ck_assert_int_eq(memcmp(mo, want + n, len * 4), 0);
+      ck_assert_int_eq(memcmp(vo, want + 2 * n, len * 4), 0);
+      ck_assert_int_eq(memcmp(in, kept, 3 * n * 4), 0);
+    }
+}
+END_TEST
+
 START_TEST(gemm_transposes_and_batches) {
   AxBackend *be = tu_backend(1);
   int M = 5, N = 4, K = 3, batch = 2;
@@ -141,6 +168,7 @@ int main(void) {
   TCase *tc = tu_tcase(s, "kernels", 60);
   tcase_add_test(tc, exp_and_tanh_accuracy);
   tcase_add_test(tc, adamw_matches_reference);
+  tcase_add_test(tc, adamw_out_of_place_matches_in_place);
   tcase_add_test(tc, gemm_transposes_and_batches);
   tcase_add_test(tc, kernels_independent_of_thread_count);
   return tu_run(s);

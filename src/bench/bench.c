@@ -275,6 +275,8 @@ const AxCommand AX_BENCHES[] = {
      "gradient codecs on one core; plain vs CaSync all-reduce over EMULATED links (mpiexec)"},
     {"optimizer", ax_cmd_bench_optimizer,
      "the chunked all-reduce interleaved with the host AdamW (mpiexec)"},
+    {"state-copy", ax_cmd_bench_state_copy,
+     "one core's cost of an in-memory checkpoint a step: copy thread vs out-of-place AdamW"},
     {"sparse-sync", ax_cmd_bench_sparse_sync,
      "Zen vs all-gather vs dense all-reduce of a row-sparse embedding gradient (mpiexec)"},
 };

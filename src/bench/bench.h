@@ -25,4 +25,7 @@ int ax_cmd_bench_p2p(int argc, char **argv);
 /* bench_sparse.c: Zen vs all-gather vs dense for a row-sparse embedding gradient (mpiexec). */
 int ax_cmd_bench_sparse_sync(int argc, char **argv);
 
+/* bench_state_copy.c: one core's cost of an in-memory checkpoint of every step, two designs. */
+int ax_cmd_bench_state_copy(int argc, char **argv);
+
 #endif

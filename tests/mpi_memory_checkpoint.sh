@@ -79,6 +79,31 @@ run dp 4 --g-data 4 --run-name "$NAME" --summary "$TMP/dp.json" &&
   summary_ckpt dp '{"nodes": 2, "copies": 10, "copies_complete": 10, "files_written": [10, 0, 10, 0]}'
 [ -e "$SHM/axonn-$NAME" ] && fail "a normal end left $SHM/axonn-$NAME"
 
+# 1x4 again, a rank dies as step 7 begins. Both nodes write stage 0, each CRCs half of the
+# file, and the settle puts the halves together. Every complete copy on each node is whole:
+# its trailer and its manifest both hold the CRC of the file's bytes. The resume reads each
+# node's own copy and goes on bit for bit.
+killed dp_kill --g-data 4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 \
+  --debug-hang-mode kill
+python3 - "$SHM/axonn-$NAME" <<'PY' || fail "dp_kill: a copy whose CRC is not its bytes'"
+import glob, os, struct, sys, zlib
+seen = 0
+for man in glob.glob(os.path.join(sys.argv[1], "node-*", "slot-*", "manifest")):
+    for line in open(man):
+        f = line.split()
+        if f[0] != "file":
+            continue
+        data = open(os.path.join(os.path.dirname(man), f[1]), "rb").read()
+        size, crc = int(f[2]), int(f[3], 16)
+        assert len(data) == size + 4, (man, f)
+        assert zlib.crc32(data[:size]) == crc, (man, f, hex(zlib.crc32(data[:size])))
+        assert struct.unpack("<I", data[size:])[0] == crc, (man, f)
+        seen += 1
+assert seen >= 2, seen  # step 5's copy on each of the two nodes, at least
+PY
+run dp_resume 4 --g-data 4 --run-name "$NAME" --resume && tail_equal dp_resume dp
+expect_log dp_resume "step 5 recovered from memory (every node its own)"
+
 # a rank dies as step 7 begins: step 6's copy never finished, step 5 is whole in memory
 killed kill $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
 run kill_resume 4 $P4 --run-name "$NAME" --resume && tail_equal kill_resume ref

@@ -359,13 +359,32 @@ START_TEST(stage_file_filled_in_memory_equals_the_written_one) {
       snprintf(path, sizeof path, "%s/%s", tu_path(""), disk.name);
       ck_assert_int_eq(ax_file_read_all(path, &file, &n), AX_OK);
       ck_assert_uint_eq(n, bytes);
-      ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes, s, &CFG, &lay, P, w, m, v, &mem), AX_OK);
+      ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes, s, &CFG, &lay, P, w, m, v, 0, 1, &mem),
+                       AX_OK);
       ck_assert_str_eq(mem.name, disk.name);
       ck_assert_uint_eq(mem.bytes, disk.bytes);
       ck_assert_uint_eq(mem.crc, disk.crc);
       ck_assert_int_eq(memcmp(buf, file, bytes), 0);
+      /* the CRC in parts (as nodes holding identical copies make it): the same bytes but the
+       * trailer, and the parts' CRCs put together are the file's */
+      for (int parts = 2; parts <= 3; parts++) {
+        uint32_t crcs[3];
+        for (int k = 0; k < parts; k++) {
+          memset(buf, 0, bytes);
+          ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes, s, &CFG, &lay, P, w, m, v, k, parts,
+                                              &mem), AX_OK);
+          ck_assert_int_eq(memcmp(buf, file, bytes - 4), 0);
+          crcs[k] = mem.crc;
+        }
+        ck_assert_uint_ne(crcs[0], disk.crc);
+        ck_assert_uint_eq(ax_ckpt_crc_of_parts(crcs, parts, bytes - 4), disk.crc);
+      }
       free(file);
-      ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes + 1, s, &CFG, &lay, P, w, m, v, &mem), AX_ERR);
+      ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes + 1, s, &CFG, &lay, P, w, m, v, 0, 1, &mem),
+                       AX_ERR);
+      ax_error_clear();
+      ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes, s, &CFG, &lay, P, w, m, v, 2, 2, &mem),
+                       AX_ERR);
       ax_error_clear();
     }
 }
@@ -428,11 +447,37 @@ START_TEST(crc32_large_buffers_agree) {
 }
 END_TEST
 
+/* Parts CRC'd apart and combined give the CRC of the whole: any cut, empty parts, and a
+ * length with many bits (the 3 MB buffer in 1 to 5 parts). */
+START_TEST(crc32_parts_combine_into_the_whole) {
+  size_t n = (size_t)3 << 20;
+  unsigned char *buf = tu_alloc(n);
+  for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(i * 2654435761u >> 11);
+  ck_assert_uint_eq(ax_crc32_combine(ax_crc32(0, "1234", 4), ax_crc32(0, "56789", 5), 5),
+                    0xCBF43926u);
+  ck_assert_uint_eq(ax_crc32_combine(0x12345678u, 0, 0), 0x12345678u);
+  uint32_t whole = ax_crc32(0, buf, n);
+  srand(5);
+  for (int parts = 1; parts <= 5; parts++)
+    for (int t = 0; t < 4; t++) {
+      size_t at = 0;
+      uint32_t crc = 0;
+      for (int k = 0; k < parts; k++) {
+        size_t len = k == parts - 1 ? n - at : (size_t)rand() % (n - at + 1);
+        crc = ax_crc32_combine(crc, ax_crc32(0, buf + at, len), len);
+        at += len;
+      }
+      ck_assert_uint_eq(crc, whole);
+    }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("formats");
   TCase *tc = tu_tcase(s, "formats", 30);
   tcase_add_test(tc, crc32_matches_its_definition);
   tcase_add_test(tc, crc32_large_buffers_agree);
+  tcase_add_test(tc, crc32_parts_combine_into_the_whole);
   tcase_add_test(tc, mappings_keep_the_file_and_round_trip);
   tcase_add_test(tc, stream_copy_equals_memcpy);
   tcase_add_test(tc, stage_file_filled_in_memory_equals_the_written_one);

@@ -127,7 +127,7 @@ static int run_mode(Bench *b, int mode, int rep, uint32_t *sink) {
   default: {
     AxCkptFile info;
     AX_TRY(ax_ckpt_fill_stage(b->file, b->file_bytes, 0, &b->model, &b->lay, 1, a, a + n,
-                              a + 2 * n, &info));
+                              a + 2 * n, 0, 1, &info));
     *sink ^= info.crc;
     return AX_OK;
   }

@@ -145,3 +145,40 @@ AxCrc32Path ax_crc32_best_path(void) {
   pthread_once(&init_once, init);
   return best;
 }
+
+/* ------------------------------------------------------------------ combining */
+
+/* A 32x32 matrix over GF(2), column i the image of bit i, applied to v. */
+static uint32_t gf2_apply(const uint32_t m[32], uint32_t v) {
+  uint32_t r = 0;
+  for (int i = 0; v; i++, v >>= 1)
+    if (v & 1) r ^= m[i];
+  return r;
+}
+
+static void gf2_square(uint32_t out[32], const uint32_t m[32]) {
+  for (int i = 0; i < 32; i++) out[i] = gf2_apply(m, m[i]);
+}
+
+/* The CRC of A then B is A's CRC carried over B's length of zero bytes, xor B's CRC (the pre-
+ * and post-inversions cancel). Carrying over one zero bit is the register's shift, a linear
+ * map; squaring it gives two bits, four, a byte, then each power of two bytes of len_b. */
+uint32_t ax_crc32_combine(uint32_t crc_a, uint32_t crc_b, unsigned long long len_b) {
+  uint32_t a[32], b[32], *op = a, *next = b;
+  a[0] = 0xEDB88320u; /* one zero bit: shift right, the polynomial where bit 0 falls out */
+  for (int i = 1; i < 32; i++) a[i] = 1u << (i - 1);
+  for (int k = 0; k < 3; k++) { /* 1 -> 2 -> 4 -> 8 bits */
+    gf2_square(next, op);
+    uint32_t *t = op;
+    op = next, next = t;
+  }
+  for (; len_b; len_b >>= 1) {
+    if (len_b & 1) crc_a = gf2_apply(op, crc_a);
+    if (len_b > 1) {
+      gf2_square(next, op);
+      uint32_t *t = op;
+      op = next, next = t;
+    }
+  }
+  return crc_a ^ crc_b;
+}

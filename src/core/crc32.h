@@ -8,6 +8,10 @@
 /* Start with crc = 0; feed buffers in order. */
 uint32_t ax_crc32(uint32_t crc, const void *buf, size_t n);
 
+/* The CRC of A followed by B, from A's CRC, B's CRC and B's length: parts CRC'd apart (by
+ * different threads or processes) put together. */
+uint32_t ax_crc32_combine(uint32_t crc_a, uint32_t crc_b, unsigned long long len_b);
+
 /* The ways to compute it, slowest first; ax_crc32 takes the fastest the CPU has. */
 typedef enum {
   AX_CRC32_TABLES, /* slicing-by-8, everywhere */

@@ -152,6 +152,7 @@ typedef struct {
   unsigned char *mem;
   size_t pos;
   uint32_t crc;
+  unsigned long long crc_lo, crc_hi; /* the bytes the CRC covers (all of them: 0, ULLONG_MAX) */
 } CrcWriter;
 
 static int sink(CrcWriter *w, const void *p, size_t n) {
@@ -166,7 +167,9 @@ static int put(CrcWriter *w, const void *p, size_t bytes) {
   enum { BLOCK = 256 << 10 };
   for (const unsigned char *b = p; bytes > 0;) {
     size_t n = bytes < BLOCK ? bytes : BLOCK;
-    w->crc = ax_crc32(w->crc, b, n);
+    unsigned long long lo = w->pos > w->crc_lo ? w->pos : w->crc_lo;
+    unsigned long long hi = w->pos + n < w->crc_hi ? w->pos + n : w->crc_hi;
+    if (lo < hi) w->crc = ax_crc32(w->crc, b + (lo - w->pos), (size_t)(hi - lo));
     AX_TRY(sink(w, b, n));
     b += n, bytes -= n;
   }
@@ -236,7 +239,7 @@ int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
   char path[1100];
   ax_ckpt_stage_file_name(s, info->name, sizeof info->name);
   snprintf(path, sizeof path, "%s/%s", step_dir, info->name);
-  CrcWriter w = {.crc = 0};
+  CrcWriter w = {.crc = 0, .crc_hi = ULLONG_MAX};
   AX_TRY(ax_file_open_write(&w.f, path));
   const float *const arrays[3] = {master, am, av};
   int rc = write_stage(&w, s, m, lay, P, arrays, 0, info);
@@ -245,11 +248,30 @@ int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
   return rc;
 }
 
+void ax_ckpt_crc_part(unsigned long long crc_bytes, int part, int parts, unsigned long long *lo,
+                      unsigned long long *hi) {
+  *lo = crc_bytes * (unsigned long long)part / (unsigned long long)parts;
+  *hi = crc_bytes * (unsigned long long)(part + 1) / (unsigned long long)parts;
+}
+
+uint32_t ax_ckpt_crc_of_parts(const uint32_t *crcs, int parts, unsigned long long crc_bytes) {
+  uint32_t crc = 0;
+  for (int k = 0; k < parts; k++) {
+    unsigned long long lo, hi;
+    ax_ckpt_crc_part(crc_bytes, k, parts, &lo, &hi);
+    crc = ax_crc32_combine(crc, crcs[k], hi - lo);
+  }
+  return crc;
+}
+
 int ax_ckpt_fill_stage(void *dst, size_t bytes, int s, const AxGptConfig *m,
                        const AxStageLayout *lay, int P, const float *master, const float *am,
-                       const float *av, AxCkptFile *info) {
+                       const float *av, int part, int parts, AxCkptFile *info) {
+  if (parts < 1 || part < 0 || part >= parts || bytes < sizeof(uint32_t))
+    return AX_FAIL("internal: part %d of %d of a %zu-byte stage file", part, parts, bytes);
   ax_ckpt_stage_file_name(s, info->name, sizeof info->name);
   CrcWriter w = {.mem = dst, .crc = 0};
+  ax_ckpt_crc_part(bytes - sizeof(uint32_t), part, parts, &w.crc_lo, &w.crc_hi);
   const float *const arrays[3] = {master, am, av};
   return write_stage(&w, s, m, lay, P, arrays, bytes, info);
 }

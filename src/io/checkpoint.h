@@ -76,12 +76,21 @@ int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
                         const float *av, AxCkptFile *info);
 /* The size in bytes of that file, and the same file's bytes written into memory instead
  * (dst: `bytes` of it, exactly that size; the memory checkpoints' mapped slot files, whose
- * manifest is removed first), with non-temporal stores; info as above. */
+ * manifest is removed first), with non-temporal stores; info as above, but for the CRC: that
+ * of part `part` of `parts` of the CRC'd bytes alone (ax_ckpt_crc_part), which is also what
+ * the trailer holds until the caller puts the whole file's there. With parts = 1 the file is
+ * the written one, byte for byte. Nodes holding identical copies of a stage CRC a part each
+ * and put the parts' CRCs together (ax_ckpt_crc_of_parts). */
 int ax_ckpt_stage_bytes(const AxGptConfig *m, const AxStageLayout *lay, int s, int P,
                         size_t *bytes);
 int ax_ckpt_fill_stage(void *dst, size_t bytes, int s, const AxGptConfig *m,
                        const AxStageLayout *lay, int P, const float *master, const float *am,
-                       const float *av, AxCkptFile *info);
+                       const float *av, int part, int parts, AxCkptFile *info);
+/* Bytes [lo, hi) of part k of `parts` of crc_bytes CRC'd bytes (a stage file's size less its
+ * 4-byte trailer), and the CRC of all of them from each part's. */
+void ax_ckpt_crc_part(unsigned long long crc_bytes, int part, int parts, unsigned long long *lo,
+                      unsigned long long *hi);
+uint32_t ax_ckpt_crc_of_parts(const uint32_t *crcs, int parts, unsigned long long crc_bytes);
 int ax_ckpt_write_manifest(const char *step_dir, const AxCkptManifest *man);
 
 /* Reads and validates step_dir's manifest and (when check_files) every file's size and

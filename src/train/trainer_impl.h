@@ -111,6 +111,10 @@ typedef struct {
   int *node_of, *stage_of, *writes; /* [world size]: writes = 1 for the rank that writes its
                                      * stage's file into its node's slot */
   AxSettleNote *notes;              /* [world size]: the settle's exchange */
+  int *crc_part, *crc_parts;        /* [world size]: a writer's part of its stage file's CRC, of
+                                     * how many (1: all of it; more where several nodes hold
+                                     * identical copies of the stage and send none of them) */
+  uint32_t *crc_scratch;            /* [n_nodes]: the parts' CRCs of one stage file */
   AxSlotMap *maps;                  /* [AX_MEMCKPT_SLOTS][stages]: ax_memckpt_slot_map */
   int n_files;                      /* stages of the job: the maps' second dimension */
   MPI_Comm comm;     /* the transfers of replicas and of recovery (have_comm) */

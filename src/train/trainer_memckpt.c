@@ -14,7 +14,9 @@
  * copy (ax_memckpt_slot_map), as the replicas' receivers do. The replicas travel as
  * trainer_replicas.c schedules them (into the link's idle spans, or all at the end of that
  * step), and each node's manifest is written last, once every replica has landed. A
- * slot is chosen as the one not holding the newest complete copy. */
+ * slot is chosen as the one not holding the newest complete copy. Where several nodes write
+ * identical copies of a stage, each CRCs a part of it and the settle puts the parts together
+ * (split_crcs). */
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -73,6 +75,7 @@ static void derive_name(const AxTrainer *t, char *buf, size_t cap) {
 /* ------------------------------------------------------------------ setup */
 
 static int plan_replicas(const AxTrainer *t, int P, Transfer **out, int *n);
+static int split_crcs(AxTrainer *t, const Transfer *x, int n);
 
 /* Every rank's node and stage, and which ranks write (see the header). */
 static int learn_ranks(AxTrainer *t) {
@@ -104,6 +107,33 @@ static int learn_ranks(AxTrainer *t) {
   return AX_OK;
 }
 
+/* Who CRCs which part of a stage file. Data-parallel copies of a stage are bitwise identical
+ * (every grid's loss tests rest on it), so where D nodes each write the same stage, each
+ * writer CRCs one D-th of the file and the settle puts the parts' CRCs together: the CRC's
+ * CPU a node spends falls by D. A stage sent as a replica is CRC'd whole: its bytes leave
+ * before the settle, and they must carry their trailer. */
+static int split_crcs(AxTrainer *t, const Transfer *x, int n) {
+  AxMemCkpt *mc = &t->mc;
+  int size = world_size(t);
+  mc->crc_part = ax_calloc((size_t)size, sizeof(int));
+  mc->crc_parts = ax_calloc((size_t)size, sizeof(int));
+  mc->crc_scratch = ax_calloc((size_t)mc->n_nodes, sizeof(uint32_t));
+  if (!mc->crc_part || !mc->crc_parts || !mc->crc_scratch) return AX_ERR;
+  for (int r = 0; r < size; r++) {
+    if (!mc->writes[r]) continue;
+    int sent = 0, parts = 0;
+    for (int i = 0; i < n; i++) sent |= x[i].file == mc->stage_of[r];
+    for (int q = 0; q < size; q++)
+      if (mc->writes[q] && mc->stage_of[q] == mc->stage_of[r]) {
+        if (q < r) mc->crc_part[r]++;
+        parts++;
+      }
+    mc->crc_parts[r] = sent ? 1 : parts;
+    if (sent) mc->crc_part[r] = 0;
+  }
+  return AX_OK;
+}
+
 int ax_trainer_setup_memckpt(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   if (!t->cfg.memory_checkpoint_every) return AX_OK;
@@ -127,6 +157,7 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
   Transfer *x = NULL;
   int n = 0;
   int rc = plan_replicas(t, mc->n_files, &x, &n);
+  if (rc == AX_OK) rc = split_crcs(t, x, n);
   if (rc == AX_OK) rc = ax_replicas_setup(t, x, n);
   free(x);
   return rc;
@@ -268,9 +299,10 @@ static void *copy_main(void *arg) {
   AxTrainer *t = arg;
   AxMemCkpt *mc = &t->mc;
   double cpu0 = ax_thread_cpu_now();
-  int rc = ax_ckpt_fill_stage(mc->send.data, mc->send.size, mc->stage_of[world_rank(t)], &t->model,
+  int me = world_rank(t);
+  int rc = ax_ckpt_fill_stage(mc->send.data, mc->send.size, mc->stage_of[me], &t->model,
                               &mc->whole.whole, mc->n_files, mc->whole.buf[0], mc->whole.buf[1],
-                              mc->whole.buf[2], &mc->mine);
+                              mc->whole.buf[2], mc->crc_part[me], mc->crc_parts[me], &mc->mine);
   if (rc != AX_OK) snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
   mc->copy_cpu_s += ax_thread_cpu_now() - cpu0; /* read by the main thread after the join */
   mc->files_written++;
@@ -435,9 +467,31 @@ static int exchange(AxTrainer *t, int rc, int *handed) {
   if (failed) return agree(t, rc);
   for (int r = 0; r < size; r++) *handed &= all[r].handed;
   for (int r = 0; r < size && mc->pending; r++) {
-    if (mc->writes[r]) mc->man.files[mc->stage_of[r]] = all[r].file;
+    if (mc->writes[r]) {
+      mc->man.files[mc->stage_of[r]] = all[r].file;
+      mc->crc_scratch[mc->crc_part[r]] = all[r].file.crc;
+      if (mc->crc_parts[r] > 1 && mc->crc_part[r] == mc->crc_parts[r] - 1) /* the last */
+        mc->man.files[mc->stage_of[r]].crc =
+            ax_ckpt_crc_of_parts(mc->crc_scratch, mc->crc_parts[r], all[r].file.bytes);
+    }
     if (all[r].data_position > mc->man.data_position)
       mc->man.data_position = all[r].data_position;
+  }
+  return AX_OK;
+}
+
+/* The leader, before its node's manifest: the whole file's CRC into the trailer of each stage
+ * file its node's writer CRC'd in part (the trailer held the part's). */
+static int seal_files(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  int size = world_size(t);
+  for (int s = 0; s < mc->man.n_files; s++) {
+    int w = writer_of(mc, size, mc->node, s);
+    if (w < 0 || mc->crc_parts[w] == 1) continue;
+    const AxCkptFile *f = &mc->man.files[s];
+    AxFileMap view;
+    AX_TRY(ax_memckpt_slot_map(t, mc->slot, s, (size_t)f->bytes + sizeof f->crc, &view));
+    memcpy((unsigned char *)view.data + f->bytes, &f->crc, sizeof f->crc);
   }
   return AX_OK;
 }
@@ -449,6 +503,7 @@ static int complete_copy(AxTrainer *t) {
   char dir[AX_MEMCKPT_PATH];
   AX_WD_NOTE(-1, "completing the replicas of the memory checkpoint of step %d", mc->step);
   int rc = ax_replicas_complete(t);
+  if (rc == AX_OK && is_leader(t)) rc = seal_files(t);
   if (rc == AX_OK && is_leader(t))
     rc = ax_ckpt_write_manifest(slot_dir(t, mc->slot, dir), &mc->man);
   free(mc->man.files);
@@ -712,6 +767,9 @@ void ax_trainer_memckpt_free(AxTrainer *t) {
   free(mc->stage_of);
   free(mc->writes);
   free(mc->notes);
+  free(mc->crc_part);
+  free(mc->crc_parts);
+  free(mc->crc_scratch);
   ax_memckpt_slot_maps_free(t);
   if (mc->have_comm) MPI_Comm_free(&mc->comm);
   memset(mc, 0, sizeof *mc);

@@ -1,7 +1,7 @@
 /* summary_ckpt.c — the memory-checkpoint object of the end-of-run summary (Gemini,
  * docs/memory-checkpoints.md): the settings, how many copies were made, completed and skipped,
- * and each rank's cost (stage files written, its copy thread's CPU per file, its main thread's
- * time joining and settling per copy), gathered to rank 0. Schema: docs/summary.md. */
+ * and each rank's cost (stage files written, its copy thread's CPU per file, all of them and
+ * those after each slot's first fill, its main thread's time joining and settling per copy), gathered to rank 0. Schema: docs/summary.md. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +52,10 @@ void ax_summary_ckpt_json(AxJsonW *j, const AxCkptSummary *c) {
   ax_jsonw_array(j, "copy_thread_cpu_ms_per_file");
   for (int r = 0; r < c->ranks; r++)
     mean_ms(j, c->of_rank[r].copy_cpu_s, c->of_rank[r].files_written);
+  ax_jsonw_end(j);
+  ax_jsonw_array(j, "copy_thread_cpu_ms_per_file_steady");
+  for (int r = 0; r < c->ranks; r++)
+    mean_ms(j, c->of_rank[r].steady_cpu_s, c->of_rank[r].steady_files);
   ax_jsonw_end(j);
   ax_jsonw_array(j, "join_and_settle_ms_per_copy");
   for (int r = 0; r < c->ranks; r++) mean_ms(j, c->of_rank[r].finish_s, c->of_rank[r].copies);

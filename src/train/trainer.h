@@ -49,6 +49,8 @@ typedef struct {
                                   * due checkpoints skipped while replicas were in flight */
   int files_written;             /* stage files this rank wrote */
   double copy_cpu_s;             /* its copy thread's CPU time, all files */
+  int steady_files;              /* of them, those written into a mapping made before */
+  double steady_cpu_s;           /* (not a slot's first fill) and the CPU time they took */
   double finish_s;               /* its main thread's time joining and settling copies */
 } AxMemCkptStats;
 void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out);

@@ -132,6 +132,9 @@ typedef struct {
   double copy_s; /* seconds the main thread spent finishing them (waits, replicas) */
   double copy_cpu_s; /* CPU seconds of the copy thread (CRC and write of the stage files) */
   int files_written; /* stage files this rank wrote into its slots */
+  double steady_cpu_s; /* the same for the files written into a mapping made before (not */
+  int steady_files;    /* a slot's first fill, which faults the mapping's pages in) */
+  int send_fresh;      /* the file of the copy in flight goes into a fresh mapping */
   int last_slot; /* of the newest complete copy on this node (-1: none yet) */
   /* the step's replicas (trainer_replicas.c): from start until they have all landed */
   int replicating;
@@ -235,11 +238,13 @@ void ax_trainer_memckpt_join(AxTrainer *t);
 int ax_trainer_memckpt_settle(AxTrainer *t, int flush);
 /* trainer_slot_maps.c: new (at setup) and free, and *view = the mapping of stage `file`'s
  * file in this node's `slot`, `size` bytes (created or resized when it is not mapped at that
- * size, or the path holds another file now). The map stays the trainer's; the view is valid
+ * size, or the path holds another file now: then *fresh = 1, and the first writes into it
+ * fault its pages in; fresh may be NULL). The map stays the trainer's; the view is valid
  * until the next call for that file or the free. */
 int ax_memckpt_slot_maps_new(AxTrainer *t);
 void ax_memckpt_slot_maps_free(AxTrainer *t);
-int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap *view);
+int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap *view,
+                        int *fresh);
 /* trainer_replicas.c: the replicas' transfers (above). Setup: the link model (collective);
  * begin: this rank's part of the step's transfers x[0..n); step_begin: at the start of every
  * step (the idle spans learned); tick: what the schedule allows now (the stage callbacks call

@@ -189,7 +189,7 @@ void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out) {
   }
   *out = (AxMemCkptStats){t->cfg.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
                           mc->copies, mc->landed_copies, mc->skipped, mc->files_written,
-                          mc->copy_cpu_s, mc->copy_s};
+                          mc->copy_cpu_s, mc->steady_files, mc->steady_cpu_s, mc->copy_s};
 }
 
 /* ------------------------------------------------------------------ moving files */
@@ -304,8 +304,13 @@ static void *copy_main(void *arg) {
                               &mc->whole.whole, mc->n_files, mc->whole.buf[0], mc->whole.buf[1],
                               mc->whole.buf[2], mc->crc_part[me], mc->crc_parts[me], &mc->mine);
   if (rc != AX_OK) snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
-  mc->copy_cpu_s += ax_thread_cpu_now() - cpu0; /* read by the main thread after the join */
+  double cpu = ax_thread_cpu_now() - cpu0; /* read by the main thread after the join */
+  mc->copy_cpu_s += cpu;
   mc->files_written++;
+  if (!mc->send_fresh) {
+    mc->steady_cpu_s += cpu;
+    mc->steady_files++;
+  }
   mc->thread_rc = rc;
   atomic_store(&mc->file_ready, rc == AX_OK);
   return NULL;
@@ -344,7 +349,7 @@ static int launch_copy(AxTrainer *t) {
   if (!mc->writes[me]) return AX_OK;
   size_t bytes;
   AX_TRY(ax_ckpt_stage_bytes(&t->model, &mc->whole.whole, mc->stage_of[me], mc->n_files, &bytes));
-  AX_TRY(ax_memckpt_slot_map(t, mc->slot, mc->stage_of[me], bytes, &mc->send));
+  AX_TRY(ax_memckpt_slot_map(t, mc->slot, mc->stage_of[me], bytes, &mc->send, &mc->send_fresh));
   if (pthread_create(&mc->thread, NULL, copy_main, t) != 0)
     return AX_FAIL("cannot start the memory checkpoint's copy thread");
   mc->thread_running = 1;
@@ -490,7 +495,7 @@ static int seal_files(AxTrainer *t) {
     if (w < 0 || mc->crc_parts[w] == 1) continue;
     const AxCkptFile *f = &mc->man.files[s];
     AxFileMap view;
-    AX_TRY(ax_memckpt_slot_map(t, mc->slot, s, (size_t)f->bytes + sizeof f->crc, &view));
+    AX_TRY(ax_memckpt_slot_map(t, mc->slot, s, (size_t)f->bytes + sizeof f->crc, &view, NULL));
     memcpy((unsigned char *)view.data + f->bytes, &f->crc, sizeof f->crc);
   }
   return AX_OK;

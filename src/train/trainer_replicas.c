@@ -202,7 +202,7 @@ static int received(AxTrainer *t, AxReplicaXfer *r, MPI_Status *st) {
   if (!r->size_known) {
     r->size = r->size_msg;
     r->size_known = 1;
-    AX_TRY(ax_memckpt_slot_map(t, mc->slot, r->file, (size_t)r->size, &r->into));
+    AX_TRY(ax_memckpt_slot_map(t, mc->slot, r->file, (size_t)r->size, &r->into, NULL));
   } else {
     int count;
     AX_MPI(MPI_Get_count(st, MPI_BYTE, &count));
@@ -356,8 +356,12 @@ void ax_replicas_report(const AxTrainer *t) {
          mc->idle ? "idle-span" : "end-of-step", (double)mc->flights / mc->landed_copies,
          mc->overdue, AX_REPLICA_MAX_WAIT, mc->skipped, (double)mc->idle_bytes / 1e6,
          (double)mc->end_bytes / 1e6);
+  char steady[96] = "";
+  if (mc->steady_files)
+    snprintf(steady, sizeof steady, "; %.1f ms each of the %d after each slot's first fill",
+             1e3 * mc->steady_cpu_s / mc->steady_files, mc->steady_files);
   if (mc->files_written)
     ax_log("memory checkpoints: rank 0 wrote its stage file %d time(s), %.1f ms of its copy "
-           "thread's CPU each (CRC and copy into the slot)", mc->files_written,
-           1e3 * mc->copy_cpu_s / mc->files_written);
+           "thread's CPU each (CRC and copy into the slot%s)", mc->files_written,
+           1e3 * mc->copy_cpu_s / mc->files_written, steady);
 }

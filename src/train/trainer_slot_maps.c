@@ -37,9 +37,11 @@ static int still_mapped(const AxSlotMap *sm, const char *path, size_t size) {
          (size_t)sb.st_size == size;
 }
 
-int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap *view) {
+int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap *view,
+                        int *fresh) {
   AxMemCkpt *mc = &t->mc;
   *view = (AxFileMap){0};
+  if (fresh) *fresh = 0;
   if (slot < 0 || slot >= AX_MEMCKPT_SLOTS || file < 0 || file >= mc->n_files)
     return AX_FAIL("internal: no slot map for slot %d, file %d", slot, file);
   AxSlotMap *sm = &mc->maps[slot * mc->n_files + file];
@@ -56,6 +58,7 @@ int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap
     }
     sm->dev = (unsigned long long)sb.st_dev;
     sm->ino = (unsigned long long)sb.st_ino;
+    if (fresh) *fresh = 1;
   }
   *view = sm->map;
   return AX_OK;

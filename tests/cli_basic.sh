@@ -62,13 +62,14 @@ import json, sys
 r = json.loads(open(sys.argv[1]).read())
 assert r["bench"] == "state_copy" and r["holders"] == 2, r
 assert r["file_bytes"] > 12 * r["params"], r  # the stage file: the state plus its header
-for k in ("adamw_in_place_ms", "checkpoint_copy_ms", "adamw_out_of_place_ms", "crc_ms",
-          "crc_cached_ms"):
+for k in ("adamw_in_place_ms", "checkpoint_copy_ms", "checkpoint_copy_part_ms",
+          "adamw_out_of_place_ms", "crc_ms", "crc_cached_ms"):
     assert r[k] > 0, (k, r)
 extra = r["adamw_out_of_place_ms"] - r["adamw_in_place_ms"]
 assert abs(r["extra_zero_copy_crc_ms"] - (extra + r["crc_ms"])) < 1e-2, r
 assert abs(r["extra_zero_copy_split_crc_ms"] - (extra + r["crc_ms"] / 2)) < 1e-2, r
 assert r["extra_today_ms"] == r["checkpoint_copy_ms"], r
+assert r["extra_today_split_crc_ms"] == r["checkpoint_copy_part_ms"], r
 PY
 expect_error "--hidden 30 is not divisible by --heads 4" bench state-copy --hidden 30 --heads 4
 expect_error "must be one of fp32|bf16|fp16" bench gemm --precision fp8

@@ -179,8 +179,8 @@ static int run(void *cfg, const AxOptState *st) {
     double today = ms[M_COPY], today_split = ms[M_COPY_PART], zero_crc = extra_oop + ms[M_CRC];
     double zero_split = extra_oop + ms[M_CRC] / c->holders;
     ax_log("state of %zu parameters (%.1f MB of master weights and Adam moments; stage file "
-           "%.1f MB), one thread, medians of %d", b.n, 12e-6 * (double)b.n, 1e-6 * (double)b.file_bytes,
-           c->repeat);
+           "%.1f MB), one thread, medians of %d", b.n, 12e-6 * (double)b.n,
+           1e-6 * (double)b.file_bytes, c->repeat);
     for (int m = 0; m < N_MODES; m++)
       ax_log_result("%-20s %8.2f ms  %6.1f GB/s of state", MODE_NAMES[m], ms[m],
                     12e-6 * (double)b.n / ms[m]);

@@ -1,7 +1,8 @@
 /* summary_ckpt.c — the memory-checkpoint object of the end-of-run summary (Gemini,
  * docs/memory-checkpoints.md): the settings, how many copies were made, completed and skipped,
  * and each rank's cost (stage files written, its copy thread's CPU per file, all of them and
- * those after each slot's first fill, its main thread's time joining and settling per copy), gathered to rank 0. Schema: docs/summary.md. */
+ * those after each slot's first fill, its main thread's time joining and settling per copy),
+ * gathered to rank 0. Schema: docs/summary.md. */
 #include <stdlib.h>
 #include <string.h>
 

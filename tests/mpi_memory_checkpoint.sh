@@ -12,6 +12,8 @@
 #    half-made copy is never used, the previous step is, bit for bit;
 #  - a different grid on restart (4x1 -> 2x2) within the file checkpoints' tolerance;
 #  - a normal end leaves no files; `axonn shm-clean` removes a dead job's;
+#  - 1x4, where each node CRCs half of stage 0's file: every complete copy's trailer and
+#    manifest hold the CRC of its bytes, and a killed run resumes from them bit for bit;
 #  - bad values (--replicas 0, more replicas than nodes, a bad --run-name) get one line;
 #  - the summary's memory_checkpoints object counts the copies (made, complete, skipped) and
 #    every rank's files and costs, null where a rank wrote no file (1x4).

@@ -24,6 +24,7 @@
 #include "src/core/fileio.h"
 #include "src/core/log.h"
 #include "src/core/options.h"
+#include "src/core/rng.h"
 #include "src/core/timer.h"
 #include "src/io/checkpoint.h"
 
@@ -67,10 +68,12 @@ typedef struct {
   AxAdamWHyper h;
 } Bench;
 
-static void fill(float *x, size_t n, float scale, int positive, unsigned seed) {
+/* Uniform in [-scale/2, scale/2), or [0, scale/2) when positive (Adam's v). */
+static void fill(float *x, size_t n, float scale, int positive, uint64_t seed) {
+  AxRng rng;
+  ax_rng_seed(&rng, seed);
   for (size_t i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    float r = scale * ((float)(seed >> 8) / (float)(1u << 24) - 0.5f);
+    float r = scale * (ax_rng_float(&rng) - 0.5f);
     x[i] = positive && r < 0 ? -r : r;
   }
 }
@@ -86,13 +89,13 @@ static int setup(Bench *b, const StateCopyConfig *c) {
   for (int k = 0; k < 2; k++) {
     b->state[k] = ax_malloc(3 * b->n * sizeof(float));
     if (!b->state[k]) return AX_ERR;
-    fill(b->state[k], 2 * b->n, 0.1f, 0, 7u + (unsigned)k);
-    fill(b->state[k] + 2 * b->n, b->n, 1e-4f, 1, 9u + (unsigned)k);
+    fill(b->state[k], 2 * b->n, 0.1f, 0, 7 + (uint64_t)k);
+    fill(b->state[k] + 2 * b->n, b->n, 1e-4f, 1, 9 + (uint64_t)k);
   }
   b->grads = ax_malloc(b->n * sizeof(float));
   b->file = ax_malloc(b->file_bytes);
   if (!b->grads || !b->file) return AX_ERR;
-  fill(b->grads, b->n, 1e-2f, 0, 11u);
+  fill(b->grads, b->n, 1e-2f, 0, 11);
   memset(b->file, 0, b->file_bytes); /* pre-faulted, as a kept slot mapping */
   b->h = (AxAdamWHyper){.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                         .weight_decay = 0.1f, .step = 3, .grad_scale = 1.0f};

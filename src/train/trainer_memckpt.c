@@ -473,11 +473,13 @@ static int exchange(AxTrainer *t, int rc, int *handed) {
   for (int r = 0; r < size; r++) *handed &= all[r].handed;
   for (int r = 0; r < size && mc->pending; r++) {
     if (mc->writes[r]) {
-      mc->man.files[mc->stage_of[r]] = all[r].file;
-      mc->crc_scratch[mc->crc_part[r]] = all[r].file.crc;
-      if (mc->crc_parts[r] > 1 && mc->crc_part[r] == mc->crc_parts[r] - 1) /* the last */
-        mc->man.files[mc->stage_of[r]].crc =
-            ax_ckpt_crc_of_parts(mc->crc_scratch, mc->crc_parts[r], all[r].file.bytes);
+      AxCkptFile *f = &mc->man.files[mc->stage_of[r]];
+      *f = all[r].file;
+      if (mc->crc_parts[r] > 1) { /* parts come in rank order: the last makes the whole */
+        mc->crc_scratch[mc->crc_part[r]] = f->crc;
+        if (mc->crc_part[r] == mc->crc_parts[r] - 1)
+          f->crc = ax_ckpt_crc_of_parts(mc->crc_scratch, mc->crc_parts[r], f->bytes);
+      }
     }
     if (all[r].data_position > mc->man.data_position)
       mc->man.data_position = all[r].data_position;

@@ -405,7 +405,10 @@ static int head_forward(AxGptStage *st, int slot) {
                              ax_stage_final_output(st, slot),
                              ax_stage_param_view(st, st->params, AX_P_LNFW),
                              ax_stage_param_view(st, st->params, AX_P_LNFB), N, C);
-  AxGemm g = {.trans_b = 1, .m = N, .n = st->cfg.vocab, .k = C, .alpha = 1, .beta = 0,
+  /* all Vp columns, as llm.c does: with n = V (odd for GPT-2) cuBLAS falls back to unaligned
+   * kernels, 5x slower on an H100 (docs/benchmarks.md, GPU); the padded columns' gradient is
+   * 0 (crossentropy), so the backward GEMMs may run over Vp too */
+  AxGemm g = {.trans_b = 1, .m = N, .n = st->cfg.padded_vocab, .k = C, .alpha = 1, .beta = 0,
               .lda = C, .ldb = C, .ldc = st->cfg.padded_vocab};
   ax_gemm(be, &g, st->lnf, ax_stage_param_view(st, st->params, AX_P_WTE), st->logits);
   return AX_OK;
@@ -415,12 +418,12 @@ static int head_forward(AxGptStage *st, int slot) {
 static int head_backward(AxGptStage *st, int slot) {
   if (st->spec.tp) return ax_stage_tp_head_backward(st, slot);
   AxBackend *be = st->be;
-  int N = st->dims.B * st->dims.T, C = st->dims.C, V = st->cfg.vocab, Vp = st->cfg.padded_vocab;
+  int N = st->dims.B * st->dims.T, C = st->dims.C, Vp = st->cfg.padded_vocab;
   void *wte = ax_stage_param_view(st, st->params, AX_P_WTE);
   void *dwte = ax_stage_param_view(st, st->grads, AX_P_WTE);
-  AxGemm gi = {.m = N, .n = C, .k = V, .alpha = 1, .beta = 0, .lda = Vp, .ldb = C, .ldc = C};
+  AxGemm gi = {.m = N, .n = C, .k = Vp, .alpha = 1, .beta = 0, .lda = Vp, .ldb = C, .ldc = C};
   ax_gemm(be, &gi, st->logits, wte, st->scratch.dtmp);
-  AxGemm gw = {.trans_a = 1, .m = V, .n = C, .k = N, .alpha = 1, .beta = 1, .lda = Vp,
+  AxGemm gw = {.trans_a = 1, .m = Vp, .n = C, .k = N, .alpha = 1, .beta = 1, .lda = Vp,
                .ldb = C, .ldc = C};
   ax_gemm(be, &gw, st->logits, st->lnf, dwte);
   AX_TRY(be->ops->zero(be, st->scratch.dres, (size_t)N * C * be->esz, AX_STREAM_COMPUTE));

@@ -46,20 +46,6 @@ static int unsummed_pieces(const AxReduceSpec *r, size_t lo, size_t hi, size_t p
   return n;
 }
 
-double ax_host_sumsq(const float *x, size_t n) {
-  double total = 0;
-  size_t i = 0;
-  while (i < n) {
-    size_t end = i + 4096 < n ? i + 4096 : n;
-    float acc[8] = {0};
-    for (; i + 8 <= end; i += 8)
-      for (int k = 0; k < 8; k++) acc[k] += x[i + k] * x[i + k];
-    for (; i < end; i++) acc[0] += x[i] * x[i];
-    for (int k = 0; k < 8; k++) total += acc[k];
-  }
-  return total;
-}
-
 /* Sum of squares of [lo, hi) without the skipped spans (in ascending order). */
 static double chunk_sumsq(const AxOffload *o, const AxReduceSpec *r, size_t lo, size_t hi) {
   double sum = 0;
@@ -68,10 +54,10 @@ static double chunk_sumsq(const AxOffload *o, const AxReduceSpec *r, size_t lo, 
     size_t a = r->norm_skip[k].lo > at ? r->norm_skip[k].lo : at;
     size_t b = r->norm_skip[k].hi < hi ? r->norm_skip[k].hi : hi;
     if (a >= b) continue;
-    sum += ax_host_sumsq(o->grads + at, a - at);
+    sum += ax_host_sumsq_pool(o->pool, o->grads + at, a - at);
     at = b;
   }
-  return at < hi ? sum + ax_host_sumsq(o->grads + at, hi - at) : sum;
+  return at < hi ? sum + ax_host_sumsq_pool(o->pool, o->grads + at, hi - at) : sum;
 }
 
 static int reducer_init(Reducer *rd, AxOffload *o, const AxReduceSpec *r) {

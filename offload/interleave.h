@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include "grad_compress.h"
+#include "host_sumsq.h"
 #include "mpi/collectives.h"
 #include "offload.h"
 #include "src/core/trace.h"
@@ -58,8 +59,5 @@ int ax_offload_update_all(AxOffload *o, void *device_params, const AxAdamWHyper 
 /* Both at once, interleaved (h must not depend on the norm). */
 int ax_offload_reduce_update(AxOffload *o, const AxReduceSpec *r, void *device_params,
                              const AxAdamWHyper *h, double *sumsq);
-
-/* Sum of squares of host floats, in double (blocks of fp32 partial sums). */
-double ax_host_sumsq(const float *x, size_t n);
 
 #endif

@@ -7,7 +7,11 @@ advancing by B*T), and trains with the same AdamW (decay on matrices and embeddi
 warm-up + cosine schedule and global-norm clipping. Prints one line per step:
     step N loss L ms T
 Modes: --mode losses (compare against axonn's metrics CSV) and --mode bench (median step time,
-tokens/s). Needs python3-torch (Debian) or any PyTorch; never needed to build or test axonn.
+tokens/s). --device cuda runs it on a GPU (the optimizer on the GPU, fused AdamW), with
+--precision bf16 as PyTorch's usual mixed precision (fp32 weights, bf16 autocast) and
+--attention sdpa for PyTorch's fused causal attention (flash) instead of the explicit T x T
+softmax axonn computes. --random-model L,C,NH,T,V draws the weights instead of reading a file.
+Needs python3-torch (Debian) or any PyTorch; never needed to build or test axonn.
 """
 import argparse
 import math
@@ -21,6 +25,27 @@ import torch.nn.functional as F
 
 NAMES = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb", "ln2w", "ln2b",
          "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"]
+
+
+def random_model(spec):
+    L, C, NH, T, V = (int(x) for x in spec.split(","))
+    Vp = (V + 127) // 128 * 128
+    g = torch.Generator().manual_seed(0)
+    shapes = {"wte": (Vp, C), "wpe": (T, C), "ln1w": (L, C), "ln1b": (L, C),
+              "qkvw": (L, 3 * C, C), "qkvb": (L, 3 * C), "attprojw": (L, C, C),
+              "attprojb": (L, C), "ln2w": (L, C), "ln2b": (L, C), "fcw": (L, 4 * C, C),
+              "fcb": (L, 4 * C), "fcprojw": (L, C, 4 * C), "fcprojb": (L, C),
+              "lnfw": (C,), "lnfb": (C,)}
+    params = {}
+    for name in NAMES:
+        if name.endswith("w") and name.startswith("ln"):
+            t = torch.ones(shapes[name])
+        elif name.endswith("b"):
+            t = torch.zeros(shapes[name])
+        else:
+            t = torch.randn(shapes[name], generator=g) * 0.02
+        params[name] = t.requires_grad_()
+    return dict(maxT=T, V=V, L=L, NH=NH, C=C, Vp=Vp), params
 
 
 def read_model(path):
@@ -44,18 +69,21 @@ def read_model(path):
     return dict(maxT=maxT, V=V, L=L, NH=NH, C=C, Vp=Vp), params
 
 
-def forward(cfg, p, idx, targets):
+def forward(cfg, p, idx, targets, sdpa=False):
     B, T = idx.shape
     C, NH, V = cfg["C"], cfg["NH"], cfg["V"]
     x = p["wte"][idx] + p["wpe"][:T]
-    mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+    mask = torch.ones(T, T, dtype=torch.bool, device=idx.device).triu(1)
     for l in range(cfg["L"]):
         h = F.layer_norm(x, (C,), p["ln1w"][l], p["ln1b"][l], 1e-5)
         q, k, v = F.linear(h, p["qkvw"][l], p["qkvb"][l]).split(C, dim=2)
         q, k, v = (t.view(B, T, NH, C // NH).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // NH)
-        att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(C // NH)
+            y = att.masked_fill(mask, float("-inf")).softmax(dim=-1) @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         x = x + F.linear(y, p["attprojw"][l], p["attprojb"][l])
         h = F.layer_norm(x, (C,), p["ln2w"][l], p["ln2b"][l], 1e-5)
         h = F.gelu(F.linear(h, p["fcw"][l], p["fcb"][l]), approximate="tanh")
@@ -84,7 +112,11 @@ def lr_at(a, step):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--model", help="llm.c fp32 model file")
+    ap.add_argument("--random-model", help="L,C,NH,T,V: random weights instead of --model")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    ap.add_argument("--attention", choices=["explicit", "sdpa"], default="explicit")
     ap.add_argument("--data", help="token shard; default: random tokens (bench mode)")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=64)
@@ -103,13 +135,20 @@ def main():
     ap.add_argument("--warmup-steps", type=int, default=2, help="bench: untimed steps first")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    cfg, p = read_model(a.model)
+    if not a.model and not a.random_model:
+        ap.error("--model or --random-model is required")
+    cfg, p = random_model(a.random_model) if a.random_model else read_model(a.model)
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        p = {n: t.detach().to(dev).requires_grad_() for n, t in p.items()}
+    amp = torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16")
     decay_names = ("wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw")
     decay = [p[n] for n in decay_names]
     other = [p[n] for n in NAMES if n not in decay_names]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
                              {"params": other, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps)
+                            lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps,
+                            fused=a.device == "cuda")
     BT = a.batch * a.seq
     tokens = read_tokens(a.data) if a.data else \
         np.random.default_rng(0).integers(0, cfg["V"], BT * 64 + 1)
@@ -118,16 +157,19 @@ def main():
     for step in range(1, a.steps + 1):
         w = (step - 1) % windows
         buf = torch.from_numpy(tokens[w * BT: w * BT + BT + 1])
-        x, y = buf[:-1].view(a.batch, a.seq), buf[1:].view(a.batch, a.seq)
+        x, y = (t.view(a.batch, a.seq).to(dev) for t in (buf[:-1], buf[1:]))
         t0 = time.perf_counter()
         for g in opt.param_groups:
             g["lr"] = lr_at(a, step)
         opt.zero_grad(set_to_none=True)
-        loss = forward(cfg, p, x, y)
+        with amp:
+            loss = forward(cfg, p, x, y, a.attention == "sdpa")
         loss.backward()
         if a.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(list(p.values()), a.grad_clip)
         opt.step()
+        if a.device == "cuda":
+            torch.cuda.synchronize()
         ms = (time.perf_counter() - t0) * 1e3
         if step > a.warmup_steps:
             times.append(ms)
@@ -135,7 +177,10 @@ def main():
             print(f"step {step} loss {loss.item():.6f} ms {ms:.2f}", flush=True)
     if a.mode == "bench":
         med = float(np.median(times))
-        print(f"torch {torch.__version__} threads {a.threads}: median step {med:.2f} ms, "
+        where = f"threads {a.threads}" if a.device == "cpu" else \
+            f"{torch.cuda.get_device_name()} {a.precision} attention {a.attention}, " \
+            f"peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB"
+        print(f"torch {torch.__version__} {where}: median step {med:.2f} ms, "
               f"{BT / med * 1e3:.0f} tokens/s over {len(times)} steps")
 
 

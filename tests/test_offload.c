@@ -186,6 +186,28 @@ START_TEST(host_sumsq_matches_double_sum) {
 }
 END_TEST
 
+/* The threaded sum gives the serial sum's bits at any thread count: several rounds of blocks,
+ * a partial last block, and pieces that start off a block boundary. */
+START_TEST(host_sumsq_on_threads_equals_serial_bit_for_bit) {
+  size_t n = (size_t)4096 * 1024 * 2 + 4096 * 3 + 517;
+  float *x = tu_random(n, 3.0f, 11);
+  size_t sizes[] = {n, n - 4099, 4097, 9000, 4096, 1};
+  for (int threads = 1; threads <= 4; threads++) {
+    AxPool *pool = ax_pool_create(threads, NULL, NULL);
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+      const float *at = x + (n - sizes[k]);
+      double serial = ax_host_sumsq(at, sizes[k]);
+      double threaded = ax_host_sumsq_pool(pool, at, sizes[k]);
+      ck_assert_msg(memcmp(&serial, &threaded, sizeof serial) == 0,
+                    "%d threads, %zu elements: %.17g vs %.17g", threads, sizes[k], threaded,
+                    serial);
+    }
+    ax_pool_destroy(pool);
+  }
+  ck_assert_double_eq(ax_host_sumsq_pool(NULL, x, 9000), ax_host_sumsq(x, 9000));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("offload");
   TCase *tc = tu_tcase(s, "offload", 60);
@@ -196,5 +218,6 @@ int main(void) {
   tcase_add_test(tc, bf16_wire_on_one_rank_leaves_gradients_exact);
   tcase_add_test(tc, loss_scale_halves_on_overflow_and_grows_after_200_clean_steps);
   tcase_add_test(tc, host_sumsq_matches_double_sum);
+  tcase_add_test(tc, host_sumsq_on_threads_equals_serial_bit_for_bit);
   return tu_run(s);
 }

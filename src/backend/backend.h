@@ -92,7 +92,8 @@ typedef struct {
   /* in place: datt becomes d(pre-softmax scores) */
   void (*softmax_causal_backward)(AxBackend *be, void *datt, const void *att, int n_mats, int T);
   /* N rows of V logits (row stride ldv): losses[i] = -log softmax(logits_i)[targets[i]];
-   * when dloss != 0 the logits are overwritten with dloss * (softmax - onehot). */
+   * when dloss != 0 the logits are overwritten with dloss * (softmax - onehot), and a row's
+   * padded columns V..ldv with 0 (they are no logits: their gradient is 0). */
   void (*crossentropy)(AxBackend *be, float *losses, void *logits, const int32_t *targets,
                        int N, int V, int ldv, float dloss);
   /* Tensor-parallel pieces (models/tp_layers.c), where a row's channels or a vocabulary are

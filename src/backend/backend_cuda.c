@@ -25,6 +25,7 @@ typedef struct {
   cublasHandle_t blas;
   float *stage[AX_N_STREAMS]; /* device, allocated on first use */
   double *partials, *partials_host;
+  float *reduce_scratch; /* AXK_SCRATCH_FLOATS, the compute stream's column reductions */
   AxCudaBinding *binding;
 } CudaImpl;
 
@@ -81,7 +82,8 @@ static int status(const CudaImpl *im) {
 static int sidx(AxStream s) { return (unsigned)s < AX_N_STREAMS ? (int)s : AX_STREAM_COMPUTE; }
 
 static AxkCtx kctx(AxBackend *be, CudaImpl *im) {
-  return (AxkCtx){im->streams[AX_STREAM_COMPUTE], be->dtype, im->sms};
+  return (AxkCtx){im->streams[AX_STREAM_COMPUTE], be->dtype, im->sms, im->reduce_scratch,
+                  AXK_SCRATCH_FLOATS};
 }
 
 /* Enqueues a kernel launcher on the compute stream; a failed launch is recorded. */
@@ -217,7 +219,7 @@ static int cu_upload_f32(AxBackend *be, void *dst, const float *src, size_t n, A
   CudaImpl *im = use(be);
   int i = sidx(s);
   cudaStream_t st = im->streams[i];
-  AxkCtx k = {st, be->dtype, im->sms};
+  AxkCtx k = {.stream = st, .dtype = be->dtype, .sms = im->sms};
   float *stage = staging(im, i);
   if (!stage) return AX_ERR;
   AX_TRY(after_compute(im, i));
@@ -237,7 +239,7 @@ static int cu_download_f32(AxBackend *be, float *dst, const void *src, size_t n,
   CudaImpl *im = use(be);
   int i = sidx(s);
   cudaStream_t st = im->streams[i];
-  AxkCtx k = {st, be->dtype, im->sms};
+  AxkCtx k = {.stream = st, .dtype = be->dtype, .sms = im->sms};
   float *stage = staging(im, i);
   if (!stage) return AX_ERR;
   AX_TRY(after_compute(im, i));
@@ -354,6 +356,7 @@ static void release(CudaImpl *im) {
     if (im->events[s]) cudaEventDestroy(im->events[s]);
   }
   if (im->partials) cudaFree(im->partials);
+  if (im->reduce_scratch) cudaFree(im->reduce_scratch);
   if (im->partials_host) cudaFreeHost(im->partials_host);
   ax_cuda_binding_destroy(im->binding);
   free(im);
@@ -433,6 +436,8 @@ static int open_streams_and_blas(CudaImpl *im) {
   /* fp32 stays fp32 (no TF32); bf16/fp16 inputs may use tensor cores, accumulating in fp32 */
   AX_TRY(BLAS_CHECK(im, cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH)));
   AX_TRY(CUDA_CHECK(im, cudaMalloc((void **)&im->partials, AXK_SUMSQ_BLOCKS * sizeof(double))));
+  AX_TRY(CUDA_CHECK(im, cudaMalloc((void **)&im->reduce_scratch,
+                                   AXK_SCRATCH_FLOATS * sizeof(float))));
   AX_TRY(CUDA_CHECK(im, cudaMallocHost((void **)&im->partials_host,
                                        AXK_SUMSQ_BLOCKS * sizeof(double))));
   return AX_OK;

@@ -405,6 +405,7 @@ static void crossentropy_task(void *ctx, int tid, int nt) {
     a->losses[i] = logf(sum) + m - target;
     row_scale(row, V, a->s / sum);
     row[y] -= a->s;
+    memset(row + V, 0, ((size_t)a->ldv - V) * sizeof *row);
   }
 }
 

@@ -3,10 +3,12 @@
  *
  * Layout of the work: element-wise kernels are grid-stride loops; row kernels (LayerNorm,
  * causal softmax) give one warp to a row; cross-entropy gives one block to a row; column
- * reductions (LayerNorm and bias gradients) give a block to a strip of 32 columns, whose 32
- * row lanes are combined in a fixed order; the token-embedding gradient gives each thread one
- * column of the rows whose token falls in its residue class (no atomics, rows in order). So
- * every kernel is deterministic. Gradients accumulate (+=) exactly where backend.h says. */
+ * reductions (LayerNorm and bias gradients) give a block to a strip of 32 columns and a span
+ * of rows, whose 32 row lanes are combined in a fixed order into a partial sum in the scratch,
+ * and the spans' partial sums are then added in order; the token-embedding gradient gives each
+ * thread one column of the rows whose token falls in its residue class (no atomics, rows in
+ * order). So every kernel is deterministic. Gradients accumulate (+=) exactly where backend.h
+ * says. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -171,16 +173,18 @@ __global__ void layernorm_bwd_rows(E *dinp, const E *dout, const E *inp, const E
   }
 }
 
-/* Column sums over N rows into db (+=) and, with LN, of dout * norm into dw (+=).
- * Block (32, 32): x = column of the strip, y = row lane (rows y, y+32, ...). */
+/* Column sums of dout over the rows of span blockIdx.y (spans of `span` rows) and, with LN, of
+ * dout * norm: partial sums into part_b and part_w, row blockIdx.y (C floats a row).
+ * Block (32, 32): x = column of the strip, y = row lane (rows y, y+32, ... of the span). */
 template <typename E, bool LN>
-__global__ void column_sums(E *dw, E *db, const E *dout, const E *inp, const float *mean,
-                            const float *rstd, int N, int C) {
+__global__ void column_partials(float *part_w, float *part_b, const E *dout, const E *inp,
+                                const float *mean, const float *rstd, int N, int C, int span) {
   __shared__ float sw[kWarp][kWarp + 1], sb[kWarp][kWarp + 1];
   int tx = threadIdx.x, ty = threadIdx.y, c = blockIdx.x * kWarp + tx;
+  int lo = blockIdx.y * span, hi = lo + span < N ? lo + span : N;
   float aw = 0, ab = 0;
   if (c < C) {
-    for (int i = ty; i < N; i += kWarp) {
+    for (int i = lo + ty; i < hi; i += kWarp) {
       size_t at = (size_t)i * C + c;
       float d = to_f(dout[at]);
       ab += d;
@@ -196,8 +200,23 @@ __global__ void column_sums(E *dw, E *db, const E *dout, const E *inp, const flo
     tw += sw[k][tx];
     tb += sb[k][tx];
   }
-  db[c] = from_f<E>(to_f(db[c]) + tb);
-  if (LN) dw[c] = from_f<E>(to_f(dw[c]) + tw);
+  part_b[(size_t)blockIdx.y * C + c] = tb;
+  if (LN) part_w[(size_t)blockIdx.y * C + c] = tw;
+}
+
+/* db (+=) and, with LN, dw (+=): the spans' partial sums of each column, in span order. */
+template <typename E, bool LN>
+__global__ void column_finish(E *dw, E *db, const float *part_w, const float *part_b, int C,
+                              int spans) {
+  for (size_t c = thread_index(); c < (size_t)C; c += thread_count()) {
+    float tw = 0, tb = 0;
+    for (int s = 0; s < spans; s++) {
+      tb += part_b[(size_t)s * C + c];
+      if (LN) tw += part_w[(size_t)s * C + c];
+    }
+    db[c] = from_f<E>(to_f(db[c]) + tb);
+    if (LN) dw[c] = from_f<E>(to_f(dw[c]) + tw);
+  }
 }
 
 /* ------------------------------------------------------------------ bias, GELU (tanh form) */
@@ -265,17 +284,26 @@ template <typename E> __global__ void softmax_bwd(E *datt, const E *att, long lo
 /* ------------------------------------------------------------------ cross-entropy */
 
 /* One block per row. The target logit is read before any thread writes the row (two block
- * reductions with barriers lie between). Padded columns (V..ldv) are never touched. */
+ * reductions with barriers lie between). With dloss != 0 the padded columns (V..ldv) get 0. */
 template <typename E>
 __global__ void crossentropy(float *losses, E *logits, const int32_t *targets, int V, int ldv,
                              float dloss) {
   E *x = logits + (size_t)blockIdx.x * ldv;
   int y = targets[blockIdx.x];
-  float target = to_f(x[y]), m = -INFINITY, s = 0;
-  for (int j = threadIdx.x; j < V; j += blockDim.x) m = fmaxf(m, to_f(x[j]));
-  m = block_reduce<true>(m);
-  for (int j = threadIdx.x; j < V; j += blockDim.x) s += expf(to_f(x[j]) - m);
-  s = block_reduce<false>(s);
+  /* one pass for the maximum and the sum of exponentials: the thread's running sum is
+   * rescaled when its maximum grows, then to the row's maximum */
+  float target = to_f(x[y]), mt = -INFINITY, st = 0;
+  for (int j = threadIdx.x; j < V; j += blockDim.x) {
+    float v = to_f(x[j]);
+    if (v > mt) {
+      st = st * expf(mt - v) + 1.0f;
+      mt = v;
+    } else {
+      st += expf(v - mt);
+    }
+  }
+  float m = block_reduce<true>(mt);
+  float s = block_reduce<false>(mt == -INFINITY ? 0.0f : st * expf(mt - m));
   if (threadIdx.x == 0) losses[blockIdx.x] = logf(s) + m - target;
   if (dloss == 0.0f) return;
   float k = dloss / s;
@@ -283,6 +311,7 @@ __global__ void crossentropy(float *losses, E *logits, const int32_t *targets, i
     float g = expf(to_f(x[j]) - m) * k;
     x[j] = from_f<E>(j == y ? g - dloss : g);
   }
+  for (int j = V + threadIdx.x; j < ldv; j += blockDim.x) x[j] = from_f<E>(0.0f);
 }
 
 /* ------------------------------------------------------------------ vector ops */
@@ -346,6 +375,34 @@ unsigned row_blocks(long long rows) {
 
 cudaError_t launched() { return cudaGetLastError(); }
 
+/* Spans of rows for a column reduction over N rows of C columns: enough blocks (strips x
+ * spans) for two per multiprocessor, spans of at least 256 rows, and partial sums that fit the
+ * scratch (2 x spans x C floats). */
+void column_spans(const AxkCtx *k, int N, int C, unsigned *spans, int *span) {
+  size_t strips = (C + kWarp - 1) / kWarp, want = (2 * (size_t)k->sms + strips - 1) / strips;
+  size_t most_rows = (N + 255) / 256, most_scratch = k->scratch_floats / (2 * (size_t)C);
+  size_t s = want < most_rows ? want : most_rows;
+  if (s > most_scratch) s = most_scratch;
+  if (s < 1) s = 1;
+  *span = (int)((N + s - 1) / s);
+  *spans = (unsigned)((N + *span - 1) / *span);
+}
+
+/* Column sums into db (and, with LN, dw): partial sums per span of rows, then their sum. */
+template <typename E, bool LN>
+void column_sums(const AxkCtx *k, E *dw, E *db, const E *dout, const E *inp, const float *mean,
+                 const float *rstd, int N, int C) {
+  unsigned spans;
+  int span;
+  column_spans(k, N, C, &spans, &span);
+  float *part_b = k->scratch, *part_w = part_b + (size_t)spans * C;
+  dim3 grid((unsigned)((C + kWarp - 1) / kWarp), spans), strip(kWarp, kWarp);
+  column_partials<E, LN><<<grid, strip, 0, k->stream>>>(part_w, part_b, dout, inp, mean, rstd,
+                                                        N, C, span);
+  column_finish<E, LN><<<stride_blocks(k, (size_t)C), kBlock, 0, k->stream>>>(dw, db, part_w,
+                                                                              part_b, C, spans);
+}
+
 } // namespace
 
 /* ------------------------------------------------------------------ launchers */
@@ -384,13 +441,12 @@ cudaError_t axk_layernorm_backward(const AxkCtx *k, void *dinp, void *dw, void *
                                    const void *dout, const void *inp, const void *w,
                                    const float *mean, const float *rstd, int N, int C) {
   if (N <= 0 || C <= 0) return cudaSuccess;
-  dim3 strip(kWarp, kWarp);
-  unsigned strips = (unsigned)((C + kWarp - 1) / kWarp);
+  if (2 * (size_t)C > k->scratch_floats) return cudaErrorInvalidValue;
   AXK_DISPATCH(k->dtype,
                layernorm_bwd_rows<E><<<row_blocks(N), kBlock, 0, k->stream>>>(
                    (E *)dinp, (const E *)dout, (const E *)inp, (const E *)w, mean, rstd, N, C);
-               column_sums<E, true><<<strips, strip, 0, k->stream>>>(
-                   (E *)dw, (E *)db, (const E *)dout, (const E *)inp, mean, rstd, N, C));
+               column_sums<E, true>(k, (E *)dw, (E *)db, (const E *)dout, (const E *)inp, mean,
+                                    rstd, N, C));
   return launched();
 }
 
@@ -404,10 +460,9 @@ cudaError_t axk_bias_residual(const AxkCtx *k, void *out, const void *bias, cons
 
 cudaError_t axk_bias_backward(const AxkCtx *k, void *dbias, const void *dout, int N, int C) {
   if (N <= 0 || C <= 0) return cudaSuccess;
-  dim3 strip(kWarp, kWarp);
-  unsigned strips = (unsigned)((C + kWarp - 1) / kWarp);
-  AXK_DISPATCH(k->dtype, column_sums<E, false><<<strips, strip, 0, k->stream>>>(
-                             NULL, (E *)dbias, (const E *)dout, NULL, NULL, NULL, N, C));
+  if (2 * (size_t)C > k->scratch_floats) return cudaErrorInvalidValue;
+  AXK_DISPATCH(k->dtype, column_sums<E, false>(k, NULL, (E *)dbias, (const E *)dout, NULL, NULL,
+                                               NULL, N, C));
   return launched();
 }
 

@@ -21,7 +21,13 @@ typedef struct {
   cudaStream_t stream;
   AxDType dtype;
   int sms; /* multiprocessors of the device (sizes grid-stride launches) */
+  float *scratch; /* device scratch of the stream's column reductions (partial sums) */
+  size_t scratch_floats; /* at least 2 x C for the widest reduction */
 } AxkCtx;
+
+/* Floats of AxkCtx.scratch the backend gives its compute stream, whose kernels alone reduce
+ * columns: 4 MiB, enough for C up to 512K. */
+enum { AXK_SCRATCH_FLOATS = 1 << 20 };
 
 /* sumsq writes this many double partial sums; the caller adds them in index order. */
 enum { AXK_SUMSQ_BLOCKS = 256 };

@@ -114,7 +114,7 @@ static int any_overflow(AxTrainer *t, int step, int *overflow) {
   if (!t->loss_scale.enabled && !t->cfg.debug_overflow_step) return AX_OK;
   if (step == t->cfg.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n)
     t->off.grads[0] = INFINITY;
-  int local = !isfinite(ax_host_sumsq(t->off.grads, t->off.n));
+  int local = !isfinite(ax_host_sumsq_pool(t->off.pool, t->off.grads, t->off.n));
   AX_WD_NOTE(-1, "in the gradient overflow check over all ranks");
   if (t->grid.size > 1)
     AX_MPI(MPI_Allreduce(&local, overflow, 1, MPI_INT, MPI_MAX, t->grid.world));

@@ -1,0 +1,99 @@
+#!/bin/bash
+# gpu-bench.sh — the GPU figures of docs/benchmarks.md ("GPU"), on one NVIDIA GPU, in one go:
+#   check    make check-cuda's two programs: every kernel against the CPU backend, one step,
+#            1x1 against the CPU and 2x1 / 1x2 (two ranks on the GPU) against 1x1
+#   speed    GPT-2 small (124M) and a 1.3B GPT in bf16: tokens/s, TFLOP/s, % of peak, at two
+#            batch sizes each; the cuBLAS bf16 GEMM rate; a trace of one step of each
+#   loss     GPT-2 small on tiny Shakespeare (GPT-2 BPE), bf16 and fp32, 200 steps: the curves
+#   ncu      kernel times of one GPT-2 small step (Nsight Compute, where it is installed)
+#   torch    PyTorch on the same models, optimizer on the GPU (scripts/torch_reference.py)
+# Usage: scripts/gpu-bench.sh [OUT_DIR [PARTS]]   (default build/gpu-bench, all parts;
+#        PARTS: a comma list of the names above). Build first: make CUDA_ARCH=90 (H100).
+# Environment: AXONN (bin/axonn), MPIEXEC (mpiexec), BPE_DIR (GPT-2's encoder.json and
+# vocab.bpe, for the loss part: make gpt2-bpe), TEXT (data/tinyshakespeare.txt).
+# Every run writes its log, metrics CSV and summary JSON to OUT_DIR; nothing is asserted here
+# (the checks are make check-cuda's): read the figures against docs/benchmarks.md.
+set -u
+OUT=${1:-build/gpu-bench}
+PARTS=${2:-check,speed,loss,ncu,torch}
+AXONN=${AXONN:-bin/axonn}
+MPIEXEC=${MPIEXEC:-mpiexec}
+BPE_DIR=${BPE_DIR:-build/gpt2-bpe}
+TEXT=${TEXT:-data/tinyshakespeare.txt}
+mkdir -p "$OUT"
+want() { echo ",$PARTS," | grep -q ",$1,"; }
+say() { echo "== $*"; }
+# train NAME ARGS...: one run, its log in OUT/NAME.log, summary line shown
+train() {
+  name=$1; shift
+  if ! "$AXONN" train --device cuda "$@" --summary "$OUT/$name.json" >"$OUT/$name.log" 2>&1; then
+    echo "$name: failed: $(tail -n 1 "$OUT/$name.log")"
+    return 1
+  fi
+  echo "$name: $(grep '^summary:' "$OUT/$name.log" | cut -c10-150)"
+}
+# largest_difference REF.csv RUN.csv: the largest relative difference of a step's loss
+largest_difference() {
+  awk -F, 'NR == FNR { if (FNR > 1) f[$1] = $2; next }
+    FNR > 1 { d = ($2 - f[$1]) / f[$1]; d = d < 0 ? -d : d; if (d > m) { m = d; at = $1 } }
+    END { printf "bf16 against fp32: largest relative difference %.2f%% (step %d)\n",
+          100 * m, at }' "$1" "$2"
+}
+GPT2S="--model gpt2-small --seq 1024 --val-steps 0"
+GPT1B="--layers 24 --hidden 2048 --heads 16 --seq 1024 --vocab 50257 --val-steps 0"
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader ||
+  echo "gpu-bench: nvidia-smi found no GPU; the parts below will say what they cannot do"
+if want check; then
+  say "check: make check-cuda"
+  make --no-print-directory check-cuda MPIEXEC="$MPIEXEC" 2>&1 | tee "$OUT/check.log" | tail -n 3
+fi
+if want speed; then
+  say "speed"
+  "$AXONN" bench gemm --device cuda --precision bf16 --size 8192 | tail -n 1
+  train gpt2s-b16 --precision bf16 $GPT2S --batch 16 --micro-batch 8 --steps 20 \
+    --trace "$OUT/gpt2s-b16-trace.json" --trace-steps 6-6
+  train gpt2s-b64 --precision bf16 $GPT2S --batch 64 --micro-batch 8 --steps 8
+  train 1p3b-b8 --precision bf16 $GPT1B --batch 8 --micro-batch 2 --steps 6 \
+    --trace "$OUT/1p3b-b8-trace.json" --trace-steps 4-4
+  train 1p3b-b32 --precision bf16 $GPT1B --batch 32 --micro-batch 4 --steps 4
+fi
+if want loss; then
+  say "loss: tiny Shakespeare, 200 steps"
+  "$AXONN" prep --input "$TEXT" --output "$OUT/tiny" --tokenizer gpt2 --bpe-dir "$BPE_DIR" |
+    tail -n 1
+  for p in bf16 fp32; do
+    train "loss-$p" --precision $p --model gpt2-small --seq 1024 --batch 8 --micro-batch 8 \
+      --steps 200 --lr 6e-4 --warmup 20 --seed 7 --data "$OUT/tiny_train.bin" \
+      --val-data "$OUT/tiny_val.bin" --val-every 50 --val-steps 4 --metrics "$OUT/loss-$p.csv"
+  done
+  [ -s "$OUT/loss-fp32.csv" ] && [ -s "$OUT/loss-bf16.csv" ] && largest_difference \
+    "$OUT/loss-fp32.csv" "$OUT/loss-bf16.csv"
+fi
+if want ncu; then
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+  if [ -z "$NCU" ]; then
+    say "ncu: skipped (no Nsight Compute)"
+  else
+    say "ncu: kernel times of one GPT-2 small step (8 x 1024 tokens) -> $OUT/ncu.csv"
+    "$NCU" --metrics gpu__time_duration.sum --print-summary per-kernel --csv \
+      --log-file "$OUT/ncu.csv" "$AXONN" train --device cuda --precision bf16 $GPT2S --batch 8 \
+      --micro-batch 8 --steps 1 --quiet >/dev/null 2>&1
+    echo "ncu: rc $?"
+  fi
+fi
+if want torch; then
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    say "torch"
+    for att in explicit sdpa; do
+      python3 scripts/torch_reference.py --random-model 12,768,12,1024,50257 --device cuda \
+        --precision bf16 --attention $att --batch 16 --seq 1024 --steps 15 --warmup-steps 5 \
+        --mode bench
+    done
+    python3 scripts/torch_reference.py --random-model 24,2048,16,1024,50257 --device cuda \
+      --precision bf16 --attention sdpa --batch 8 --seq 1024 --steps 6 --warmup-steps 2 \
+      --mode bench
+  else
+    say "torch: skipped (no python3 with a CUDA PyTorch)"
+  fi
+fi

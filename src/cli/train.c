@@ -96,10 +96,10 @@ static void install_stop_handlers(const AxTrainConfig *cfg) {
   sigaction(SIGUSR1, &sa, NULL);
 }
 
-/* After a step: checkpoint when due or when any rank was asked to stop (*stop is agreed). */
+/* After a step: checkpoint when due or when any rank was asked to stop (*stop is agreed). The
+ * step's memory checkpoint has started in the step (ax_trainer_step). */
 static int after_step(AxTrainer *t, const AxTrainConfig *cfg, int step, int *stop) {
   *stop = 0;
-  AX_TRY(ax_trainer_memckpt_start(t, step));
   if (!cfg->checkpoint_dir) return AX_OK;
   AX_TRY(ax_trainer_agree_flag(t, stop_requested, stop));
   int due = cfg->checkpoint_every && step % cfg->checkpoint_every == 0;

@@ -12,8 +12,9 @@
 #    half-made copy is never used, the previous step is, bit for bit;
 #  - a different grid on restart (4x1 -> 2x2) within the file checkpoints' tolerance;
 #  - a normal end leaves no files; `axonn shm-clean` removes a dead job's;
-#  - 1x4, where each node CRCs half of stage 0's file: every complete copy's trailer and
-#    manifest hold the CRC of its bytes, and a killed run resumes from them bit for bit;
+#  - 1x4 and 2x2, where each node CRCs half of each stage file it writes: every complete
+#    copy's trailer and manifest hold the CRC of its bytes, and a killed run resumes from them
+#    bit for bit;
 #  - bad values (--replicas 0, more replicas than nodes, a bad --run-name) get one line;
 #  - the summary's memory_checkpoints object counts the copies (made, complete, skipped) and
 #    every rank's files and costs, null where a rank wrote no file (1x4).
@@ -73,23 +74,10 @@ if bad:
 PY
 }
 
-run ref 4 $P4 --run-name "$NAME" --summary "$TMP/ref.json" || exit 1
-expect_log ref "memory checkpoints: every 1 step"
-# 10 copies, all complete; each rank wrote its stage file 10 times
-summary_ckpt ref '{"every": 1, "replicas": 2, "nodes": 2, "replica_schedule": "end",
-  "copies": 10, "copies_complete": 10, "skipped": 0, "files_written": [10, 10, 10, 10]}'
-# 1x4: the two ranks of a node train the same stage, so only the first of them writes it
-run dp 4 --g-data 4 --run-name "$NAME" --summary "$TMP/dp.json" &&
-  summary_ckpt dp '{"nodes": 2, "copies": 10, "copies_complete": 10, "files_written": [10, 0, 10, 0]}'
-[ -e "$SHM/axonn-$NAME" ] && fail "a normal end left $SHM/axonn-$NAME"
-
-# 1x4 again, a rank dies as step 7 begins. Both nodes write stage 0, each CRCs half of the
-# file, and the settle puts the halves together. Every complete copy on each node is whole:
-# its trailer and its manifest both hold the CRC of the file's bytes. The resume reads each
-# node's own copy and goes on bit for bit.
-killed dp_kill --g-data 4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 \
-  --debug-hang-mode kill
-python3 - "$SHM/axonn-$NAME" <<'PY' || fail "dp_kill: a copy whose CRC is not its bytes'"
+# copies_whole NAME LEAST: every complete copy in memory is whole (its trailer and its manifest
+# both hold zlib's CRC of the file's bytes), and there are at least LEAST stage files in them
+copies_whole() {
+  python3 - "$SHM/axonn-$NAME" "$2" <<'PY' || fail "$1: a copy whose CRC is not its bytes'"
 import glob, os, struct, sys, zlib
 seen = 0
 for man in glob.glob(os.path.join(sys.argv[1], "node-*", "slot-*", "manifest")):
@@ -103,10 +91,39 @@ for man in glob.glob(os.path.join(sys.argv[1], "node-*", "slot-*", "manifest")):
         assert zlib.crc32(data[:size]) == crc, (man, f, hex(zlib.crc32(data[:size])))
         assert struct.unpack("<I", data[size:])[0] == crc, (man, f)
         seen += 1
-assert seen >= 2, seen  # step 5's copy on each of the two nodes, at least
+assert seen >= int(sys.argv[2]), seen
 PY
+}
+
+run ref 4 $P4 --run-name "$NAME" --summary "$TMP/ref.json" || exit 1
+expect_log ref "memory checkpoints: every 1 step"
+# 10 copies, all complete; each rank wrote its stage file 10 times
+summary_ckpt ref '{"every": 1, "replicas": 2, "nodes": 2, "replica_schedule": "end",
+  "copies": 10, "copies_complete": 10, "skipped": 0, "files_written": [10, 10, 10, 10]}'
+# 1x4: the two ranks of a node train the same stage, so only the first of them writes it
+run dp 4 --g-data 4 --run-name "$NAME" --summary "$TMP/dp.json" &&
+  summary_ckpt dp '{"nodes": 2, "copies": 10, "copies_complete": 10, "files_written": [10, 0, 10, 0]}'
+[ -e "$SHM/axonn-$NAME" ] && fail "a normal end left $SHM/axonn-$NAME"
+
+# 1x4 again, a rank dies as step 7 begins. Both nodes write stage 0, each CRCs half of the
+# file, and the settle puts the halves together. Every complete copy on each node is whole.
+# The resume reads each node's own copy and goes on bit for bit.
+killed dp_kill --g-data 4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 \
+  --debug-hang-mode kill
+copies_whole dp_kill 2  # step 5's copy of stage 0 on each of the two nodes, at least
 run dp_resume 4 --g-data 4 --run-name "$NAME" --resume && tail_equal dp_resume dp
 expect_log dp_resume "step 5 recovered from memory (every node its own)"
+
+# 2x2: both nodes write stages 0 and 1, each CRCs half of each file; the settle meets the
+# stages' halves interleaved in rank order (once it mixed them up, and a lost rank restarted
+# the run from step 1)
+G22="--g-inter 2 --g-data 2"
+run grid22 4 $G22 --run-name "$NAME" || exit 1
+killed grid22_kill $G22 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 \
+  --debug-hang-mode kill
+copies_whole grid22_kill 4  # step 5's copies of stages 0 and 1 on each of the two nodes
+run grid22_resume 4 $G22 --run-name "$NAME" --resume && tail_equal grid22_resume grid22
+expect_log grid22_resume "step 5 recovered from memory (every node its own)"
 
 # a rank dies as step 7 begins: step 6's copy never finished, step 5 is whole in memory
 killed kill $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill

@@ -114,7 +114,7 @@ typedef struct {
   int *crc_part, *crc_parts;        /* [world size]: a writer's part of its stage file's CRC, of
                                      * how many (1: all of it; more where several nodes hold
                                      * identical copies of the stage and send none of them) */
-  uint32_t *crc_scratch;            /* [n_nodes]: the parts' CRCs of one stage file */
+  uint32_t *crc_scratch;            /* [n_files][n_nodes]: the parts' CRCs of each stage file */
   AxSlotMap *maps;                  /* [AX_MEMCKPT_SLOTS][stages]: ax_memckpt_slot_map */
   int n_files;                      /* stages of the job: the maps' second dimension */
   MPI_Comm comm;     /* the transfers of replicas and of recovery (have_comm) */

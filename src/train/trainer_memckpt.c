@@ -117,7 +117,7 @@ static int split_crcs(AxTrainer *t, const Transfer *x, int n) {
   int size = world_size(t);
   mc->crc_part = ax_calloc((size_t)size, sizeof(int));
   mc->crc_parts = ax_calloc((size_t)size, sizeof(int));
-  mc->crc_scratch = ax_calloc((size_t)mc->n_nodes, sizeof(uint32_t));
+  mc->crc_scratch = ax_calloc((size_t)mc->n_files * mc->n_nodes, sizeof(uint32_t));
   if (!mc->crc_part || !mc->crc_parts || !mc->crc_scratch) return AX_ERR;
   for (int r = 0; r < size; r++) {
     if (!mc->writes[r]) continue;
@@ -475,10 +475,12 @@ static int exchange(AxTrainer *t, int rc, int *handed) {
     if (mc->writes[r]) {
       AxCkptFile *f = &mc->man.files[mc->stage_of[r]];
       *f = all[r].file;
-      if (mc->crc_parts[r] > 1) { /* parts come in rank order: the last makes the whole */
-        mc->crc_scratch[mc->crc_part[r]] = f->crc;
+      if (mc->crc_parts[r] > 1) { /* a stage's parts come in rank order, the last makes the
+                                    * whole; the stages' parts interleave, each has its row */
+        uint32_t *parts = mc->crc_scratch + (size_t)mc->stage_of[r] * mc->n_nodes;
+        parts[mc->crc_part[r]] = f->crc;
         if (mc->crc_part[r] == mc->crc_parts[r] - 1)
-          f->crc = ax_ckpt_crc_of_parts(mc->crc_scratch, mc->crc_parts[r], f->bytes);
+          f->crc = ax_ckpt_crc_of_parts(parts, mc->crc_parts[r], f->bytes);
       }
     }
     if (all[r].data_position > mc->man.data_position)

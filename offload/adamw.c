@@ -6,12 +6,8 @@
 
 #include "src/core/simd.h"
 
-typedef struct {
-  float lr, b1, b2, one_b1, one_b2, c1, c2, eps, wd, gs;
-} Coef;
-
-static Coef coefficients(const AxAdamWHyper *h, int decay) {
-  Coef c;
+AxAdamWCoef ax_adamw_coef(const AxAdamWHyper *h, int decay) {
+  AxAdamWCoef c;
   c.lr = h->lr;
   c.b1 = h->beta1;
   c.b2 = h->beta2;
@@ -52,7 +48,7 @@ void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const 
 #endif
 /* One element from p, m, v into po, mo, vo (the same arrays for the in-place update). */
 static inline void scalar_one(float *po, float *mo, float *vo, const float *p, const float *g,
-                              const float *m, const float *v, size_t i, const Coef *c) {
+                              const float *m, const float *v, size_t i, const AxAdamWCoef *c) {
   float gi = g[i] * c->gs;
   float mi = MULADD(c->b1, m[i], c->one_b1 * gi);
   float vi = MULADD(c->b2, v[i], (c->one_b2 * gi) * gi);
@@ -67,7 +63,7 @@ static inline void scalar_one(float *po, float *mo, float *vo, const float *p, c
  * stream: non-temporal stores (po, mo and vo 32-byte aligned at i). */
 static inline size_t vector_body(float *po, float *mo, float *vo, const float *p,
                                  const float *g, const float *m, const float *v, size_t i,
-                                 size_t n, const Coef *c, int stream) {
+                                 size_t n, const AxAdamWCoef *c, int stream) {
   const __m256 b1 = _mm256_set1_ps(c->b1), b2 = _mm256_set1_ps(c->b2);
   const __m256 ob1 = _mm256_set1_ps(c->one_b1), ob2 = _mm256_set1_ps(c->one_b2);
   const __m256 c1 = _mm256_set1_ps(c->c1), c2 = _mm256_set1_ps(c->c2);
@@ -97,7 +93,7 @@ static inline size_t vector_body(float *po, float *mo, float *vo, const float *p
 
 void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
                     const AxAdamWHyper *h, int decay) {
-  Coef c = coefficients(h, decay);
+  AxAdamWCoef c = ax_adamw_coef(h, decay);
   size_t i = 0;
 #ifdef AX_SIMD_AVX2
   i = vector_body(p, m, v, p, g, m, v, 0, n, &c, 0);
@@ -108,7 +104,7 @@ void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
 void ax_adamw_range_to(float *po, float *mo, float *vo, const float *p, const float *g,
                        const float *m, const float *v, size_t n, const AxAdamWHyper *h,
                        int decay) {
-  Coef c = coefficients(h, decay);
+  AxAdamWCoef c = ax_adamw_coef(h, decay);
   size_t i = 0;
 #ifdef AX_SIMD_AVX2
   uintptr_t phase = (uintptr_t)po & 31;

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "src/backend/backend.h"
 #include "src/core/threadpool.h"
 
 typedef struct {
@@ -25,6 +26,8 @@ typedef struct {
   int decay;
 } AxParamSegment;
 
+/* The coefficients of one update (backend.h says how they are applied). */
+AxAdamWCoef ax_adamw_coef(const AxAdamWHyper *h, int decay);
 /* The scalar reference over one range (tests compare the fast kernel against it). */
 void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const AxAdamWHyper *h,
                   int decay);

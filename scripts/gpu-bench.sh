@@ -3,8 +3,10 @@
 #   check    make check-cuda's two programs: every kernel against the CPU backend, one step,
 #            1x1 against the CPU and 2x1 / 1x2 (two ranks on the GPU) against 1x1
 #   speed    GPT-2 small (124M) and a 1.3B GPT in bf16: tokens/s, TFLOP/s, % of peak, at two
-#            batch sizes each; the cuBLAS bf16 GEMM rate; a trace of one step of each
+#            batch sizes each, with the optimizer in host memory and in device memory
+#            (--optimizer host|device); the cuBLAS bf16 GEMM rate; a trace of one step of each
 #   loss     GPT-2 small on tiny Shakespeare (GPT-2 BPE), bf16 and fp32, 200 steps: the curves
+#            (bf16 with either optimizer against fp32)
 #   ncu      kernel times of one GPT-2 small step (Nsight Compute, where it is installed)
 #   torch    PyTorch on the same models, optimizer on the GPU (scripts/torch_reference.py)
 # Usage: scripts/gpu-bench.sh [OUT_DIR [PARTS]]   (default build/gpu-bench, all parts;
@@ -51,24 +53,35 @@ fi
 if want speed; then
   say "speed"
   "$AXONN" bench gemm --device cuda --precision bf16 --size 8192 | tail -n 1
-  train gpt2s-b16 --precision bf16 $GPT2S --batch 16 --micro-batch 8 --steps 20 \
-    --trace "$OUT/gpt2s-b16-trace.json" --trace-steps 6-6
-  train gpt2s-b64 --precision bf16 $GPT2S --batch 64 --micro-batch 8 --steps 8
-  train 1p3b-b8 --precision bf16 $GPT1B --batch 8 --micro-batch 2 --steps 6 \
-    --trace "$OUT/1p3b-b8-trace.json" --trace-steps 4-4
-  train 1p3b-b32 --precision bf16 $GPT1B --batch 32 --micro-batch 4 --steps 4
+  # each run with the optimizer in host memory (AxoNN's offload) and in device memory
+  for opt in host device; do
+    train "gpt2s-b16-$opt" --precision bf16 $GPT2S --batch 16 --micro-batch 8 --steps 20 \
+      --optimizer $opt --trace "$OUT/gpt2s-b16-$opt-trace.json" --trace-steps 6-6
+    train "gpt2s-b64-$opt" --precision bf16 $GPT2S --batch 64 --micro-batch 8 --steps 8 \
+      --optimizer $opt
+    train "1p3b-b8-$opt" --precision bf16 $GPT1B --batch 8 --micro-batch 2 --steps 6 \
+      --optimizer $opt --trace "$OUT/1p3b-b8-$opt-trace.json" --trace-steps 4-4
+    train "1p3b-b32-$opt" --precision bf16 $GPT1B --batch 32 --micro-batch 4 --steps 4 \
+      --optimizer $opt
+  done
+  train 1p3b-b64-device --precision bf16 $GPT1B --batch 64 --micro-batch 8 --steps 4 \
+    --optimizer device
 fi
 if want loss; then
   say "loss: tiny Shakespeare, 200 steps"
   "$AXONN" prep --input "$TEXT" --output "$OUT/tiny" --tokenizer gpt2 --bpe-dir "$BPE_DIR" |
     tail -n 1
-  for p in bf16 fp32; do
-    train "loss-$p" --precision $p --model gpt2-small --seq 1024 --batch 8 --micro-batch 8 \
-      --steps 200 --lr 6e-4 --warmup 20 --seed 7 --data "$OUT/tiny_train.bin" \
-      --val-data "$OUT/tiny_val.bin" --val-every 50 --val-steps 4 --metrics "$OUT/loss-$p.csv"
+  for run in "bf16 host" "fp32 host" "bf16 device"; do
+    set -- $run
+    train "loss-$1-$2" --precision "$1" --optimizer "$2" --model gpt2-small --seq 1024 \
+      --batch 8 --micro-batch 8 --steps 200 --lr 6e-4 --warmup 20 --seed 7 \
+      --data "$OUT/tiny_train.bin" --val-data "$OUT/tiny_val.bin" --val-every 50 \
+      --val-steps 4 --metrics "$OUT/loss-$1-$2.csv"
   done
-  [ -s "$OUT/loss-fp32.csv" ] && [ -s "$OUT/loss-bf16.csv" ] && largest_difference \
-    "$OUT/loss-fp32.csv" "$OUT/loss-bf16.csv"
+  for opt in host device; do
+    [ -s "$OUT/loss-fp32-host.csv" ] && [ -s "$OUT/loss-bf16-$opt.csv" ] && printf "%s: " "$opt" &&
+      largest_difference "$OUT/loss-fp32-host.csv" "$OUT/loss-bf16-$opt.csv"
+  done
 fi
 if want ncu; then
   NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)

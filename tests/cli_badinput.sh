@@ -101,6 +101,9 @@ bad "entry 2 is not a number of layers from 1 to 4" "$AXONN" plan --g-inter 2 --
 bad "has fewer entries than --g-inter 2" "$AXONN" plan --g-inter 2 --stage-layers 4
 bad "adds up to 3 layers, the model has 4" "$AXONN" plan --g-inter 2 --stage-layers 2,1
 bad "needs 2 ranks, but the job has 1" "$AXONN" train $T --g-inter 2
+bad "--optimizer device runs on one rank (got 2)" "$AXONN" train $T --g-data 2 --optimizer device
+bad "run it with --optimizer host" "$AXONN" train $T --optimizer device --memory-checkpoint-every 1
+bad "--compress needs --optimizer host" "$AXONN" train $T --optimizer device --compress onebit
 bad "--ac 2 needs --checkpoint-activations" "$AXONN" train $T --ac 2
 bad "--resume needs --checkpoint-dir" "$AXONN" train $T --resume
 bad "--val-data needs --data" "$AXONN" train $T --val-data "$IN/t_val.bin"

@@ -10,7 +10,12 @@
 #  - a bf16 all-reduce payload stays close (1e-2) to fp32;
 #  - dynamic loss scaling leaves an fp32 run's losses as they are, and a forced overflow skips
 #    exactly one step on every rank: 3 steps with an overflow at step 3 end with the weights
-#    of 2 steps, bit for bit.
+#    of 2 steps, bit for bit;
+#  - --optimizer device (the optimizer state beside the weights, the norm where the gradients
+#    are) gives the host optimizer's losses and weights bit for bit on the CPU backend, whose
+#    device memory is host memory (the same arrays, the same AdamW): with clipping, with
+#    dynamic loss scaling and a forced overflow, and stopped at a checkpoint and resumed.
+#    (tests/cuda/check_cuda.sh runs the device AdamW and the state's copies on a GPU.)
 . "$(dirname "$0")/mpilib.sh"
 
 COMMON="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 12 \
@@ -57,6 +62,15 @@ for grid in "1 1" "2 2"; do
   "$AXONN" compare "$TMP/two$np.bin" "$TMP/skip$np.bin" --tol 0 >"$TMP/c.out" 2>&1 ||
     { fail "skip$np: weights after the skipped step differ from 2 steps"; cat "$TMP/c.out"; }
 done
+
+# the device optimizer on one rank (here: the same arrays, so the same bits)
+run devopt 1 --steps 3 $NOSCHED --debug-overflow-step 3 --optimizer device &&
+  same_losses devopt skip1 0 0 && grep -q "step 3: gradients overflowed" "$TMP/devopt.log" ||
+  fail "devopt: no overflow skipped"
 COMMON=$COMMON_SAVED
+run host1 1 && run dev1 1 --optimizer device && same_losses dev1 host1 0 0
+CK="--optimizer device --checkpoint-dir $TMP/ck --checkpoint-every 6"
+# shellcheck disable=SC2086
+run devhalf 1 $CK --steps 6 && run devrest 1 $CK --resume && tail_equal devrest host1
 
 finish

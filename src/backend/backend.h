@@ -46,6 +46,17 @@ typedef struct {
   const char *name;
 } AxGemmShape;
 
+/* The coefficients of one AdamW update of a range (offload/adamw.h derives them from the
+ * hyperparameters): with g = grad * gs,
+ *   m = fma(b1, m, one_b1 g);  v = fma(b2, v, (one_b2 g) g);
+ *   p = fma(-lr, fma(wd, p, (m c1) / (sqrt(v c2) + eps)), p)
+ * each operation rounded to fp32 as written, fma fused, so the host's AVX2 kernel and the
+ * device's give the same bits (a host build without AVX2 rounds fma's product and sum apart).
+ * A frozen second moment has b2 = 1, one_b2 = 0. */
+typedef struct {
+  float lr, b1, b2, one_b1, one_b2, c1, c2, eps, wd, gs;
+} AxAdamWCoef;
+
 typedef struct AxBackend AxBackend;
 
 typedef struct {
@@ -139,6 +150,12 @@ typedef struct {
   double (*sumsq)(AxBackend *be, const void *x, size_t n); /* synchronizes */
   void (*scale)(AxBackend *be, void *x, float s, size_t n);
   void (*add)(AxBackend *be, void *dst, const void *src, size_t n); /* dst += src */
+  /* AdamW in device memory (the optimizer kept on the device, offload/device_opt.h): fp32
+   * master weights p and moments m, v, compute-type gradients g, n elements; writes the new
+   * weights to p and, in the compute type, to w. NULL where the backend's memory is host memory
+   * (the host AdamW runs on it in place). */
+  void (*adamw)(AxBackend *be, float *p, float *m, float *v, const void *g, void *w, size_t n,
+                const AxAdamWCoef *c);
 } AxBackendOps;
 
 struct AxBackend {
@@ -147,6 +164,9 @@ struct AxBackend {
   size_t esz;     /* bytes per element of dtype */
   int threads;    /* compute threads (CPU backend) */
   int is_host;    /* device memory is ordinary host memory (CPU backend) */
+  /* the peak of the device memory the backend allocated (its own scratch included; not the
+   * driver's context or the GEMM library's workspace); 0 where device memory is host memory */
+  size_t device_peak_bytes;
   char desc[256]; /* one line for the run log, e.g. binding or GPU name */
   void *impl;
 };

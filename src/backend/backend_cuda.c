@@ -27,6 +27,11 @@ typedef struct {
   double *partials, *partials_host;
   float *reduce_scratch; /* AXK_SCRATCH_FLOATS, the compute stream's column reductions */
   AxCudaBinding *binding;
+  /* the live blocks of cu_alloc, to count what cu_free gives back (allocations are few: a
+   * stage's arenas and buffers, made by one thread while setting up) */
+  struct { void *p; size_t bytes; } *blocks;
+  int n_blocks, cap_blocks;
+  size_t in_use;  /* device bytes allocated now: blocks, staging, scratch */
 } CudaImpl;
 
 /* ------------------------------------------------------------------ checked calls */
@@ -96,11 +101,44 @@ static AxkCtx kctx(AxBackend *be, CudaImpl *im) {
 
 /* ------------------------------------------------------------------ memory */
 
+/* Device bytes in use go up or down by `delta`; the backend's peak follows. */
+static void count_bytes(AxBackend *be, CudaImpl *im, long long delta) {
+  im->in_use += delta;
+  if (im->in_use > be->device_peak_bytes) be->device_peak_bytes = im->in_use;
+}
+
+static int remember_block(AxBackend *be, CudaImpl *im, void *p, size_t bytes) {
+  if (im->n_blocks == im->cap_blocks) {
+    int cap = im->cap_blocks ? 2 * im->cap_blocks : 64;
+    void *grown = realloc(im->blocks, (size_t)cap * sizeof *im->blocks);
+    if (!grown) return AX_FAIL("out of host memory for the device allocation table");
+    im->blocks = grown;
+    im->cap_blocks = cap;
+  }
+  im->blocks[im->n_blocks].p = p;
+  im->blocks[im->n_blocks++].bytes = bytes;
+  count_bytes(be, im, (long long)bytes);
+  return AX_OK;
+}
+
+static void forget_block(AxBackend *be, CudaImpl *im, void *p) {
+  for (int i = im->n_blocks - 1; i >= 0; i--)
+    if (im->blocks[i].p == p) {
+      count_bytes(be, im, -(long long)im->blocks[i].bytes);
+      im->blocks[i] = im->blocks[--im->n_blocks];
+      return;
+    }
+}
+
 static void *cu_alloc(AxBackend *be, size_t bytes) {
   CudaImpl *im = use(be);
   void *p = NULL;
   cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
-  if (e == cudaSuccess) return p;
+  if (e == cudaSuccess) {
+    if (remember_block(be, im, p, bytes) == AX_OK) return p;
+    cudaFree(p);
+    return NULL;
+  }
   size_t free_b = 0, total_b = 0;
   cudaGetLastError(); /* an allocation failure is not sticky: clear it */
   cudaMemGetInfo(&free_b, &total_b);
@@ -110,7 +148,10 @@ static void *cu_alloc(AxBackend *be, size_t bytes) {
 }
 
 static void cu_free(AxBackend *be, void *p) {
-  if (p) CUDA_CHECK(use(be), cudaFree(p));
+  if (!p) return;
+  CudaImpl *im = use(be);
+  forget_block(be, im, p);
+  CUDA_CHECK(im, cudaFree(p));
 }
 
 static void *cu_host_alloc(AxBackend *be, size_t bytes) {
@@ -127,12 +168,13 @@ static void cu_host_free(AxBackend *be, void *p) {
   if (p) CUDA_CHECK(use(be), cudaFreeHost(p));
 }
 
-static float *staging(CudaImpl *im, int i) {
-  if (!im->stage[i] &&
-      CUDA_CHECK(im, cudaMalloc((void **)&im->stage[i], STAGE_ELEMS * sizeof(float))) != AX_OK) {
+static float *staging(AxBackend *be, CudaImpl *im, int i) {
+  if (im->stage[i]) return im->stage[i];
+  if (CUDA_CHECK(im, cudaMalloc((void **)&im->stage[i], STAGE_ELEMS * sizeof(float))) != AX_OK) {
     im->stage[i] = NULL;
     return NULL;
   }
+  count_bytes(be, im, STAGE_ELEMS * sizeof(float));
   return im->stage[i];
 }
 
@@ -220,7 +262,7 @@ static int cu_upload_f32(AxBackend *be, void *dst, const float *src, size_t n, A
   int i = sidx(s);
   cudaStream_t st = im->streams[i];
   AxkCtx k = {.stream = st, .dtype = be->dtype, .sms = im->sms};
-  float *stage = staging(im, i);
+  float *stage = staging(be, im, i);
   if (!stage) return AX_ERR;
   AX_TRY(after_compute(im, i));
   for (size_t off = 0; off < n; off += STAGE_ELEMS) {
@@ -240,7 +282,7 @@ static int cu_download_f32(AxBackend *be, float *dst, const void *src, size_t n,
   int i = sidx(s);
   cudaStream_t st = im->streams[i];
   AxkCtx k = {.stream = st, .dtype = be->dtype, .sms = im->sms};
-  float *stage = staging(im, i);
+  float *stage = staging(be, im, i);
   if (!stage) return AX_ERR;
   AX_TRY(after_compute(im, i));
   for (size_t off = 0; off < n; off += STAGE_ELEMS) {
@@ -328,6 +370,11 @@ static void cu_add(AxBackend *be, void *dst, const void *src, size_t n) {
   LAUNCH(be, axk_add, dst, src, n);
 }
 
+static void cu_adamw(AxBackend *be, float *p, float *m, float *v, const void *g, void *w,
+                     size_t n, const AxAdamWCoef *c) {
+  LAUNCH(be, axk_adamw, p, m, v, g, w, n, c);
+}
+
 /* Block partial sums on the device, added here in a fixed order. NAN on failure. */
 static double cu_sumsq(AxBackend *be, const void *x, size_t n) {
   CudaImpl *im = use(be);
@@ -359,6 +406,7 @@ static void release(CudaImpl *im) {
   if (im->reduce_scratch) cudaFree(im->reduce_scratch);
   if (im->partials_host) cudaFreeHost(im->partials_host);
   ax_cuda_binding_destroy(im->binding);
+  free(im->blocks);
   free(im);
 }
 
@@ -395,6 +443,7 @@ static const AxBackendOps CUDA_OPS = {
     .sumsq = cu_sumsq,
     .scale = cu_scale,
     .add = cu_add,
+    .adamw = cu_adamw,
 };
 
 int ax_cuda_device_count(char *why, size_t cap) {
@@ -440,6 +489,7 @@ static int open_streams_and_blas(CudaImpl *im) {
                                    AXK_SCRATCH_FLOATS * sizeof(float))));
   AX_TRY(CUDA_CHECK(im, cudaMallocHost((void **)&im->partials_host,
                                        AXK_SUMSQ_BLOCKS * sizeof(double))));
+  im->in_use += AXK_SUMSQ_BLOCKS * sizeof(double) + AXK_SCRATCH_FLOATS * sizeof(float);
   return AX_OK;
 }
 
@@ -461,6 +511,7 @@ AxBackend *ax_backend_cuda_create(const AxBackendConfig *cfg) {
   be->esz = ax_dtype_size(cfg->dtype);
   be->threads = ax_cuda_binding_threads(im->binding);
   be->is_host = 0;
+  be->device_peak_bytes = im->in_use; /* the scratch */
   be->impl = im;
   snprintf(be->desc, sizeof be->desc, "cuda, %s, GPU %d of %d: %.64s (sm_%d%d, %.1f GiB), %d CPU "
            "thread(s), %.100s", ax_dtype_name(be->dtype), im->device, n_devices, prop.name,

@@ -152,13 +152,17 @@ __global__ void layernorm_fwd(E *out, float *mean, float *rstd, const E *inp, co
   }
 }
 
+/* The arrays never overlap (backend.h: dinp accumulates, its own buffer), so __restrict__
+ * lets the second loop's loads run ahead of its stores. */
 template <typename E>
-__global__ void layernorm_bwd_rows(E *dinp, const E *dout, const E *inp, const E *w,
-                                   const float *mean, const float *rstd, int N, int C) {
+__global__ void layernorm_bwd_rows(E *__restrict__ dinp, const E *__restrict__ dout,
+                                   const E *__restrict__ inp, const E *__restrict__ w,
+                                   const float *__restrict__ mean,
+                                   const float *__restrict__ rstd, int N, int C) {
   int lane;
   long long row = warp_row(&lane);
   if (row >= N) return;
-  const E *x = inp + row * C, *d = dout + row * C;
+  const E *__restrict__ x = inp + row * C, *__restrict__ d = dout + row * C;
   float m = mean[row], r = rstd[row], a = 0, bn = 0;
   for (int c = lane; c < C; c += kWarp) {
     float wd = to_f(w[c]) * to_f(d[c]);
@@ -166,7 +170,8 @@ __global__ void layernorm_bwd_rows(E *dinp, const E *dout, const E *inp, const E
     bn += wd * (to_f(x[c]) - m);
   }
   float dnorm_mean = warp_sum(a) / C, dnorm_norm_mean = warp_sum(bn) * r / C;
-  E *di = dinp + row * C;
+  E *__restrict__ di = dinp + row * C;
+#pragma unroll 4
   for (int c = lane; c < C; c += kWarp) {
     float norm = (to_f(x[c]) - m) * r, wd = to_f(w[c]) * to_f(d[c]);
     di[c] = from_f<E>(to_f(di[c]) + (wd - dnorm_mean - norm * dnorm_norm_mean) * r);
@@ -358,6 +363,24 @@ template <typename E> __global__ void to_f32(float *dst, const E *src, size_t n)
   for (size_t i = thread_index(); i < n; i += thread_count()) dst[i] = to_f(src[i]);
 }
 
+/* AdamW as backend.h writes it: every operation rounded as on the host (the intrinsics keep
+ * nvcc from contracting a product into a sum of its own), IEEE division and square root. */
+template <typename E>
+__global__ void adamw(float *p, float *m, float *v, const E *g, E *w, size_t n, AxAdamWCoef c) {
+  for (size_t i = thread_index(); i < n; i += thread_count()) {
+    float gi = __fmul_rn(to_f(g[i]), c.gs);
+    float mi = __fmaf_rn(c.b1, m[i], __fmul_rn(c.one_b1, gi));
+    float vi = __fmaf_rn(c.b2, v[i], __fmul_rn(__fmul_rn(c.one_b2, gi), gi));
+    float den = __fadd_rn(__fsqrt_rn(__fmul_rn(vi, c.c2)), c.eps);
+    float upd = __fmaf_rn(c.wd, p[i], __fdiv_rn(__fmul_rn(mi, c.c1), den));
+    float pi = __fmaf_rn(-c.lr, upd, p[i]);
+    p[i] = pi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = from_f<E>(pi);
+  }
+}
+
 /* ------------------------------------------------------------------ launch shapes */
 
 /* Blocks for a grid-stride loop over n elements: enough to fill the device, no more. */
@@ -530,6 +553,14 @@ cudaError_t axk_from_f32(const AxkCtx *k, void *dst, const float *src, size_t n)
 cudaError_t axk_to_f32(const AxkCtx *k, float *dst, const void *src, size_t n) {
   AXK_DISPATCH(k->dtype,
                to_f32<E><<<stride_blocks(k, n), kBlock, 0, k->stream>>>(dst, (const E *)src, n));
+  return launched();
+}
+
+cudaError_t axk_adamw(const AxkCtx *k, float *p, float *m, float *v, const void *g, void *w,
+                      size_t n, const AxAdamWCoef *c) {
+  if (n == 0) return cudaSuccess;
+  AXK_DISPATCH(k->dtype, adamw<E><<<stride_blocks(k, n), kBlock, 0, k->stream>>>(
+                             p, m, v, (const E *)g, (E *)w, n, *c));
   return launched();
 }
 

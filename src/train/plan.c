@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "models/gpt_stage.h"
+#include "offload/device_opt.h"
 #include "offload/offload.h"
 #include "pipeline/partition.h"
 #include "pipeline/scheduler.h"
@@ -108,6 +109,15 @@ int ax_plan_print(const AxTrainConfig *cfg) {
          total.paper_plain / 1e9, total.paper_offload / 1e9,
          total.paper_plain / total.paper_offload, (total.paper_plain + total.act_ckpt) / 1e9,
          (total.paper_offload + total.act_ckpt) / 1e9);
+  if (cfg->optimizer_device) {
+    size_t esz = ax_dtype_size((AxDType)cfg->precision);
+    int host_memory = strcmp(cfg->device, "cpu") == 0;
+    printf("--optimizer device: %.2f GB of fp32 master weights and Adam moments in device "
+           "memory beside the weights%s\n",
+           ax_device_opt_bytes((size_t)total.params, esz, host_memory) / 1e9,
+           host_memory ? " (the host arena itself: the CPU backend's device memory is host "
+                         "memory)" : "");
+  }
   int rc = ax_plan_print_compress(cfg, &m, first);
   free(first);
   return rc;

@@ -101,19 +101,22 @@ static void free_memory(AxMemory *m) {
   m->host_bytes = m->device_bytes = NULL;
 }
 
-/* Rank 0 gets (host, device) of every rank; device is host on the CPU backend. */
-static int gather_memory(const AxGrid *g, const AxTrainConfig *cfg, AxMemory *m) {
+/* Rank 0 gets (host, device) of every rank; device is host on the CPU backend, and on a GPU
+ * the peak of what the backend allocated. */
+static int gather_memory(const AxGrid *g, const AxTrainConfig *cfg, size_t device_peak,
+                         AxMemory *m) {
   int n = g->size, root = g->rank == 0;
-  long long mine[2] = {host_peak_bytes(), -1}, *all = NULL;
+  long long mine[2] = {host_peak_bytes(), (long long)device_peak}, *all = NULL;
   if (is_cpu(cfg)) mine[1] = mine[0];
   m->device_source = is_cpu(cfg) ? "host: the CPU backend's device memory is host memory"
-                                 : "untracked: the backend does not report device allocations";
+                                 : "backend: the peak of the device memory axonn allocated "
+                                   "(not the CUDA context or cuBLAS's workspace)";
   if (root) {
     all = ax_malloc(2 * (size_t)n * sizeof *all);
     m->host_bytes = ax_malloc((size_t)n * sizeof *m->host_bytes);
-    m->device_bytes = is_cpu(cfg) ? ax_malloc((size_t)n * sizeof *m->device_bytes) : NULL;
+    m->device_bytes = ax_malloc((size_t)n * sizeof *m->device_bytes);
   }
-  int ok = !root || (all && m->host_bytes && (m->device_bytes || !is_cpu(cfg)));
+  int ok = !root || (all && m->host_bytes && m->device_bytes);
   int rc = ax_grid_agree(g, ok ? AX_OK : AX_ERR);
   if (rc == AX_OK && has_comm(g) &&
       MPI_Gather(mine, 2, MPI_LONG_LONG, all, 2, MPI_LONG_LONG, 0, g->world) != MPI_SUCCESS)
@@ -152,7 +155,7 @@ int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetr
   fill_basics(&s, t, cfg, m);
   int rc = reduce_timing(g, &s.timing);
   if (rc == AX_OK) rc = resolve_peak(t, cfg, &s.peak);
-  if (rc == AX_OK) rc = gather_memory(g, cfg, &s.mem);
+  if (rc == AX_OK) rc = gather_memory(g, cfg, ax_trainer_device_peak_bytes(t), &s.mem);
   if (rc == AX_OK) rc = ax_summary_comm_gather(&s.comm, t);
   if (rc == AX_OK) rc = ax_summary_ckpt_gather(&s.ckpt, t);
   if (rc == AX_OK) {

@@ -141,6 +141,10 @@ static const AxOption OPTIONS[] = {
     INT("offload", offload, "1", "0|1",
         "interleave the chunked gradient all-reduce with the host AdamW (0: all-reduce, then "
         "update)", 0, 1),
+    CHOICE("optimizer", optimizer_device, "host", "host|device",
+           "where the fp32 master weights, Adam moments and AdamW live: host memory (AxoNN's "
+           "offload) or device memory beside the weights (4x the model state there; one rank, "
+           "no memory checkpoints)"),
     LNG("bucket-size", bucket_size, "16M", "N", "optimizer bucket size in elements", 1, 1e15),
     INT("coarsening", coarsening, "4", "K", "buckets per all-reduce chunk", 1, 1 << 20),
     INT("optimizer-threads", optimizer_threads, "0", "N",
@@ -507,6 +511,21 @@ static int check_memory_checkpoints(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
+/* --optimizer device: one rank's stage, its state copied to the host arena only for files. */
+static int check_device_optimizer(const AxTrainConfig *cfg) {
+  if (!cfg->optimizer_device) return AX_OK;
+  if (ax_train_ranks(cfg) != 1)
+    return AX_FAIL("--optimizer device runs on one rank (got %lld): the gradients of several "
+                   "ranks are summed in host memory, where --optimizer host updates them",
+                   ax_train_ranks(cfg));
+  if (cfg->memory_checkpoint_every)
+    return AX_FAIL("--memory-checkpoint-every copies the optimizer state from host memory: run "
+                   "it with --optimizer host");
+  if (strcmp(cfg->compress, "none"))
+    return AX_FAIL("--compress needs --optimizer host (codecs work on the host gradients)");
+  return AX_OK;
+}
+
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (strcmp(cfg->device, "cpu") != 0 && strcmp(cfg->device, "cuda") != 0)
     return AX_FAIL("--device '%s' is not cpu or cuda", cfg->device);
@@ -556,6 +575,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, "replicas") && cfg->replicas < 1)
     return AX_FAIL("--replicas %d: at least 1 (a node's own copy counts)", cfg->replicas);
   AX_TRY(check_memory_checkpoints(cfg));
+  AX_TRY(check_device_optimizer(cfg));
   if (cfg->val_data && !cfg->data)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   AX_TRY(check_compress(cfg));

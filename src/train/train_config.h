@@ -72,6 +72,7 @@ typedef struct {
   int decay_all;
   /* optimizer offload (offload/) */
   int offload;         /* 1: chunked all-reduce interleaved with the host AdamW */
+  int optimizer_device; /* --optimizer: 0 host (the arena), 1 device (offload/device_opt.h) */
   long long bucket_size;
   int coarsening;
   int optimizer_threads;

@@ -167,6 +167,12 @@ static int finish_norm(AxTrainer *t, double sumsq, double *norm) {
   return AX_OK;
 }
 
+/* The clipping factor of the global norm (1: no clipping). */
+static float clip_factor(const AxTrainer *t, double norm) {
+  return t->cfg.grad_clip > 0 && norm > t->cfg.grad_clip ? (float)(t->cfg.grad_clip / norm)
+                                                          : 1.0f;
+}
+
 /* Sum the gradients over the data-parallel column and update the master weights, chunk by
  * chunk; interleaved unless clipping needs the whole norm first (or --offload 0). */
 static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
@@ -183,24 +189,53 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   }
   AX_TRY(ax_offload_reduce(&t->off, &r, &sumsq));
   AX_TRY(finish_norm(t, sumsq, norm));
-  float clip = 1.0f;
-  if (may_clip && *norm > t->cfg.grad_clip) clip = (float)(t->cfg.grad_clip / *norm);
-  AxAdamWHyper h = adamw_hyper(t, lr, clip * unscale);
+  AxAdamWHyper h = adamw_hyper(t, lr, clip_factor(t, *norm) * unscale);
   return ax_offload_update_all(&t->off, params, &h, &t->trace);
+}
+
+/* The skipped step of an overflow (dynamic loss scaling): 1 when the step is skipped. */
+static int skip_on_overflow(AxTrainer *t, int step, int overflow, AxStepRecord *rec) {
+  if (!ax_loss_scale_update(&t->loss_scale, overflow)) return 0;
+  rec->grad_norm = NAN;
+  ax_warn("step %d: gradients overflowed; step skipped on every rank (loss scale now %g)", step,
+          t->loss_scale.scale);
+  return 1;
+}
+
+/* --optimizer device (one rank): the norm and AdamW where the gradients are, nothing copied. */
+static int device_optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
+  void *grads = ax_stage_grads(t->stage);
+  if (step == t->cfg.debug_overflow_step && t->off.n) {
+    const float inf = INFINITY;
+    AX_TRY(t->be->ops->upload_f32(t->be, grads, &inf, 1, AX_STREAM_COMPUTE));
+  }
+  double sumsq;
+  AX_WD_NOTE(-1, "taking the gradient norm on the device");
+  AX_TRY(ax_device_opt_sumsq(&t->dopt, grads, &sumsq));
+  int checks = t->loss_scale.enabled || t->cfg.debug_overflow_step; /* as any_overflow */
+  if (skip_on_overflow(t, step, checks && !isfinite(sumsq), rec)) return AX_OK;
+  AX_TRY(finish_norm(t, sumsq, &rec->grad_norm));
+  float unscale = 1.0f / t->loss_scale.scale;
+  AxAdamWHyper h = adamw_hyper(t, rec->lr, clip_factor(t, rec->grad_norm) * unscale);
+  double t0 = ax_trace_begin(&t->trace);
+  ax_device_opt_update(&t->dopt, ax_stage_params(t->stage), grads, &h);
+  ax_trace_end(&t->trace, AX_EV_OPTIMIZER, -1, t0);
+  t->adam_steps++;
+  return AX_OK;
+}
+
+int ax_trainer_state_to_host(AxTrainer *t) {
+  return t->cfg.optimizer_device ? ax_device_opt_to_host(&t->dopt) : AX_OK;
 }
 
 static int optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   rec->lr = ax_lr_at(&t->lr, step);
+  if (t->cfg.optimizer_device) return device_optimizer_step(t, step, rec);
   AX_WD_NOTE(-1, "copying the gradients to host memory");
   AX_TRY(ax_offload_download_grads(&t->off, ax_stage_grads(t->stage)));
   int overflow;
   AX_TRY(any_overflow(t, step, &overflow));
-  if (ax_loss_scale_update(&t->loss_scale, overflow)) {
-    rec->grad_norm = NAN;
-    ax_warn("step %d: gradients overflowed; step skipped on every rank (loss scale now %g)",
-            step, t->loss_scale.scale);
-    return AX_OK;
-  }
+  if (skip_on_overflow(t, step, overflow, rec)) return AX_OK;
   AX_TRY(ax_trainer_sync_embed_data(t));
   AX_TRY(sync_tied(t));
   ax_trainer_compress_step(t, step);

@@ -162,6 +162,10 @@ static int setup_stage(AxTrainer *t) {
   ax_loss_scale_init(&t->loss_scale, loss_scaling_on(&t->cfg));
   AX_TRY(t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, layout->total,
                                 AX_STREAM_COMPUTE));
+  if (t->cfg.optimizer_device) {
+    AX_TRY(ax_device_opt_init(&t->dopt, &t->off, ax_stage_params(t->stage)));
+    AX_TRY(ax_device_opt_from_host(&t->dopt));
+  }
   return ax_sync(t->be);
 }
 
@@ -266,6 +270,26 @@ static void print_embedding_sync(const AxTrainer *t) {
 
 static const char *on_off(int on) { return on ? "on" : "off"; }
 
+/* Where the optimizer runs, its chunks and the all-reduce's, for the header. */
+static void print_optimizer(const AxTrainer *t) {
+  if (t->cfg.optimizer_device) {
+    ax_log("optimizer: AdamW and the gradient norm in device memory (--optimizer device): "
+           "%.1f MB of fp32 master weights and moments there%s; the host arena holds their "
+           "copy for files; loss scaling %s", t->dopt.mem_bytes / 1e6,
+           t->be->is_host ? " (the arena itself: device memory is host memory)" : "",
+           t->loss_scale.enabled ? "dynamic" : "off");
+    return;
+  }
+  ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
+         "loss scaling %s", t->cfg.offload ? "all-reduce interleaved with host AdamW" :
+         "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,
+         t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.allreduce),
+         t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
+  if (t->cfg.offload && t->cfg.grad_clip > 0 && t->grid.D > 1)
+    ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
+           "chunked all-reduce (--grad-clip 0 interleaves them)");
+}
+
 /* --gx/--gy/--gz: the grid and what each rank keeps of the model. */
 static void print_tensor_parallel(const AxTrainer *t) {
   if (!ax_trainer_tp_on(t)) return;
@@ -296,10 +320,11 @@ void ax_trainer_print_header(const AxTrainer *t) {
     ax_log("  stage %d: blocks %d-%d%s%s", s, t->first_block[s], t->first_block[s + 1] - 1,
            s == 0 ? " + embedding" : "", s == t->grid.P - 1 ? " + final LayerNorm, LM head, loss" : "");
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
-  ax_log("memory (rank 0): device %.1f MB weights + %.1f MB gradients + %.1f MB activations; "
+  ax_log("memory (rank 0): device %.1f MB weights + %.1f MB gradients + %.1f MB activations%s; "
          "host arena %.1f MB (%s%s)",
          lay->total * t->be->esz / 1e6, lay->total * t->be->esz / 1e6,
-         ax_stage_arena_bytes(t->stage) / 1e6, t->off.arena_bytes / 1e6,
+         ax_stage_arena_bytes(t->stage) / 1e6,
+         t->dopt.mem_bytes ? " + the optimizer state (below)" : "", t->off.arena_bytes / 1e6,
          t->off.params_alias ? "Adam moments; the fp32 weights are the master weights"
                              : "fp32 master weights, Adam moments",
          t->off.grads_alias ? "" : ", gradient staging");
@@ -312,17 +337,10 @@ void ax_trainer_print_header(const AxTrainer *t) {
   else if (!strcmp(t->cfg.device, "cuda"))
     ax_log("MPI path: stage messages and gradients staged through pinned host buffers (%s)",
            t->mpi_path_why);
-  ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
-         "loss scaling %s", t->cfg.offload ? "all-reduce interleaved with host AdamW" :
-         "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,
-         t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.allreduce),
-         t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
+  print_optimizer(t);
   print_embedding_sync(t);
   print_tensor_parallel(t);
   ax_trainer_print_memckpt(t);
-  if (t->cfg.offload && t->cfg.grad_clip > 0 && t->grid.D > 1)
-    ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
-           "chunked all-reduce (--grad-clip 0 interleaves them)");
   if (!isnan(t->floor))
     ax_log("data: built-in order-2 Markov corpus (seed %lld): %d train / %d val tokens; "
            "entropy rate = loss floor %.4f nats/token", t->cfg.seed, SYNTH_TRAIN_TOKENS,
@@ -368,6 +386,7 @@ static int gather_and_write(AxTrainer *t, const char *path, const float *mine) {
 /* Row 0: each stage whole at its tensor-parallel rank 0, which sends it to rank 0 (or, there,
  * writes the file). */
 static int save_row0(AxTrainer *t, const char *path) {
+  AX_TRY(ax_trainer_state_to_host(t));
   float *const master[1] = {t->off.master};
   AxWholeStage w;
   AX_TRY(ax_trainer_whole_open(t, &w, master, 1, 0));
@@ -422,6 +441,7 @@ int ax_trainer_peak_shapes(const AxTrainer *t, int gpu, AxGemmShape out[AX_PEAK_
 double ax_trainer_loss_floor(const AxTrainer *t) { return t->floor; }
 const AxGptConfig *ax_trainer_model(const AxTrainer *t) { return &t->model; }
 const AxGrid *ax_trainer_grid(const AxTrainer *t) { return &t->grid; }
+size_t ax_trainer_device_peak_bytes(const AxTrainer *t) { return t->be->device_peak_bytes; }
 const AxTrace *ax_trainer_trace(const AxTrainer *t) { return &t->trace; }
 const AxLinkEmu *ax_trainer_links(const AxTrainer *t) { return t->links; }
 const AxTraffic *ax_trainer_traffic(const AxTrainer *t) { return &t->traffic; }
@@ -446,6 +466,7 @@ void ax_trainer_destroy(AxTrainer *t) {
   ax_compress_auto_free(&t->auto_compress);
   ax_two_level_free(&t->two_level);
   ax_trainer_free_embed_sync(t);
+  ax_device_opt_free(&t->dopt);
   ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);
   ax_pool_destroy(t->opt_pool);

@@ -59,6 +59,7 @@ static void debug_hang(const AxTrainer *t, int step) {
 /* Row 0: the stage's weights and Adam moments whole at its tensor-parallel rank 0, which
  * writes them. */
 static int write_own_stage(AxTrainer *t, const char *step_dir, AxCkptFile *mine) {
+  AX_TRY(ax_trainer_state_to_host(t));
   float *const state[3] = {t->off.master, t->off.m, t->off.v};
   AxWholeStage w;
   AX_TRY(ax_trainer_whole_open(t, &w, state, 3, 0));

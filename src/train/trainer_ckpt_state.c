@@ -86,6 +86,7 @@ int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step) {
     if (t->have_data) ax_loader_set_position(&t->train, man.data_position);
     rc = t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, t->off.n,
                                 AX_STREAM_COMPUTE);
+    if (rc == AX_OK && t->cfg.optimizer_device) rc = ax_device_opt_from_host(&t->dopt);
   }
   ax_ckpt_manifest_free(&man);
   return rc == AX_OK ? ax_sync(t->be) : rc;

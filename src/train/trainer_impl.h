@@ -15,6 +15,7 @@
 #include "mpi/casync_cost.h"
 #include "mpi/compress/codec.h"
 #include "offload/grad_compress.h"
+#include "offload/device_opt.h"
 #include "offload/interleave.h"
 #include "offload/loss_scale.h"
 #include "offload/offload.h"
@@ -178,6 +179,8 @@ struct AxTrainer {
   char mpi_path_why[192]; /* why (or why not), for the header */
   AxPool *opt_pool;
   AxOffload off;   /* fp32 master weights, Adam state, host gradients (offload/) */
+  AxDeviceOpt dopt; /* --optimizer device: the state in device memory (off.master etc. are its
+                       home, up to date where ax_trainer_state_to_host said so) */
   AxLossScale loss_scale;
   long long adam_steps; /* optimizer steps taken (skipped steps do not count) */
   AxLoader train, val;
@@ -277,6 +280,9 @@ int ax_trainer_setup_checkpoints(AxTrainer *t);
  * the stage's data-parallel sum (fused embedding sync, or the sparse path), the setup phase
  * (collective over the data column), the sum itself (before the tied pair's), teardown. */
 int ax_trainer_wte_presummed(const AxTrainer *t);
+/* train_step.c: with --optimizer device, the host arena's master weights and moments brought
+ * up to date from the device, for whatever reads them next (files); else nothing to do. */
+int ax_trainer_state_to_host(AxTrainer *t);
 int ax_trainer_setup_embed_sync(AxTrainer *t);
 int ax_trainer_sync_embed_data(AxTrainer *t);
 void ax_trainer_free_embed_sync(AxTrainer *t);

@@ -23,9 +23,11 @@
 
 #include "models/gpt_init.h"
 #include "models/gpt_stage.h"
+#include "offload/adamw.h"
 #include "src/backend/backend.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"
+#include "src/core/simd.h"
 #include "tests/testutil.h"
 
 #ifdef AX_HAVE_CUDA
@@ -405,6 +407,46 @@ START_TEST(sumsq_scale_add) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ the device optimizer */
+
+/* The device AdamW against the host's (the kernel --optimizer host runs): the same fp32 master
+ * weights and moments bit for bit (with AVX2 the host fuses exactly the operations the device
+ * does), with and without decay, a frozen second moment, and the compute-type copy of the new
+ * weights within the precision's rounding. */
+START_TEST(adamw_matches_the_host_kernel) {
+  FOR_EACH_PRECISION(c) {
+    size_t n = 100003;
+    float *g = rnd(&c, n, 0.05f, 3); /* as the device holds them */
+    for (int variant = 0; variant < 3; variant++) {
+      AxAdamWHyper h = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                        .weight_decay = 0.1f, .step = 1 + 6 * variant, .grad_scale = 0.7f,
+                        .v_frozen_at = variant == 2 ? 4 : 0};
+      int decay = variant != 1;
+      float *p = tu_random(n, 1.0f, 10 + variant), *m = tu_random(n, 0.01f, 20 + variant);
+      float *v = tu_random(n, 1e-4f, 30 + variant);
+      for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+      float *dp = up_raw(&c, p, n * 4), *dm = up_raw(&c, m, n * 4), *dv = up_raw(&c, v, n * 4);
+      void *dg = up(&c, g, n), *dw = dev(&c, n * c.gpu->esz);
+      AxAdamWCoef k = ax_adamw_coef(&h, decay);
+      c.gpu->ops->adamw(c.gpu, dp, dm, dv, dg, dw, n, &k);
+      ax_adamw_range(p, g, m, v, n, &h, decay);
+      float *gp = down_f32(&c, dp, n), *gm = down_f32(&c, dm, n), *gv = down_f32(&c, dv, n);
+#ifdef AX_SIMD_AVX2
+      for (size_t i = 0; i < n; i++)
+        ck_assert_msg(gp[i] == p[i] && gm[i] == m[i] && gv[i] == v[i],
+                      "%s adamw variant %d element %zu: p %.9g/%.9g m %.9g/%.9g v %.9g/%.9g",
+                      c.p->name, variant, i, gp[i], p[i], gm[i], m[i], gv[i], v[i]);
+#else
+      same_f32(&c, "adamw p", gp, p, n);
+      same_f32(&c, "adamw m", gm, m, n);
+      same_f32(&c, "adamw v", gv, v, n);
+#endif
+      same(&c, "adamw compute copy", down(&c, dw, n), p, n);
+    }
+  }
+}
+END_TEST
+
 /* ------------------------------------------------------------------ one training step */
 
 typedef struct {
@@ -502,6 +544,7 @@ static int run_suite(void) {
   tcase_add_test(tc, softmax_causal_forward_backward);
   tcase_add_test(tc, crossentropy_losses_and_gradients);
   tcase_add_test(tc, sumsq_scale_add);
+  tcase_add_test(tc, adamw_matches_the_host_kernel);
   tcase_add_test(tc, training_step_matches_cpu);
   int rc = tu_run_nofork(s); /* CUDA does not survive fork() */
   for (int i = 0; i < N_PRECISIONS; i++) ax_backend_destroy(g_gpu[i]);

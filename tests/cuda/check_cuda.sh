@@ -9,6 +9,11 @@
 #     1e-3 relative: cuBLAS and OpenBLAS sum in different orders), and the 2x1 and 1x2 grids,
 #     two ranks sharing the GPU, against the 1x1 GPU run (1e-4 relative); bf16 and fp16 1x1
 #     runs must start within 2% of the fp32 loss and learn.
+#  3. --optimizer device (AdamW and the norm on the GPU) against the host optimizer: fp32
+#     within 1e-5 at every step (the norm is summed in another order) and the saved model
+#     within 1e-4; bf16 within 2e-3; a run stopped at step 5 and resumed from its checkpoint
+#     (the state goes through the host arena both ways) gives the uninterrupted run's losses
+#     bit for bit.
 set -u
 TEST=${1:?usage: check_cuda.sh path/to/check_cuda}
 AXONN=${AXONN:-bin/axonn}
@@ -63,12 +68,26 @@ learns() {
 }
 
 run cpu 1 --device cpu
-if run ref 1 --device cuda; then
+if run ref 1 --device cuda --save "$TMP/ref.bin"; then
   close ref cpu 1e-3
   run grid2x1 2 --device cuda --g-inter 2 && close grid2x1 ref 1e-4
   run grid1x2 2 --device cuda --g-data 2 && close grid1x2 ref 1e-4
   run bf16 1 --device cuda --precision bf16 && learns bf16 ref 0.02
   run fp16 1 --device cuda --precision fp16 && learns fp16 ref 0.02
+  run devopt 1 --device cuda --optimizer device --save "$TMP/devopt.bin" &&
+    close devopt ref 1e-5 &&
+    { "$AXONN" compare "$TMP/ref.bin" "$TMP/devopt.bin" --tol 1e-4 >"$TMP/cmp.out" 2>&1 ||
+      { fail "devopt: saved model differs from the host optimizer's"; cat "$TMP/cmp.out"; }; }
+  [ -f "$TMP/bf16.csv" ] && run bf16dev 1 --device cuda --precision bf16 --optimizer device &&
+    close bf16dev bf16 2e-3
+  CK="--device cuda --optimizer device --checkpoint-dir $TMP/ck --checkpoint-every 5"
+  # shellcheck disable=SC2086
+  if [ -f "$TMP/devopt.csv" ] && run devhalf 1 $CK --steps 5 && run devrest 1 $CK --resume; then
+    awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 { n++; if ($2 != l[$1]) { bad = 1
+        printf "devrest: step %d loss %.9g vs %.9g\n", $1, $2, l[$1] } }
+      END { if (n != 5) { printf "devrest: %d steps\n", n; bad = 1 } exit bad }' \
+      "$TMP/devopt.csv" "$TMP/devrest.csv" || fail "devrest: resumed losses differ from devopt"
+  fi
 fi
 grep -h -m1 -i "cuda" "$TMP/ref.log" 2>/dev/null | head -n 2
 

@@ -39,7 +39,7 @@ typedef struct {
 
 /* What a stage does after its pipeline phase. */
 typedef struct {
-  double before_s;      /* gradients to host memory, overflow check: before any sum */
+  double before_s;      /* gradients to host memory, the norm when clipping: before any sum */
   double tied_s;        /* the tied embedding's sum with the other end of the row (ends only,
                          * both ends start it together); 0: none */
   int n_chunks;         /* all-reduce / AdamW chunks */

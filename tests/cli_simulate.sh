@@ -5,7 +5,8 @@
 # the paper's 12B run on summit within the paper's band; a 12,288-rank grid simulated (its wall
 # time printed, not asserted: the target of 10 s is a benchmark's, docs/benchmarks.md); and
 # bad input (a machine file's unknown key, an unknown device, grids that do not divide, a
-# profile of another shape, one without waiting speeds or with a bad one, no machine), each one
+# profile of another shape, one without waiting speeds or with a bad one, no machine,
+# --optimizer device on two ranks), each one
 # line on stderr and exit 1.
 . "$(dirname "$0")/testlib.sh"
 
@@ -106,6 +107,8 @@ sed 's/^waiting_speed = .*/waiting_speed = 1,fast/' "$TMP/pe.txt" >"$TMP/bad-spe
 expect_error "waiting_speed '1,fast' is not a list of speeds" simulate $TINY --g-inter 2 \
   --ranks-per-node 1 --emulate-link 1Gbps --machine "$TMP/one.machine" --profile "$TMP/bad-speed.txt"
 expect_error "simulate needs --machine" simulate $TINY
+expect_error "optimizer device runs on one rank" simulate $TINY --g-data 2 --optimizer device \
+  --machine h100
 expect_error "unknown machine 'cray-1'" simulate $TINY --machine cray-1
 expect_error "profile needs --out" profile $TINY
 finish

@@ -259,6 +259,8 @@ START_TEST(shipped_machine_files_are_the_builtins) {
     ck_assert(loaded.latency_s == built.latency_s);
     ck_assert_str_eq(loaded.device, built.device);
     ck_assert(loaded.host_bytes_per_s == built.host_bytes_per_s);
+    ck_assert(loaded.host_link_bytes_per_s == built.host_link_bytes_per_s &&
+              built.host_link_bytes_per_s > 0);
     ck_assert(loaded.peak_tflops == built.peak_tflops && loaded.efficiency == built.efficiency);
   }
   AxMachine p;

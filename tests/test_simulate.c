@@ -2,16 +2,17 @@
  * hand: 2 stages and 2 micro-batches with fixed costs (every event's start and end), the
  * link queue, the emulated link's held sends, the interleaved all-reduce and AdamW chunks,
  * processor sharing on a CPU with fewer cores than ranks (pooled, waiters sharing it, and per
- * core when pinned), the trainer's binding rule, one stage; the cost model of the CLI
- * (src/train/sim_costs.h): machine files with a device, profiles, bad input; and the time of
- * a 12,288-rank step. */
+ * core when pinned), the trainer's binding rule, one stage; the cost model's tail on a GPU
+ * machine (the offload's copies over the host link, the uploads' queue) and on a CPU one. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "models/gpt_stage.h"
 #include "pipeline/simulate.h"
 #include "src/backend/binding_rule.h"
 #include "src/core/error.h"
+#include "src/train/sim_costs.h"
 #include "testutil.h"
 
 typedef struct {
@@ -301,6 +302,83 @@ START_TEST(one_stage) {
 }
 END_TEST
 
+/* The cost model of one 1x1 step of a tiny model in chunks of 1000 parameters on machine m,
+ * with `more` options. */
+static void build_one_rank(AxSimModel *sm, const AxMachine *m, const char *more, size_t *n) {
+  char args[512];
+  snprintf(args, sizeof args, "--layers 2 --hidden 64 --heads 2 --seq 16 --vocab 256 --batch 4 "
+           "--bucket-size 1000 --coarsening 1 --precision bf16 %s", more);
+  AxTrainConfig cfg;
+  tu_train_config(&cfg, args);
+  ck_assert_msg(ax_sim_model_build(sm, &cfg, m, NULL) == AX_OK, "%s", ax_error_message());
+  AxStageLayout lay;
+  ax_stage_layout(&lay, &sm->model, 0, sm->model.layers, 1, 1);
+  *n = lay.total;
+  ax_train_config_free(&cfg);
+}
+
+/* A GPU: the gradients go down as fp32 over the host link, then the norm (clipping) before any
+ * update; each chunk's AdamW (28 bytes over host_bw), and the uploads (fp32 over the link)
+ * queued behind the AdamWs: with uploads slower than AdamW they end one AdamW plus every upload
+ * after the start. A CPU machine copies nothing. */
+START_TEST(host_copies_and_the_uploads_queue) {
+  AxMachine m = {.name = "g", .gpus_per_node = 1, .intra_bytes_per_s = 1e12,
+                 .inter_bytes_per_s = 1e12, .device = "H100", .host_bytes_per_s = 28e9,
+                 .host_link_bytes_per_s = 2e9, .peak_tflops = 100};
+  AxSimModel sm;
+  size_t n;
+  build_one_rank(&sm, &m, "", &n);
+  const AxSimTail *t = &sm.tail[0];
+  int k = t->n_chunks;
+  ck_assert_int_eq(k, (int)((n + 999) / 1000));
+  ck_assert(t->separate);
+  ck_assert_double_eq_tol(t->before_s, n * (4 / 2e9 + 4 / 28e9), 1e-15);
+  double adamw = 1000 * 1e-9, upload = 1000 * 2e-9, last = (double)(n - 1000 * (k - 1));
+  for (int c = 0; c < k - 1; c++) ck_assert_double_eq_tol(t->update_s[c], adamw, 1e-15);
+  double sum = 0;
+  for (int c = 0; c < k; c++) sum += t->update_s[c];
+  /* the first AdamW, then k - 1 full uploads back to back and the last, shorter one */
+  ck_assert_double_eq_tol(sum, adamw + (k - 1) * upload + last * 2e-9, 1e-12);
+  ax_sim_model_free(&sm);
+
+  snprintf(m.device, sizeof m.device, "cpu");
+  m.cores_per_node = 2;
+  build_one_rank(&sm, &m, "", &n);
+  t = &sm.tail[0];
+  ck_assert_double_eq_tol(t->before_s, n * 4 / 28e9, 1e-15);
+  sum = 0;
+  for (int c = 0; c < t->n_chunks; c++) sum += t->update_s[c];
+  ck_assert_double_eq_tol(sum, n * 28 / 28e9, 1e-12);
+  ax_sim_model_free(&sm);
+}
+END_TEST
+
+/* --optimizer device on a GPU: the norm (the bf16 gradient read) then one AdamW over the stage
+ * (fp32 weights and moments in and out, the gradient in, the bf16 weights out) at the device's
+ * memory bandwidth; nothing crosses the host link. A device of unknown memory is an error. */
+START_TEST(device_optimizer_in_device_memory) {
+  AxMachine m = {.name = "g", .gpus_per_node = 1, .intra_bytes_per_s = 1e12,
+                 .inter_bytes_per_s = 1e12, .device = "H100", .host_bytes_per_s = 28e9,
+                 .host_link_bytes_per_s = 2e9, .device_mem_bytes_per_s = 1e12, .peak_tflops = 100};
+  AxSimModel sm;
+  size_t n;
+  build_one_rank(&sm, &m, "--optimizer device", &n);
+  const AxSimTail *t = &sm.tail[0];
+  ck_assert_int_eq(t->n_chunks, 1);
+  ck_assert(t->separate);
+  ck_assert_double_eq_tol(t->before_s, n * 2 / 1e12, 1e-15);
+  ck_assert_double_eq_tol(t->update_s[0], n * 28 / 1e12, 1e-15);
+  ck_assert_double_eq(t->allreduce_s[0], 0);
+  ax_sim_model_free(&sm);
+  m.device_mem_bytes_per_s = 0;
+  AxTrainConfig cfg;
+  tu_train_config(&cfg, "--layers 2 --hidden 64 --heads 2 --seq 16 --vocab 256 --batch 4 "
+                        "--optimizer device");
+  tu_expect_error(ax_sim_model_build(&sm, &cfg, &m, NULL), "no device memory bandwidth");
+  ax_train_config_free(&cfg);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("simulate");
   TCase *tc = tu_tcase(s, "simulate", 120);
@@ -314,6 +392,8 @@ int main(void) {
   tcase_add_test(tc, waiting_speeds_measured);
   tcase_add_test(tc, binding_rule);
   tcase_add_test(tc, one_stage);
+  tcase_add_test(tc, host_copies_and_the_uploads_queue);
+  tcase_add_test(tc, device_optimizer_in_device_memory);
   int rc = tu_run(s);
   tu_cleanup();
   return rc;

@@ -27,14 +27,9 @@ typedef struct {
 /* Trains with "train" options given as one string; fills per-step losses. */
 static void train(const char *args, int steps, Run *out) {
   char buf[2048];
-  snprintf(buf, sizeof buf, "train --quiet --steps %d %s", steps, args);
-  char *argv[64];
-  int argc = 0;
-  for (char *tok = strtok(buf, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
+  snprintf(buf, sizeof buf, "--quiet --steps %d %s", steps, args);
   AxTrainConfig cfg;
-  AxOptState st;
-  ck_assert_msg(ax_train_config_parse(&cfg, argc, argv, &st) == AX_OK, "%s", ax_error_message());
-  ck_assert_msg(ax_train_config_check(&cfg, &st) == AX_OK, "%s", ax_error_message());
+  tu_train_config(&cfg, buf);
   ax_log_set_quiet(1);
   AxTrainer *t;
   ck_assert_msg(ax_trainer_create(&t, &cfg) == AX_OK, "%s", ax_error_message());
@@ -114,15 +109,8 @@ START_TEST(save_then_init_restores_the_model) {
 END_TEST
 
 static void expect_parse_error(const char *args, const char *needle) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "train %s", args);
-  char *argv[32];
-  int argc = 0;
-  for (char *tok = strtok(buf, " "); tok && argc < 31; tok = strtok(NULL, " ")) argv[argc++] = tok;
   AxTrainConfig cfg;
-  AxOptState st;
-  int rc = ax_train_config_parse(&cfg, argc, argv, &st);
-  if (rc == AX_OK) rc = ax_train_config_check(&cfg, &st);
+  int rc = tu_train_config_try(&cfg, args);
   ck_assert_msg(rc == AX_ERR, "'%s' was accepted", args);
   ck_assert_msg(strstr(ax_error_text(), needle), "'%s': error '%s' lacks '%s'", args,
                 ax_error_text(), needle);

@@ -80,6 +80,21 @@ double tu_max_rel(const float *a, const float *b, size_t n, double atol, double 
   return worst;
 }
 
+int tu_train_config_try(AxTrainConfig *cfg, const char *args) {
+  char buf[2048];
+  snprintf(buf, sizeof buf, "train %s", args);
+  char *argv[64];
+  int argc = 0;
+  for (char *tok = strtok(buf, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
+  AxOptState st;
+  int rc = ax_train_config_parse(cfg, argc, argv, &st);
+  return rc == AX_OK ? ax_train_config_check(cfg, &st) : rc;
+}
+
+void tu_train_config(AxTrainConfig *cfg, const char *args) {
+  ck_assert_msg(tu_train_config_try(cfg, args) == AX_OK, "%s", ax_error_message());
+}
+
 void tu_expect_error(int rc, const char *needle) {
   ck_assert_int_eq(rc, AX_ERR);
   ck_assert_msg(strstr(ax_error_text(), needle), "'%s' lacks '%s'", ax_error_text(), needle);

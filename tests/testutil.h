@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "src/backend/backend.h"
+#include "src/train/train_config.h"
 
 /* Test scratch memory, freed after each test by the fixture tu_tcase installs (so leak
  * checkers report only the library's own leaks). */
@@ -23,6 +24,11 @@ const char *tu_path(const char *name);
 void tu_cleanup(void);
 /* Max |a-b| / (atol + rtol*|b|) over n elements: <= 1 means within tolerance. */
 double tu_max_rel(const float *a, const float *b, size_t n, double atol, double rtol);
+/* cfg from train's options given as one string ("--layers 2 --batch 4 ..."), parsed and
+ * checked as `axonn train` does: AX_OK, or AX_ERR with the error recorded. The second fails the
+ * test on an error. Free cfg with ax_train_config_free. */
+int tu_train_config_try(AxTrainConfig *cfg, const char *args);
+void tu_train_config(AxTrainConfig *cfg, const char *args);
 /* Asserts rc is AX_ERR with needle in the recorded message, then clears it. */
 void tu_expect_error(int rc, const char *needle);
 /* Runs the suite (no fork, so failures in C code are reported with context); returns the

@@ -20,8 +20,9 @@ typedef struct {
   /* the simulator's: NULL / 0 = not given */
   const char *device;
   double peak_tflops, efficiency;
-  const char *host_bw;
+  const char *host_bw, *host_link_bw;
   int cores_per_node;
+  const char *device_mem_bw; /* NULL: the device's (DEVICES) */
 } MachineSpec;
 
 /* What the option parser fills from a file (it owns the strings). */
@@ -31,30 +32,34 @@ typedef struct {
   char *intra_bw, *inter_bw, *latency;
   char *device;
   double peak_tflops, efficiency;
-  char *host_bw;
+  char *host_bw, *host_link_bw;
   int cores_per_node;
+  char *device_mem_bw;
 } MachineText;
 
 /* Nominal vendor figures, one way, per GPU. beta_inter is a GPU's share of its node's network
  * injection bandwidth (the node's NICs over its GPUs), which is what each GPU of a ring that
- * leaves the node gets when all of them communicate at once. */
+ * leaves the node gets when all of them communicate at once. host_link_bw is a GPU's own link
+ * to its CPU (PCIe, or NVLink / Infinity Fabric where the CPU has it). */
 static const MachineSpec BUILTIN[] = {
     /* 6 V100 per node, 3 per POWER9 socket; NVLink 2.0: 2 bricks of 25 GB/s between GPUs of a
      * socket = 50 GB/s; dual-rail EDR InfiniBand: 2 x 100 Gb/s = 25 GB/s per node / 6 GPUs;
-     * host: 2 POWER9 sockets of 8 DDR4-2666 channels, 340 GB/s / 6 GPUs */
-    {"summit", 6, "50GB/s", "4.1667GB/s", NULL, "V100", 0, 0, "56.7GB/s", 0},
+     * host: 2 POWER9 sockets of 8 DDR4-2666 channels, 340 GB/s / 6 GPUs; each GPU has 2
+     * NVLink 2.0 bricks to its POWER9 = 50 GB/s */
+    {"summit", 6, "50GB/s", "4.1667GB/s", NULL, "V100", 0, 0, "56.7GB/s", "50GB/s", 0, NULL},
     /* 4 A100 per node; NVLink 3: 4 links of 25 GB/s between every pair = 100 GB/s; 4
      * Slingshot-11 NICs of 200 Gb/s (25 GB/s) per node: 25 GB/s per GPU; host: one EPYC 7763,
-     * 8 DDR4-3200 channels, 204.8 GB/s / 4 GPUs */
-    {"perlmutter", 4, "100GB/s", "25GB/s", NULL, "A100", 0, 0, "51.2GB/s", 0},
+     * 8 DDR4-3200 channels, 204.8 GB/s / 4 GPUs; each GPU on PCIe 4.0 x16, 31.5 GB/s */
+    {"perlmutter", 4, "100GB/s", "25GB/s", NULL, "A100", 0, 0, "51.2GB/s", "31.5GB/s", 0, NULL},
     /* 4 MI250X = 8 GCDs per node; Infinity Fabric: 50 GB/s per link between GCDs of different
      * MI250X (the slowest hop of a ring over the node); 4 Slingshot-11 NICs of 25 GB/s per
-     * node: 100 GB/s / 8 GCDs; host: one EPYC 7A53, 204.8 GB/s / 8 GCDs */
-    {"frontier", 8, "50GB/s", "12.5GB/s", NULL, "MI250X", 0, 0, "25.6GB/s", 0},
+     * node: 100 GB/s / 8 GCDs; host: one EPYC 7A53, 204.8 GB/s / 8 GCDs; each GCD has an
+     * Infinity Fabric link of 36 GB/s to the CPU */
+    {"frontier", 8, "50GB/s", "12.5GB/s", NULL, "MI250X", 0, 0, "25.6GB/s", "36GB/s", 0, NULL},
     /* 8 H100 SXM per node; NVLink 4 through NVSwitch: 18 links of 25 GB/s = 450 GB/s per GPU;
      * 8 NICs of 400 Gb/s per node: 50 GB/s per GPU; host: 2 Xeon 8480 sockets of 8 DDR5-4800
-     * channels, 614 GB/s / 8 GPUs */
-    {"h100", 8, "450GB/s", "50GB/s", NULL, "H100", 0, 0, "76.8GB/s", 0},
+     * channels, 614 GB/s / 8 GPUs; each GPU on PCIe 5.0 x16, 63 GB/s */
+    {"h100", 8, "450GB/s", "50GB/s", NULL, "H100", 0, 0, "76.8GB/s", "63GB/s", 0, NULL},
 };
 enum { N_BUILTIN = sizeof BUILTIN / sizeof BUILTIN[0] };
 
@@ -77,27 +82,45 @@ static const AxOption KEYS[] = {
      "simulator: fraction of peak a layer reaches (0: 0.6)", 0, 1, NULL},
     {"host_bw", AX_OPT_STRING, OFF(host_bw), NULL, "BW",
      "simulator: host memory bandwidth per rank", 1, 0, NULL},
+    {"host_link_bw", AX_OPT_STRING, OFF(host_link_bw), NULL, "BW",
+     "simulator: a GPU's link to host memory, one way (default: intra_bw)", 1, 0, NULL},
     {"cores_per_node", AX_OPT_INT, OFF(cores_per_node), "0", "N",
      "simulator: cores the node's ranks share (0: a device each)", 0, 1 << 20, NULL},
+    {"device_mem_bw", AX_OPT_STRING, OFF(device_mem_bw), NULL, "BW",
+     "simulator: a GPU's own memory bandwidth (default: the device's)", 1, 0, NULL},
 };
 static const AxOptionTable MACHINE_FILE = {
     "plan --rank-grids", "a machine file", KEYS, (int)(sizeof KEYS / sizeof KEYS[0])};
 
-static const char *const DEVICES[] = {"V100", "A100", "H100", "H200", "MI250X", "cpu"};
+/* The devices, with the nominal bandwidth of their own memory (one GPU, one MI250X GCD): V100
+ * SXM2 HBM2 900 GB/s, A100 40GB HBM2 1555 GB/s, H100 SXM HBM3 3.35 TB/s, H200 HBM3e 4.8 TB/s,
+ * MI250X 3.2 TB/s over its two GCDs; a CPU's device memory is host memory (host_bw). */
+static const struct {
+  const char *name;
+  double mem_bytes_per_s;
+} DEVICES[] = {{"V100", 900e9}, {"A100", 1555e9}, {"H100", 3350e9}, {"H200", 4800e9},
+               {"MI250X", 1600e9}, {"cpu", 0}};
 
 static int simulator_keys(const MachineSpec *t, AxMachine *out) {
   if (t->device) {
     size_t i = 0, n = sizeof DEVICES / sizeof DEVICES[0];
-    while (i < n && strcmp(DEVICES[i], t->device)) i++;
+    while (i < n && strcmp(DEVICES[i].name, t->device)) i++;
     if (i == n)
       return AX_FAIL("device '%s' is not one of V100, A100, H100, H200, MI250X, cpu", t->device);
     snprintf(out->device, sizeof out->device, "%s", t->device);
+    out->device_mem_bytes_per_s = DEVICES[i].mem_bytes_per_s;
   }
+  if (t->device_mem_bw &&
+      ax_link_bandwidth_parse(t->device_mem_bw, &out->device_mem_bytes_per_s) != AX_OK)
+    return ax_error_context("device_mem_bw");
   out->peak_tflops = t->peak_tflops;
   out->efficiency = t->efficiency;
   out->cores_per_node = t->cores_per_node;
   if (t->host_bw && ax_link_bandwidth_parse(t->host_bw, &out->host_bytes_per_s) != AX_OK)
     return ax_error_context("host_bw");
+  if (t->host_link_bw &&
+      ax_link_bandwidth_parse(t->host_link_bw, &out->host_link_bytes_per_s) != AX_OK)
+    return ax_error_context("host_link_bw");
   return AX_OK;
 }
 
@@ -151,8 +174,9 @@ int ax_machine_load(const char *path, AxMachine *out) {
   memset(&t, 0, sizeof t);
   int rc = ax_options_parse_file(&MACHINE_FILE, &t, path, &st);
   if (rc == AX_OK) rc = required_keys(&st, path);
-  MachineSpec spec = {t.name,   t.gpus_per_node, t.intra_bw,   t.inter_bw,   t.latency,
-                      t.device, t.peak_tflops,   t.efficiency, t.host_bw,    t.cores_per_node};
+  MachineSpec spec = {t.name,        t.gpus_per_node, t.intra_bw,       t.inter_bw,
+                      t.latency,     t.device,        t.peak_tflops,    t.efficiency,
+                      t.host_bw,     t.host_link_bw,  t.cores_per_node, t.device_mem_bw};
   if (rc == AX_OK && from_spec(&spec, out) != AX_OK)
     rc = ax_error_context("machine file %s", path);
   ax_options_free(&MACHINE_FILE, &t);

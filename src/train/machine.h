@@ -20,6 +20,8 @@
  *     peak_tflops = 312       # per rank (default: the device's dense fp16/bf16 peak)
  *     efficiency = 0.6        # fraction of that peak a layer reaches (default 0.6)
  *     host_bw = 51GB/s        # host memory bandwidth per rank: the offloaded AdamW
+ *     host_link_bw = 31.5GB/s # a GPU's link to host memory, one way: the offload's copies
+ *     device_mem_bw = 1555GB/s # a GPU's own memory (default: the device's): --optimizer device
  *     cores_per_node = 0      # cores the node's ranks share (a CPU machine); 0: a device each
  *
  * Every key up to latency is required, latency and the simulator's keys are optional; an
@@ -43,6 +45,8 @@ typedef struct {
   double peak_tflops;       /* per rank */
   double efficiency;        /* of peak, in (0, 1] */
   double host_bytes_per_s;  /* host memory bandwidth per rank */
+  double host_link_bytes_per_s; /* a GPU's link to host memory, one way (0: intra's) */
+  double device_mem_bytes_per_s; /* a GPU's own memory (0: unknown) */
   int cores_per_node;       /* 0: a device per rank */
 } AxMachine;
 

@@ -14,7 +14,9 @@
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 
-enum { ADAMW_BYTES = 32 }; /* per parameter: weights, gradient, 2 moments in, 3 out, sum sq */
+/* host memory traffic per parameter: AdamW reads weights, gradient, 2 moments and writes 3;
+ * the norm reads the gradient */
+enum { ADAMW_BYTES = 28, NORM_BYTES = 4 };
 #define DEFAULT_EFFICIENCY 0.6
 /* Of a core, what a rank waiting on the link emulator takes (its waits sleep between polls):
  * about a third (docs/emulator.md, "Waiting without a core", measured on the 2-core VM). A
@@ -141,27 +143,82 @@ static int build_links(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
 
 /* ------------------------------------------------------------------ after the pipeline */
 
+/* Seconds per parameter of the optimizer's host work and of the copies between the device
+ * and the host arena (offload.c: fp32 both ways over the GPU's host link; none on a CPU). */
 typedef struct {
-  double update_per_elem, sum_per_elem, down_per_elem, up_per_elem;
+  double update_per_elem, norm_per_elem, sum_per_elem, down_per_elem, up_per_elem;
+  double zero_per_elem;
 } HostCosts;
 
-static HostCosts host_costs(const AxMachine *m, const AxSimProfile *prof, double esz) {
-  if (prof) return (HostCosts){prof->adamw_s_per_elem, prof->reduce_s_per_elem, 0, 0};
+static HostCosts host_costs(const AxMachine *m, const AxSimProfile *prof) {
+  if (prof)
+    return (HostCosts){prof->adamw_s_per_elem,    prof->norm_s_per_elem,
+                       prof->reduce_s_per_elem,   prof->download_s_per_elem,
+                       prof->upload_s_per_elem,   prof->zero_s_per_elem};
   double host = m->host_bytes_per_s > 0 ? m->host_bytes_per_s : m->intra_bytes_per_s;
-  return (HostCosts){ADAMW_BYTES / host, 12.0 / host, esz / m->intra_bytes_per_s,
-                     esz / m->intra_bytes_per_s};
+  double link = m->host_link_bytes_per_s > 0 ? m->host_link_bytes_per_s : m->intra_bytes_per_s;
+  int gpu = strcmp(m->device, "cpu") != 0 && m->cores_per_node == 0;
+  double copy = gpu ? sizeof(float) / link : 0;
+  return (HostCosts){ADAMW_BYTES / host, NORM_BYTES / host, 12.0 / host, copy, copy, 0};
+}
+
+/* --optimizer device (one rank): the norm and AdamW where the weights are, nothing copied.
+ * AdamW moves the fp32 weights and moments in and out and the compute-type gradient in and
+ * weight out; the norm reads the gradient. A CPU's device memory is host memory: the host's
+ * costs. */
+static int device_optimizer_costs(const AxMachine *m, const AxSimProfile *prof, double esz,
+                                  HostCosts *h) {
+  *h = host_costs(m, prof);
+  h->down_per_elem = h->up_per_elem = 0;
+  if (prof) {
+    h->update_per_elem = prof->device_adamw_s_per_elem;
+    h->norm_per_elem = prof->device_norm_s_per_elem;
+    return AX_OK;
+  }
+  if (!strcmp(m->device, "cpu") || m->cores_per_node > 0) return AX_OK;
+  if (m->device_mem_bytes_per_s <= 0)
+    return AX_FAIL("machine %s gives no device memory bandwidth for --optimizer device: add "
+                   "device_mem_bw = ... or device = ... to its file, or --profile FILE", m->name);
+  h->update_per_elem = (24 + 2 * esz) / m->device_mem_bytes_per_s;
+  h->norm_per_elem = esz / m->device_mem_bytes_per_s;
+  return AX_OK;
+}
+
+/* Elements a chunk of the optimizer's updates: --coarsening buckets, or (the device's AdamW)
+ * the whole stage of `total`. */
+static double chunk_elems(const AxTrainConfig *cfg, double total) {
+  return cfg->optimizer_device ? fmax(total, 1) : (double)cfg->bucket_size * cfg->coarsening;
+}
+
+/* The updates of a stage's chunks, each AdamW (and, interleaved, its part of the norm) on the
+ * host, each followed by its weights' upload on the copy stream while the next chunk's AdamW
+ * runs: the uploads queue behind each other, and what the last one runs past the last AdamW
+ * is the step's to wait for (added to the last chunk). */
+static void chunk_updates(double *up, int n_chunks, double chunk, double total, double per_elem,
+                          double up_per_elem) {
+  double adamw_end = 0, upload_end = 0;
+  for (int c = 0; c < n_chunks; c++) {
+    double elems = fmin(chunk, total - c * chunk);
+    up[c] = elems * per_elem;
+    adamw_end += up[c];
+    upload_end = fmax(upload_end, adamw_end) + elems * up_per_elem;
+  }
+  if (n_chunks > 0) up[n_chunks - 1] += upload_end - adamw_end;
 }
 
 static int build_tails(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                        const AxLinkSpec *emu, const AxSimProfile *prof, const int *first) {
-  double esz = (double)ax_dtype_size((AxDType)cfg->precision);
-  double wire = cfg->allreduce_dtype == 1 ? 2 : 4, chunk = (double)cfg->bucket_size * cfg->coarsening;
-  HostCosts h = host_costs(m, prof, esz);
+  double wire = cfg->allreduce_dtype == 1 ? 2 : 4;
+  HostCosts h = host_costs(m, prof);
+  if (cfg->optimizer_device)
+    AX_TRY(device_optimizer_costs(m, prof, (double)ax_dtype_size((AxDType)cfg->precision), &h));
+  /* reduce_and_update's two halves; the device optimizer's norm, then AdamW */
+  int separate = !cfg->offload || cfg->grad_clip > 0 || cfg->optimizer_device;
   size_t total_chunks = 0;
   for (int s = 0; s < sm->P; s++) {
     AxStageLayout lay;
     ax_stage_layout(&lay, &sm->model, first[s], first[s + 1], s == 0, s == sm->P - 1);
-    sm->tail[s].n_chunks = (int)ceil((double)lay.total / chunk);
+    sm->tail[s].n_chunks = (int)ceil((double)lay.total / chunk_elems(cfg, (double)lay.total));
     total_chunks += (size_t)sm->tail[s].n_chunks;
   }
   sm->chunk_costs = ax_malloc(2 * total_chunks * sizeof *sm->chunk_costs + 1);
@@ -173,22 +230,22 @@ static int build_tails(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
     ax_stage_layout(&lay, &sm->model, first[s], first[s + 1], s == 0, s == sm->P - 1);
     AxSimTail *t = &sm->tail[s];
     AxSimLink col = column_link(sm, m, emu, s);
-    double *ar = at, *up = at + t->n_chunks;
-    for (int c = 0; c < t->n_chunks; c++) {
-      double elems = fmin(chunk, (double)lay.total - c * chunk);
-      ar[c] = ring_s(elems, wire, sm->D, col, h.sum_per_elem);
-      up[c] = elems * (h.update_per_elem + h.up_per_elem);
-    }
+    double *ar = at, *up = at + t->n_chunks, n = (double)lay.total, chunk = chunk_elems(cfg, n);
+    for (int c = 0; c < t->n_chunks; c++)
+      ar[c] = ring_s(fmin(chunk, n - c * chunk), wire, sm->D, col, h.sum_per_elem);
+    /* the norm: over the whole gradient before the updates (clipping), else chunk by chunk */
+    chunk_updates(up, t->n_chunks, chunk, n, h.update_per_elem + (separate ? 0 : h.norm_per_elem),
+                  h.up_per_elem);
     at += 2 * t->n_chunks;
     t->allreduce_s = ar;
     t->update_s = up;
     t->window = 2; /* train_step.c's reduce_spec */
-    t->separate = !cfg->offload || cfg->grad_clip > 0; /* reduce_and_update's two halves */
-    t->before_s = (double)lay.total * h.down_per_elem;
+    t->separate = separate;
+    t->before_s = n * (h.down_per_elem + (separate ? h.norm_per_elem : 0));
     if (sm->P > 1 && (s == 0 || s == sm->P - 1)) t->tied_s = ring_s(tied, 4, 2, ends, h.sum_per_elem);
   }
   /* the step's start (gradients zeroed) and end (the norm's and loss's sums) */
-  double zero = prof ? 4.0 * (double)ax_gpt_num_params(&sm->model) / sm->P / prof->copy_bytes_per_s : 0;
+  double zero = (double)ax_gpt_num_params(&sm->model) / sm->P * h.zero_per_elem;
   AxSimLink far = link_between(sm, m, emu, 0, (long long)sm->ranks - 1);
   sm->sim.end_s = zero + 2 * (log2(sm->P) + log2((double)sm->ranks)) * far.alpha_s;
   return AX_OK;

@@ -14,9 +14,10 @@
  *            replaces the inter-node link, as it does in a run
  *   sums     the column's ring all-reduce of each chunk (k x bucket elements) in closed form:
  *            2 (D-1) (alpha + bytes / (D beta)) + the local sums; the tied embedding's over 2
- *   AdamW    per element from the profile, or 32 bytes per parameter over host_bw (weights,
- *            gradient, moments in and out, the sum of squares), the gradients down and the
- *            weights up over intra_bw on a GPU
+ *   AdamW    per element from the profile, or 28 bytes per parameter over host_bw (weights,
+ *            gradient, moments in and out) and 4 for the norm; on a GPU the gradients down
+ *            and the weights up as fp32 over host_link_bw (the profile: measured), each
+ *            chunk's upload behind the next chunk's AdamW, the last one's excess charged
  *   sharing  ranks computing at once on one host (a CPU machine) slow each other down: the
  *            profile's measured speeds, or cores_per_node shared; rows run in step. With
  *            cores_per_node, ranks are pinned (or not) by the trainer's binding rule

@@ -1,7 +1,8 @@
 /* sim_measure.c — `axonn profile`'s measurements (sim_profile.h): one-block stages of the run's
  * model (a middle one, the first, the last) timed forward and backward at the run's micro-batch
- * on its device and threads; the host AdamW with the gradient's sum of squares over a stage-sized
- * range with the trainer's optimizer threads; a local sum and a copy; the block again beside
+ * on its device and threads; the gradients' download, the weights' upload and the gradients'
+ * zeroing through the same backend; the host AdamW and the gradient's sum of squares with the
+ * trainer's optimizer threads; a local sum and a copy; the block again beside
  * forked copies of itself, once per rank count up to the grid's, and (a link emulated) beside
  * computing copies and copies that wait as the emulator's ranks wait. Each figure is the
  * median of several timed repetitions after a warm-up; beside copies, the mean of such medians
@@ -22,6 +23,7 @@
 #include "mpi/mpi_util.h"
 #include "mpi/reduce_local.h"
 #include "offload/adamw.h"
+#include "offload/host_sumsq.h"
 #include "offload/interleave.h"
 #include "sim_profile.h"
 #include "src/backend/binding_rule.h"
@@ -214,11 +216,81 @@ static int measure_concurrency(Bench *b, int kmax, int bind, int sleeping_waits,
   return rc;
 }
 
+/* Median seconds per element of --optimizer device's norm and AdamW (the backend's sumsq and
+ * adamw) over n elements, into p; a backend without adamw (host memory) is left to the host's
+ * figures. */
+static int measure_device_optimizer(AxBackend *be, size_t n, AxSimProfile *p) {
+  if (!be->ops->adamw) return AX_OK;
+  char *mem = ax_alloc(be, 3 * n * sizeof(float) + 2 * n * be->esz);
+  if (!mem) return AX_ERR;
+  float *w = (float *)mem;
+  void *g = mem + 3 * n * sizeof(float), *out = (char *)g + n * be->esz;
+  int rc = be->ops->zero(be, mem, 3 * n * sizeof(float) + 2 * n * be->esz, AX_STREAM_COMPUTE);
+  AxAdamWHyper h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 1,
+                    .grad_scale = 1.0f};
+  AxAdamWCoef c = ax_adamw_coef(&h, 1);
+  double norm[REPS], adamw[REPS];
+  for (int i = -1; i < REPS && rc == AX_OK; i++) { /* i = -1: the warm-up */
+    double t0 = ax_now(), sum = be->ops->sumsq(be, g, n);
+    rc = ax_sync(be); /* a failed reduction surfaces here */
+    double t1 = ax_now();
+    if (rc == AX_OK && !(sum >= 0))
+      rc = AX_FAIL("internal: the device's sum of squares is %g", sum);
+    if (rc != AX_OK) break;
+    be->ops->adamw(be, w, w + n, w + 2 * n, g, out, n, &c);
+    rc = ax_sync(be);
+    if (i >= 0) norm[i] = t1 - t0, adamw[i] = ax_now() - t1;
+  }
+  ax_free(be, mem);
+  AX_TRY(rc);
+  p->device_norm_s_per_elem = ax_median(norm, REPS) / (double)n;
+  p->device_adamw_s_per_elem = ax_median(adamw, REPS) / (double)n;
+  return AX_OK;
+}
+
+/* Median seconds per element of the trainer's copies between the device and the host arena
+ * (offload.c) and of zeroing the device's gradients, over HOST_ELEMS elements (the CPU
+ * backend's fp32 weights and gradients are the arena's own: no copies there); and of the
+ * device optimizer. */
+static int measure_device_side(AxBackend *be, AxSimProfile *p) {
+  size_t n = HOST_ELEMS;
+  void *dev = ax_alloc(be, n * be->esz);
+  float *host = dev ? be->ops->host_alloc(be, n * sizeof *host) : NULL;
+  int rc = host ? AX_OK : AX_ERR, copies = !(be->is_host && be->dtype == AX_DTYPE_F32);
+  double down[REPS] = {0}, up[REPS] = {0}, zero[REPS];
+  if (host) memset(host, 0, n * sizeof *host);
+  for (int i = -1; i < REPS && rc == AX_OK; i++) { /* i = -1: the warm-up */
+    double t0 = ax_now();
+    if (copies) {
+      rc = be->ops->download_f32(be, host, dev, n, AX_STREAM_COPY);
+      if (rc == AX_OK) rc = be->ops->sync(be, AX_STREAM_COPY);
+    }
+    double t1 = ax_now();
+    if (copies && rc == AX_OK) rc = be->ops->upload_f32(be, dev, host, n, AX_STREAM_COPY);
+    if (copies && rc == AX_OK) rc = be->ops->sync(be, AX_STREAM_COPY);
+    double t2 = ax_now();
+    if (rc == AX_OK) rc = be->ops->zero(be, dev, n * be->esz, AX_STREAM_COMPUTE);
+    if (rc == AX_OK) rc = ax_sync(be);
+    if (i < 0 || rc != AX_OK) continue;
+    down[i] = copies ? t1 - t0 : 0;
+    up[i] = copies ? t2 - t1 : 0;
+    zero[i] = ax_now() - t2;
+  }
+  if (host) be->ops->host_free(be, host);
+  ax_free(be, dev);
+  AX_TRY(rc);
+  p->download_s_per_elem = ax_median(down, REPS) / (double)n;
+  p->upload_s_per_elem = ax_median(up, REPS) / (double)n;
+  p->zero_s_per_elem = ax_median(zero, REPS) / (double)n;
+  return measure_device_optimizer(be, n, p);
+}
+
 static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   Bench b;
   int rc = bench_open(&b, cfg);
   double f[3] = {0}, g[3] = {0};
   for (int k = 0; k < 3 && rc == AX_OK; k++) rc = time_pass(&b, k, REPS, &f[k], &g[k]);
+  if (rc == AX_OK) rc = measure_device_side(b.be, p);
   long long ranks = ax_train_ranks(cfg);
   int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
   if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->bind, cfg->emulate_link != NULL, p);
@@ -234,8 +306,8 @@ static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   return AX_OK;
 }
 
-/* The host side: AdamW with the sum of squares (interleave.c's update of a chunk), a local
- * sum, a copy; over HOST_ELEMS elements. */
+/* The host side: the sum of squares and AdamW on the optimizer's threads (the trainer's norm,
+ * then interleave.c's update of a chunk), a local sum, a copy; over HOST_ELEMS elements. */
 static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) {
   size_t n = HOST_ELEMS;
   float *a = ax_calloc(4 * n + 64, sizeof *a);
@@ -250,22 +322,25 @@ static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) 
   AxAdamWHyper h = {.lr = (float)cfg->lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                     .weight_decay = 0.1f, .step = 1, .grad_scale = 1.0f};
   int bad = 0; /* a sum of squares that is not finite (it is used: it is not optimized away) */
-  double opt[REPS], sum[REPS], copy[REPS];
+  double norm[REPS], opt[REPS], sum[REPS], copy[REPS];
   for (int i = 0; i < REPS; i++) {
     double t0 = ax_now();
-    bad |= !(ax_host_sumsq(g, n) >= 0);
-    ax_adamw_update(pool, a, g, m, v, 0, n, &seg, 1, &h);
+    bad |= !(ax_host_sumsq_pool(pool, g, n) >= 0);
     double t1 = ax_now();
-    ax_reduce_add_f32(m, g, n);
+    ax_adamw_update(pool, a, g, m, v, 0, n, &seg, 1, &h);
     double t2 = ax_now();
+    ax_reduce_add_f32(m, g, n);
+    double t3 = ax_now();
     memcpy(v, g, n * sizeof *v);
-    opt[i] = t1 - t0;
-    sum[i] = t2 - t1;
-    copy[i] = ax_now() - t2;
+    norm[i] = t1 - t0;
+    opt[i] = t2 - t1;
+    sum[i] = t3 - t2;
+    copy[i] = ax_now() - t3;
   }
   ax_pool_destroy(pool);
   free(a);
   if (bad) return AX_FAIL("internal: the profile's gradient has a sum of squares that is not finite");
+  p->norm_s_per_elem = ax_median(norm, REPS) / (double)n;
   p->adamw_s_per_elem = ax_median(opt, REPS) / (double)n;
   p->reduce_s_per_elem = ax_median(sum, REPS) / (double)n;
   p->copy_bytes_per_s = (double)(n * sizeof(float)) / ax_median(copy, REPS);
@@ -281,6 +356,10 @@ int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p) {
   int threads = cpu->threads;
   ax_backend_destroy(cpu);
   AX_TRY(measure_host(cfg, cfg->optimizer_threads ? cfg->optimizer_threads : threads, p));
+  if (p->device_adamw_s_per_elem == 0) { /* device memory is host memory: the same AdamW */
+    p->device_adamw_s_per_elem = p->adamw_s_per_elem;
+    p->device_norm_s_per_elem = p->norm_s_per_elem;
+  }
   p->device = strdup(cfg->device);
   if (!p->device) return AX_FAIL("out of memory");
   p->threads = threads;

@@ -1,8 +1,9 @@
 /* sim_profile.h — what `axonn profile` measures on this machine for the schedule simulator,
  * and its file: one micro-batch's forward and backward of a transformer block, what the first
  * stage adds (the embedding) and the last (the LM head and the loss), the host AdamW per element
- * (with the gradient's sum of squares the interleaver takes), the all-reduce's local sum per
- * element, the copy bandwidth a pipeline send pays, and how ranks that compute at once on
+ * and the gradient's sum of squares, the all-reduce's local sum per element, the copy bandwidth
+ * a pipeline send pays, the gradients' download, the weights' upload and the gradients'
+ * zeroing on the device, and how ranks that compute at once on
  * this host slow each other down (shared cores, caches, memory, other users). The file is `key = value` lines in the
  * --config format (src/core/options.h), the shape it was measured at first; the simulator
  * refuses a profile of another shape. */
@@ -21,9 +22,18 @@ typedef struct {
   double first_forward_s, first_backward_s; /* the first stage's extra: embedding */
   double last_forward_s, last_backward_s;   /* the last stage's extra: LM head, loss */
   /* the optimizer and communication on the host */
-  double adamw_s_per_elem;  /* AdamW and the gradient's sum of squares, per parameter */
+  double adamw_s_per_elem;  /* AdamW, per parameter, on the optimizer's threads */
+  double norm_s_per_elem;   /* the gradient's sum of squares (host_sumsq.h), same threads */
   double reduce_s_per_elem; /* an all-reduce's local sum (dst += src), per element */
   double copy_bytes_per_s;  /* memcpy bandwidth: a pipeline send's copy out */
+  /* between the device and the host arena, per parameter (0 where the device's fp32 weights
+   * and gradients are the arena's: the CPU backend) */
+  double download_s_per_elem; /* gradients down, as fp32 */
+  double upload_s_per_elem;   /* new weights up, from fp32 */
+  double zero_s_per_elem;     /* the device's gradients zeroed at a step's start */
+  /* --optimizer device: AdamW and the norm where the weights are (the host's figures where
+   * device memory is host memory) */
+  double device_adamw_s_per_elem, device_norm_s_per_elem;
   /* "1,0.45,...": each rank's speed when 1, 2, ... ranks compute at once on this host (the
    * grid's ranks measured, at most AX_SIM_PROFILE_MAX_K): a block's time alone over its time
    * beside k - 1 copies of itself, the mean of several placements of the copies */

@@ -9,6 +9,9 @@
 #            (bf16 with either optimizer against fp32)
 #   ncu      kernel times of one GPT-2 small step (Nsight Compute, where it is installed)
 #   torch    PyTorch on the same models, optimizer on the GPU (scripts/torch_reference.py)
+#   simulate `axonn profile --device cuda`, `axonn simulate --profile` and `axonn train` of the
+#            same GPT-2 small and 1.3B steps, both optimizers (issue 21's GPU validation); and
+#            scripts/simulate-validate.sh on this machine's cores, one rank a core
 # Usage: scripts/gpu-bench.sh [OUT_DIR [PARTS]]   (default build/gpu-bench, all parts;
 #        PARTS: a comma list of the names above). Build first: make CUDA_ARCH=90 (H100).
 # Environment: AXONN (bin/axonn), MPIEXEC (mpiexec), BPE_DIR (GPT-2's encoder.json and
@@ -17,7 +20,7 @@
 # (the checks are make check-cuda's): read the figures against docs/benchmarks.md.
 set -u
 OUT=${1:-build/gpu-bench}
-PARTS=${2:-check,speed,loss,ncu,torch}
+PARTS=${2:-check,speed,loss,ncu,torch,simulate}
 AXONN=${AXONN:-bin/axonn}
 MPIEXEC=${MPIEXEC:-mpiexec}
 BPE_DIR=${BPE_DIR:-build/gpt2-bpe}
@@ -109,4 +112,26 @@ if want torch; then
   else
     say "torch: skipped (no python3 with a CUDA PyTorch)"
   fi
+fi
+if want simulate; then
+  say "simulate: a GPU profile's prediction against the run, both optimizers"
+  # predicted: the summary's batch time of `axonn simulate --profile`; measured: the run's
+  sim_case() {
+    name=$1; shift
+    "$AXONN" profile --device cuda --precision bf16 "$@" --out "$OUT/$name.profile" \
+      >"$OUT/$name-profile.log" 2>&1 || { echo "$name: profile failed"; return; }
+    for opt in host device; do
+      "$AXONN" simulate --device cuda --precision bf16 "$@" --optimizer $opt --machine h100 \
+        --profile "$OUT/$name.profile" --summary "$OUT/$name-$opt-sim.json" >/dev/null 2>&1 &&
+        train "$name-$opt-run" --precision bf16 "$@" --optimizer $opt --steps 8 &&
+        python3 -c 'import json, sys
+p, m = (json.load(open(f))["timing"]["batch_time_s"] for f in sys.argv[1:3])
+print("%s: simulated %.1f ms, measured %.1f ms, %+.1f%%" % (sys.argv[3], 1e3 * p, 1e3 * m,
+      100 * (p - m) / m))' "$OUT/$name-$opt-sim.json" "$OUT/$name-$opt-run.json" "$name-$opt"
+    done
+  }
+  sim_case gpt2s-b16 $GPT2S --batch 16 --micro-batch 8
+  sim_case 1p3b-b8 $GPT1B --batch 8 --micro-batch 2
+  say "simulate: scripts/simulate-validate.sh, one rank a core ($(nproc) cores)"
+  AXONN="$AXONN" MPIEXEC="$MPIEXEC" scripts/simulate-validate.sh "$OUT/simulate-validate"
 fi

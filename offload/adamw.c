@@ -91,14 +91,19 @@ static inline size_t vector_body(float *po, float *mo, float *vo, const float *p
 }
 #endif
 
+void ax_adamw_range_coef(float *p, const float *g, float *m, float *v, size_t n,
+                         const AxAdamWCoef *c) {
+  size_t i = 0;
+#ifdef AX_SIMD_AVX2
+  i = vector_body(p, m, v, p, g, m, v, 0, n, c, 0);
+#endif
+  for (; i < n; i++) scalar_one(p, m, v, p, g, m, v, i, c);
+}
+
 void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
                     const AxAdamWHyper *h, int decay) {
   AxAdamWCoef c = ax_adamw_coef(h, decay);
-  size_t i = 0;
-#ifdef AX_SIMD_AVX2
-  i = vector_body(p, m, v, p, g, m, v, 0, n, &c, 0);
-#endif
-  for (; i < n; i++) scalar_one(p, m, v, p, g, m, v, i, &c);
+  ax_adamw_range_coef(p, g, m, v, n, &c);
 }
 
 void ax_adamw_range_to(float *po, float *mo, float *vo, const float *p, const float *g,

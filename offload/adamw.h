@@ -34,6 +34,10 @@ void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const 
 /* The fast kernel over one range, on the calling thread. */
 void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
                     const AxAdamWHyper *h, int decay);
+/* The same with the coefficients derived already (what a backend's adamw op over host memory
+ * runs: tests/posing_device.c). */
+void ax_adamw_range_coef(float *p, const float *g, float *m, float *v, size_t n,
+                         const AxAdamWCoef *c);
 /* The same update out of place: reads p, m, v and writes po, mo, vo (disjoint from them), the
  * same values bit for bit, with non-temporal stores where the three outputs share their
  * alignment (what an optimizer writing straight into a checkpoint would run; `axonn bench

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "offload/adamw.h"
 #include "src/core/error.h"
 #include "testutil.h"
 
@@ -159,6 +160,14 @@ static int posing_download_f32(AxBackend *be, float *dst, const void *src, size_
   return posing_copy(be, dst, src, n * sizeof(float), AX_COPY_D2H, s);
 }
 
+/* The device AdamW (backend.h), here on host memory with the host's kernel: fp32 only. */
+static void posing_adamw(AxBackend *be, float *p, float *m, float *v, const void *g, void *w,
+                         size_t n, const AxAdamWCoef *c) {
+  drain(posing(be));
+  ax_adamw_range_coef(p, g, m, v, n, c);
+  if (w != p) memcpy(w, p, n * sizeof *p);
+}
+
 static void posing_destroy(AxBackend *be) {
   Posing *ps = posing(be);
   drain(ps);
@@ -184,6 +193,7 @@ AxBackend *tu_posing_backend(void) {
   ps->ops.sync = posing_sync;
   ps->ops.upload_f32 = posing_upload_f32;
   ps->ops.download_f32 = posing_download_f32;
+  ps->ops.adamw = posing_adamw;
   ps->be.ops = &ps->ops;
   ps->be.is_host = 0;
   return &ps->be;

@@ -8,7 +8,8 @@
  * that touches host memory on any stream, so code that hands a buffer to someone else (MPI)
  * before synchronizing is caught reading or overwriting it too early. It is meant for the copy
  * paths (p2p engine, scheduler): its kernels are the CPU backend's and run at once, ahead of
- * any pending device-to-device copy. */
+ * any pending device-to-device copy; it has the device AdamW (backend.h's adamw) too, the host
+ * kernel's, for the device optimizer (offload/device_opt.h), after the pending copies. */
 #ifndef AX_POSING_DEVICE_H
 #define AX_POSING_DEVICE_H
 

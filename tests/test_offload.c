@@ -3,17 +3,20 @@
  * bf16 wire), the master weights aliasing the compute copy on the CPU backend, the write-back
  * to a separate device copy (the CPU backend posing as one), and the loss-scale state
  * machine, and the layer-wise compression parts (chunks cut at every tensor and layer,
- * covering each chunk once in order). The multi-rank all-reduce side is tested by
- * tests/mpi_offload.sh. */
+ * covering each chunk once in order); the optimizer kept in device memory (--optimizer
+ * device) on the posing device, against the host's update. The multi-rank all-reduce side is
+ * tested by tests/mpi_offload.sh. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/gpt_config.h"
+#include "offload/device_opt.h"
 #include "offload/interleave.h"
 #include "offload/loss_scale.h"
 #include "offload/offload.h"
 #include "src/core/error.h"
+#include "posing_device.h"
 #include "src/train/trainer.h"
 #include "testutil.h"
 
@@ -208,6 +211,55 @@ START_TEST(host_sumsq_on_threads_equals_serial_bit_for_bit) {
 }
 END_TEST
 
+/* --optimizer device where device memory is not the host's (the posing device, whose every copy
+ * is checked against where its pointers live): the state goes up from the arena, the norm and
+ * AdamW run on the device over segments with and without decay, the compute copy is the new
+ * master (fp32), and the state comes back down equal bit for bit to the host's update of the
+ * same state; until it does, the arena keeps the old state. */
+START_TEST(device_optimizer_equals_the_host_update) {
+  AxBackend *be = tu_posing_backend();
+  size_t n = 10007;
+  AxParamSegment segs[3] = {{0, 4000, 1}, {4000, 3000, 0}, {7000, 3007, 1}};
+  AxOffloadConfig cfg = {.bucket_size = n, .coarsening = 1, .segs = segs, .n_segs = 3};
+  void *params = ax_alloc(be, n * sizeof(float)), *grads = ax_alloc(be, n * sizeof(float));
+  AxOffload o;
+  ck_assert_int_eq(ax_offload_init(&o, be, n, params, grads, &cfg, NULL), AX_OK);
+  float *g = tu_random(n, 0.1f, 5), *v0 = tu_random(n, 1e-3f, 8);
+  memcpy(o.master, tu_random(n, 1.0f, 6), n * sizeof(float));
+  memcpy(o.m, tu_random(n, 0.01f, 7), n * sizeof(float));
+  for (size_t i = 0; i < n; i++) o.v[i] = fabsf(v0[i]);
+  ck_assert_int_eq(be->ops->upload_f32(be, params, o.master, n, AX_STREAM_COMPUTE), AX_OK);
+  ck_assert_int_eq(be->ops->upload_f32(be, grads, g, n, AX_STREAM_COMPUTE), AX_OK);
+  float *p = tu_alloc(n * sizeof *p), *m = tu_alloc(n * sizeof *m), *v = tu_alloc(n * sizeof *v);
+  memcpy(p, o.master, n * sizeof *p);
+  memcpy(m, o.m, n * sizeof *m);
+  memcpy(v, o.v, n * sizeof *v);
+  AxAdamWHyper h = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                    .weight_decay = 0.1f, .step = 3, .grad_scale = 0.5f};
+  ax_adamw_update(NULL, p, g, m, v, 0, n, segs, 3, &h);
+
+  AxDeviceOpt d;
+  ck_assert_int_eq(ax_device_opt_init(&d, &o, params), AX_OK);
+  ck_assert(d.master == params && tu_posing_is_device(be, d.m) && tu_posing_is_device(be, d.v));
+  ck_assert_int_eq(ax_device_opt_from_host(&d), AX_OK);
+  double sumsq, want = 0;
+  for (size_t i = 0; i < n; i++) want += (double)g[i] * g[i];
+  ck_assert_int_eq(ax_device_opt_sumsq(&d, grads, &sumsq), AX_OK);
+  ck_assert_double_eq_tol(sumsq, want, 1e-6 * want);
+  ax_device_opt_update(&d, params, grads, &h);
+  ck_assert(memcmp(o.m, m, n * sizeof *m) != 0); /* not yet down */
+  ck_assert_int_eq(ax_device_opt_to_host(&d), AX_OK);
+  ck_assert(memcmp(o.master, p, n * sizeof *p) == 0);
+  ck_assert(memcmp(o.m, m, n * sizeof *m) == 0);
+  ck_assert(memcmp(o.v, v, n * sizeof *v) == 0);
+  ax_device_opt_free(&d);
+  ax_offload_free(&o);
+  ax_free(be, params);
+  ax_free(be, grads);
+  ax_backend_destroy(be);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("offload");
   TCase *tc = tu_tcase(s, "offload", 60);
@@ -219,5 +271,6 @@ int main(void) {
   tcase_add_test(tc, loss_scale_halves_on_overflow_and_grows_after_200_clean_steps);
   tcase_add_test(tc, host_sumsq_matches_double_sum);
   tcase_add_test(tc, host_sumsq_on_threads_equals_serial_bit_for_bit);
+  tcase_add_test(tc, device_optimizer_equals_the_host_update);
   return tu_run(s);
 }

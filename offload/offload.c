@@ -9,31 +9,32 @@
 
 /* The arena's fp32 regions, in order: m, v, the master weights unless they are the device
  * buffer (host_fp32), gradient staging unless the device buffer serves (host_fp32 without a
- * bf16 wire). Each starts ax_staggered() bytes after the one before (see backend.h). */
-static void fp32_regions(int host_fp32, int wire_bf16, int use[4]) {
+ * bf16 wire) or no gradient comes down (state_only). Each starts ax_staggered() bytes after the
+ * one before (see backend.h). */
+static void fp32_regions(int host_fp32, int wire_bf16, int state_only, int use[4]) {
   use[0] = use[1] = 1;
   use[2] = !host_fp32;
-  use[3] = !host_fp32 || wire_bf16;
+  use[3] = !state_only && (!host_fp32 || wire_bf16);
 }
 
-size_t ax_offload_arena_bytes(size_t n, int host_fp32, int wire_bf16) {
+size_t ax_offload_arena_bytes(size_t n, int host_fp32, int wire_bf16, int state_only) {
   int use[4];
-  fp32_regions(host_fp32, wire_bf16, use);
+  fp32_regions(host_fp32, wire_bf16, state_only, use);
   size_t bytes = (size_t)(use[0] + use[1] + use[2] + use[3]) * ax_staggered(n * sizeof(float));
-  return wire_bf16 ? bytes + n * sizeof(uint16_t) : bytes;
+  return wire_bf16 && !state_only ? bytes + n * sizeof(uint16_t) : bytes;
 }
 
-static void carve(AxOffload *o, int host_fp32, int wire_bf16) {
+static void carve(AxOffload *o, int host_fp32, int wire_bf16, int state_only) {
   char *p = o->arena;
   float **fp32[4] = {&o->m, &o->v, &o->master, &o->grads};
   int use[4];
-  fp32_regions(host_fp32, wire_bf16, use);
+  fp32_regions(host_fp32, wire_bf16, state_only, use);
   for (int r = 0; r < 4; r++)
     if (use[r]) {
       *fp32[r] = (float *)p;
       p += ax_staggered(o->n * sizeof(float));
     }
-  if (wire_bf16) o->wire = (uint16_t *)p;
+  if (wire_bf16 && !state_only) o->wire = (uint16_t *)p;
 }
 
 static int copy_segments(AxOffload *o, const AxOffloadConfig *cfg) {
@@ -69,14 +70,14 @@ int ax_offload_init(AxOffload *o, AxBackend *be, size_t n, void *device_params,
    * gradients are never overwritten by a partial result. */
   int host_fp32 = be->is_host && be->dtype == AX_DTYPE_F32;
   o->params_alias = host_fp32;
-  o->grads_alias = host_fp32 && !cfg->wire_bf16;
-  o->arena_bytes = ax_offload_arena_bytes(o->n, host_fp32, cfg->wire_bf16);
+  o->grads_alias = host_fp32 && !cfg->wire_bf16 && !cfg->state_only;
+  o->arena_bytes = ax_offload_arena_bytes(o->n, host_fp32, cfg->wire_bf16, cfg->state_only);
   o->arena = be->ops->host_alloc(be, o->arena_bytes);
   if (!o->arena)
     return ax_error_context("allocating the optimizer's host arena (%.1f MB)",
                             o->arena_bytes / 1e6);
   memset(o->arena, 0, o->arena_bytes);
-  carve(o, host_fp32, cfg->wire_bf16);
+  carve(o, host_fp32, cfg->wire_bf16, cfg->state_only);
   if (o->params_alias) o->master = device_params;
   if (o->grads_alias) o->grads = device_grads;
   return AX_OK;

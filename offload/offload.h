@@ -26,6 +26,8 @@ typedef struct {
   int coarsening;     /* buckets per all-reduce chunk */
   int wire_bf16;      /* all-reduce payload in bf16 (summed in fp32) */
   int single_chunk;   /* the whole range is one chunk (the plain, non-interleaved step) */
+  int state_only;     /* the arena holds the state only, no gradients (--optimizer device:
+                         grads is NULL) */
   /* the weight-decay mask of the range: segments in order, covering [0, n) (the model's
    * knowledge, handed over as data; copied) */
   const AxParamSegment *segs;
@@ -43,7 +45,8 @@ typedef struct {
   float *master;     /* fp32 master weights [n]: in the arena, or the device buffer itself */
   int params_alias;  /* master is the device parameter buffer (CPU backend, fp32) */
   float *m, *v;      /* Adam moments [n] */
-  float *grads;      /* fp32 gradients on the host [n]: staging, or the device buffer itself */
+  float *grads;      /* fp32 gradients on the host [n]: staging, the device buffer itself, or
+                        NULL (state_only) */
   int grads_alias;   /* grads is the device gradient buffer (CPU backend, fp32) */
   uint16_t *wire;    /* bf16 all-reduce payload [n], or NULL */
   AxParamSegment *segs; /* the decay mask (a copy of the config's) */
@@ -52,7 +55,7 @@ typedef struct {
 } AxOffload;
 
 /* Host bytes the arena needs for n parameters (for plans; nothing is allocated). */
-size_t ax_offload_arena_bytes(size_t n, int host_fp32, int wire_bf16);
+size_t ax_offload_arena_bytes(size_t n, int host_fp32, int wire_bf16, int state_only);
 
 /* Builds the arena for a stage of n parameters. device_params and device_grads are the
  * stage's buffers: on a backend that computes in fp32 in host memory (host_fp32: the CPU

@@ -50,7 +50,7 @@ START_TEST(chunks_cover_the_range_once) {
       ck_assert_uint_eq(next, lay.total);
       ck_assert(o.grads == grads); /* fp32 on the CPU: gradients summed in place, */
       ck_assert(o.master == params); /* the compute copy is the master copy, */
-      ck_assert_uint_eq(o.arena_bytes, ax_offload_arena_bytes(lay.total, 1, 0)); /* m, v */
+      ck_assert_uint_eq(o.arena_bytes, ax_offload_arena_bytes(lay.total, 1, 0, 0)); /* m, v */
       ck_assert_uint_ge(o.arena_bytes, 2 * lay.total * sizeof(float));
       /* each region: 256-byte alignment plus the stagger */
       ck_assert_uint_le(o.arena_bytes, 2 * (lay.total * sizeof(float) + 255 + AX_STAGGER_BYTES));
@@ -212,7 +212,8 @@ START_TEST(host_sumsq_on_threads_equals_serial_bit_for_bit) {
 END_TEST
 
 /* --optimizer device where device memory is not the host's (the posing device, whose every copy
- * is checked against where its pointers live): the state goes up from the arena, the norm and
+ * is checked against where its pointers live), over an arena that holds the state only: the
+ * state goes up from the arena, the norm and
  * AdamW run on the device over segments with and without decay, the compute copy is the new
  * master (fp32), and the state comes back down equal bit for bit to the host's update of the
  * same state; until it does, the arena keeps the old state. */
@@ -220,10 +221,15 @@ START_TEST(device_optimizer_equals_the_host_update) {
   AxBackend *be = tu_posing_backend();
   size_t n = 10007;
   AxParamSegment segs[3] = {{0, 4000, 1}, {4000, 3000, 0}, {7000, 3007, 1}};
-  AxOffloadConfig cfg = {.bucket_size = n, .coarsening = 1, .segs = segs, .n_segs = 3};
+  AxOffloadConfig cfg = {.bucket_size = n, .coarsening = 1, .segs = segs, .n_segs = 3,
+                         .wire_bf16 = 1, .state_only = 1};
   void *params = ax_alloc(be, n * sizeof(float)), *grads = ax_alloc(be, n * sizeof(float));
   AxOffload o;
   ck_assert_int_eq(ax_offload_init(&o, be, n, params, grads, &cfg, NULL), AX_OK);
+  /* the state's home only: master, m, v; no gradient staging, no wire */
+  ck_assert(o.grads == NULL && o.wire == NULL);
+  ck_assert_uint_eq(o.arena_bytes, 3 * ax_staggered(n * sizeof(float)));
+  ck_assert_uint_eq(o.arena_bytes, ax_offload_arena_bytes(n, 0, 1, 1));
   float *g = tu_random(n, 0.1f, 5), *v0 = tu_random(n, 1e-3f, 8);
   memcpy(o.master, tu_random(n, 1.0f, 6), n * sizeof(float));
   memcpy(o.m, tu_random(n, 0.01f, 7), n * sizeof(float));

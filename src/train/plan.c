@@ -39,7 +39,8 @@ void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *fi
   spec.ac = cfg->ac ? cfg->ac : ax_partition_default_ac(spec.l1 - spec.l0, m->layers);
   out->act_ckpt = (double)ax_stage_activation_bytes(m, &spec, esz);
   int host_fp32 = strcmp(cfg->device, "cpu") == 0 && esz == 4;
-  out->host = (double)ax_offload_arena_bytes(lay.total, host_fp32, cfg->allreduce_dtype == 1);
+  out->host = (double)ax_offload_arena_bytes(lay.total, host_fp32, cfg->allreduce_dtype == 1,
+                                             cfg->optimizer_device);
   double bucket = (double)cfg->bucket_size < n ? (double)cfg->bucket_size : n;
   out->paper_plain = 20.0 * n;
   out->paper_offload = 4.0 * n + 16.0 * bucket;

@@ -154,6 +154,7 @@ static int setup_stage(AxTrainer *t) {
                         .coarsening = t->cfg.coarsening,
                         .wire_bf16 = t->cfg.allreduce_dtype == 1,
                         .single_chunk = !t->cfg.offload,
+                        .state_only = t->cfg.optimizer_device,
                         .segs = segs,
                         .n_segs = ax_trainer_decay_segments(layout, t->cfg.decay_all, segs)};
   AX_TRY(ax_offload_init(&t->off, t->be, layout->total, ax_stage_params(t->stage),
@@ -327,7 +328,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
          t->dopt.mem_bytes ? " + the optimizer state (below)" : "", t->off.arena_bytes / 1e6,
          t->off.params_alias ? "Adam moments; the fp32 weights are the master weights"
                              : "fp32 master weights, Adam moments",
-         t->off.grads_alias ? "" : ", gradient staging");
+         t->off.grads && !t->off.grads_alias ? ", gradient staging" : "");
   print_network(t);
   ax_trainer_print_compress(t);
   ax_trainer_print_backprop(t);

@@ -302,6 +302,10 @@ START_TEST(bad_machine_files_are_one_error) {
   expect_bad_file(text, "device 'TPU' is not one of");
   snprintf(text, sizeof text, "%sefficiency = 1.5\n", good);
   expect_bad_file(text, "out of range");
+  snprintf(text, sizeof text, "%shost_link_bw = 8\n", good);
+  expect_bad_file(text, "host_link_bw");
+  snprintf(text, sizeof text, "%sdevice_mem_bw = fast\n", good);
+  expect_bad_file(text, "device_mem_bw: 'fast' is not a bandwidth");
   ck_assert_int_eq(ax_machine_resolve("/nonexistent/m.machine", &m), AX_ERR);
   ck_assert_ptr_nonnull(strstr(ax_error_text(), "unknown machine"));
   ax_error_clear();

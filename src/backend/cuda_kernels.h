@@ -58,10 +58,10 @@ cudaError_t axk_scale(const AxkCtx *k, void *x, float s, size_t n);
 cudaError_t axk_add(const AxkCtx *k, void *dst, const void *src, size_t n);
 /* fp32 <-> compute type (round to nearest even on the way down). */
 cudaError_t axk_from_f32(const AxkCtx *k, void *dst, const float *src, size_t n);
+cudaError_t axk_to_f32(const AxkCtx *k, float *dst, const void *src, size_t n);
 /* AdamW (backend.h): fp32 p, m, v updated in place, w gets p in the compute type. */
 cudaError_t axk_adamw(const AxkCtx *k, float *p, float *m, float *v, const void *g, void *w,
                       size_t n, const AxAdamWCoef *c);
-cudaError_t axk_to_f32(const AxkCtx *k, float *dst, const void *src, size_t n);
 
 #ifdef __cplusplus
 }

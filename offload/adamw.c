@@ -46,22 +46,26 @@ void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const 
 #else
 #define MULADD(a, b, c) ((a) * (b) + (c))
 #endif
-/* One element from p, m, v into po, mo, vo (the same arrays for the in-place update). */
-static inline void scalar_one(float *po, float *mo, float *vo, const float *p, const float *g,
-                              const float *m, const float *v, size_t i, const AxAdamWCoef *c) {
+/* One element from p, m, v into po, mo, vo (the same arrays for the in-place update), and into
+ * keep too when it is not NULL. */
+static inline void scalar_one(float *po, float *mo, float *vo, float *keep, const float *p,
+                              const float *g, const float *m, const float *v, size_t i,
+                              const AxAdamWCoef *c) {
   float gi = g[i] * c->gs;
   float mi = MULADD(c->b1, m[i], c->one_b1 * gi);
   float vi = MULADD(c->b2, v[i], (c->one_b2 * gi) * gi);
   float upd = MULADD(c->wd, p[i], (mi * c->c1) / (sqrtf(vi * c->c2) + c->eps));
   po[i] = MULADD(-c->lr, upd, p[i]);
+  if (keep) keep[i] = po[i];
   mo[i] = mi;
   vo[i] = vi;
 }
 
 #ifdef AX_SIMD_AVX2
-/* Elements from i on, 8 at a time, from p, m, v into po, mo, vo; returns where it stopped.
- * stream: non-temporal stores (po, mo and vo 32-byte aligned at i). */
-static inline size_t vector_body(float *po, float *mo, float *vo, const float *p,
+/* Elements from i on, 8 at a time, from p, m, v into po, mo, vo (and keep, ordinary stores,
+ * when not NULL); returns where it stopped. stream: non-temporal stores (po, mo and vo 32-byte
+ * aligned at i). */
+static inline size_t vector_body(float *po, float *mo, float *vo, float *keep, const float *p,
                                  const float *g, const float *m, const float *v, size_t i,
                                  size_t n, const AxAdamWCoef *c, int stream) {
   const __m256 b1 = _mm256_set1_ps(c->b1), b2 = _mm256_set1_ps(c->b2);
@@ -77,6 +81,7 @@ static inline size_t vector_body(float *po, float *mo, float *vo, const float *p
     __m256 den = _mm256_add_ps(_mm256_sqrt_ps(_mm256_mul_ps(vi, c2)), eps);
     __m256 upd = _mm256_fmadd_ps(wd, pi, _mm256_div_ps(_mm256_mul_ps(mi, c1), den));
     __m256 pn = _mm256_fnmadd_ps(lr, upd, pi);
+    if (keep) _mm256_storeu_ps(keep + i, pn);
     if (stream) {
       _mm256_stream_ps(po + i, pn);
       _mm256_stream_ps(mo + i, mi);
@@ -95,9 +100,9 @@ void ax_adamw_range_coef(float *p, const float *g, float *m, float *v, size_t n,
                          const AxAdamWCoef *c) {
   size_t i = 0;
 #ifdef AX_SIMD_AVX2
-  i = vector_body(p, m, v, p, g, m, v, 0, n, c, 0);
+  i = vector_body(p, m, v, NULL, p, g, m, v, 0, n, c, 0);
 #endif
-  for (; i < n; i++) scalar_one(p, m, v, p, g, m, v, i, c);
+  for (; i < n; i++) scalar_one(p, m, v, NULL, p, g, m, v, i, c);
 }
 
 void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
@@ -106,24 +111,25 @@ void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
   ax_adamw_range_coef(p, g, m, v, n, &c);
 }
 
-void ax_adamw_range_to(float *po, float *mo, float *vo, const float *p, const float *g,
-                       const float *m, const float *v, size_t n, const AxAdamWHyper *h,
-                       int decay) {
+void ax_adamw_range_to(float *po, float *mo, float *vo, float *keep, const float *p,
+                       const float *g, const float *m, const float *v, size_t n,
+                       const AxAdamWHyper *h, int decay) {
   AxAdamWCoef c = ax_adamw_coef(h, decay);
   size_t i = 0;
 #ifdef AX_SIMD_AVX2
   uintptr_t phase = (uintptr_t)po & 31;
   int stream = ((uintptr_t)mo & 31) == phase && ((uintptr_t)vo & 31) == phase;
   for (; stream && i < n && ((uintptr_t)(po + i) & 31); i++)
-    scalar_one(po, mo, vo, p, g, m, v, i, &c);
-  i = vector_body(po, mo, vo, p, g, m, v, i, n, &c, stream);
+    scalar_one(po, mo, vo, keep, p, g, m, v, i, &c);
+  i = vector_body(po, mo, vo, keep, p, g, m, v, i, n, &c, stream);
   if (stream) _mm_sfence();
 #endif
-  for (; i < n; i++) scalar_one(po, mo, vo, p, g, m, v, i, &c);
+  for (; i < n; i++) scalar_one(po, mo, vo, keep, p, g, m, v, i, &c);
 }
 
 typedef struct {
   float *p, *m, *v;
+  const AxAdamWOut *to; /* NULL: in place */
   const float *g;
   size_t lo, hi;
   const AxParamSegment *segs;
@@ -138,7 +144,11 @@ static void update_span(const Job *j, size_t lo, size_t hi) {
     if (a < lo) a = lo;
     if (b > hi) b = hi;
     if (a >= b) continue;
-    ax_adamw_range(j->p + a, j->g + a, j->m + a, j->v + a, b - a, j->h, j->segs[s].decay);
+    if (j->to)
+      ax_adamw_range_to(j->to->p + a, j->to->m + a, j->to->v + a, j->p + a, j->p + a, j->g + a,
+                        j->m + a, j->v + a, b - a, j->h, j->segs[s].decay);
+    else
+      ax_adamw_range(j->p + a, j->g + a, j->m + a, j->v + a, b - a, j->h, j->segs[s].decay);
   }
 }
 
@@ -151,6 +161,12 @@ static void update_task(void *ctx, int tid, int nt) {
 
 void ax_adamw_update(AxPool *pool, float *p, const float *g, float *m, float *v, size_t lo,
                      size_t hi, const AxParamSegment *segs, int n_segs, const AxAdamWHyper *h) {
-  Job j = {p, m, v, g, lo, hi, segs, n_segs, h};
+  ax_adamw_update_to(pool, NULL, p, g, m, v, lo, hi, segs, n_segs, h);
+}
+
+void ax_adamw_update_to(AxPool *pool, const AxAdamWOut *to, float *p, const float *g, float *m,
+                        float *v, size_t lo, size_t hi, const AxParamSegment *segs, int n_segs,
+                        const AxAdamWHyper *h) {
+  Job j = {p, m, v, to, g, lo, hi, segs, n_segs, h};
   ax_pool_run(pool, update_task, &j);
 }

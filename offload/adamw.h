@@ -38,16 +38,27 @@ void ax_adamw_range(float *p, const float *g, float *m, float *v, size_t n,
  * runs: tests/posing_device.c). */
 void ax_adamw_range_coef(float *p, const float *g, float *m, float *v, size_t n,
                          const AxAdamWCoef *c);
-/* The same update out of place: reads p, m, v and writes po, mo, vo (disjoint from them), the
- * same values bit for bit, with non-temporal stores where the three outputs share their
- * alignment (what an optimizer writing straight into a checkpoint would run; `axonn bench
- * state-copy` measures it). */
-void ax_adamw_range_to(float *po, float *mo, float *vo, const float *p, const float *g,
-                       const float *m, const float *v, size_t n, const AxAdamWHyper *h,
-                       int decay);
+/* The same update out of place: reads p, m, v and writes po, mo, vo (each disjoint from its
+ * input, or that very array: element i is read before it is written), the same values bit for
+ * bit, with non-temporal stores where the three outputs share their
+ * alignment, and the new weights into keep too (ordinary stores; NULL: not), which may be p
+ * itself: what an optimizer writing straight into a memory checkpoint runs, the weights the
+ * model computes with kept in place. */
+void ax_adamw_range_to(float *po, float *mo, float *vo, float *keep, const float *p,
+                       const float *g, const float *m, const float *v, size_t n,
+                       const AxAdamWHyper *h, int decay);
 /* Updates elements [lo, hi) of flat arrays p, g, m, v, splitting the work over the pool and
  * applying each segment's decay decision. pool may be NULL (calling thread only). */
 void ax_adamw_update(AxPool *pool, float *p, const float *g, float *m, float *v, size_t lo,
                      size_t hi, const AxParamSegment *segs, int n_segs, const AxAdamWHyper *h);
+/* Where an update out of place writes: flat arrays like p, m and v. */
+typedef struct {
+  float *p, *m, *v;
+} AxAdamWOut;
+/* The same out of place into `to` (NULL: in place), the weights p updated in place as well
+ * (ax_adamw_range_to with keep = p). */
+void ax_adamw_update_to(AxPool *pool, const AxAdamWOut *to, float *p, const float *g, float *m,
+                        float *v, size_t lo, size_t hi, const AxParamSegment *segs, int n_segs,
+                        const AxAdamWHyper *h);
 
 #endif

@@ -35,6 +35,8 @@ static void carve(AxOffload *o, int host_fp32, int wire_bf16, int state_only) {
       p += ax_staggered(o->n * sizeof(float));
     }
   if (wire_bf16 && !state_only) o->wire = (uint16_t *)p;
+  o->own_m = o->m;
+  o->own_v = o->v;
 }
 
 static int copy_segments(AxOffload *o, const AxOffloadConfig *cfg) {
@@ -109,5 +111,22 @@ int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t h
 }
 
 void ax_offload_update(AxOffload *o, size_t lo, size_t hi, const AxAdamWHyper *h) {
-  ax_adamw_update(o->pool, o->master, o->grads, o->m, o->v, lo, hi, o->segs, o->n_segs, h);
+  ax_adamw_update_to(o->pool, o->to.m ? &o->to : NULL, o->master, o->grads, o->m, o->v, lo, hi,
+                     o->segs, o->n_segs, h);
+}
+
+void ax_offload_move_state(AxOffload *o, int updated) {
+  if (o->to.m && updated) {
+    o->m = o->to.m;
+    o->v = o->to.v;
+  }
+  o->to = (AxAdamWOut){0};
+}
+
+void ax_offload_state_home(AxOffload *o) {
+  if (o->m == o->own_m) return;
+  memcpy(o->own_m, o->m, o->n * sizeof(float));
+  memcpy(o->own_v, o->v, o->n * sizeof(float));
+  o->m = o->own_m;
+  o->v = o->own_v;
 }

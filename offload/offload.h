@@ -44,7 +44,9 @@ typedef struct {
   size_t arena_bytes;
   float *master;     /* fp32 master weights [n]: in the arena, or the device buffer itself */
   int params_alias;  /* master is the device parameter buffer (CPU backend, fp32) */
-  float *m, *v;      /* Adam moments [n] */
+  float *m, *v;      /* Adam moments [n]: the arena's own, or where ax_offload_move_state put
+                        them */
+  float *own_m, *own_v; /* the arena's own moments */
   float *grads;      /* fp32 gradients on the host [n]: staging, the device buffer itself, or
                         NULL (state_only) */
   int grads_alias;   /* grads is the device gradient buffer (CPU backend, fp32) */
@@ -52,6 +54,11 @@ typedef struct {
   AxParamSegment *segs; /* the decay mask (a copy of the config's) */
   int n_segs;
   AxPool *pool;      /* optimizer threads; NULL: the calling thread */
+  /* Set for one step by a caller that keeps the state elsewhere (the memory checkpoints'
+   * zero-copy, docs/memory-checkpoints.md): the updates write m and v there, and the master
+   * weights both in place and there; ax_offload_move_state then makes `to` the moments.
+   * to.m NULL: updates in place. */
+  AxAdamWOut to;
 } AxOffload;
 
 /* Host bytes the arena needs for n parameters (for plans; nothing is allocated). */
@@ -73,7 +80,13 @@ int ax_offload_download_grads(AxOffload *o, const void *device_grads);
 /* Master weights [lo, hi) -> the device compute copy (on the copy stream; no-op when
  * aliased). */
 int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t hi);
-/* AdamW on [lo, hi) of the master weights from the host gradients. */
+/* AdamW on [lo, hi) of the master weights from the host gradients (into o->to, when set). */
 void ax_offload_update(AxOffload *o, size_t lo, size_t hi, const AxAdamWHyper *h);
+/* After a step whose updates went into o->to: its m and v are the moments from now on
+ * (updated: 0 when the step was skipped, leaving the moments where they were); o->to is
+ * cleared either way. */
+void ax_offload_move_state(AxOffload *o, int updated);
+/* The moments copied back into the arena's own (before what holds them goes away). */
+void ax_offload_state_home(AxOffload *o);
 
 #endif

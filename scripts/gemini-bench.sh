@@ -8,10 +8,9 @@
 #     default) and all at the end of the step:
 #     each repeat runs every configuration back to back; a configuration's time is the median
 #     over repeats of the run summary's batch time (steps SKIP+1..STEPS, all of them: the
-#     summary's own default would time 10). The default SKIP=4
-#     leaves out the copies that fill each of the two slots for the first time (steps 1 and 2,
-#     settled in steps 2 and 3): the pages of a slot's files are allocated once, and later
-#     copies write over them in place.
+#     summary's own default would time 10). The default SKIP=4 leaves out the copies that fill
+#     each of the three slots for the first time (steps 1-3): the pages of a slot's files are
+#     allocated once, and later copies write over them in place.
 #  2. Retrieval after a rank is killed (SIGKILL) as step 7 begins, on 2x2: from each node's own
 #     memory, from the peer's replicas (the dead node's memory deleted), and from the file
 #     checkpoint (--checkpoint-every 4 in OUT, on this machine's disk: not remote storage); the

@@ -54,7 +54,7 @@ killed() {
 expect_log() { grep -q -- "$2" "$TMP/$1.log" || { fail "$1: no '$2' in its output"; cat "$TMP/$1.log"; }; }
 
 # summary_ckpt NAME WANT: the summary's memory_checkpoints object holds WANT (JSON), and each
-# rank's costs are positive where it wrote files (the steady cost: at least 3) and null elsewhere
+# rank's costs are positive where it wrote files (the steady cost: at least 4) and null elsewhere
 # (tests/cli_summary.sh: a run without memory checkpoints has no such object)
 summary_ckpt() {
   python3 - "$TMP/$1.json" "$2" <<'PY' || fail "$1: the summary's memory_checkpoints object is wrong"
@@ -62,8 +62,8 @@ import json, sys
 c = json.load(open(sys.argv[1]))["memory_checkpoints"]
 want = json.loads(sys.argv[2])
 bad = {k: c[k] for k in want if c[k] != want[k]}
-# (steady: the files after each of the 2 slots' first fill, so a rank needs 3 files for one)
-for k, least in (("copy_thread_cpu_ms_per_file", 1), ("copy_thread_cpu_ms_per_file_steady", 3),
+# (steady: the files after each of the 3 slots' first fill, so a rank needs 4 files for one)
+for k, least in (("copy_thread_cpu_ms_per_file", 1), ("copy_thread_cpu_ms_per_file_steady", 4),
                  ("join_and_settle_ms_per_copy", 0)):
     wrote = [f >= least for f in c["files_written"]]
     if [v is not None and v > 0 for v in c[k]] != wrote:
@@ -97,12 +97,21 @@ PY
 
 run ref 4 $P4 --run-name "$NAME" --summary "$TMP/ref.json" || exit 1
 expect_log ref "memory checkpoints: every 1 step"
-# 10 copies, all complete; each rank wrote its stage file 10 times
+# 10 copies, all complete; each rank wrote its stage file 10 times. Zero-copy: the optimizers
+# of stages 0-2 wrote theirs in place; the last stage keeps a tied wte copy its file leaves out,
+# so its copy thread copies
 summary_ckpt ref '{"every": 1, "replicas": 2, "nodes": 2, "replica_schedule": "end",
-  "copies": 10, "copies_complete": 10, "skipped": 0, "files_written": [10, 10, 10, 10]}'
+  "copies": 10, "copies_complete": 10, "skipped": 0, "files_written": [10, 10, 10, 10],
+  "files_in_place": [10, 10, 10, 0]}'
+# an optimizer writing into the slots trains as one that does not, bit for bit
+run plain 4 $P4 --memory-checkpoint-every 0 && tail_equal ref plain &&
+  { cmp -s "$TMP/ref.bin" "$TMP/plain.bin" || fail "ref: its saved model differs from plain's"; }
 # 1x4: the two ranks of a node train the same stage, so only the first of them writes it
 run dp 4 --g-data 4 --run-name "$NAME" --summary "$TMP/dp.json" &&
-  summary_ckpt dp '{"nodes": 2, "copies": 10, "copies_complete": 10, "files_written": [10, 0, 10, 0]}'
+  summary_ckpt dp '{"nodes": 2, "copies": 10, "copies_complete": 10, "files_written": [10, 0, 10, 0],
+  "files_in_place": [10, 0, 10, 0]}'
+run dp_plain 4 --g-data 4 --memory-checkpoint-every 0 && tail_equal dp dp_plain &&
+  { cmp -s "$TMP/dp.bin" "$TMP/dp_plain.bin" || fail "dp: its saved model differs from dp_plain's"; }
 [ -e "$SHM/axonn-$NAME" ] && fail "a normal end left $SHM/axonn-$NAME"
 
 # 1x4 again, a rank dies as step 7 begins. Both nodes write stage 0, each CRCs half of the
@@ -141,9 +150,9 @@ expect_log node_resume "stage-3.bin of step 5: node 0's memory; sent from node 0
 killed corrupt $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
 f="$SHM/axonn-$NAME/node-1/slot-1/stage-3.bin"
 [ -f "$f" ] || fail "corrupt: no $f"
-b=$(od -An -tu1 -j200 -N1 "$f" | tr -d ' ')  # byte 200, replaced by its complement
-printf "\\$(printf '%03o' $((255 - b)))" | dd of="$f" bs=1 seek=200 conv=notrunc 2>/dev/null
-[ "$(od -An -tu1 -j200 -N1 "$f" | tr -d ' ')" = $((255 - b)) ] || fail "corrupt: byte not changed"
+b=$(od -An -tu1 -j2000 -N1 "$f" | tr -d ' ')  # byte 2000, replaced by its complement
+printf "\\$(printf '%03o' $((255 - b)))" | dd of="$f" bs=1 seek=2000 conv=notrunc 2>/dev/null
+[ "$(od -An -tu1 -j2000 -N1 "$f" | tr -d ' ')" = $((255 - b)) ] || fail "corrupt: byte not changed"
 run corrupt_resume 4 $P4 --run-name "$NAME" --resume && tail_equal corrupt_resume ref
 expect_log corrupt_resume "stage-3.bin of step 5: node 0's memory; sent from node 0 to node 1"
 

@@ -365,6 +365,19 @@ START_TEST(stage_file_filled_in_memory_equals_the_written_one) {
       ck_assert_uint_eq(mem.bytes, disk.bytes);
       ck_assert_uint_eq(mem.crc, disk.crc);
       ck_assert_int_eq(memcmp(buf, file, bytes), 0);
+      /* an array already in place (zero-copy: the optimizer wrote it) is only CRC'd */
+      AxCkptSections sec;
+      ck_assert_int_eq(ax_ckpt_stage_sections(&CFG, &lay, s, P, &sec), AX_OK);
+      ck_assert_uint_eq(sec.bytes, bytes);
+      ck_assert_uint_eq(sec.skip, P > 1 && s == P - 1 ? lay.count[AX_P_WTE] : 0);
+      ck_assert_uint_eq(sec.data % 64 + sec.stride % 64, 0);
+      memset(buf, 0, bytes);
+      memcpy(buf + sec.data + sec.stride, m + sec.skip, sec.count * sizeof(float));
+      AxCkptFile kept = {{0}, 0, 0};
+      ck_assert_int_eq(ax_ckpt_fill_stage(buf, bytes, s, &CFG, &lay, P, w, NULL, v, 0, 1, &kept),
+                       AX_OK);
+      ck_assert_uint_eq(kept.crc, disk.crc);
+      ck_assert_int_eq(memcmp(buf, file, bytes), 0);
       /* the CRC in parts (as nodes holding identical copies make it): the same bytes but the
        * trailer, and the parts' CRCs put together are the file's */
       for (int parts = 2; parts <= 3; parts++) {
@@ -387,6 +400,108 @@ START_TEST(stage_file_filled_in_memory_equals_the_written_one) {
                        AX_ERR);
       ax_error_clear();
     }
+}
+END_TEST
+
+/* Position-coded state: element j of tensor id of a stage is the whole model's element
+ * file_offset + j, array a (master, m, v) offset by a * 1e4, so every split agrees. */
+static void coded_state(const AxStageLayout *lay, float *arrays[3]) {
+  for (int a = 0; a < 3; a++) {
+    arrays[a] = tu_alloc(lay->total * sizeof(float));
+    for (int id = 0; id < AX_N_PARAMS; id++)
+      for (size_t j = 0; lay->has[id] && j < lay->count[id]; j++)
+        arrays[a][lay->offset[id] + j] = (float)(lay->file_offset[id] + j) + 1e4f * (float)a;
+  }
+}
+
+/* Reads dir's checkpoint into every stage of a P-way split and checks each element. */
+static void expect_read_back(const char *dir, int P) {
+  AxCkptManifest man;
+  int rc = ax_ckpt_load_manifest(dir, 1, &man);
+  ck_assert_msg(rc == AX_OK, "%s", ax_error_text());
+  for (int s = 0; s < P; s++) {
+    AxStageLayout lay;
+    ax_stage_layout(&lay, &CFG, CFG.layers * s / P, CFG.layers * (s + 1) / P, s == 0, s == P - 1);
+    float *want[3], *got[3];
+    coded_state(&lay, want);
+    coded_state(&lay, got);
+    for (int a = 0; a < 3; a++) memset(got[a], 0, lay.total * sizeof(float));
+    ck_assert_int_eq(ax_ckpt_read_stage(dir, &man, &lay, got[0], got[1], got[2]), AX_OK);
+    for (int a = 0; a < 3; a++)
+      ck_assert_int_eq(memcmp(got[a], want[a], lay.total * sizeof(float)), 0);
+  }
+  ax_ckpt_manifest_free(&man);
+}
+
+/* A checkpoint written on 3 stages reads back on 1, 2 and 3; so does one in the format before
+ * sections (each record's master, m and v in turn; manifests with six numbers a record). */
+START_TEST(stage_files_read_back_on_any_split_and_the_old_layout) {
+  int P = 3;
+  AxCkptManifest man = {.model = CFG, .batch = 1, .seq = 4, .stages = P, .n_files = P,
+                        .loss_scale = 1};
+  man.files = tu_alloc((size_t)P * sizeof *man.files);
+  man.records = tu_alloc(AX_N_PARAMS * (size_t)P * sizeof *man.records);
+  for (int s = 0; s < P; s++) {
+    int l0 = CFG.layers * s / P, l1 = CFG.layers * (s + 1) / P, n;
+    AxStageLayout lay;
+    ax_stage_layout(&lay, &CFG, l0, l1, s == 0, s == P - 1);
+    float *st[3];
+    coded_state(&lay, st);
+    ck_assert_int_eq(ax_ckpt_write_stage(tu_path(""), s, &CFG, &lay, P, st[0], st[1], st[2],
+                                         &man.files[s]), AX_OK);
+    AxCkptRecord *r;
+    ck_assert_int_eq(ax_ckpt_stage_records(&CFG, l0, l1, s, P, &r, &n), AX_OK);
+    memcpy(man.records + man.n_records, r, (size_t)n * sizeof *r);
+    man.n_records += n;
+    free(r);
+  }
+  ck_assert_int_eq(ax_ckpt_write_manifest(tu_path(""), &man), AX_OK);
+  for (int q = 1; q <= 3; q++) expect_read_back(tu_path(""), q);
+
+  /* the old layout, one stage: records of 32 bytes, then per record master, m, v */
+  char dir[1024], path[1100];
+  snprintf(dir, sizeof dir, "%s", tu_path("old"));
+  ck_assert_int_eq(mkdir(dir, 0777), 0);
+  AxStageLayout lay;
+  ax_stage_layout(&lay, &CFG, 0, CFG.layers, 1, 1);
+  float *st[3];
+  coded_state(&lay, st);
+  int n;
+  AxCkptRecord *r;
+  ck_assert_int_eq(ax_ckpt_stage_records(&CFG, 0, CFG.layers, 0, 1, &r, &n), AX_OK);
+  size_t head = 16 + 32 * (size_t)n, bytes = head + 3 * lay.total * sizeof(float);
+  unsigned char *file = tu_alloc(bytes + 4);
+  memcpy(file, "AXCKPT01", 8);
+  int32_t sn[2] = {0, n};
+  memcpy(file + 8, sn, sizeof sn);
+  FILE *mf = fopen((snprintf(path, sizeof path, "%s/manifest", dir), path), "w");
+  ck_assert_ptr_nonnull(mf);
+  char text[8192];
+  size_t len = (size_t)snprintf(text, sizeof text,
+                                "axonn-checkpoint 1\nstep 1\nadam_steps 1\ndata_position 0\n"
+                                "loss_scale 1 0 0\nmodel %d %d %d %d %d %d\nbatch 1 4\nstages 1\n",
+                                CFG.layers, CFG.channels, CFG.heads, CFG.vocab, CFG.padded_vocab,
+                                CFG.max_seq);
+  size_t off = head;
+  for (int i = 0; i < n; i++) {
+    int32_t ids[4] = {r[i].id, r[i].l0, r[i].l1, 0};
+    uint64_t sizes[2] = {r[i].count, off};
+    memcpy(file + 16 + 32 * (size_t)i, ids, sizeof ids);
+    memcpy(file + 16 + 32 * (size_t)i + 16, sizes, sizeof sizes);
+    len += (size_t)snprintf(text + len, sizeof text - len, "record 0 %d %d %d %llu %zu\n",
+                            r[i].id, r[i].l0, r[i].l1, r[i].count, off);
+    for (int a = 0; a < 3; a++, off += r[i].count * sizeof(float))
+      memcpy(file + off, st[a] + lay.offset[r[i].id], r[i].count * sizeof(float));
+  }
+  uint32_t crc = ax_crc32(0, file, bytes);
+  memcpy(file + bytes, &crc, 4);
+  write_bytes((snprintf(path, sizeof path, "%s/stage-0.bin", dir), path), file, bytes + 4);
+  len += (size_t)snprintf(text + len, sizeof text - len, "file stage-0.bin %zu %08x\n", bytes,
+                          crc);
+  fprintf(mf, "%scrc %08x\n", text, ax_crc32(0, text, len));
+  fclose(mf);
+  free(r);
+  for (int q = 1; q <= 3; q++) expect_read_back(dir, q);
 }
 END_TEST
 
@@ -488,6 +603,7 @@ int main(void) {
   tcase_add_test(tc, loader_sequential_windows_wrap);
   tcase_add_test(tc, loader_shuffle_visits_each_window_once);
   tcase_add_test(tc, loader_errors);
+  tcase_add_test(tc, stage_files_read_back_on_any_split_and_the_old_layout);
   tcase_add_test(tc, prep_splits_bytes);
   tcase_add_test(tc, prep_leaves_nothing_when_a_shard_fails);
   return tu_run(s);

@@ -84,11 +84,23 @@ START_TEST(adamw_out_of_place_matches_in_place) {
       memcpy(want, in, 3 * n * 4);
       ax_adamw_range(want, g, want + n, want + 2 * n, len, &h, shift % 2);
       float *po = out + shift, *mo = po + stride + !same, *vo = mo + stride + 2 * !same;
-      ax_adamw_range_to(po, mo, vo, in, g, in + n, in + 2 * n, len, &h, shift % 2);
+      float *keep = same ? malloc(n * 4) : NULL; /* the weights written a second time */
+      ax_adamw_range_to(po, mo, vo, keep, in, g, in + n, in + 2 * n, len, &h, shift % 2);
       ck_assert_int_eq(memcmp(po, want, len * 4), 0);
       ck_assert_int_eq(memcmp(mo, want + n, len * 4), 0);
       ck_assert_int_eq(memcmp(vo, want + 2 * n, len * 4), 0);
       ck_assert_int_eq(memcmp(in, kept, 3 * n * 4), 0);
+      if (keep) ck_assert_int_eq(memcmp(keep, want, len * 4), 0);
+      free(keep);
+      /* keeping the weights in place, as the optimizer writing a memory checkpoint does */
+      float *p = malloc(n * 4);
+      ck_assert_ptr_nonnull(p);
+      memcpy(p, in, n * 4);
+      ax_adamw_range_to(po, mo, vo, p, p, g, in + n, in + 2 * n, len, &h, shift % 2);
+      ck_assert_int_eq(memcmp(p, want, len * 4), 0);
+      ck_assert_int_eq(memcmp(po, want, len * 4), 0);
+      ck_assert_int_eq(memcmp(vo, want + 2 * n, len * 4), 0);
+      free(p);
     }
 }
 END_TEST

@@ -19,8 +19,8 @@
 #include "src/core/log.h"
 #include "src/core/stream_copy.h"
 
-static const char MAGIC[8] = {'A', 'X', 'C', 'K', 'P', 'T', '0', '1'};
-enum { HEADER_BYTES = 16, RECORD_BYTES = 32, MAX_RECORDS = 1 << 20 };
+static const char MAGIC[8] = {'A', 'X', 'C', 'K', 'P', 'T', '0', '2'};
+enum { HEADER_BYTES = 16, RECORD_BYTES = 40, MAX_RECORDS = 1 << 20, SECTION_ALIGN = 64 };
 
 const char *ax_ckpt_step_dir(const char *dir, int step, char *buf) {
   snprintf(buf, 1024, "%s/step-%08d", dir, step);
@@ -122,26 +122,61 @@ static int wanted(int id, int first, int last) {
   return id == AX_P_WTE || id == AX_P_WPE ? first : last;
 }
 
-int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
-                          AxCkptRecord **out, int *n) {
+static unsigned long long round_up(unsigned long long x, unsigned long long to) {
+  return (x + to - 1) / to * to;
+}
+
+/* The records of stage s and where its sections lie (see checkpoint.h). */
+static int layout_stage(const AxGptConfig *m, int l0, int l1, int s, int P, AxCkptRecord **out,
+                        int *n, AxCkptSections *sec) {
   AxStageLayout lay;
   ax_stage_layout(&lay, m, l0, l1, s == 0, s == P - 1);
   AxCkptRecord *r = ax_calloc(AX_N_PARAMS, sizeof *r);
   if (!r) return AX_ERR;
   int k = 0;
+  size_t skip = 0;
   for (int id = 0; id < AX_N_PARAMS; id++) {
-    if (!lay.has[id] || !wanted(id, s == 0, s == P - 1)) continue;
+    if (!lay.has[id]) continue;
+    if (!wanted(id, s == 0, s == P - 1)) {
+      if (k || lay.offset[id] != skip) { /* only a leading tensor can be left out */
+        free(r);
+        return AX_FAIL("internal: stage %d leaves out %s inside its arrays", s,
+                       ax_param_name(id));
+      }
+      skip += lay.count[id];
+      continue;
+    }
     int layer = ax_param_is_layer(id);
     r[k++] = (AxCkptRecord){.file = s, .id = id, .l0 = layer ? l0 : 0, .l1 = layer ? l1 : 0,
-                            .count = lay.count[id]};
+                            .count = lay.count[id], .offset = lay.offset[id]};
   }
-  unsigned long long off = HEADER_BYTES + (unsigned long long)k * RECORD_BYTES;
+  sec->skip = skip;
+  sec->count = lay.total - skip;
+  sec->data = round_up(HEADER_BYTES + (unsigned long long)k * RECORD_BYTES, SECTION_ALIGN);
+  sec->stride = round_up(sec->count * sizeof(float), SECTION_ALIGN);
+  sec->bytes = (size_t)(sec->data + 2 * sec->stride + sec->count * sizeof(float)) +
+               sizeof(uint32_t);
   for (int i = 0; i < k; i++) {
-    r[i].offset = off;
-    off += 3 * r[i].count * sizeof(float);
+    r[i].offset = sec->data + (r[i].offset - skip) * sizeof(float);
+    r[i].stride = sec->stride;
   }
   *out = r;
   *n = k;
+  return AX_OK;
+}
+
+int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
+                          AxCkptRecord **out, int *n) {
+  AxCkptSections sec;
+  return layout_stage(m, l0, l1, s, P, out, n, &sec);
+}
+
+int ax_ckpt_stage_sections(const AxGptConfig *m, const AxStageLayout *lay, int s, int P,
+                           AxCkptSections *sec) {
+  AxCkptRecord *r;
+  int n;
+  AX_TRY(layout_stage(m, lay->l0, lay->l1, s, P, &r, &n, sec));
+  free(r);
   return AX_OK;
 }
 
@@ -162,34 +197,61 @@ static int sink(CrcWriter *w, const void *p, size_t n) {
   return AX_OK;
 }
 
+/* The CRC of bytes [pos, pos + n) of the output, those of them it covers. */
+static void crc_span(CrcWriter *w, const unsigned char *b, size_t n) {
+  unsigned long long lo = w->pos > w->crc_lo ? w->pos : w->crc_lo;
+  unsigned long long hi = w->pos + n < w->crc_hi ? w->pos + n : w->crc_hi;
+  if (lo < hi) w->crc = ax_crc32(w->crc, b + (lo - w->pos), (size_t)(hi - lo));
+}
+
+enum { BLOCK = 256 << 10 };
+
 /* In blocks that stay in cache between the CRC's read and the write's. */
 static int put(CrcWriter *w, const void *p, size_t bytes) {
-  enum { BLOCK = 256 << 10 };
   for (const unsigned char *b = p; bytes > 0;) {
     size_t n = bytes < BLOCK ? bytes : BLOCK;
-    unsigned long long lo = w->pos > w->crc_lo ? w->pos : w->crc_lo;
-    unsigned long long hi = w->pos + n < w->crc_hi ? w->pos + n : w->crc_hi;
-    if (lo < hi) w->crc = ax_crc32(w->crc, b + (lo - w->pos), (size_t)(hi - lo));
+    crc_span(w, b, n);
     AX_TRY(sink(w, b, n));
     b += n, bytes -= n;
   }
   return AX_OK;
 }
 
+/* Bytes already in place in the memory written to: only CRC'd. */
+static void keep(CrcWriter *w, size_t bytes) {
+  crc_span(w, w->mem + w->pos, bytes);
+  w->pos += bytes;
+}
+
+static int put_zeros(CrcWriter *w, size_t bytes) {
+  static const unsigned char zeros[SECTION_ALIGN];
+  while (bytes > 0) {
+    size_t n = bytes < sizeof zeros ? bytes : sizeof zeros;
+    AX_TRY(put(w, zeros, n));
+    bytes -= n;
+  }
+  return AX_OK;
+}
+
+/* The file: header, records, then each array's stored elements as a section (an array NULL:
+ * already in place in the memory written to). */
 static int write_stage_body(CrcWriter *w, int s, const AxCkptRecord *r, int n,
-                            const AxStageLayout *lay, const float *const arrays[3]) {
+                            const AxCkptSections *sec, const float *const arrays[3]) {
   int32_t head[2] = {s, n};
   AX_TRY(put(w, MAGIC, sizeof MAGIC));
   AX_TRY(put(w, head, sizeof head));
   for (int i = 0; i < n; i++) {
     int32_t ids[4] = {r[i].id, r[i].l0, r[i].l1, 0};
-    uint64_t sizes[2] = {r[i].count, r[i].offset};
+    uint64_t sizes[3] = {r[i].count, r[i].offset, r[i].stride};
     AX_TRY(put(w, ids, sizeof ids));
     AX_TRY(put(w, sizes, sizeof sizes));
   }
-  for (int i = 0; i < n; i++)
-    for (int a = 0; a < 3; a++)
-      AX_TRY(put(w, arrays[a] + lay->offset[r[i].id], r[i].count * sizeof(float)));
+  size_t bytes = sec->count * sizeof(float);
+  for (int a = 0; a < 3; a++) {
+    AX_TRY(put_zeros(w, (size_t)(sec->data + a * sec->stride) - w->pos));
+    if (arrays[a]) AX_TRY(put(w, arrays[a] + sec->skip, bytes));
+    else keep(w, bytes);
+  }
   uint32_t crc = w->crc;
   return sink(w, &crc, sizeof crc);
 }
@@ -199,19 +261,11 @@ const char *ax_ckpt_stage_file_name(int s, char *buf, size_t cap) {
   return buf;
 }
 
-/* The end of the last record's data (the CRC'd bytes). */
-static size_t body_bytes(const AxCkptRecord *r, int n) {
-  if (n == 0) return HEADER_BYTES;
-  return (size_t)(r[n - 1].offset + 3 * r[n - 1].count * sizeof(float));
-}
-
 int ax_ckpt_stage_bytes(const AxGptConfig *m, const AxStageLayout *lay, int s, int P,
                         size_t *bytes) {
-  AxCkptRecord *r;
-  int n;
-  AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
-  *bytes = body_bytes(r, n) + sizeof(uint32_t);
-  free(r);
+  AxCkptSections sec;
+  AX_TRY(ax_ckpt_stage_sections(m, lay, s, P, &sec));
+  *bytes = sec.bytes;
   return AX_OK;
 }
 
@@ -220,13 +274,15 @@ int ax_ckpt_stage_bytes(const AxGptConfig *m, const AxStageLayout *lay, int s, i
 static int write_stage(CrcWriter *w, int s, const AxGptConfig *m, const AxStageLayout *lay,
                        int P, const float *const arrays[3], size_t mem_bytes, AxCkptFile *info) {
   AxCkptRecord *r;
+  AxCkptSections sec;
   int n;
-  AX_TRY(ax_ckpt_stage_records(m, lay->l0, lay->l1, s, P, &r, &n));
-  size_t want = body_bytes(r, n) + sizeof(uint32_t);
+  AX_TRY(layout_stage(m, lay->l0, lay->l1, s, P, &r, &n, &sec));
   int rc = AX_OK;
-  if (w->mem && mem_bytes != want)
-    rc = AX_FAIL("internal: stage %d's file takes %zu bytes, not %zu", s, want, mem_bytes);
-  if (rc == AX_OK) rc = write_stage_body(w, s, r, n, lay, arrays);
+  if (w->mem && mem_bytes != sec.bytes)
+    rc = AX_FAIL("internal: stage %d's file takes %zu bytes, not %zu", s, sec.bytes, mem_bytes);
+  if (!w->mem && (!arrays[0] || !arrays[1] || !arrays[2]))
+    rc = AX_FAIL("internal: stage %d's file written from missing arrays", s);
+  if (rc == AX_OK) rc = write_stage_body(w, s, r, n, &sec, arrays);
   info->bytes = (unsigned long long)w->pos - sizeof(uint32_t);
   info->crc = w->crc;
   free(r);
@@ -292,8 +348,8 @@ static void print_manifest(FILE *o, const AxCkptManifest *man) {
             man->files[i].crc);
   for (int i = 0; i < man->n_records; i++) {
     const AxCkptRecord *r = &man->records[i];
-    fprintf(o, "record %d %d %d %d %llu %llu\n", r->file, r->id, r->l0, r->l1, r->count,
-            r->offset);
+    fprintf(o, "record %d %d %d %d %llu %llu %llu\n", r->file, r->id, r->l0, r->l1, r->count,
+            r->offset, r->stride);
   }
 }
 
@@ -320,9 +376,10 @@ int ax_ckpt_write_manifest(const char *step_dir, const AxCkptManifest *man) {
 static int parse_line(AxCkptManifest *man, const char *line) {
   AxGptConfig *m = &man->model;
   char name[32];
-  unsigned long long a, b;
+  unsigned long long a, b, c;
   unsigned crc;
   AxCkptRecord r;
+  int got;
   if (sscanf(line, "step %d", &man->step) == 1) return 1;
   if (sscanf(line, "adam_steps %lld", &man->adam_steps) == 1) return 1;
   if (sscanf(line, "data_position %lld", &man->data_position) == 1) return 1;
@@ -346,12 +403,15 @@ static int parse_line(AxCkptManifest *man, const char *line) {
     snprintf(f[man->n_files++].name, sizeof f->name, "%s", name);
     return 1;
   }
-  if (sscanf(line, "record %d %d %d %d %llu %llu", &r.file, &r.id, &r.l0, &r.l1, &a, &b) == 6) {
+  got = sscanf(line, "record %d %d %d %d %llu %llu %llu", &r.file, &r.id, &r.l0, &r.l1, &a, &b,
+               &c);
+  if (got == 6 || got == 7) {
     AxCkptRecord *rs = realloc(man->records, (size_t)(man->n_records + 1) * sizeof *rs);
     if (!rs) return 0;
     man->records = rs;
     r.count = a;
     r.offset = b;
+    r.stride = got == 7 ? c : a * sizeof(float); /* before sections: each record's arrays in turn */
     rs[man->n_records++] = r;
     return 1;
   }
@@ -371,8 +431,9 @@ static int check_record(const char *path, const AxCkptManifest *man, const AxCkp
       (!layer && (r->l0 || r->l1)) || r->count != want)
     return AX_FAIL("%s: record of %s (layers %d-%d, %llu elements) does not fit the model",
                    path, ax_param_name(r->id), r->l0, r->l1, r->count);
-  unsigned long long bytes = man->files[r->file].bytes;
-  if (r->offset > bytes || r->count > (bytes - r->offset) / (3 * sizeof(float)))
+  unsigned long long bytes = man->files[r->file].bytes, data = r->count * sizeof(float);
+  if (r->stride < data || r->offset > bytes || r->stride > (bytes - r->offset) / 2 ||
+      data > bytes - r->offset - 2 * r->stride)
     return AX_FAIL("%s: record of %s lies outside %s", path, ax_param_name(r->id),
                    man->files[r->file].name);
   return AX_OK;
@@ -563,7 +624,7 @@ static int read_span(const char *step_dir, const AxCkptManifest *man, const AxCk
   int rc = AX_OK;
   for (int a = 0; a < 3 && rc == AX_OK; a++) {
     if (!dst[a]) continue;
-    rc = ax_file_seek(&f, (long long)(r->offset + (a * r->count + skip) * sizeof(float)));
+    rc = ax_file_seek(&f, (long long)(r->offset + a * r->stride + skip * sizeof(float)));
     if (rc == AX_OK) rc = ax_file_read(&f, dst[a], count * sizeof(float), ax_param_name(r->id));
   }
   ax_file_close(&f);

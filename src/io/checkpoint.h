@@ -1,8 +1,11 @@
 /* checkpoint.h — the on-disk checkpoint: a directory per saved step, DIR/step-NNNNNNNN/, with
  *   stage-S.bin  written by the rank of stage S in data-parallel row 0: a header, a table of
- *                records, then per record the fp32 master weights, Adam m and Adam v of one
- *                parameter tensor over a range of layers (the tied wte once, on stage 0), and
- *                a CRC-32 trailer of everything before it;
+ *                records (each one parameter tensor over a range of layers: the tied wte
+ *                once, on stage 0), then three sections, the stage's fp32 master weights, Adam
+ *                m and Adam v, each the stage's flat array as the optimizer holds it (less a
+ *                leading tied wte copy) and 64-byte aligned, and a CRC-32 trailer of
+ *                everything before it; so the optimizer can write a memory checkpoint's
+ *                moments in place (docs/memory-checkpoints.md, "Zero-copy");
  *   manifest     written by rank 0 last, text: step, optimizer step count, data position,
  *                loss scale, model and batch shape, every file with its size and CRC-32, every
  *                record, and a CRC-32 of the manifest itself.
@@ -23,7 +26,15 @@ typedef struct {
   int file;              /* index into the manifest's files */
   int id, l0, l1;        /* tensor; layers [l0, l1) for per-layer tensors, 0..0 otherwise */
   unsigned long long count, offset; /* elements; byte offset of the master weights */
+  unsigned long long stride;        /* bytes from the master weights to m, and from m to v */
 } AxCkptRecord;
+
+/* Where a stage file's sections lie: the master weights at byte `data`, m and v `stride`
+ * bytes apart, each `count` elements: the stage's flat arrays from element `skip` on. */
+typedef struct {
+  unsigned long long data, stride;
+  size_t skip, count, bytes; /* bytes: the whole file, trailer included */
+} AxCkptSections;
 
 typedef struct {
   char name[32];
@@ -67,6 +78,8 @@ int ax_ckpt_make_dirs(const char *dir, int step);
 /* The records stage s of P (blocks [l0, l1)) writes, offsets from the start of its file. */
 int ax_ckpt_stage_records(const AxGptConfig *m, int l0, int l1, int s, int P,
                           AxCkptRecord **out, int *n);
+int ax_ckpt_stage_sections(const AxGptConfig *m, const AxStageLayout *lay, int s, int P,
+                           AxCkptSections *sec);
 /* "stage-S.bin": the name of stage s's file (buf: at least 32 bytes). */
 const char *ax_ckpt_stage_file_name(int s, char *buf, size_t cap);
 /* Writes stage-S.bin into step_dir (atomically) from the stage's flat master/m/v arrays
@@ -80,7 +93,8 @@ int ax_ckpt_write_stage(const char *step_dir, int s, const AxGptConfig *m,
  * of part `part` of `parts` of the CRC'd bytes alone (ax_ckpt_crc_part), which is also what
  * the trailer holds until the caller puts the whole file's there. With parts = 1 the file is
  * the written one, byte for byte. Nodes holding identical copies of a stage CRC a part each
- * and put the parts' CRCs together (ax_ckpt_crc_of_parts). */
+ * and put the parts' CRCs together (ax_ckpt_crc_of_parts). An array passed as NULL is in
+ * place in dst already (an optimizer wrote it there): it is only CRC'd. */
 int ax_ckpt_stage_bytes(const AxGptConfig *m, const AxStageLayout *lay, int s, int P,
                         size_t *bytes);
 int ax_ckpt_fill_stage(void *dst, size_t bytes, int s, const AxGptConfig *m,

@@ -1,6 +1,6 @@
 /* memckpt.h — the node-local storage of in-memory checkpoints (Gemini; docs/memory-checkpoints.md).
  * A job's checkpoints live under ROOT/axonn-NAME/ (ROOT: --memory-dir, /dev/shm by default;
- * NAME: --run-name), one directory per node, node-K/, with two slots, slot-0/ and slot-1/. A
+ * NAME: --run-name), one directory per node, node-K/, with three slots, slot-0/ to slot-2/. A
  * slot is a checkpoint step directory of src/io/checkpoint.h (stage files and manifest) holding
  * the stage files that node keeps: those its own ranks wrote and the replicas its peers sent.
  * A slot's manifest is removed before anything in it is overwritten and written last, so a
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-enum { AX_MEMCKPT_SLOTS = 2, AX_MEMCKPT_MAX_FILES = 255, AX_MEMCKPT_PATH = 1024 };
+enum { AX_MEMCKPT_SLOTS = 3, AX_MEMCKPT_MAX_FILES = 255, AX_MEMCKPT_PATH = 1024 };
 
 /* A run name: 1-64 characters of [A-Za-z0-9._-]. */
 int ax_memckpt_check_name(const char *name);
@@ -21,7 +21,7 @@ const char *ax_memckpt_run_dir(const char *root, const char *name, char *buf);
 const char *ax_memckpt_node_dir(const char *root, const char *name, int node, char *buf);
 const char *ax_memckpt_slot_dir(const char *root, const char *name, int node, int slot,
                                 char *buf);
-/* Creates ROOT/axonn-NAME/node-K/slot-0 and slot-1 (existing ones are kept). */
+/* Creates ROOT/axonn-NAME/node-K/slot-0 to slot-2 (existing ones are kept). */
 int ax_memckpt_make_node(const char *root, const char *name, int node);
 /* Removes the slot's manifest: from now on it holds no checkpoint. */
 int ax_memckpt_invalidate(const char *slot_dir);

@@ -1,6 +1,6 @@
 /* summary_ckpt.c — the memory-checkpoint object of the end-of-run summary (Gemini,
  * docs/memory-checkpoints.md): the settings, how many copies were made, completed and skipped,
- * and each rank's cost (stage files written, its copy thread's CPU per file, all of them and
+ * and each rank's cost (stage files written, those its optimizer wrote in place, its copy thread's CPU per file, all of them and
  * those after each slot's first fill, its main thread's time joining and settling per copy),
  * gathered to rank 0. Schema: docs/summary.md. */
 #include <stdlib.h>
@@ -49,6 +49,9 @@ void ax_summary_ckpt_json(AxJsonW *j, const AxCkptSummary *c) {
   ax_jsonw_int(j, "skipped", r0->skipped);
   ax_jsonw_array(j, "files_written");
   for (int r = 0; r < c->ranks; r++) ax_jsonw_int(j, NULL, c->of_rank[r].files_written);
+  ax_jsonw_end(j);
+  ax_jsonw_array(j, "files_in_place");
+  for (int r = 0; r < c->ranks; r++) ax_jsonw_int(j, NULL, c->of_rank[r].files_in_place);
   ax_jsonw_end(j);
   ax_jsonw_array(j, "copy_thread_cpu_ms_per_file");
   for (int r = 0; r < c->ranks; r++)

@@ -286,7 +286,10 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AX_WD_NOTE(-1, "in the all-reduces over Z of the replicated tensors' gradients");
   AX_TRY(ax_stage_reduce_replicas(t->stage));
   ax_trainer_memckpt_join(t); /* the last copy has read the state the optimizer changes */
+  AX_TRY(ax_trainer_memckpt_aim(t));
+  long long updates = t->adam_steps;
   AX_TRY(optimizer_step(t, step, rec));
+  ax_trainer_memckpt_moved(t, t->adam_steps != updates);
   AX_TRY(agree_on_loss(t, 1, &rec->loss));
   /* the copy's outcome, replicas and manifests: after the loss, where every rank meets anyway
    * (before the optimizer, this collective held each stage's sums until the first stage's

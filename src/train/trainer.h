@@ -48,6 +48,8 @@ typedef struct {
   int copies, complete, skipped; /* copies made; complete (replicated, manifests written);
                                   * due checkpoints skipped while replicas were in flight */
   int files_written;             /* stage files this rank wrote */
+  int files_in_place;            /* of them, those its optimizer wrote in place (zero-copy:
+                                  * the copy thread only CRC'd them) */
   double copy_cpu_s;             /* its copy thread's CPU time, all files */
   int steady_files;              /* of them, those written into a mapping made before */
   double steady_cpu_s;           /* (not a slot's first fill) and the CPU time they took */

@@ -133,10 +133,17 @@ typedef struct {
   double copy_s; /* seconds the main thread spent finishing them (waits, replicas) */
   double copy_cpu_s; /* CPU seconds of the copy thread (CRC and write of the stage files) */
   int files_written; /* stage files this rank wrote into its slots */
+  int files_in_place; /* of them, those the optimizer had written (zero-copy) */
   double steady_cpu_s; /* the same for the files written into a mapping made before (not */
   int steady_files;    /* a slot's first fill, which faults the mapping's pages in) */
   int send_fresh;      /* the file of the copy in flight goes into a fresh mapping */
   int last_slot; /* of the newest complete copy on this node (-1: none yet) */
+  /* zero-copy (ax_trainer_memckpt_aim): the slot each step's optimizer writes the state into,
+   * the same on every rank of a node (-1: none yet); whether this rank's optimizer writes
+   * there itself (a writer without tensor parallelism whose stage file holds its arrays
+   * whole), and the slot whose file holds this rank's master weights as they are (-1: none) */
+  int state_slot, zero_copy, master_slot;
+  const float *fill[3];   /* what the copy thread writes of master, m, v (NULL: in place) */
   /* the step's replicas (trainer_replicas.c): from start until they have all landed */
   int replicating;
   AxReplicaXfer *xfer;
@@ -238,6 +245,11 @@ int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step);
  * trainer.h. */
 int ax_trainer_setup_memckpt(AxTrainer *t);
 void ax_trainer_memckpt_join(AxTrainer *t);
+/* Around the optimizer of a step (zero-copy, docs/memory-checkpoints.md): aim chooses the slot
+ * the step's state goes to and, on a rank that writes it there itself, points the optimizer at
+ * the slot's file; moved (updated: whether the optimizer ran) makes it the state. */
+int ax_trainer_memckpt_aim(AxTrainer *t);
+void ax_trainer_memckpt_moved(AxTrainer *t, int updated);
 int ax_trainer_memckpt_settle(AxTrainer *t, int flush);
 /* trainer_slot_maps.c: new (at setup) and free, and *view = the mapping of stage `file`'s
  * file in this node's `slot`, `size` bytes (created or resized when it is not mapped at that

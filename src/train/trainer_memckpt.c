@@ -1,6 +1,6 @@
 /* trainer_memckpt.c — in-memory checkpoints (Gemini, thesis ch. 6; docs/memory-checkpoints.md):
  * after every --memory-checkpoint-every steps each node keeps the job's state in its shared
- * memory (src/io/memckpt.h: two slots, the older overwritten), and the m - 1 other nodes of its
+ * memory (src/io/memckpt.h: three slots, the oldest overwritten), and the m - 1 other nodes of its
  * replica group get copies of the stage files it wrote; --resume recovers from the newest step
  * whose every file some node still holds, moving what a node lacks over MPI.
  *
@@ -13,8 +13,10 @@
  * step joins it; it writes into the slot file through a mapping the rank keeps from copy to
  * copy (ax_memckpt_slot_map), as the replicas' receivers do. The replicas travel as
  * trainer_replicas.c schedules them (into the link's idle spans, or all at the end of that
- * step), and each node's manifest is written last, once every replica has landed. A
- * slot is chosen as the one not holding the newest complete copy. Where several nodes write
+ * step), and each node's manifest is written last, once every replica has landed. Each step's
+ * state goes to a slot holding neither the newest complete copy nor the copy in flight (aim).
+ * Zero-copy: where a writer's stage file holds its arrays whole, its optimizer writes the state
+ * into that slot's file itself, and the copy thread only CRCs it. Where several nodes write
  * identical copies of a stage, each CRCs a part of it and the settle puts the parts together
  * (split_crcs). */
 #include <signal.h>
@@ -107,6 +109,39 @@ static int learn_ranks(AxTrainer *t) {
   return AX_OK;
 }
 
+/* Where this rank's stage file lays out its sections. */
+static int stage_sections(const AxTrainer *t, AxCkptSections *sec) {
+  AxStageLayout lay;
+  const AxStageSpec *sp = &t->spec;
+  ax_stage_layout(&lay, &t->model, sp->l0, sp->l1, sp->first, sp->last);
+  return ax_ckpt_stage_sections(&t->model, &lay, t->mc.stage_of[world_rank(t)], t->mc.n_files,
+                                sec);
+}
+
+/* Zero-copy: a writer's optimizer updates the state straight into the slot's stage file when
+ * the file's sections are its arrays whole (not on a last stage that keeps a tied wte copy the
+ * file leaves out, nor with tensor parallelism, where the file is gathered from shards). */
+static int decide_zero_copy(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  mc->zero_copy = 0;
+  if (!mc->writes[world_rank(t)] || ax_trainer_tp_on(t) || t->cfg.optimizer_device) return AX_OK;
+  AxCkptSections sec;
+  AX_TRY(stage_sections(t, &sec));
+  mc->zero_copy = sec.skip == 0 && sec.count == t->off.n;
+  return AX_OK;
+}
+
+/* The master weights, m and v in this rank's stage file of a slot, mapped. */
+static int map_sections(AxTrainer *t, int slot, float *sec[3]) {
+  AxCkptSections cs;
+  AxFileMap view;
+  AX_TRY(stage_sections(t, &cs));
+  AX_TRY(ax_memckpt_slot_map(t, slot, t->mc.stage_of[world_rank(t)], cs.bytes, &view, NULL));
+  for (int a = 0; a < 3; a++)
+    sec[a] = (float *)((unsigned char *)view.data + cs.data + (size_t)a * cs.stride);
+  return AX_OK;
+}
+
 /* Who CRCs which part of a stage file. Data-parallel copies of a stage are bitwise identical
  * (every grid's loss tests rest on it), so where D nodes each write the same stage, each
  * writer CRCs one D-th of the file and the settle puts the parts' CRCs together: the CRC's
@@ -145,9 +180,10 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
   if (mc->replicas > mc->n_nodes)
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
                    t->cfg.ranks_per_node ? " (--ranks-per-node)" : "");
-  mc->last_slot = -1;
+  mc->last_slot = mc->state_slot = mc->master_slot = -1;
   AX_TRY(ax_memckpt_slot_maps_new(t));
   AX_TRY(learn_ranks(t));
+  AX_TRY(decide_zero_copy(t));
   if (t->have_grid) {
     AX_MPI(MPI_Comm_dup(t->grid.world, &mc->comm));
     mc->have_comm = 1;
@@ -189,7 +225,8 @@ void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out) {
   }
   *out = (AxMemCkptStats){t->cfg.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
                           mc->copies, mc->landed_copies, mc->skipped, mc->files_written,
-                          mc->copy_cpu_s, mc->steady_files, mc->steady_cpu_s, mc->copy_s};
+                          mc->files_in_place, mc->copy_cpu_s, mc->steady_files,
+                          mc->steady_cpu_s, mc->copy_s};
 }
 
 /* ------------------------------------------------------------------ moving files */
@@ -294,15 +331,16 @@ static void debug_kill(const AxTrainer *t, int step, int mode) {
 }
 
 /* The copy thread: this rank's stage file written into its slot's map (which the replicas
- * are then sent from). */
+ * are then sent from), less what the optimizer wrote there already (zero-copy), which it only
+ * CRCs. */
 static void *copy_main(void *arg) {
   AxTrainer *t = arg;
   AxMemCkpt *mc = &t->mc;
   double cpu0 = ax_thread_cpu_now();
   int me = world_rank(t);
   int rc = ax_ckpt_fill_stage(mc->send.data, mc->send.size, mc->stage_of[me], &t->model,
-                              &mc->whole.whole, mc->n_files, mc->whole.buf[0], mc->whole.buf[1],
-                              mc->whole.buf[2], mc->crc_part[me], mc->crc_parts[me], &mc->mine);
+                              &mc->whole.whole, mc->n_files, mc->fill[0], mc->fill[1],
+                              mc->fill[2], mc->crc_part[me], mc->crc_parts[me], &mc->mine);
   if (rc != AX_OK) snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
   double cpu = ax_thread_cpu_now() - cpu0; /* read by the main thread after the join */
   mc->copy_cpu_s += cpu;
@@ -350,6 +388,15 @@ static int launch_copy(AxTrainer *t) {
   size_t bytes;
   AX_TRY(ax_ckpt_stage_bytes(&t->model, &mc->whole.whole, mc->stage_of[me], mc->n_files, &bytes));
   AX_TRY(ax_memckpt_slot_map(t, mc->slot, mc->stage_of[me], bytes, &mc->send, &mc->send_fresh));
+  for (int a = 0; a < 3; a++) mc->fill[a] = mc->whole.buf[a];
+  if (mc->zero_copy) { /* what the optimizer left in the file is not copied again */
+    float *sec[3];
+    AX_TRY(map_sections(t, mc->slot, sec));
+    if (mc->master_slot == mc->slot) mc->fill[0] = NULL;
+    for (int a = 1; a < 3; a++)
+      if (mc->fill[a] == sec[a]) mc->fill[a] = NULL;
+    mc->files_in_place += !mc->fill[0] && !mc->fill[1] && !mc->fill[2];
+  }
   if (pthread_create(&mc->thread, NULL, copy_main, t) != 0)
     return AX_FAIL("cannot start the memory checkpoint's copy thread");
   mc->thread_running = 1;
@@ -365,9 +412,7 @@ int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   }
   AX_WD_NOTE(-1, "starting the memory checkpoint of step %d", step);
   mc->step = step;
-  /* the slot not holding the newest complete copy */
-  mc->slot = mc->last_slot >= 0 ? 1 - mc->last_slot
-                                : step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
+  mc->slot = mc->state_slot; /* where this step's optimizer put the state (aim) */
   mc->pending = 1; /* on every rank: from here on the settle, or ax_trainer_memckpt_free, ends it */
   mc->joined = 0;
   mc->thread_rc = AX_OK;
@@ -448,6 +493,38 @@ void ax_trainer_memckpt_join(AxTrainer *t) {
   debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_FILES);
   ax_trainer_whole_close(&mc->whole);
   mc->copy_s += ax_now() - t0;
+}
+
+/* Whether the state may go into slot s: it holds neither the newest complete copy nor one a
+ * copy in flight still settles or replicates. */
+static int slot_free(const AxMemCkpt *mc, int s) {
+  return s >= 0 && s != mc->last_slot && !((mc->pending || mc->replicating) && s == mc->slot);
+}
+
+int ax_trainer_memckpt_aim(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  if (!mc->on) return AX_OK;
+  /* where the state is, while it may stay there; else the first free slot: three slots always
+   * leave one (every rank of a node chooses alike, from what the settles agreed) */
+  if (!slot_free(mc, mc->state_slot))
+    for (int s = AX_MEMCKPT_SLOTS - 1; s >= 0; s--)
+      if (slot_free(mc, s)) mc->state_slot = s;
+  if (!mc->zero_copy) return AX_OK;
+  char dir[AX_MEMCKPT_PATH];
+  AX_TRY(ax_memckpt_invalidate(slot_dir(t, mc->state_slot, dir))); /* before it is written */
+  float *sec[3];
+  AX_TRY(map_sections(t, mc->state_slot, sec));
+  t->off.to = (AxAdamWOut){sec[0], sec[1], sec[2]};
+  return AX_OK;
+}
+
+void ax_trainer_memckpt_moved(AxTrainer *t, int updated) {
+  AxMemCkpt *mc = &t->mc;
+  if (!mc->on || !mc->zero_copy) return;
+  ax_offload_move_state(&t->off, updated);
+  /* the slot whose master weights section holds the weights now (-1: none) */
+  if (updated) mc->master_slot = mc->state_slot;
+  else if (mc->master_slot != mc->state_slot) mc->master_slot = -1;
 }
 
 /* The settle's one collective: whether every rank is well (else every rank returns the first
@@ -779,6 +856,7 @@ void ax_trainer_memckpt_free(AxTrainer *t) {
   free(mc->crc_part);
   free(mc->crc_parts);
   free(mc->crc_scratch);
+  ax_offload_state_home(&t->off); /* the moments may live in a slot file's mapping */
   ax_memckpt_slot_maps_free(t);
   if (mc->have_comm) MPI_Comm_free(&mc->comm);
   memset(mc, 0, sizeof *mc);

@@ -98,8 +98,8 @@ PY
 run ref 4 $P4 --run-name "$NAME" --summary "$TMP/ref.json" || exit 1
 expect_log ref "memory checkpoints: every 1 step"
 # 10 copies, all complete; each rank wrote its stage file 10 times. Zero-copy: the optimizers
-# of stages 0-2 wrote theirs in place; the last stage keeps a tied wte copy its file leaves out,
-# so its copy thread copies
+# of stages 0-2 wrote theirs in place; the last stage (one block) keeps a tied wte copy too
+# large for its file (over a quarter of its arrays), so its copy thread copies
 summary_ckpt ref '{"every": 1, "replicas": 2, "nodes": 2, "replica_schedule": "end",
   "copies": 10, "copies_complete": 10, "skipped": 0, "files_written": [10, 10, 10, 10],
   "files_in_place": [10, 10, 10, 0]}'
@@ -114,6 +114,24 @@ run dp_plain 4 --g-data 4 --memory-checkpoint-every 0 && tail_equal dp dp_plain 
   { cmp -s "$TMP/dp.bin" "$TMP/dp_plain.bin" || fail "dp: its saved model differs from dp_plain's"; }
 [ -e "$SHM/axonn-$NAME" ] && fail "a normal end left $SHM/axonn-$NAME"
 
+# Zero-copy's other paths, against runs without memory checkpoints:
+#  - every 2 steps: between checkpoints the state stays in its slot while it may, and moves
+#    when that slot holds the newest complete copy or the one in flight;
+#  - a skipped step (a forced overflow at step 5): the update writes nothing, so that step's
+#    copy copies the state from where it is; killed as step 7 begins, the run resumes from
+#    step 5's copy (made so) bit for bit
+run every2 4 $P4 --run-name "$NAME" --memory-checkpoint-every 2 && tail_equal every2 plain &&
+  { cmp -s "$TMP/every2.bin" "$TMP/plain.bin" || fail "every2: its saved model differs from plain's"; }
+run skip 4 $P4 --run-name "$NAME" --debug-overflow-step 5 --summary "$TMP/skip.json" &&
+  summary_ckpt skip '{"copies": 10, "files_in_place": [9, 9, 9, 0]}'
+run skip_plain 4 $P4 --memory-checkpoint-every 0 --debug-overflow-step 5 &&
+  tail_equal skip skip_plain
+killed skip_kill $P4 --run-name "$NAME" --debug-overflow-step 5 --debug-hang-rank 3 \
+  --debug-hang-step 7 --debug-hang-mode kill
+run skip_resume 4 $P4 --run-name "$NAME" --debug-overflow-step 5 --resume &&
+  tail_equal skip_resume skip_plain
+expect_log skip_resume "step 5 recovered from memory (every node its own)"
+
 # 1x4 again, a rank dies as step 7 begins. Both nodes write stage 0, each CRCs half of the
 # file, and the settle puts the halves together. Every complete copy on each node is whole.
 # The resume reads each node's own copy and goes on bit for bit.
@@ -127,7 +145,11 @@ expect_log dp_resume "step 5 recovered from memory (every node its own)"
 # stages' halves interleaved in rank order (once it mixed them up, and a lost rank restarted
 # the run from step 1)
 G22="--g-inter 2 --g-data 2"
-run grid22 4 $G22 --run-name "$NAME" || exit 1
+run grid22 4 $G22 --run-name "$NAME" --summary "$TMP/grid22.json" || exit 1
+# its last stage (two blocks) keeps its small tied wte copy in its file, unrecorded: zero-copy
+# there too, and the kill below resumes from such files
+summary_ckpt grid22 '{"copies": 10, "files_in_place": [10, 10, 10, 10]}'
+run grid22_plain 4 $G22 --memory-checkpoint-every 0 && tail_equal grid22 grid22_plain
 killed grid22_kill $G22 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 \
   --debug-hang-mode kill
 copies_whole grid22_kill 4  # step 5's copies of stages 0 and 1 on each of the two nodes

@@ -150,6 +150,9 @@ static int layout_stage(const AxGptConfig *m, int l0, int l1, int s, int P, AxCk
     r[k++] = (AxCkptRecord){.file = s, .id = id, .l0 = layer ? l0 : 0, .l1 = layer ? l1 : 0,
                             .count = lay.count[id], .offset = lay.offset[id]};
   }
+  /* a small tied copy stays in the sections (unrecorded: stage 0's file holds the tensor), so
+   * they are the stage's arrays whole and its optimizer can write them (zero-copy) */
+  if (skip * 4 <= lay.total) skip = 0;
   sec->skip = skip;
   sec->count = lay.total - skip;
   sec->data = round_up(HEADER_BYTES + (unsigned long long)k * RECORD_BYTES, SECTION_ALIGN);

@@ -3,7 +3,8 @@
  *                records (each one parameter tensor over a range of layers: the tied wte
  *                once, on stage 0), then three sections, the stage's fp32 master weights, Adam
  *                m and Adam v, each the stage's flat array as the optimizer holds it (less a
- *                leading tied wte copy) and 64-byte aligned, and a CRC-32 trailer of
+ *                last stage's leading tied wte copy where that is over a quarter of the array;
+ *                a smaller one stays, with no record) and 64-byte aligned, and a CRC-32 trailer of
  *                everything before it; so the optimizer can write a memory checkpoint's
  *                moments in place (docs/memory-checkpoints.md, "Zero-copy");
  *   manifest     written by rank 0 last, text: step, optimizer step count, data position,

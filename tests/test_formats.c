@@ -467,6 +467,17 @@ START_TEST(stage_files_read_back_on_any_split_and_the_old_layout) {
   }
   ck_assert_int_eq(ax_ckpt_write_manifest(tu_path(""), &man), AX_OK);
   for (int q = 1; q <= 3; q++) expect_read_back(C, tu_path(""), q);
+  /* a record whose stride puts m and v past the file's end, or over its master weights, is
+   * refused when the manifest is read */
+  unsigned long long strides[2] = {man.files[0].bytes, man.records[0].count * 4 - 4};
+  for (int k = 0; k < 2; k++) {
+    AxCkptRecord keep_rec = man.records[0];
+    man.records[0].stride = strides[k];
+    ck_assert_int_eq(ax_ckpt_write_manifest(tu_path(""), &man), AX_OK);
+    AxCkptManifest bad;
+    expect_error(ax_ckpt_load_manifest(tu_path(""), 0, &bad), "lies outside");
+    man.records[0] = keep_rec;
+  }
 
   /* the old layout, one stage: records of 32 bytes, then per record master, m, v */
   char dir[1024], path[1100];

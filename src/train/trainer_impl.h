@@ -143,6 +143,7 @@ typedef struct {
    * there itself (a writer without tensor parallelism whose stage file holds its arrays
    * whole), and the slot whose file holds this rank's master weights as they are (-1: none) */
   int state_slot, zero_copy, master_slot;
+  AxCkptSections sections; /* of this rank's stage file (zero_copy) */
   const float *fill[3];   /* what the copy thread writes of master, m, v (NULL: in place) */
   /* the step's replicas (trainer_replicas.c): from start until they have all landed */
   int replicating;

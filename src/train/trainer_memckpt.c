@@ -109,37 +109,28 @@ static int learn_ranks(AxTrainer *t) {
   return AX_OK;
 }
 
-/* Where this rank's stage file lays out its sections. */
-static int stage_sections(const AxTrainer *t, AxCkptSections *sec) {
-  AxStageLayout lay;
-  const AxStageSpec *sp = &t->spec;
-  ax_stage_layout(&lay, &t->model, sp->l0, sp->l1, sp->first, sp->last);
-  return ax_ckpt_stage_sections(&t->model, &lay, t->mc.stage_of[world_rank(t)], t->mc.n_files,
-                                sec);
-}
-
 /* Zero-copy: a writer's optimizer updates the state straight into the slot's stage file when
- * the file's sections are its arrays whole (not on a last stage that keeps a tied wte copy the
- * file leaves out, nor with tensor parallelism, where the file is gathered from shards). */
+ * the file's sections are its arrays whole (not on a last stage whose large tied wte copy the
+ * file leaves out, nor with tensor parallelism, where the file is gathered from shards). The
+ * sections are worked out once, here. */
 static int decide_zero_copy(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   mc->zero_copy = 0;
   if (!mc->writes[world_rank(t)] || ax_trainer_tp_on(t) || t->cfg.optimizer_device) return AX_OK;
-  AxCkptSections sec;
-  AX_TRY(stage_sections(t, &sec));
-  mc->zero_copy = sec.skip == 0 && sec.count == t->off.n;
+  AxStageLayout lay;
+  const AxStageSpec *sp = &t->spec;
+  ax_stage_layout(&lay, &t->model, sp->l0, sp->l1, sp->first, sp->last);
+  AX_TRY(ax_ckpt_stage_sections(&t->model, &lay, mc->stage_of[world_rank(t)], mc->n_files,
+                                &mc->sections));
+  mc->zero_copy = mc->sections.skip == 0 && mc->sections.count == t->off.n;
   return AX_OK;
 }
 
-/* The master weights, m and v in this rank's stage file of a slot, mapped. */
-static int map_sections(AxTrainer *t, int slot, float *sec[3]) {
-  AxCkptSections cs;
-  AxFileMap view;
-  AX_TRY(stage_sections(t, &cs));
-  AX_TRY(ax_memckpt_slot_map(t, slot, t->mc.stage_of[world_rank(t)], cs.bytes, &view, NULL));
+/* The master weights, m and v in a mapping of this rank's stage file. */
+static void sections_in(const AxMemCkpt *mc, const AxFileMap *view, float *sec[3]) {
   for (int a = 0; a < 3; a++)
-    sec[a] = (float *)((unsigned char *)view.data + cs.data + (size_t)a * cs.stride);
-  return AX_OK;
+    sec[a] = (float *)((unsigned char *)view->data + mc->sections.data +
+                       (size_t)a * mc->sections.stride);
 }
 
 /* Who CRCs which part of a stage file. Data-parallel copies of a stage are bitwise identical
@@ -391,7 +382,7 @@ static int launch_copy(AxTrainer *t) {
   for (int a = 0; a < 3; a++) mc->fill[a] = mc->whole.buf[a];
   if (mc->zero_copy) { /* what the optimizer left in the file is not copied again */
     float *sec[3];
-    AX_TRY(map_sections(t, mc->slot, sec));
+    sections_in(mc, &mc->send, sec);
     if (mc->master_slot == mc->slot) mc->fill[0] = NULL;
     for (int a = 1; a < 3; a++)
       if (mc->fill[a] == sec[a]) mc->fill[a] = NULL;
@@ -513,7 +504,10 @@ int ax_trainer_memckpt_aim(AxTrainer *t) {
   char dir[AX_MEMCKPT_PATH];
   AX_TRY(ax_memckpt_invalidate(slot_dir(t, mc->state_slot, dir))); /* before it is written */
   float *sec[3];
-  AX_TRY(map_sections(t, mc->state_slot, sec));
+  AxFileMap view;
+  AX_TRY(ax_memckpt_slot_map(t, mc->state_slot, mc->stage_of[world_rank(t)], mc->sections.bytes,
+                             &view, NULL));
+  sections_in(mc, &view, sec);
   t->off.to = (AxAdamWOut){sec[0], sec[1], sec[2]};
   return AX_OK;
 }

@@ -23,7 +23,7 @@ static void *log_of(const AxLinkEmu *e, int dst) {
   return e->own_logs ? e->own_logs + (size_t)dst * ax_link_log_bytes() : NULL;
 }
 
-static int start_link(AxLinkEmu *e, const AxLinkEmuConfig *cfg) {
+static int start_link(AxLinkEmu *e, MPI_Comm world, const AxLinkEmuConfig *cfg) {
   int shared;
   AX_TRY(ax_vnodes_node_shares_memory(&e->nodes, &shared));
   if (!shared)
@@ -31,6 +31,7 @@ static int start_link(AxLinkEmu *e, const AxLinkEmuConfig *cfg) {
                    "the link emulator needs every virtual node within one machine",
                    cfg->ranks_per_node);
   AX_TRY(ax_link_table_create(&e->table, e->nodes.node, e->nodes.n_nodes, cfg->log_uses));
+  AX_TRY(ax_link_bells_create(&e->bells, world));
   e->emulating = 1;
   e->ns_per_byte = 1e9 / cfg->link.bytes_per_s;
   e->latency_ns = llround(cfg->link.latency_s * 1e9);
@@ -50,6 +51,7 @@ int ax_link_emu_create(AxLinkEmu **out, MPI_Comm world, const AxLinkEmuConfig *c
   AxLinkEmu *e = ax_calloc(1, sizeof *e);
   if (!e) return AX_ERR;
   e->table.win = MPI_WIN_NULL;
+  e->bells.win = MPI_WIN_NULL;
   e->queue.next_due = LLONG_MAX;
   e->spec = cfg->link;
   int rc = ax_vnodes_create(&e->nodes, world, cfg->ranks_per_node);
@@ -57,7 +59,7 @@ int ax_link_emu_create(AxLinkEmu **out, MPI_Comm world, const AxLinkEmuConfig *c
     free(e);
     return rc;
   }
-  if (cfg->link.bytes_per_s > 0) rc = start_link(e, cfg);
+  if (cfg->link.bytes_per_s > 0) rc = start_link(e, world, cfg);
   else if (cfg->log_uses) rc = own_logs(e);
   if (rc != AX_OK) {
     ax_link_emu_destroy(e);
@@ -71,6 +73,7 @@ void ax_link_emu_destroy(AxLinkEmu *e) {
   if (!e) return;
   ax_link_queue_free(&e->queue);
   free(e->own_logs);
+  ax_link_bells_destroy(&e->bells);
   if (e->table.win != MPI_WIN_NULL) ax_link_table_destroy(&e->table);
   ax_vnodes_destroy(&e->nodes);
   free(e);
@@ -137,6 +140,8 @@ AxLinkStats ax_link_stats(const AxLinkEmu *e) {
   st.late_ns_max = e->queue.late_ns_max;
   st.sleeps = e->sleeps;
   st.spins = e->spins;
+  st.rung = e->rung;
+  st.bell_rings = ax_link_bell_count(&e->bells);
   return st;
 }
 
@@ -153,7 +158,7 @@ static int hold(AxLinkEmu *e, const AxLinkMsg *m, AxLinkSend *s) {
   if (log) ax_link_log_append(log, at->start_ns, at->start_ns + at->busy_ns, m->cls);
   AX_TRY(ax_link_queue_push(&e->queue, m, at->due_ns, &s->held));
   e->held++;
-  return ax_link_queue_post_due(&e->queue, at->handover_ns);
+  return ax_link_queue_post_due(&e->queue, at->handover_ns, &e->bells);
 }
 
 void ax_link_set_model(AxLinkEmu *e, double latency_s, double bytes_per_s) {
@@ -185,5 +190,9 @@ int ax_link_isend(const AxCommConfig *cc, const AxLinkMsg *m, AxLinkSend *s) {
   if (crossed && e->emulating) return hold(e, m, s);
   if (crossed) log_real(e, m);
   AX_MPI(MPI_Isend(m->buf, m->count, m->type, m->dest, m->tag, m->comm, &s->req));
-  return e && e->emulating ? ax_link_queue_post_due(&e->queue, ax_link_now_ns()) : AX_OK;
+  if (!e || !e->emulating) return AX_OK;
+  long long now = ax_link_now_ns();
+  if (m->dest != MPI_PROC_NULL)
+    ax_link_queue_posted(&e->queue, &e->bells, m->dest_world, m->bytes, now);
+  return ax_link_queue_post_due(&e->queue, now, &e->bells);
 }

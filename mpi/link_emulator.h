@@ -27,11 +27,19 @@
  * would move them.
  *
  * Waiting without a core: with an emulated link every wait of our engines polls, and between
- * polls ax_link_pause sleeps (clock_nanosleep, with a 1 us timer slack for the sleep) until
- * the earliest held send is due, or for AX_LINK_POLL_NS while it waits for a receive, after
- * spinning for the first AX_LINK_SPIN_NS of the wait (a message within the node is caught at
- * once). A receive is thus seen up to about 60 us after it lands. Without an emulated link
- * waits are as before (mpi_util.h: busy or polite).
+ * polls ax_link_pause sleeps (with a 1 us timer slack) after spinning for the first
+ * AX_LINK_SPIN_NS of the wait (a message within the node is caught at once). While the wait is
+ * busy, that is while a send this rank posted, or one posted to it, may still need its calls
+ * into MPI (link_queue.h: AX_LINK_BUSY_NS), it sleeps AX_LINK_POLL_NS at a time, so such a
+ * message is seen up to about 60 us after it lands. Then it is idle: it sleeps on its rank's
+ * doorbell (link_bell.h), which every send posted to this rank rings, until rung or for
+ * AX_LINK_IDLE_NS; a ring restarts its spin. Every sleep ends just before this rank's earliest
+ * held send is due. A rank whose wait is long thus wakes about once a millisecond, not every
+ * 40 us: each wake costs tens of us of CPU on a shared host, and with more ranks than cores
+ * waking every 40 us made where the kernel ran the computing ranks, and so the step time, vary
+ * by a third from run to run (docs/emulator.md). A wait for this rank's own posted send never
+ * goes idle (its completion rings nothing). Without the bells (ranks on several machines) every
+ * sleep is a poll. Without an emulated link waits are as before (mpi_util.h: busy or polite).
  *
  * Counting: ax_link_isend counts every message (traffic.h) into cc->traffic as class m->cls,
  * crossed or not, whether or not the link is emulated.
@@ -59,7 +67,8 @@
 
 enum {
   AX_LINK_SPIN_NS = 50 * 1000,  /* a wait spins this long before it sleeps */
-  AX_LINK_POLL_NS = 40 * 1000,  /* then sleeps this long between polls for a receive */
+  AX_LINK_POLL_NS = 40 * 1000,  /* then, while busy, sleeps this long between polls */
+  AX_LINK_IDLE_NS = 1000 * 1000, /* then sleeps on its bell until rung, or this long */
   AX_LINK_SLACK_NS = 1000,      /* the timer slack of those sleeps (PR_SET_TIMERSLACK) */
   AX_LINK_EARLY_NS = 25 * 1000, /* a sleep ends about this late even so: it wakes this much
                                    before a held send is due, and spins the rest */
@@ -82,14 +91,19 @@ typedef struct {
 /* Between polls of one wait: zero it when the wait begins (it spins first), or start it at
  * AX_LINK_NO_SPIN (it sleeps at once). */
 typedef struct {
-  long long since; /* when the wait began (ax_link_now_ns) */
+  long long since; /* when the wait began or its rank's bell last rang (ax_link_now_ns) */
+  unsigned seen;   /* the bell's count when last looked at */
+  int looked;      /* seen is set */
+  int own_send;    /* 1: it waits for a send of this rank's (never idle: nothing rings it) */
+  unsigned rings;  /* rings it has noticed */
 } AxLinkWaiter;
-#define AX_LINK_NO_SPIN ((AxLinkWaiter){1})
+#define AX_LINK_NO_SPIN ((AxLinkWaiter){.since = 1})
 
 /* Collective over world (MPI_COMM_WORLD or a duplicate). Fails on every rank of a node alike:
  * a bad --ranks-per-node, or (emulated) a virtual node spread over machines. */
 int ax_link_emu_create(AxLinkEmu **out, MPI_Comm world, const AxLinkEmuConfig *cfg);
-/* Collective over the node; NULL is a no-op. Held sends are dropped (there should be none). */
+/* Collective over world (the doorbells') and the node; NULL is a no-op. Held sends are
+ * dropped (there should be none). */
 void ax_link_emu_destroy(AxLinkEmu *e);
 
 int ax_link_emulating(const AxLinkEmu *e); /* 0 for NULL */
@@ -117,12 +131,21 @@ void ax_link_drop(const AxCommConfig *cc, AxLinkSend *s);
 int ax_link_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index,
                     MPI_Status *status);
 int ax_link_wait_recv(const AxCommConfig *cc, MPI_Request *req, MPI_Status *status);
+/* Until `req`, a nonblocking MPI collective over comm this rank has just started, completes.
+ * With an emulated link it waits as the waits above do (MPI's blocking wait spins, taking a
+ * core from ranks still computing, where the emulator's ranks sleep), and with the doorbells
+ * it first rings every other rank of comm, as a message to each would: one asleep in the same
+ * wait wakes and polls while the collective moves. Without, MPI_Wait, as the blocking
+ * collective it stands for. */
+int ax_link_wait_collective(const AxCommConfig *cc, MPI_Comm comm, MPI_Request *req);
 /* One pause between two polls of a wait (as above; without emulation ax_mpi_relax). */
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w);
 /* The emulator's pause with this rank's earliest held send due at next_due (LLONG_MAX: none),
+ * its bells (off: every sleep a poll) and its sends' busy_until (ax_link_pause_plan; 0: none),
  * whether cc emulates or not (`axonn profile` waits so beside the ranks it times): 1 when it
  * slept, 0 when it spun (ax_mpi_relax). */
-int ax_link_pause_until(const AxCommConfig *cc, AxLinkWaiter *w, long long next_due);
+int ax_link_pause_until(const AxCommConfig *cc, AxLinkWaiter *w, long long next_due,
+                        const AxLinkBells *bells, long long busy_until);
 
 /* ---- the record of each link's use (cfg.log_uses; link_log.h) ----
  * Emulated: every held send's reservation [start, start + busy), logged in the node's shared
@@ -159,13 +182,19 @@ typedef struct {
   unsigned long long posted; /* of them, posted so far */
   long long late_ns_sum, late_ns_max; /* how long after its due time each was posted */
   unsigned long long sleeps, spins;   /* pauses that slept, pauses that spun (ax_mpi_relax) */
+  unsigned long long rung;            /* times a wait found its rank's bell rung */
+  unsigned long long bell_rings;      /* this rank's bell's count (0 with the bells off) */
 } AxLinkStats;
 AxLinkStats ax_link_stats(const AxLinkEmu *e); /* zeros for NULL */
 
-/* The decision of one ax_link_pause at `now` in a wait that began at `since`, with this rank's
- * earliest held send due at `next_due` (LLONG_MAX: none): 0 to spin (the wait's first
- * AX_LINK_SPIN_NS, or a held send due within AX_LINK_EARLY_NS), else the time to sleep until,
- * min(now + AX_LINK_POLL_NS, next_due - AX_LINK_EARLY_NS). */
-long long ax_link_pause_plan(long long now, long long since, long long next_due);
+/* The decision of one ax_link_pause at `now` in a wait that began (or was rung) at `since`,
+ * busy until `busy_until` (the latest of this rank's posted sends' and of those rung to it;
+ * LLONG_MAX for a wait for its own posted send), with this rank's earliest held send due at
+ * `next_due` (LLONG_MAX: none) and its bells on or off: 0 to spin (the wait's first
+ * AX_LINK_SPIN_NS, or a held send due within AX_LINK_EARLY_NS), else the time to sleep until:
+ * now + AX_LINK_POLL_NS while busy (now < busy_until) or without bells, else
+ * now + AX_LINK_IDLE_NS; at the latest next_due - AX_LINK_EARLY_NS. */
+long long ax_link_pause_plan(long long now, long long since, long long busy_until,
+                             long long next_due, int bells);
 
 #endif

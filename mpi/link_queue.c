@@ -29,7 +29,18 @@ int ax_link_queue_push(AxLinkQueue *q, const AxLinkMsg *m, long long due_ns,
   return AX_OK;
 }
 
-int ax_link_queue_post_due(AxLinkQueue *q, long long now_ns) {
+void ax_link_queue_posted(AxLinkQueue *q, const AxLinkBells *bells, int to, size_t bytes,
+                          long long now_ns) {
+  long long from = q->copied_by > now_ns ? q->copied_by : now_ns;
+  q->copied_by = from + (long long)(bytes / AX_LINK_COPY_BYTES_PER_US) * 1000;
+  ax_link_bell_ring(bells, to, ax_link_queue_busy_until(q));
+}
+
+long long ax_link_queue_busy_until(const AxLinkQueue *q) {
+  return q->copied_by ? q->copied_by + AX_LINK_BUSY_NS : 0;
+}
+
+int ax_link_queue_post_due(AxLinkQueue *q, long long now_ns, const AxLinkBells *bells) {
   if (q->n == 0 || now_ns < q->next_due) return AX_OK;
   for (int i = 0; i < q->n; i++) {
     AxHeldSend *h = &q->items[i];
@@ -37,6 +48,7 @@ int ax_link_queue_post_due(AxLinkQueue *q, long long now_ns) {
     AX_MPI(MPI_Isend(h->msg.buf, h->msg.count, h->msg.type, h->msg.dest, h->msg.tag, h->msg.comm,
                      &h->req));
     h->posted = 1;
+    ax_link_queue_posted(q, bells, h->msg.dest_world, h->msg.bytes, now_ns);
     long long late = now_ns - h->due_ns;
     q->posted++;
     q->late_ns_sum += late;

@@ -10,6 +10,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "link_bell.h"
 #include "traffic.h"
 
 /* One message as our engines send it (link_emulator.h: ax_link_isend). */
@@ -41,13 +42,28 @@ typedef struct {
   /* what posting cost: items posted, and how long after their due time, summed and at most */
   unsigned long long posted;
   long long late_ns_sum, late_ns_max;
+  long long copied_by; /* when this rank's posted sends are copied, at the rate below */
 } AxLinkQueue;
+
+/* How long a posted send may need its sender's and receiver's calls into MPI (MPI's own copy,
+ * after the emulated link): its bytes at AX_LINK_COPY_BYTES_PER_US, after the copies posted
+ * before it, and AX_LINK_BUSY_NS more. Waits stay busy (link_emulator.h) until then. */
+enum {
+  AX_LINK_BUSY_NS = 200 * 1000,
+  AX_LINK_COPY_BYTES_PER_US = 1000, /* 1 GB/s: slower than this machine's shared memory */
+};
 
 /* Adds a message due at due_ns; *ticket names it (never 0). */
 int ax_link_queue_push(AxLinkQueue *q, const AxLinkMsg *m, long long due_ns,
                        unsigned long long *ticket);
-/* Posts, in order, every item due at or before now_ns. */
-int ax_link_queue_post_due(AxLinkQueue *q, long long now_ns);
+/* Posts, in order, every item due at or before now_ns, each as ax_link_queue_posted. */
+int ax_link_queue_post_due(AxLinkQueue *q, long long now_ns, const AxLinkBells *bells);
+/* A send of `bytes` to world rank `to` was posted at now_ns (held or not): extends copied_by
+ * and rings the receiver's bell with the time both stay busy. */
+void ax_link_queue_posted(AxLinkQueue *q, const AxLinkBells *bells, int to, size_t bytes,
+                          long long now_ns);
+/* Until when this rank's posted sends keep its waits busy. */
+long long ax_link_queue_busy_until(const AxLinkQueue *q);
 /* *posted = 1 when the ticket's send is posted: *req gets its request and the item leaves the
  * queue; 0 while it is held. AX_ERR for a ticket the queue does not hold. */
 int ax_link_queue_claim(AxLinkQueue *q, unsigned long long ticket, MPI_Request *req,

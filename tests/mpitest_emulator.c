@@ -11,7 +11,8 @@
  *   - measured, the lower bound only: a receive completes no sooner than its message was due,
  *     so a message of S bytes lands >= LAT + S/BW after its hand-over (how much later is
  *     measured by `axonn bench p2p --emulate-link`, docs/benchmarks.md);
- *   - waiting: the pause decision (spin, then sleep) exactly, and a pause past the spin sleeps;
+ *   - waiting: the pause decision (spin, then sleep; idle, on the bell) exactly, a pause past
+ *     the spin sleeps, and an idle wait sleeps on the bell its message rings;
  *   - a held send goes out while its sender only waits for a receive (no deadlock); a dropped
  *     held send never arrives;
  *   - the collectives and the p2p engine over an emulated link: exact results, every byte
@@ -454,19 +455,32 @@ START_TEST(messages_within_a_node_are_not_delayed) {
 END_TEST
 
 /* The pause decision, exactly: spin for the first AX_LINK_SPIN_NS of a wait, then sleep a poll
- * interval, or until just before the next held send is due; spin when that is imminent. */
+ * interval while busy (or always, without bells), an idle interval once idle with bells, or
+ * until just before the next held send is due; spin when that is imminent. */
 START_TEST(pause_plan_spins_then_sleeps) {
-  const long long t = 1000000000000LL, none = LLONG_MAX;
-  ck_assert_int_eq(ax_link_pause_plan(t, t, none), 0);
-  ck_assert_int_eq(ax_link_pause_plan(t + AX_LINK_SPIN_NS - 1, t, none), 0);
-  ck_assert_int_eq(ax_link_pause_plan(t + AX_LINK_SPIN_NS, t, none),
-                   t + AX_LINK_SPIN_NS + AX_LINK_POLL_NS);
-  long long now = t + 10 * AX_LINK_SPIN_NS;
-  ck_assert_int_eq(ax_link_pause_plan(now, t, now + 1000000), now + AX_LINK_POLL_NS);
-  ck_assert_int_eq(ax_link_pause_plan(now, t, now + AX_LINK_EARLY_NS + 7),
-                   now + 7); /* wakes AX_LINK_EARLY_NS before the send is due */
-  ck_assert_int_eq(ax_link_pause_plan(now, t, now + AX_LINK_EARLY_NS), 0);
-  ck_assert_int_eq(ax_link_pause_plan(now, t, now - 5), 0); /* overdue: spin, then post */
+  const long long t = 1000000000000LL, none = LLONG_MAX, busy = t + 2 * AX_LINK_IDLE_NS;
+  for (int bells = 0; bells <= 1; bells++) {
+    ck_assert_int_eq(ax_link_pause_plan(t, t, busy, none, bells), 0);
+    ck_assert_int_eq(ax_link_pause_plan(t + AX_LINK_SPIN_NS - 1, t, busy, none, bells), 0);
+    ck_assert_int_eq(ax_link_pause_plan(t + AX_LINK_SPIN_NS, t, busy, none, bells),
+                     t + AX_LINK_SPIN_NS + AX_LINK_POLL_NS);
+    long long now = t + 10 * AX_LINK_SPIN_NS;
+    ck_assert_int_eq(ax_link_pause_plan(now, t, busy, now + 1000000, bells),
+                     now + AX_LINK_POLL_NS);
+    ck_assert_int_eq(ax_link_pause_plan(now, t, busy, now + AX_LINK_EARLY_NS + 7, bells),
+                     now + 7); /* wakes AX_LINK_EARLY_NS before the send is due */
+    ck_assert_int_eq(ax_link_pause_plan(now, t, busy, now + AX_LINK_EARLY_NS, bells), 0);
+    ck_assert_int_eq(ax_link_pause_plan(now, t, busy, now - 5, bells), 0); /* overdue: post */
+    /* busy until busy_until; then idle, which only bells change */
+    ck_assert_int_eq(ax_link_pause_plan(busy - 1, t, busy, none, bells),
+                     busy - 1 + AX_LINK_POLL_NS);
+    ck_assert_int_eq(ax_link_pause_plan(busy, t, busy, none, bells),
+                     busy + (bells ? AX_LINK_IDLE_NS : AX_LINK_POLL_NS));
+    ck_assert_int_eq(ax_link_pause_plan(now, t, 0, none, bells),
+                     now + (bells ? AX_LINK_IDLE_NS : AX_LINK_POLL_NS)); /* nothing posted */
+    ck_assert_int_eq(ax_link_pause_plan(busy, t, busy, busy + AX_LINK_EARLY_NS + 9, bells),
+                     busy + 9); /* idle or not, up to a held send's due time */
+  }
 }
 END_TEST
 
@@ -483,7 +497,7 @@ START_TEST(waiting_sleeps_instead_of_spinning) {
     AxLinkSend s;
     isend(&cc, &v, sizeof v, 1, 45, &s);
     ck_assert(s.held != 0);
-    AxLinkWaiter fresh = {0}, spun = {ax_link_now_ns() - AX_LINK_SPIN_NS - 1};
+    AxLinkWaiter fresh = {0}, spun = {.since = ax_link_now_ns() - AX_LINK_SPIN_NS - 1};
     AxLinkStats before = ax_link_stats(e);
     ax_link_pause(&cc, &fresh);
     AxLinkStats mid = ax_link_stats(e);
@@ -500,6 +514,46 @@ START_TEST(waiting_sleeps_instead_of_spinning) {
   mt_run_end();
   ax_link_emu_destroy(e);
   mt_assert_all_ok("pauses of a wait");
+}
+END_TEST
+
+/* An idle wait sleeps on its bell, which the message it waits for rings: rank 1 waits for a
+ * message rank 0 sends after 30 ms. Rank 1's bell rang once, for that message, and its wait
+ * slept less than once every 4 AX_LINK_POLL_NS of the time it took (waking every poll, as
+ * without bells, it would sleep more than once every 2: a sleep can take longer under load,
+ * never shorter, so the bound holds on any machine). */
+START_TEST(an_idle_wait_sleeps_on_its_bell) {
+  if (mt_size < 2) return;
+  AxLinkEmu *e = make_emu(1, "1Gbps");
+  AxCommConfig cc = config(e, NULL);
+  int v = 7, got = 0;
+  mt_run_begin("an idle wait");
+  if (mt_rank == 0) {
+    AxLinkSend s;
+    nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
+    isend(&cc, &v, sizeof v, 1, 47, &s);
+    wait_send(&cc, &s);
+  } else if (mt_rank == 1) {
+    MPI_Request r;
+    MPI_Irecv(&got, 1, MPI_INT, 0, 47, g_comm, &r);
+    AxLinkStats before = ax_link_stats(e);
+    long long t0 = ax_link_now_ns();
+    wait_recv(&cc, &r);
+    long long took = ax_link_now_ns() - t0;
+    AxLinkStats after = ax_link_stats(e);
+    mt_expect(got == 7, "received %d, not 7", got);
+    mt_expect(after.bell_rings == before.bell_rings + 1, "the bell rang %llu times, not once",
+              after.bell_rings - before.bell_rings);
+    mt_expect((after.sleeps - before.sleeps) * 4 * AX_LINK_POLL_NS < (unsigned long long)took,
+              "the wait slept %llu times in %.1f ms: it did not go idle",
+              after.sleeps - before.sleeps, took / 1e6);
+    printf("an idle wait: %.1f ms, %llu sleeps, %llu noticed rings\n", took / 1e6,
+           after.sleeps - before.sleeps, after.rung - before.rung);
+  }
+  MPI_Barrier(g_comm);
+  mt_run_end();
+  ax_link_emu_destroy(e);
+  mt_assert_all_ok("an idle wait");
 }
 END_TEST
 
@@ -687,6 +741,7 @@ static Suite *emulator_suite(void) {
   tcase_add_test(multi, ranks_of_a_node_share_its_link);
   tcase_add_test(multi, messages_within_a_node_are_not_delayed);
   tcase_add_test(multi, waiting_sleeps_instead_of_spinning);
+  tcase_add_test(multi, an_idle_wait_sleeps_on_its_bell);
   tcase_add_test(multi, held_sends_go_out_while_waiting_for_a_receive);
   tcase_add_test(multi, a_dropped_held_send_never_arrives);
   tcase_add_test(multi, collectives_over_the_link_are_exact_and_counted);

@@ -18,10 +18,14 @@
  * the norm reads the gradient */
 enum { ADAMW_BYTES = 28, NORM_BYTES = 4 };
 #define DEFAULT_EFFICIENCY 0.6
-/* Of a core, what a rank waiting on the link emulator takes (its waits sleep between polls):
- * about a third (docs/emulator.md, "Waiting without a core", measured on the 2-core VM). A
- * polite wait (sched_yield) stays runnable and takes a whole share. */
-#define EMULATED_WAITER_WEIGHT (1.0 / 3)
+/* Of a core, what a rank waiting on the link emulator takes. Its ranks on one host sleep on
+ * their doorbells once a wait is idle (mpi/link_bell.h): next to nothing (the profile's
+ * waiting_speed on the 2-core VM: k computing copies beside 4 - k waiting ones at about the
+ * speed of k alone). Over several hosts the bells are off and the waits poll every 40 us:
+ * about a third (docs/emulator.md, "Waiting without a core"). A polite wait (sched_yield)
+ * stays runnable and takes a whole share. */
+#define EMULATED_IDLE_WAITER_WEIGHT 0.0
+#define EMULATED_POLLING_WAITER_WEIGHT (1.0 / 3)
 
 /* Seconds of one micro-batch on one stage, before the stage's own blocks are counted. */
 typedef struct {
@@ -284,7 +288,7 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
 /* The cores the trainer would pin row 0's ranks to (binding_rule.h), with the machine's
  * cores_per_node shared by the ranks of one host (gpus_per_node of them, or the whole grid);
  * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. Oversubscribed,
- * the ranks' waits poll (sched_yield, or the link emulator's short sleeps), so waiting ranks
+ * the ranks' waits poll (sched_yield, or the link emulator's sleeps), so waiting ranks may
  * take a share of the host beside computing ones: on the emulated link as the profile
  * measured them, when it measured the whole grid as one host (waiting_speed), else at
  * sm->waiter_weight. */
@@ -297,7 +301,9 @@ static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
     if (cfg->emulate_link && host == sm->ranks && sm->n_waiting == sm->ranks)
       sm->sim_waiting = sm->waiting;
     else
-      sm->waiter_weight = cfg->emulate_link ? EMULATED_WAITER_WEIGHT : 1.0;
+      sm->waiter_weight = !cfg->emulate_link   ? 1.0
+                          : host == sm->ranks ? EMULATED_IDLE_WAITER_WEIGHT
+                                              : EMULATED_POLLING_WAITER_WEIGHT;
     size_t used = strlen(sm->costs);
     if (sm->sim_waiting)
       snprintf(sm->costs + used, sizeof sm->costs - used, "; cores oversubscribed: ranks "

@@ -139,11 +139,13 @@ static void place_as_rank(int rank, int k, int threads, int bind) {
 
 /* A copy that waits for a message that never comes, as a rank waits on the link emulator:
  * polls that sleep (its first AX_LINK_SPIN_NS relaxing, politely where the host's ranks
- * outnumber its cores: mpi_util.h). */
+ * outnumber its cores: mpi_util.h), then, idle, sleeps on a bell nobody rings. */
 static void wait_forever(int polite) {
   AxCommConfig cc = {.polite = polite};
   AxLinkWaiter w = {0};
-  for (;;) ax_link_pause_until(&cc, &w, LLONG_MAX);
+  static _Alignas(64) char line[64];
+  AxLinkBells bells = ax_link_bells_private(line);
+  for (;;) ax_link_pause_until(&cc, &w, LLONG_MAX, &bells, 0);
 }
 
 /* A block's forward and backward (median of `reps`) beside `others` forked copies of this

@@ -61,10 +61,12 @@ int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops) {
 
 /* ------------------------------------------------------------------ reductions */
 
-static int sum_over(MPI_Comm comm, double *x) {
+/* The step's small agreements wait as the engines do (ax_link_wait_collective). */
+static int sum_over(const AxTrainer *t, MPI_Comm comm, double *x) {
   if (comm == MPI_COMM_NULL) return AX_OK;
-  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, x, 1, MPI_DOUBLE, MPI_SUM, comm));
-  return AX_OK;
+  MPI_Request req;
+  AX_MPI(MPI_Iallreduce(MPI_IN_PLACE, x, 1, MPI_DOUBLE, MPI_SUM, comm, &req));
+  return ax_link_wait_collective(&t->grid.comm_cfg, comm, &req);
 }
 
 /* Mean loss of the global batch: the last stage of each row holds its row's sum (tensor
@@ -74,7 +76,7 @@ static int agree_on_loss(AxTrainer *t, int batches, double *loss) {
   int counts = t->spec.last && c[AX_TP_X] == 0 && c[AX_TP_Y] == 0;
   double row = counts ? t->loss_sum / (t->n_micro * (double)batches * t->grid.tp[AX_TP_Z]) : 0.0;
   AX_WD_NOTE(-1, "in the all-reduce of the loss over all ranks");
-  AX_TRY(sum_over(t->grid.world, &row));
+  AX_TRY(sum_over(t, t->grid.world, &row));
   *loss = row / t->grid.D;
   return AX_OK;
 }
@@ -116,11 +118,13 @@ static int any_overflow(AxTrainer *t, int step, int *overflow) {
     t->off.grads[0] = INFINITY;
   int local = !isfinite(ax_host_sumsq_pool(t->off.pool, t->off.grads, t->off.n));
   AX_WD_NOTE(-1, "in the gradient overflow check over all ranks");
-  if (t->grid.size > 1)
-    AX_MPI(MPI_Allreduce(&local, overflow, 1, MPI_INT, MPI_MAX, t->grid.world));
-  else
+  if (t->grid.size == 1) {
     *overflow = local;
-  return AX_OK;
+    return AX_OK;
+  }
+  MPI_Request req;
+  AX_MPI(MPI_Iallreduce(&local, overflow, 1, MPI_INT, MPI_MAX, t->grid.world, &req));
+  return ax_link_wait_collective(&t->grid.comm_cfg, t->grid.world, &req);
 }
 
 /* cc: the grid's configuration as data_parallel traffic (lives as long as the spec is used). */
@@ -161,8 +165,8 @@ static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale)
  * its tensor-parallel grid. */
 static int finish_norm(AxTrainer *t, double sumsq, double *norm) {
   AX_WD_NOTE(-1, "in the gradient-norm sum along the pipeline row and the tensor groups");
-  AX_TRY(sum_over(t->grid.pipe, &sumsq));
-  for (int g = 0; g < 3; g++) AX_TRY(sum_over(t->grid.tpc[g], &sumsq));
+  AX_TRY(sum_over(t, t->grid.pipe, &sumsq));
+  for (int g = 0; g < 3; g++) AX_TRY(sum_over(t, t->grid.tpc[g], &sumsq));
   *norm = sqrt(sumsq > 0 ? sumsq : 0) / t->loss_scale.scale;
   return AX_OK;
 }

@@ -47,14 +47,7 @@ static int create(AxLinkBells *b, MPI_Comm world) {
   MPI_Comm_free(&machine);
   AX_MPI(rc);
   if (machine_size != size) return AX_OK; /* ranks on other machines: off */
-  MPI_Aint need = (MPI_Aint)size * LINE, bytes = rank == 0 ? need : 0, got;
-  int disp;
-  void *mine = NULL;
-  AX_MPI(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, world, &mine, &b->win));
-  AX_MPI(MPI_Win_shared_query(b->win, 0, &got, &disp, &b->base));
-  if (got < need || (uintptr_t)b->base % sizeof(long long))
-    return AX_FAIL("internal: the shared doorbells are %ld bytes at %p", (long)got,
-                   (void *)b->base);
+  AX_TRY(ax_mpi_shared_segment(world, (MPI_Aint)size * LINE, "doorbells", &b->win, &b->base));
   if (rank == 0) /* sequentially consistent stores: visible before the barrier ends */
     for (int r = 0; r < size; r++) {
       atomic_store(&bell(b, r)->count, 0);

@@ -140,7 +140,6 @@ AxLinkStats ax_link_stats(const AxLinkEmu *e) {
   st.late_ns_max = e->queue.late_ns_max;
   st.sleeps = e->sleeps;
   st.spins = e->spins;
-  st.rung = e->rung;
   st.bell_rings = ax_link_bell_count(&e->bells);
   return st;
 }

@@ -95,7 +95,6 @@ typedef struct {
   unsigned seen;   /* the bell's count when last looked at */
   int looked;      /* seen is set */
   int own_send;    /* 1: it waits for a send of this rank's (never idle: nothing rings it) */
-  unsigned rings;  /* rings it has noticed */
 } AxLinkWaiter;
 #define AX_LINK_NO_SPIN ((AxLinkWaiter){.since = 1})
 
@@ -182,7 +181,6 @@ typedef struct {
   unsigned long long posted; /* of them, posted so far */
   long long late_ns_sum, late_ns_max; /* how long after its due time each was posted */
   unsigned long long sleeps, spins;   /* pauses that slept, pauses that spun (ax_mpi_relax) */
-  unsigned long long rung;            /* times a wait found its rank's bell rung */
   unsigned long long bell_rings;      /* this rank's bell's count (0 with the bells off) */
 } AxLinkStats;
 AxLinkStats ax_link_stats(const AxLinkEmu *e); /* zeros for NULL */

@@ -17,7 +17,7 @@ struct AxLinkEmu {
   long long latency_ns;
   AxLinkQueue queue;   /* this rank's held sends */
   AxLinkSchedule last; /* of the last held send (last.due_ns 0: none yet) */
-  unsigned long long held, sleeps, spins, rung; /* ax_link_stats */
+  unsigned long long held, sleeps, spins; /* ax_link_stats */
   char *own_logs;      /* real links with log_uses: this rank's logs, one per node */
   double model_latency_s, model_bytes_per_s; /* ax_link_set_model (0: none yet) */
 };

@@ -2,7 +2,6 @@
 #include "link_table.h"
 
 #include <stdatomic.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "link_log.h"
@@ -28,14 +27,7 @@ static int create(AxLinkTable *t, MPI_Comm node, int n_nodes) {
   int node_rank;
   AX_MPI(MPI_Comm_rank(node, &node_rank));
   MPI_Aint need = (MPI_Aint)n_nodes * (LINE + (t->with_logs ? (MPI_Aint)ax_link_log_bytes() : 0));
-  MPI_Aint bytes = node_rank == 0 ? need : 0, got;
-  int disp;
-  void *mine = NULL;
-  AX_MPI(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node, &mine, &t->win));
-  AX_MPI(MPI_Win_shared_query(t->win, 0, &got, &disp, &t->base));
-  if (got < need || (uintptr_t)t->base % sizeof(long long))
-    return AX_FAIL("internal: the shared link table is %ld bytes at %p", (long)got,
-                   (void *)t->base);
+  AX_TRY(ax_mpi_shared_segment(node, need, "link table", &t->win, &t->base));
   if (node_rank == 0) /* sequentially consistent stores: visible before the barrier ends */
     for (int d = 0; d < n_nodes; d++) {
       atomic_store(slot(t, d), 0);

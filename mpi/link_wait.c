@@ -119,10 +119,7 @@ long long ax_link_pause_plan(long long now, long long since, long long busy_unti
 /* Whether the bell rang since the waiter last looked (a ring restarts the wait: it spins). */
 static void look_at_bell(AxLinkWaiter *w, const AxLinkBells *bells, long long now) {
   unsigned count = ax_link_bell_count(bells);
-  if (w->looked && count != w->seen) {
-    w->since = now;
-    w->rings++;
-  }
+  if (w->looked && count != w->seen) w->since = now;
   w->seen = count;
   w->looked = 1;
 }
@@ -153,11 +150,9 @@ void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w) {
     ax_mpi_relax(cc);
     return;
   }
-  unsigned rings = w->rings;
   if (ax_link_pause_until(cc, w, e->queue.n ? e->queue.next_due : LLONG_MAX, &e->bells,
                           ax_link_queue_busy_until(&e->queue)))
     e->sleeps++;
   else
     e->spins++;
-  e->rung += w->rings - rings;
 }

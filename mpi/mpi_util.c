@@ -1,6 +1,7 @@
 /* mpi_util.c — checked MPI calls and (polite) waiting; see mpi_util.h. */
 #include "mpi_util.h"
 
+#include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,19 @@ int ax_mpi_recv_floats(const AxCommConfig *cc, float *buf, size_t n, int src, in
     AX_MPI(MPI_Irecv(buf + off, count, MPI_FLOAT, src, tag, comm, &req));
     AX_TRY(ax_mpi_wait(cc, &req, NULL));
   }
+  return AX_OK;
+}
+
+int ax_mpi_shared_segment(MPI_Comm comm, MPI_Aint bytes, const char *what, MPI_Win *win,
+                          char **base) {
+  int rank, disp;
+  AX_MPI(MPI_Comm_rank(comm, &rank));
+  MPI_Aint got;
+  void *mine = NULL;
+  AX_MPI(MPI_Win_allocate_shared(rank == 0 ? bytes : 0, 1, MPI_INFO_NULL, comm, &mine, win));
+  AX_MPI(MPI_Win_shared_query(*win, 0, &got, &disp, base));
+  if (got < bytes || (uintptr_t)*base % sizeof(long long))
+    return AX_FAIL("internal: the shared %s is %ld bytes at %p", what, (long)got, (void *)*base);
   return AX_OK;
 }
 

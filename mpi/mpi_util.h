@@ -49,6 +49,11 @@ int ax_mpi_recv_floats(const AxCommConfig *cc, float *buf, size_t n, int src, in
 
 /* Rank 0's all[r] = rank r's `bytes` bytes at mine (all: only rank 0's is written; comm
  * MPI_COMM_NULL or of one rank: a copy). Collective over comm. */
+/* Collective over comm, whose ranks share memory: `bytes` that comm's rank 0 allocates and
+ * every rank maps (MPI_Win_allocate_shared), 8-byte aligned, at *base; free with MPI_Win_free.
+ * `what` names it in the error. Its contents are for the caller to initialize. */
+int ax_mpi_shared_segment(MPI_Comm comm, MPI_Aint bytes, const char *what, MPI_Win *win,
+                          char **base);
 int ax_mpi_gather_bytes(MPI_Comm comm, const void *mine, size_t bytes, void *all);
 
 /* Agreement after a phase that may fail on some ranks only (collective over comm): every

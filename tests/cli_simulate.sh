@@ -33,6 +33,15 @@ printf 'name = one\ngpus_per_node = 2\nintra_bw = 4GB/s\ninter_bw = 4GB/s\ndevic
   { fail "simulate with an emulated profile"; cat "$TMP/sim-e.out"; }
 grep -q 'waiting on the emulated link as profiled' "$TMP/sim-e.out" ||
   { fail "the simulation does not say it used the waiting speeds"; cat "$TMP/sim-e.out"; }
+# without those speeds: a rank waiting on the emulated link weighs nothing on one host (it
+# sleeps on its doorbell), a third of a rank over several (the doorbells are off: it polls)
+for case in "2:0" "4:0.33"; do
+  "$AXONN" simulate $TINY --g-inter ${case%%:*} --ranks-per-node 1 --emulate-link 1Gbps \
+    --machine "$TMP/one.machine" --profile "$TMP/p.txt" >"$TMP/sim-w.out" 2>&1 ||
+    { fail "simulate, emulated, profile without waiting speeds"; cat "$TMP/sim-w.out"; }
+  grep -q "a waiting rank weighs ${case#*:} of a computing one" "$TMP/sim-w.out" ||
+    { fail "G_inter ${case%%:*}: not a waiting weight of ${case#*:}"; cat "$TMP/sim-w.out"; }
+done
 
 "$AXONN" simulate $TINY --g-inter 2 --g-data 2 --steps 5 --machine "$TMP/ws.machine" \
   --profile "$TMP/p.txt" --summary "$TMP/s.json" --trace "$TMP/t.json" --trace-steps 2-3 \

@@ -35,6 +35,7 @@ fi
 NAME=t$$
 derived=
 cleanup_shm() { rm -rf "$SHM/axonn-$NAME" ${derived:+"$derived"}; }
+LOCK_NAME=lock
 trap cleanup_shm EXIT
 
 COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 10 \
@@ -236,6 +237,103 @@ killed clean $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 3 --de
 [ -d "$SHM/axonn-$NAME" ] || fail "clean: the killed job left no memory checkpoints"
 "$AXONN" shm-clean --run-name "$NAME" --memory-dir "$SHM" >/dev/null || fail "shm-clean failed"
 [ -e "$SHM/axonn-$NAME" ] && fail "shm-clean left $SHM/axonn-$NAME"
+
+# ---------------------------------------------------------------- a node's shared memory
+# /dev/shm is every user's: a tree is used only when it is this user's, holds no link and
+# nothing axonn does not write; a live job's tree is locked; shm-clean removes only axonn
+# trees that no live job holds (README, "In-memory checkpoints"). One rank unless said.
+ONE="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 4 --steps 3 --threads 1 --val-steps 0 \
+  --quiet --summary /dev/null --memory-checkpoint-every 1 --memory-dir $SHM"
+TREE=$SHM/axonn-$NAME
+VICTIM=$TMP/victim
+mkdir -p "$VICTIM"
+for i in 0 1 2; do echo "precious $i" >"$VICTIM/f$i"; done
+victims_intact() {
+  for i in 0 1 2; do
+    [ "$(cat "$VICTIM/f$i" 2>/dev/null)" = "precious $i" ] || fail "$1: $VICTIM/f$i was changed or removed"
+  done
+}
+# links planted in the slots: refused before anything is written through them
+rm -rf "$TREE"
+for i in 0 1 2; do mkdir -p "$TREE/node-0/slot-$i"; ln -s "$VICTIM/f$i" "$TREE/node-0/slot-$i/stage-0.bin"; done
+# shellcheck disable=SC2086
+expect_error "slot-0/stage-0.bin is a symbolic link, which axonn never writes" train $ONE --run-name "$NAME"
+victims_intact "planted links"
+# the run directory itself a link, or open to other users: refused
+rm -rf "$TREE"; ln -s "$VICTIM" "$TREE"
+# shellcheck disable=SC2086
+expect_error "axonn-$NAME is a symbolic link or not a directory" train $ONE --run-name "$NAME"
+rm -f "$TREE"; mkdir -m 0777 "$TREE"; chmod 0777 "$TREE"
+# shellcheck disable=SC2086
+expect_error "can be written by other users (mode 777)" train $ONE --run-name "$NAME"
+if [ "$(id -u)" -eq 0 ]; then # another user's tree (made here by root, given away)
+  chmod 0700 "$TREE"; chown 65534 "$TREE"
+  # shellcheck disable=SC2086
+  expect_error "belongs to user id 65534, not to this user" train $ONE --run-name "$NAME"
+else
+  echo "  skipped: a tree of another user (needs root to give one away)"
+fi
+rm -rf "$TREE"
+# --resume with a killed job's slots replaced by links to another directory: refused, and
+# that directory's files are all still there
+killed links $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 3 --debug-hang-mode kill
+for i in 0 1 2; do rm -rf "$TREE/node-1/slot-$i"; ln -s "$VICTIM" "$TREE/node-1/slot-$i"; done
+expect_job_error "node-1/slot-0 is a symbolic link or not a directory" 4 $P4 --run-name "$NAME" --resume
+victims_intact "resume through links"
+rm -rf "$TREE"
+
+# a live job's tree (600 steps of at least 20 ms: far longer than the checks): shm-clean keeps
+# it, a second job of that name is refused, and the first ends normally
+# shellcheck disable=SC2086
+( "$AXONN" train $ONE --steps 600 --debug-forward-ms 20 --run-name "$NAME" >"$TMP/live.log" 2>&1
+  echo $? >"$TMP/live.rc" ) &
+live=$!
+i=0
+while [ ! -e "$TREE/node-0/$LOCK_NAME" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+expect_error "is in use by a live job (pid [0-9]* on " shm-clean --run-name "$NAME" --memory-dir "$SHM"
+[ -d "$TREE/node-0/slot-0" ] || fail "shm-clean removed a live job's tree"
+# shellcheck disable=SC2086
+expect_error "are in use by another run (pid [0-9]* on .*); give each run its own --run-name" \
+  train $ONE --run-name "$NAME"
+"$AXONN" shm-clean --all --memory-dir "$SHM" >"$TMP/all_live.log" 2>&1
+[ -d "$TREE/node-0/slot-0" ] || fail "shm-clean --all removed a live job's tree"
+grep -q "kept $TREE: .*in use by a live job" "$TMP/all_live.log" || fail "shm-clean --all: no word on the live tree"
+wait $live
+[ "$(cat "$TMP/live.rc")" = 0 ] || { fail "the live job failed"; cat "$TMP/live.log"; }
+[ -e "$TREE" ] && fail "the live job's normal end left $TREE"
+
+# default names: two runs that differ only in --lr get two trees (each killed at step 2)
+tree_of() { sed -n 's|.*memory checkpoints: every 1 step(s) into \([^ ]*\)/node-K.*|\1|p' "$TMP/$1.log"; }
+for lr in 0.001 0.002; do
+  # shellcheck disable=SC2086
+  "$AXONN" train $ONE --quiet=0 --lr $lr --debug-hang-rank 0 --debug-hang-step 2 \
+    --debug-hang-mode kill >"$TMP/lr$lr.log" 2>&1
+done
+tree1=$(tree_of lr0.001); tree2=$(tree_of lr0.002)
+[ -n "$tree1" ] && [ -d "$tree1" ] && [ -d "$tree2" ] || fail "lr: no trees ($tree1, $tree2)"
+[ "$tree1" != "$tree2" ] || fail "runs differing in --lr share the memory-checkpoint tree $tree1"
+# shm-clean --all removes those dead jobs' trees and nothing else named axonn-*
+mkdir -p "$SHM/axonn-$NAME-src/node-0"; echo notes >"$SHM/axonn-$NAME-notes.txt"
+"$AXONN" shm-clean --all --memory-dir "$SHM" >"$TMP/all.log" 2>&1 || fail "shm-clean --all failed"
+[ -e "$tree1" ] || [ -e "$tree2" ] && fail "shm-clean --all left a dead job's tree"
+[ -d "$SHM/axonn-$NAME-src/node-0" ] || fail "shm-clean --all removed a directory axonn did not write"
+[ -f "$SHM/axonn-$NAME-notes.txt" ] || fail "shm-clean --all removed a file axonn did not write"
+rm -rf "$SHM/axonn-$NAME-src" "$SHM/axonn-$NAME-notes.txt"
+
+# a --memory-dir too small for one copy (a 300 KB tmpfs, where this machine lets root mount
+# one): one line, and no metrics file, stage file or tree left behind
+SMALL=$TMP/small
+mkdir -p "$SMALL"
+if mount -t tmpfs -o size=300k tmpfs "$SMALL" 2>/dev/null; then
+  # shellcheck disable=SC2086
+  expect_error "No space left on device" train $ONE --layers 4 --hidden 64 --memory-dir "$SMALL" \
+    --run-name "$NAME" --metrics "$TMP/full.csv"
+  [ -e "$TMP/full.csv" ] && fail "a full --memory-dir left a metrics file"
+  [ -z "$(ls -A "$SMALL")" ] || { fail "a full --memory-dir left files:"; find "$SMALL"; }
+  umount "$SMALL"
+else
+  echo "  skipped: a full --memory-dir (cannot mount a small tmpfs here)"
+fi
 
 expect_job_error "--replicas 0: at least 1" 4 $P4 --run-name "$NAME" --replicas 0
 expect_job_error "--replicas 3 exceeds the job's 2 node(s)" 4 $P4 --run-name "$NAME" --replicas 3

@@ -127,7 +127,8 @@ static int run(AxTrainer *t, const AxTrainConfig *cfg) {
     if (rc == AX_OK) rc = ax_metrics_step(&m, &rec); /* rank 0 writes the CSV */
     if (rc == AX_OK) rc = after_step(t, cfg, step, &stop);
     if (rc != AX_OK) {
-      ax_metrics_close(&m);
+      ax_metrics_discard(&m);
+      ax_trainer_memckpt_abandon(t);
       abort_job(t);
       return AX_ERR;
     }

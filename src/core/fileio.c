@@ -268,15 +268,31 @@ int ax_file_map_read(const char *path, AxFileMap *m) {
   return rc;
 }
 
+/* Opens path for a writable mapping, never through a symbolic link; *made: it was created. */
+static int open_map_target(const char *path, int *fd, int *made) {
+  *made = 0;
+  *fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (*fd >= 0) *made = 1;
+  else if (errno == EEXIST) *fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (*fd < 0)
+    return AX_FAIL("cannot write %s: %s", path,
+                   errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+  struct stat sb;
+  if (fstat(*fd, &sb) == 0 && S_ISREG(sb.st_mode)) return AX_OK;
+  close(*fd);
+  return AX_FAIL("cannot write %s: not a regular file", path);
+}
+
 int ax_file_map_write(const char *path, size_t size, AxFileMap *m) {
   *m = (AxFileMap){0};
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
+  int fd, made;
+  AX_TRY(open_map_target(path, &fd, &made));
   /* the blocks reserved now: a full file system is this error, not a SIGBUS on a store */
   int e = ftruncate(fd, (off_t)size) != 0 ? errno : size ? posix_fallocate(fd, 0, (off_t)size) : 0;
   int rc = e ? AX_FAIL("cannot size %s to %zu bytes: %s", path, size, strerror(e))
              : map_fd(fd, path, size, PROT_READ | PROT_WRITE, m);
   close(fd);
+  if (rc != AX_OK && made) unlink(path); /* a failed write leaves no empty file behind */
   return rc;
 }
 

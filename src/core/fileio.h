@@ -55,7 +55,8 @@ int ax_file_check_writable(const char *path);
  * `size` bytes, its blocks reserved (a full file system fails here, not on a store), and
  * writable (an existing file's pages are kept: the memory checkpoints' slot files, rewritten
  * every step, where a new file would cost a fresh allocation of every page). A 0-byte file maps
- * to data = NULL. */
+ * to data = NULL. A writable mapping never follows a symbolic link (the slot files live in
+ * shared /dev/shm), and a file it created is removed again when it cannot be sized. */
 typedef struct {
   unsigned char *data;
   size_t size;

@@ -16,6 +16,7 @@
 #include "src/core/crc32.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "src/core/lockfile.h"
 #include "src/core/log.h"
 #include "src/core/stream_copy.h"
 
@@ -45,44 +46,21 @@ int ax_ckpt_check_dir_name(const char *dir) {
   return AX_OK;
 }
 
-static void lock_owner(int fd, char *owner, size_t cap) {
-  ssize_t n = pread(fd, owner, cap - 1, 0);
-  owner[n > 0 ? n : 0] = 0;
-  owner[strcspn(owner, "\n")] = 0;
-  if (!owner[0]) snprintf(owner, cap, "unknown");
-}
-
 int ax_ckpt_lock(const char *dir, int *fd) {
-  char path[STEP_DIR_CAP + 8], owner[256], host[128] = "?";
+  char path[STEP_DIR_CAP + 8], owner[256];
   snprintf(path, sizeof path, "%s/lock", dir);
-  *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (*fd < 0) return AX_FAIL("cannot create %s: %s", path, strerror(errno));
-  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-  if (fcntl(*fd, F_SETLK, &fl) != 0) {
-    int e = errno;
-    if (e == EACCES || e == EAGAIN) {
-      lock_owner(*fd, owner, sizeof owner);
-      close(*fd);
-      *fd = -1;
-      return AX_FAIL("checkpoint directory %s is in use by another run (%s); give each run its "
-                     "own --checkpoint-dir", dir, owner);
-    }
-    ax_warn("cannot lock %s (%s): nothing stops two runs from sharing this checkpoint directory",
-            path, strerror(e));
-    close(*fd);
-    *fd = -1;
-    return AX_OK;
-  }
-  gethostname(host, sizeof host - 1);
-  int n = snprintf(owner, sizeof owner, "pid %ld on %s\n", (long)getpid(), host);
-  if (ftruncate(*fd, 0) != 0 || pwrite(*fd, owner, (size_t)n, 0) != n)
-    ax_warn("cannot record the owner in %s: %s", path, strerror(errno));
+  AxLockOutcome got;
+  AX_TRY(ax_lock_take(AT_FDCWD, path, path, 1, fd, &got, owner, sizeof owner));
+  if (got == AX_LOCK_HELD)
+    return AX_FAIL("checkpoint directory %s is in use by another run (%s); give each run its "
+                   "own --checkpoint-dir", dir, owner);
+  if (got == AX_LOCK_NONE)
+    ax_warn("cannot lock %s: nothing stops two runs from sharing this checkpoint directory",
+            path);
   return AX_OK;
 }
 
-void ax_ckpt_unlock(int fd) {
-  if (fd >= 0) close(fd); /* closing releases the lock */
-}
+void ax_ckpt_unlock(int fd) { ax_lock_release(fd); }
 
 static int make_dir(const char *path) {
   struct stat sb;

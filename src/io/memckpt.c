@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,23 +45,6 @@ const char *ax_memckpt_slot_dir(const char *root, const char *name, int node, in
   return buf;
 }
 
-static int make_dir(const char *path) {
-  if (mkdir(path, 0700) == 0 || errno == EEXIST) return AX_OK;
-  return AX_FAIL("cannot create %s: %s", path, strerror(errno));
-}
-
-int ax_memckpt_make_node(const char *root, const char *name, int node) {
-  char path[AX_MEMCKPT_PATH];
-  struct stat st;
-  if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
-    return AX_FAIL("--memory-dir %s is not a directory", root);
-  AX_TRY(make_dir(ax_memckpt_run_dir(root, name, path)));
-  AX_TRY(make_dir(ax_memckpt_node_dir(root, name, node, path)));
-  for (int s = 0; s < AX_MEMCKPT_SLOTS; s++)
-    AX_TRY(make_dir(ax_memckpt_slot_dir(root, name, node, s, path)));
-  return AX_OK;
-}
-
 int ax_memckpt_invalidate(const char *slot_dir) {
   char path[AX_MEMCKPT_PATH + 16];
   snprintf(path, sizeof path, "%s/manifest", slot_dir);
@@ -70,16 +54,18 @@ int ax_memckpt_invalidate(const char *slot_dir) {
 
 int ax_memckpt_empty(const char *slot_dir) {
   AX_TRY(ax_memckpt_invalidate(slot_dir));
-  DIR *d = opendir(slot_dir);
-  if (!d) return AX_FAIL("cannot open %s: %s", slot_dir, strerror(errno));
+  int fd = open(slot_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return AX_FAIL("cannot open %s: %s", slot_dir, strerror(errno));
+  }
   struct dirent *e;
-  char path[AX_MEMCKPT_PATH + 300];
   int rc = AX_OK;
   while ((e = readdir(d)) && rc == AX_OK) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(path, sizeof path, "%s/%s", slot_dir, e->d_name);
-    if (unlink(path) != 0 && errno != ENOENT)
-      rc = AX_FAIL("cannot remove %s: %s", path, strerror(errno));
+    if (unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT) /* a link goes, not its target */
+      rc = AX_FAIL("cannot remove %s/%s: %s", slot_dir, e->d_name, strerror(errno));
   }
   closedir(d);
   return rc;

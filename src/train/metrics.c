@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "src/core/error.h"
 #include "src/core/log.h"
@@ -123,6 +125,15 @@ int ax_metrics_step(AxMetrics *m, const AxStepRecord *r) {
   if (!isnan(r->val_loss)) m->last_val = r->val_loss;
   if (!m->quiet && line_due(m, r->step)) progress_line(m, r, tps, fps);
   return m->csv ? csv_row(m, r, tps, fps / 1e12) : AX_OK;
+}
+
+void ax_metrics_discard(AxMetrics *m) {
+  int was_open = m->csv != NULL;
+  if (was_open) fclose(m->csv); /* the run has failed already: its error is the one to keep */
+  m->csv = NULL;
+  struct stat sb;
+  if (was_open && m->n == 0 && stat(m->csv_path, &sb) == 0 && S_ISREG(sb.st_mode))
+    unlink(m->csv_path);
 }
 
 int ax_metrics_close(AxMetrics *m) {

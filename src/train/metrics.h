@@ -54,6 +54,9 @@ int ax_metrics_auto_every(int total_steps);
 /* Records a step: the summary's figures, the progress line when due, the CSV row. Fails (and
  * says which file) when the row cannot be written. */
 int ax_metrics_step(AxMetrics *m, const AxStepRecord *r);
+/* After a failed run: closes the CSV and, when it holds no step (a header only), removes a
+ * regular file (a run that failed before its first step leaves no metrics behind). */
+void ax_metrics_discard(AxMetrics *m);
 /* Closes the CSV; fails when the last buffered rows cannot be written. */
 int ax_metrics_close(AxMetrics *m);
 /* "137.1 GFLOP/s" below 1 TFLOP/s, "1.37 TFLOP/s" from there on. */

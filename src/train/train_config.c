@@ -205,7 +205,8 @@ static const AxOption OPTIONS[] = {
         "counted: groups of M consecutive nodes hold each other's (0: 2, or 1 on one node)", 0,
         1 << 20),
     STR("run-name", run_name, NULL, "NAME", "names the memory checkpoints (/dev/shm/axonn-NAME; "
-        "default: derived from the model, batch, seed and data, the same on a restart)"),
+        "default: run- and a hash of every option that shapes the training, not the grid, "
+        "outputs or --steps, so a restart finds it and two different runs do not share it)"),
     STR("memory-dir", memory_dir, "/dev/shm", "DIR", "where memory checkpoints live"),
     CHOICE("replica-schedule", replica_schedule, "idle", "idle|end",
            "when memory-checkpoint replicas cross the network: in chunks in the idle spans of "

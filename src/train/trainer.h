@@ -41,6 +41,9 @@ int ax_trainer_resume(AxTrainer *t, int *step);
  * step); at a normal end, finishes the last copy and removes the job's memory files. */
 int ax_trainer_memckpt_start(AxTrainer *t, int step);
 int ax_trainer_memckpt_close(AxTrainer *t);
+/* After a failure (each rank, before the job is torn down): a node that holds no complete
+ * memory checkpoint removes its files, which no resume could use; the others are kept. */
+void ax_trainer_memckpt_abandon(AxTrainer *t);
 /* What this rank's memory checkpoints did (for the run summary); every == 0: none. The
  * settings and the three counts are the same on every rank. */
 typedef struct {

@@ -107,6 +107,7 @@ enum {
 typedef struct {
   int on;            /* --memory-checkpoint-every > 0 */
   char name[80];     /* --run-name, or derived from the run */
+  int lock_fd;       /* a node leader's hold on node-K/lock (-1: none) */
   int replicas;      /* copies of a node's files, its own counted */
   int node, n_nodes; /* this rank's (virtual) node */
   int *node_of, *stage_of, *writes; /* [world size]: writes = 1 for the rank that writes its

@@ -30,10 +30,13 @@
 #include "src/core/crc32.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "src/core/lockfile.h"
 #include "src/core/log.h"
+#include "src/core/options.h"
 #include "src/core/timer.h"
 #include "src/core/watchdog.h"
 #include "src/io/memckpt.h"
+#include "train_config.h"
 #include "trainer_impl.h"
 
 enum { CHUNK_BYTES = 64 << 20, MANIFEST = AX_MEMCKPT_MANIFEST };
@@ -59,19 +62,49 @@ static const char *slot_dir(const AxTrainer *t, int slot, char *buf) {
   return ax_memckpt_slot_dir(t->cfg.memory_dir, t->mc.name, t->mc.node, slot, buf);
 }
 
-/* "axonn-NAME": --run-name, or a CRC of what a restart keeps (not the grid: a restart may
- * change it). */
+/* Options that leave a run's trajectory as it is, or that a restart may change (the grid,
+ * the outputs, the schedule of checkpoints, the debugging hooks): left out of the derived run
+ * name, so that a resumed run finds its tree. Every other option is part of the name. */
+static const char *const NAME_IGNORES[] = {
+    "micro-batch", "g-inter", "g-data", "gx", "gy", "gz", "tp-oar", "tp-ors", "tp-oag",
+    "tp-ag-cache", "pipeline-limit", "stage-layers", "allreduce", "ranks-per-node",
+    "emulate-link", "steps", "optimizer-threads", "progress", "dry-run", "device",
+    "cuda-aware-mpi", "threads", "bind", "metrics", "save", "val-every", "val-steps",
+    "val-data", "trace", "trace-steps", "log-every", "quiet", "summary", "timing-skip",
+    "timing-steps", "peak-tflops", "checkpoint-dir", "checkpoint-every", "keep", "resume",
+    "memory-checkpoint-every", "replicas", "run-name", "memory-dir", "replica-schedule",
+    "replica-idle-share", "debug-delay-stage", "debug-delay-ms", "debug-forward-ms",
+    "debug-backward-ms", "step-timeout", "debug-hang-rank", "debug-hang-step",
+    "debug-hang-mode", "bucket-size", "coarsening"};
+
+static int name_ignores(const char *option) {
+  for (size_t i = 0; i < sizeof NAME_IGNORES / sizeof *NAME_IGNORES; i++)
+    if (!strcmp(option, NAME_IGNORES[i])) return 1;
+  return 0;
+}
+
+/* "axonn-NAME": --run-name, or "run-" and a hash of every option that shapes the trajectory
+ * (two runs that differ in --lr get two trees) and of the model as built (--init, --model). */
 static void derive_name(const AxTrainer *t, char *buf, size_t cap) {
   if (t->cfg.run_name) {
     snprintf(buf, cap, "%s", t->cfg.run_name);
     return;
   }
-  char key[2048];
   const AxGptConfig *m = &t->model;
-  snprintf(key, sizeof key, "L%d C%d NH%d V%d T%d B%d seed%lld data %s ckpt %s", m->layers,
-           m->channels, m->heads, m->vocab, t->cfg.seq, t->cfg.batch, t->cfg.seed,
-           t->cfg.data ? t->cfg.data : "-", t->cfg.checkpoint_dir ? t->cfg.checkpoint_dir : "-");
-  snprintf(buf, cap, "run-%08x", (unsigned)ax_crc32(0, key, strlen(key)));
+  char text[4200];
+  snprintf(text, sizeof text, "L%d C%d NH%d V%d", m->layers, m->channels, m->heads, m->vocab);
+  uint32_t lo = ax_crc32(0, text, strlen(text)), hi = ax_crc32(0x9e3779b9u, text, strlen(text));
+  const AxOptionTable *opts = &AX_TRAIN_OPTIONS;
+  for (int i = 0; i < opts->n_opts; i++) {
+    const AxOption *o = &opts->opts[i];
+    if (name_ignores(o->name)) continue;
+    char value[4096];
+    snprintf(text, sizeof text, "%s=%s;", o->name,
+             ax_options_value_text(o, &t->cfg, value, sizeof value));
+    lo = ax_crc32(lo, text, strlen(text));
+    hi = ax_crc32(hi ^ 0x5bd1e995u, text, strlen(text));
+  }
+  snprintf(buf, cap, "run-%08x%08x", (unsigned)hi, (unsigned)lo);
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -164,6 +197,7 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   if (!t->cfg.memory_checkpoint_every) return AX_OK;
   mc->on = 1;
+  mc->lock_fd = -1;
   derive_name(t, mc->name, sizeof mc->name);
   mc->n_nodes = ax_link_nodes(t->links);
   mc->node = ax_link_node_of(t->links, world_rank(t));
@@ -180,7 +214,7 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
     mc->have_comm = 1;
   }
   if (is_leader(t))
-    AX_TRY(ax_memckpt_make_node(t->cfg.memory_dir, mc->name, mc->node));
+    AX_TRY(ax_memckpt_open_node(t->cfg.memory_dir, mc->name, mc->node, &mc->lock_fd));
   Transfer *x = NULL;
   int n = 0;
   int rc = plan_replicas(t, mc->n_files, &x, &n);
@@ -680,10 +714,7 @@ static int prepare_slot(AxTrainer *t, const AxMemSlot *slots, int step, int *slo
   if (*slot < 0) {
     *slot = step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
     char dir[AX_MEMCKPT_PATH];
-    if (is_leader(t))
-      rc = ax_memckpt_make_node(t->cfg.memory_dir, mc->name, mc->node);
-    if (rc == AX_OK && is_leader(t))
-      rc = ax_memckpt_empty(slot_dir(t, *slot, dir));
+    if (is_leader(t)) rc = ax_memckpt_empty(slot_dir(t, *slot, dir)); /* the tree: checked */
   }
   return agree(t, rc);
 }
@@ -815,25 +846,58 @@ int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int 
 
 /* ------------------------------------------------------------------ the end */
 
+/* A node leader: its node's files removed (the lock held until they are gone). */
+static int remove_node(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  char dir[AX_MEMCKPT_PATH];
+  int rc = ax_memckpt_remove_tree(ax_memckpt_node_dir(t->cfg.memory_dir, mc->name, mc->node, dir));
+  ax_lock_release(mc->lock_fd);
+  mc->lock_fd = -1;
+  return rc;
+}
+
 int ax_trainer_memckpt_close(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   if (!mc->on) return AX_OK;
   AX_TRY(ax_trainer_memckpt_settle(t, 1));
   ax_replicas_report(t);
   AX_TRY(agree(t, AX_OK)); /* nobody reads a node's files any more */
-  int rc = AX_OK;
+  AX_TRY(agree(t, is_leader(t) ? remove_node(t) : AX_OK));
+  return agree(t, is_leader(t) ? ax_memckpt_remove_run_dir(t->cfg.memory_dir, mc->name) : AX_OK);
+}
+
+/* Whether a slot of this node holds a finished copy (its manifest parses): files of a copy
+ * without one are never read, so a node without any holds nothing a resume could use. */
+static int node_holds_checkpoint(const AxTrainer *t) {
   char dir[AX_MEMCKPT_PATH];
-  if (is_leader(t))
-    rc = ax_memckpt_remove_tree(ax_memckpt_node_dir(t->cfg.memory_dir, mc->name, mc->node, dir));
-  AX_TRY(agree(t, rc));
-  if (world_rank(t) == 0) rmdir(ax_memckpt_run_dir(t->cfg.memory_dir, mc->name, dir));
-  return AX_OK;
+  for (int s = 0; s < AX_MEMCKPT_SLOTS; s++) {
+    AxMemSlot slot;
+    ax_memckpt_scan(slot_dir(t, s, dir), &slot);
+    if (slot.step >= 0) return 1;
+  }
+  return 0;
+}
+
+void ax_trainer_memckpt_abandon(AxTrainer *t) {
+  AxMemCkpt *mc = &t->mc;
+  if (!mc->on || mc->lock_fd < 0) return;
+  if (mc->thread_running) pthread_join(mc->thread, NULL);
+  mc->thread_running = 0;
+  char failure[1024]; /* the run's own error, which the clean-up must not replace */
+  int pending = ax_error_pending();
+  if (pending) snprintf(failure, sizeof failure, "%s", ax_error_message());
+  if (!node_holds_checkpoint(t) && remove_node(t) == AX_OK)
+    ax_memckpt_remove_run_dir(t->cfg.memory_dir, mc->name);
+  ax_error_clear();
+  if (pending) ax_fail_forwarded(failure);
 }
 
 void ax_trainer_memckpt_free(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
+  ax_trainer_memckpt_abandon(t);
   if (mc->thread_running) pthread_join(mc->thread, NULL);
   mc->thread_running = 0;
+  if (mc->on) ax_lock_release(mc->lock_fd);
   if (mc->pending) ax_trainer_whole_close(&mc->whole);
   ax_replicas_free(t);
   free(mc->spans);

@@ -6,6 +6,10 @@
 #    within the tolerance of the layouts themselves (losses 1e-5, weights 2e-4);
 #  - `axonn export` writes the model of the run at that step, exactly;
 #  - a corrupt or incomplete newest checkpoint is reported and the previous one is used;
+#    codec and backprop state files count (they are in the manifest): one missing or damaged
+#    passes the checkpoint over, and the resumed run equals one that never stopped;
+#  - a resume without --compress (--compress-backprop) of a checkpoint holding that state says
+#    so in one line;
 #  - bad input (--resume without a directory, no checkpoint to export, another batch or model
 #    shape than the checkpoint's) gets one clear error;
 #  - SIGUSR1 / SIGTERM: the step finishes, a checkpoint is written, the job exits 0;
@@ -59,6 +63,43 @@ run inc 1 --steps 20 --checkpoint-dir "$TMP/ckinc" --resume &&
   grep -q "step-00000010 is incomplete or corrupt" "$TMP/inc.log" &&
   [ "$(sed -n 2p "$TMP/inc.csv" | cut -d, -f1)" = 6 ] ||
   { fail "incomplete checkpoint not skipped"; cat "$TMP/inc.log"; }
+
+# compression state: codec-1.bin (--compress) or backprop-1.bin (--compress-backprop) missing
+# or damaged in the newest checkpoint (step 4): reported, step 2 used, and 6 steps in all equal
+# 6 straight ones bit for bit
+Z="--g-data 2 --compress onebit:ef=1 --compress-min-bytes 0"
+BP="--g-inter 2 --compress-backprop powersgd:rank=4"
+run zfull 2 $Z --steps 6 &&
+  run zhalf 2 $Z --steps 4 --checkpoint-dir "$TMP/ckz" --checkpoint-every 2
+run bpfull 2 $BP --steps 6 &&
+  run bphalf 2 $BP --steps 4 --checkpoint-dir "$TMP/ckbp" --checkpoint-every 2
+# state_case NAME REF FILE missing|damaged OPTS...: a copy of REF's checkpoint, step 4's FILE
+# removed or damaged, resumed with OPTS to 6 steps
+state_case() {
+  n=$1; ref=$2; file=$3; how=$4; shift 4
+  cp -r "$TMP/ck$ref" "$TMP/ck$n" || return
+  f="$TMP/ck$n/step-00000004/$file"
+  if [ "$how" = missing ]; then rm "$f"
+  else printf 'X' | dd of="$f" bs=1 seek=1000 conv=notrunc 2>/dev/null; fi
+  run "$n" 2 "$@" --steps 6 --checkpoint-dir "$TMP/ck$n" --resume || return
+  grep -q "step-00000004 is incomplete or corrupt.*$file" "$TMP/$n.log" &&
+    [ "$(sed -n 2p "$TMP/$n.csv" | cut -d, -f1)" = 3 ] ||
+    { fail "$file $how: not reported, or step 2 not used"; cat "$TMP/$n.log"; }
+  tail_equal "$n" "${ref}full"
+  "$AXONN" compare "$TMP/${ref}full.bin" "$TMP/$n.bin" --tol 0 >"$TMP/c" 2>&1 ||
+    { fail "$file $how: weights differ from 6 straight steps"; cat "$TMP/c"; }
+}
+state_case zmiss z codec-1.bin missing $Z
+state_case zbad z codec-1.bin damaged $Z
+state_case bpmiss bp backprop-1.bin missing $BP
+# ... and a resume without the option that wrote the state: one line naming what is dropped
+run znone 2 --g-data 2 --steps 6 --checkpoint-dir "$TMP/ckz" --resume &&
+  grep -q "holds --compress state (codec onebit.*without --compress, drops" "$TMP/znone.log" ||
+  { fail "a resume without --compress did not say it drops the codec state"; cat "$TMP/znone.log"; }
+run bpnone 2 --g-inter 2 --steps 6 --checkpoint-dir "$TMP/ckbp" --resume &&
+  grep -q "holds --compress-backprop state (codec powersgd.*drops" "$TMP/bpnone.log" ||
+  { fail "a resume without --compress-backprop did not say it drops its state"
+    cat "$TMP/bpnone.log"; }
 
 # bad input: one clear error, non-zero exit
 expect_error() {

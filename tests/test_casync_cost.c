@@ -125,8 +125,15 @@ START_TEST(state_file_round_trip_label_and_damage) {
   const char *dir = tu_path("");
   float state[100], back[100];
   for (int i = 0; i < 100; i++) state[i] = (float)i * 0.25f;
+  AxCkptFile info;
   ck_assert_int_eq(ax_ckpt_blob_write(dir, "codec-0.bin", "codec onebit rank 0", state,
-                                      sizeof state), AX_OK);
+                                      sizeof state, &info), AX_OK);
+  /* what the manifest lists of it: checked as a stage file is */
+  ck_assert_str_eq(info.name, "codec-0.bin");
+  ck_assert_int_eq(ax_ckpt_check_file(dir, &info), AX_OK);
+  char label[AX_BLOB_LABEL_MAX];
+  ck_assert_int_eq(ax_ckpt_blob_label(dir, "codec-0.bin", label, sizeof label), AX_OK);
+  ck_assert_str_eq(label, "codec onebit rank 0");
   int found, same;
   ck_assert_int_eq(ax_ckpt_blob_read(dir, "codec-0.bin", "codec onebit rank 0", back,
                                      sizeof back, &found, &same), AX_OK);
@@ -147,6 +154,9 @@ START_TEST(state_file_round_trip_label_and_damage) {
   ck_assert_int_eq(ax_ckpt_blob_read(dir, "codec-0.bin", "codec onebit rank 0", back,
                                      sizeof back, &found, &same), AX_ERR);
   ck_assert_ptr_nonnull(strstr(ax_error_message(), "CRC"));
+  ax_error_clear();
+  ck_assert_int_eq(ax_ckpt_check_file(dir, &info), AX_ERR);
+  ck_assert_ptr_nonnull(strstr(ax_error_message(), "CRC mismatch"));
   ax_error_clear();
 }
 END_TEST

@@ -18,6 +18,7 @@
 #include "src/core/log.h"
 #include "src/core/stream_copy.h"
 #include "src/io/checkpoint.h"
+#include "src/io/ckpt_blob.h"
 #include "src/io/dataloader.h"
 #include "src/io/model_file.h"
 #include "src/io/shard.h"
@@ -523,6 +524,73 @@ START_TEST(stage_files_read_back_on_any_split_and_the_old_layout) {
   fclose(mf);
   free(r);
   for (int q = 1; q <= 3; q++) expect_read_back(C, dir, q);
+  AxCkptManifest old; /* no "state" lines: none listed, and none needed */
+  ck_assert_int_eq(ax_ckpt_load_manifest(dir, 1, &old), AX_OK);
+  ck_assert_int_eq(old.n_states, 0);
+  ax_ckpt_manifest_free(&old);
+}
+END_TEST
+
+/* A one-stage checkpoint of STAGE_CFGS[0] at dir/step-N with two per-rank state files
+ * (codec-0.bin, codec-1.bin), all listed in its manifest. */
+static void write_checkpoint_with_states(const char *dir, int step) {
+  const AxGptConfig *C = &STAGE_CFGS[0];
+  char step_dir[1024], name[32];
+  ck_assert_int_eq(ax_ckpt_make_dirs(dir, step), AX_OK);
+  ax_ckpt_step_dir(dir, step, step_dir);
+  AxCkptFile stage, states[2];
+  AxCkptManifest man = {.step = step, .model = *C, .batch = 1, .seq = 4, .stages = 1,
+                        .files = &stage, .n_files = 1, .states = states, .n_states = 2,
+                        .loss_scale = 1};
+  AxStageLayout lay;
+  ax_stage_layout(&lay, C, 0, C->layers, 1, 1);
+  float *st[3];
+  coded_state(&lay, st);
+  ck_assert_int_eq(ax_ckpt_write_stage(step_dir, 0, C, &lay, 1, st[0], st[1], st[2], &stage),
+                   AX_OK);
+  ck_assert_int_eq(ax_ckpt_stage_records(C, 0, C->layers, 0, 1, &man.records, &man.n_records),
+                   AX_OK);
+  for (int r = 0; r < 2; r++) {
+    snprintf(name, sizeof name, "codec-%d.bin", r);
+    ck_assert_int_eq(ax_ckpt_blob_write(step_dir, name, "codec onebit", st[1], 4000, &states[r]),
+                     AX_OK);
+  }
+  ck_assert_int_eq(ax_ckpt_write_manifest(step_dir, &man), AX_OK);
+  free(man.records);
+}
+
+/* The manifest lists the per-rank state files ("state NAME BYTES CRC") as it lists the stage
+ * files: a checkpoint missing one, or holding a damaged one, is incomplete, and the newest
+ * complete one before it is found instead. */
+START_TEST(manifest_lists_state_files_and_a_checkpoint_needs_them) {
+  char dir[1024], step_dir[1024], path[1100];
+  snprintf(dir, sizeof dir, "%s", tu_path("ckstates"));
+  for (int step = 1; step <= 3; step++) write_checkpoint_with_states(dir, step);
+  AxCkptManifest man;
+  ck_assert_int_eq(ax_ckpt_load_manifest(ax_ckpt_step_dir(dir, 3, step_dir), 1, &man), AX_OK);
+  ck_assert_int_eq(man.n_states, 2);
+  ck_assert_str_eq(man.states[1].name, "codec-1.bin");
+  ck_assert_int_eq(ax_ckpt_check_file(step_dir, &man.states[1]), AX_OK);
+  ax_ckpt_manifest_free(&man);
+  size_t n;
+  char *text = read_bytes((snprintf(path, sizeof path, "%s/manifest", step_dir), path), &n);
+  ck_assert_ptr_nonnull(memmem(text, n, "\nstate codec-0.bin ", 19));
+  /* step 3 loses codec-1.bin, step 2's is damaged: both passed over for step 1 */
+  ck_assert_int_eq(unlink((snprintf(path, sizeof path, "%s/codec-1.bin", step_dir), path)), 0);
+  expect_error(ax_ckpt_load_manifest(step_dir, 1, &man), "codec-1.bin");
+  ck_assert_int_eq(ax_ckpt_load_manifest(step_dir, 0, &man), AX_OK); /* files unchecked */
+  ax_ckpt_manifest_free(&man);
+  snprintf(path, sizeof path, "%s/codec-1.bin", ax_ckpt_step_dir(dir, 2, step_dir));
+  FILE *f = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 100, SEEK_SET);
+  fputc('Z', f);
+  fclose(f);
+  expect_error(ax_ckpt_load_manifest(step_dir, 1, &man), "CRC mismatch");
+  int found;
+  ck_assert_int_eq(ax_ckpt_find_latest(dir, &found, step_dir, &man), AX_OK);
+  ck_assert(found && man.step == 1 && man.n_states == 2);
+  ax_ckpt_manifest_free(&man);
 }
 END_TEST
 
@@ -625,6 +693,7 @@ int main(void) {
   tcase_add_test(tc, loader_shuffle_visits_each_window_once);
   tcase_add_test(tc, loader_errors);
   tcase_add_loop_test(tc, stage_files_read_back_on_any_split_and_the_old_layout, 0, 2);
+  tcase_add_test(tc, manifest_lists_state_files_and_a_checkpoint_needs_them);
   tcase_add_test(tc, prep_splits_bytes);
   tcase_add_test(tc, prep_leaves_nothing_when_a_shard_fails);
   return tu_run(s);

@@ -327,6 +327,9 @@ static void print_manifest(FILE *o, const AxCkptManifest *man) {
   for (int i = 0; i < man->n_files; i++)
     fprintf(o, "file %s %llu %08x\n", man->files[i].name, man->files[i].bytes,
             man->files[i].crc);
+  for (int i = 0; i < man->n_states; i++)
+    fprintf(o, "state %s %llu %08x\n", man->states[i].name, man->states[i].bytes,
+            man->states[i].crc);
   for (int i = 0; i < man->n_records; i++) {
     const AxCkptRecord *r = &man->records[i];
     fprintf(o, "record %d %d %d %d %llu %llu %llu\n", r->file, r->id, r->l0, r->l1, r->count,
@@ -354,6 +357,17 @@ int ax_ckpt_write_manifest(const char *step_dir, const AxCkptManifest *man) {
   return rc;
 }
 
+/* Appends a file (stage or state) to a manifest's list; 0 when out of memory. */
+static int add_file(AxCkptFile **list, int *n, const char *name, unsigned long long bytes,
+                    unsigned crc) {
+  AxCkptFile *f = realloc(*list, (size_t)(*n + 1) * sizeof *f);
+  if (!f) return 0;
+  *list = f;
+  f[*n] = (AxCkptFile){.bytes = bytes, .crc = crc};
+  snprintf(f[(*n)++].name, sizeof f->name, "%s", name);
+  return 1;
+}
+
 static int parse_line(AxCkptManifest *man, const char *line) {
   AxGptConfig *m = &man->model;
   char name[32];
@@ -376,14 +390,10 @@ static int parse_line(AxCkptManifest *man, const char *line) {
     snprintf(man->data, sizeof man->data, "%s", line + 5);
     return man->have_run = 1;
   }
-  if (sscanf(line, "file %31s %llu %x", name, &a, &crc) == 3) {
-    AxCkptFile *f = realloc(man->files, (size_t)(man->n_files + 1) * sizeof *f);
-    if (!f) return 0;
-    man->files = f;
-    f[man->n_files] = (AxCkptFile){.bytes = a, .crc = crc};
-    snprintf(f[man->n_files++].name, sizeof f->name, "%s", name);
-    return 1;
-  }
+  if (sscanf(line, "file %31s %llu %x", name, &a, &crc) == 3)
+    return add_file(&man->files, &man->n_files, name, a, crc);
+  if (sscanf(line, "state %31s %llu %x", name, &a, &crc) == 3)
+    return add_file(&man->states, &man->n_states, name, a, crc);
   got = sscanf(line, "record %d %d %d %d %llu %llu %llu", &r.file, &r.id, &r.l0, &r.l1, &a, &b,
                &c);
   if (got == 6 || got == 7) {
@@ -496,12 +506,15 @@ int ax_ckpt_load_manifest(const char *step_dir, int check_files, AxCkptManifest 
   free(text);
   for (int i = 0; rc == AX_OK && check_files && i < man->n_files; i++)
     rc = ax_ckpt_check_file(step_dir, &man->files[i]);
+  for (int i = 0; rc == AX_OK && check_files && i < man->n_states; i++)
+    rc = ax_ckpt_check_file(step_dir, &man->states[i]);
   if (rc != AX_OK) ax_ckpt_manifest_free(man);
   return rc;
 }
 
 void ax_ckpt_manifest_free(AxCkptManifest *man) {
   free(man->files);
+  free(man->states);
   free(man->records);
   memset(man, 0, sizeof *man);
 }

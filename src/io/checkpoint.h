@@ -7,9 +7,11 @@
  *                a smaller one stays, with no record) and 64-byte aligned, and a CRC-32 trailer of
  *                everything before it; so the optimizer can write a memory checkpoint's
  *                moments in place (docs/memory-checkpoints.md, "Zero-copy");
+ *   codec-R.bin, backprop-R.bin  rank R's compression state (ckpt_blob.h), where the run
+ *                compresses (--compress, --compress-backprop);
  *   manifest     written by rank 0 last, text: step, optimizer step count, data position,
- *                loss scale, model and batch shape, every file with its size and CRC-32, every
- *                record, and a CRC-32 of the manifest itself.
+ *                loss scale, model and batch shape, every stage file and every state file with
+ *                its size and CRC-32, every record, and a CRC-32 of the manifest itself.
  * State is stored per parameter tensor and layer, not per rank layout, so a checkpoint
  * written on one grid resumes on any other. Every file goes to a temporary name, is fsync'd
  * and renamed; a step directory without a valid manifest, or whose files do not match it,
@@ -58,8 +60,12 @@ typedef struct {
   int clean_steps;
   AxGptConfig model;
   int batch, seq, stages;
-  AxCkptFile *files;
+  AxCkptFile *files; /* the stage files: files[s] is stage s's */
   int n_files;
+  /* the per-rank state files (codec-R.bin, backprop-R.bin): a resume needs them as much as
+   * the stage files; none in older manifests (n_states = 0) */
+  AxCkptFile *states;
+  int n_states;
   AxCkptRecord *records;
   int n_records;
 } AxCkptManifest;
@@ -109,11 +115,12 @@ uint32_t ax_ckpt_crc_of_parts(const uint32_t *crcs, int parts, unsigned long lon
 int ax_ckpt_write_manifest(const char *step_dir, const AxCkptManifest *man);
 
 /* Reads and validates step_dir's manifest and (when check_files) every file's size and
- * CRC. AX_ERR with the reason when anything is missing or wrong. */
+ * CRC, the state files' included. AX_ERR with the reason when anything is missing or wrong. */
 int ax_ckpt_load_manifest(const char *step_dir, int check_files, AxCkptManifest *man);
 void ax_ckpt_manifest_free(AxCkptManifest *man);
 /* Whether step_dir's copy of one of a manifest's files has its size and CRC (AX_ERR with
- * the reason when it is missing or corrupt). */
+ * the reason when it is missing or corrupt): a stage file, or a state file, whose `bytes` are
+ * its size less the 4-byte CRC trailer either way. */
 int ax_ckpt_check_file(const char *step_dir, const AxCkptFile *cf);
 /* needed[f] = 1 (n_files entries, the rest untouched) for every file a stage of layout lay
  * reads from (ax_ckpt_read_stage). */

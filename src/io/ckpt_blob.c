@@ -27,7 +27,7 @@ static size_t header(char *buf, size_t cap, const char *label, size_t bytes) {
 }
 
 int ax_ckpt_blob_write(const char *step_dir, const char *name, const char *label,
-                       const void *data, size_t bytes) {
+                       const void *data, size_t bytes, AxCkptFile *info) {
   if (strlen(label) >= AX_BLOB_LABEL_MAX || strchr(label, '\n'))
     return AX_FAIL("checkpoint blob label too long or not one line: %.40s...", label);
   char path[1200], head[AX_BLOB_LABEL_MAX + 32];
@@ -41,9 +41,15 @@ int ax_ckpt_blob_write(const char *step_dir, const char *name, const char *label
   int rc = ax_file_write(&f, head, hn);
   if (rc == AX_OK && bytes) rc = ax_file_write(&f, data, bytes);
   if (rc == AX_OK) rc = ax_file_write(&f, tail, sizeof tail);
-  if (rc == AX_OK) return ax_file_commit(&f);
-  ax_file_abort(&f);
-  return rc;
+  if (rc != AX_OK) {
+    ax_file_abort(&f);
+    return rc;
+  }
+  if (info) {
+    *info = (AxCkptFile){.bytes = hn + bytes, .crc = crc};
+    snprintf(info->name, sizeof info->name, "%s", name);
+  }
+  return ax_file_commit(&f);
 }
 
 /* Checks the file's framing and CRC; *label_end points past the label's newline. */
@@ -89,6 +95,18 @@ int ax_ckpt_blob_read(const char *step_dir, const char *name, const char *label,
   size_t n;
   AX_TRY(ax_file_read_all(path, &d, &n));
   int rc = read_payload(path, d, n, label, data, bytes, same_label);
+  free(d);
+  return rc;
+}
+
+int ax_ckpt_blob_label(const char *step_dir, const char *name, char *label, size_t cap) {
+  char path[1200];
+  blob_path(path, sizeof path, step_dir, name);
+  unsigned char *d;
+  size_t n, label_end = 0, m = sizeof MAGIC - 1;
+  AX_TRY(ax_file_read_all(path, &d, &n));
+  int rc = check_frame(path, d, n, &label_end);
+  if (rc == AX_OK) snprintf(label, cap, "%.*s", (int)(label_end - 1 - m), (const char *)d + m);
   free(d);
   return rc;
 }

@@ -1,10 +1,12 @@
 /* trainer_ckpt.c — the trainer's checkpoints: writing one (every row-0 rank its stage's
  * tensors, rank 0 the manifest last), resuming from the newest complete one on any grid, and
  * the agreement on a stop request (SIGTERM/SIGUSR1) that ends a run at a step boundary. The
- * file format is src/io/checkpoint.h's. Writing and loading each start a watchdog phase. */
+ * file format is src/io/checkpoint.h's; every rank's codec state files are in the manifest.
+ * Writing and loading each start a watchdog phase. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
@@ -71,25 +73,11 @@ static int write_own_stage(AxTrainer *t, const char *step_dir, AxCkptFile *mine)
   return rc;
 }
 
-/* Row 0 ranks write their stage; rank 0 learns every file's size and CRC. */
-static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile *files) {
-  AxCkptFile mine = {{0}, 0, 0};
-  int rc = t->grid.row == 0 ? write_own_stage(t, step_dir, &mine) : AX_OK;
+/* Row 0 ranks write their stage (mine: its name, size and CRC). */
+static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile *mine) {
+  int rc = t->grid.row == 0 ? write_own_stage(t, step_dir, mine) : AX_OK;
   debug_hang(t, step);
-  AX_TRY(ax_grid_agree(&t->grid, rc));
-  if (!multi(t)) {
-    files[0] = mine;
-    return AX_OK;
-  }
-  /* row 0's stage s is world rank s x Gx·Gy·Gz: rank 0 keeps those entries */
-  AxCkptFile *all = t->grid.rank == 0 ? ax_calloc((size_t)t->grid.size, sizeof *all) : NULL;
-  if (t->grid.rank == 0 && !all) return AX_ERR;
-  AX_WD_NOTE(0, "gathering the checkpoint files' sizes and CRCs at rank 0");
-  AX_MPI(MPI_Gather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0,
-                    t->grid.world));
-  for (int s = 0; s < t->grid.P && all; s++) files[s] = all[s * ax_grid_tp_size(&t->grid)];
-  free(all);
-  return AX_OK;
+  return ax_grid_agree(&t->grid, rc);
 }
 
 /* ------------------------------------------------------------------ codec state */
@@ -98,6 +86,13 @@ static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile
  * --compress's (codec-R.bin: error feedback, momentum, PowerSGD's Q per part) and
  * --compress-backprop's (backprop-R.bin: the link's residual and Q). */
 typedef enum { STATE_CODEC = 0, STATE_BACKPROP, N_STATES } StateKind;
+
+static const char *const STATE_PREFIX[N_STATES] = {"codec", "backprop"};
+static const char *const STATE_OPTION[N_STATES] = {"--compress", "--compress-backprop"};
+
+static void state_file_name(StateKind k, int rank, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s-%d.bin", STATE_PREFIX[k], rank);
+}
 
 static int has_state(const AxTrainer *t, StateKind k) {
   return k == STATE_CODEC ? t->codec != NULL : t->have_backprop;
@@ -126,26 +121,56 @@ typedef struct {
 
 static int state_blob(const AxTrainer *t, StateKind k, StateBlob *b) {
   state_label(t, k, b->label, sizeof b->label);
-  snprintf(b->name, sizeof b->name, "%s-%d.bin", k == STATE_CODEC ? "codec" : "backprop",
-           t->grid.rank);
+  state_file_name(k, t->grid.rank, b->name, sizeof b->name);
   b->bytes = k == STATE_CODEC ? ax_grad_compress_state_bytes(&t->gc)
                               : ax_backprop_state_bytes(&t->backprop);
   b->buf = ax_malloc(b->bytes + 1);
   return b->buf ? AX_OK : AX_ERR;
 }
 
-/* Every rank its states (error-feedback residuals differ between ranks). */
-static int write_codec_state(AxTrainer *t, const char *step_dir) {
+/* Every rank its states (error-feedback residuals differ between ranks); info[k]: the file of
+ * kind k as the manifest lists it (an empty name where the rank keeps no such state). */
+static int write_codec_state(AxTrainer *t, const char *step_dir, AxCkptFile info[N_STATES]) {
   for (int k = 0; k < N_STATES; k++) {
     if (!has_state(t, (StateKind)k)) continue;
     StateBlob b;
     AX_TRY(state_blob(t, (StateKind)k, &b));
     int rc = k == STATE_CODEC ? ax_grad_compress_save(&t->gc, b.buf)
                               : ax_backprop_state_save(&t->backprop, b.buf);
-    if (rc == AX_OK) rc = ax_ckpt_blob_write(step_dir, b.name, b.label, b.buf, b.bytes);
+    if (rc == AX_OK)
+      rc = ax_ckpt_blob_write(step_dir, b.name, b.label, b.buf, b.bytes, &info[k]);
     free(b.buf);
     AX_TRY(rc);
   }
+  return AX_OK;
+}
+
+/* A rank's files of a checkpoint: its stage file (row 0's writers; an empty name elsewhere),
+ * then its state files, one of each kind. */
+enum { OWN_FILES = 1 + N_STATES };
+
+/* Rank 0 puts every rank's `mine` together: row 0's stage files into files[stage] (row 0's
+ * stage s is world rank s x Gx·Gy·Gz) and every state file, rank by rank, into *states
+ * (*n_states of them; rank 0 frees it). */
+static int gather_files(AxTrainer *t, const AxCkptFile *mine, AxCkptFile *files,
+                        AxCkptFile **states, int *n_states) {
+  int size = multi(t) ? t->grid.size : 1, n = 0;
+  *states = NULL;
+  *n_states = 0;
+  AxCkptFile *all = t->grid.rank == 0 ? ax_calloc((size_t)size * OWN_FILES, sizeof *all) : NULL;
+  if (t->grid.rank == 0 && !all) return AX_ERR;
+  AX_WD_NOTE(0, "gathering the checkpoint files' sizes and CRCs at rank 0");
+  if (multi(t))
+    AX_MPI(MPI_Gather(mine, OWN_FILES * sizeof *mine, MPI_BYTE, all, OWN_FILES * sizeof *mine,
+                      MPI_BYTE, 0, t->grid.world));
+  else
+    memcpy(all, mine, OWN_FILES * sizeof *mine);
+  if (!all) return AX_OK;
+  for (int s = 0; s < t->grid.P; s++) files[s] = all[s * ax_grid_tp_size(&t->grid) * OWN_FILES];
+  for (int i = 0; i < size * OWN_FILES; i++) /* the states to the front, in place */
+    if (i % OWN_FILES && all[i].name[0]) all[n++] = all[i];
+  *states = all;
+  *n_states = n;
   return AX_OK;
 }
 
@@ -166,10 +191,51 @@ static int read_state(AxTrainer *t, StateKind k, const char *step_dir, int *stat
   return rc;
 }
 
+/* Rank 0: the name of a file of kind k the checkpoint holds (its manifest lists them; an
+ * older manifest lists none: then rank 0's, when present); 0 when it holds none. */
+static int held_state(const char *step_dir, const AxCkptManifest *man, StateKind k, char *name,
+                      size_t cap) {
+  size_t n = strlen(STATE_PREFIX[k]);
+  for (int i = 0; i < man->n_states; i++)
+    if (!strncmp(man->states[i].name, STATE_PREFIX[k], n) && man->states[i].name[n] == '-') {
+      snprintf(name, cap, "%s", man->states[i].name);
+      return 1;
+    }
+  char path[1200];
+  state_file_name(k, 0, name, cap);
+  snprintf(path, sizeof path, "%s/%s", step_dir, name);
+  return man->n_states == 0 && access(path, F_OK) == 0;
+}
+
+/* Rank 0, a run that keeps no state of kind k (resumed without that option): one line when the
+ * checkpoint holds some, naming the codec it was written with; the run goes on without it. */
+static void warn_dropped(const char *step_dir, StateKind k) {
+  AxCkptManifest man;
+  char name[64], label[AX_BLOB_LABEL_MAX], spec[AX_BLOB_LABEL_MAX] = "?";
+  if (ax_ckpt_load_manifest(step_dir, 0, &man) != AX_OK) {
+    ax_error_clear();
+    return;
+  }
+  int held = held_state(step_dir, &man, k, name, sizeof name);
+  ax_ckpt_manifest_free(&man);
+  if (!held) return;
+  if (ax_ckpt_blob_label(step_dir, name, label, sizeof label) == AX_OK)
+    sscanf(label, "%*s %511s", spec); /* "codec SPEC ...", "backprop SPEC ..." */
+  ax_error_clear();
+  ax_warn("resume: %s holds %s state (codec %s: error feedback, momentum, Q) that this run, "
+          "without %s, drops and trains on without; resume with the same %s to continue the "
+          "checkpointed run exactly", step_dir, STATE_OPTION[k], spec, STATE_OPTION[k],
+          STATE_OPTION[k]);
+}
+
 static int resume_codec_state(AxTrainer *t, const char *step_dir) {
-  static const char *const what[N_STATES] = {"--compress", "--compress-backprop"};
   for (int k = 0; k < N_STATES; k++) {
-    int status = 0, worst;
+    int status = 0, worst, kept;
+    AX_TRY(ax_trainer_agree_flag(t, has_state(t, (StateKind)k), &kept));
+    if (!kept) {
+      if (t->grid.rank == 0) warn_dropped(step_dir, (StateKind)k);
+      continue;
+    }
     AX_TRY(ax_grid_agree(&t->grid, read_state(t, (StateKind)k, step_dir, &status)));
     AX_TRY(ax_trainer_agree_flag(t, status, &worst));
     if (worst && t->grid.rank == 0)
@@ -177,14 +243,17 @@ static int resume_codec_state(AxTrainer *t, const char *step_dir) {
               "starts fresh, so this run does not continue the checkpointed one bit for bit",
               step_dir,
               worst == 1 ? "no such state (written without it?)"
-                         : "the state of another codec, grid or chunking", what[k]);
+                         : "the state of another codec, grid or chunking", STATE_OPTION[k]);
   }
   return AX_OK;
 }
 
-static int write_manifest(AxTrainer *t, int step, const char *step_dir, AxCkptFile *files) {
+static int write_manifest(AxTrainer *t, int step, const char *step_dir, AxCkptFile *files,
+                          AxCkptFile *states, int n_states) {
   AxCkptManifest man;
   int rc = ax_trainer_build_manifest(t, step, files, &man);
+  man.states = states;
+  man.n_states = n_states;
   if (rc == AX_OK) rc = ax_ckpt_write_manifest(step_dir, &man);
   if (rc == AX_OK) rc = ax_ckpt_prune(t->cfg.checkpoint_dir, t->cfg.keep, step);
   free(man.records);
@@ -199,14 +268,20 @@ int ax_trainer_checkpoint(AxTrainer *t, int step) {
   ax_ckpt_step_dir(t->cfg.checkpoint_dir, step, step_dir);
   int rc = t->grid.rank == 0 ? ax_ckpt_make_dirs(t->cfg.checkpoint_dir, step) : AX_OK;
   AX_TRY(ax_grid_agree(&t->grid, rc));
-  AxCkptFile *files = ax_calloc((size_t)t->grid.P, sizeof *files);
+  AxCkptFile *files = ax_calloc((size_t)t->grid.P, sizeof *files), mine[OWN_FILES],
+             *states = NULL;
+  int n_states = 0;
+  memset(mine, 0, sizeof mine);
   AX_WD_NOTE(-1, "writing the checkpoint file of stage %d, then agreeing that all were written",
              t->grid.stage);
-  rc = ax_grid_agree(&t->grid, write_codec_state(t, step_dir));
-  if (rc == AX_OK) rc = files ? write_stages(t, step, step_dir, files) : AX_ERR;
+  rc = ax_grid_agree(&t->grid, write_codec_state(t, step_dir, mine + 1));
+  if (rc == AX_OK) rc = files ? write_stages(t, step, step_dir, mine) : AX_ERR;
+  if (rc == AX_OK) rc = gather_files(t, mine, files, &states, &n_states);
   AX_WD_NOTE(0, t->grid.rank == 0 ? "writing the checkpoint manifest"
                                    : "waiting for rank 0 to write the checkpoint manifest");
-  if (rc == AX_OK && t->grid.rank == 0) rc = write_manifest(t, step, step_dir, files);
+  if (rc == AX_OK && t->grid.rank == 0)
+    rc = write_manifest(t, step, step_dir, files, states, n_states);
+  free(states);
   free(files);
   AX_TRY(ax_grid_agree(&t->grid, rc));
   ax_log("checkpoint: step %d written to %s in %.2f s", step, step_dir, ax_now() - t0);

@@ -66,7 +66,7 @@ typedef struct {
 typedef struct AxColl AxColl; /* one started non-blocking collective */
 
 /* Bytes rank `rank` of `size` sends and receives in a ring all-reduce of count elements of esz
- * bytes (the formula above; the communication model of src/train/comm_model.h uses it too). */
+ * bytes (the formula above; the communication model of src/plan/comm_model.h uses it too). */
 void ax_ring_allreduce_bytes(size_t count, size_t esz, int rank, int size, AxCommBytes *out);
 
 /* In-place sum of count elements of buf over comm. */

@@ -4,7 +4,7 @@
  * entries that overlap a time window; an entry being written, or overwritten while it is read,
  * is left out (a seqlock per entry). The ring keeps the last AX_LINK_LOG_ENTRIES uses, enough
  * for a step of any engine here (a step that sends more loses its oldest uses from the record,
- * not from the link). Gemini's replica schedule (src/train/replica_schedule.h) learns the idle
+ * not from the link). Gemini's replica schedule (src/plan/replica_schedule.h) learns the idle
  * spans of each step from it. Times are CLOCK_MONOTONIC nanoseconds. */
 #ifndef AX_LINK_LOG_H
 #define AX_LINK_LOG_H

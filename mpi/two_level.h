@@ -1,5 +1,5 @@
 /* two_level.h — the two-level (hierarchical) fp32 all-reduce Espresso's "2l" options model
- * (src/train/espresso.h), as one non-blocking operation driven like every other collective
+ * (src/plan/espresso.h), as one non-blocking operation driven like every other collective
  * (ax_coll_test, ax_coll_wait, ax_coll_free of collectives.h). On N ranks spread over n nodes of
  * g ranks each, the range is cut into g near-equal shards (ax_block_offset/ax_block_count of
  * coll_internal.h: the first count mod g are one longer) and:

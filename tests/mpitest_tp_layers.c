@@ -8,7 +8,7 @@
  * d logits) and its backward; a whole GPT block (heads split over X with qkv's rows permuted,
  * every parameter gradient, under each combination of OAR and ORS), whose bytes sent per group and operation (the weights' gathers,
  * forward, backward, the Z-sum of its vectors) equal what the communication model
- * (src/train/comm_model.h) predicts for the blocks of a one-layer step. Each rank compares its own blocks with the matching blocks of
+ * (src/plan/comm_model.h) predicts for the blocks of a one-layer step. Each rank compares its own blocks with the matching blocks of
  * the serial result within 1e-5 (relative above 1). */
 #include <check.h>
 #include <math.h>
@@ -22,7 +22,7 @@
 #include "models/tp_layers.h"
 #include "mpi/mpi_util.h"
 #include "mpi/tp_comm.h"
-#include "src/train/comm_model.h"
+#include "src/plan/comm_model.h"
 #include "src/core/error.h"
 #include "mpitestutil.h"
 #include "testutil.h"

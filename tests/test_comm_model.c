@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "src/core/error.h"
-#include "src/train/comm_model.h"
-#include "src/train/machine.h"
-#include "src/train/rank_grids.h"
+#include "src/plan/comm_model.h"
+#include "src/plan/machine.h"
+#include "src/plan/rank_grids.h"
 #include "testutil.h"
 
 /* L=2, C=64, NH=4, V=256 (Vp 256), T=16, B=8 sequences, fp32. */

@@ -1,4 +1,4 @@
-/* test_compress_auto.c — `--compress auto` (src/train/compress_auto.h) on the tensors of a
+/* test_compress_auto.c — `--compress auto` (src/plan/compress_auto.h) on the tensors of a
  * 12-layer GPT stage: the groups tile the tensors in order; fusion none keeps every tensor
  * alone; a tied wte summed apart stays alone and plain; every decision is one the trainer
  * runs (plain with its all-reduce, the codec under CaSync ring, PS, all-to-all + all-gather or
@@ -13,7 +13,7 @@
 #include "models/gpt_stage.h"
 #include "mpi/compress/codec.h"
 #include "src/core/error.h"
-#include "src/train/compress_auto.h"
+#include "src/plan/compress_auto.h"
 #include "src/train/train_compress.h"
 #include "src/train/trainer.h"
 #include "testutil.h"

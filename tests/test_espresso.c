@@ -1,4 +1,4 @@
-/* test_espresso.c — Espresso's compression strategy (src/train/espresso.h, wang-thesis ch. 4):
+/* test_espresso.c — Espresso's compression strategy (src/plan/espresso.h, wang-thesis ch. 4):
  * the option table, the timeline evaluator against timelines computed by hand and against its
  * invariants on random strategies, the greedy search (Alg. 4.1 with Remove(), then Alg. 4.2)
  * against compress-nothing and the exhaustive search on seeded random 8-tensor instances
@@ -13,7 +13,7 @@
 #include "src/core/error.h"
 #include "src/core/rng.h"
 #include "src/core/timer.h"
-#include "src/train/espresso.h"
+#include "src/plan/espresso.h"
 #include "testutil.h"
 
 enum { MAX_N = 600 };

@@ -1,5 +1,5 @@
 /* test_failure_odds.c — the in-memory checkpoint placements and their failure odds
- * (src/train/failure_odds.h): the counting against exhaustive enumeration of every failure set,
+ * (src/plan/failure_odds.h): the counting against exhaustive enumeration of every failure set,
  * the group closed form (inclusion-exclusion) against both, the thesis's figures for 16 nodes
  * and 2 copies, the holders of every shard (m distinct, in the node's group or ring, every
  * node holding m shards), large N against the product formula of m = 2, and bad inputs. */
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "src/core/error.h"
-#include "src/train/failure_odds.h"
+#include "src/plan/failure_odds.h"
 #include "testutil.h"
 
 static const AxPlacement PLACEMENTS[] = {AX_PLACE_GROUP, AX_PLACE_RING};

@@ -1,4 +1,4 @@
-/* test_fusion.c — Cupcake's tensor fusion (src/train/fusion.h): Algorithm 5.1 against brute
+/* test_fusion.c — Cupcake's tensor fusion (src/plan/fusion.h): Algorithm 5.1 against brute
  * force on seeded random jobs of 1..16 tensors (continuous costs over several orders of
  * magnitude, and small integers, whose ties and exact equalities probe the pruning rules'
  * boundaries), how much the two pruning rules save, larger jobs against an independent dynamic
@@ -11,7 +11,7 @@
 #include "src/core/error.h"
 #include "src/core/rng.h"
 #include "src/core/timer.h"
-#include "src/train/fusion.h"
+#include "src/plan/fusion.h"
 #include "testutil.h"
 
 enum { MAXN = 640 };

@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 
 #include "src/core/error.h"
-#include "src/train/metrics.h"
+#include "src/report/metrics.h"
 #include "testutil.h"
 
 static AxStepRecord record(int step) {

@@ -1,4 +1,4 @@
-/* test_replica_schedule.c — Gemini's replica schedule (src/train/replica_schedule.h) and the
+/* test_replica_schedule.c — Gemini's replica schedule (src/plan/replica_schedule.h) and the
  * link log it learns from (mpi/link_log.h): the log's window and wrap-around, appends from
  * two threads at once all read back; idle spans of a hand-made timeline (overlapping uses
  * merged, the replicas' own left out, short gaps dropped); Algorithm 6.2's chunks against
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "mpi/link_log.h"
-#include "src/train/replica_schedule.h"
+#include "src/plan/replica_schedule.h"
 #include "testutil.h"
 
 enum { REPLICA = 6 };

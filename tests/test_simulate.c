@@ -1,4 +1,4 @@
-/* test_simulate.c — the schedule simulator (pipeline/simulate.h) against timelines worked by
+/* test_simulate.c — the schedule simulator (src/sim/sim_engine.h) against timelines worked by
  * hand: 2 stages and 2 micro-batches with fixed costs (every event's start and end), the
  * link queue, the emulated link's held sends, the interleaved all-reduce and AdamW chunks,
  * processor sharing on a CPU with fewer cores than ranks (pooled, waiters sharing it, and per
@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "models/gpt_stage.h"
-#include "pipeline/simulate.h"
+#include "src/sim/sim_engine.h"
 #include "src/backend/binding_rule.h"
 #include "src/core/error.h"
-#include "src/train/sim_costs.h"
+#include "src/sim/sim_costs.h"
 #include "testutil.h"
 
 typedef struct {

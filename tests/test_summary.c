@@ -10,8 +10,8 @@
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/jsonw.h"
-#include "src/train/metrics.h"
-#include "src/train/summary.h"
+#include "src/report/metrics.h"
+#include "src/report/summary.h"
 #include "src/train/train_config.h"
 #include "testutil.h"
 

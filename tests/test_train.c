@@ -11,7 +11,7 @@
 #include "src/cli/commands.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
-#include "src/train/lr_schedule.h"
+#include "src/train/train_lr.h"
 #include "src/train/train_config.h"
 #include "src/train/trainer.h"
 #include "testutil.h"

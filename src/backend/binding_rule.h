@@ -1,8 +1,8 @@
 /* binding_rule.h — the trainer's core-binding rule as a pure function (no hwloc, no system
  * call): which cores of a set of `ncores` whole cores rank `share_rank` of the `share_size`
  * ranks that share the set gets, with `nthreads` compute threads each. binding.c applies it;
- * `axonn profile` places its concurrent copies by it (src/train/sim_measure.c) and the
- * simulator's cost model decides by it which ranks share a core (src/train/sim_costs.c), so
+ * `axonn profile` places its concurrent copies by it (src/sim/sim_measure.c) and the
+ * simulator's cost model decides by it which ranks share a core (src/sim/sim_costs.c), so
  * the three cannot drift. */
 #ifndef AX_BINDING_RULE_H
 #define AX_BINDING_RULE_H

@@ -1,5 +1,5 @@
 /* plan.c — `axonn plan`: the memory plan of `axonn train` with the same options, per rank,
- * without allocating anything (src/train/plan.h; the same as train --dry-run). */
+ * without allocating anything (src/train/train_plan.h; the same as train --dry-run). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "commands.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
-#include "src/train/plan.h"
+#include "src/train/train_plan.h"
 #include "src/train/train_config.h"
 
 /* --NAME (as --NAME or --NAME=1) selects another mode of plan: --rank-grids the grid search of

@@ -1,5 +1,5 @@
 /* plan_grids.c — `axonn plan --rank-grids`: every grid G_inter x Gx x Gy x Gz x G_data of N
- * ranks ranked by predicted communication time per step (src/train/rank_grids.h), or one grid's
+ * ranks ranked by predicted communication time per step (src/plan/rank_grids.h), or one grid's
  * collectives with --grid. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include "src/core/command.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
-#include "src/train/rank_grids.h"
+#include "src/plan/rank_grids.h"
 
 typedef struct {
   int rank_grids, ranks;

@@ -1,6 +1,6 @@
 /* plan_odds.c — `axonn plan --failure-odds`: the probability that a job recovers from its
  * in-memory checkpoints when k of its N nodes fail at once, under Gemini's group and ring
- * placements of m copies per shard (src/train/failure_odds.h; docs/memory-checkpoints.md). */
+ * placements of m copies per shard (src/plan/failure_odds.h; docs/memory-checkpoints.md). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,7 +9,7 @@
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/jsonw.h"
-#include "src/train/failure_odds.h"
+#include "src/plan/failure_odds.h"
 
 typedef struct {
   int failure_odds, nodes, replicas, failed;

@@ -1,5 +1,5 @@
 /* profile.c — `axonn profile`: measures on this machine what `axonn simulate --profile` prices
- * a run with (src/train/sim_profile.h): a block's forward and backward at the run's micro-batch,
+ * a run with (src/sim/sim_profile.h): a block's forward and backward at the run's micro-batch,
  * the embedding's and head's extra, the host AdamW, a local sum and a copy. Takes the options of
  * `axonn train` (the model, micro-batch, device, threads) and --out FILE. One process. */
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include "commands.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
-#include "src/train/sim_profile.h"
+#include "src/sim/sim_profile.h"
 #include "src/train/train_config.h"
 
 static int profile(int argc, char **argv, int *help) {

@@ -1,5 +1,5 @@
 /* simulate.c — `axonn simulate`: the run that `axonn train` with the same options would make,
- * simulated on a machine (src/train/sim_run.h) and reported as a run reports itself (summary
+ * simulated on a machine (src/sim/sim_run.h) and reported as a run reports itself (summary
  * marked simulated, --summary, --metrics, --trace). Its own options, --machine and --profile,
  * are taken out of argv; the rest are train's, parsed and checked by train's own code. One
  * process, no MPI. */
@@ -8,9 +8,9 @@
 #include "commands.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
-#include "src/train/machine.h"
-#include "src/train/sim_profile.h"
-#include "src/train/sim_run.h"
+#include "src/plan/machine.h"
+#include "src/sim/sim_profile.h"
+#include "src/sim/sim_run.h"
 #include "src/train/train_config.h"
 
 static void usage(void) {
@@ -18,7 +18,7 @@ static void usage(void) {
          "simulation of one step of the message-driven schedule on every rank (docs/"
          "simulator.md), reported as `axonn train` reports a run.\n\n"
          "  --machine NAME|FILE  the cluster: %s, or a machine file (data/machines/, "
-         "src/train/machine.h); required\n"
+         "src/plan/machine.h); required\n"
          "  --profile FILE       compute costs measured by `axonn profile` (default: the "
          "machine's device, peak x efficiency)\n\n"
          "and the options of `axonn train` (the model, grid, batch, and --summary, --trace, "

@@ -1,5 +1,5 @@
 /* train.c — `axonn train`: MPI start-up, options, the step loop with its progress lines and
- * metrics CSV (rank 0), the end-of-run summary (src/train/summary.h), the saved model and trace.
+ * metrics CSV (rank 0), the end-of-run summary (src/report/summary.h), the saved model and trace.
  *
  * Failure policy: problems found while setting up (options, files, grid) are agreed on by all
  * ranks and printed once, by rank 0, with the failing rank named; every rank exits 1. A failure
@@ -18,9 +18,9 @@
 #include "src/core/fileio.h"
 #include "src/core/log.h"
 #include "src/core/watchdog.h"
-#include "src/train/metrics.h"
-#include "src/train/plan.h"
-#include "src/train/summary.h"
+#include "src/report/metrics.h"
+#include "src/train/train_plan.h"
+#include "src/report/summary.h"
 #include "src/train/train_watchdog.h"
 #include "src/train/trainer.h"
 

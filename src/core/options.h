@@ -54,7 +54,7 @@ int ax_options_parse_with_args(const AxOptionTable *t, void *cfg, int argc, char
                                int max_positional, AxOptState *st);
 /* Applies defaults, then the `name = value` lines of path (the --config format; a name the
  * table lacks is an error naming the file and line). Other files of that shape use it too (a
- * machine description, src/train/machine.h). */
+ * machine description, src/plan/machine.h). */
 int ax_options_parse_file(const AxOptionTable *t, void *cfg, const char *path, AxOptState *st);
 /* Applies defaults only (tests and internal callers that build a config by hand). */
 int ax_options_defaults(const AxOptionTable *t, void *cfg);

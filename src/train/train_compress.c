@@ -11,7 +11,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/timer.h"
-#include "compress_auto.h"
+#include "src/plan/compress_auto.h"
 #include "train_compress.h"
 #include "trainer_impl.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "espresso.h"
+#include "src/plan/espresso.h"
 #include "models/gpt_presets.h"
 #include "mpi/collectives.h"
 #include "mpi/compress/codec.h"

@@ -3,7 +3,7 @@
 #ifndef AX_TRAIN_CONFIG_H
 #define AX_TRAIN_CONFIG_H
 
-#include "fusion.h"
+#include "src/plan/fusion.h"
 #include "models/gpt_config.h"
 #include "src/core/options.h"
 

@@ -5,7 +5,6 @@
 #ifndef AX_TRAINER_H
 #define AX_TRAINER_H
 
-#include "metrics.h"
 #include "models/gpt_config.h"
 #include "mpi/grid.h"
 #include "mpi/link_emulator.h"
@@ -18,6 +17,13 @@
 #include "train_config.h"
 
 typedef struct AxTrainer AxTrainer;
+
+/* What one step produced (the metrics' CSV row and progress line, src/report/metrics.h). */
+typedef struct {
+  int step;
+  double loss, lr, ms, grad_norm;
+  double val_loss; /* NAN when not measured this step */
+} AxStepRecord;
 
 /* Builds everything the configuration describes (cfg must outlive the trainer). */
 int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg);

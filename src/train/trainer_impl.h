@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 
-#include "lr_schedule.h"
+#include "train_lr.h"
 #include "models/gpt_stage.h"
 #include "mpi/collectives.h"
 #include "mpi/grid.h"
@@ -29,8 +29,8 @@
 #include "src/core/trace.h"
 #include "src/io/dataloader.h"
 #include "src/io/markov.h"
-#include "replica_schedule.h"
-#include "compress_auto.h"
+#include "src/plan/replica_schedule.h"
+#include "src/plan/compress_auto.h"
 #include "train_compress.h"
 #include "trainer.h"
 

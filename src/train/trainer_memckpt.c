@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "failure_odds.h"
+#include "src/plan/failure_odds.h"
 #include "mpi/mpi_util.h"
 #include "src/core/crc32.h"
 #include "src/core/error.h"

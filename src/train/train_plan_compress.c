@@ -14,7 +14,7 @@
 #include "mpi/link_spec.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
-#include "compress_auto.h"
+#include "src/plan/compress_auto.h"
 #include "train_compress.h"
 #include "trainer.h"
 

@@ -21,8 +21,8 @@
 #include "mpi/traffic.h"
 #include "src/core/jsonw.h"
 #include "src/core/options.h"
-#include "train_config.h"
-#include "trainer.h"
+#include "src/train/train_config.h"
+#include "src/train/trainer.h"
 
 #define AX_SUMMARY_TOKENS 3e11 /* GPT-3's training regime: 300 billion tokens */
 /* Schema version: 2 since FLOP/s and % of peak count executed FLOPs (1: the paper's bound). */

@@ -1,5 +1,5 @@
 /* lr_schedule.c — warm-up + constant/cosine learning rate; see lr_schedule.h. */
-#include "lr_schedule.h"
+#include "train_lr.h"
 
 #include <math.h>
 

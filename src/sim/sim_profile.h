@@ -10,7 +10,7 @@
 #ifndef AX_SIM_PROFILE_H
 #define AX_SIM_PROFILE_H
 
-#include "train_config.h"
+#include "src/train/train_config.h"
 
 typedef struct {
   /* the shape and set-up measured */

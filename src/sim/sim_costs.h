@@ -29,11 +29,11 @@
 #ifndef AX_SIM_COSTS_H
 #define AX_SIM_COSTS_H
 
-#include "machine.h"
+#include "src/plan/machine.h"
 #include "models/gpt_config.h"
-#include "pipeline/simulate.h"
+#include "sim_engine.h"
 #include "sim_profile.h"
-#include "train_config.h"
+#include "src/train/train_config.h"
 
 typedef struct {
   AxSimConfig sim;

@@ -1,5 +1,5 @@
 /* sim_run.c — `axonn simulate`'s run: the cost model (sim_costs.h) of cfg on the machine, one
- * simulated step (pipeline/simulate.h; every step of a deterministic simulation is the same),
+ * simulated step (src/sim/sim_engine.h; every step of a deterministic simulation is the same),
  * then what a real run writes, from the same code: the step records through the metrics
  * (timing window, CSV), the summary's figures (ax_summary_figures), memory per rank from the
  * planner (plan.h), the summary's lines and file (ax_summary_emit) marked simulated, and the
@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "pipeline/partition.h"
-#include "plan.h"
+#include "src/train/train_plan.h"
 #include "sim_costs.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/timer.h"
-#include "summary.h"
+#include "src/report/summary.h"
 
 enum { TRACE_RANKS_MAX = 4096 }; /* beyond: the trace holds the first row only */
 
@@ -59,7 +59,7 @@ static int plan_memory(const AxTrainConfig *cfg, const AxSimModel *sm, AxMemory 
     }
   }
   free(first);
-  mem->device_source = "planned (src/train/plan.c): weights, gradients, activations";
+  mem->device_source = "planned (src/train/train_plan.c): weights, gradients, activations";
   return rc;
 }
 

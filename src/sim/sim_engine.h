@@ -8,7 +8,7 @@
  *
  * The data-parallel rows of a deterministic simulation are identical, so one row is simulated
  * and the column's all-reduce is priced analytically (its cost comes in: the caller's cost
- * model, src/train/sim_costs.c, prices it on the machine). Ranks that share a host's cores and
+ * model, src/sim/sim_costs.c, prices it on the machine). Ranks that share a host's cores and
  * memory (a CPU machine) slow each other down: when k ranks of the host compute at once (a
  * row's computing ranks times its `copies`, the rows on the host, which run in step), each
  * runs at speed[k - 1] of its own speed; beyond the table the last entry's capacity is shared

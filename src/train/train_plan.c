@@ -1,5 +1,5 @@
 /* plan.c — `axonn plan` and `axonn train --dry-run`: the memory plan; see plan.h. */
-#include "plan.h"
+#include "train_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,13 +7,13 @@
  * inbox and takes what the rule picks (ax_rule_pick), hands it to the rule
  * (ax_rule_on_message) and runs the actions the rule gives back, in order. The tail (sums and
  * updates) of each stage is priced in closed form. */
-#include "simulate.h"
+#include "sim_engine.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched_rule.h"
+#include "pipeline/sched_rule.h"
 #include "src/core/error.h"
 
 enum { IN_ACT = 0, IN_GRAD = 1 };

@@ -4,18 +4,15 @@
  * in that step's forward pass, before the update; val_loss is empty on steps without
  * validation; tflops counts the FLOPs the step executes (ax_trainer_flops_per_step). Every
  * write, flush and close of the CSV is checked: a failure is an error of the run. It also keeps
- * this rank's step times for the batch time of the end-of-run summary (src/train/summary.h): over
+ * this rank's step times for the batch time of the end-of-run summary (src/report/summary.h): over
  * the timing window and over every step. */
 #ifndef AX_METRICS_H
 #define AX_METRICS_H
 
 #include <stdio.h>
 
-typedef struct {
-  int step;
-  double loss, lr, ms, grad_norm;
-  double val_loss; /* NAN when not measured this step */
-} AxStepRecord;
+#include "src/train/trainer.h" /* AxStepRecord */
+
 
 /* Step times over a set of steps (step numbers of the first and last one counted). */
 typedef struct {

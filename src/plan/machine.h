@@ -13,7 +13,7 @@
  *     inter_bw = 25GB/s
  *     latency = 0us           # optional (s, ms, us, ns)
  *
- * The schedule simulator (`axonn simulate`, src/train/sim_costs.h) prices compute on the same
+ * The schedule simulator (`axonn simulate`, src/sim/sim_costs.h) prices compute on the same
  * machine with optional keys (ignored by the communication model):
  *
  *     device = A100           # what a rank computes on: V100, A100, H100, H200, MI250X, cpu

@@ -73,7 +73,7 @@ START_TEST(threshold_policy_and_linear_codecs) {
   AxCodec *onebit, *power;
   ck_assert_int_eq(ax_codec_parse("onebit", &onebit), AX_OK);
   ck_assert_int_eq(ax_codec_parse("powersgd:rank=2", &power), AX_OK);
-  AxTrainConfig cfg = {.compress = "onebit", .compress_min_bytes = "4K"};
+  AxTrainConfig cfg = {.compression = {.compress = "onebit", .compress_min_bytes = "4K"}};
   int is_auto;
   long long min;
   ck_assert_int_eq(ax_train_compress_min_bytes(&cfg, &is_auto, &min), AX_OK);
@@ -82,10 +82,10 @@ START_TEST(threshold_policy_and_linear_codecs) {
   ck_assert_int_eq(ax_compress_decide(onebit, &c, AX_CASYNC_RING, 2, 0, min, 1024).compress, 1);
   ck_assert_int_eq(ax_compress_decide(onebit, &c, AX_CASYNC_RING, 2, 0, min, 1023).compress, 0);
   ck_assert_int_eq(ax_compress_decide(onebit, &c, AX_CASYNC_RING, 1, 0, min, 4096).compress, 0);
-  cfg.compress_min_bytes = "auto";
+  cfg.compression.compress_min_bytes = "auto";
   ck_assert_int_eq(ax_train_compress_min_bytes(&cfg, &is_auto, &min), AX_OK);
   ck_assert(is_auto);
-  cfg.compress_min_bytes = "4Q";
+  cfg.compression.compress_min_bytes = "4Q";
   ck_assert_int_eq(ax_train_compress_min_bytes(&cfg, &is_auto, &min), AX_ERR);
   ax_error_clear();
   ax_codec_free(onebit);

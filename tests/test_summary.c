@@ -172,7 +172,7 @@ START_TEST(summary_line_has_every_option) {
   s.model = ax_train_model_config(&cfg);
   AxMetrics m = run_steps(3, 1, 10);
   ax_summary_timing(&s.timing, &m, 1, 10);
-  ax_summary_figures(&s.fig, &s.model, cfg.batch, cfg.seq, s.timing.mean_ms, 2, NAN, 0);
+  ax_summary_figures(&s.fig, &s.model, cfg.data.batch, cfg.model.seq, s.timing.mean_ms, 2, NAN, 0);
   snprintf(s.peak.source, sizeof s.peak.source, "unknown");
   s.peak.tflops_per_rank = NAN;
   char *text = written(write_summary, &s);

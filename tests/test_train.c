@@ -40,7 +40,7 @@ static void train(const char *args, int steps, Run *out) {
     out->loss[s] = rec.loss;
     out->val[s] = rec.val_loss;
   }
-  if (cfg.save) ck_assert_msg(ax_trainer_save(t, cfg.save) == AX_OK, "%s", ax_error_message());
+  if (cfg.output.save) ck_assert_msg(ax_trainer_save(t, cfg.output.save) == AX_OK, "%s", ax_error_message());
   ax_trainer_destroy(t);
   ax_train_config_free(&cfg);
 }
@@ -142,9 +142,9 @@ START_TEST(options_are_checked) {
   AxTrainConfig cfg;
   AxOptState st;
   ck_assert_int_eq(ax_train_config_parse(&cfg, argc, argv, &st), AX_OK);
-  ck_assert_int_eq(cfg.layers, 6);
-  ck_assert_double_eq(cfg.lr, 0.25);
-  ck_assert_str_eq(cfg.save, "run#1.bin"); /* a '#' inside a word is not a comment */
+  ck_assert_int_eq(cfg.model.layers, 6);
+  ck_assert_double_eq(cfg.optim.lr, 0.25);
+  ck_assert_str_eq(cfg.output.save, "run#1.bin"); /* a '#' inside a word is not a comment */
   ck_assert(ax_options_was_set(&AX_TRAIN_OPTIONS, &st, "layers"));
   ck_assert(!ax_options_was_set(&AX_TRAIN_OPTIONS, &st, "heads"));
   ax_train_config_free(&cfg);

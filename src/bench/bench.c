@@ -122,14 +122,14 @@ static int fill_train_config(AxTrainConfig *tc, const BenchModel *m, const Bench
   AxOptState st;
   memset(&st, 0, sizeof st);
   AX_TRY(ax_options_defaults(&AX_TRAIN_OPTIONS, tc));
-  free(tc->device);
-  tc->device = strdup(c->device);
-  if (!tc->device) return AX_FAIL("out of memory");
+  free(tc->exec.device);
+  tc->exec.device = strdup(c->device);
+  if (!tc->exec.device) return AX_FAIL("out of memory");
   if (set_dims(tc, m, &st) != AX_OK) return ax_error_context("--models %s", m->name);
-  tc->threads = c->threads;
-  tc->precision = c->precision;
-  tc->steps = c->steps + c->warmup;
-  tc->val_steps = 0;
+  tc->exec.threads = c->threads;
+  tc->exec.precision = c->precision;
+  tc->optim.steps = c->steps + c->warmup;
+  tc->output.val_steps = 0;
   AxGptConfig model = ax_train_model_config(tc);
   if (ax_train_config_check(tc, &st) != AX_OK || ax_gpt_config_check(&model) != AX_OK)
     return ax_error_context("--models %s", m->name);

@@ -40,9 +40,9 @@ int ax_cmd_plan(int argc, char **argv) {
   AxOptState st;
   int rc = ax_train_config_parse(&cfg, argc, argv, &st);
   if (rc == AX_OK && compression && !ax_train_compresses(&cfg)) {
-    free(cfg.compress); /* --compression alone: what --compress auto would decide */
-    cfg.compress = strdup("auto");
-    if (!cfg.compress) rc = AX_FAIL("out of memory");
+    free(cfg.compression.compress); /* --compression alone: what --compress auto would decide */
+    cfg.compression.compress = strdup("auto");
+    if (!cfg.compression.compress) rc = AX_FAIL("out of memory");
   }
   if (rc == AX_OK && st.help) {
     printf("axonn plan: the memory plan of `axonn train` with the same options, per rank, "

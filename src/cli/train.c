@@ -45,7 +45,7 @@ static void abort_job(const AxTrainer *t) {
  * long run is not lost at its end (--checkpoint-dir is checked by the trainer's setup). */
 static int check_outputs(const AxTrainConfig *cfg, const AxTrainer *t) {
   const struct { const char *flag, *path; } outputs[] = {
-      {"--save", cfg->save}, {"--summary", cfg->summary}, {"--trace", cfg->trace}};
+      {"--save", cfg->output.save}, {"--summary", cfg->output.summary}, {"--trace", cfg->output.trace}};
   int rc = AX_OK;
   for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == AX_OK; i++)
     if (ax_trainer_grid(t)->rank == 0 && outputs[i].path &&
@@ -58,10 +58,10 @@ static int check_outputs(const AxTrainConfig *cfg, const AxTrainer *t) {
 static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer *t) {
   int rank0 = ax_trainer_grid(t)->rank == 0;
   memset(m, 0, sizeof *m);
-  int rc = ax_metrics_open(m, rank0 ? cfg->metrics : NULL, cfg->quiet, cfg->steps,
-                         (long long)cfg->batch * cfg->seq, ax_trainer_flops_per_step(t));
-  if (rc == AX_OK) ax_metrics_timing_window(m, cfg->timing_skip, cfg->timing_steps);
-  if (rc == AX_OK) ax_metrics_log_every(m, cfg->log_every);
+  int rc = ax_metrics_open(m, rank0 ? cfg->output.metrics : NULL, cfg->output.quiet, cfg->optim.steps,
+                         (long long)cfg->data.batch * cfg->model.seq, ax_trainer_flops_per_step(t));
+  if (rc == AX_OK) ax_metrics_timing_window(m, cfg->output.timing_skip, cfg->output.timing_steps);
+  if (rc == AX_OK) ax_metrics_log_every(m, cfg->output.log_every);
   rc = ax_grid_agree(ax_trainer_grid(t), rc);
   if (rc != AX_OK) ax_metrics_close(m);
   return rc;
@@ -70,10 +70,10 @@ static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer 
 /* The summary comes before the save, so that its memory marks are those of training; the
  * model is saved even when the summary could not be written. */
 static int finish(AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
-  ax_wd_phase(AX_WD_FINAL, cfg->steps);
+  ax_wd_phase(AX_WD_FINAL, cfg->optim.steps);
   AX_WD_NOTE(-1, "writing the run summary");
   int rc = ax_summary_finish(t, cfg, m);
-  if (cfg->save && ax_trainer_save(t, cfg->save) != AX_OK) rc = AX_ERR;
+  if (cfg->output.save && ax_trainer_save(t, cfg->output.save) != AX_OK) rc = AX_ERR;
   AX_TRY(rc);
   return ax_trainer_finish(t);
 }
@@ -87,7 +87,7 @@ static void on_stop_signal(int sig) {
 }
 
 static void install_stop_handlers(const AxTrainConfig *cfg) {
-  if (!cfg->checkpoint_dir) return;
+  if (!cfg->ckpt.checkpoint_dir) return;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
@@ -100,9 +100,9 @@ static void install_stop_handlers(const AxTrainConfig *cfg) {
  * step's memory checkpoint has started in the step (ax_trainer_step). */
 static int after_step(AxTrainer *t, const AxTrainConfig *cfg, int step, int *stop) {
   *stop = 0;
-  if (!cfg->checkpoint_dir) return AX_OK;
+  if (!cfg->ckpt.checkpoint_dir) return AX_OK;
   AX_TRY(ax_trainer_agree_flag(t, stop_requested, stop));
-  int due = cfg->checkpoint_every && step % cfg->checkpoint_every == 0;
+  int due = cfg->ckpt.checkpoint_every && step % cfg->ckpt.checkpoint_every == 0;
   if (due || *stop) AX_TRY(ax_trainer_checkpoint(t, step));
   if (*stop) ax_log_result("stop requested (SIGTERM/SIGUSR1): checkpoint of step %d written; "
                            "exiting", step);
@@ -113,14 +113,14 @@ static int run(AxTrainer *t, const AxTrainConfig *cfg) {
   AxMetrics m;
   int first = 1, stop = 0;
   AX_TRY(check_outputs(cfg, t));
-  if (cfg->resume) {
+  if (cfg->ckpt.resume) {
     int done;
     AX_TRY(ax_trainer_resume(t, &done));
     first = done + 1;
   }
   AX_TRY(open_outputs(&m, cfg, t));
   install_stop_handlers(cfg);
-  for (int step = first; step <= cfg->steps && !stop; step++) {
+  for (int step = first; step <= cfg->optim.steps && !stop; step++) {
     AxStepRecord rec;
     int rc = ax_trainer_step(t, step, &rec);
     if (rc == AX_OK) rc = ax_trainer_validate_if_due(t, step, &rec);
@@ -163,7 +163,7 @@ int ax_cmd_train(int argc, char **argv) {
     ax_train_config_free(&cfg);
     return 0;
   }
-  if (rc == AX_OK && cfg.dry_run) { /* the memory plan: nothing allocated, no MPI needed */
+  if (rc == AX_OK && cfg.output.dry_run) { /* the memory plan: nothing allocated, no MPI needed */
     rc = ax_train_config_check(&cfg, &opts);
     if (rc == AX_OK) rc = ax_plan_print(&cfg);
     if (rc != AX_OK) ax_print_error();
@@ -174,11 +174,11 @@ int ax_cmd_train(int argc, char **argv) {
     ax_print_error();
     return 1;
   }
-  ax_log_set_quiet(cfg.quiet);
+  ax_log_set_quiet(cfg.output.quiet);
   if (rc == AX_OK) rc = ax_train_config_check(&cfg, &opts);
   AxTrainer *t = NULL;
   if (rc == AX_OK) rc = ax_trainer_create(&t, &cfg);
-  if (rc == AX_OK) rc = ax_train_watchdog_start(t, cfg.step_timeout);
+  if (rc == AX_OK) rc = ax_train_watchdog_start(t, cfg.debug.step_timeout);
   if (rc == AX_OK) {
     ax_trainer_print_header(t);
     rc = run(t, &cfg);

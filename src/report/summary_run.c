@@ -18,7 +18,7 @@
 
 static int has_comm(const AxGrid *g) { return g->world != MPI_COMM_NULL && g->size > 1; }
 
-static int is_cpu(const AxTrainConfig *cfg) { return strcmp(cfg->device, "cpu") == 0; }
+static int is_cpu(const AxTrainConfig *cfg) { return strcmp(cfg->exec.device, "cpu") == 0; }
 
 /* ru_maxrss: KiB on Linux and the BSDs, bytes on macOS. */
 static long long host_peak_bytes(void) {
@@ -73,7 +73,7 @@ static int measure_cpu_peak(const AxTrainer *t, const AxTrainConfig *cfg, AxPeak
   AxPeakResult r = {0};
   double total = 0, none = 0;
   AX_TRY(polite_sum(g, 0, &none)); /* start together */
-  int rc = ax_peak_cpu(cfg->threads, cfg->bind, g->share_rank, g->share_size, shapes, n, &r);
+  int rc = ax_peak_cpu(cfg->exec.threads, cfg->exec.bind, g->share_rank, g->share_size, shapes, n, &r);
   AX_TRY(polite_sum(g, rc == AX_OK ? r.gflops : 0, &total));
   AX_TRY(ax_grid_agree(g, rc));
   p->tflops_per_rank = total / g->size / 1e3;
@@ -90,7 +90,7 @@ static int measure_cpu_peak(const AxTrainer *t, const AxTrainConfig *cfg, AxPeak
 static int resolve_peak(const AxTrainer *t, const AxTrainConfig *cfg, AxPeakInfo *p) {
   char gpu[128] = "";
   if (!is_cpu(cfg)) ax_peak_gpu_name(gpu, sizeof gpu);
-  if (ax_summary_peak_lookup(p, cfg->peak_tflops, cfg->device, gpu) || !is_cpu(cfg))
+  if (ax_summary_peak_lookup(p, cfg->output.peak_tflops, cfg->exec.device, gpu) || !is_cpu(cfg))
     return AX_OK;
   return measure_cpu_peak(t, cfg, p);
 }
@@ -137,8 +137,8 @@ static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *c
   s->options = &AX_TRAIN_OPTIONS;
   s->cfg = cfg;
   s->model = *ax_trainer_model(t);
-  s->preset = cfg->model;
-  s->device = cfg->device;
+  s->preset = cfg->model.preset;
+  s->device = cfg->exec.device;
   s->host = g->host;
   s->ranks = g->size;
   s->g_inter = g->P;
@@ -146,7 +146,7 @@ static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *c
   s->steps_run = m->n;
   s->final_loss = m->n ? m->last_loss : NAN;
   s->final_val_loss = m->last_val;
-  ax_summary_timing(&s->timing, m, cfg->timing_skip, cfg->timing_steps);
+  ax_summary_timing(&s->timing, m, cfg->output.timing_skip, cfg->output.timing_steps);
 }
 
 int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
@@ -159,9 +159,9 @@ int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetr
   if (rc == AX_OK) rc = ax_summary_comm_gather(&s.comm, t);
   if (rc == AX_OK) rc = ax_summary_ckpt_gather(&s.ckpt, t);
   if (rc == AX_OK) {
-    ax_summary_figures(&s.fig, &s.model, cfg->batch, cfg->seq, s.timing.mean_ms, s.ranks,
+    ax_summary_figures(&s.fig, &s.model, cfg->data.batch, cfg->model.seq, s.timing.mean_ms, s.ranks,
                        s.peak.tflops_per_rank, ax_trainer_recomputes(t));
-    if (g->rank == 0) rc = ax_summary_emit(&s, cfg->summary);
+    if (g->rank == 0) rc = ax_summary_emit(&s, cfg->output.summary);
   }
   free_memory(&s.mem);
   ax_summary_comm_free(&s.comm);

@@ -66,8 +66,8 @@ static int from_device(AxSimModel *sm, const AxMachine *m, int micro, int seq, U
 static void resolve_peak(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
   double table = m->device[0] && strcmp(m->device, "cpu") ? ax_peak_gpu_table(m->device) : 0;
   sm->peak_tflops_per_rank = NAN;
-  if (cfg->peak_tflops > 0) {
-    sm->peak_tflops_per_rank = cfg->peak_tflops;
+  if (cfg->output.peak_tflops > 0) {
+    sm->peak_tflops_per_rank = cfg->output.peak_tflops;
     snprintf(sm->peak_source, sizeof sm->peak_source, "--peak-tflops");
   } else if (m->peak_tflops > 0) {
     sm->peak_tflops_per_rank = m->peak_tflops;
@@ -86,14 +86,14 @@ static void stage_compute(AxSimModel *sm, const AxTrainConfig *cfg, const UnitCo
                           const int *first) {
   for (int s = 0; s < sm->P; s++) {
     int nb = first[s + 1] - first[s], ac = 0;
-    if (cfg->checkpoint_activations)
-      ac = cfg->ac ? cfg->ac : ax_partition_default_ac(nb, sm->model.layers);
+    if (cfg->exec.checkpoint_activations)
+      ac = cfg->exec.ac ? cfg->exec.ac : ax_partition_default_ac(nb, sm->model.layers);
     double f = nb * u->block_f + (s == 0 ? u->first_f : 0) + (s == sm->P - 1 ? u->last_f : 0);
     double b = nb * u->block_b + (s == 0 ? u->first_b : 0) + (s == sm->P - 1 ? u->last_b : 0);
     if (ac > 0) b += nb * u->block_f; /* the backward recomputes the blocks' forward */
-    double extra = (s == cfg->debug_delay_stage ? cfg->debug_delay_ms : 0) * 1e-3;
-    sm->fwd[s] = f + extra + cfg->debug_forward_ms * 1e-3;
-    sm->bwd[s] = b + extra + cfg->debug_backward_ms * 1e-3;
+    double extra = (s == cfg->debug.debug_delay_stage ? cfg->debug.debug_delay_ms : 0) * 1e-3;
+    sm->fwd[s] = f + extra + cfg->debug.debug_forward_ms * 1e-3;
+    sm->bwd[s] = b + extra + cfg->debug.debug_backward_ms * 1e-3;
     sm->recompute |= ac > 0;
   }
 }
@@ -134,8 +134,8 @@ static double ring_s(double elems, double esz, int n, AxSimLink l, double sum_pe
 static int build_links(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                        AxLinkSpec *emu) {
   memset(emu, 0, sizeof *emu);
-  if (cfg->emulate_link) AX_TRY(ax_link_spec_parse(cfg->emulate_link, emu));
-  sm->ranks_per_node = cfg->ranks_per_node > 0 ? cfg->ranks_per_node : m->gpus_per_node;
+  if (cfg->grid.emulate_link) AX_TRY(ax_link_spec_parse(cfg->grid.emulate_link, emu));
+  sm->ranks_per_node = cfg->grid.ranks_per_node > 0 ? cfg->grid.ranks_per_node : m->gpus_per_node;
   for (int s = 0; s + 1 < sm->P; s++) sm->link[s] = link_between(sm, m, emu, s, s + 1);
   char mach[128], link[64];
   ax_machine_format(m, mach, sizeof mach);
@@ -191,7 +191,7 @@ static int device_optimizer_costs(const AxMachine *m, const AxSimProfile *prof, 
 /* Elements a chunk of the optimizer's updates: --coarsening buckets, or (the device's AdamW)
  * the whole stage of `total`. */
 static double chunk_elems(const AxTrainConfig *cfg, double total) {
-  return cfg->optimizer_device ? fmax(total, 1) : (double)cfg->bucket_size * cfg->coarsening;
+  return cfg->optim.optimizer_device ? fmax(total, 1) : (double)cfg->optim.bucket_size * cfg->optim.coarsening;
 }
 
 /* The updates of a stage's chunks, each AdamW (and, interleaved, its part of the norm) on the
@@ -212,12 +212,12 @@ static void chunk_updates(double *up, int n_chunks, double chunk, double total, 
 
 static int build_tails(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                        const AxLinkSpec *emu, const AxSimProfile *prof, const int *first) {
-  double wire = cfg->allreduce_dtype == 1 ? 2 : 4;
+  double wire = cfg->optim.allreduce_dtype == 1 ? 2 : 4;
   HostCosts h = host_costs(m, prof);
-  if (cfg->optimizer_device)
-    AX_TRY(device_optimizer_costs(m, prof, (double)ax_dtype_size((AxDType)cfg->precision), &h));
+  if (cfg->optim.optimizer_device)
+    AX_TRY(device_optimizer_costs(m, prof, (double)ax_dtype_size((AxDType)cfg->exec.precision), &h));
   /* reduce_and_update's two halves; the device optimizer's norm, then AdamW */
-  int separate = !cfg->offload || cfg->grad_clip > 0 || cfg->optimizer_device;
+  int separate = !cfg->optim.offload || cfg->optim.grad_clip > 0 || cfg->optim.optimizer_device;
   size_t total_chunks = 0;
   for (int s = 0; s < sm->P; s++) {
     AxStageLayout lay;
@@ -294,14 +294,14 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
  * sm->waiter_weight. */
 static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
   int host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
-  int threads = cfg->threads > 0 ? cfg->threads : m->cores_per_node / host;
+  int threads = cfg->exec.threads > 0 ? cfg->exec.threads : m->cores_per_node / host;
   if (m->cores_per_node < 1 || strcmp(m->device, "cpu") != 0) return AX_OK;
   if (threads < 1) threads = 1;
   if ((long long)host * threads > m->cores_per_node) {
-    if (cfg->emulate_link && host == sm->ranks && sm->n_waiting == sm->ranks)
+    if (cfg->grid.emulate_link && host == sm->ranks && sm->n_waiting == sm->ranks)
       sm->sim_waiting = sm->waiting;
     else
-      sm->waiter_weight = !cfg->emulate_link   ? 1.0
+      sm->waiter_weight = !cfg->grid.emulate_link   ? 1.0
                           : host == sm->ranks ? EMULATED_IDLE_WAITER_WEIGHT
                                               : EMULATED_POLLING_WAITER_WEIGHT;
     size_t used = strlen(sm->costs);
@@ -315,7 +315,7 @@ static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
   int *core = ax_malloc((size_t)sm->P * sizeof *core);
   if (!core) return AX_ERR;
   for (int s = 0; s < sm->P; s++) {
-    core[s] = ax_binding_first_core(m->cores_per_node, threads, s % host, host, cfg->bind);
+    core[s] = ax_binding_first_core(m->cores_per_node, threads, s % host, host, cfg->exec.bind);
     if (core[s] < 0) { /* the trainer pins every rank of a host or none */
       free(core);
       return AX_OK;
@@ -327,20 +327,20 @@ static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
 
 static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                  const AxSimProfile *prof, int *first) {
-  AX_TRY(ax_partition(sm->model.layers, sm->P, cfg->stage_layers, first));
+  AX_TRY(ax_partition(sm->model.layers, sm->P, cfg->grid.stage_layers, first));
   resolve_peak(sm, cfg, m);
   UnitCosts u = {0};
   if (prof) {
     AX_TRY(ax_sim_profile_matches(prof, cfg));
     AX_TRY(from_profile(sm, prof, &u));
   } else {
-    AX_TRY(from_device(sm, m, sm->micro, cfg->seq, &u));
+    AX_TRY(from_device(sm, m, sm->micro, cfg->model.seq, &u));
   }
   stage_compute(sm, cfg, &u, first);
   AxLinkSpec emu;
   AX_TRY(build_links(sm, cfg, m, &emu));
-  double bytes = (double)sm->micro * cfg->seq * sm->model.channels *
-                 (double)ax_dtype_size((AxDType)cfg->precision);
+  double bytes = (double)sm->micro * cfg->model.seq * sm->model.channels *
+                 (double)ax_dtype_size((AxDType)cfg->exec.precision);
   for (int s = 0; s < sm->P; s++) sm->send[s] = prof ? bytes / prof->copy_bytes_per_s : 0;
   AX_TRY(build_tails(sm, cfg, m, &emu, prof, first));
   AX_TRY(build_speed(sm, m, prof));
@@ -359,12 +359,12 @@ int ax_sim_model_build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
                        const AxSimProfile *prof) {
   memset(sm, 0, sizeof *sm);
   sm->model = ax_train_model_config(cfg);
-  sm->P = cfg->g_inter;
-  sm->D = cfg->g_data;
+  sm->P = cfg->grid.g_inter;
+  sm->D = cfg->grid.g_data;
   sm->ranks = sm->P * sm->D;
-  sm->micro = cfg->micro_batch ? cfg->micro_batch : cfg->batch / sm->D;
-  sm->n_micro = cfg->batch / sm->D / sm->micro;
-  sm->limit = cfg->pipeline_limit ? cfg->pipeline_limit : sm->P;
+  sm->micro = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / sm->D;
+  sm->n_micro = cfg->data.batch / sm->D / sm->micro;
+  sm->limit = cfg->grid.pipeline_limit ? cfg->grid.pipeline_limit : sm->P;
   if (sm->limit > sm->n_micro) sm->limit = sm->n_micro; /* as the trainer */
   int *first = ax_malloc((size_t)(sm->P + 1) * sizeof *first);
   int rc = first ? alloc_model(sm) : AX_ERR;

@@ -61,17 +61,17 @@ static int bench_open(Bench *b, const AxTrainConfig *cfg) {
   memset(b, 0, sizeof *b);
   b->m = ax_train_model_config(cfg);
   b->m.layers = 1;
-  b->B = cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data;
-  b->T = cfg->seq;
-  AxBackendConfig bc = {.device = cfg->device, .dtype = (AxDType)cfg->precision,
-                        .threads = cfg->threads, .bind = cfg->bind, .local_size = 1};
+  b->B = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
+  b->T = cfg->model.seq;
+  AxBackendConfig bc = {.device = cfg->exec.device, .dtype = (AxDType)cfg->exec.precision,
+                        .threads = cfg->exec.threads, .bind = cfg->exec.bind, .local_size = 1};
   if (!(b->be = ax_backend_create(&bc))) return AX_ERR;
   size_t n = (size_t)b->B * b->T;
   b->tokens = ax_malloc(n * sizeof *b->tokens);
   if (!b->tokens) return AX_ERR;
-  for (size_t i = 0; i < n; i++) b->tokens[i] = (int32_t)((i * 7919) % (size_t)cfg->vocab);
+  for (size_t i = 0; i < n; i++) b->tokens[i] = (int32_t)((i * 7919) % (size_t)cfg->model.vocab);
   for (int k = 0; k < 3; k++) AX_TRY(make_stage(b, k));
-  size_t n_act = ax_stage_message_bytes(b->st[0]) / ax_dtype_size((AxDType)cfg->precision);
+  size_t n_act = ax_stage_message_bytes(b->st[0]) / ax_dtype_size((AxDType)cfg->exec.precision);
   if (!(b->act = ax_alloc(b->be, ax_stage_message_bytes(b->st[0])))) return AX_ERR;
   float *host = ax_malloc(n_act * sizeof *host);
   if (!host) return AX_ERR;
@@ -295,7 +295,7 @@ static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   if (rc == AX_OK) rc = measure_device_side(b.be, p);
   long long ranks = ax_train_ranks(cfg);
   int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
-  if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->bind, cfg->emulate_link != NULL, p);
+  if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->exec.bind, cfg->grid.emulate_link != NULL, p);
   bench_close(&b);
   AX_TRY(rc);
   p->block_forward_s = f[0];
@@ -321,7 +321,7 @@ static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) 
   float *g = a + n + 16, *m = g + n + 16, *v = m + n + 16;
   for (size_t i = 0; i < n; i++) a[i] = g[i] = 1e-3f * (float)(i % 97);
   AxParamSegment seg = {0, n, 1};
-  AxAdamWHyper h = {.lr = (float)cfg->lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+  AxAdamWHyper h = {.lr = (float)cfg->optim.lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                     .weight_decay = 0.1f, .step = 1, .grad_scale = 1.0f};
   int bad = 0; /* a sum of squares that is not finite (it is used: it is not optimized away) */
   double norm[REPS], opt[REPS], sum[REPS], copy[REPS];
@@ -352,24 +352,24 @@ static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) 
 int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p) {
   memset(p, 0, sizeof *p);
   AX_TRY(measure_stages(cfg, p));
-  AxBackendConfig bc = {.device = "cpu", .threads = cfg->threads, .local_size = 1};
+  AxBackendConfig bc = {.device = "cpu", .threads = cfg->exec.threads, .local_size = 1};
   AxBackend *cpu = ax_backend_create(&bc); /* how many threads "all cores" means here */
   if (!cpu) return AX_ERR;
   int threads = cpu->threads;
   ax_backend_destroy(cpu);
-  AX_TRY(measure_host(cfg, cfg->optimizer_threads ? cfg->optimizer_threads : threads, p));
+  AX_TRY(measure_host(cfg, cfg->optim.optimizer_threads ? cfg->optim.optimizer_threads : threads, p));
   if (p->device_adamw_s_per_elem == 0) { /* device memory is host memory: the same AdamW */
     p->device_adamw_s_per_elem = p->adamw_s_per_elem;
     p->device_norm_s_per_elem = p->norm_s_per_elem;
   }
-  p->device = strdup(cfg->device);
+  p->device = strdup(cfg->exec.device);
   if (!p->device) return AX_FAIL("out of memory");
   p->threads = threads;
-  p->precision = cfg->precision;
-  p->micro_batch = cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data;
-  p->seq = cfg->seq;
-  p->hidden = cfg->hidden;
-  p->heads = cfg->heads;
-  p->vocab = cfg->vocab;
+  p->precision = cfg->exec.precision;
+  p->micro_batch = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
+  p->seq = cfg->model.seq;
+  p->hidden = cfg->model.hidden;
+  p->heads = cfg->model.heads;
+  p->vocab = cfg->model.vocab;
   return AX_OK;
 }

@@ -87,19 +87,19 @@ int ax_sim_profile_load(const char *path, AxSimProfile *p) {
 }
 
 int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg) {
-  int micro = cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data;
+  int micro = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
   const struct { const char *name; int profile, run; } dims[] = {
-      {"micro-batch", p->micro_batch, micro}, {"seq", p->seq, cfg->seq},
-      {"hidden", p->hidden, cfg->hidden},     {"heads", p->heads, cfg->heads},
-      {"vocab", p->vocab, cfg->vocab},        {"precision", p->precision, cfg->precision}};
+      {"micro-batch", p->micro_batch, micro}, {"seq", p->seq, cfg->model.seq},
+      {"hidden", p->hidden, cfg->model.hidden},     {"heads", p->heads, cfg->model.heads},
+      {"vocab", p->vocab, cfg->model.vocab},        {"precision", p->precision, cfg->exec.precision}};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
     if (dims[i].profile != dims[i].run)
       return AX_FAIL("the profile was measured at --%s %d, this run has %d: profile it with "
                      "the run's options (axonn profile ...)", dims[i].name, dims[i].profile,
                      dims[i].run);
-  if (strcmp(p->device, cfg->device))
+  if (strcmp(p->device, cfg->exec.device))
     return AX_FAIL("the profile was measured on --device %s, this run has %s", p->device,
-                   cfg->device);
+                   cfg->exec.device);
   return AX_OK;
 }
 

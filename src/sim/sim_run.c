@@ -23,12 +23,12 @@ enum { TRACE_RANKS_MAX = 4096 }; /* beyond: the trace holds the first row only *
 /* The steps through the metrics, as the trainer records them: timing window and CSV. */
 static int record_steps(const AxTrainConfig *cfg, const AxSimModel *sm, double step_s,
                         AxMetrics *met) {
-  double flops = ax_gpt_train_flops(&sm->model, cfg->batch, cfg->seq, sm->recompute);
-  AX_TRY(ax_metrics_open(met, cfg->metrics, 1, cfg->steps, (long long)cfg->batch * cfg->seq,
+  double flops = ax_gpt_train_flops(&sm->model, cfg->data.batch, cfg->model.seq, sm->recompute);
+  AX_TRY(ax_metrics_open(met, cfg->output.metrics, 1, cfg->optim.steps, (long long)cfg->data.batch * cfg->model.seq,
                          flops));
-  ax_metrics_timing_window(met, cfg->timing_skip, cfg->timing_steps);
+  ax_metrics_timing_window(met, cfg->output.timing_skip, cfg->output.timing_steps);
   int rc = AX_OK;
-  for (int step = 1; step <= cfg->steps && rc == AX_OK; step++) {
+  for (int step = 1; step <= cfg->optim.steps && rc == AX_OK; step++) {
     AxStepRecord r = {.step = step, .loss = NAN, .lr = NAN, .ms = step_s * 1e3,
                       .grad_norm = NAN, .val_loss = NAN};
     rc = ax_metrics_step(met, &r);
@@ -40,7 +40,7 @@ static int record_steps(const AxTrainConfig *cfg, const AxSimModel *sm, double s
 /* Memory per rank from the planner: device = weights, gradients, activations (checkpointed
  * when the run checkpoints); host = the optimizer arena, plus the device's on the CPU. */
 static int plan_memory(const AxTrainConfig *cfg, const AxSimModel *sm, AxMemory *mem) {
-  int P = sm->P, cpu = strcmp(cfg->device, "cpu") == 0;
+  int P = sm->P, cpu = strcmp(cfg->exec.device, "cpu") == 0;
   int *first = ax_malloc((size_t)(P + 1) * sizeof *first);
   mem->host_bytes = ax_malloc((size_t)sm->ranks * sizeof *mem->host_bytes);
   mem->device_bytes = ax_malloc((size_t)sm->ranks * sizeof *mem->device_bytes);
@@ -48,7 +48,7 @@ static int plan_memory(const AxTrainConfig *cfg, const AxSimModel *sm, AxMemory 
     free(first);
     return AX_ERR;
   }
-  int rc = ax_partition(sm->model.layers, P, cfg->stage_layers, first);
+  int rc = ax_partition(sm->model.layers, P, cfg->grid.stage_layers, first);
   for (int s = 0; s < P && rc == AX_OK; s++) {
     AxStagePlan p;
     ax_plan_stage(cfg, &sm->model, first, s, &p);
@@ -87,7 +87,7 @@ static int fill_info(AxSimInfo *x, const AxSimModel *sm, const AxSimResult *r, d
 static int write_trace(const AxTrainConfig *cfg, const AxSimModel *sm, const AxSimResult *r) {
   int lo, hi;
   AX_TRY(ax_train_trace_range(cfg, &lo, &hi));
-  if (hi > cfg->steps) hi = cfg->steps;
+  if (hi > cfg->optim.steps) hi = cfg->optim.steps;
   int rows = sm->ranks <= TRACE_RANKS_MAX ? sm->D : 1, ranks = rows * sm->P, steps = hi - lo + 1;
   if (steps < 1) steps = 0;
   size_t total = 0;
@@ -108,9 +108,9 @@ static int write_trace(const AxTrainConfig *cfg, const AxSimModel *sm, const AxS
       }
     counts[rank] = n * steps;
   }
-  if (rc == AX_OK) rc = ax_trace_write_json(cfg->trace, ev, counts, ranks, sm->P);
+  if (rc == AX_OK) rc = ax_trace_write_json(cfg->output.trace, ev, counts, ranks, sm->P);
   if (rc == AX_OK)
-    ax_log("wrote the simulated trace of steps %d-%d (%d ranks) to %s", lo, hi, ranks, cfg->trace);
+    ax_log("wrote the simulated trace of steps %d-%d (%d ranks) to %s", lo, hi, ranks, cfg->output.trace);
   free(ev);
   free(counts);
   return rc;
@@ -122,18 +122,18 @@ static void fill_summary(AxSummary *s, const AxTrainConfig *cfg, const AxSimMode
   s->options = &AX_TRAIN_OPTIONS;
   s->cfg = cfg;
   s->model = sm->model;
-  s->preset = cfg->model;
-  s->device = m->device[0] && strcmp(m->device, "cpu") ? m->device : cfg->device;
+  s->preset = cfg->model.preset;
+  s->device = m->device[0] && strcmp(m->device, "cpu") ? m->device : cfg->exec.device;
   s->host = m->name;
   s->ranks = sm->ranks;
   s->g_inter = sm->P;
   s->g_data = sm->D;
-  s->steps_run = cfg->steps;
+  s->steps_run = cfg->optim.steps;
   s->final_loss = s->final_val_loss = NAN;
-  ax_summary_timing(&s->timing, met, cfg->timing_skip, cfg->timing_steps);
+  ax_summary_timing(&s->timing, met, cfg->output.timing_skip, cfg->output.timing_steps);
   s->peak.tflops_per_rank = sm->peak_tflops_per_rank;
   snprintf(s->peak.source, sizeof s->peak.source, "%s", sm->peak_source);
-  ax_summary_figures(&s->fig, &s->model, cfg->batch, cfg->seq, s->timing.mean_ms, s->ranks,
+  ax_summary_figures(&s->fig, &s->model, cfg->data.batch, cfg->model.seq, s->timing.mean_ms, s->ranks,
                      s->peak.tflops_per_rank, sm->recompute);
 }
 
@@ -152,7 +152,7 @@ static int report(const AxTrainConfig *cfg, const AxSimModel *sm, const AxMachin
     fill_summary(&s, cfg, sm, m, &met);
     s.mem = mem;
     s.sim = &info;
-    rc = ax_summary_emit(&s, cfg->summary);
+    rc = ax_summary_emit(&s, cfg->output.summary);
   }
   free(idle);
   free(mem.host_bytes);
@@ -165,14 +165,14 @@ int ax_sim_simulate(const AxTrainConfig *cfg, const AxMachine *m, const AxSimPro
   AxSimResult r;
   AX_TRY(ax_sim_model_build(&sm, cfg, m, prof));
   double t0 = ax_now();
-  int rc = ax_sim_run(&sm.sim, cfg->trace != NULL, &r);
+  int rc = ax_sim_run(&sm.sim, cfg->output.trace != NULL, &r);
   double wall = ax_now() - t0;
   if (rc == AX_OK) {
     ax_log("simulated one step of %d x %d = %d ranks (%d micro-batches of %d a row, limit %d) "
            "in %.3f s: %lld pipeline events; compute %s; %s", sm.P, sm.D, sm.ranks, sm.n_micro,
            sm.micro, sm.limit, wall, r.n_events, sm.costs, sm.network);
     rc = report(cfg, &sm, m, &r, wall);
-    if (rc == AX_OK && cfg->trace) rc = write_trace(cfg, &sm, &r);
+    if (rc == AX_OK && cfg->output.trace) rc = write_trace(cfg, &sm, &r);
     ax_sim_result_free(&r);
   }
   ax_sim_model_free(&sm);

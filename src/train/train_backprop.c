@@ -12,10 +12,10 @@
 int ax_trainer_setup_backprop(AxTrainer *t) {
   if (!ax_train_backprop_on(&t->cfg)) return AX_OK;
   AxCodec *codec;
-  size_t cols = (size_t)t->model.channels, n = (size_t)t->micro * t->cfg.seq * cols;
-  AX_TRY(ax_backprop_codec(t->cfg.compress_backprop, cols, t->cfg.lazy_error, &codec));
+  size_t cols = (size_t)t->model.channels, n = (size_t)t->micro * t->cfg.model.seq * cols;
+  AX_TRY(ax_backprop_codec(t->cfg.compression.compress_backprop, cols, t->cfg.compression.lazy_error, &codec));
   AX_TRY(ax_backprop_init(&t->backprop, codec, t->be, t->grid.stage, t->grid.P, n,
-                          t->cfg.epilogue_only, (uint64_t)t->cfg.seed));
+                          t->cfg.compression.epilogue_only, (uint64_t)t->cfg.data.seed));
   t->have_backprop = 1;
   return AX_OK;
 }
@@ -23,7 +23,7 @@ int ax_trainer_setup_backprop(AxTrainer *t) {
 void ax_trainer_backprop_step(AxTrainer *t, int step) {
   if (!t->have_backprop) return;
   t->backprop.step = (uint64_t)step;
-  t->backprop.enabled = step > t->cfg.compress_warmup;
+  t->backprop.enabled = step > t->cfg.compression.compress_warmup;
 }
 
 void ax_trainer_print_backprop(const AxTrainer *t) {
@@ -34,8 +34,8 @@ void ax_trainer_print_backprop(const AxTrainer *t) {
          b->epilogue_only ? "epilogue only: the last P-1-s micro-batches into stage s"
                           : "every backward message",
          b->n * sizeof(float), ax_backprop_max_bytes(b),
-         t->cfg.lazy_error ? "; lazy error propagation" : "; no error propagation",
-         t->cfg.compress_warmup ? "; in full during the warm-up steps" : "");
+         t->cfg.compression.lazy_error ? "; lazy error propagation" : "; no error propagation",
+         t->cfg.compression.compress_warmup ? "; in full during the warm-up steps" : "");
 }
 
 void ax_trainer_backprop_label(const AxTrainer *t, char *buf, size_t cap) {

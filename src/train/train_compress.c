@@ -167,14 +167,14 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   AxAutoCompressInput in = {
       .costs = t->compress_costs, .intra = t->compress_costs.send, .ranks = t->grid.D,
-      .plain = (AxAllreduceAlgo)t->cfg.allreduce,
+      .plain = (AxAllreduceAlgo)t->cfg.grid.allreduce,
       .plain_first = ax_compress_tied_plain(lay, t->grid.P,
                                             ax_train_compressed_stages(&t->cfg, t->grid.P),
                                             ax_trainer_wte_presummed(t))};
   AX_TRY(ax_train_fusion(&t->cfg, &in.fusion));
   AX_TRY(data_nodes(t, &in.ranks_per_node));
   in.two_level = t->two_level.usable;
-  in.scheme = t->cfg.compress_scheme;
+  in.scheme = t->cfg.compression.compress_scheme;
   if (ax_link_emulating(t->links)) AX_TRY(ax_casync_measure_send(t->grid.data, &in.intra));
   int n_t = ax_trainer_tensor_ranges(lay, &t->model, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
@@ -199,7 +199,7 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
 static int layerwise_parts(AxTrainer *t, int is_auto, long long min_bytes, AxGradPart **parts,
                            int *n) {
   AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), &t->model, parts, n));
-  AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compress_sync, t->grid.D, is_auto,
+  AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compression.compress_sync, t->grid.D, is_auto,
                           min_bytes};
   return ax_compress_decide_parts(&pol, &t->shaped, &t->compress_costs, *parts, *n);
 }
@@ -223,8 +223,8 @@ int ax_trainer_setup_compress(AxTrainer *t) {
                               ax_train_compressed_stages(&t->cfg, t->grid.P),
                               ax_trainer_wte_presummed(t), parts, n);
   if (rc == AX_OK)
-    rc = ax_grad_compress_init(&t->gc, &t->off, parts, n, (AxCasyncAlgo)t->cfg.compress_sync,
-                               t->grid.D, (uint64_t)t->cfg.seed, &t->grid.comm_cfg,
+    rc = ax_grad_compress_init(&t->gc, &t->off, parts, n, (AxCasyncAlgo)t->cfg.compression.compress_sync,
+                               t->grid.D, (uint64_t)t->cfg.data.seed, &t->grid.comm_cfg,
                                &t->two_level);
   free(parts);
   return rc;
@@ -232,11 +232,11 @@ int ax_trainer_setup_compress(AxTrainer *t) {
 
 void ax_trainer_compress_step(AxTrainer *t, int step) {
   t->gc.step = (uint64_t)step;
-  t->gc.enabled = step > t->cfg.compress_warmup;
+  t->gc.enabled = step > t->cfg.compression.compress_warmup;
 }
 
 int ax_trainer_v_frozen_at(const AxTrainer *t) {
-  return t->codec && t->gc.enabled && t->cfg.compress_freeze_variance ? t->cfg.compress_warmup
+  return t->codec && t->gc.enabled && t->cfg.compression.compress_freeze_variance ? t->cfg.compression.compress_warmup
                                                                         : 0;
 }
 
@@ -250,7 +250,7 @@ static int codec_carries_momentum(const AxTrainer *t) {
 }
 
 double ax_trainer_adam_beta1(const AxTrainer *t) {
-  return codec_carries_momentum(t) ? 0.0 : t->cfg.beta1;
+  return codec_carries_momentum(t) ? 0.0 : t->cfg.optim.beta1;
 }
 
 /* "2.1 ms" / "35 us" */
@@ -321,11 +321,11 @@ static void print_compress_stages(const AxTrainer *t) {
     return;
   if (n == 0)
     ax_log("compression: no stage of %d compresses (--compress-stages %s: floor(%g x %d) = 0); "
-           "every gradient is summed plain", P, t->cfg.compress_stages, f, P);
+           "every gradient is summed plain", P, t->cfg.compression.compress_stages, f, P);
   else
     ax_log("compression: stage(s) 0-%d of %d compress their data-parallel gradients "
            "(--compress-stages %s); stage(s) %d-%d and the tied embedding are summed plain",
-           n - 1, P, t->cfg.compress_stages, n, P - 1);
+           n - 1, P, t->cfg.compression.compress_stages, n, P - 1);
 }
 
 void ax_trainer_print_compress(const AxTrainer *t) {
@@ -343,7 +343,7 @@ void ax_trainer_print_compress(const AxTrainer *t) {
          bytes, gc->n_chunks, t->grid.stage,
          strategy ? "--compress auto" : t->compress_profiled ? "cost model"
                                                              : "--compress-min-bytes",
-         t->cfg.compress_warmup ? "; plain during the warm-up steps" : "");
+         t->cfg.compression.compress_warmup ? "; plain during the warm-up steps" : "");
   if (ax_codec_momentum(t->codec) > 0 && compressed)
     ax_log("  the codec carries the momentum (%g, DGC's momentum correction): Adam's first "
            "moment is off (beta1 0) while the gradients are compressed",

@@ -30,208 +30,208 @@
   {name, AX_OPT_CHOICE, OFF(f), def, NULL, help, NORANGE, choices}
 
 static const AxOption OPTIONS[] = {
-    STR("model", model, NULL, "NAME",
+    STR("model", model.preset, NULL, "NAME",
         "model preset (gpt2-small, gpt2-medium, gpt2-large, gpt2-xl, gpt-12b, gpt-24b, gpt-50b, "
         "gpt-100b, gpt-5b, gpt-10b, gpt-20b, gpt-40b, gpt-80b); explicit flags override it"),
-    STR("init", init, NULL, "FILE", "start from an llm.c fp32 model file (sets the model size)"),
-    INT("layers", layers, "4", "N", "transformer blocks", 1, 100000),
-    INT("hidden", hidden, "128", "N", "hidden size (channels)", 1, 1 << 20),
-    INT("heads", heads, "4", "N", "attention heads (must divide --hidden)", 1, 1 << 16),
-    INT("seq", seq, "64", "N", "sequence length (tokens per sequence)", 1, 1 << 20),
-    INT("vocab", vocab, "256", "N", "vocabulary size (256 = bytes)", 2, 65536),
-    STR("data", data, NULL, "PATTERN",
+    STR("init", model.init, NULL, "FILE", "start from an llm.c fp32 model file (sets the model size)"),
+    INT("layers", model.layers, "4", "N", "transformer blocks", 1, 100000),
+    INT("hidden", model.hidden, "128", "N", "hidden size (channels)", 1, 1 << 20),
+    INT("heads", model.heads, "4", "N", "attention heads (must divide --hidden)", 1, 1 << 16),
+    INT("seq", model.seq, "64", "N", "sequence length (tokens per sequence)", 1, 1 << 20),
+    INT("vocab", model.vocab, "256", "N", "vocabulary size (256 = bytes)", 2, 65536),
+    STR("data", data.shards, NULL, "PATTERN",
         "llm.c token shards (file, glob or comma list); none: built-in Markov corpus"),
-    STR("val-data", val_data, NULL, "PATTERN", "validation token shards"),
-    INT("shuffle", shuffle, "1", "0|1", "shuffle batch windows each epoch (0: sequential)", 0, 1),
-    LNG("seed", seed, "1337", "N", "seed for initialization, data order and sampling", 0,
+    STR("val-data", data.val_shards, NULL, "PATTERN", "validation token shards"),
+    INT("shuffle", data.shuffle, "1", "0|1", "shuffle batch windows each epoch (0: sequential)", 0, 1),
+    LNG("seed", data.seed, "1337", "N", "seed for initialization, data order and sampling", 0,
         9.2e18),
-    INT("batch", batch, "16", "N", "global batch size in sequences", 1, 1 << 24),
-    INT("micro-batch", micro_batch, "0", "N",
+    INT("batch", data.batch, "16", "N", "global batch size in sequences", 1, 1 << 24),
+    INT("micro-batch", data.micro_batch, "0", "N",
         "sequences per micro-batch (0: the whole per-row shard)", 0, 1 << 24),
-    INT("g-inter", g_inter, "1", "P", "pipeline stages (inter-layer parallelism)", 1, 1 << 16),
-    INT("g-data", g_data, "1", "D", "data-parallel rows", 1, 1 << 20),
-    INT("gx", gx, "1", "N", "tensor parallelism: ranks splitting heads, features and the "
+    INT("g-inter", grid.g_inter, "1", "P", "pipeline stages (inter-layer parallelism)", 1, 1 << 16),
+    INT("g-data", grid.g_data, "1", "D", "data-parallel rows", 1, 1 << 20),
+    INT("gx", grid.gx, "1", "N", "tensor parallelism: ranks splitting heads, features and the "
         "vocabulary (docs/tensor-parallel.md)", 1, 1 << 16),
-    INT("gy", gy, "1", "N", "tensor parallelism: ranks splitting the hidden channels", 1, 1 << 16),
-    INT("gz", gz, "1", "N", "tensor parallelism: ranks splitting the sequences of a micro-batch "
+    INT("gy", grid.gy, "1", "N", "tensor parallelism: ranks splitting the hidden channels", 1, 1 << 16),
+    INT("gz", grid.gz, "1", "N", "tensor parallelism: ranks splitting the sequences of a micro-batch "
         "and sharding every weight block", 1, 1 << 16),
-    INT("tp-oar", tp_oar, "1", "0|1", "tensor parallelism: overlap the backward all-reduces "
+    INT("tp-oar", grid.tp_oar, "1", "0|1", "tensor parallelism: overlap the backward all-reduces "
         "with the weight-gradient GEMMs (OAR)", 0, 1),
-    INT("tp-ors", tp_ors, "1", "0|1", "tensor parallelism: finish the weight gradients' "
+    INT("tp-ors", grid.tp_ors, "1", "0|1", "tensor parallelism: finish the weight gradients' "
         "reduce-scatters at the end of the backward (ORS; one more weight-sized buffer)", 0, 1),
-    INT("tp-oag", tp_oag, "1", "0|1", "tensor parallelism: start the next block's weight "
+    INT("tp-oag", grid.tp_oag, "1", "0|1", "tensor parallelism: start the next block's weight "
         "all-gathers before a block's forward (OAG)", 0, 1),
-    INT("tp-ag-cache", tp_ag_cache, "1", "0|1", "tensor parallelism with "
+    INT("tp-ag-cache", grid.tp_ag_cache, "1", "0|1", "tensor parallelism with "
         "--checkpoint-activations: the recompute reuses the forward's all-gathered weights", 0, 1),
-    INT("pipeline-limit", pipeline_limit, "0", "N",
+    INT("pipeline-limit", grid.pipeline_limit, "0", "N",
         "micro-batches in flight in the pipeline (0: --g-inter)", 0, 1 << 20),
-    STR("stage-layers", stage_layers, NULL, "N,N,...",
+    STR("stage-layers", grid.stage_layers, NULL, "N,N,...",
         "blocks per pipeline stage (default: as even as possible)"),
-    CHOICE("allreduce", allreduce, "auto", "auto|mpi|ring|rhd",
+    CHOICE("allreduce", grid.allreduce, "auto", "auto|mpi|ring|rhd",
            "data-parallel all-reduce algorithm (mpi: MPI_Iallreduce, not with --emulate-link)"),
-    INT("ranks-per-node", ranks_per_node, "0", "N",
+    INT("ranks-per-node", grid.ranks_per_node, "0", "N",
         "virtual nodes of N consecutive ranks (rank r on node r/N; N divides the job) for "
         "--emulate-link and the traffic counters (0: the real nodes)", 0, 1 << 20),
-    STR("emulate-link", emulate_link, NULL, "BW[,LAT]",
+    STR("emulate-link", grid.emulate_link, NULL, "BW[,LAT]",
         "EMULATE a network between virtual nodes: every pipeline and all-reduce message between "
         "two nodes takes at least LAT + bytes/BW, one message at a time per link and direction "
         "(e.g. 10Gbps,5us, 100Gbps, 1.5GB/s,2ms; bps/Kbps/Mbps/Gbps or B/s with K/M/G; latency "
         "s/ms/us/ns; default: off); figures measured so are emulated"),
-    STR("compress", compress, "none", "auto|CODEC[:K=V,...]",
+    STR("compress", compression.compress, "none", "auto|CODEC[:K=V,...]",
         "compress the data-parallel gradient sum (CaSync) with CODEC: none, identity, onebit, "
         "tbq, terngrad, dgc, graddrop, topk, randk, qsgd, efsignsgd, powersgd (e.g. "
         "onebit:ef=1, dgc:ratio=0.001, powersgd:rank=4, terngrad:bits=2; docs/compression.md); "
         "auto: fuse the tensors (--fusion) and let Espresso decide each group's compression "
         "and scheme with --compress-codec (docs/compression.md)"),
-    STR("compress-codec", compress_codec, "onebit:ef=1", "CODEC[:K=V,...]",
+    STR("compress-codec", compression.compress_codec, "onebit:ef=1", "CODEC[:K=V,...]",
         "the codec --compress auto applies where it decides to compress"),
-    STR("fusion", fusion, NULL, "auto|none|N",
+    STR("fusion", compression.fusion, NULL, "auto|none|N",
         "tensor fusion before compression (Cupcake): auto, the optimal groups; none, each tensor "
         "alone; N, groups of at most N bytes (K/M/G) (default: auto with --compress auto, "
         "else none; only with --compress auto)"),
-    STR("compress-scheme", compress_scheme, "auto", "auto|OPTION",
+    STR("compress-scheme", compression.compress_scheme, "auto", "auto|OPTION",
         "under --compress auto, how each group not kept plain is summed: auto, Espresso's "
         "choice; or one of its options for every group (an ablation), e.g. cpu/flat/ag, "
         "cpu/2l/casync-ring, plain/2l/ar-ring (docs/compression.md lists them)"),
-    STR("sparse-embedding-sync", sparse_embedding_sync, "auto", "auto|zen|allgather|dense",
+    STR("sparse-embedding-sync", compression.sparse_embedding_sync, "auto", "auto|zen|allgather|dense",
         "how the first stage sums its row-sparse input-embedding gradient over the data-parallel "
         "ranks (--g-inter 2 or more, --g-data 2 or more): Zen's balanced sparse sync, the "
         "naive all-gather of rows, or the dense all-reduce; auto: the cheapest under the "
         "link's cost at the first step (not with --fuse-embedding-sync)"),
-    CHOICE("compress-sync", compress_sync, "ring", "ring|ps|ag",
+    CHOICE("compress-sync", compression.compress_sync, "ring", "ring|ps|ag",
            "how compressed gradients are summed: CaSync ring, co-located parameter server, or "
            "all-gather of every rank's encoding"),
-    STR("compress-min-bytes", compress_min_bytes, "auto", "auto|N",
+    STR("compress-min-bytes", compression.compress_min_bytes, "auto", "auto|N",
         "compress all-reduce chunks of at least N bytes (K/M/G suffixes; auto: HiPress's cost "
         "model decides per chunk from encode, decode and send costs profiled at the start)"),
-    INT("compress-warmup", compress_warmup, "0", "N",
+    INT("compress-warmup", compression.compress_warmup, "0", "N",
         "first N steps uncompressed: the data-parallel gradients and the pipeline's backward "
         "messages (--compress-backprop) travel in full", 0, 1 << 30),
-    INT("compress-freeze-variance", compress_freeze_variance, "0", "0|1",
+    INT("compress-freeze-variance", compression.compress_freeze_variance, "0", "0|1",
         "1-bit Adam's recipe: Adam's second moment stops updating when compression starts "
         "(after --compress-warmup steps, which must be at least 1)", 0, 1),
-    STR("compress-stages", compress_stages, "all", "all|F",
+    STR("compress-stages", compression.compress_stages, "all", "all|F",
         "selective stage compression (Optimus-CC §7): --compress applies to the data-parallel "
         "gradients of the earliest fraction F of the pipeline stages only, F in [0, 1), never "
         "the last stage (all: every stage)"),
-    STR("compress-backprop", compress_backprop, "none", "none|powersgd[:rank=R]",
+    STR("compress-backprop", compression.compress_backprop, "none", "none|powersgd[:rank=R]",
         "compressed backpropagation (Optimus-CC §5): backward activation gradients between "
         "stages travel as PowerSGD factors P and Q (default rank 16); needs --g-inter 2 or more"),
-    INT("lazy-error", lazy_error, "1", "0|1",
+    INT("lazy-error", compression.lazy_error, "1", "0|1",
         "with --compress-backprop: a link's compression error is added to its next compressed "
         "message (lazy error propagation, Optimus-CC §5.1)", 0, 1),
-    INT("epilogue-only", epilogue_only, "1", "0|1",
+    INT("epilogue-only", compression.epilogue_only, "1", "0|1",
         "with --compress-backprop: compress only the epilogue's backward messages, the last "
         "P-1-s micro-batches into stage s (Optimus-CC §5.2; 0: every backward message)", 0, 1),
-    INT("fuse-embedding-sync", fuse_embedding_sync, "0", "0|1",
+    INT("fuse-embedding-sync", compression.fuse_embedding_sync, "0", "0|1",
         "one all-reduce of the tied embedding's gradient over the 2 x G_data ranks that hold it, "
         "instead of a first/last sum and two data-parallel sums (Optimus-CC §6)", 0, 1),
-    INT("steps", steps, "500", "N", "optimizer steps", 0, 1 << 30),
-    FLT("lr", lr, "3e-3", "X", "peak learning rate", 0, 10),
-    CHOICE("lr-schedule", lr_schedule, "cosine", "constant|cosine",
+    INT("steps", optim.steps, "500", "N", "optimizer steps", 0, 1 << 30),
+    FLT("lr", optim.lr, "3e-3", "X", "peak learning rate", 0, 10),
+    CHOICE("lr-schedule", optim.lr_schedule, "cosine", "constant|cosine",
            "learning-rate schedule after the warm-up"),
-    INT("warmup", warmup, "20", "N", "linear warm-up steps", 0, 1 << 30),
-    FLT("min-lr-frac", min_lr_frac, "0.1", "X", "cosine floor as a fraction of --lr", 0, 1),
-    FLT("weight-decay", weight_decay, "0.1", "X", "decoupled weight decay (AdamW)", 0, 10),
-    FLAG("decay-all", decay_all, "decay biases and LayerNorm parameters too"),
-    FLT("beta1", beta1, "0.9", "X", "Adam beta1", 0, 0.999999),
-    FLT("beta2", beta2, "0.95", "X", "Adam beta2", 0, 0.99999999),
-    FLT("eps", eps, "1e-8", "X", "Adam epsilon", 0, 1),
-    FLT("grad-clip", grad_clip, "1.0", "X", "clip the global gradient norm (0 = off)", 0, 1e30),
-    INT("offload", offload, "1", "0|1",
+    INT("warmup", optim.warmup, "20", "N", "linear warm-up steps", 0, 1 << 30),
+    FLT("min-lr-frac", optim.min_lr_frac, "0.1", "X", "cosine floor as a fraction of --lr", 0, 1),
+    FLT("weight-decay", optim.weight_decay, "0.1", "X", "decoupled weight decay (AdamW)", 0, 10),
+    FLAG("decay-all", optim.decay_all, "decay biases and LayerNorm parameters too"),
+    FLT("beta1", optim.beta1, "0.9", "X", "Adam beta1", 0, 0.999999),
+    FLT("beta2", optim.beta2, "0.95", "X", "Adam beta2", 0, 0.99999999),
+    FLT("eps", optim.eps, "1e-8", "X", "Adam epsilon", 0, 1),
+    FLT("grad-clip", optim.grad_clip, "1.0", "X", "clip the global gradient norm (0 = off)", 0, 1e30),
+    INT("offload", optim.offload, "1", "0|1",
         "interleave the chunked gradient all-reduce with the host AdamW (0: all-reduce, then "
         "update)", 0, 1),
-    CHOICE("optimizer", optimizer_device, "host", "host|device",
+    CHOICE("optimizer", optim.optimizer_device, "host", "host|device",
            "where the fp32 master weights, Adam moments and AdamW live: host memory (AxoNN's "
            "offload) or device memory beside the weights (4x the model state there; one rank, "
            "no memory checkpoints)"),
-    LNG("bucket-size", bucket_size, "16M", "N", "optimizer bucket size in elements", 1, 1e15),
-    INT("coarsening", coarsening, "4", "K", "buckets per all-reduce chunk", 1, 1 << 20),
-    INT("optimizer-threads", optimizer_threads, "0", "N",
+    LNG("bucket-size", optim.bucket_size, "16M", "N", "optimizer bucket size in elements", 1, 1e15),
+    INT("coarsening", optim.coarsening, "4", "K", "buckets per all-reduce chunk", 1, 1 << 20),
+    INT("optimizer-threads", optim.optimizer_threads, "0", "N",
         "host AdamW threads (0: the compute threads)", 0, 256),
-    CHOICE("progress", progress, "calls", "calls|thread",
+    CHOICE("progress", optim.progress, "calls", "calls|thread",
            "how MPI moves the all-reduce while the host AdamW runs: progress calls between "
            "update sub-blocks, or a communication thread"),
-    CHOICE("allreduce-dtype", allreduce_dtype, "fp32", "fp32|bf16",
+    CHOICE("allreduce-dtype", optim.allreduce_dtype, "fp32", "fp32|bf16",
            "gradient all-reduce payload (bf16 halves the bytes; summed in fp32)"),
-    CHOICE("loss-scaling", loss_scaling, "auto", "auto|dynamic|off",
+    CHOICE("loss-scaling", optim.loss_scaling, "auto", "auto|dynamic|off",
            "dynamic loss scaling (auto: on for fp16 compute)"),
-    INT("debug-overflow-step", debug_overflow_step, "0", "N",
+    INT("debug-overflow-step", debug.debug_overflow_step, "0", "N",
         "testing: poison one gradient with inf at step N (0: never)", 0, 1 << 30),
-    FLAG("dry-run", dry_run, "print the memory plan per rank and exit without allocating"),
-    STR("device", device, "cpu", "cpu|cuda",
+    FLAG("dry-run", output.dry_run, "print the memory plan per rank and exit without allocating"),
+    STR("device", exec.device, "cpu", "cpu|cuda",
         "compute backend (cuda: the plugin libaxonn-cuda.so, loaded from $AXONN_PLUGIN_DIR or "
         "next to the binary)"),
-    CHOICE("precision", precision, "fp32", "fp32|bf16|fp16", "compute precision"),
-    CHOICE("cuda-aware-mpi", cuda_aware_mpi, "auto", "auto|0|1",
+    CHOICE("precision", exec.precision, "fp32", "fp32|bf16|fp16", "compute precision"),
+    CHOICE("cuda-aware-mpi", exec.cuda_aware_mpi, "auto", "auto|0|1",
            "pipeline messages to MPI in device buffers (auto: on a GPU when MPI is CUDA-aware; "
            "0: staged through pinned host memory; 1: always, also on the CPU backend)"),
-    INT("threads", threads, "0", "N", "compute threads per rank (0: all cores of the rank)", 0,
+    INT("threads", exec.threads, "0", "N", "compute threads per rank (0: all cores of the rank)", 0,
         256),
-    INT("bind", bind, "1", "0|1", "pin compute threads to cores with hwloc", 0, 1),
-    FLAG("checkpoint-activations", checkpoint_activations,
+    INT("bind", exec.bind, "1", "0|1", "pin compute threads to cores with hwloc", 0, 1),
+    FLAG("checkpoint-activations", exec.checkpoint_activations,
          "keep only segment inputs and recompute blocks in the backward pass"),
-    INT("ac", ac, "0", "N",
+    INT("ac", exec.ac, "0", "N",
         "blocks per checkpoint segment (0: the factor of L/P closest to sqrt(L))", 0, 1 << 20),
-    STR("metrics", metrics, NULL, "FILE.csv", "write per-step metrics as CSV"),
-    STR("save", save, NULL, "FILE.bin", "write the trained model (llm.c fp32 format)"),
-    INT("val-every", val_every, "100", "N", "validation loss every N steps (0: only at the end)",
+    STR("metrics", output.metrics, NULL, "FILE.csv", "write per-step metrics as CSV"),
+    STR("save", output.save, NULL, "FILE.bin", "write the trained model (llm.c fp32 format)"),
+    INT("val-every", output.val_every, "100", "N", "validation loss every N steps (0: only at the end)",
         0, 1 << 30),
-    INT("val-steps", val_steps, "8", "N", "batches per validation (0: no validation)", 0,
+    INT("val-steps", output.val_steps, "8", "N", "batches per validation (0: no validation)", 0,
         1 << 20),
-    STR("trace", trace, NULL, "FILE.json",
+    STR("trace", output.trace, NULL, "FILE.json",
         "write a Chrome trace (Perfetto) of every rank's events in --trace-steps"),
-    STR("trace-steps", trace_steps, "2-3", "A-B", "steps to trace"),
-    INT("log-every", log_every, "0", "N",
+    STR("trace-steps", output.trace_steps, "2-3", "A-B", "steps to trace"),
+    INT("log-every", output.log_every, "0", "N",
         "progress line every N steps (0: about 20-40 lines; first and last step always)", 0,
         1 << 30),
-    FLAG("quiet", quiet, "print only the final summary"),
-    STR("summary", summary, NULL, "FILE.json", "write the end-of-run JSON summary"),
-    INT("timing-skip", timing_skip, "1", "N", "warm-up steps left out of the timing", 0,
+    FLAG("quiet", output.quiet, "print only the final summary"),
+    STR("summary", output.summary, NULL, "FILE.json", "write the end-of-run JSON summary"),
+    INT("timing-skip", output.timing_skip, "1", "N", "warm-up steps left out of the timing", 0,
         1 << 30),
-    INT("timing-steps", timing_steps, "10", "N", "steps averaged for the batch time", 1, 1 << 30),
-    FLT("peak-tflops", peak_tflops, "0", "X",
+    INT("timing-steps", output.timing_steps, "10", "N", "steps averaged for the batch time", 1, 1 << 30),
+    FLT("peak-tflops", output.peak_tflops, "0", "X",
         "peak per rank for % of peak (0: built-in table / measured CPU peak)", 0, 1e9),
-    STR("checkpoint-dir", checkpoint_dir, NULL, "DIR", "write checkpoints here"),
-    INT("checkpoint-every", checkpoint_every, "0", "N", "checkpoint every N steps (0: never)", 0,
+    STR("checkpoint-dir", ckpt.checkpoint_dir, NULL, "DIR", "write checkpoints here"),
+    INT("checkpoint-every", ckpt.checkpoint_every, "0", "N", "checkpoint every N steps (0: never)", 0,
         1 << 30),
-    INT("keep", keep, "2", "K", "complete checkpoints kept", 1, 1 << 20),
-    FLAG("resume", resume, "continue from the newest complete checkpoint: in memory "
+    INT("keep", ckpt.keep, "2", "K", "complete checkpoints kept", 1, 1 << 20),
+    FLAG("resume", ckpt.resume, "continue from the newest complete checkpoint: in memory "
          "(--memory-checkpoint-every) or in --checkpoint-dir, whichever is newer"),
-    INT("memory-checkpoint-every", memory_checkpoint_every, "0", "N",
+    INT("memory-checkpoint-every", memckpt.memory_checkpoint_every, "0", "N",
         "checkpoint every N steps into node-local shared memory, replicated on peer nodes "
         "(Gemini, docs/memory-checkpoints.md; 0: never)", 0, 1 << 30),
-    INT("replicas", replicas, "0", "M", "copies of each node's memory checkpoint, its own "
+    INT("replicas", memckpt.replicas, "0", "M", "copies of each node's memory checkpoint, its own "
         "counted: groups of M consecutive nodes hold each other's (0: 2, or 1 on one node)", 0,
         1 << 20),
-    STR("run-name", run_name, NULL, "NAME", "names the memory checkpoints (/dev/shm/axonn-NAME; "
+    STR("run-name", memckpt.run_name, NULL, "NAME", "names the memory checkpoints (/dev/shm/axonn-NAME; "
         "default: run- and a hash of every option that shapes the training, not the grid, "
         "outputs or --steps, so a restart finds it and two different runs do not share it)"),
-    STR("memory-dir", memory_dir, "/dev/shm", "DIR", "where memory checkpoints live"),
-    CHOICE("replica-schedule", replica_schedule, "idle", "idle|end",
+    STR("memory-dir", memckpt.memory_dir, "/dev/shm", "DIR", "where memory checkpoints live"),
+    CHOICE("replica-schedule", memckpt.replica_schedule, "idle", "idle|end",
            "when memory-checkpoint replicas cross the network: in chunks in the idle spans of "
            "each step's link use, what does not fit waiting for the next step (Gemini §6.5), or "
            "all of them at the next step's settle, after its loss"),
-    FLT("replica-idle-share", replica_idle_share, "0.8", "MU",
+    FLT("replica-idle-share", memckpt.replica_idle_share, "0.8", "MU",
         "the share of each idle span replicas may fill (Gemini's mu)", 0.01, 1),
-    INT("debug-delay-stage", debug_delay_stage, "-1", "S",
+    INT("debug-delay-stage", debug.debug_delay_stage, "-1", "S",
         "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
-    INT("debug-delay-ms", debug_delay_ms, "0", "MS",
+    INT("debug-delay-ms", debug.debug_delay_ms, "0", "MS",
         "testing: sleep this long before each forward/backward on that stage", 0, 60000),
-    INT("debug-forward-ms", debug_forward_ms, "0", "MS",
+    INT("debug-forward-ms", debug.debug_forward_ms, "0", "MS",
         "testing: every stage sleeps this long before each forward (fixed compute)", 0, 60000),
-    INT("debug-backward-ms", debug_backward_ms, "0", "MS",
+    INT("debug-backward-ms", debug.debug_backward_ms, "0", "MS",
         "testing: every stage sleeps this long before each backward (fixed compute)", 0, 60000),
-    FLT("step-timeout", step_timeout, "1200", "SECONDS",
+    FLT("step-timeout", debug.step_timeout, "1200", "SECONDS",
         "end the whole job with exit status 124 when a step, a validation, a checkpoint or the "
         "final save takes longer on some rank, printing what that rank waits for (0: off)", 0,
         1e6),
-    INT("debug-hang-rank", debug_hang_rank, "-1", "R",
+    INT("debug-hang-rank", debug.debug_hang_rank, "-1", "R",
         "testing: world rank R stops making progress in step --debug-hang-step (-1: none)", -1,
         1 << 24),
-    INT("debug-hang-step", debug_hang_step, "1", "N",
+    INT("debug-hang-step", debug.debug_hang_step, "1", "N",
         "testing: the step in which --debug-hang-rank stops", 1, 1 << 30),
-    CHOICE("debug-hang-mode", debug_hang_mode, "sleep",
+    CHOICE("debug-hang-mode", debug.debug_hang_mode, "sleep",
            "sleep|drop|checkpoint|kill|copy-begin|copy-files|copy-replicas",
            "testing: that rank sleeps forever in a forward, drops its next pipeline message, "
            "sleeps forever in that step's checkpoint after writing its file (a rank of row 0), "
@@ -249,11 +249,11 @@ const AxOptionTable AX_TRAIN_OPTIONS = {
 
 /* --model: the preset's dimensions, except those the user gave explicitly. */
 static int apply_preset(AxTrainConfig *cfg, const AxOptState *st) {
-  if (!cfg->model) return AX_OK;
-  if (cfg->init && ax_gpt_preset_find(cfg->model))
+  if (!cfg->model.preset) return AX_OK;
+  if (cfg->model.init && ax_gpt_preset_find(cfg->model.preset))
     return AX_FAIL("--model conflicts with --init: the model file sets the model");
-  AxGptDimFields dims = {&cfg->layers, &cfg->hidden, &cfg->heads, &cfg->seq, &cfg->vocab};
-  return ax_gpt_preset_apply(cfg->model, &AX_TRAIN_OPTIONS, st, dims);
+  AxGptDimFields dims = {&cfg->model.layers, &cfg->model.hidden, &cfg->model.heads, &cfg->model.seq, &cfg->model.vocab};
+  return ax_gpt_preset_apply(cfg->model.preset, &AX_TRAIN_OPTIONS, st, dims);
 }
 
 int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st) {
@@ -263,9 +263,9 @@ int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState 
 }
 
 AxGptConfig ax_train_model_config(const AxTrainConfig *cfg) {
-  AxGptConfig m = {.max_seq = cfg->seq, .vocab = cfg->vocab,
-                   .padded_vocab = ax_gpt_pad_vocab(cfg->vocab), .layers = cfg->layers,
-                   .heads = cfg->heads, .channels = cfg->hidden};
+  AxGptConfig m = {.max_seq = cfg->model.seq, .vocab = cfg->model.vocab,
+                   .padded_vocab = ax_gpt_pad_vocab(cfg->model.vocab), .layers = cfg->model.layers,
+                   .heads = cfg->model.heads, .channels = cfg->model.hidden};
   return m;
 }
 
@@ -274,40 +274,40 @@ static int check_network(const AxTrainConfig *cfg) {
   int ranks = (int)ax_train_ranks(cfg);
   char tp[64] = "";
   if (ax_train_tp_ranks(cfg) > 1)
-    snprintf(tp, sizeof tp, " x --gx %d x --gy %d x --gz %d", cfg->gx, cfg->gy, cfg->gz);
-  if (cfg->ranks_per_node > 0 && ranks % cfg->ranks_per_node)
+    snprintf(tp, sizeof tp, " x --gx %d x --gy %d x --gz %d", cfg->grid.gx, cfg->grid.gy, cfg->grid.gz);
+  if (cfg->grid.ranks_per_node > 0 && ranks % cfg->grid.ranks_per_node)
     return AX_FAIL("--ranks-per-node %d does not divide the %d rank(s) of --g-inter %d x "
-                   "--g-data %d%s", cfg->ranks_per_node, ranks, cfg->g_inter, cfg->g_data, tp);
-  if (!cfg->emulate_link) return AX_OK;
+                   "--g-data %d%s", cfg->grid.ranks_per_node, ranks, cfg->grid.g_inter, cfg->grid.g_data, tp);
+  if (!cfg->grid.emulate_link) return AX_OK;
   AxLinkSpec link;
-  if (ax_link_spec_parse(cfg->emulate_link, &link) != AX_OK)
+  if (ax_link_spec_parse(cfg->grid.emulate_link, &link) != AX_OK)
     return ax_error_context("--emulate-link");
-  if (cfg->allreduce == AX_ALLREDUCE_MPI)
+  if (cfg->grid.allreduce == AX_ALLREDUCE_MPI)
     return AX_FAIL("--allreduce mpi cannot run over --emulate-link: MPI_Iallreduce moves its "
                    "bytes itself, past the emulator (use auto, ring or rhd)");
   return AX_OK;
 }
 
 int ax_train_compresses(const AxTrainConfig *cfg) {
-  return cfg->compress && strcmp(cfg->compress, "none") != 0;
+  return cfg->compression.compress && strcmp(cfg->compression.compress, "none") != 0;
 }
 
 int ax_train_compress_auto(const AxTrainConfig *cfg) {
-  return cfg->compress && strcmp(cfg->compress, "auto") == 0;
+  return cfg->compression.compress && strcmp(cfg->compression.compress, "auto") == 0;
 }
 
 const char *ax_train_codec_spec(const AxTrainConfig *cfg) {
-  return ax_train_compress_auto(cfg) ? cfg->compress_codec : cfg->compress;
+  return ax_train_compress_auto(cfg) ? cfg->compression.compress_codec : cfg->compression.compress;
 }
 
 int ax_train_fusion(const AxTrainConfig *cfg, AxFusionSpec *spec) {
-  const char *text = cfg->fusion ? cfg->fusion : ax_train_compress_auto(cfg) ? "auto" : "none";
+  const char *text = cfg->compression.fusion ? cfg->compression.fusion : ax_train_compress_auto(cfg) ? "auto" : "none";
   if (ax_fusion_parse(text, spec) != AX_OK) return ax_error_context("--fusion");
   return AX_OK;
 }
 
 int ax_train_compress_scheme(const AxTrainConfig *cfg, int *option) {
-  const char *text = cfg->compress_scheme ? cfg->compress_scheme : "auto";
+  const char *text = cfg->compression.compress_scheme ? cfg->compression.compress_scheme : "auto";
   *option = -1;
   if (!strcmp(text, "auto")) return AX_OK;
   *option = ax_espresso_option_find(text);
@@ -319,7 +319,7 @@ int ax_train_compress_scheme(const AxTrainConfig *cfg, int *option) {
 }
 
 int ax_train_sparse_embedding_sync(const AxTrainConfig *cfg, int *is_auto, int *algo) {
-  const char *text = cfg->sparse_embedding_sync ? cfg->sparse_embedding_sync : "auto";
+  const char *text = cfg->compression.sparse_embedding_sync ? cfg->compression.sparse_embedding_sync : "auto";
   *is_auto = strcmp(text, "auto") == 0;
   if (*is_auto) return AX_OK;
   AxSparseSyncAlgo a;
@@ -335,8 +335,8 @@ int ax_train_sparse_embedding_path(const AxTrainConfig *cfg) {
     ax_error_clear(); /* checked by ax_train_config_check */
     return 0;
   }
-  return (is_auto || algo != AX_SPARSE_SYNC_DENSE) && cfg->g_inter > 1 && cfg->g_data > 1 &&
-         !cfg->fuse_embedding_sync && ax_train_tp_ranks(cfg) == 1;
+  return (is_auto || algo != AX_SPARSE_SYNC_DENSE) && cfg->grid.g_inter > 1 && cfg->grid.g_data > 1 &&
+         !cfg->compression.fuse_embedding_sync && ax_train_tp_ranks(cfg) == 1;
 }
 
 /* --sparse-embedding-sync zen|allgather: a first stage whose wte gradient is row-sparse. */
@@ -344,22 +344,22 @@ static int check_sparse_embedding(const AxTrainConfig *cfg) {
   int is_auto, algo;
   AX_TRY(ax_train_sparse_embedding_sync(cfg, &is_auto, &algo));
   if (is_auto || algo == AX_SPARSE_SYNC_DENSE) return AX_OK;
-  const char *name = cfg->sparse_embedding_sync;
-  if (cfg->fuse_embedding_sync)
+  const char *name = cfg->compression.sparse_embedding_sync;
+  if (cfg->compression.fuse_embedding_sync)
     return AX_FAIL("--sparse-embedding-sync %s and --fuse-embedding-sync 1 exclude each other: "
                    "the fused sum adds the last stage's dense LM-head gradient in first, so no "
                    "row-sparse gradient is left to sync (docs/compression.md)", name);
-  if (cfg->g_inter < 2 || cfg->g_data < 2)
+  if (cfg->grid.g_inter < 2 || cfg->grid.g_data < 2)
     return AX_FAIL("--sparse-embedding-sync %s needs --g-inter 2 or more (on one stage the "
                    "LM head makes wte's gradient dense) and --g-data 2 or more (got %d x %d)",
-                   name, cfg->g_inter, cfg->g_data);
+                   name, cfg->grid.g_inter, cfg->grid.g_data);
   if (ax_train_tp_ranks(cfg) > 1)
     return AX_FAIL("--sparse-embedding-sync %s does not run with tensor parallelism yet", name);
   return AX_OK;
 }
 
 int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes) {
-  const char *text = cfg->compress_min_bytes ? cfg->compress_min_bytes : "auto";
+  const char *text = cfg->compression.compress_min_bytes ? cfg->compression.compress_min_bytes : "auto";
   *is_auto = strcmp(text, "auto") == 0;
   if (*is_auto) return AX_OK;
   char *end;
@@ -379,7 +379,7 @@ int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long lon
 }
 
 int ax_train_compress_stage_fraction(const AxTrainConfig *cfg, double *fraction) {
-  const char *text = cfg->compress_stages ? cfg->compress_stages : "all";
+  const char *text = cfg->compression.compress_stages ? cfg->compression.compress_stages : "all";
   *fraction = 1.0;
   if (!strcmp(text, "all")) return AX_OK;
   char *end;
@@ -409,27 +409,27 @@ static int check_compress_stages(const AxTrainConfig *cfg) {
   AX_TRY(ax_train_compress_stage_fraction(cfg, &f));
   if (f < 1 && !ax_train_compresses(cfg))
     return AX_FAIL("--compress-stages %s needs --compress (it selects the stages whose "
-                   "data-parallel gradients the codec compresses)", cfg->compress_stages);
+                   "data-parallel gradients the codec compresses)", cfg->compression.compress_stages);
   return AX_OK;
 }
 
 int ax_train_backprop_on(const AxTrainConfig *cfg) {
-  return cfg->compress_backprop && strcmp(cfg->compress_backprop, "none") != 0;
+  return cfg->compression.compress_backprop && strcmp(cfg->compression.compress_backprop, "none") != 0;
 }
 
 /* A compressed message must be smaller than the n x m one it replaces. */
 static int check_message_size(const AxTrainConfig *cfg) {
   AxCodec *codec;
   size_t cols = (size_t)ax_train_model_config(cfg).channels;
-  size_t micro = (size_t)(cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data);
-  size_t n = micro * (size_t)cfg->seq * cols;
-  AX_TRY(ax_backprop_codec(cfg->compress_backprop, cols, cfg->lazy_error, &codec));
+  size_t micro = (size_t)(cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data);
+  size_t n = micro * (size_t)cfg->model.seq * cols;
+  AX_TRY(ax_backprop_codec(cfg->compression.compress_backprop, cols, cfg->compression.lazy_error, &codec));
   size_t bytes = ax_codec_p2p_max_bytes(codec, n);
   ax_codec_free(codec);
   if (bytes >= n * sizeof(float))
     return AX_FAIL("--compress-backprop %s: a compressed message (%zu bytes for %zu x %zu) is "
                    "not smaller than the %zu bytes it replaces; use a lower rank",
-                   cfg->compress_backprop, bytes, n / cols, cols, n * sizeof(float));
+                   cfg->compression.compress_backprop, bytes, n / cols, cols, n * sizeof(float));
   return AX_OK;
 }
 
@@ -437,10 +437,10 @@ static int check_message_size(const AxTrainConfig *cfg) {
 static int check_backprop(const AxTrainConfig *cfg) {
   if (!ax_train_backprop_on(cfg)) return AX_OK;
   AX_TRY(check_message_size(cfg));
-  if (cfg->g_inter < 2)
+  if (cfg->grid.g_inter < 2)
     return AX_FAIL("--compress-backprop compresses the gradients sent between pipeline stages: "
-                   "it needs --g-inter 2 or more (got %d)", cfg->g_inter);
-  if (cfg->precision != AX_PREC_FP32)
+                   "it needs --g-inter 2 or more (got %d)", cfg->grid.g_inter);
+  if (cfg->exec.precision != AX_PREC_FP32)
     return AX_FAIL("--compress-backprop needs --precision fp32 (its codec encodes fp32 "
                    "gradients)");
   return AX_OK;
@@ -455,58 +455,58 @@ static int check_compress(const AxTrainConfig *cfg) {
   AX_TRY(check_sparse_embedding(cfg));
   AxFusionSpec fusion;
   AX_TRY(ax_train_fusion(cfg, &fusion));
-  if (cfg->fusion && !ax_train_compress_auto(cfg))
+  if (cfg->compression.fusion && !ax_train_compress_auto(cfg))
     return AX_FAIL("--fusion %s needs --compress auto (layer-wise compression sends each tensor "
-                   "alone)", cfg->fusion);
+                   "alone)", cfg->compression.fusion);
   int scheme;
   AX_TRY(ax_train_compress_scheme(cfg, &scheme));
   if (scheme >= 0 && !ax_train_compress_auto(cfg))
-    return AX_FAIL("--compress-scheme %s needs --compress auto", cfg->compress_scheme);
+    return AX_FAIL("--compress-scheme %s needs --compress auto", cfg->compression.compress_scheme);
   if (!ax_train_compresses(cfg)) return AX_OK;
   AxCodec *codec;
   if (ax_codec_parse(ax_train_codec_spec(cfg), &codec) != AX_OK)
     return ax_error_context(ax_train_compress_auto(cfg) ? "--compress-codec" : "--compress");
   ax_codec_free(codec);
-  if (cfg->allreduce_dtype != 0)
+  if (cfg->optim.allreduce_dtype != 0)
     return AX_FAIL("--compress needs --allreduce-dtype fp32 (codecs encode fp32 gradients)");
-  if (cfg->compress_freeze_variance && cfg->compress_warmup < 1)
+  if (cfg->compression.compress_freeze_variance && cfg->compression.compress_warmup < 1)
     return AX_FAIL("--compress-freeze-variance needs --compress-warmup of at least 1 step (the "
                    "variance is frozen as the warm-up leaves it)");
   return AX_OK;
 }
 
 long long ax_train_ranks(const AxTrainConfig *cfg) {
-  return ax_train_tp_ranks(cfg) * cfg->g_inter * cfg->g_data;
+  return ax_train_tp_ranks(cfg) * cfg->grid.g_inter * cfg->grid.g_data;
 }
 
 long long ax_train_tp_ranks(const AxTrainConfig *cfg) {
-  return (long long)cfg->gx * cfg->gy * cfg->gz;
+  return (long long)cfg->grid.gx * cfg->grid.gy * cfg->grid.gz;
 }
 
 /* --gx/--gy/--gz: what tensor parallelism runs with so far. */
 static int check_tensor_parallel(const AxTrainConfig *cfg) {
   if (ax_train_tp_ranks(cfg) == 1) return AX_OK;
   const char *why = NULL;
-  if (strcmp(cfg->device, "cpu") != 0 || cfg->precision != AX_PREC_FP32)
+  if (strcmp(cfg->exec.device, "cpu") != 0 || cfg->exec.precision != AX_PREC_FP32)
     why = "--device cpu --precision fp32 (its kernels have no CUDA or 16-bit version yet)";
   else if (ax_train_compresses(cfg))
     why = "--compress none";
-  if (why) return AX_FAIL("tensor parallelism (--gx %d --gy %d --gz %d) needs %s", cfg->gx,
-                          cfg->gy, cfg->gz, why);
-  int micro = cfg->micro_batch ? cfg->micro_batch : cfg->batch / cfg->g_data;
-  if (micro % cfg->gz)
-    return AX_FAIL("--gz %d does not divide the %d sequences of a micro-batch", cfg->gz, micro);
+  if (why) return AX_FAIL("tensor parallelism (--gx %d --gy %d --gz %d) needs %s", cfg->grid.gx,
+                          cfg->grid.gy, cfg->grid.gz, why);
+  int micro = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
+  if (micro % cfg->grid.gz)
+    return AX_FAIL("--gz %d does not divide the %d sequences of a micro-batch", cfg->grid.gz, micro);
   return AX_OK;
 }
 
 /* --memory-checkpoint-every and its options; what memory checkpoints do not hold yet. */
 static int check_memory_checkpoints(const AxTrainConfig *cfg) {
-  int copy_kill = cfg->debug_hang_mode >= AX_DEBUG_HANG_COPY_BEGIN;
-  if (cfg->debug_hang_rank >= 0 && copy_kill && !cfg->memory_checkpoint_every)
+  int copy_kill = cfg->debug.debug_hang_mode >= AX_DEBUG_HANG_COPY_BEGIN;
+  if (cfg->debug.debug_hang_rank >= 0 && copy_kill && !cfg->memckpt.memory_checkpoint_every)
     return AX_FAIL("--debug-hang-mode copy-* needs --memory-checkpoint-every");
-  if (!cfg->memory_checkpoint_every) return AX_OK;
-  if (cfg->run_name) AX_TRY(ax_memckpt_check_name(cfg->run_name));
-  if (strcmp(cfg->compress, "none") || strcmp(cfg->compress_backprop, "none"))
+  if (!cfg->memckpt.memory_checkpoint_every) return AX_OK;
+  if (cfg->memckpt.run_name) AX_TRY(ax_memckpt_check_name(cfg->memckpt.run_name));
+  if (strcmp(cfg->compression.compress, "none") || strcmp(cfg->compression.compress_backprop, "none"))
     return AX_FAIL("--memory-checkpoint-every does not hold the compression state yet: run it "
                    "without --compress and --compress-backprop");
   return AX_OK;
@@ -514,70 +514,70 @@ static int check_memory_checkpoints(const AxTrainConfig *cfg) {
 
 /* --optimizer device: one rank's stage, its state copied to the host arena only for files. */
 static int check_device_optimizer(const AxTrainConfig *cfg) {
-  if (!cfg->optimizer_device) return AX_OK;
+  if (!cfg->optim.optimizer_device) return AX_OK;
   if (ax_train_ranks(cfg) != 1)
     return AX_FAIL("--optimizer device runs on one rank (got %lld): the gradients of several "
                    "ranks are summed in host memory, where --optimizer host updates them",
                    ax_train_ranks(cfg));
-  if (cfg->memory_checkpoint_every)
+  if (cfg->memckpt.memory_checkpoint_every)
     return AX_FAIL("--memory-checkpoint-every copies the optimizer state from host memory: run "
                    "it with --optimizer host");
-  if (strcmp(cfg->compress, "none"))
+  if (strcmp(cfg->compression.compress, "none"))
     return AX_FAIL("--compress needs --optimizer host (codecs work on the host gradients)");
   return AX_OK;
 }
 
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
-  if (strcmp(cfg->device, "cpu") != 0 && strcmp(cfg->device, "cuda") != 0)
-    return AX_FAIL("--device '%s' is not cpu or cuda", cfg->device);
+  if (strcmp(cfg->exec.device, "cpu") != 0 && strcmp(cfg->exec.device, "cuda") != 0)
+    return AX_FAIL("--device '%s' is not cpu or cuda", cfg->exec.device);
   if (ax_train_ranks(cfg) > INT_MAX)
     return AX_FAIL("--g-inter %d x --g-data %d x --gx %d x --gy %d x --gz %d is more ranks than "
-                   "MPI can number", cfg->g_inter, cfg->g_data, cfg->gx, cfg->gy, cfg->gz);
-  if (cfg->batch % cfg->g_data)
-    return AX_FAIL("--batch %d is not divisible by --g-data %d", cfg->batch, cfg->g_data);
-  int shard = cfg->batch / cfg->g_data;
-  if (cfg->micro_batch && shard % cfg->micro_batch)
+                   "MPI can number", cfg->grid.g_inter, cfg->grid.g_data, cfg->grid.gx, cfg->grid.gy, cfg->grid.gz);
+  if (cfg->data.batch % cfg->grid.g_data)
+    return AX_FAIL("--batch %d is not divisible by --g-data %d", cfg->data.batch, cfg->grid.g_data);
+  int shard = cfg->data.batch / cfg->grid.g_data;
+  if (cfg->data.micro_batch && shard % cfg->data.micro_batch)
     return AX_FAIL("the per-row batch shard of %d sequences (--batch %d / --g-data %d) is not "
-                   "divisible by --micro-batch %d", shard, cfg->batch, cfg->g_data,
-                   cfg->micro_batch);
-  if (cfg->micro_batch > shard)
+                   "divisible by --micro-batch %d", shard, cfg->data.batch, cfg->grid.g_data,
+                   cfg->data.micro_batch);
+  if (cfg->data.micro_batch > shard)
     return AX_FAIL("--micro-batch %d exceeds the per-row batch shard of %d sequences",
-                   cfg->micro_batch, shard);
-  if (cfg->init) {
+                   cfg->data.micro_batch, shard);
+  if (cfg->model.init) {
     static const char *const dims[] = {"layers", "hidden", "heads", "vocab"};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
       if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, dims[i]))
         return AX_FAIL("--%s conflicts with --init: the model file sets the model size",
                        dims[i]);
   }
-  if (cfg->ac && !cfg->checkpoint_activations)
-    return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->ac);
+  if (cfg->exec.ac && !cfg->exec.checkpoint_activations)
+    return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->exec.ac);
   int lo, hi;
   if (ax_train_trace_range(cfg, &lo, &hi) != AX_OK)
-    return AX_FAIL("--trace-steps '%s' is not a range like 2-3", cfg->trace_steps);
-  if (cfg->debug_delay_stage >= cfg->g_inter)
+    return AX_FAIL("--trace-steps '%s' is not a range like 2-3", cfg->output.trace_steps);
+  if (cfg->debug.debug_delay_stage >= cfg->grid.g_inter)
     return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
-                   cfg->debug_delay_stage, cfg->g_inter);
-  if (cfg->debug_hang_rank >= ax_train_ranks(cfg))
-    return AX_FAIL("--debug-hang-rank %d does not exist with %lld rank(s)", cfg->debug_hang_rank,
+                   cfg->debug.debug_delay_stage, cfg->grid.g_inter);
+  if (cfg->debug.debug_hang_rank >= ax_train_ranks(cfg))
+    return AX_FAIL("--debug-hang-rank %d does not exist with %lld rank(s)", cfg->debug.debug_hang_rank,
                    ax_train_ranks(cfg));
-  if (cfg->debug_hang_rank >= 0 && cfg->debug_hang_mode == AX_DEBUG_HANG_DROP && cfg->g_inter < 2)
+  if (cfg->debug.debug_hang_rank >= 0 && cfg->debug.debug_hang_mode == AX_DEBUG_HANG_DROP && cfg->grid.g_inter < 2)
     return AX_FAIL("--debug-hang-mode drop needs pipeline messages (--g-inter 2 or more)");
   long long tp_ranks = ax_train_tp_ranks(cfg);
-  if ((cfg->debug_hang_rank >= cfg->g_inter * tp_ranks || cfg->debug_hang_rank % tp_ranks) &&
-      cfg->debug_hang_mode == AX_DEBUG_HANG_CHECKPOINT)
+  if ((cfg->debug.debug_hang_rank >= cfg->grid.g_inter * tp_ranks || cfg->debug.debug_hang_rank % tp_ranks) &&
+      cfg->debug.debug_hang_mode == AX_DEBUG_HANG_CHECKPOINT)
     return AX_FAIL("--debug-hang-mode checkpoint needs a rank that writes checkpoints (row 0, "
                    "tensor coordinates 0: ranks 0 to %lld in steps of %lld)",
-                   (cfg->g_inter - 1) * tp_ranks, tp_ranks);
-  if (cfg->checkpoint_every && !cfg->checkpoint_dir)
+                   (cfg->grid.g_inter - 1) * tp_ranks, tp_ranks);
+  if (cfg->ckpt.checkpoint_every && !cfg->ckpt.checkpoint_dir)
     return AX_FAIL("--checkpoint-every needs --checkpoint-dir");
-  if (cfg->resume && !cfg->checkpoint_dir && !cfg->memory_checkpoint_every)
+  if (cfg->ckpt.resume && !cfg->ckpt.checkpoint_dir && !cfg->memckpt.memory_checkpoint_every)
     return AX_FAIL("--resume needs --checkpoint-dir or --memory-checkpoint-every");
-  if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, "replicas") && cfg->replicas < 1)
-    return AX_FAIL("--replicas %d: at least 1 (a node's own copy counts)", cfg->replicas);
+  if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, "replicas") && cfg->memckpt.replicas < 1)
+    return AX_FAIL("--replicas %d: at least 1 (a node's own copy counts)", cfg->memckpt.replicas);
   AX_TRY(check_memory_checkpoints(cfg));
   AX_TRY(check_device_optimizer(cfg));
-  if (cfg->val_data && !cfg->data)
+  if (cfg->data.val_shards && !cfg->data.shards)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   AX_TRY(check_compress(cfg));
   AX_TRY(check_backprop(cfg));
@@ -587,7 +587,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
 
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi) {
   int end = 0;
-  if (sscanf(cfg->trace_steps, "%d-%d%n", lo, hi, &end) != 2 || cfg->trace_steps[end] != 0 ||
+  if (sscanf(cfg->output.trace_steps, "%d-%d%n", lo, hi, &end) != 2 || cfg->output.trace_steps[end] != 0 ||
       *lo < 1 || *hi < *lo)
     return AX_ERR;
   return AX_OK;

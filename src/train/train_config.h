@@ -25,17 +25,25 @@ typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16, AX_PREC_FP16 } AxPrecision;
 /* auto: dynamic loss scaling for fp16 compute only (bf16 and fp32 do not need it). */
 typedef enum { AX_LOSS_SCALING_AUTO = 0, AX_LOSS_SCALING_DYNAMIC, AX_LOSS_SCALING_OFF } AxLossScaling;
 
+/* The configuration in groups: each module takes the group it needs (the memory checkpoints
+ * AxMemCkptOptions, the simulator the model and grid, ...). The option table in
+ * train_config.c lists the groups in this order, and its names (not these fields) are the
+ * command-line, config-file and summary-JSON contract. */
 typedef struct {
-  /* model */
-  char *model; /* preset name (presets.h); explicit dimension flags override it */
+  char *preset; /* --model: preset name (presets.h); explicit dimension flags override it */
   char *init;
   int layers, hidden, heads, seq, vocab;
-  /* data */
-  char *data, *val_data;
+} AxModelOptions;
+
+typedef struct {
+  char *shards, *val_shards; /* --data, --val-data: llm.c token shards */
   int shuffle;
   long long seed;
-  /* batch and parallel layout */
   int batch, micro_batch;
+} AxDataOptions;
+
+/* The parallel grid, and the network it runs over. */
+typedef struct {
   int g_inter, g_data;
   int gx, gy, gz; /* tensor-parallel grid (docs/tensor-parallel.md) */
   int tp_oar;     /* tensor parallel: OAR on */
@@ -45,7 +53,14 @@ typedef struct {
   int pipeline_limit;
   char *stage_layers;
   int allreduce; /* AxAllreduceAlgo */
-  /* gradient compression (mpi/casync.h, offload/grad_compress.h) */
+  /* virtual nodes and the emulated link between them (mpi/link_emulator.h) */
+  int ranks_per_node;  /* 0: the real nodes */
+  char *emulate_link;  /* BW[,LATENCY] (mpi/link_spec.h); NULL: not emulated */
+} AxGridOptions;
+
+/* Gradient compression (mpi/casync.h, offload/grad_compress.h) and Optimus-CC on the pipeline
+ * (pipeline/backprop_compress.h). */
+typedef struct {
   char *compress;           /* codec spec, "none": off, "auto": Espresso with compress_codec */
   char *compress_codec;     /* --compress auto's codec */
   char *fusion;             /* --fusion, NULL: the default */
@@ -56,21 +71,19 @@ typedef struct {
   int compress_warmup;
   int compress_freeze_variance; /* 1-bit Adam: Adam's v frozen after the warm-up */
   char *compress_stages;    /* "all" or F: the earliest fraction F of stages (Optimus-CC SC) */
-  /* Optimus-CC on the pipeline (pipeline/backprop_compress.h) */
   char *compress_backprop;  /* "none" or powersgd[:rank=R] */
   int lazy_error, epilogue_only;
   int fuse_embedding_sync;  /* tied wte gradient in one all-reduce over its 2 x D holders */
-  /* virtual nodes and the emulated link between them (mpi/link_emulator.h) */
-  int ranks_per_node;  /* 0: the real nodes */
-  char *emulate_link;  /* BW[,LATENCY] (mpi/link_spec.h); NULL: not emulated */
-  /* optimization */
+} AxCompressionOptions;
+
+/* The optimizer, its schedule and its offload (offload/). */
+typedef struct {
   int steps;
   double lr, min_lr_frac;
   int lr_schedule; /* AxLrKind */
   int warmup;
   double weight_decay, beta1, beta2, eps, grad_clip;
   int decay_all;
-  /* optimizer offload (offload/) */
   int offload;         /* 1: chunked all-reduce interleaved with the host AdamW */
   int optimizer_device; /* --optimizer: 0 host (the arena), 1 device (offload/device_opt.h) */
   long long bucket_size;
@@ -79,15 +92,18 @@ typedef struct {
   int allreduce_dtype; /* AxCommDtype index: 0 fp32, 1 bf16 */
   int progress;        /* 0: progress calls, 1: communication thread */
   int loss_scaling;    /* AxLossScaling */
-  int debug_overflow_step;
-  int dry_run;
-  /* device */
+} AxOptimOptions;
+
+/* Where and how the model computes. */
+typedef struct {
   char *device;
   int precision; /* AxPrecision */
   int cuda_aware_mpi; /* 0 auto, 1 off, 2 on (choice index of auto|0|1) */
   int threads, bind;
   int checkpoint_activations, ac;
-  /* output */
+} AxExecOptions;
+
+typedef struct {
   char *metrics, *save;
   int val_every, val_steps;
   char *trace, *trace_steps;
@@ -95,19 +111,43 @@ typedef struct {
   char *summary;
   int timing_skip, timing_steps;
   double peak_tflops;
-  /* checkpoint and resume */
+  int dry_run;
+} AxOutputOptions;
+
+/* File checkpoints and resume (src/io/checkpoint.h). */
+typedef struct {
   char *checkpoint_dir;
   int checkpoint_every, keep, resume;
-  int memory_checkpoint_every, replicas; /* Gemini (docs/memory-checkpoints.md) */
+} AxCkptOptions;
+
+/* In-memory checkpoints (Gemini, docs/memory-checkpoints.md). */
+typedef struct {
+  int memory_checkpoint_every, replicas;
   char *run_name, *memory_dir;
   int replica_schedule;      /* AX_REPLICAS_IDLE or AX_REPLICAS_AT_END */
   double replica_idle_share; /* Gemini's mu */
-  /* fault and timing injection for tests */
+} AxMemCkptOptions;
+
+/* Fault and timing injection for tests, and the watchdog (src/core/watchdog.h). */
+typedef struct {
+  int debug_overflow_step;
   int debug_delay_stage, debug_delay_ms;
   int debug_forward_ms, debug_backward_ms; /* every stage, every forward / backward */
-  /* watchdog (src/core/watchdog.h) */
   double step_timeout; /* seconds per step, validation, checkpoint, final save; 0: off */
   int debug_hang_rank, debug_hang_step, debug_hang_mode; /* AxDebugHang */
+} AxDebugOptions;
+
+typedef struct {
+  AxModelOptions model;
+  AxDataOptions data;
+  AxGridOptions grid;
+  AxCompressionOptions compression;
+  AxOptimOptions optim;
+  AxExecOptions exec;
+  AxOutputOptions output;
+  AxCkptOptions ckpt;
+  AxMemCkptOptions memckpt;
+  AxDebugOptions debug;
 } AxTrainConfig;
 
 extern const AxOptionTable AX_TRAIN_OPTIONS;

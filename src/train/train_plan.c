@@ -17,31 +17,31 @@
 #include "train_compress.h"
 
 static int plan_model(const AxTrainConfig *cfg, AxGptConfig *m) {
-  if (cfg->init) return ax_model_file_read_config(cfg->init, m);
+  if (cfg->model.init) return ax_model_file_read_config(cfg->model.init, m);
   *m = ax_train_model_config(cfg);
   return ax_gpt_config_check(m);
 }
 
 void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
                    AxStagePlan *out) {
-  int P = cfg->g_inter, limit = cfg->pipeline_limit ? cfg->pipeline_limit : P;
-  int shard = cfg->batch / cfg->g_data, micro = cfg->micro_batch ? cfg->micro_batch : shard;
+  int P = cfg->grid.g_inter, limit = cfg->grid.pipeline_limit ? cfg->grid.pipeline_limit : P;
+  int shard = cfg->data.batch / cfg->grid.g_data, micro = cfg->data.micro_batch ? cfg->data.micro_batch : shard;
   if (limit > shard / micro) limit = shard / micro; /* as the trainer: no more than there are */
-  size_t esz = ax_dtype_size((AxDType)cfg->precision);
+  size_t esz = ax_dtype_size((AxDType)cfg->exec.precision);
   AxStageLayout lay;
   ax_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1);
   AxStageSpec spec = {.l0 = first[s], .l1 = first[s + 1], .first = s == 0, .last = s == P - 1,
-                      .B = micro, .T = cfg->seq, .n_slots = ax_sched_slots(s, P, limit)};
+                      .B = micro, .T = cfg->model.seq, .n_slots = ax_sched_slots(s, P, limit)};
   double n = (double)lay.total;
   out->params = n;
   out->weights = out->grads = n * (double)esz;
   out->act = (double)ax_stage_activation_bytes(m, &spec, esz);
-  spec.ac = cfg->ac ? cfg->ac : ax_partition_default_ac(spec.l1 - spec.l0, m->layers);
+  spec.ac = cfg->exec.ac ? cfg->exec.ac : ax_partition_default_ac(spec.l1 - spec.l0, m->layers);
   out->act_ckpt = (double)ax_stage_activation_bytes(m, &spec, esz);
-  int host_fp32 = strcmp(cfg->device, "cpu") == 0 && esz == 4;
-  out->host = (double)ax_offload_arena_bytes(lay.total, host_fp32, cfg->allreduce_dtype == 1,
-                                             cfg->optimizer_device);
-  double bucket = (double)cfg->bucket_size < n ? (double)cfg->bucket_size : n;
+  int host_fp32 = strcmp(cfg->exec.device, "cpu") == 0 && esz == 4;
+  out->host = (double)ax_offload_arena_bytes(lay.total, host_fp32, cfg->optim.allreduce_dtype == 1,
+                                             cfg->optim.optimizer_device);
+  double bucket = (double)cfg->optim.bucket_size < n ? (double)cfg->optim.bucket_size : n;
   out->paper_plain = 20.0 * n;
   out->paper_offload = 4.0 * n + 16.0 * bucket;
 }
@@ -62,9 +62,9 @@ static void add(AxStagePlan *sum, const AxStagePlan *p, double times) {
 /* The model and its stages' first blocks (*first: P + 1 entries, the caller frees). */
 static int plan_stages(const AxTrainConfig *cfg, AxGptConfig *m, int **first) {
   AX_TRY(plan_model(cfg, m));
-  *first = ax_malloc((size_t)(cfg->g_inter + 1) * sizeof **first);
+  *first = ax_malloc((size_t)(cfg->grid.g_inter + 1) * sizeof **first);
   if (!*first) return AX_ERR;
-  if (ax_partition(m->layers, cfg->g_inter, cfg->stage_layers, *first) != AX_OK) {
+  if (ax_partition(m->layers, cfg->grid.g_inter, cfg->grid.stage_layers, *first) != AX_OK) {
     free(*first);
     return AX_ERR;
   }
@@ -82,13 +82,13 @@ int ax_plan_print_compression(const AxTrainConfig *cfg) {
 
 int ax_plan_print(const AxTrainConfig *cfg) {
   AxGptConfig m;
-  int *first, P = cfg->g_inter, D = cfg->g_data;
+  int *first, P = cfg->grid.g_inter, D = cfg->grid.g_data;
   AX_TRY(plan_stages(cfg, &m, &first));
   printf("memory plan: GPT L=%d C=%d NH=%d T=%d V=%d, %.3fB parameters; grid %d x %d = %lld "
          "ranks; %s %s; micro-batch %d; bucket %lld elements\n", m.layers, m.channels, m.heads,
-         cfg->seq, m.vocab, ax_gpt_num_params(&m) / 1e9, P, D, (long long)P * D, cfg->device,
-         ax_dtype_name((AxDType)cfg->precision),
-         cfg->micro_batch ? cfg->micro_batch : cfg->batch / D, cfg->bucket_size);
+         cfg->model.seq, m.vocab, ax_gpt_num_params(&m) / 1e9, P, D, (long long)P * D, cfg->exec.device,
+         ax_dtype_name((AxDType)cfg->exec.precision),
+         cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / D, cfg->optim.bucket_size);
   printf("per rank, GB   (device: weights, gradients, activations without / with checkpointing; "
          "host: optimizer arena; paper: 20phi vs 4phi + 16b)\n");
   printf("%-10s %9s %9s %9s %11s %11s %10s %11s %11s\n", "stage", "params(B)", "weights",
@@ -110,9 +110,9 @@ int ax_plan_print(const AxTrainConfig *cfg) {
          total.paper_plain / 1e9, total.paper_offload / 1e9,
          total.paper_plain / total.paper_offload, (total.paper_plain + total.act_ckpt) / 1e9,
          (total.paper_offload + total.act_ckpt) / 1e9);
-  if (cfg->optimizer_device) {
-    size_t esz = ax_dtype_size((AxDType)cfg->precision);
-    int host_memory = strcmp(cfg->device, "cpu") == 0;
+  if (cfg->optim.optimizer_device) {
+    size_t esz = ax_dtype_size((AxDType)cfg->exec.precision);
+    int host_memory = strcmp(cfg->exec.device, "cpu") == 0;
     printf("--optimizer device: %.2f GB of fp32 master weights and Adam moments in device "
            "memory beside the weights%s\n",
            ax_device_opt_bytes((size_t)total.params, esz, host_memory) / 1e9,

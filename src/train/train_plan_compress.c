@@ -24,9 +24,9 @@ static const char ASSUMED_LINK[] = "10Gbps,5us";
 static int plan_costs(const AxTrainConfig *cfg, const AxCodec *codec, AxCasyncCosts *c,
                       const char **source) {
   AxLinkSpec link;
-  const char *text = cfg->emulate_link ? cfg->emulate_link : ASSUMED_LINK;
+  const char *text = cfg->grid.emulate_link ? cfg->grid.emulate_link : ASSUMED_LINK;
   AX_TRY(ax_link_spec_parse(text, &link));
-  *source = cfg->emulate_link ? "--emulate-link" : "ASSUMED 10 Gb/s, 5 us: give --emulate-link";
+  *source = cfg->grid.emulate_link ? "--emulate-link" : "ASSUMED 10 Gb/s, 5 us: give --emulate-link";
   AX_TRY(ax_casync_profile_codec(codec, PLAN_PROFILE_REPS, c));
   c->send = (AxLinearCost){link.latency_s, link.bytes_per_s};
   return AX_OK;
@@ -35,8 +35,8 @@ static int plan_costs(const AxTrainConfig *cfg, const AxCodec *codec, AxCasyncCo
 /* The chunking of a stage of n parameters as the offload arena cuts it (only what the cut
  * reads: n, chunk, n_chunks). */
 static AxOffload stage_chunks(const AxTrainConfig *cfg, size_t n) {
-  size_t chunk = (size_t)cfg->bucket_size * (size_t)cfg->coarsening;
-  if (!cfg->offload || chunk >= n || chunk == 0) chunk = n ? n : 1;
+  size_t chunk = (size_t)cfg->optim.bucket_size * (size_t)cfg->optim.coarsening;
+  if (!cfg->optim.offload || chunk >= n || chunk == 0) chunk = n ? n : 1;
   return (AxOffload){.n = n, .chunk = chunk, .n_chunks = (int)((n + chunk - 1) / chunk)};
 }
 
@@ -44,10 +44,10 @@ static AxOffload stage_chunks(const AxTrainConfig *cfg, size_t n) {
  * P x T ranks are consecutive (mpi/grid.h), so a column's ranks are P x T apart; 0 (the real
  * nodes, one machine here) puts them all on one. */
 static int column_ranks_per_node(const AxTrainConfig *cfg) {
-  long long row = (long long)cfg->g_inter * ax_train_tp_ranks(cfg), rpn = cfg->ranks_per_node;
-  if (rpn <= 0) return cfg->g_data;
+  long long row = (long long)cfg->grid.g_inter * ax_train_tp_ranks(cfg), rpn = cfg->grid.ranks_per_node;
+  if (rpn <= 0) return cfg->grid.g_data;
   long long g = rpn / row;
-  return g < 1 ? 1 : g > cfg->g_data ? cfg->g_data : (int)g;
+  return g < 1 ? 1 : g > cfg->grid.g_data ? cfg->grid.g_data : (int)g;
 }
 
 /* --compress auto: Cupcake's groups and Espresso's decisions for stage s (compress_auto.h),
@@ -55,13 +55,13 @@ static int column_ranks_per_node(const AxTrainConfig *cfg) {
 static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
                             const AxStageLayout *lay, int s, const AxCodec *codec,
                             const AxCasyncCosts *c, double *decide_s) {
-  int P = cfg->g_inter;
+  int P = cfg->grid.g_inter;
   AxAutoCompressInput in = {
-      .costs = *c, .intra = c->send, .ranks = cfg->g_data,
-      .ranks_per_node = column_ranks_per_node(cfg), .plain = (AxAllreduceAlgo)cfg->allreduce,
+      .costs = *c, .intra = c->send, .ranks = cfg->grid.g_data,
+      .ranks_per_node = column_ranks_per_node(cfg), .plain = (AxAllreduceAlgo)cfg->grid.allreduce,
       .plain_first = ax_compress_tied_plain(lay, P, ax_train_compressed_stages(cfg, P),
-                                            cfg->fuse_embedding_sync || ax_train_sparse_embedding_path(cfg)),
-      .scheme = cfg->compress_scheme};
+                                            cfg->compression.fuse_embedding_sync || ax_train_sparse_embedding_path(cfg)),
+      .scheme = cfg->compression.compress_scheme};
   in.two_level = in.ranks_per_node >= 2 && in.ranks / in.ranks_per_node >= 2 &&
                  in.ranks % in.ranks_per_node == 0;
   AX_TRY(ax_train_fusion(cfg, &in.fusion));
@@ -84,10 +84,10 @@ static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
 static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
                        const AxCompressPolicy *pol, AxShapedCodecs *cache, AxCasyncCosts *c,
                        double *decide_s) {
-  int P = cfg->g_inter, selected = ax_train_compressed_stages(cfg, P);
+  int P = cfg->grid.g_inter, selected = ax_train_compressed_stages(cfg, P);
   if (s >= selected) {
     ax_log("stage %d: plain (--compress-stages %s: only stages below %d compress)", s,
-           cfg->compress_stages, selected);
+           cfg->compression.compress_stages, selected);
     return AX_OK;
   }
   AxStageLayout lay;
@@ -99,7 +99,7 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
   int n;
   AX_TRY(ax_compress_cut_parts(&o, &lay, m, &parts, &n));
   int rc = ax_compress_decide_parts(pol, cache, c, parts, n);
-  ax_compress_keep_tied_plain(&lay, P, selected, cfg->fuse_embedding_sync, parts, n);
+  ax_compress_keep_tied_plain(&lay, P, selected, cfg->compression.fuse_embedding_sync, parts, n);
   if (rc == AX_OK) {
     int compressed;
     size_t bytes, cbytes;
@@ -118,7 +118,7 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
   if (!ax_train_compresses(cfg)) return AX_OK;
   AxCodec *codec;
   AX_TRY(ax_codec_parse(ax_train_codec_spec(cfg), &codec));
-  AxCompressPolicy pol = {codec, (AxCasyncAlgo)cfg->compress_sync, cfg->g_data, 0, 0};
+  AxCompressPolicy pol = {codec, (AxCasyncAlgo)cfg->compression.compress_sync, cfg->grid.g_data, 0, 0};
   AxCasyncCosts c = {0};
   AxShapedCodecs cache = {0};
   const char *source = "";
@@ -129,18 +129,18 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
   if (rc == AX_OK && strategy)
     ax_log("compression plan: --compress auto with %s, %d data-parallel rank(s) (%d per node): "
            "Cupcake's fusion (--fusion %s), then Espresso's strategy per group", ax_codec_spec(codec),
-           cfg->g_data, column_ranks_per_node(cfg), cfg->fusion ? cfg->fusion : "auto");
+           cfg->grid.g_data, column_ranks_per_node(cfg), cfg->compression.fusion ? cfg->compression.fusion : "auto");
   else if (rc == AX_OK)
     ax_log("compression plan: %s over CaSync %s, %d data-parallel rank(s), layer-wise parts; %s",
-           ax_codec_spec(codec), ax_casync_algo_name(pol.algo), cfg->g_data,
+           ax_codec_spec(codec), ax_casync_algo_name(pol.algo), cfg->grid.g_data,
            pol.is_auto ? "HiPress cost model (T_orig vs T_cpr)" : "--compress-min-bytes threshold");
   if (rc == AX_OK && pol.is_auto) ax_compress_print_costs(&c, source);
   double decide_s = 0;
-  for (int s = 0; s < cfg->g_inter && rc == AX_OK; s++)
+  for (int s = 0; s < cfg->grid.g_inter && rc == AX_OK; s++)
     rc = print_stage(cfg, m, first, s, &pol, &cache, &c, &decide_s);
   if (rc == AX_OK && strategy)
     ax_log("decided in %.3f s for %d stage(s) (fusion and strategy searches)", decide_s,
-           cfg->g_inter);
+           cfg->grid.g_inter);
   ax_shaped_codecs_free(&cache);
   ax_codec_free(codec);
   return rc;

@@ -20,7 +20,7 @@
 
 /* ------------------------------------------------------------------ stage callbacks */
 
-static size_t mb_offset(const AxTrainer *t, int mb) { return (size_t)mb * t->micro * t->cfg.seq; }
+static size_t mb_offset(const AxTrainer *t, int mb) { return (size_t)mb * t->micro * t->cfg.model.seq; }
 
 static int cb_forward(void *ctx, int mb, int slot, const void *input, AxMemKind input_mem,
                       const void **output) {
@@ -43,7 +43,7 @@ static int cb_backward(void *ctx, int mb, int slot, const void *doutput, AxMemKi
   AX_TRY(ax_replicas_tick(t));
   if (t->spec.last) {
     /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
-    float dloss = t->loss_scale.scale / ((float)t->cfg.batch * (float)t->cfg.seq);
+    float dloss = t->loss_scale.scale / ((float)t->cfg.data.batch * (float)t->cfg.model.seq);
     double mean;
     AX_TRY(ax_stage_loss_backward(t->stage, slot, t->targets + mb_offset(t, mb), dloss, &mean));
     t->loss_sum += mean;
@@ -83,7 +83,7 @@ static int agree_on_loss(AxTrainer *t, int batches, double *loss) {
 
 /* --fuse-embedding-sync on a rank that holds a tied copy of wte (the ends of a pipeline). */
 static int fuses_embedding(const AxTrainer *t) {
-  return t->cfg.fuse_embedding_sync && t->grid.embed != MPI_COMM_NULL;
+  return t->cfg.compression.fuse_embedding_sync && t->grid.embed != MPI_COMM_NULL;
 }
 
 /* The tied LM head: the first and last stage of every row hold wte; their gradients are summed
@@ -104,7 +104,7 @@ static int sync_tied(AxTrainer *t) {
   double t0 = ax_trace_begin(&t->trace);
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_EMBEDDING_SYNC);
   AX_TRY(ax_allreduce(comm, &cc, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
-                      AX_COMM_F32, (AxAllreduceAlgo)t->cfg.allreduce, &t->comm_bytes));
+                      AX_COMM_F32, (AxAllreduceAlgo)t->cfg.grid.allreduce, &t->comm_bytes));
   ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
   return AX_OK;
 }
@@ -113,8 +113,8 @@ static int sync_tied(AxTrainer *t) {
  * one gradient of the last rank to test the path.) Every rank gets the same answer. */
 static int any_overflow(AxTrainer *t, int step, int *overflow) {
   *overflow = 0;
-  if (!t->loss_scale.enabled && !t->cfg.debug_overflow_step) return AX_OK;
-  if (step == t->cfg.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n)
+  if (!t->loss_scale.enabled && !t->cfg.debug.debug_overflow_step) return AX_OK;
+  if (step == t->cfg.debug.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n)
     t->off.grads[0] = INFINITY;
   int local = !isfinite(ax_host_sumsq_pool(t->off.pool, t->off.grads, t->off.n));
   AX_WD_NOTE(-1, "in the gradient overflow check over all ranks");
@@ -131,9 +131,9 @@ static int any_overflow(AxTrainer *t, int step, int *overflow) {
 static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
   AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
                     .cc = cc,
-                    .algo = (AxAllreduceAlgo)t->cfg.allreduce, .bytes = &t->comm_bytes,
+                    .algo = (AxAllreduceAlgo)t->cfg.grid.allreduce, .bytes = &t->comm_bytes,
                     .window = 2, .trace = &t->trace,
-                    .progress = t->cfg.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS,
+                    .progress = t->cfg.optim.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS,
                     .compress = t->codec ? &t->gc : NULL};
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   size_t wte_lo = lay->offset[AX_P_WTE], wte_hi = wte_lo + lay->count[AX_P_WTE];
@@ -155,8 +155,8 @@ static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
 
 static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale) {
   return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)ax_trainer_adam_beta1(t),
-                        .beta2 = (float)t->cfg.beta2, .eps = (float)t->cfg.eps,
-                        .weight_decay = (float)t->cfg.weight_decay,
+                        .beta2 = (float)t->cfg.optim.beta2, .eps = (float)t->cfg.optim.eps,
+                        .weight_decay = (float)t->cfg.optim.weight_decay,
                         .step = (int)(t->adam_steps + 1), .grad_scale = grad_scale,
                         .v_frozen_at = ax_trainer_v_frozen_at(t)};
 }
@@ -173,7 +173,7 @@ static int finish_norm(AxTrainer *t, double sumsq, double *norm) {
 
 /* The clipping factor of the global norm (1: no clipping). */
 static float clip_factor(const AxTrainer *t, double norm) {
-  return t->cfg.grad_clip > 0 && norm > t->cfg.grad_clip ? (float)(t->cfg.grad_clip / norm)
+  return t->cfg.optim.grad_clip > 0 && norm > t->cfg.optim.grad_clip ? (float)(t->cfg.optim.grad_clip / norm)
                                                           : 1.0f;
 }
 
@@ -185,8 +185,8 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   void *params = ax_stage_params(t->stage);
   float unscale = 1.0f / t->loss_scale.scale;
   double sumsq;
-  int may_clip = t->cfg.grad_clip > 0;
-  if (t->cfg.offload && !may_clip) {
+  int may_clip = t->cfg.optim.grad_clip > 0;
+  if (t->cfg.optim.offload && !may_clip) {
     AxAdamWHyper h = adamw_hyper(t, lr, unscale);
     AX_TRY(ax_offload_reduce_update(&t->off, &r, params, &h, &sumsq));
     return finish_norm(t, sumsq, norm);
@@ -209,14 +209,14 @@ static int skip_on_overflow(AxTrainer *t, int step, int overflow, AxStepRecord *
 /* --optimizer device (one rank): the norm and AdamW where the gradients are, nothing copied. */
 static int device_optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   void *grads = ax_stage_grads(t->stage);
-  if (step == t->cfg.debug_overflow_step && t->off.n) {
+  if (step == t->cfg.debug.debug_overflow_step && t->off.n) {
     const float inf = INFINITY;
     AX_TRY(t->be->ops->upload_f32(t->be, grads, &inf, 1, AX_STREAM_COMPUTE));
   }
   double sumsq;
   AX_WD_NOTE(-1, "taking the gradient norm on the device");
   AX_TRY(ax_device_opt_sumsq(&t->dopt, grads, &sumsq));
-  int checks = t->loss_scale.enabled || t->cfg.debug_overflow_step; /* as any_overflow */
+  int checks = t->loss_scale.enabled || t->cfg.debug.debug_overflow_step; /* as any_overflow */
   if (skip_on_overflow(t, step, checks && !isfinite(sumsq), rec)) return AX_OK;
   AX_TRY(finish_norm(t, sumsq, &rec->grad_norm));
   float unscale = 1.0f / t->loss_scale.scale;
@@ -229,12 +229,12 @@ static int device_optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
 }
 
 int ax_trainer_state_to_host(AxTrainer *t) {
-  return t->cfg.optimizer_device ? ax_device_opt_to_host(&t->dopt) : AX_OK;
+  return t->cfg.optim.optimizer_device ? ax_device_opt_to_host(&t->dopt) : AX_OK;
 }
 
 static int optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   rec->lr = ax_lr_at(&t->lr, step);
-  if (t->cfg.optimizer_device) return device_optimizer_step(t, step, rec);
+  if (t->cfg.optim.optimizer_device) return device_optimizer_step(t, step, rec);
   AX_WD_NOTE(-1, "copying the gradients to host memory");
   AX_TRY(ax_offload_download_grads(&t->off, ax_stage_grads(t->stage)));
   int overflow;
@@ -259,8 +259,8 @@ static int load_batch(AxTrainer *t, AxLoader *L) {
 /* --debug-hang-rank/-step/-mode: this rank stops making progress in this step's pipeline,
  * or dies as it begins. */
 static void debug_hang(AxTrainer *t, int step) {
-  int mode = t->cfg.debug_hang_mode;
-  if (t->grid.rank != t->cfg.debug_hang_rank || step != t->cfg.debug_hang_step) return;
+  int mode = t->cfg.debug.debug_hang_mode;
+  if (t->grid.rank != t->cfg.debug.debug_hang_rank || step != t->cfg.debug.debug_hang_step) return;
   if (mode == AX_DEBUG_HANG_KILL) raise(SIGKILL);
   if (mode == AX_DEBUG_HANG_SLEEP || mode == AX_DEBUG_HANG_DROP)
     t->sched.hang = mode == AX_DEBUG_HANG_SLEEP ? AX_SCHED_HANG_SLEEP : AX_SCHED_HANG_DROP;
@@ -320,17 +320,17 @@ static int validate(AxTrainer *t, double *val_loss) {
   if (t->have_data) ax_loader_set_position(&t->val, 0); /* same batches every time */
   t->loss_sum = 0;
   t->validating = 1;
-  for (int i = 0; i < t->cfg.val_steps; i++) {
+  for (int i = 0; i < t->cfg.output.val_steps; i++) {
     AX_TRY(load_batch(t, &t->val));
     AX_TRY(ax_sched_forward(&t->sched, t->n_micro));
   }
   t->validating = 0;
-  return agree_on_loss(t, t->cfg.val_steps, val_loss);
+  return agree_on_loss(t, t->cfg.output.val_steps, val_loss);
 }
 
 int ax_trainer_validate_if_due(AxTrainer *t, int step, AxStepRecord *rec) {
-  if (!t->have_val || t->cfg.val_steps == 0) return AX_OK;
-  int due = step == t->cfg.steps || (t->cfg.val_every && step % t->cfg.val_every == 0);
+  if (!t->have_val || t->cfg.output.val_steps == 0) return AX_OK;
+  int due = step == t->cfg.optim.steps || (t->cfg.output.val_every && step % t->cfg.output.val_every == 0);
   if (!due) return AX_OK;
   ax_wd_phase(AX_WD_VALIDATION, step);
   AX_TRY(validate(t, &rec->val_loss));

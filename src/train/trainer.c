@@ -36,8 +36,8 @@ static int setup_grid(AxTrainer *t) {
     ax_grid_solo(&t->grid);
     return AX_OK;
   }
-  const int tp[3] = {t->cfg.gx, t->cfg.gy, t->cfg.gz};
-  AX_TRY(ax_grid_create_tp(&t->grid, t->cfg.g_inter, t->cfg.g_data, tp));
+  const int tp[3] = {t->cfg.grid.gx, t->cfg.grid.gy, t->cfg.grid.gz};
+  AX_TRY(ax_grid_create_tp(&t->grid, t->cfg.grid.g_inter, t->cfg.grid.g_data, tp));
   t->have_grid = 1;
   ax_set_rank(t->grid.rank);
   /* the default chunking; polite waiting when this rank's CPU set is oversubscribed */
@@ -51,10 +51,10 @@ static int setup_grid(AxTrainer *t) {
 static int setup_links(AxTrainer *t) {
   t->grid.comm_cfg.traffic = &t->traffic;
   if (!t->have_grid) return AX_OK;
-  AxLinkEmuConfig lc = {.ranks_per_node = t->cfg.ranks_per_node};
+  AxLinkEmuConfig lc = {.ranks_per_node = t->cfg.grid.ranks_per_node};
   /* Gemini's replica schedule learns each step's idle spans from the links' logs */
-  lc.log_uses = t->cfg.memory_checkpoint_every > 0 && t->cfg.replica_schedule == AX_REPLICAS_IDLE;
-  if (t->cfg.emulate_link && ax_link_spec_parse(t->cfg.emulate_link, &lc.link) != AX_OK)
+  lc.log_uses = t->cfg.memckpt.memory_checkpoint_every > 0 && t->cfg.memckpt.replica_schedule == AX_REPLICAS_IDLE;
+  if (t->cfg.grid.emulate_link && ax_link_spec_parse(t->cfg.grid.emulate_link, &lc.link) != AX_OK)
     return ax_error_context("--emulate-link");
   AX_TRY(ax_link_emu_create(&t->links, t->grid.world, &lc));
   t->grid.comm_cfg.links = t->links;
@@ -63,19 +63,19 @@ static int setup_links(AxTrainer *t) {
 }
 
 static int setup_model(AxTrainer *t) {
-  if (t->cfg.init) {
-    AX_TRY(ax_model_file_read_config(t->cfg.init, &t->model));
+  if (t->cfg.model.init) {
+    AX_TRY(ax_model_file_read_config(t->cfg.model.init, &t->model));
   } else {
     t->model = ax_train_model_config(&t->cfg);
     AX_TRY(ax_gpt_config_check(&t->model));
   }
-  if (t->cfg.seq > t->model.max_seq)
-    return AX_FAIL("--seq %d exceeds the model's maximum sequence length %d", t->cfg.seq,
+  if (t->cfg.model.seq > t->model.max_seq)
+    return AX_FAIL("--seq %d exceeds the model's maximum sequence length %d", t->cfg.model.seq,
                    t->model.max_seq);
-  t->shard = t->cfg.batch / t->cfg.g_data;
-  t->micro = t->cfg.micro_batch ? t->cfg.micro_batch : t->shard;
+  t->shard = t->cfg.data.batch / t->cfg.grid.g_data;
+  t->micro = t->cfg.data.micro_batch ? t->cfg.data.micro_batch : t->shard;
   t->n_micro = t->shard / t->micro;
-  t->limit = t->cfg.pipeline_limit ? t->cfg.pipeline_limit : t->grid.P;
+  t->limit = t->cfg.grid.pipeline_limit ? t->cfg.grid.pipeline_limit : t->grid.P;
   if (t->limit > t->n_micro) t->limit = t->n_micro; /* never more in flight than there are */
   return AX_OK;
 }
@@ -84,33 +84,33 @@ static int setup_partition(AxTrainer *t) {
   int P = t->grid.P, s = t->grid.stage;
   t->first_block = ax_malloc((size_t)(P + 1) * sizeof *t->first_block);
   if (!t->first_block) return AX_ERR;
-  AX_TRY(ax_partition(t->model.layers, P, t->cfg.stage_layers, t->first_block));
+  AX_TRY(ax_partition(t->model.layers, P, t->cfg.grid.stage_layers, t->first_block));
   int l0 = t->first_block[s], l1 = t->first_block[s + 1], ac = 0;
-  if (t->cfg.checkpoint_activations)
-    ac = t->cfg.ac ? t->cfg.ac : ax_partition_default_ac(l1 - l0, t->model.layers);
+  if (t->cfg.exec.checkpoint_activations)
+    ac = t->cfg.exec.ac ? t->cfg.exec.ac : ax_partition_default_ac(l1 - l0, t->model.layers);
   if (ac > l1 - l0)
     return AX_FAIL("--ac %d exceeds the %d block(s) of stage %d", ac, l1 - l0, s);
   t->spec = (AxStageSpec){.l0 = l0, .l1 = l1, .first = stage_first(t), .last = stage_last(t),
-                          .B = t->micro, .T = t->cfg.seq,
+                          .B = t->micro, .T = t->cfg.model.seq,
                           .n_slots = ax_sched_slots(s, P, t->limit), .ac = ac,
                           .tp = ax_trainer_tp_on(t) ? &t->tpm.comm : NULL,
-                          .oar = t->cfg.tp_oar, .ors = t->cfg.tp_ors, .oag = t->cfg.tp_oag,
-                          .ag_cache = t->cfg.tp_ag_cache};
+                          .oar = t->cfg.grid.tp_oar, .ors = t->cfg.grid.tp_ors, .oag = t->cfg.grid.tp_oag,
+                          .ag_cache = t->cfg.grid.tp_ag_cache};
   return AX_OK;
 }
 
 static int setup_backend(AxTrainer *t) {
-  AxBackendConfig bc = {.device = t->cfg.device,
-                        .dtype = (AxDType)t->cfg.precision,
-                        .threads = t->cfg.threads,
-                        .bind = t->cfg.bind,
+  AxBackendConfig bc = {.device = t->cfg.exec.device,
+                        .dtype = (AxDType)t->cfg.exec.precision,
+                        .threads = t->cfg.exec.threads,
+                        .bind = t->cfg.exec.bind,
                         .local_rank = t->grid.local_rank,
                         .local_size = t->grid.local_size,
                         .share_rank = t->grid.share_rank,
                         .share_size = t->grid.share_size};
   t->be = ax_backend_create(&bc);
   if (!t->be) return AX_ERR;
-  int opt_threads = t->cfg.optimizer_threads ? t->cfg.optimizer_threads : t->be->threads;
+  int opt_threads = t->cfg.optim.optimizer_threads ? t->cfg.optim.optimizer_threads : t->be->threads;
   t->opt_pool = ax_pool_create(opt_threads, NULL, NULL);
   return t->opt_pool ? AX_OK : AX_ERR;
 }
@@ -122,18 +122,18 @@ static int load_params(AxTrainer *t) {
   AxWholeStage w;
   AX_TRY(ax_trainer_whole_open(t, &w, master, 1, 1));
   int rc = AX_OK;
-  if (t->cfg.init)
-    rc = ax_model_file_read_stage(t->cfg.init, &t->model, &w.whole, w.buf[0]);
+  if (t->cfg.model.init)
+    rc = ax_model_file_read_stage(t->cfg.model.init, &t->model, &w.whole, w.buf[0]);
   else
-    ax_gpt_init_stage(&t->model, &w.whole, (uint64_t)t->cfg.seed, w.buf[0]);
+    ax_gpt_init_stage(&t->model, &w.whole, (uint64_t)t->cfg.data.seed, w.buf[0]);
   if (rc == AX_OK) ax_trainer_whole_extract(t, &w, master);
   ax_trainer_whole_close(&w);
   return rc;
 }
 
 static int loss_scaling_on(const AxTrainConfig *cfg) {
-  if (cfg->loss_scaling == AX_LOSS_SCALING_AUTO) return cfg->precision == AX_PREC_FP16;
-  return cfg->loss_scaling == AX_LOSS_SCALING_DYNAMIC;
+  if (cfg->optim.loss_scaling == AX_LOSS_SCALING_AUTO) return cfg->exec.precision == AX_PREC_FP16;
+  return cfg->optim.loss_scaling == AX_LOSS_SCALING_DYNAMIC;
 }
 
 int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
@@ -150,20 +150,20 @@ static int setup_stage(AxTrainer *t) {
   AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &t->spec));
   const AxStageLayout *layout = ax_stage_layout_of(t->stage);
   AxParamSegment segs[AX_N_PARAMS];
-  AxOffloadConfig oc = {.bucket_size = (size_t)t->cfg.bucket_size,
-                        .coarsening = t->cfg.coarsening,
-                        .wire_bf16 = t->cfg.allreduce_dtype == 1,
-                        .single_chunk = !t->cfg.offload,
-                        .state_only = t->cfg.optimizer_device,
+  AxOffloadConfig oc = {.bucket_size = (size_t)t->cfg.optim.bucket_size,
+                        .coarsening = t->cfg.optim.coarsening,
+                        .wire_bf16 = t->cfg.optim.allreduce_dtype == 1,
+                        .single_chunk = !t->cfg.optim.offload,
+                        .state_only = t->cfg.optim.optimizer_device,
                         .segs = segs,
-                        .n_segs = ax_trainer_decay_segments(layout, t->cfg.decay_all, segs)};
+                        .n_segs = ax_trainer_decay_segments(layout, t->cfg.optim.decay_all, segs)};
   AX_TRY(ax_offload_init(&t->off, t->be, layout->total, ax_stage_params(t->stage),
                          ax_stage_grads(t->stage), &oc, t->opt_pool));
   AX_TRY(load_params(t));
   ax_loss_scale_init(&t->loss_scale, loss_scaling_on(&t->cfg));
   AX_TRY(t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, layout->total,
                                 AX_STREAM_COMPUTE));
-  if (t->cfg.optimizer_device) {
+  if (t->cfg.optim.optimizer_device) {
     AX_TRY(ax_device_opt_init(&t->dopt, &t->off, ax_stage_params(t->stage)));
     AX_TRY(ax_device_opt_from_host(&t->dopt));
   }
@@ -176,14 +176,14 @@ static int setup_synthetic(AxTrainer *t) {
                    "--data for other vocabularies", t->model.vocab);
   t->corpus = ax_malloc((SYNTH_TRAIN_TOKENS + SYNTH_VAL_TOKENS) * sizeof *t->corpus);
   if (!t->corpus) return AX_ERR;
-  ax_markov_generate(&t->markov, (uint64_t)t->cfg.seed + 1, t->corpus, SYNTH_TRAIN_TOKENS);
-  ax_markov_generate(&t->markov, (uint64_t)t->cfg.seed + 2, t->corpus + SYNTH_TRAIN_TOKENS,
+  ax_markov_generate(&t->markov, (uint64_t)t->cfg.data.seed + 1, t->corpus, SYNTH_TRAIN_TOKENS);
+  ax_markov_generate(&t->markov, (uint64_t)t->cfg.data.seed + 2, t->corpus + SYNTH_TRAIN_TOKENS,
                      SYNTH_VAL_TOKENS);
-  AX_TRY(ax_loader_open_tokens(&t->train, t->corpus, SYNTH_TRAIN_TOKENS, t->cfg.batch,
-                               t->cfg.seq, t->model.vocab, t->cfg.shuffle,
-                               (uint64_t)t->cfg.seed));
+  AX_TRY(ax_loader_open_tokens(&t->train, t->corpus, SYNTH_TRAIN_TOKENS, t->cfg.data.batch,
+                               t->cfg.model.seq, t->model.vocab, t->cfg.data.shuffle,
+                               (uint64_t)t->cfg.data.seed));
   AX_TRY(ax_loader_open_tokens(&t->val, t->corpus + SYNTH_TRAIN_TOKENS, SYNTH_VAL_TOKENS,
-                               t->cfg.batch, t->cfg.seq, t->model.vocab, 0, 0));
+                               t->cfg.data.batch, t->cfg.model.seq, t->model.vocab, 0, 0));
   t->have_val = 1;
   return AX_OK;
 }
@@ -191,24 +191,24 @@ static int setup_synthetic(AxTrainer *t) {
 /* Only the first stage (tokens) and the last (targets) of each row read data. */
 static int setup_data(AxTrainer *t) {
   t->floor = NAN;
-  if (!t->cfg.data) {
-    ax_markov_build(&t->markov, (uint64_t)t->cfg.seed);
+  if (!t->cfg.data.shards) {
+    ax_markov_build(&t->markov, (uint64_t)t->cfg.data.seed);
     t->floor = t->markov.entropy_rate;
   }
   if (!stage_first(t) && !stage_last(t)) {
-    t->have_val = t->cfg.data ? t->cfg.val_data != NULL : 1; /* takes part in validation */
+    t->have_val = t->cfg.data.shards ? t->cfg.data.val_shards != NULL : 1; /* takes part in validation */
     return AX_OK;
   }
-  size_t n = (size_t)t->shard * t->cfg.seq;
+  size_t n = (size_t)t->shard * t->cfg.model.seq;
   t->inputs = ax_malloc(n * sizeof *t->inputs);
   t->targets = t->inputs ? ax_malloc(n * sizeof *t->targets) : NULL;
   if (!t->targets) return AX_ERR;
   t->have_data = 1;
-  if (!t->cfg.data) return setup_synthetic(t);
-  AX_TRY(ax_loader_open(&t->train, t->cfg.data, t->cfg.batch, t->cfg.seq, t->model.vocab,
-                        t->cfg.shuffle, (uint64_t)t->cfg.seed));
-  if (t->cfg.val_data) {
-    AX_TRY(ax_loader_open(&t->val, t->cfg.val_data, t->cfg.batch, t->cfg.seq, t->model.vocab, 0,
+  if (!t->cfg.data.shards) return setup_synthetic(t);
+  AX_TRY(ax_loader_open(&t->train, t->cfg.data.shards, t->cfg.data.batch, t->cfg.model.seq, t->model.vocab,
+                        t->cfg.data.shuffle, (uint64_t)t->cfg.data.seed));
+  if (t->cfg.data.val_shards) {
+    AX_TRY(ax_loader_open(&t->val, t->cfg.data.val_shards, t->cfg.data.batch, t->cfg.model.seq, t->model.vocab, 0,
                           0));
     AX_TRY(ax_loader_check_vocab(&t->val, "--val-data")); /* not at the first validation */
     t->have_val = 1;
@@ -217,7 +217,7 @@ static int setup_data(AxTrainer *t) {
 }
 
 static int setup_scheduler(AxTrainer *t) {
-  t->device_buffers = ax_mpi_device_buffers(t->cfg.cuda_aware_mpi, t->be->is_host,
+  t->device_buffers = ax_mpi_device_buffers(t->cfg.exec.cuda_aware_mpi, t->be->is_host,
                                             t->mpi_path_why, sizeof t->mpi_path_why);
   AxSchedConfig sc = {.pipe = t->grid.pipe, .stage = t->grid.stage, .P = t->grid.P,
                       .limit = t->limit, .max_micro = t->n_micro,
@@ -229,15 +229,15 @@ static int setup_scheduler(AxTrainer *t) {
   AX_TRY(ax_trainer_make_ops(t, &sc.ops));
   AX_TRY(ax_sched_init(&t->sched, &sc));
   t->have_sched = 1;
-  if (t->cfg.debug_delay_stage == t->grid.stage) t->sched.delay_ms = t->cfg.debug_delay_ms;
-  t->sched.forward_ms = t->cfg.debug_forward_ms;
-  t->sched.backward_ms = t->cfg.debug_backward_ms;
+  if (t->cfg.debug.debug_delay_stage == t->grid.stage) t->sched.delay_ms = t->cfg.debug.debug_delay_ms;
+  t->sched.forward_ms = t->cfg.debug.debug_forward_ms;
+  t->sched.backward_ms = t->cfg.debug.debug_backward_ms;
   return AX_OK;
 }
 
 static int setup_trace(AxTrainer *t) {
   ax_trace_off(&t->trace);
-  if (!t->cfg.trace) return AX_OK;
+  if (!t->cfg.output.trace) return AX_OK;
   int lo = 0, hi = 0;
   ax_train_trace_range(&t->cfg, &lo, &hi); /* checked by ax_train_config_check */
   AX_TRY(ax_trace_init(&t->trace, lo, hi, TRACE_CAPACITY));
@@ -246,7 +246,7 @@ static int setup_trace(AxTrainer *t) {
 
 /* The emulated link, or the virtual nodes asked for (nothing otherwise). */
 static void print_network(const AxTrainer *t) {
-  if (!ax_link_emulating(t->links) && t->cfg.ranks_per_node == 0) return;
+  if (!ax_link_emulating(t->links) && t->cfg.grid.ranks_per_node == 0) return;
   char what[320];
   ax_link_describe(t->links, what, sizeof what);
   if (!ax_link_emulating(t->links)) {
@@ -260,7 +260,7 @@ static void print_network(const AxTrainer *t) {
 
 /* --fuse-embedding-sync: over how many ranks the tied wte's gradient is summed. */
 static void print_embedding_sync(const AxTrainer *t) {
-  if (!t->cfg.fuse_embedding_sync) return;
+  if (!t->cfg.compression.fuse_embedding_sync) return;
   if (t->grid.P == 1)
     ax_log("embedding sync: nothing to fuse (one stage holds the only copy of wte)");
   else
@@ -273,7 +273,7 @@ static const char *on_off(int on) { return on ? "on" : "off"; }
 
 /* Where the optimizer runs, its chunks and the all-reduce's, for the header. */
 static void print_optimizer(const AxTrainer *t) {
-  if (t->cfg.optimizer_device) {
+  if (t->cfg.optim.optimizer_device) {
     ax_log("optimizer: AdamW and the gradient norm in device memory (--optimizer device): "
            "%.1f MB of fp32 master weights and moments there%s; the host arena holds their "
            "copy for files; loss scaling %s", t->dopt.mem_bytes / 1e6,
@@ -282,11 +282,11 @@ static void print_optimizer(const AxTrainer *t) {
     return;
   }
   ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
-         "loss scaling %s", t->cfg.offload ? "all-reduce interleaved with host AdamW" :
+         "loss scaling %s", t->cfg.optim.offload ? "all-reduce interleaved with host AdamW" :
          "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,
-         t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.allreduce),
+         t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.grid.allreduce),
          t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
-  if (t->cfg.offload && t->cfg.grad_clip > 0 && t->grid.D > 1)
+  if (t->cfg.optim.offload && t->cfg.optim.grad_clip > 0 && t->grid.D > 1)
     ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
            "chunked all-reduce (--grad-clip 0 interleaves them)");
 }
@@ -301,21 +301,21 @@ static void print_tensor_parallel(const AxTrainer *t) {
          "weight shards) = %d ranks per stage; rank 0 keeps %.2fM of its stage's %.2fM "
          "parameters; OAR %s, ORS %s, OAG %s%s; collectives over X, Y, Z as tensor_parallel "
          "traffic", g[0], g[1], g[2], ax_grid_tp_size(&t->grid),
-         ax_stage_layout_of(t->stage)->total / 1e6, whole.total / 1e6, on_off(t->cfg.tp_oar),
-         on_off(t->cfg.tp_ors), on_off(t->cfg.tp_oag),
-         !t->spec.ac ? "" : t->cfg.tp_ag_cache ? "; all-gather cache on" : "; all-gather cache off");
+         ax_stage_layout_of(t->stage)->total / 1e6, whole.total / 1e6, on_off(t->cfg.grid.tp_oar),
+         on_off(t->cfg.grid.tp_ors), on_off(t->cfg.grid.tp_oag),
+         !t->spec.ac ? "" : t->cfg.grid.tp_ag_cache ? "; all-gather cache on" : "; all-gather cache off");
 }
 
 void ax_trainer_print_header(const AxTrainer *t) {
   const AxGptConfig *m = &t->model;
   if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
   ax_log("axonn train: GPT-2 L=%d C=%d NH=%d T=%d V=%d (padded %d) | %.2fM parameters%s%s",
-         m->layers, m->channels, m->heads, t->cfg.seq, m->vocab, m->padded_vocab,
-         ax_gpt_num_params(m) / 1e6, t->cfg.init ? " from " : " (random init)",
-         t->cfg.init ? t->cfg.init : "");
+         m->layers, m->channels, m->heads, t->cfg.model.seq, m->vocab, m->padded_vocab,
+         ax_gpt_num_params(m) / 1e6, t->cfg.model.init ? " from " : " (random init)",
+         t->cfg.model.init ? t->cfg.model.init : "");
   ax_log("batch: %d sequences x %d tokens = %d tokens/step; per row %d micro-batch(es) of %d; "
-         "pipeline limit %d; activation checkpointing: %s", t->cfg.batch, t->cfg.seq,
-         t->cfg.batch * t->cfg.seq, t->n_micro, t->micro, t->limit,
+         "pipeline limit %d; activation checkpointing: %s", t->cfg.data.batch, t->cfg.model.seq,
+         t->cfg.data.batch * t->cfg.model.seq, t->n_micro, t->micro, t->limit,
          on_off(t->spec.ac));
   for (int s = 0; s < t->grid.P && t->grid.P > 1; s++)
     ax_log("  stage %d: blocks %d-%d%s%s", s, t->first_block[s], t->first_block[s + 1] - 1,
@@ -335,7 +335,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
   if (t->device_buffers)
     ax_log("MPI path: stage messages sent from and received into device buffers (%s); "
            "gradients summed in host memory", t->mpi_path_why);
-  else if (!strcmp(t->cfg.device, "cuda"))
+  else if (!strcmp(t->cfg.exec.device, "cuda"))
     ax_log("MPI path: stage messages and gradients staged through pinned host buffers (%s)",
            t->mpi_path_why);
   print_optimizer(t);
@@ -344,13 +344,13 @@ void ax_trainer_print_header(const AxTrainer *t) {
   ax_trainer_print_memckpt(t);
   if (!isnan(t->floor))
     ax_log("data: built-in order-2 Markov corpus (seed %lld): %d train / %d val tokens; "
-           "entropy rate = loss floor %.4f nats/token", t->cfg.seed, SYNTH_TRAIN_TOKENS,
+           "entropy rate = loss floor %.4f nats/token", t->cfg.data.seed, SYNTH_TRAIN_TOKENS,
            SYNTH_VAL_TOKENS, t->floor);
   else if (t->have_data)
-    ax_log("data: %s (%zu tokens, %zu batches/epoch)%s%s", t->cfg.data,
+    ax_log("data: %s (%zu tokens, %zu batches/epoch)%s%s", t->cfg.data.shards,
            ax_loader_tokens(&t->train), ax_loader_windows(&t->train),
            t->have_val ? "; validation: " : "; no validation data",
-           t->have_val ? t->cfg.val_data : "");
+           t->have_val ? t->cfg.data.val_shards : "");
 }
 
 /* Rank 0 receives the parameters of row 0's other stages (from their tensor-parallel rank 0,
@@ -415,27 +415,27 @@ int ax_trainer_save(AxTrainer *t, const char *path) {
 }
 
 int ax_trainer_finish(AxTrainer *t) {
-  if (!t->cfg.trace) return AX_OK;
+  if (!t->cfg.output.trace) return AX_OK;
   int rc = AX_OK;
   AX_WD_NOTE(0, "merging the trace at rank 0");
   if (t->have_grid)
-    rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.trace, t->grid.P);
+    rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.output.trace, t->grid.P);
   else
-    rc = ax_trace_write_json(t->cfg.trace, t->trace.ev, &t->trace.n, 1, 1);
+    rc = ax_trace_write_json(t->cfg.output.trace, t->trace.ev, &t->trace.n, 1, 1);
   AX_TRY(ax_grid_agree(&t->grid, rc));
-  ax_log("wrote trace of steps %s to %s", t->cfg.trace_steps, t->cfg.trace);
+  ax_log("wrote trace of steps %s to %s", t->cfg.output.trace_steps, t->cfg.output.trace);
   return AX_OK;
 }
 
 int ax_trainer_recomputes(const AxTrainer *t) { return t->spec.ac > 0; }
 
 double ax_trainer_flops_per_step(const AxTrainer *t) {
-  return ax_gpt_train_flops(&t->model, t->cfg.batch, t->cfg.seq, ax_trainer_recomputes(t));
+  return ax_gpt_train_flops(&t->model, t->cfg.data.batch, t->cfg.model.seq, ax_trainer_recomputes(t));
 }
 
 int ax_trainer_peak_shapes(const AxTrainer *t, int gpu, AxGemmShape out[AX_PEAK_MAX_SHAPES]) {
   AxGemmShape model[AX_GPT_GEMMS];
-  int n = ax_gpt_gemm_shapes(&t->model, t->micro * t->cfg.seq, model);
+  int n = ax_gpt_gemm_shapes(&t->model, t->micro * t->cfg.model.seq, model);
   return ax_peak_shapes(model, n, gpu, out);
 }
 
@@ -492,9 +492,9 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   if (!t) return AX_ERR;
   t->cfg = *cfg;
   t->ckpt_lock = -1;
-  t->lr = (AxLrSchedule){.cosine = cfg->lr_schedule == AX_LR_COSINE, .lr = cfg->lr,
-                         .min_frac = cfg->min_lr_frac, .warmup = cfg->warmup,
-                         .total = cfg->steps};
+  t->lr = (AxLrSchedule){.cosine = cfg->optim.lr_schedule == AX_LR_COSINE, .lr = cfg->optim.lr,
+                         .min_frac = cfg->optim.min_lr_frac, .warmup = cfg->optim.warmup,
+                         .total = cfg->optim.steps};
   ax_trace_off(&t->trace);
   int rc = setup_grid(t);
   if (rc == AX_OK) rc = phase(t, setup_links);

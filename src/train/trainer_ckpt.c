@@ -34,7 +34,7 @@ static int writes_checkpoints(const AxTrainer *t) {
 }
 
 int ax_trainer_setup_checkpoints(AxTrainer *t) {
-  const char *dir = t->cfg.checkpoint_dir;
+  const char *dir = t->cfg.ckpt.checkpoint_dir;
   if (!dir) return AX_OK;
   int rc = AX_OK;
   if (t->grid.rank == 0) {
@@ -52,8 +52,8 @@ int ax_trainer_setup_checkpoints(AxTrainer *t) {
 /* --debug-hang-mode checkpoint: this rank never gets past its part of the checkpoint (a test
  * kills it there: a checkpoint interrupted half-way must never be used). */
 static void debug_hang(const AxTrainer *t, int step) {
-  if (t->grid.rank != t->cfg.debug_hang_rank || step != t->cfg.debug_hang_step ||
-      t->cfg.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
+  if (t->grid.rank != t->cfg.debug.debug_hang_rank || step != t->cfg.debug.debug_hang_step ||
+      t->cfg.debug.debug_hang_mode != AX_DEBUG_HANG_CHECKPOINT)
     return;
   for (;;) nanosleep(&(struct timespec){1, 0}, NULL);
 }
@@ -108,7 +108,7 @@ static void state_label(const AxTrainer *t, StateKind k, char *buf, size_t cap) 
   snprintf(buf, cap, "codec %s sync %s grid %dx%d rank %d chunks %d layer-wise parts %d "
            "bucket %lld coarsening %d decisions %08x", ax_codec_spec(t->codec),
            ax_casync_algo_name(t->gc.algo), t->grid.P, t->grid.D, t->grid.rank, t->gc.n_chunks,
-           t->gc.n_parts, t->cfg.bucket_size, t->cfg.coarsening,
+           t->gc.n_parts, t->cfg.optim.bucket_size, t->cfg.optim.coarsening,
            (unsigned)ax_grad_compress_fingerprint(&t->gc));
 }
 
@@ -255,7 +255,7 @@ static int write_manifest(AxTrainer *t, int step, const char *step_dir, AxCkptFi
   man.states = states;
   man.n_states = n_states;
   if (rc == AX_OK) rc = ax_ckpt_write_manifest(step_dir, &man);
-  if (rc == AX_OK) rc = ax_ckpt_prune(t->cfg.checkpoint_dir, t->cfg.keep, step);
+  if (rc == AX_OK) rc = ax_ckpt_prune(t->cfg.ckpt.checkpoint_dir, t->cfg.ckpt.keep, step);
   free(man.records);
   return rc;
 }
@@ -265,8 +265,8 @@ int ax_trainer_checkpoint(AxTrainer *t, int step) {
   AX_WD_NOTE(-1, "creating the checkpoint directory");
   double t0 = ax_now();
   char step_dir[1024];
-  ax_ckpt_step_dir(t->cfg.checkpoint_dir, step, step_dir);
-  int rc = t->grid.rank == 0 ? ax_ckpt_make_dirs(t->cfg.checkpoint_dir, step) : AX_OK;
+  ax_ckpt_step_dir(t->cfg.ckpt.checkpoint_dir, step, step_dir);
+  int rc = t->grid.rank == 0 ? ax_ckpt_make_dirs(t->cfg.ckpt.checkpoint_dir, step) : AX_OK;
   AX_TRY(ax_grid_agree(&t->grid, rc));
   AxCkptFile *files = ax_calloc((size_t)t->grid.P, sizeof *files), mine[OWN_FILES],
              *states = NULL;
@@ -296,10 +296,10 @@ static int agree_on_latest(AxTrainer *t, int *found, char *step_dir, int *step) 
   int rc = AX_OK;
   *found = 0;
   *step = -1;
-  if (!t->cfg.checkpoint_dir) return AX_OK;
+  if (!t->cfg.ckpt.checkpoint_dir) return AX_OK;
   if (t->grid.rank == 0) {
     AxCkptManifest man;
-    rc = ax_ckpt_find_latest(t->cfg.checkpoint_dir, found, step_dir, &man);
+    rc = ax_ckpt_find_latest(t->cfg.ckpt.checkpoint_dir, found, step_dir, &man);
     if (rc == AX_OK && *found) {
       *step = man.step;
       ax_ckpt_manifest_free(&man);
@@ -325,7 +325,7 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
   AX_TRY(ax_trainer_memckpt_recover(t, file_step, &from_memory, step));
   if (!from_memory && !found) {
     ax_log("resume: no complete checkpoint in %s; starting from step 1",
-           t->cfg.checkpoint_dir ? t->cfg.checkpoint_dir : "memory");
+           t->cfg.ckpt.checkpoint_dir ? t->cfg.ckpt.checkpoint_dir : "memory");
     return AX_OK;
   }
   if (!from_memory) {
@@ -335,8 +335,8 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
     ax_log("resume: continuing from %s (step %d); found and read in %.3f s%s", step_dir, *step,
            ax_now() - t0, t->mc.on ? "; memory held nothing newer" : "");
   }
-  if (*step >= t->cfg.steps)
+  if (*step >= t->cfg.optim.steps)
     ax_warn("resume: the checkpoint is at step %d, --steps is %d: nothing left to do", *step,
-            t->cfg.steps);
+            t->cfg.optim.steps);
   return AX_OK;
 }

@@ -14,10 +14,10 @@ int ax_trainer_build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptM
                           .data_position = t->have_data ? ax_loader_position(&t->train) : 0,
                           .skipped = t->loss_scale.skipped, .loss_scale = t->loss_scale.scale,
                           .clean_steps = t->loss_scale.clean_steps, .model = t->model,
-                          .batch = t->cfg.batch, .seq = t->cfg.seq, .stages = t->grid.P,
+                          .batch = t->cfg.data.batch, .seq = t->cfg.model.seq, .stages = t->grid.P,
                           .files = files, .n_files = t->grid.P, .have_run = 1,
-                          .seed = t->cfg.seed, .lr = t->cfg.lr};
-  snprintf(man->data, sizeof man->data, "%s", t->cfg.data ? t->cfg.data : "-");
+                          .seed = t->cfg.data.seed, .lr = t->cfg.optim.lr};
+  snprintf(man->data, sizeof man->data, "%s", t->cfg.data.shards ? t->cfg.data.shards : "-");
   for (int s = 0; s < t->grid.P; s++) {
     AxCkptRecord *r;
     int n;
@@ -43,23 +43,23 @@ static int same_shape(const AxTrainer *t, const AxCkptManifest *man, const char 
     return AX_FAIL("checkpoint %s holds a model L=%d C=%d NH=%d V=%d; this run's is L=%d C=%d "
                    "NH=%d V=%d", step_dir, a->layers, a->channels, a->heads, a->vocab,
                    b->layers, b->channels, b->heads, b->vocab);
-  if (man->batch != t->cfg.batch || man->seq != t->cfg.seq)
+  if (man->batch != t->cfg.data.batch || man->seq != t->cfg.model.seq)
     return AX_FAIL("checkpoint %s was written with --batch %d --seq %d; resume with the same "
                    "(this run: --batch %d --seq %d)", step_dir, man->batch, man->seq,
-                   t->cfg.batch, t->cfg.seq);
+                   t->cfg.data.batch, t->cfg.model.seq);
   return AX_OK;
 }
 
 /* A resumed run may change these on purpose (a new data mix, a lower learning rate), but
  * never silently. */
 static void warn_changes(const AxTrainer *t, const AxCkptManifest *man, const char *step_dir) {
-  const char *data = t->cfg.data ? t->cfg.data : "-";
+  const char *data = t->cfg.data.shards ? t->cfg.data.shards : "-";
   if (!man->have_run || t->grid.rank != 0) return;
-  if (man->seed != t->cfg.seed)
-    ax_warn("resume: --seed %lld differs from the %lld that %s was trained with", t->cfg.seed,
+  if (man->seed != t->cfg.data.seed)
+    ax_warn("resume: --seed %lld differs from the %lld that %s was trained with", t->cfg.data.seed,
             man->seed, step_dir);
-  if (man->lr != t->cfg.lr)
-    ax_warn("resume: --lr %g differs from the %g that %s was trained with", t->cfg.lr, man->lr,
+  if (man->lr != t->cfg.optim.lr)
+    ax_warn("resume: --lr %g differs from the %g that %s was trained with", t->cfg.optim.lr, man->lr,
             step_dir);
   if (strcmp(man->data, data) != 0)
     ax_warn("resume: --data '%s' differs from '%s' that %s was trained on (the data position "
@@ -86,7 +86,7 @@ int ax_trainer_load_checkpoint(AxTrainer *t, const char *step_dir, int *step) {
     if (t->have_data) ax_loader_set_position(&t->train, man.data_position);
     rc = t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, t->off.n,
                                 AX_STREAM_COMPUTE);
-    if (rc == AX_OK && t->cfg.optimizer_device) rc = ax_device_opt_from_host(&t->dopt);
+    if (rc == AX_OK && t->cfg.optim.optimizer_device) rc = ax_device_opt_from_host(&t->dopt);
   }
   ax_ckpt_manifest_free(&man);
   return rc == AX_OK ? ax_sync(t->be) : rc;

@@ -24,7 +24,7 @@ static int sparse_path(const AxTrainer *t) {
 }
 
 int ax_trainer_wte_presummed(const AxTrainer *t) {
-  int fused = t->cfg.fuse_embedding_sync && t->grid.embed != MPI_COMM_NULL;
+  int fused = t->cfg.compression.fuse_embedding_sync && t->grid.embed != MPI_COMM_NULL;
   return fused || sparse_path(t);
 }
 
@@ -52,7 +52,7 @@ int ax_trainer_setup_embed_sync(AxTrainer *t) {
   AX_TRY(ax_train_sparse_embedding_sync(&t->cfg, &is_auto, &e->algo));
   e->decides = is_auto;
   if (e->decides) AX_TRY(decision_link(t, &e->link));
-  return ax_sparse_sync_create(&e->sync, t->grid.data, e->rows, e->cols, (uint64_t)t->cfg.seed);
+  return ax_sparse_sync_create(&e->sync, t->grid.data, e->rows, e->cols, (uint64_t)t->cfg.data.seed);
 }
 
 void ax_trainer_free_embed_sync(AxTrainer *t) {
@@ -124,7 +124,7 @@ int ax_trainer_sync_embed_data(AxTrainer *t) {
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   float *wte = t->off.grads + lay->offset[AX_P_WTE];
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_EMBEDDING_SYNC);
-  AxAllreduceAlgo dense = (AxAllreduceAlgo)t->cfg.allreduce;
+  AxAllreduceAlgo dense = (AxAllreduceAlgo)t->cfg.grid.allreduce;
   AX_WD_NOTE(-1, "in the data-parallel sum of the tied embedding's gradient over %d rank(s)",
              t->grid.D);
   double t0 = ax_trace_begin(&t->trace);
@@ -132,7 +132,7 @@ int ax_trainer_sync_embed_data(AxTrainer *t) {
     AX_TRY(ax_allreduce(t->grid.data, &cc, wte, lay->count[AX_P_WTE], AX_COMM_F32, dense,
                         &t->comm_bytes));
   } else {
-    size_t n = touched_rows(e, t->inputs, (size_t)t->shard * (size_t)t->cfg.seq);
+    size_t n = touched_rows(e, t->inputs, (size_t)t->shard * (size_t)t->cfg.model.seq);
     double predicted[3];
     if (e->decides) AX_TRY(choose(t, n, predicted));
     AxSparseRows in = {e->idx, n, NULL};

@@ -59,7 +59,7 @@ static int is_leader(const AxTrainer *t) {
 }
 
 static const char *slot_dir(const AxTrainer *t, int slot, char *buf) {
-  return ax_memckpt_slot_dir(t->cfg.memory_dir, t->mc.name, t->mc.node, slot, buf);
+  return ax_memckpt_slot_dir(t->cfg.memckpt.memory_dir, t->mc.name, t->mc.node, slot, buf);
 }
 
 /* Options that leave a run's trajectory as it is, or that a restart may change (the grid,
@@ -86,8 +86,8 @@ static int name_ignores(const char *option) {
 /* "axonn-NAME": --run-name, or "run-" and a hash of every option that shapes the trajectory
  * (two runs that differ in --lr get two trees) and of the model as built (--init, --model). */
 static void derive_name(const AxTrainer *t, char *buf, size_t cap) {
-  if (t->cfg.run_name) {
-    snprintf(buf, cap, "%s", t->cfg.run_name);
+  if (t->cfg.memckpt.run_name) {
+    snprintf(buf, cap, "%s", t->cfg.memckpt.run_name);
     return;
   }
   const AxGptConfig *m = &t->model;
@@ -149,7 +149,7 @@ static int learn_ranks(AxTrainer *t) {
 static int decide_zero_copy(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   mc->zero_copy = 0;
-  if (!mc->writes[world_rank(t)] || ax_trainer_tp_on(t) || t->cfg.optimizer_device) return AX_OK;
+  if (!mc->writes[world_rank(t)] || ax_trainer_tp_on(t) || t->cfg.optim.optimizer_device) return AX_OK;
   AxStageLayout lay;
   const AxStageSpec *sp = &t->spec;
   ax_stage_layout(&lay, &t->model, sp->l0, sp->l1, sp->first, sp->last);
@@ -195,16 +195,16 @@ static int split_crcs(AxTrainer *t, const Transfer *x, int n) {
 
 int ax_trainer_setup_memckpt(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
-  if (!t->cfg.memory_checkpoint_every) return AX_OK;
+  if (!t->cfg.memckpt.memory_checkpoint_every) return AX_OK;
   mc->on = 1;
   mc->lock_fd = -1;
   derive_name(t, mc->name, sizeof mc->name);
   mc->n_nodes = ax_link_nodes(t->links);
   mc->node = ax_link_node_of(t->links, world_rank(t));
-  mc->replicas = t->cfg.replicas ? t->cfg.replicas : (mc->n_nodes < 2 ? 1 : 2);
+  mc->replicas = t->cfg.memckpt.replicas ? t->cfg.memckpt.replicas : (mc->n_nodes < 2 ? 1 : 2);
   if (mc->replicas > mc->n_nodes)
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
-                   t->cfg.ranks_per_node ? " (--ranks-per-node)" : "");
+                   t->cfg.grid.ranks_per_node ? " (--ranks-per-node)" : "");
   mc->last_slot = mc->state_slot = mc->master_slot = -1;
   AX_TRY(ax_memckpt_slot_maps_new(t));
   AX_TRY(learn_ranks(t));
@@ -214,7 +214,7 @@ int ax_trainer_setup_memckpt(AxTrainer *t) {
     mc->have_comm = 1;
   }
   if (is_leader(t))
-    AX_TRY(ax_memckpt_open_node(t->cfg.memory_dir, mc->name, mc->node, &mc->lock_fd));
+    AX_TRY(ax_memckpt_open_node(t->cfg.memckpt.memory_dir, mc->name, mc->node, &mc->lock_fd));
   Transfer *x = NULL;
   int n = 0;
   int rc = plan_replicas(t, mc->n_files, &x, &n);
@@ -238,7 +238,7 @@ void ax_trainer_print_memckpt(const AxTrainer *t) {
     snprintf(how, sizeof how, "replicas are sent at its end");
   ax_log("memory checkpoints: every %d step(s) into %s/node-K (%d node(s)); %d cop%s of each "
          "node's files (groups of %d consecutive nodes); the copy overlaps the next step, %s",
-         t->cfg.memory_checkpoint_every, ax_memckpt_run_dir(t->cfg.memory_dir, mc->name, dir),
+         t->cfg.memckpt.memory_checkpoint_every, ax_memckpt_run_dir(t->cfg.memckpt.memory_dir, mc->name, dir),
          mc->n_nodes, mc->replicas, mc->replicas == 1 ? "y" : "ies", mc->replicas, how);
 }
 
@@ -248,7 +248,7 @@ void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out) {
     *out = (AxMemCkptStats){0};
     return;
   }
-  *out = (AxMemCkptStats){t->cfg.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
+  *out = (AxMemCkptStats){t->cfg.memckpt.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
                           mc->copies, mc->landed_copies, mc->skipped, mc->files_written,
                           mc->files_in_place, mc->copy_cpu_s, mc->steady_files,
                           mc->steady_cpu_s, mc->copy_s};
@@ -350,8 +350,8 @@ static int run_transfers(AxTrainer *t, const Transfer *x, int n, const AxCkptMan
 
 /* --debug-hang-mode copy-*: this rank dies at that point of the step's memory checkpoint. */
 static void debug_kill(const AxTrainer *t, int step, int mode) {
-  if (world_rank(t) == t->cfg.debug_hang_rank && step == t->cfg.debug_hang_step &&
-      t->cfg.debug_hang_mode == mode)
+  if (world_rank(t) == t->cfg.debug.debug_hang_rank && step == t->cfg.debug.debug_hang_step &&
+      t->cfg.debug.debug_hang_mode == mode)
     raise(SIGKILL);
 }
 
@@ -430,7 +430,7 @@ static int launch_copy(AxTrainer *t) {
 
 int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   AxMemCkpt *mc = &t->mc;
-  if (!mc->on || step % t->cfg.memory_checkpoint_every) return AX_OK;
+  if (!mc->on || step % t->cfg.memckpt.memory_checkpoint_every) return AX_OK;
   if (mc->replicating) { /* the last copy's replicas are still in flight (agreed) */
     mc->skipped++;
     return AX_OK;
@@ -712,7 +712,7 @@ static int prepare_slot(AxTrainer *t, const AxMemSlot *slots, int step, int *slo
   *slot = slot_with(slots, mc->node, step);
   int rc = AX_OK;
   if (*slot < 0) {
-    *slot = step / t->cfg.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
+    *slot = step / t->cfg.memckpt.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
     char dir[AX_MEMCKPT_PATH];
     if (is_leader(t)) rc = ax_memckpt_empty(slot_dir(t, *slot, dir)); /* the tree: checked */
   }
@@ -850,7 +850,7 @@ int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int 
 static int remove_node(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;
   char dir[AX_MEMCKPT_PATH];
-  int rc = ax_memckpt_remove_tree(ax_memckpt_node_dir(t->cfg.memory_dir, mc->name, mc->node, dir));
+  int rc = ax_memckpt_remove_tree(ax_memckpt_node_dir(t->cfg.memckpt.memory_dir, mc->name, mc->node, dir));
   ax_lock_release(mc->lock_fd);
   mc->lock_fd = -1;
   return rc;
@@ -863,7 +863,7 @@ int ax_trainer_memckpt_close(AxTrainer *t) {
   ax_replicas_report(t);
   AX_TRY(agree(t, AX_OK)); /* nobody reads a node's files any more */
   AX_TRY(agree(t, is_leader(t) ? remove_node(t) : AX_OK));
-  return agree(t, is_leader(t) ? ax_memckpt_remove_run_dir(t->cfg.memory_dir, mc->name) : AX_OK);
+  return agree(t, is_leader(t) ? ax_memckpt_remove_run_dir(t->cfg.memckpt.memory_dir, mc->name) : AX_OK);
 }
 
 /* Whether a slot of this node holds a finished copy (its manifest parses): files of a copy
@@ -887,7 +887,7 @@ void ax_trainer_memckpt_abandon(AxTrainer *t) {
   int pending = ax_error_pending();
   if (pending) snprintf(failure, sizeof failure, "%s", ax_error_message());
   if (!node_holds_checkpoint(t) && remove_node(t) == AX_OK)
-    ax_memckpt_remove_run_dir(t->cfg.memory_dir, mc->name);
+    ax_memckpt_remove_run_dir(t->cfg.memckpt.memory_dir, mc->name);
   ax_error_clear();
   if (pending) ax_fail_forwarded(failure);
 }

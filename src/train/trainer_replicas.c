@@ -62,8 +62,8 @@ static int link_model(AxTrainer *t, const AxMemTransfer *x, int n, AxLinearCost 
 
 int ax_replicas_setup(AxTrainer *t, const AxMemTransfer *x, int n) {
   AxMemCkpt *mc = &t->mc;
-  mc->idle = t->cfg.replica_schedule == AX_REPLICAS_IDLE && t->have_grid && n > 0;
-  mc->link = (AxReplicaLink){{0, INFINITY}, t->cfg.replica_idle_share, MAX_CHUNK, MIN_CHUNK};
+  mc->idle = t->cfg.memckpt.replica_schedule == AX_REPLICAS_IDLE && t->have_grid && n > 0;
+  mc->link = (AxReplicaLink){{0, INFINITY}, t->cfg.memckpt.replica_idle_share, MAX_CHUNK, MIN_CHUNK};
   if (!mc->idle) return AX_OK;
   AX_TRY(link_model(t, x, n, &mc->link.f));
   ax_link_set_model(t->links, mc->link.f.latency_s, mc->link.f.bytes_per_s);

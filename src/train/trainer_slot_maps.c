@@ -46,7 +46,7 @@ int ax_memckpt_slot_map(AxTrainer *t, int slot, int file, size_t size, AxFileMap
     return AX_FAIL("internal: no slot map for slot %d, file %d", slot, file);
   AxSlotMap *sm = &mc->maps[slot * mc->n_files + file];
   char dir[AX_MEMCKPT_PATH], name[32], path[AX_MEMCKPT_PATH + 40];
-  ax_memckpt_slot_dir(t->cfg.memory_dir, mc->name, mc->node, slot, dir);
+  ax_memckpt_slot_dir(t->cfg.memckpt.memory_dir, mc->name, mc->node, slot, dir);
   snprintf(path, sizeof path, "%s/%s", dir, ax_ckpt_stage_file_name(file, name, sizeof name));
   if (!still_mapped(sm, path, size)) {
     ax_file_unmap(&sm->map);

@@ -11,7 +11,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/options.h"
-#include "src/io/memckpt.h"
+#include "src/memckpt/memckpt_store.h"
 
 typedef struct {
   char *run_name, *memory_dir;

@@ -1,7 +1,7 @@
 /* lockfile.h — a run's claim on a directory: an fcntl write lock on a file in it that records
  * "pid P on HOST". The kernel drops the lock when its owner exits or is killed, so a dead
  * run's lock never blocks a resume. File checkpoints hold DIR/lock (src/io/checkpoint.h) and
- * memory checkpoints each node's node-K/lock (src/io/memckpt.h). The lock file is opened
+ * memory checkpoints each node's node-K/lock (src/memckpt/memckpt_store.h). The lock file is opened
  * relative to a directory descriptor and never through a symbolic link. */
 #ifndef AX_LOCKFILE_H
 #define AX_LOCKFILE_H

@@ -17,7 +17,7 @@
 #include "mpi/link_spec.h"
 #include "mpi/sparse_sync.h"
 #include "src/core/error.h"
-#include "src/io/memckpt.h"
+#include "src/memckpt/memckpt_store.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
 #define NORANGE 1, 0

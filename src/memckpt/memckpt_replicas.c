@@ -29,8 +29,8 @@
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
-#include "src/io/memckpt.h"
-#include "trainer_impl.h"
+#include "memckpt_store.h"
+#include "src/train/trainer_impl.h"
 
 enum {
   MAX_CHUNK = 4 << 20,   /* R / p: the largest chunk */

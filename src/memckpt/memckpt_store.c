@@ -1,5 +1,5 @@
 /* memckpt.c — the node-local storage of in-memory checkpoints; see memckpt.h. */
-#include "memckpt.h"
+#include "memckpt_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "src/io/checkpoint.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 

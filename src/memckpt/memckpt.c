@@ -1,6 +1,6 @@
 /* trainer_memckpt.c — in-memory checkpoints (Gemini, thesis ch. 6; docs/memory-checkpoints.md):
  * after every --memory-checkpoint-every steps each node keeps the job's state in its shared
- * memory (src/io/memckpt.h: three slots, the oldest overwritten), and the m - 1 other nodes of its
+ * memory (src/memckpt/memckpt_store.h: three slots, the oldest overwritten), and the m - 1 other nodes of its
  * replica group get copies of the stage files it wrote; --resume recovers from the newest step
  * whose every file some node still holds, moving what a node lacks over MPI.
  *
@@ -35,9 +35,9 @@
 #include "src/core/options.h"
 #include "src/core/timer.h"
 #include "src/core/watchdog.h"
-#include "src/io/memckpt.h"
-#include "train_config.h"
-#include "trainer_impl.h"
+#include "memckpt_store.h"
+#include "src/train/train_config.h"
+#include "src/train/trainer_impl.h"
 
 enum { CHUNK_BYTES = 64 << 20, MANIFEST = AX_MEMCKPT_MANIFEST };
 

@@ -11,8 +11,8 @@
 
 #include "src/core/error.h"
 #include "src/io/checkpoint.h"
-#include "src/io/memckpt.h"
-#include "trainer_impl.h"
+#include "memckpt_store.h"
+#include "src/train/trainer_impl.h"
 
 int ax_memckpt_slot_maps_new(AxTrainer *t) {
   AxMemCkpt *mc = &t->mc;

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "memckpt.h"
+#include "memckpt_store.h"
 #include "src/core/error.h"
 #include "src/core/lockfile.h"
 

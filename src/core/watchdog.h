@@ -147,4 +147,15 @@ void ax_wd_phase(AxWdPhase phase, int step);
 /* This thread's notes are ignored from now on. */
 void ax_wd_mute_thread(void);
 
+/* --debug-hang-mode: how the rank under test stops making progress. */
+typedef enum {
+  AX_DEBUG_HANG_SLEEP = 0,  /* sleeps forever in a forward */
+  AX_DEBUG_HANG_DROP,       /* drops its next pipeline message */
+  AX_DEBUG_HANG_CHECKPOINT, /* sleeps forever in the step's checkpoint, its file written */
+  AX_DEBUG_HANG_KILL,       /* SIGKILL itself as the step begins */
+  AX_DEBUG_HANG_COPY_BEGIN, /* SIGKILL itself in the step's memory checkpoint: slot emptied */
+  AX_DEBUG_HANG_COPY_FILES, /* ... its files written, replicas not sent */
+  AX_DEBUG_HANG_COPY_REPLICAS, /* ... its replicas handed over, no manifest written */
+} AxDebugHang;
+
 #endif

@@ -1,4 +1,5 @@
-/* trainer_memckpt.c — in-memory checkpoints (Gemini, thesis ch. 6; docs/memory-checkpoints.md):
+/* memckpt.c — in-memory checkpoints (Gemini, thesis ch. 6; docs/memory-checkpoints.md; the
+ * interface in memckpt.h):
  * after every --memory-checkpoint-every steps each node keeps the job's state in its shared
  * memory (src/memckpt/memckpt_store.h: three slots, the oldest overwritten), and the m - 1 other nodes of its
  * replica group get copies of the stage files it wrote; --resume recovers from the newest step
@@ -12,9 +13,9 @@
  * next step computes; the state it reads changes only in the optimizer, before which the next
  * step joins it; it writes into the slot file through a mapping the rank keeps from copy to
  * copy (ax_memckpt_slot_map), as the replicas' receivers do. The replicas travel as
- * trainer_replicas.c schedules them (into the link's idle spans, or all at the end of that
+ * memckpt_replicas.c schedules them (into the link's idle spans, or all at the end of that
  * step), and each node's manifest is written last, once every replica has landed. Each step's
- * state goes to a slot holding neither the newest complete copy nor the copy in flight (aim).
+ * state goes to a slot holding neither the newest complete copy nor the copy in flight (before_optim).
  * Zero-copy: where a writer's stage file holds its arrays whole, its optimizer writes the state
  * into that slot's file itself, and the copy thread only CRCs it. Where several nodes write
  * identical copies of a stage, each CRCs a part of it and the settle puts the parts together
@@ -27,25 +28,22 @@
 
 #include "src/plan/failure_odds.h"
 #include "mpi/mpi_util.h"
-#include "src/core/crc32.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/lockfile.h"
 #include "src/core/log.h"
-#include "src/core/options.h"
 #include "src/core/timer.h"
 #include "src/core/watchdog.h"
 #include "memckpt_store.h"
-#include "src/train/train_config.h"
-#include "src/train/trainer_impl.h"
+#include "memckpt_impl.h"
 
 enum { CHUNK_BYTES = 64 << 20, MANIFEST = AX_MEMCKPT_MANIFEST };
 
 typedef AxMemTransfer Transfer; /* one file from one rank's slot to another rank's */
 
-static int world_size(const AxTrainer *t) { return t->have_grid ? t->grid.size : 1; }
-static int world_rank(const AxTrainer *t) { return t->have_grid ? t->grid.rank : 0; }
-static int agree(AxTrainer *t, int rc) { return t->have_grid ? ax_grid_agree(&t->grid, rc) : rc; }
+static int world_size(const AxMemCkpt *mc) { return (mc->v.grid != NULL) ? mc->v.grid->size : 1; }
+static int world_rank(const AxMemCkpt *mc) { return (mc->v.grid != NULL) ? mc->v.grid->rank : 0; }
+static int agree(AxMemCkpt *mc, int rc) { return (mc->v.grid != NULL) ? ax_grid_agree(mc->v.grid, rc) : rc; }
 
 /* The lowest rank of a node: it scans, empties and completes the node's slots. */
 static int leader_of(const AxMemCkpt *mc, int size, int node) {
@@ -54,79 +52,33 @@ static int leader_of(const AxMemCkpt *mc, int size, int node) {
   return -1;
 }
 
-static int is_leader(const AxTrainer *t) {
-  return world_rank(t) == leader_of(&t->mc, world_size(t), t->mc.node);
+static int is_leader(const AxMemCkpt *mc) {
+  return world_rank(mc) == leader_of(mc, world_size(mc), mc->node);
 }
 
-static const char *slot_dir(const AxTrainer *t, int slot, char *buf) {
-  return ax_memckpt_slot_dir(t->cfg.memckpt.memory_dir, t->mc.name, t->mc.node, slot, buf);
-}
-
-/* Options that leave a run's trajectory as it is, or that a restart may change (the grid,
- * the outputs, the schedule of checkpoints, the debugging hooks): left out of the derived run
- * name, so that a resumed run finds its tree. Every other option is part of the name. */
-static const char *const NAME_IGNORES[] = {
-    "micro-batch", "g-inter", "g-data", "gx", "gy", "gz", "tp-oar", "tp-ors", "tp-oag",
-    "tp-ag-cache", "pipeline-limit", "stage-layers", "allreduce", "ranks-per-node",
-    "emulate-link", "steps", "optimizer-threads", "progress", "dry-run", "device",
-    "cuda-aware-mpi", "threads", "bind", "metrics", "save", "val-every", "val-steps",
-    "val-data", "trace", "trace-steps", "log-every", "quiet", "summary", "timing-skip",
-    "timing-steps", "peak-tflops", "checkpoint-dir", "checkpoint-every", "keep", "resume",
-    "memory-checkpoint-every", "replicas", "run-name", "memory-dir", "replica-schedule",
-    "replica-idle-share", "debug-delay-stage", "debug-delay-ms", "debug-forward-ms",
-    "debug-backward-ms", "step-timeout", "debug-hang-rank", "debug-hang-step",
-    "debug-hang-mode", "bucket-size", "coarsening"};
-
-static int name_ignores(const char *option) {
-  for (size_t i = 0; i < sizeof NAME_IGNORES / sizeof *NAME_IGNORES; i++)
-    if (!strcmp(option, NAME_IGNORES[i])) return 1;
-  return 0;
-}
-
-/* "axonn-NAME": --run-name, or "run-" and a hash of every option that shapes the trajectory
- * (two runs that differ in --lr get two trees) and of the model as built (--init, --model). */
-static void derive_name(const AxTrainer *t, char *buf, size_t cap) {
-  if (t->cfg.memckpt.run_name) {
-    snprintf(buf, cap, "%s", t->cfg.memckpt.run_name);
-    return;
-  }
-  const AxGptConfig *m = &t->model;
-  char text[4200];
-  snprintf(text, sizeof text, "L%d C%d NH%d V%d", m->layers, m->channels, m->heads, m->vocab);
-  uint32_t lo = ax_crc32(0, text, strlen(text)), hi = ax_crc32(0x9e3779b9u, text, strlen(text));
-  const AxOptionTable *opts = &AX_TRAIN_OPTIONS;
-  for (int i = 0; i < opts->n_opts; i++) {
-    const AxOption *o = &opts->opts[i];
-    if (name_ignores(o->name)) continue;
-    char value[4096];
-    snprintf(text, sizeof text, "%s=%s;", o->name,
-             ax_options_value_text(o, &t->cfg, value, sizeof value));
-    lo = ax_crc32(lo, text, strlen(text));
-    hi = ax_crc32(hi ^ 0x5bd1e995u, text, strlen(text));
-  }
-  snprintf(buf, cap, "run-%08x%08x", (unsigned)hi, (unsigned)lo);
+static const char *slot_dir(const AxMemCkpt *mc, int slot, char *buf) {
+  return ax_memckpt_slot_dir(mc->v.opt.memory_dir, mc->name, mc->node, slot, buf);
 }
 
 /* ------------------------------------------------------------------ setup */
 
-static int plan_replicas(const AxTrainer *t, int P, Transfer **out, int *n);
-static int split_crcs(AxTrainer *t, const Transfer *x, int n);
+static int plan_replicas(const AxMemCkpt *mc, int P, Transfer **out, int *n);
+static int split_crcs(AxMemCkpt *mc, const Transfer *x, int n);
 
 /* Every rank's node and stage, and which ranks write (see the header). */
-static int learn_ranks(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  int size = world_size(t);
+static int learn_ranks(AxMemCkpt *mc) {
+  int size = world_size(mc);
   mc->node_of = ax_calloc((size_t)size, sizeof(int));
   mc->stage_of = ax_calloc((size_t)size, sizeof(int));
   mc->writes = ax_calloc((size_t)size, sizeof(int));
   mc->notes = ax_calloc((size_t)size, sizeof *mc->notes);
   if (!mc->node_of || !mc->stage_of || !mc->writes || !mc->notes) return AX_ERR;
-  int mine[3] = {mc->node, t->have_grid ? t->grid.stage : 0,
-                 t->have_grid ? ax_grid_tp_index(&t->grid) : 0};
+  int mine[3] = {mc->node, (mc->v.grid != NULL) ? mc->v.grid->stage : 0,
+                 (mc->v.grid != NULL) ? ax_grid_tp_index(mc->v.grid) : 0};
   int *all = ax_calloc((size_t)size * 3, sizeof(int));
   if (!all) return AX_ERR;
-  if (t->have_grid)
-    AX_MPI(MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, t->grid.world));
+  if ((mc->v.grid != NULL))
+    AX_MPI(MPI_Allgather(mine, 3, MPI_INT, all, 3, MPI_INT, mc->v.grid->world));
   else
     memcpy(all, mine, sizeof mine);
   for (int r = 0; r < size; r++) {
@@ -146,16 +98,15 @@ static int learn_ranks(AxTrainer *t) {
  * the file's sections are its arrays whole (not on a last stage whose large tied wte copy the
  * file leaves out, nor with tensor parallelism, where the file is gathered from shards). The
  * sections are worked out once, here. */
-static int decide_zero_copy(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
+static int decide_zero_copy(AxMemCkpt *mc) {
   mc->zero_copy = 0;
-  if (!mc->writes[world_rank(t)] || ax_trainer_tp_on(t) || t->cfg.optim.optimizer_device) return AX_OK;
+  if (!mc->writes[world_rank(mc)] || mc->v.tensor_parallel || mc->v.optimizer_device) return AX_OK;
   AxStageLayout lay;
-  const AxStageSpec *sp = &t->spec;
-  ax_stage_layout(&lay, &t->model, sp->l0, sp->l1, sp->first, sp->last);
-  AX_TRY(ax_ckpt_stage_sections(&t->model, &lay, mc->stage_of[world_rank(t)], mc->n_files,
+  const AxStageSpec *sp = mc->v.spec;
+  ax_stage_layout(&lay, mc->v.model, sp->l0, sp->l1, sp->first, sp->last);
+  AX_TRY(ax_ckpt_stage_sections(mc->v.model, &lay, mc->stage_of[world_rank(mc)], mc->n_files,
                                 &mc->sections));
-  mc->zero_copy = mc->sections.skip == 0 && mc->sections.count == t->off.n;
+  mc->zero_copy = mc->sections.skip == 0 && mc->sections.count == mc->v.off->n;
   return AX_OK;
 }
 
@@ -171,9 +122,8 @@ static void sections_in(const AxMemCkpt *mc, const AxFileMap *view, float *sec[3
  * writer CRCs one D-th of the file and the settle puts the parts' CRCs together: the CRC's
  * CPU a node spends falls by D. A stage sent as a replica is CRC'd whole: its bytes leave
  * before the settle, and they must carry their trailer. */
-static int split_crcs(AxTrainer *t, const Transfer *x, int n) {
-  AxMemCkpt *mc = &t->mc;
-  int size = world_size(t);
+static int split_crcs(AxMemCkpt *mc, const Transfer *x, int n) {
+  int size = world_size(mc);
   mc->crc_part = ax_calloc((size_t)size, sizeof(int));
   mc->crc_parts = ax_calloc((size_t)size, sizeof(int));
   mc->crc_scratch = ax_calloc((size_t)mc->n_files * mc->n_nodes, sizeof(uint32_t));
@@ -193,62 +143,75 @@ static int split_crcs(AxTrainer *t, const Transfer *x, int n) {
   return AX_OK;
 }
 
-int ax_trainer_setup_memckpt(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  if (!t->cfg.memckpt.memory_checkpoint_every) return AX_OK;
+static int setup(AxMemCkpt *mc) {
   mc->on = 1;
-  mc->lock_fd = -1;
-  derive_name(t, mc->name, sizeof mc->name);
-  mc->n_nodes = ax_link_nodes(t->links);
-  mc->node = ax_link_node_of(t->links, world_rank(t));
-  mc->replicas = t->cfg.memckpt.replicas ? t->cfg.memckpt.replicas : (mc->n_nodes < 2 ? 1 : 2);
+  snprintf(mc->name, sizeof mc->name, "%s", mc->v.name);
+  mc->n_nodes = ax_link_nodes(mc->v.links);
+  mc->node = ax_link_node_of(mc->v.links, world_rank(mc));
+  mc->replicas = mc->v.opt.replicas ? mc->v.opt.replicas : (mc->n_nodes < 2 ? 1 : 2);
   if (mc->replicas > mc->n_nodes)
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
-                   t->cfg.grid.ranks_per_node ? " (--ranks-per-node)" : "");
+                   mc->v.ranks_per_node ? " (--ranks-per-node)" : "");
   mc->last_slot = mc->state_slot = mc->master_slot = -1;
-  AX_TRY(ax_memckpt_slot_maps_new(t));
-  AX_TRY(learn_ranks(t));
-  AX_TRY(decide_zero_copy(t));
-  if (t->have_grid) {
-    AX_MPI(MPI_Comm_dup(t->grid.world, &mc->comm));
+  AX_TRY(ax_memckpt_slot_maps_new(mc));
+  AX_TRY(learn_ranks(mc));
+  AX_TRY(decide_zero_copy(mc));
+  if ((mc->v.grid != NULL)) {
+    AX_MPI(MPI_Comm_dup(mc->v.grid->world, &mc->comm));
     mc->have_comm = 1;
   }
-  if (is_leader(t))
-    AX_TRY(ax_memckpt_open_node(t->cfg.memckpt.memory_dir, mc->name, mc->node, &mc->lock_fd));
+  if (is_leader(mc))
+    AX_TRY(ax_memckpt_open_node(mc->v.opt.memory_dir, mc->name, mc->node, &mc->lock_fd));
   Transfer *x = NULL;
   int n = 0;
-  int rc = plan_replicas(t, mc->n_files, &x, &n);
-  if (rc == AX_OK) rc = split_crcs(t, x, n);
-  if (rc == AX_OK) rc = ax_replicas_setup(t, x, n);
+  int rc = plan_replicas(mc, mc->n_files, &x, &n);
+  if (rc == AX_OK) rc = split_crcs(mc, x, n);
+  if (rc == AX_OK) rc = ax_replicas_setup(mc, x, n);
   free(x);
   return rc;
 }
 
-void ax_trainer_print_memckpt(const AxTrainer *t) {
-  const AxMemCkpt *mc = &t->mc;
-  if (!mc->on) return;
+int ax_memckpt_create(AxMemCkpt **out, const AxMemCkptView *view, const AxMemCkptOps *ops) {
+  *out = NULL;
+  if (!view->opt.memory_checkpoint_every) return AX_OK;
+  AxMemCkpt *mc = ax_calloc(1, sizeof *mc);
+  if (!mc) return AX_ERR;
+  mc->v = *view;
+  mc->ops = *ops;
+  mc->lock_fd = -1;
+  *out = mc; /* freed by ax_memckpt_free, whatever setup did */
+  return setup(mc);
+}
+
+const char *ax_memckpt_name(const AxMemCkpt *mc) { return mc ? mc->name : ""; }
+
+int ax_memckpt_step_begin(AxMemCkpt *mc) { return mc ? ax_replicas_step_begin(mc) : AX_OK; }
+
+int ax_memckpt_tick(AxMemCkpt *mc) { return mc ? ax_replicas_tick(mc) : AX_OK; }
+
+void ax_memckpt_print(const AxMemCkpt *mc) {
+  if (!mc || !mc->on) return;
   char dir[AX_MEMCKPT_PATH];
   char how[256];
   if (mc->idle)
     snprintf(how, sizeof how, "replicas go in chunks of at most %d MB into %.0f%% of each idle "
              "span of the link (alpha %.1f us, %.3g GB/s%s), what does not fit in the next step",
              (int)(mc->link.max_chunk >> 20), 100 * mc->link.mu, mc->link.f.latency_s * 1e6,
-             mc->link.f.bytes_per_s / 1e9, ax_link_emulating(t->links) ? ", emulated" : ", fitted");
+             mc->link.f.bytes_per_s / 1e9, ax_link_emulating(mc->v.links) ? ", emulated" : ", fitted");
   else
     snprintf(how, sizeof how, "replicas are sent at its end");
   ax_log("memory checkpoints: every %d step(s) into %s/node-K (%d node(s)); %d cop%s of each "
          "node's files (groups of %d consecutive nodes); the copy overlaps the next step, %s",
-         t->cfg.memckpt.memory_checkpoint_every, ax_memckpt_run_dir(t->cfg.memckpt.memory_dir, mc->name, dir),
+         mc->v.opt.memory_checkpoint_every, ax_memckpt_run_dir(mc->v.opt.memory_dir, mc->name, dir),
          mc->n_nodes, mc->replicas, mc->replicas == 1 ? "y" : "ies", mc->replicas, how);
 }
 
-void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out) {
-  const AxMemCkpt *mc = &t->mc;
-  if (!mc->on) {
+void ax_memckpt_stats(const AxMemCkpt *mc, AxMemCkptStats *out) {
+  if (!mc || !mc->on) {
     *out = (AxMemCkptStats){0};
     return;
   }
-  *out = (AxMemCkptStats){t->cfg.memckpt.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
+  *out = (AxMemCkptStats){mc->v.opt.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
                           mc->copies, mc->landed_copies, mc->skipped, mc->files_written,
                           mc->files_in_place, mc->copy_cpu_s, mc->steady_files,
                           mc->steady_cpu_s, mc->copy_s};
@@ -262,7 +225,7 @@ static const char *file_name(const AxCkptManifest *man, int file) {
 
 /* Sends a file's bytes to `to`: its size, then chunks (all held by the link emulator as any
  * other message, counted as checkpoint_replica traffic). */
-static int send_file(AxTrainer *t, const char *dir, const char *name, int to, int tag,
+static int send_file(AxMemCkpt *mc, const char *dir, const char *name, int to, int tag,
                      unsigned char **data, unsigned long long *size, AxLinkSend **sends,
                      int *n_sends) {
   char path[AX_MEMCKPT_PATH + 64];
@@ -273,14 +236,14 @@ static int send_file(AxTrainer *t, const char *dir, const char *name, int to, in
   int chunks = (int)((n + CHUNK_BYTES - 1) / CHUNK_BYTES);
   *sends = ax_calloc((size_t)chunks + 1, sizeof **sends);
   if (!*sends) return AX_ERR;
-  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
-  AxLinkMsg m = {size, 1, MPI_UNSIGNED_LONG_LONG, sizeof *size, to, to, tag, t->mc.comm,
+  AxCommConfig cc = ax_comm_config_as(&mc->v.grid->comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
+  AxLinkMsg m = {size, 1, MPI_UNSIGNED_LONG_LONG, sizeof *size, to, to, tag, mc->comm,
                  AX_TRAFFIC_CHECKPOINT_REPLICA};
   (*sends)[0] = AX_LINK_SEND_NULL;
   AX_TRY(ax_link_isend(&cc, &m, &(*sends)[0]));
   for (int c = 0; c < chunks; c++) {
     size_t off = (size_t)c * CHUNK_BYTES, len = n - off < CHUNK_BYTES ? n - off : CHUNK_BYTES;
-    AxLinkMsg d = {*data + off, (int)len, MPI_BYTE, len, to, to, tag, t->mc.comm,
+    AxLinkMsg d = {*data + off, (int)len, MPI_BYTE, len, to, to, tag, mc->comm,
                    AX_TRAFFIC_CHECKPOINT_REPLICA};
     (*sends)[c + 1] = AX_LINK_SEND_NULL;
     AX_TRY(ax_link_isend(&cc, &d, &(*sends)[c + 1]));
@@ -289,23 +252,23 @@ static int send_file(AxTrainer *t, const char *dir, const char *name, int to, in
   return AX_OK;
 }
 
-static int recv_into(AxTrainer *t, void *buf, int count, MPI_Datatype type, int from, int tag) {
-  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
+static int recv_into(AxMemCkpt *mc, void *buf, int count, MPI_Datatype type, int from, int tag) {
+  AxCommConfig cc = ax_comm_config_as(&mc->v.grid->comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
   MPI_Request req;
-  AX_MPI(MPI_Irecv(buf, count, type, from, tag, t->mc.comm, &req));
+  AX_MPI(MPI_Irecv(buf, count, type, from, tag, mc->comm, &req));
   return ax_link_wait_recv(&cc, &req, MPI_STATUS_IGNORE);
 }
 
 /* Receives a file from `from` and writes it into dir under its name (a temporary name first). */
-static int recv_file(AxTrainer *t, const char *dir, const char *name, int from, int tag) {
+static int recv_file(AxMemCkpt *mc, const char *dir, const char *name, int from, int tag) {
   unsigned long long size = 0;
-  AX_TRY(recv_into(t, &size, 1, MPI_UNSIGNED_LONG_LONG, from, tag));
+  AX_TRY(recv_into(mc, &size, 1, MPI_UNSIGNED_LONG_LONG, from, tag));
   unsigned char *data = ax_malloc(size + 1);
   if (!data) return AX_ERR;
   int rc = AX_OK;
   for (unsigned long long off = 0; rc == AX_OK && off < size; off += CHUNK_BYTES) {
     unsigned long long len = size - off < CHUNK_BYTES ? size - off : CHUNK_BYTES;
-    rc = recv_into(t, data + off, (int)len, MPI_BYTE, from, tag);
+    rc = recv_into(mc, data + off, (int)len, MPI_BYTE, from, tag);
   }
   if (rc == AX_OK) rc = ax_memckpt_put_file(dir, name, data, size);
   free(data);
@@ -315,9 +278,9 @@ static int recv_file(AxTrainer *t, const char *dir, const char *name, int from, 
 /* This rank's part of a list of transfers (the same list on every rank): it posts all its
  * sends first, then receives in list order, then completes its sends. src and dst: the
  * slot directories of this rank's node that files are read from and written to. */
-static int run_transfers(AxTrainer *t, const Transfer *x, int n, const AxCkptManifest *man,
+static int run_transfers(AxMemCkpt *mc, const Transfer *x, int n, const AxCkptManifest *man,
                          const char *src, const char *dst) {
-  int me = world_rank(t), rc = AX_OK;
+  int me = world_rank(mc), rc = AX_OK;
   unsigned char **data = ax_calloc((size_t)n + 1, sizeof *data);
   AxLinkSend **sends = ax_calloc((size_t)n + 1, sizeof *sends);
   int *n_sends = ax_calloc((size_t)n + 1, sizeof *n_sends);
@@ -325,13 +288,13 @@ static int run_transfers(AxTrainer *t, const Transfer *x, int n, const AxCkptMan
   for (int i = 0; i < n && rc == AX_OK; i++) {
     unsigned long long size;
     if (x[i].from == me)
-      rc = send_file(t, src, file_name(man, x[i].file), x[i].to, ax_memckpt_tag(x[i].file), &data[i],
+      rc = send_file(mc, src, file_name(man, x[i].file), x[i].to, ax_memckpt_tag(x[i].file), &data[i],
                      &size, &sends[i], &n_sends[i]);
   }
   for (int i = 0; i < n && rc == AX_OK; i++)
-    if (x[i].to == me) rc = recv_file(t, dst, file_name(man, x[i].file), x[i].from,
+    if (x[i].to == me) rc = recv_file(mc, dst, file_name(man, x[i].file), x[i].from,
                                       ax_memckpt_tag(x[i].file));
-  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
+  AxCommConfig cc = ax_comm_config_as(&mc->v.grid->comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
   for (int i = 0; i < n && sends && data && n_sends; i++) {
     for (int c = 0; c < n_sends[i]; c++) {
       if (rc == AX_OK) rc = ax_link_wait(&cc, &sends[i][c]);
@@ -349,9 +312,9 @@ static int run_transfers(AxTrainer *t, const Transfer *x, int n, const AxCkptMan
 /* ------------------------------------------------------------------ the copy of a step */
 
 /* --debug-hang-mode copy-*: this rank dies at that point of the step's memory checkpoint. */
-static void debug_kill(const AxTrainer *t, int step, int mode) {
-  if (world_rank(t) == t->cfg.debug.debug_hang_rank && step == t->cfg.debug.debug_hang_step &&
-      t->cfg.debug.debug_hang_mode == mode)
+static void debug_kill(const AxMemCkpt *mc, int step, int mode) {
+  if (world_rank(mc) == mc->v.hang_rank && step == mc->v.hang_step &&
+      mc->v.hang_mode == mode)
     raise(SIGKILL);
 }
 
@@ -359,12 +322,11 @@ static void debug_kill(const AxTrainer *t, int step, int mode) {
  * are then sent from), less what the optimizer wrote there already (zero-copy), which it only
  * CRCs. */
 static void *copy_main(void *arg) {
-  AxTrainer *t = arg;
-  AxMemCkpt *mc = &t->mc;
+  AxMemCkpt *mc = arg;
   double cpu0 = ax_thread_cpu_now();
-  int me = world_rank(t);
-  int rc = ax_ckpt_fill_stage(mc->send.data, mc->send.size, mc->stage_of[me], &t->model,
-                              &mc->whole.whole, mc->n_files, mc->fill[0], mc->fill[1],
+  int me = world_rank(mc);
+  int rc = ax_ckpt_fill_stage(mc->send.data, mc->send.size, mc->stage_of[me], mc->v.model,
+                              mc->whole, mc->n_files, mc->fill[0], mc->fill[1],
                               mc->fill[2], mc->crc_part[me], mc->crc_parts[me], &mc->mine);
   if (rc != AX_OK) snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
   double cpu = ax_thread_cpu_now() - cpu0; /* read by the main thread after the join */
@@ -381,39 +343,44 @@ static void *copy_main(void *arg) {
 
 /* This rank's part of starting the copy of `step` into mc->slot, none of it collective (a
  * failure is reported at the settle's exchange) but the tensor-parallel gather. */
-static int begin_copy(AxTrainer *t, int step) {
-  AxMemCkpt *mc = &t->mc;
+static int begin_copy(AxMemCkpt *mc, int step) {
   char dir[AX_MEMCKPT_PATH];
   /* every rank removes its node's manifest of the slot (again, harmless) before it or its
    * node's writers and receivers touch the slot: a slot that looks complete is never written */
-  AX_TRY(ax_memckpt_invalidate(slot_dir(t, mc->slot, dir)));
-  debug_kill(t, step, AX_DEBUG_HANG_COPY_BEGIN);
+  AX_TRY(ax_memckpt_invalidate(slot_dir(mc, mc->slot, dir)));
+  debug_kill(mc, step, AX_DEBUG_HANG_COPY_BEGIN);
   AxCkptFile *files = ax_calloc((size_t)mc->n_files, sizeof *files);
-  int rc = files ? ax_trainer_build_manifest(t, step, files, &mc->man) : AX_ERR;
+  int rc = files ? mc->ops.build_manifest(mc->ops.ctx, step, files, &mc->man) : AX_ERR;
   mc->man.files = files; /* freed with the manifest, whatever happened */
   AX_TRY(rc);
   Transfer *x = NULL;
   int n = 0;
-  rc = plan_replicas(t, mc->man.n_files, &x, &n);
-  if (rc == AX_OK) rc = ax_replicas_begin(t, x, n); /* from here on settle, or free, ends it */
+  rc = plan_replicas(mc, mc->man.n_files, &x, &n);
+  if (rc == AX_OK) rc = ax_replicas_begin(mc, x, n); /* from here on settle, or free, ends it */
   free(x);
   AX_TRY(rc);
-  float *const state[3] = {t->off.master, t->off.m, t->off.v};
-  return ax_trainer_whole_open(t, &mc->whole, state, 3, 0);
+  mc->gathering = 1;
+  return mc->ops.gather_open(mc->ops.ctx);
+}
+
+/* The whole stage the copy read, given back to the trainer. */
+static void close_gather(AxMemCkpt *mc) {
+  if (mc->gathering) mc->ops.gather_close(mc->ops.ctx);
+  mc->gathering = 0;
+  mc->whole = NULL;
+  mc->whole_buf = NULL;
 }
 
 /* The copy thread, writing this rank's stage file (a writer) from the whole stage into the
  * slot's map. */
-static int launch_copy(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  float *const state[3] = {t->off.master, t->off.m, t->off.v};
-  AX_TRY(ax_trainer_whole_gather(t, &mc->whole, state));
-  int me = world_rank(t);
+static int launch_copy(AxMemCkpt *mc) {
+  AX_TRY(mc->ops.gather(mc->ops.ctx, &mc->whole, &mc->whole_buf));
+  int me = world_rank(mc);
   if (!mc->writes[me]) return AX_OK;
   size_t bytes;
-  AX_TRY(ax_ckpt_stage_bytes(&t->model, &mc->whole.whole, mc->stage_of[me], mc->n_files, &bytes));
-  AX_TRY(ax_memckpt_slot_map(t, mc->slot, mc->stage_of[me], bytes, &mc->send, &mc->send_fresh));
-  for (int a = 0; a < 3; a++) mc->fill[a] = mc->whole.buf[a];
+  AX_TRY(ax_ckpt_stage_bytes(mc->v.model, mc->whole, mc->stage_of[me], mc->n_files, &bytes));
+  AX_TRY(ax_memckpt_slot_map(mc, mc->slot, mc->stage_of[me], bytes, &mc->send, &mc->send_fresh));
+  for (int a = 0; a < 3; a++) mc->fill[a] = mc->whole_buf[a];
   if (mc->zero_copy) { /* what the optimizer left in the file is not copied again */
     float *sec[3];
     sections_in(mc, &mc->send, sec);
@@ -422,15 +389,14 @@ static int launch_copy(AxTrainer *t) {
       if (mc->fill[a] == sec[a]) mc->fill[a] = NULL;
     mc->files_in_place += !mc->fill[0] && !mc->fill[1] && !mc->fill[2];
   }
-  if (pthread_create(&mc->thread, NULL, copy_main, t) != 0)
+  if (pthread_create(&mc->thread, NULL, copy_main, mc) != 0)
     return AX_FAIL("cannot start the memory checkpoint's copy thread");
   mc->thread_running = 1;
   return AX_OK;
 }
 
-int ax_trainer_memckpt_start(AxTrainer *t, int step) {
-  AxMemCkpt *mc = &t->mc;
-  if (!mc->on || step % t->cfg.memckpt.memory_checkpoint_every) return AX_OK;
+int ax_memckpt_step_end(AxMemCkpt *mc, int step) {
+  if (!mc || !mc->on || step % mc->v.opt.memory_checkpoint_every) return AX_OK;
   if (mc->replicating) { /* the last copy's replicas are still in flight (agreed) */
     mc->skipped++;
     return AX_OK;
@@ -438,14 +404,14 @@ int ax_trainer_memckpt_start(AxTrainer *t, int step) {
   AX_WD_NOTE(-1, "starting the memory checkpoint of step %d", step);
   mc->step = step;
   mc->slot = mc->state_slot; /* where this step's optimizer put the state (aim) */
-  mc->pending = 1; /* on every rank: from here on the settle, or ax_trainer_memckpt_free, ends it */
+  mc->pending = 1; /* on every rank: from here on the settle, or ax_memckpt_free, ends it */
   mc->joined = 0;
   mc->thread_rc = AX_OK;
   mc->mine = (AxCkptFile){{0}, 0, 0};
-  int rc = begin_copy(t, step);
+  int rc = begin_copy(mc, step);
   /* the gather is collective over the tensor-parallel cell: only then is a failure agreed now */
-  if (ax_trainer_tp_on(t)) AX_TRY(agree(t, rc));
-  if (rc == AX_OK) rc = launch_copy(t);
+  if (mc->v.tensor_parallel) AX_TRY(agree(mc, rc));
+  if (rc == AX_OK) rc = launch_copy(mc);
   if (rc != AX_OK) { /* kept for the settle, which every rank reaches */
     snprintf(mc->thread_err, sizeof mc->thread_err, "%s", ax_error_message());
     ax_error_clear();
@@ -473,9 +439,8 @@ static int node_writes(const AxMemCkpt *mc, int size, int node, int s) {
 
 /* The replica transfers of a step: node K's files to the other holders of K's files that do
  * not hold that stage already. */
-static int plan_replicas(const AxTrainer *t, int P, Transfer **out, int *n) {
-  const AxMemCkpt *mc = &t->mc;
-  int size = world_size(t), N = mc->n_nodes, m = mc->replicas;
+static int plan_replicas(const AxMemCkpt *mc, int P, Transfer **out, int *n) {
+  int size = world_size(mc), N = mc->n_nodes, m = mc->replicas;
   unsigned char *held = ax_calloc((size_t)N * P, 1);
   int *holders = ax_calloc((size_t)m, sizeof *holders);
   *out = ax_calloc((size_t)N * P * m + 1, sizeof **out);
@@ -506,8 +471,7 @@ static int plan_replicas(const AxTrainer *t, int P, Transfer **out, int *n) {
 }
 
 /* The copy thread joined: the state may change after this. */
-void ax_trainer_memckpt_join(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
+static void join(AxMemCkpt *mc) {
   if (!mc->pending || mc->joined) return;
   double t0 = ax_now();
   AX_WD_NOTE(-1, "joining the copy of the memory checkpoint of step %d", mc->step);
@@ -515,8 +479,8 @@ void ax_trainer_memckpt_join(AxTrainer *t) {
   mc->thread_running = 0;
   mc->joined = 1;
   mc->copies++;
-  debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_FILES);
-  ax_trainer_whole_close(&mc->whole);
+  debug_kill(mc, mc->step, AX_DEBUG_HANG_COPY_FILES);
+  close_gather(mc);
   mc->copy_s += ax_now() - t0;
 }
 
@@ -526,9 +490,9 @@ static int slot_free(const AxMemCkpt *mc, int s) {
   return s >= 0 && s != mc->last_slot && !((mc->pending || mc->replicating) && s == mc->slot);
 }
 
-int ax_trainer_memckpt_aim(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  if (!mc->on) return AX_OK;
+int ax_memckpt_before_optim(AxMemCkpt *mc) {
+  if (!mc || !mc->on) return AX_OK;
+  join(mc); /* the last copy has read the state the optimizer changes */
   /* where the state is, while it may stay there; else the first free slot: three slots always
    * leave one (every rank of a node chooses alike, from what the settles agreed) */
   if (!slot_free(mc, mc->state_slot))
@@ -536,20 +500,19 @@ int ax_trainer_memckpt_aim(AxTrainer *t) {
       if (slot_free(mc, s)) mc->state_slot = s;
   if (!mc->zero_copy) return AX_OK;
   char dir[AX_MEMCKPT_PATH];
-  AX_TRY(ax_memckpt_invalidate(slot_dir(t, mc->state_slot, dir))); /* before it is written */
+  AX_TRY(ax_memckpt_invalidate(slot_dir(mc, mc->state_slot, dir))); /* before it is written */
   float *sec[3];
   AxFileMap view;
-  AX_TRY(ax_memckpt_slot_map(t, mc->state_slot, mc->stage_of[world_rank(t)], mc->sections.bytes,
+  AX_TRY(ax_memckpt_slot_map(mc, mc->state_slot, mc->stage_of[world_rank(mc)], mc->sections.bytes,
                              &view, NULL));
   sections_in(mc, &view, sec);
-  t->off.to = (AxAdamWOut){sec[0], sec[1], sec[2]};
+  mc->v.off->to = (AxAdamWOut){sec[0], sec[1], sec[2]};
   return AX_OK;
 }
 
-void ax_trainer_memckpt_moved(AxTrainer *t, int updated) {
-  AxMemCkpt *mc = &t->mc;
-  if (!mc->on || !mc->zero_copy) return;
-  ax_offload_move_state(&t->off, updated);
+void ax_memckpt_after_optim(AxMemCkpt *mc, int updated) {
+  if (!mc || !mc->on || !mc->zero_copy) return;
+  ax_offload_move_state(mc->v.off, updated);
   /* the slot whose master weights section holds the weights now (-1: none) */
   if (updated) mc->master_slot = mc->state_slot;
   else if (mc->master_slot != mc->state_slot) mc->master_slot = -1;
@@ -559,22 +522,21 @@ void ax_trainer_memckpt_moved(AxTrainer *t, int updated) {
  * failure's message, ax_grid_agree), whether every rank has handed its replicas over and, for
  * a copy just joined, every stage file's size and CRC from the rank that wrote it and the data
  * position (only the ranks that load data know it; the same on all of them). */
-static int exchange(AxTrainer *t, int rc, int *handed) {
-  AxMemCkpt *mc = &t->mc;
-  int size = world_size(t);
+static int exchange(AxMemCkpt *mc, int rc, int *handed) {
+  int size = world_size(mc);
   AxSettleNote mine = {rc, *handed, mc->man.data_position, mc->mine}, *all = mc->notes;
-  if (t->have_grid) { /* waiting politely: on an oversubscribed node a spinning rank keeps
+  if ((mc->v.grid != NULL)) { /* waiting politely: on an oversubscribed node a spinning rank keeps
                        * the others it waits for off the cores */
     MPI_Request req;
     AX_MPI(MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE,
-                          t->grid.world, &req));
-    AX_TRY(ax_mpi_wait(&t->grid.comm_cfg, &req, NULL));
+                          mc->v.grid->world, &req));
+    AX_TRY(ax_mpi_wait(&mc->v.grid->comm_cfg, &req, NULL));
   } else {
     all[0] = mine;
   }
   int failed = 0;
   for (int r = 0; r < size; r++) failed |= all[r].rc != AX_OK;
-  if (failed) return agree(t, rc);
+  if (failed) return agree(mc, rc);
   for (int r = 0; r < size; r++) *handed &= all[r].handed;
   for (int r = 0; r < size && mc->pending; r++) {
     if (mc->writes[r]) {
@@ -596,15 +558,14 @@ static int exchange(AxTrainer *t, int rc, int *handed) {
 
 /* The leader, before its node's manifest: the whole file's CRC into the trailer of each stage
  * file its node's writer CRC'd in part (the trailer held the part's). */
-static int seal_files(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  int size = world_size(t);
+static int seal_files(AxMemCkpt *mc) {
+  int size = world_size(mc);
   for (int s = 0; s < mc->man.n_files; s++) {
     int w = writer_of(mc, size, mc->node, s);
     if (w < 0 || mc->crc_parts[w] == 1) continue;
     const AxCkptFile *f = &mc->man.files[s];
     AxFileMap view;
-    AX_TRY(ax_memckpt_slot_map(t, mc->slot, s, (size_t)f->bytes + sizeof f->crc, &view, NULL));
+    AX_TRY(ax_memckpt_slot_map(mc, mc->slot, s, (size_t)f->bytes + sizeof f->crc, &view, NULL));
     memcpy((unsigned char *)view.data + f->bytes, &f->crc, sizeof f->crc);
   }
   return AX_OK;
@@ -612,53 +573,52 @@ static int seal_files(AxTrainer *t) {
 
 /* Every replica of this rank has landed: its node's leader writes the manifest, and the copy
  * is complete (agreed). */
-static int complete_copy(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
+static int complete_copy(AxMemCkpt *mc) {
   char dir[AX_MEMCKPT_PATH];
   AX_WD_NOTE(-1, "completing the replicas of the memory checkpoint of step %d", mc->step);
-  int rc = ax_replicas_complete(t);
-  if (rc == AX_OK && is_leader(t)) rc = seal_files(t);
-  if (rc == AX_OK && is_leader(t))
-    rc = ax_ckpt_write_manifest(slot_dir(t, mc->slot, dir), &mc->man);
+  int rc = ax_replicas_complete(mc);
+  if (rc == AX_OK && is_leader(mc)) rc = seal_files(mc);
+  if (rc == AX_OK && is_leader(mc))
+    rc = ax_ckpt_write_manifest(slot_dir(mc, mc->slot, dir), &mc->man);
   free(mc->man.files);
   free(mc->man.records);
   memset(&mc->man, 0, sizeof mc->man);
-  ax_replicas_free(t);
+  ax_replicas_free(mc);
   mc->landed_copies++;
   mc->last_slot = mc->slot;
-  return agree(t, rc);
+  return agree(mc, rc);
 }
 
 /* Two collectives when the copy completes, one while its replicas are still on their way. */
-int ax_trainer_memckpt_settle(AxTrainer *t, int flush) {
-  AxMemCkpt *mc = &t->mc;
+static int settle(AxMemCkpt *mc, int flush) {
   if (!mc->pending && !mc->replicating) return AX_OK;
-  ax_trainer_memckpt_join(t); /* done already, but at the end of the run */
+  join(mc); /* done already, but at the end of the run */
   double t0 = ax_now();
   int rc = mc->pending ? copy_outcome(mc) : AX_OK, handed = 1;
-  if (rc == AX_OK) rc = ax_replicas_hand_over(t, flush, &handed);
-  if (ax_replicas_may_land(t, flush, handed)) /* the replicas handed over, nothing complete */
-    debug_kill(t, mc->step, AX_DEBUG_HANG_COPY_REPLICAS);
+  if (rc == AX_OK) rc = ax_replicas_hand_over(mc, flush, &handed);
+  if (ax_replicas_may_land(mc, flush, handed)) /* the replicas handed over, nothing complete */
+    debug_kill(mc, mc->step, AX_DEBUG_HANG_COPY_REPLICAS);
   AX_WD_NOTE(-1, "settling the memory checkpoint of step %d with every rank", mc->step);
-  rc = exchange(t, rc, &handed);
+  rc = exchange(mc, rc, &handed);
   mc->pending = 0;
-  if (rc == AX_OK && ax_replicas_land_now(t, flush, handed)) rc = complete_copy(t);
+  if (rc == AX_OK && ax_replicas_land_now(mc, flush, handed)) rc = complete_copy(mc);
   mc->copy_s += ax_now() - t0;
   return rc;
 }
 
+int ax_memckpt_after_loss(AxMemCkpt *mc) { return mc ? settle(mc, 0) : AX_OK; }
+
 /* ------------------------------------------------------------------ recovery */
 
 /* What every node's slots hold: nodes x AX_MEMCKPT_SLOTS, scanned by each node's leader. */
-static int scan_all(AxTrainer *t, AxMemSlot **out) {
-  AxMemCkpt *mc = &t->mc;
-  int size = world_size(t);
+static int scan_all(AxMemCkpt *mc, AxMemSlot **out) {
+  int size = world_size(mc);
   AxMemSlot mine[AX_MEMCKPT_SLOTS];
   char dir[AX_MEMCKPT_PATH];
   for (int s = 0; s < AX_MEMCKPT_SLOTS; s++) {
     memset(&mine[s], 0, sizeof mine[s]);
     mine[s].step = -1;
-    if (is_leader(t)) ax_memckpt_scan(slot_dir(t, s, dir), &mine[s]);
+    if (is_leader(mc)) ax_memckpt_scan(slot_dir(mc, s, dir), &mine[s]);
   }
   AxMemSlot *all = ax_calloc((size_t)size * AX_MEMCKPT_SLOTS, sizeof *all);
   *out = ax_calloc((size_t)mc->n_nodes * AX_MEMCKPT_SLOTS, sizeof **out);
@@ -666,8 +626,8 @@ static int scan_all(AxTrainer *t, AxMemSlot **out) {
     free(all);
     return AX_ERR;
   }
-  if (t->have_grid)
-    AX_MPI(MPI_Allgather(mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, t->grid.world));
+  if ((mc->v.grid != NULL))
+    AX_MPI(MPI_Allgather(mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, mc->v.grid->world));
   else
     memcpy(all, mine, sizeof mine);
   for (int k = 0; k < mc->n_nodes; k++)
@@ -707,24 +667,22 @@ static int newest_whole_step(const AxMemCkpt *mc, const AxMemSlot *slots) {
 }
 
 /* Where this node keeps the recovered step: the slot that holds it, else one emptied for it. */
-static int prepare_slot(AxTrainer *t, const AxMemSlot *slots, int step, int *slot) {
-  AxMemCkpt *mc = &t->mc;
+static int prepare_slot(AxMemCkpt *mc, const AxMemSlot *slots, int step, int *slot) {
   *slot = slot_with(slots, mc->node, step);
   int rc = AX_OK;
   if (*slot < 0) {
-    *slot = step / t->cfg.memckpt.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
+    *slot = step / mc->v.opt.memory_checkpoint_every % AX_MEMCKPT_SLOTS;
     char dir[AX_MEMCKPT_PATH];
-    if (is_leader(t)) rc = ax_memckpt_empty(slot_dir(t, *slot, dir)); /* the tree: checked */
+    if (is_leader(mc)) rc = ax_memckpt_empty(slot_dir(mc, *slot, dir)); /* the tree: checked */
   }
-  return agree(t, rc);
+  return agree(mc, rc);
 }
 
 /* Transfers giving every node what it needs of step (need: nodes x (n_files + 1), the
  * manifest last) and does not hold, each from the lowest node holding it. */
-static int plan_recovery(const AxTrainer *t, const AxMemSlot *slots, int step, int n_files,
+static int plan_recovery(const AxMemCkpt *mc, const AxMemSlot *slots, int step, int n_files,
                          const unsigned char *need, Transfer **out, int *n) {
-  const AxMemCkpt *mc = &t->mc;
-  int size = world_size(t), per = n_files + 1;
+  int size = world_size(mc), per = n_files + 1;
   *out = ax_calloc((size_t)mc->n_nodes * per + 1, sizeof **out);
   *n = 0;
   if (!*out) return AX_ERR;
@@ -742,9 +700,8 @@ static int plan_recovery(const AxTrainer *t, const AxMemSlot *slots, int step, i
 
 /* Nodes x (n_files + 1): 1 where some rank of the node reads the file (round 0: the manifest,
  * everywhere; round 1: the stage files its ranks' layouts read). */
-static int needs_of(AxTrainer *t, const char *dir, int n_files, int round, unsigned char **out) {
-  AxMemCkpt *mc = &t->mc;
-  int size = world_size(t), per = n_files + 1;
+static int needs_of(AxMemCkpt *mc, const char *dir, int n_files, int round, unsigned char **out) {
+  int size = world_size(mc), per = n_files + 1;
   unsigned char *mine = ax_calloc((size_t)per, 1), *all = ax_calloc((size_t)size * per, 1);
   *out = ax_calloc((size_t)mc->n_nodes * per, 1);
   int rc = mine && all && *out ? AX_OK : AX_ERR;
@@ -752,17 +709,17 @@ static int needs_of(AxTrainer *t, const char *dir, int n_files, int round, unsig
   if (rc == AX_OK && round == 1) {
     AxCkptManifest man;
     AxStageLayout lay;
-    const AxStageSpec *sp = &t->spec;
-    ax_stage_layout(&lay, &t->model, sp->l0, sp->l1, sp->first, sp->last);
+    const AxStageSpec *sp = mc->v.spec;
+    ax_stage_layout(&lay, mc->v.model, sp->l0, sp->l1, sp->first, sp->last);
     rc = ax_ckpt_load_manifest(dir, 0, &man);
     if (rc == AX_OK) {
       ax_ckpt_stage_files(&man, &lay, mine);
       ax_ckpt_manifest_free(&man);
     }
   }
-  rc = agree(t, rc);
-  if (rc == AX_OK && t->have_grid)
-    AX_MPI(MPI_Allgather(mine, per, MPI_BYTE, all, per, MPI_BYTE, t->grid.world));
+  rc = agree(mc, rc);
+  if (rc == AX_OK && (mc->v.grid != NULL))
+    AX_MPI(MPI_Allgather(mine, per, MPI_BYTE, all, per, MPI_BYTE, mc->v.grid->world));
   else if (rc == AX_OK)
     memcpy(all, mine, (size_t)per);
   for (int r = 0; r < size && rc == AX_OK; r++)
@@ -773,10 +730,9 @@ static int needs_of(AxTrainer *t, const char *dir, int n_files, int round, unsig
 }
 
 /* Rank 0: where each file of the recovered step came from. */
-static void report(const AxTrainer *t, const AxMemSlot *slots, int step, int n_files,
+static void report(const AxMemCkpt *mc, const AxMemSlot *slots, int step, int n_files,
                    const Transfer *x, int n, double seconds) {
-  if (world_rank(t) != 0) return;
-  const AxMemCkpt *mc = &t->mc;
+  if (world_rank(mc) != 0) return;
   int moved = 0;
   for (int f = 0; f < n_files; f++) {
     char line[1024];
@@ -799,17 +755,16 @@ static void report(const AxTrainer *t, const AxMemSlot *slots, int step, int n_f
          seconds, moved);
 }
 
-int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int *step) {
-  AxMemCkpt *mc = &t->mc;
+int ax_memckpt_recover(AxMemCkpt *mc, int file_step, int *recovered, int *step) {
   *recovered = 0;
-  if (!mc->on) return AX_OK;
+  if (!mc || !mc->on) return AX_OK;
   double t0 = ax_now();
   AX_WD_NOTE(-1, "finding the newest memory checkpoint");
   AxMemSlot *slots = NULL;
-  int rc = agree(t, scan_all(t, &slots));
+  int rc = agree(mc, scan_all(mc, &slots));
   int best = rc == AX_OK ? newest_whole_step(mc, slots) : -1;
   if (rc != AX_OK || best < 0 || best <= file_step) {
-    if (rc == AX_OK && world_rank(t) == 0)
+    if (rc == AX_OK && world_rank(mc) == 0)
       ax_log("resume: %s", best < 0 ? "no memory checkpoint that the nodes hold whole"
                                      : "the file checkpoint is as new as the memory one");
     free(slots);
@@ -822,20 +777,20 @@ int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int 
   Transfer *x[2] = {NULL, NULL};
   int n[2] = {0, 0};
   unsigned char *need = NULL;
-  rc = prepare_slot(t, slots, best, &slot);
+  rc = prepare_slot(mc, slots, best, &slot);
   mc->last_slot = slot; /* the next copy goes to the other one */
-  slot_dir(t, slot, dir);
+  slot_dir(mc, slot, dir);
   AxCkptManifest names = {.n_files = 0};
   for (int round = 0; round < 2 && rc == AX_OK; round++) {
-    rc = needs_of(t, dir, n_files, round, &need);
-    if (rc == AX_OK) rc = plan_recovery(t, slots, best, n_files, need, &x[round], &n[round]);
+    rc = needs_of(mc, dir, n_files, round, &need);
+    if (rc == AX_OK) rc = plan_recovery(mc, slots, best, n_files, need, &x[round], &n[round]);
     if (rc == AX_OK && round == 1) rc = ax_ckpt_load_manifest(dir, 0, &names);
-    if (rc == AX_OK) rc = agree(t, run_transfers(t, x[round], n[round], &names, dir, dir));
+    if (rc == AX_OK) rc = agree(mc, run_transfers(mc, x[round], n[round], &names, dir, dir));
     free(need);
     need = NULL;
   }
-  if (rc == AX_OK) rc = agree(t, ax_trainer_load_checkpoint(t, dir, step));
-  if (rc == AX_OK) report(t, slots, best, n_files, x[1], n[1], ax_now() - t0);
+  if (rc == AX_OK) rc = agree(mc, mc->ops.load_checkpoint(mc->ops.ctx, dir, step));
+  if (rc == AX_OK) report(mc, slots, best, n_files, x[1], n[1], ax_now() - t0);
   ax_ckpt_manifest_free(&names);
   free(x[0]);
   free(x[1]);
@@ -847,59 +802,56 @@ int ax_trainer_memckpt_recover(AxTrainer *t, int file_step, int *recovered, int 
 /* ------------------------------------------------------------------ the end */
 
 /* A node leader: its node's files removed (the lock held until they are gone). */
-static int remove_node(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
+static int remove_node(AxMemCkpt *mc) {
   char dir[AX_MEMCKPT_PATH];
-  int rc = ax_memckpt_remove_tree(ax_memckpt_node_dir(t->cfg.memckpt.memory_dir, mc->name, mc->node, dir));
+  int rc = ax_memckpt_remove_tree(ax_memckpt_node_dir(mc->v.opt.memory_dir, mc->name, mc->node, dir));
   ax_lock_release(mc->lock_fd);
   mc->lock_fd = -1;
   return rc;
 }
 
-int ax_trainer_memckpt_close(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  if (!mc->on) return AX_OK;
-  AX_TRY(ax_trainer_memckpt_settle(t, 1));
-  ax_replicas_report(t);
-  AX_TRY(agree(t, AX_OK)); /* nobody reads a node's files any more */
-  AX_TRY(agree(t, is_leader(t) ? remove_node(t) : AX_OK));
-  return agree(t, is_leader(t) ? ax_memckpt_remove_run_dir(t->cfg.memckpt.memory_dir, mc->name) : AX_OK);
+int ax_memckpt_close(AxMemCkpt *mc) {
+  if (!mc || !mc->on) return AX_OK;
+  AX_TRY(settle(mc, 1));
+  ax_replicas_report(mc);
+  AX_TRY(agree(mc, AX_OK)); /* nobody reads a node's files any more */
+  AX_TRY(agree(mc, is_leader(mc) ? remove_node(mc) : AX_OK));
+  return agree(mc, is_leader(mc) ? ax_memckpt_remove_run_dir(mc->v.opt.memory_dir, mc->name) : AX_OK);
 }
 
 /* Whether a slot of this node holds a finished copy (its manifest parses): files of a copy
  * without one are never read, so a node without any holds nothing a resume could use. */
-static int node_holds_checkpoint(const AxTrainer *t) {
+static int node_holds_checkpoint(const AxMemCkpt *mc) {
   char dir[AX_MEMCKPT_PATH];
   for (int s = 0; s < AX_MEMCKPT_SLOTS; s++) {
     AxMemSlot slot;
-    ax_memckpt_scan(slot_dir(t, s, dir), &slot);
+    ax_memckpt_scan(slot_dir(mc, s, dir), &slot);
     if (slot.step >= 0) return 1;
   }
   return 0;
 }
 
-void ax_trainer_memckpt_abandon(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  if (!mc->on || mc->lock_fd < 0) return;
+void ax_memckpt_abandon(AxMemCkpt *mc) {
+  if (!mc || !mc->on || mc->lock_fd < 0) return;
   if (mc->thread_running) pthread_join(mc->thread, NULL);
   mc->thread_running = 0;
   char failure[1024]; /* the run's own error, which the clean-up must not replace */
   int pending = ax_error_pending();
   if (pending) snprintf(failure, sizeof failure, "%s", ax_error_message());
-  if (!node_holds_checkpoint(t) && remove_node(t) == AX_OK)
-    ax_memckpt_remove_run_dir(t->cfg.memckpt.memory_dir, mc->name);
+  if (!node_holds_checkpoint(mc) && remove_node(mc) == AX_OK)
+    ax_memckpt_remove_run_dir(mc->v.opt.memory_dir, mc->name);
   ax_error_clear();
   if (pending) ax_fail_forwarded(failure);
 }
 
-void ax_trainer_memckpt_free(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  ax_trainer_memckpt_abandon(t);
+void ax_memckpt_free(AxMemCkpt *mc) {
+  if (!mc) return;
+  ax_memckpt_abandon(mc);
   if (mc->thread_running) pthread_join(mc->thread, NULL);
   mc->thread_running = 0;
   if (mc->on) ax_lock_release(mc->lock_fd);
-  if (mc->pending) ax_trainer_whole_close(&mc->whole);
-  ax_replicas_free(t);
+  if (mc->pending) close_gather(mc);
+  ax_replicas_free(mc);
   free(mc->spans);
   free(mc->n_spans);
   free(mc->span_used);
@@ -914,8 +866,8 @@ void ax_trainer_memckpt_free(AxTrainer *t) {
   free(mc->crc_part);
   free(mc->crc_parts);
   free(mc->crc_scratch);
-  ax_offload_state_home(&t->off); /* the moments may live in a slot file's mapping */
-  ax_memckpt_slot_maps_free(t);
+  ax_offload_state_home(mc->v.off); /* the moments may live in a slot file's mapping */
+  ax_memckpt_slot_maps_free(mc);
   if (mc->have_comm) MPI_Comm_free(&mc->comm);
-  memset(mc, 0, sizeof *mc);
+  free(mc);
 }

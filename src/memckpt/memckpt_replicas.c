@@ -1,7 +1,7 @@
-/* trainer_replicas.c — the replicas of a memory checkpoint on their way to the peer nodes
+/* memckpt_replicas.c — the replicas of a memory checkpoint on their way to the peer nodes
  * (Gemini, thesis §6.5; docs/memory-checkpoints.md "When replicas travel").
  *
- * A step's transfers (trainer_memckpt.c plans them: node K's stage files to the other nodes of
+ * A step's transfers (memckpt.c plans them: node K's stage files to the other nodes of
  * its replica group) begin with the copy: receivers post a receive for each file's size at
  * once. A sender starts when its copy thread has written the file and mapped it into
  * memory; a receiver's bytes land in its own slot's file, mapped. With --replica-schedule
@@ -30,7 +30,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "memckpt_store.h"
-#include "src/train/trainer_impl.h"
+#include "memckpt_impl.h"
 
 enum {
   MAX_CHUNK = 4 << 20,   /* R / p: the largest chunk */
@@ -38,35 +38,34 @@ enum {
   TICK_CHUNKS = 64,      /* chunks cut at one call */
 };
 
-static AxCommConfig replica_cc(const AxTrainer *t) {
-  return ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
+static AxCommConfig replica_cc(const AxMemCkpt *mc) {
+  return ax_comm_config_as(&mc->v.grid->comm_cfg, AX_TRAFFIC_CHECKPOINT_REPLICA);
 }
 
 /* ------------------------------------------------------------------ setup */
 
 /* The replicas' link: the emulated one's figures, or a ping-pong between the first transfer's
  * two ranks (every rank gets their fit). */
-static int link_model(AxTrainer *t, const AxMemTransfer *x, int n, AxLinearCost *f) {
-  if (ax_link_emulating(t->links) || n == 0) return ax_trainer_link_cost(t, MPI_COMM_NULL, f);
-  int me = t->grid.rank, pair = me == x[0].from || me == x[0].to;
+static int link_model(AxMemCkpt *mc, const AxMemTransfer *x, int n, AxLinearCost *f) {
+  if (ax_link_emulating(mc->v.links) || n == 0) return mc->ops.link_cost(mc->ops.ctx, MPI_COMM_NULL, f);
+  int me = mc->v.grid->rank, pair = me == x[0].from || me == x[0].to;
   MPI_Comm comm;
-  AX_MPI(MPI_Comm_split(t->mc.comm, pair ? 0 : MPI_UNDEFINED, me, &comm));
-  int rc = ax_trainer_link_cost(t, comm, f);
+  AX_MPI(MPI_Comm_split(mc->comm, pair ? 0 : MPI_UNDEFINED, me, &comm));
+  int rc = mc->ops.link_cost(mc->ops.ctx, comm, f);
   if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
-  AX_TRY(ax_mpi_agree(t->mc.comm, rc));
+  AX_TRY(ax_mpi_agree(mc->comm, rc));
   double v[2] = {f->latency_s, 1.0 / f->bytes_per_s};
-  AX_MPI(MPI_Bcast(v, 2, MPI_DOUBLE, x[0].from, t->mc.comm));
+  AX_MPI(MPI_Bcast(v, 2, MPI_DOUBLE, x[0].from, mc->comm));
   *f = (AxLinearCost){v[0], 1.0 / v[1]};
   return AX_OK;
 }
 
-int ax_replicas_setup(AxTrainer *t, const AxMemTransfer *x, int n) {
-  AxMemCkpt *mc = &t->mc;
-  mc->idle = t->cfg.memckpt.replica_schedule == AX_REPLICAS_IDLE && t->have_grid && n > 0;
-  mc->link = (AxReplicaLink){{0, INFINITY}, t->cfg.memckpt.replica_idle_share, MAX_CHUNK, MIN_CHUNK};
+int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
+  mc->idle = mc->v.opt.replica_schedule == AX_REPLICAS_IDLE && (mc->v.grid != NULL) && n > 0;
+  mc->link = (AxReplicaLink){{0, INFINITY}, mc->v.opt.replica_idle_share, MAX_CHUNK, MIN_CHUNK};
   if (!mc->idle) return AX_OK;
-  AX_TRY(link_model(t, x, n, &mc->link.f));
-  ax_link_set_model(t->links, mc->link.f.latency_s, mc->link.f.bytes_per_s);
+  AX_TRY(link_model(mc, x, n, &mc->link.f));
+  ax_link_set_model(mc->v.links, mc->link.f.latency_s, mc->link.f.bytes_per_s);
   size_t N = (size_t)mc->n_nodes;
   mc->spans = ax_calloc(N * AX_REPLICA_SPANS, sizeof *mc->spans);
   mc->n_spans = ax_calloc(N, sizeof *mc->n_spans);
@@ -79,9 +78,8 @@ int ax_replicas_setup(AxTrainer *t, const AxMemTransfer *x, int n) {
 
 /* ------------------------------------------------------------------ a step's transfers */
 
-int ax_replicas_begin(AxTrainer *t, const AxMemTransfer *x, int n) {
-  AxMemCkpt *mc = &t->mc;
-  int me = t->have_grid ? t->grid.rank : 0, k = 0;
+int ax_replicas_begin(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
+  int me = (mc->v.grid != NULL) ? mc->v.grid->rank : 0, k = 0;
   mc->xfer = ax_calloc((size_t)n + 1, sizeof *mc->xfer);
   if (!mc->xfer) return AX_ERR;
   for (int i = 0; i < n; i++) {
@@ -101,7 +99,7 @@ int ax_replicas_begin(AxTrainer *t, const AxMemTransfer *x, int n) {
 }
 
 /* Hands one message of the sender's to the link layer (kept to be completed). */
-static int send_piece(AxTrainer *t, AxReplicaXfer *r, const void *buf, int count,
+static int send_piece(AxMemCkpt *mc, AxReplicaXfer *r, const void *buf, int count,
                       MPI_Datatype type, size_t bytes) {
   if (r->n_chunks == r->cap_chunks) {
     int cap = r->cap_chunks ? 2 * r->cap_chunks : 16;
@@ -110,43 +108,42 @@ static int send_piece(AxTrainer *t, AxReplicaXfer *r, const void *buf, int count
     r->chunks = c;
     r->cap_chunks = cap;
   }
-  AxCommConfig cc = replica_cc(t);
-  AxLinkMsg m = {buf, count, type, bytes, r->peer, r->peer, ax_memckpt_tag(r->file), t->mc.comm,
+  AxCommConfig cc = replica_cc(mc);
+  AxLinkMsg m = {buf, count, type, bytes, r->peer, r->peer, ax_memckpt_tag(r->file), mc->comm,
                  AX_TRAFFIC_CHECKPOINT_REPLICA};
   r->chunks[r->n_chunks] = AX_LINK_SEND_NULL;
   return ax_link_isend(&cc, &m, &r->chunks[r->n_chunks++]);
 }
 
 /* The file's size, once: the receiver creates and maps the file and posts for the bytes. */
-static int send_size(AxTrainer *t, AxReplicaXfer *r) {
+static int send_size(AxMemCkpt *mc, AxReplicaXfer *r) {
   if (r->size_known) return AX_OK;
-  r->size = t->mc.send.size;
+  r->size = mc->send.size;
   r->size_known = 1;
-  return send_piece(t, r, &r->size, 1, MPI_UNSIGNED_LONG_LONG, sizeof r->size);
+  return send_piece(mc, r, &r->size, 1, MPI_UNSIGNED_LONG_LONG, sizeof r->size);
 }
 
-static int send_chunk(AxTrainer *t, AxReplicaXfer *r, size_t len) {
-  AX_TRY(send_piece(t, r, t->mc.send.data + r->done, (int)len, MPI_BYTE, len));
+static int send_chunk(AxMemCkpt *mc, AxReplicaXfer *r, size_t len) {
+  AX_TRY(send_piece(mc, r, mc->send.data + r->done, (int)len, MPI_BYTE, len));
   r->done += len;
   return AX_OK;
 }
 
 /* Everything of r not sent yet, in the largest chunks (--replica-schedule end, and flushes). */
-static int send_rest(AxTrainer *t, AxReplicaXfer *r) {
-  AX_TRY(send_size(t, r));
+static int send_rest(AxMemCkpt *mc, AxReplicaXfer *r) {
+  AX_TRY(send_size(mc, r));
   while (r->done < r->size) {
     unsigned long long left = r->size - r->done;
     size_t len = left < MAX_CHUNK ? (size_t)left : MAX_CHUNK;
-    AX_TRY(send_chunk(t, r, len));
-    t->mc.end_bytes += len;
+    AX_TRY(send_chunk(mc, r, len));
+    mc->end_bytes += len;
   }
   return AX_OK;
 }
 
 /* What Algorithm 6.2 fits into the idle span the link is in now (if any). */
-static int send_in_span(AxTrainer *t, AxReplicaXfer *r, long long now_ns) {
-  AxMemCkpt *mc = &t->mc;
-  AX_TRY(send_size(t, r));
+static int send_in_span(AxMemCkpt *mc, AxReplicaXfer *r, long long now_ns) {
+  AX_TRY(send_size(mc, r));
   double now = (double)(now_ns - mc->step_begin_ns) * 1e-9;
   const AxSpan *sp = mc->spans + (size_t)r->node * AX_REPLICA_SPANS;
   int j = ax_span_at(sp, mc->n_spans[r->node], now);
@@ -161,7 +158,7 @@ static int send_in_span(AxTrainer *t, AxReplicaXfer *r, long long now_ns) {
   double took;
   int k = ax_fill_span(&mc->link, budget, &remain, sizes, TICK_CHUNKS, &took);
   for (int i = 0; i < k; i++) {
-    AX_TRY(send_chunk(t, r, sizes[i]));
+    AX_TRY(send_chunk(mc, r, sizes[i]));
     mc->idle_bytes += sizes[i];
   }
   *used += took;
@@ -170,8 +167,8 @@ static int send_in_span(AxTrainer *t, AxReplicaXfer *r, long long now_ns) {
 }
 
 /* A sender's sends: *all = 1 once every byte was handed over and every send completed. */
-static int test_sends(AxTrainer *t, AxReplicaXfer *r, int *all) {
-  AxCommConfig cc = replica_cc(t);
+static int test_sends(AxMemCkpt *mc, AxReplicaXfer *r, int *all) {
+  AxCommConfig cc = replica_cc(mc);
   *all = r->size_known && r->done == r->size;
   for (int c = 0; c < r->n_chunks; c++) {
     int done;
@@ -182,27 +179,26 @@ static int test_sends(AxTrainer *t, AxReplicaXfer *r, int *all) {
 }
 
 /* A receiver's next receive: the size, then the rest of the file. */
-static int post_receive(AxTrainer *t, AxReplicaXfer *r) {
+static int post_receive(AxMemCkpt *mc, AxReplicaXfer *r) {
   if (!r->size_known)
     AX_MPI(MPI_Irecv(&r->size_msg, 1, MPI_UNSIGNED_LONG_LONG, r->peer, ax_memckpt_tag(r->file),
-                     t->mc.comm, &r->req));
+                     mc->comm, &r->req));
   else {
     unsigned long long left = r->size - r->done;
     int count = left > INT_MAX ? INT_MAX : (int)left;
     AX_MPI(MPI_Irecv(r->into.data + r->done, count, MPI_BYTE, r->peer, ax_memckpt_tag(r->file),
-                     t->mc.comm, &r->req));
+                     mc->comm, &r->req));
   }
   return AX_OK;
 }
 
 /* A receive that completed: the size (the file in the slot created at that size and mapped:
  * the slot has no manifest until every replica has landed), or bytes (landed once whole). */
-static int received(AxTrainer *t, AxReplicaXfer *r, MPI_Status *st) {
-  AxMemCkpt *mc = &t->mc;
+static int received(AxMemCkpt *mc, AxReplicaXfer *r, MPI_Status *st) {
   if (!r->size_known) {
     r->size = r->size_msg;
     r->size_known = 1;
-    AX_TRY(ax_memckpt_slot_map(t, mc->slot, r->file, (size_t)r->size, &r->into, NULL));
+    AX_TRY(ax_memckpt_slot_map(mc, mc->slot, r->file, (size_t)r->size, &r->into, NULL));
   } else {
     int count;
     AX_MPI(MPI_Get_count(st, MPI_BYTE, &count));
@@ -215,14 +211,14 @@ static int received(AxTrainer *t, AxReplicaXfer *r, MPI_Status *st) {
 }
 
 /* Whatever has arrived for r; never blocks. */
-static int receive_some(AxTrainer *t, AxReplicaXfer *r) {
+static int receive_some(AxMemCkpt *mc, AxReplicaXfer *r) {
   while (!r->landed) {
-    if (r->req == MPI_REQUEST_NULL) AX_TRY(post_receive(t, r));
+    if (r->req == MPI_REQUEST_NULL) AX_TRY(post_receive(mc, r));
     int flag;
     MPI_Status st;
     AX_MPI(MPI_Test(&r->req, &flag, &st));
     if (!flag) return AX_OK;
-    AX_TRY(received(t, r, &st));
+    AX_TRY(received(mc, r, &st));
   }
   return AX_OK;
 }
@@ -230,9 +226,8 @@ static int receive_some(AxTrainer *t, AxReplicaXfer *r) {
 /* One pass over this rank's transfers: receives advanced, sends tested. send: 0 nothing new
  * is sent, 1 what the schedule allows now, 2 everything. *all = every one landed; *handed =
  * every byte this rank sends has been handed to the link layer. */
-static int pass(AxTrainer *t, int send, int *all, int *handed) {
-  AxMemCkpt *mc = &t->mc;
-  AxCommConfig cc = replica_cc(t);
+static int pass(AxMemCkpt *mc, int send, int *all, int *handed) {
+  AxCommConfig cc = replica_cc(mc);
   AX_TRY(ax_link_progress(&cc));
   int ready = atomic_load(&mc->file_ready);
   long long now = ax_link_now_ns();
@@ -240,13 +235,13 @@ static int pass(AxTrainer *t, int send, int *all, int *handed) {
   for (int i = 0; i < mc->n_xfer; i++) {
     AxReplicaXfer *r = &mc->xfer[i];
     if (!r->sends) {
-      AX_TRY(receive_some(t, r));
+      AX_TRY(receive_some(mc, r));
       *all &= r->landed;
       continue;
     }
-    if (ready && send == 2) AX_TRY(send_rest(t, r));
-    if (ready && send == 1) AX_TRY(send_in_span(t, r, now));
-    if (!r->landed) AX_TRY(test_sends(t, r, &r->landed));
+    if (ready && send == 2) AX_TRY(send_rest(mc, r));
+    if (ready && send == 1) AX_TRY(send_in_span(mc, r, now));
+    if (!r->landed) AX_TRY(test_sends(mc, r, &r->landed));
     *all &= r->landed;
     *handed &= r->size_known && r->done == r->size;
   }
@@ -254,18 +249,17 @@ static int pass(AxTrainer *t, int send, int *all, int *handed) {
 }
 
 /* Until every transfer of this rank has landed (sending what is left: send = 2). */
-static int complete_all(AxTrainer *t) {
-  AxCommConfig cc = replica_cc(t);
+static int complete_all(AxMemCkpt *mc) {
+  AxCommConfig cc = replica_cc(mc);
   AxLinkWaiter w = {0};
   int all, handed, rc;
-  while ((rc = pass(t, 2, &all, &handed)) == AX_OK && !all) ax_link_pause(&cc, &w);
+  while ((rc = pass(mc, 2, &all, &handed)) == AX_OK && !all) ax_link_pause(&cc, &w);
   return rc;
 }
 
 /* ------------------------------------------------------------------ the step's calls */
 
-int ax_replicas_step_begin(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
+int ax_replicas_step_begin(AxMemCkpt *mc) {
   long long now = ax_link_now_ns();
   mc->prev_begin_ns = mc->step_begin_ns;
   mc->step_begin_ns = now;
@@ -281,7 +275,7 @@ int ax_replicas_step_begin(AxTrainer *t) {
   for (int i = 0; i < mc->n_xfer; i++) {
     const AxReplicaXfer *r = &mc->xfer[i];
     if (!r->sends || mc->n_spans[r->node]) continue;
-    int n = ax_link_uses(t->links, r->node, mc->prev_begin_ns, now, mc->uses, AX_LINK_LOG_ENTRIES);
+    int n = ax_link_uses(mc->v.links, r->node, mc->prev_begin_ns, now, mc->uses, AX_LINK_LOG_ENTRIES);
     mc->n_spans[r->node] =
         ax_idle_spans(mc->uses, n, mc->prev_begin_ns, now, AX_TRAFFIC_CHECKPOINT_REPLICA, min_s,
                       mc->spans + (size_t)r->node * AX_REPLICA_SPANS, AX_REPLICA_SPANS);
@@ -289,45 +283,41 @@ int ax_replicas_step_begin(AxTrainer *t) {
   return AX_OK;
 }
 
-int ax_replicas_tick(AxTrainer *t) {
-  if (!t->mc.replicating) return AX_OK;
+int ax_replicas_tick(AxMemCkpt *mc) {
+  if (!mc->replicating) return AX_OK;
   int all, handed;
-  return pass(t, t->mc.idle ? 1 : 0, &all, &handed);
+  return pass(mc, mc->idle ? 1 : 0, &all, &handed);
 }
 
 /* Idle schedule: what fits now is sent (ax_replicas_hand_over); when every rank has handed over
  * all its bytes the transfers are completed (they are on the link already), else they wait for
  * the next step, up to AX_REPLICA_MAX_WAIT steps: then the rest is sent at once (a link never
- * idle long enough would otherwise never complete a copy). trainer_memckpt.c's settle learns
+ * idle long enough would otherwise never complete a copy). memckpt.c's settle learns
  * whether every rank has handed over in the one exchange it makes. */
-int ax_replicas_hand_over(AxTrainer *t, int flush, int *handed) {
-  AxMemCkpt *mc = &t->mc;
+int ax_replicas_hand_over(AxMemCkpt *mc, int flush, int *handed) {
   int all;
   *handed = 1;
   if (!mc->replicating || !mc->idle || flush) return AX_OK;
-  return pass(t, 1, &all, handed);
+  return pass(mc, 1, &all, handed);
 }
 
-int ax_replicas_may_land(const AxTrainer *t, int flush, int handed) {
-  const AxMemCkpt *mc = &t->mc;
+int ax_replicas_may_land(const AxMemCkpt *mc, int flush, int handed) {
   return flush || !mc->idle || handed || mc->waited + 1 >= AX_REPLICA_MAX_WAIT;
 }
 
-int ax_replicas_land_now(AxTrainer *t, int flush, int handed_everywhere) {
-  AxMemCkpt *mc = &t->mc;
+int ax_replicas_land_now(AxMemCkpt *mc, int flush, int handed_everywhere) {
   if (!mc->replicating) return 1;
-  int land = ax_replicas_may_land(t, flush, handed_everywhere);
+  int land = ax_replicas_may_land(mc, flush, handed_everywhere);
   mc->flights++;
   mc->waited++;
   mc->overdue += land && mc->idle && !flush && !handed_everywhere; /* sent at once */
   return land;
 }
 
-int ax_replicas_complete(AxTrainer *t) { return t->mc.replicating ? complete_all(t) : AX_OK; }
+int ax_replicas_complete(AxMemCkpt *mc) { return mc->replicating ? complete_all(mc) : AX_OK; }
 
-void ax_replicas_free(AxTrainer *t) {
-  AxMemCkpt *mc = &t->mc;
-  AxCommConfig cc = replica_cc(t);
+void ax_replicas_free(AxMemCkpt *mc) {
+  AxCommConfig cc = replica_cc(mc);
   for (int i = 0; i < mc->n_xfer; i++) {
     AxReplicaXfer *r = &mc->xfer[i];
     for (int c = 0; c < r->n_chunks; c++) ax_link_drop(&cc, &r->chunks[c]);
@@ -346,9 +336,8 @@ void ax_replicas_free(AxTrainer *t) {
 }
 
 /* Rank 0, at the end: how the replicas travelled. */
-void ax_replicas_report(const AxTrainer *t) {
-  const AxMemCkpt *mc = &t->mc;
-  if ((t->have_grid && t->grid.rank != 0) || !mc->landed_copies) return;
+void ax_replicas_report(const AxMemCkpt *mc) {
+  if (((mc->v.grid != NULL) && mc->v.grid->rank != 0) || !mc->landed_copies) return;
   ax_log("memory checkpoints: %d cop%s replicated (%s schedule), %.1f step(s) each on average, "
          "%d sent at once after waiting %d steps; %d due checkpoint(s) skipped while replicas "
          "were in flight; rank 0 sent %.1f MB in idle spans and %.1f MB at settles",

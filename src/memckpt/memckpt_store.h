@@ -12,8 +12,8 @@
  * holds no link and nothing axonn does not write, and is opened without following links; a
  * live job holds each of its nodes' node-K/lock, and nothing removes a tree whose lock is
  * held. */
-#ifndef AX_MEMCKPT_H
-#define AX_MEMCKPT_H
+#ifndef AX_MEMCKPT_STORE_H
+#define AX_MEMCKPT_STORE_H
 
 #include <stddef.h>
 

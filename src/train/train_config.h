@@ -6,21 +6,11 @@
 #include "src/plan/fusion.h"
 #include "models/gpt_config.h"
 #include "src/core/options.h"
+#include "src/core/watchdog.h"
+#include "src/memckpt/memckpt.h"
 
 typedef enum { AX_LR_CONSTANT = 0, AX_LR_COSINE } AxLrKind;
-/* --replica-schedule */
-typedef enum { AX_REPLICAS_IDLE = 0, AX_REPLICAS_AT_END = 1 } AxReplicaSchedule;
 
-/* --debug-hang-mode: how the rank under test stops making progress. */
-typedef enum {
-  AX_DEBUG_HANG_SLEEP = 0,  /* sleeps forever in a forward */
-  AX_DEBUG_HANG_DROP,       /* drops its next pipeline message */
-  AX_DEBUG_HANG_CHECKPOINT, /* sleeps forever in the step's checkpoint, its file written */
-  AX_DEBUG_HANG_KILL,       /* SIGKILL itself as the step begins */
-  AX_DEBUG_HANG_COPY_BEGIN, /* SIGKILL itself in the step's memory checkpoint: slot emptied */
-  AX_DEBUG_HANG_COPY_FILES, /* ... its files written, replicas not sent */
-  AX_DEBUG_HANG_COPY_REPLICAS, /* ... its replicas handed over, no manifest written */
-} AxDebugHang;
 typedef enum { AX_PREC_FP32 = 0, AX_PREC_BF16, AX_PREC_FP16 } AxPrecision;
 /* auto: dynamic loss scaling for fp16 compute only (bf16 and fp32 do not need it). */
 typedef enum { AX_LOSS_SCALING_AUTO = 0, AX_LOSS_SCALING_DYNAMIC, AX_LOSS_SCALING_OFF } AxLossScaling;
@@ -120,13 +110,7 @@ typedef struct {
   int checkpoint_every, keep, resume;
 } AxCkptOptions;
 
-/* In-memory checkpoints (Gemini, docs/memory-checkpoints.md). */
-typedef struct {
-  int memory_checkpoint_every, replicas;
-  char *run_name, *memory_dir;
-  int replica_schedule;      /* AX_REPLICAS_IDLE or AX_REPLICAS_AT_END */
-  double replica_idle_share; /* Gemini's mu */
-} AxMemCkptOptions;
+/* In-memory checkpoints: AxMemCkptOptions (src/memckpt/memckpt.h). */
 
 /* Fault and timing injection for tests, and the watchdog (src/core/watchdog.h). */
 typedef struct {

@@ -26,7 +26,7 @@ static int cb_forward(void *ctx, int mb, int slot, const void *input, AxMemKind 
                       const void **output) {
   AxTrainer *t = ctx;
   const int32_t *tokens = t->spec.first ? t->inputs + mb_offset(t, mb) : NULL;
-  AX_TRY(ax_replicas_tick(t)); /* memory-checkpoint replicas into the link's idle spans */
+  AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_TICK, 0, 0));
   AX_TRY(ax_stage_forward(t->stage, slot, tokens, input, input_mem));
   *output = ax_stage_output(t->stage, slot);
   if (t->validating && t->spec.last) { /* forward-only: the loss, no gradients */
@@ -40,7 +40,7 @@ static int cb_forward(void *ctx, int mb, int slot, const void *input, AxMemKind 
 static int cb_backward(void *ctx, int mb, int slot, const void *doutput, AxMemKind doutput_mem,
                        const void **dinput) {
   AxTrainer *t = ctx;
-  AX_TRY(ax_replicas_tick(t));
+  AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_TICK, 0, 0));
   if (t->spec.last) {
     /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
     float dloss = t->loss_scale.scale / ((float)t->cfg.data.batch * (float)t->cfg.model.seq);
@@ -279,7 +279,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   ax_wd_phase(AX_WD_STEP, step);
   ax_trace_set_step(&t->trace, step);
   double t0 = ax_now(), tr0 = ax_trace_begin(&t->trace);
-  AX_TRY(ax_replicas_step_begin(t));
+  AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_BEGIN, step, 0));
   AX_TRY(ax_stage_zero_grads(t->stage));
   AX_TRY(load_batch(t, &t->train));
   t->loss_sum = 0;
@@ -289,23 +289,22 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AX_TRY(pipeline_phase(t));
   AX_WD_NOTE(-1, "in the all-reduces over Z of the replicated tensors' gradients");
   AX_TRY(ax_stage_reduce_replicas(t->stage));
-  ax_trainer_memckpt_join(t); /* the last copy has read the state the optimizer changes */
-  AX_TRY(ax_trainer_memckpt_aim(t));
+  AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_BEFORE_OPTIMIZER, step, 0));
   long long updates = t->adam_steps;
   AX_TRY(optimizer_step(t, step, rec));
-  ax_trainer_memckpt_moved(t, t->adam_steps != updates);
+  AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_AFTER_OPTIMIZER, step, t->adam_steps != updates));
   AX_TRY(agree_on_loss(t, 1, &rec->loss));
-  /* the copy's outcome, replicas and manifests: after the loss, where every rank meets anyway
-   * (before the optimizer, this collective held each stage's sums until the first stage's
-   * pipeline ended) */
-  AX_TRY(ax_trainer_memckpt_settle(t, 0));
+  /* after the loss, where every rank meets anyway (the memory checkpoints settle their copy
+   * here: before the optimizer, their collective held each stage's sums until the first
+   * stage's pipeline ended) */
+  AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_AFTER_LOSS, step, 0));
   if (!isfinite(rec->loss))
     return AX_FAIL("loss is %f at step %d: training diverged", rec->loss, step);
   AX_WD_NOTE(-1, "waiting for the device to finish the step");
   AX_TRY(ax_sync(t->be));
-  /* this step's memory checkpoint (when due) starts inside the step's time: its cost, small
-   * in steady state, counts where the step times compare runs with and without */
-  AX_TRY(ax_trainer_memckpt_start(t, step));
+  /* inside the step's time: what attaches here (a memory checkpoint starting its copy) counts
+   * where the step times compare runs with and without it */
+  AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_END, step, 0));
   ax_trace_end(&t->trace, AX_EV_STEP, -1, tr0);
   rec->ms = (ax_now() - t0) * 1e3;
   ax_traffic_add_delta(&t->step_traffic, &t->traffic, &before);

@@ -341,7 +341,7 @@ void ax_trainer_print_header(const AxTrainer *t) {
   print_optimizer(t);
   print_embedding_sync(t);
   print_tensor_parallel(t);
-  ax_trainer_print_memckpt(t);
+  ax_memckpt_print(t->mc);
   if (!isnan(t->floor))
     ax_log("data: built-in order-2 Markov corpus (seed %lld): %d train / %d val tokens; "
            "entropy rate = loss floor %.4f nats/token", t->cfg.data.seed, SYNTH_TRAIN_TOKENS,
@@ -456,7 +456,8 @@ const AxTraffic *ax_trainer_step_traffic(const AxTrainer *t, int *steps) {
 
 void ax_trainer_destroy(AxTrainer *t) {
   if (!t) return;
-  ax_trainer_memckpt_free(t); /* joins a copy still running */
+  ax_memckpt_free(t->mc); /* joins a copy still running */
+  t->mc = NULL;
   if (t->have_sched) ax_sched_destroy(&t->sched);
   if (t->have_backprop) ax_backprop_free(&t->backprop);
   ax_link_emu_destroy(t->links); /* after the engines that send through it */

@@ -14,6 +14,7 @@
 #include "offload/grad_compress.h"
 #include "src/backend/peak.h"
 #include "src/core/trace.h"
+#include "src/memckpt/memckpt.h"
 #include "train_config.h"
 
 typedef struct AxTrainer AxTrainer;
@@ -50,20 +51,7 @@ int ax_trainer_memckpt_close(AxTrainer *t);
 /* After a failure (each rank, before the job is torn down): a node that holds no complete
  * memory checkpoint removes its files, which no resume could use; the others are kept. */
 void ax_trainer_memckpt_abandon(AxTrainer *t);
-/* What this rank's memory checkpoints did (for the run summary); every == 0: none. The
- * settings and the three counts are the same on every rank. */
-typedef struct {
-  int every, replicas, nodes, idle_schedule;
-  int copies, complete, skipped; /* copies made; complete (replicated, manifests written);
-                                  * due checkpoints skipped while replicas were in flight */
-  int files_written;             /* stage files this rank wrote */
-  int files_in_place;            /* of them, those its optimizer wrote in place (zero-copy:
-                                  * the copy thread only CRC'd them) */
-  double copy_cpu_s;             /* its copy thread's CPU time, all files */
-  int steady_files;              /* of them, those written into a mapping made before */
-  double steady_cpu_s;           /* (not a slot's first fill) and the CPU time they took */
-  double finish_s;               /* its main thread's time joining and settling copies */
-} AxMemCkptStats;
+/* What this rank's memory checkpoints did (for the run summary; src/memckpt/memckpt.h). */
 void ax_trainer_memckpt_stats(const AxTrainer *t, AxMemCkptStats *out);
 /* *any = 1 on every rank when `local` is 1 on some rank. */
 int ax_trainer_agree_flag(AxTrainer *t, int local, int *any);

@@ -322,7 +322,7 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
   char step_dir[1024] = {0};
   double t0 = ax_now(); /* the file checkpoint's time: found, checked and read */
   AX_TRY(agree_on_latest(t, &found, step_dir, &file_step));
-  AX_TRY(ax_trainer_memckpt_recover(t, file_step, &from_memory, step));
+  AX_TRY(ax_memckpt_recover(t->mc, file_step, &from_memory, step));
   if (!from_memory && !found) {
     ax_log("resume: no complete checkpoint in %s; starting from step 1",
            t->cfg.ckpt.checkpoint_dir ? t->cfg.ckpt.checkpoint_dir : "memory");
@@ -333,7 +333,7 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
     AX_TRY(ax_grid_agree(&t->grid, ax_trainer_load_checkpoint(t, step_dir, step)));
     AX_TRY(resume_codec_state(t, step_dir));
     ax_log("resume: continuing from %s (step %d); found and read in %.3f s%s", step_dir, *step,
-           ax_now() - t0, t->mc.on ? "; memory held nothing newer" : "");
+           ax_now() - t0, t->mc ? "; memory held nothing newer" : "");
   }
   if (*step >= t->cfg.optim.steps)
     ax_warn("resume: the checkpoint is at step %d, --steps is %d: nothing left to do", *step,

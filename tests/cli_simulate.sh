@@ -6,7 +6,8 @@
 # time printed, not asserted: the target of 10 s is a benchmark's, docs/benchmarks.md); and
 # bad input (a machine file's unknown key, an unknown device, grids that do not divide, a
 # profile of another shape, one without waiting speeds or with a bad one, a profile or machine
-# key out of its range (a copy bandwidth of 0, an infinite bandwidth), no machine,
+# key out of its range (a copy bandwidth of 0, an infinite bandwidth), tensor parallelism or
+# compression (not modelled), no machine,
 # --optimizer device on two ranks), each one
 # line on stderr and exit 1.
 . "$(dirname "$0")/testlib.sh"
@@ -128,6 +129,16 @@ done
 printf 'name = m\ngpus_per_node = 4\nintra_bw = 1e300GB/s\ninter_bw = 1GB/s\n' >"$TMP/inf.machine"
 expect_error "intra_bw: bandwidth '1e300GB/s' is out of range" simulate $TINY --g-inter 2 \
   --machine "$TMP/inf.machine" --profile "$TMP/p.txt"
+# what the simulator does not model is refused, not simulated as another run (issue 45, item
+# 16: --gx 2 was simulated as 1 x 1 x 1, --compress as plain all-reduces)
+expect_error "simulate does not model tensor parallelism (--gx 2 --gy 1 --gz 1)" simulate $TINY \
+  --gx 2 --machine summit
+expect_error "simulate does not model gradient compression (--compress onebit)" simulate $TINY \
+  --g-data 2 --compress onebit --machine summit
+expect_error "simulate does not model gradient compression (--compress auto)" simulate $TINY \
+  --g-data 2 --compress auto --machine summit
+expect_error "simulate does not model compressed pipeline gradients" simulate $TINY --g-inter 2 \
+  --compress-backprop powersgd:rank=4 --machine summit
 expect_error "simulate needs --machine" simulate $TINY
 expect_error "optimizer device runs on one rank" simulate $TINY --g-data 2 --optimizer device \
   --machine h100

@@ -101,6 +101,10 @@ bad "entry 2 is not a number of layers from 1 to 4" "$AXONN" plan --g-inter 2 --
 bad "has fewer entries than --g-inter 2" "$AXONN" plan --g-inter 2 --stage-layers 4
 bad "adds up to 3 layers, the model has 4" "$AXONN" plan --g-inter 2 --stage-layers 2,1
 bad "needs 2 ranks, but the job has 1" "$AXONN" train $T --g-inter 2
+# plan and --dry-run check the tensor-parallel shape as train does (issue 45, item 7)
+bad "--gx 3 does not divide the 2 attention heads" "$AXONN" plan $T --gx 3
+bad "--gx 3 does not divide the 2 attention heads" "$AXONN" train $T --gx 3 --dry-run
+bad "--gz 2 does not divide the 9 rows of a weight block" "$AXONN" plan --layers 2 --hidden 3 --heads 1 --seq 16 --batch 4 --gz 2
 bad "--optimizer device runs on one rank (got 2)" "$AXONN" train $T --g-data 2 --optimizer device
 bad "run it with --optimizer host" "$AXONN" train $T --optimizer device --memory-checkpoint-every 1
 bad "--compress needs --optimizer host" "$AXONN" train $T --optimizer device --compress onebit

@@ -7,7 +7,10 @@
 #  - SIGKILL to a rank in the middle of writing a checkpoint (held there by --debug-hang-mode
 #    checkpoint, so "the middle" is certain): the job ends, the interrupted checkpoint is never
 #    used, --resume continues from the one before, and the next checkpoint of that step replaces
-#    the debris.
+#    the debris;
+#  - a start-up that never ends (2 ranks): a rank stuck before its first step (its --data a FIFO
+#    that nobody writes) is reported like a stuck step, exit 124; PowerSGD at rank 1024 (inside
+#    its documented range, 1 to 4096) starts at once (its codec profile took minutes there).
 # SIGINT, SIGSTOP, a plain SIGKILL and stuck ranks are in tests/mpi_watchdog.sh.
 . "$(dirname "$0")/mpilib.sh"
 
@@ -79,5 +82,24 @@ run ckres 4 --steps 8 --checkpoint-dir "$TMP/ckill" --checkpoint-every 2 --resum
 # the resumed run equals one that never stopped (same grid: bit-identical)
 run ckref 4 --steps 8 && "$AXONN" compare "$TMP/ckref.bin" "$TMP/ckres.bin" --tol 0 >/dev/null ||
   fail "the resumed run differs from an uninterrupted one"
+
+# ---- the start-up is bounded (issue 45, item 6; both jobs were killed after 60 s before)
+T6="--layers 2 --hidden 64 --heads 2 --seq 32 --batch 4 --steps 3 --threads 1 --val-steps 0 \
+  --quiet --g-data 2"
+# shellcheck disable=SC2086
+timeout -s KILL 60 $MPIEXEC -n 2 "$AXONN" train $T6 --compress powersgd:rank=1024 \
+  --step-timeout 10 --metrics "$TMP/rank1024.csv" >"$TMP/rank1024.log" 2>&1; rc1=$?
+[ $rc1 -eq 0 ] || { fail "--compress powersgd:rank=1024: exit $rc1 (137: not done after 60 s)"
+  cat "$TMP/rank1024.log"; }
+no_leftovers "$TMP/rank1024"
+mkfifo "$TMP/fifo"
+# shellcheck disable=SC2086
+timeout -s KILL 60 $MPIEXEC -n 2 "$AXONN" train $T6 --data "$TMP/fifo" --step-timeout 2 \
+  >"$TMP/fifo.log" 2>&1; rc=$?
+[ $rc -eq 124 ] || { fail "a start-up stuck opening --data: exit $rc, expected 124"; cat "$TMP/fifo.log"; }
+grep -q "^axonn: error: the start-up (before the first step) exceeded --step-timeout (2 s) on rank [01] (stage 0, row [01]): opening the training data$" "$TMP/fifo.log" ||
+  { fail "a start-up stuck opening --data: no time-out line naming it"; cat "$TMP/fifo.log"; }
+no_leftovers "$TMP/fifo"
+echo "  start-up: powersgd:rank=1024 exit $rc1; stuck opening --data: exit $rc"
 
 finish

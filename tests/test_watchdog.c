@@ -159,6 +159,24 @@ START_TEST(a_stuck_step_ends_with_124_and_one_line) {
 }
 END_TEST
 
+/* The start-up is a phase like a step: a rank stuck opening its data is reported the same way. */
+static void stuck_in_the_start_up(void) {
+  start(300, 1, NULL, 0);
+  ax_wd_phase(AX_WD_SETUP, 0);
+  AX_WD_NOTE(-1, "opening the training data");
+  sleep_ms(WAIT_LIMIT_S * 1000);
+}
+
+START_TEST(a_stuck_start_up_ends_with_124_and_one_line) {
+  char err[ERR_CAP];
+  int status = run_watched(stuck_in_the_start_up, err);
+  ck_assert_msg(exit_status(status) == AX_EXIT_TIMEOUT, "status %d; stderr:\n%s", status, err);
+  ck_assert_str_eq(err, "axonn: error: the start-up (before the first step) exceeded "
+                        "--step-timeout (0.3 s) on rank 1 (stage 1, row 0): opening the training "
+                        "data\n");
+}
+END_TEST
+
 static void moving_phases(void) {
   start(300, 0, NULL, 0);
   for (int step = 1; step <= 20; step++) { /* 1 s in all, each phase well under 0.3 s */
@@ -382,6 +400,7 @@ int main(void) {
   tcase_add_test(tc, a_note_reads_as_the_report_prints_it);
   tcase_add_test(tc, a_muted_thread_leaves_the_record_alone);
   tcase_add_test(tc, a_stuck_step_ends_with_124_and_one_line);
+  tcase_add_test(tc, a_stuck_start_up_ends_with_124_and_one_line);
   tcase_add_test(tc, phases_that_keep_moving_never_fire);
   tcase_add_test(tc, a_timeout_names_a_stopped_peer);
   tcase_add_test(tc, a_note_written_while_the_watchdog_reads_stays_whole);

@@ -5,7 +5,8 @@
  * ranks and printed once, by rank 0, with the failing rank named; every rank exits 1. A failure
  * inside a step (other ranks may be waiting on this one) is printed by the failing rank, which
  * then aborts the whole job, so nothing ever hangs; a rank that is stuck, or whose peer on this
- * node is gone, is ended by the watchdog (src/core/watchdog.h, wired in train_watchdog.c). */
+ * node is gone, is ended by the watchdog (src/core/watchdog.h, wired in train_watchdog.c), which
+ * starts before the trainer is created: a rank stuck in the start-up is ended the same way. */
 #include <math.h>
 #include <signal.h>
 #include <mpi.h>
@@ -177,9 +178,11 @@ int ax_cmd_train(int argc, char **argv) {
   ax_log_set_quiet(cfg.quiet);
   if (rc == AX_OK) rc = ax_train_config_check(&cfg, &opts);
   AxTrainer *t = NULL;
+  /* before the trainer: --step-timeout covers the start-up as one phase */
+  if (rc == AX_OK) rc = ax_train_watchdog_start(&cfg);
   if (rc == AX_OK) rc = ax_trainer_create(&t, &cfg);
-  if (rc == AX_OK) rc = ax_train_watchdog_start(t, cfg.step_timeout);
   if (rc == AX_OK) {
+    AX_WD_NOTE(-1, "printing the run's header and opening its outputs");
     ax_trainer_print_header(t);
     rc = run(t, &cfg);
   }

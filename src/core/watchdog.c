@@ -162,6 +162,7 @@ static int put_phase(char *buf, int cap, int at, const Snapshot *s) {
   case AX_WD_CHECKPOINT: return put(buf, cap, at, "the checkpoint of step %d", s->step);
   case AX_WD_RESUME: return put(buf, cap, at, "resuming from the checkpoint");
   case AX_WD_FINAL: return put(buf, cap, at, "the end of the run (summary, saved model)");
+  case AX_WD_SETUP: return put(buf, cap, at, "the start-up (before the first step)");
   default: return put(buf, cap, at, "no step");
   }
 }

@@ -1,7 +1,7 @@
 /* watchdog.h — what this rank is doing right now, and the watchdog thread that ends the whole
  * job with one line on stderr and a documented exit status when
- *   - a phase (a training step, a validation, a checkpoint, the final save) runs longer than
- *     --step-timeout:  "axonn: error: step 7 exceeded --step-timeout (2 s) on rank 3 (stage 1,
+ *   - a phase (the start-up before the first step, a training step, a validation, a
+ *     checkpoint, the final save) runs longer than --step-timeout:  "axonn: error: step 7 exceeded --step-timeout (2 s) on rank 3 (stage 1,
  *     row 1): waiting for the activation of micro-batch 0 from stage 0 (rank 2)"
  *                                                                  exit status AX_EXIT_TIMEOUT
  *   - another rank of this node is no longer running (killed, crashed, exited):
@@ -68,6 +68,7 @@ typedef enum {
   AX_WD_CHECKPOINT, /* writing the checkpoint of a step */
   AX_WD_RESUME,     /* loading a checkpoint */
   AX_WD_FINAL,      /* the end of the run: summary, saved model, trace */
+  AX_WD_SETUP,      /* the start-up: everything from the watchdog's start to the first step */
 } AxWdPhase;
 
 typedef struct {

@@ -223,8 +223,9 @@ static const AxOption OPTIONS[] = {
     INT("debug-backward-ms", debug_backward_ms, "0", "MS",
         "testing: every stage sleeps this long before each backward (fixed compute)", 0, 60000),
     FLT("step-timeout", step_timeout, "1200", "SECONDS",
-        "end the whole job with exit status 124 when a step, a validation, a checkpoint or the "
-        "final save takes longer on some rank, printing what that rank waits for (0: off)", 0,
+        "end the whole job with exit status 124 when the start-up, a step, a validation, a "
+        "checkpoint or the final save takes longer on some rank, printing what that rank waits "
+        "for (0: off)", 0,
         1e6),
     INT("debug-hang-rank", debug_hang_rank, "-1", "R",
         "testing: world rank R stops making progress in step --debug-hang-step (-1: none)", -1,
@@ -243,8 +244,8 @@ static const AxOption OPTIONS[] = {
 const AxOptionTable AX_TRAIN_OPTIONS = {
     "train",
     "Train a GPT-2 model (one process, or a G_inter x G_data grid under mpirun/srun/jsrun).\n"
-    "Exit status: 0 done (also after SIGTERM/SIGUSR1 with --checkpoint-dir), 1 error, 124 a step "
-    "exceeded --step-timeout, 125 a rank was lost, 130 SIGINT.",
+    "Exit status: 0 done (also after SIGTERM/SIGUSR1 with --checkpoint-dir), 1 error, 124 the "
+    "start-up or a step exceeded --step-timeout, 125 a rank was lost, 130 SIGINT.",
     OPTIONS, (int)(sizeof OPTIONS / sizeof OPTIONS[0])};
 
 /* --model: the preset's dimensions, except those the user gave explicitly. */

@@ -89,6 +89,13 @@ bad "unexpected argument 'extra'" "$AXONN" train extra
 bad "unexpected argument '-x'" "$AXONN" train -x
 bad "--trace-steps '2-3junk' is not a range" "$AXONN" train $T --trace-steps 2-3junk
 bad "--trace-steps '3-2' is not a range" "$AXONN" train $T --trace-steps 3-2
+# integers inside an option's text never wrap past 32 or 64 bits (one checked reading for all)
+bad "--trace-steps '99999999999-99999999999': 99999999999 is out of range \[1, 2147483647\]" "$AXONN" train $T --trace-steps 99999999999-99999999999
+bad "--grid '99999999999,1,1,1,1': 99999999999 is out of range \[1, 2147483647\]" "$AXONN" plan --rank-grids --grid 99999999999,1,1,1,1
+bad "--grid '1,2,2,8' is not G_inter,Gx,Gy,Gz,G_data" "$AXONN" plan --rank-grids --grid 1,2,2,8
+bad "--models '1:32:2:16:4294967298:256': 4294967298 is out of range" "$AXONN" bench train --models 1:32:2:16:4294967298:256 --steps 1 --warmup 0 --size 64 --reps 1
+bad "--vocabs '99999999999999999999': 99999999999999999999 is out of range" "$AXONN" bench sparse-sync --vocabs 99999999999999999999
+bad "--coarsening '1,' is not a list of positive integers" "$AXONN" bench optimizer --params 1K --bucket-size 256 --coarsening 1,
 bad "--device 'tpu' is not cpu or cuda" "$AXONN" train $T --device tpu
 bad "--device 'tpu' is not cpu or cuda" "$AXONN" plan --device tpu
 bad "is more ranks than MPI can number" "$AXONN" plan --g-inter 4096 --g-data 1048576

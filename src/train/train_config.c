@@ -552,8 +552,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->ac && !cfg->checkpoint_activations)
     return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->ac);
   int lo, hi;
-  if (ax_train_trace_range(cfg, &lo, &hi) != AX_OK)
-    return AX_FAIL("--trace-steps '%s' is not a range like 2-3", cfg->trace_steps);
+  AX_TRY(ax_train_trace_range(cfg, &lo, &hi));
   if (cfg->debug_delay_stage >= cfg->g_inter)
     return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
                    cfg->debug_delay_stage, cfg->g_inter);
@@ -585,10 +584,15 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
 }
 
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi) {
-  int end = 0;
-  if (sscanf(cfg->trace_steps, "%d-%d%n", lo, hi, &end) != 2 || cfg->trace_steps[end] != 0 ||
-      *lo < 1 || *hi < *lo)
-    return AX_ERR;
+  static const AxIntList RANGE = {"trace-steps", "-", "a range like 2-3", 1, INT_MAX, 2, 2};
+  long long v[2];
+  int n;
+  AX_TRY(ax_options_int_list(&RANGE, cfg->trace_steps, v, &n));
+  if (v[1] < v[0])
+    return AX_FAIL("--trace-steps '%s' is not a range like 2-3 (it ends before it starts)",
+                   cfg->trace_steps);
+  *lo = (int)v[0];
+  *hi = (int)v[1];
   return AX_OK;
 }
 

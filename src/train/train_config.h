@@ -149,7 +149,8 @@ int ax_train_compress_stage_fraction(const AxTrainConfig *cfg, double *fraction)
  * [0, n) do (Optimus-CC §7: the earliest, floor(F x stages), never the last); every one with
  * all; 0 without --compress. */
 int ax_train_compressed_stages(const AxTrainConfig *cfg, int stages);
-/* The steps of --trace-steps A-B; AX_ERR (nothing recorded) when it is not such a range. */
+/* The steps of --trace-steps A-B; fails with one line when it is not such a range (each of A
+ * and B in [1, INT_MAX], A <= B). */
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi);
 void ax_train_config_free(AxTrainConfig *cfg);
 

@@ -96,6 +96,10 @@ bad "--grid '1,2,2,8' is not G_inter,Gx,Gy,Gz,G_data" "$AXONN" plan --rank-grids
 bad "--models '1:32:2:16:4294967298:256': 4294967298 is out of range" "$AXONN" bench train --models 1:32:2:16:4294967298:256 --steps 1 --warmup 0 --size 64 --reps 1
 bad "--vocabs '99999999999999999999': 99999999999999999999 is out of range" "$AXONN" bench sparse-sync --vocabs 99999999999999999999
 bad "--coarsening '1,' is not a list of positive integers" "$AXONN" bench optimizer --params 1K --bucket-size 256 --coarsening 1,
+# an option whose value another parser reads: one clean line, not the inner message nested
+bad "error: --fusion expects auto, none or a byte count of at least 1 (K, M, G suffixes), got '0' (" "$AXONN" train $T --compress auto --fusion 0
+bad "error: --fusion expects auto, none or a byte count of at least 1 (K, M, G suffixes), got '99999999999999999999' (" "$AXONN" train $T --compress auto --fusion 99999999999999999999
+bad "error: --syncs 'ring,ps,ag': at most two CaSync algorithms" "$AXONN" bench compress --syncs ring,ps,ag --codec-rows 0
 bad "--device 'tpu' is not cpu or cuda" "$AXONN" train $T --device tpu
 bad "--device 'tpu' is not cpu or cuda" "$AXONN" plan --device tpu
 bad "is more ranks than MPI can number" "$AXONN" plan --g-inter 4096 --g-data 1048576

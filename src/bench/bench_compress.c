@@ -155,8 +155,10 @@ static int parse_lists(Cb *b) {
     else strncat(items[i], ",5us", sizeof items[i] - strlen(items[i]) - 1);
     if (ax_link_spec_parse(items[i], &b->links[i]) != AX_OK) return ax_error_context("--links");
   }
-  if (split(b->c->syncs, items, &b->n_syncs, any_start) != AX_OK || b->n_syncs > 2)
-    return ax_error_context("--syncs (ring, ps)");
+  if (split(b->c->syncs, items, &b->n_syncs, any_start) != AX_OK)
+    return ax_error_context("--syncs");
+  if (b->n_syncs > 2)
+    return AX_FAIL("--syncs '%s': at most two CaSync algorithms (ring, ps, ag)", b->c->syncs);
   for (int i = 0; i < b->n_syncs; i++)
     if (ax_casync_algo_parse(items[i], &b->syncs[i]) != AX_OK) return ax_error_context("--syncs");
   return AX_OK;

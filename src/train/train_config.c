@@ -301,8 +301,7 @@ const char *ax_train_codec_spec(const AxTrainConfig *cfg) {
 
 int ax_train_fusion(const AxTrainConfig *cfg, AxFusionSpec *spec) {
   const char *text = cfg->fusion ? cfg->fusion : ax_train_compress_auto(cfg) ? "auto" : "none";
-  if (ax_fusion_parse(text, spec) != AX_OK) return ax_error_context("--fusion");
-  return AX_OK;
+  return ax_fusion_parse(text, spec);
 }
 
 int ax_train_compress_scheme(const AxTrainConfig *cfg, int *option) {

@@ -8,6 +8,8 @@
 #    checkpoint, so "the middle" is certain): the job ends, the interrupted checkpoint is never
 #    used, --resume continues from the one before, and the next checkpoint of that step replaces
 #    the debris.
+# With tensor parallelism (--gx 2) a rank's messages name its real place, x and row as
+# mpi/grid.h lays them out: SIGINT to rank 1 of a 1 x 2 grid, a step time-out on 2 x 2 (x, row).
 # SIGINT, SIGSTOP, a plain SIGKILL and stuck ranks are in tests/mpi_watchdog.sh.
 . "$(dirname "$0")/mpilib.sh"
 
@@ -79,5 +81,34 @@ run ckres 4 --steps 8 --checkpoint-dir "$TMP/ckill" --checkpoint-every 2 --resum
 # the resumed run equals one that never stopped (same grid: bit-identical)
 run ckref 4 --steps 8 && "$AXONN" compare "$TMP/ckref.bin" "$TMP/ckres.bin" --tol 0 >/dev/null ||
   fail "the resumed run differs from an uninterrupted one"
+
+# ---- tensor-parallel ranks are named by their place: stage, x y z, row
+TP="--layers 2 --hidden 64 --heads 2 --seq 32 --batch 4 --micro-batch 2 --threads 1 --val-steps 0 \
+  --quiet --gx 2"
+# SIGINT to rank 1 of 1 x 2 (x 1 of row 0; not "row 1")
+timeout $LIMIT $MPIEXEC -n 2 "$AXONN" train $TP --steps 100000 --metrics "$TMP/tpint.csv" \
+  >"$TMP/tpint.log" 2>&1 &
+job=$!
+wait_steps "$TMP/tpint.csv" 3
+kill -INT "$(rank_pid "$TMP/tpint" 1)"
+wait $job; rc=$?
+[ $rc -eq 130 ] && [ "$(grep -c '^axonn: error: ' "$TMP/tpint.log")" -eq 1 ] &&
+  grep -q "^axonn: error: rank 1 (stage 0, x 1 y 0 z 0, row 0) interrupted by SIGINT in step" "$TMP/tpint.log" ||
+  { fail "SIGINT to tensor-parallel rank 1: exit $rc; expected 130 and one line naming it x 1 of row 0"; cat "$TMP/tpint.log"; }
+no_leftovers "$TMP/tpint"
+# a step time-out on --gx 2 --g-data 2: every line names its rank r as x r % 2 of row r / 2
+timeout $LIMIT $MPIEXEC -n 4 "$AXONN" train $TP --g-data 2 --steps 20 --step-timeout 2 \
+  --debug-hang-rank 2 --debug-hang-step 3 --metrics "$TMP/tpstuck.csv" >"$TMP/tpstuck.log" 2>&1
+rc=$?
+grep '^axonn: error: ' "$TMP/tpstuck.log" >"$TMP/tpstuck.lines"
+[ $rc -eq 124 ] && [ -s "$TMP/tpstuck.lines" ] || { fail "tensor-parallel time-out: exit $rc"; cat "$TMP/tpstuck.log"; }
+while IFS= read -r line; do
+  r=$(echo "$line" | sed -n 's/^axonn: error: step 3 exceeded --step-timeout (2 s) on rank \([0-3]\) .*/\1/p')
+  want="on rank $r (stage 0, x $((r % 2)) y 0 z 0, row $((r / 2))): "
+  [ -n "$r" ] && case "$line" in *"$want"*) true ;; *) false ;; esac ||
+    fail "tensor-parallel time-out: '$line' lacks '$want'"
+done <"$TMP/tpstuck.lines"
+no_leftovers "$TMP/tpstuck"
+echo "  tensor-parallel labels: SIGINT exit 130, time-out $(wc -l <"$TMP/tpstuck.lines") line(s)"
 
 finish

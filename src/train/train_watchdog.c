@@ -39,7 +39,8 @@ int ax_train_watchdog_start(const AxTrainer *t, double timeout_s) {
   AxProcId *all = ax_calloc((size_t)g->size, sizeof *all);
   int rc = all ? gather_peers(g, all) : AX_ERR;
   AxWatchdogConfig c = {.timeout_ms = timeout_ms(timeout_s), .rank = g->rank, .size = g->size,
-                        .P = g->P, .peers = all, .signals = g->size > 1, .end_job = abort_job};
+                        .layout = ax_grid_layout(g), .peers = all, .signals = g->size > 1,
+                        .end_job = abort_job};
   if (rc == AX_OK) rc = ax_watchdog_start(&c);
   free(all);
   return ax_grid_agree(g, rc);

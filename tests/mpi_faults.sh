@@ -10,6 +10,8 @@
 #    the debris.
 # With tensor parallelism (--gx 2) a rank's messages name its real place, x and row as
 # mpi/grid.h lays them out: SIGINT to rank 1 of a 1 x 2 grid, a step time-out on 2 x 2 (x, row).
+# A multi-rank job with a bad option says so once, from rank 0, before printing anything
+# (`bench compress` on 3 ranks, which two virtual nodes of equal size cannot hold).
 # SIGINT, SIGSTOP, a plain SIGKILL and stuck ranks are in tests/mpi_watchdog.sh.
 . "$(dirname "$0")/mpilib.sh"
 
@@ -110,5 +112,12 @@ while IFS= read -r line; do
 done <"$TMP/tpstuck.lines"
 no_leftovers "$TMP/tpstuck"
 echo "  tensor-parallel labels: SIGINT exit 130, time-out $(wc -l <"$TMP/tpstuck.lines") line(s)"
+
+# ---- a bad setting of a multi-rank benchmark: one line, from rank 0, before any output
+timeout $LIMIT $MPIEXEC -n 3 "$AXONN" bench compress --codec-rows 0 >"$TMP/cb3.out" 2>"$TMP/cb3.err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(wc -l <"$TMP/cb3.err")" -eq 1 ] && [ ! -s "$TMP/cb3.out" ] &&
+  grep -q "^axonn: error: the all-reduce rows need the job's ranks in two equal virtual nodes, and 3 ranks cannot be halved.*rank 0)$" "$TMP/cb3.err" ||
+  { fail "bench compress on 3 ranks: exit $rc, stdout and stderr:"; cat "$TMP/cb3.out" "$TMP/cb3.err"; }
 
 finish

@@ -239,6 +239,14 @@ ln -s target.bin "$IN/mylink"
 ls -a "$IN" | grep -q '\.tmp\.' && fail "a temporary file was left next to the outputs"
 bad "cannot write /dev/full: No space left on device" "$AXONN" train $T --summary /dev/full
 [ -c /dev/full ] || fail "/dev/full is no longer a device"
+# a device that refuses every write is found before the first step (a write of nothing
+# probes it), so the run leaves nothing behind: no metrics file in $OUT
+bad "error: --summary: cannot write /dev/full: No space left on device" "$AXONN" train $T --summary /dev/full --metrics "$OUT/m.csv"
+bad "error: --trace: cannot write /dev/full: No space left on device" "$AXONN" train $T --trace /dev/full --metrics "$OUT/m.csv"
+bad "error: --save: cannot write /dev/full: No space left on device" "$AXONN" train $T --save /dev/full --metrics "$OUT/m.csv"
+bad "error: --trace: cannot write /dev/full: No space left on device" "$AXONN" simulate --machine summit $T --trace /dev/full --metrics "$OUT/m.csv"
+bad "error: --summary: cannot write /dev/full: No space left on device" "$AXONN" simulate --machine summit $T --summary /dev/full --metrics "$OUT/m.csv"
+bad "error: --summary: cannot write /proc/x.json" "$AXONN" simulate --machine summit $T --summary /proc/x.json --metrics "$OUT/m.csv"
 bad "cannot write metrics file /dev/full: No space left on device" "$AXONN" train $T --metrics /dev/full
 
 # ---------------------------------------------------------------- checkpoints

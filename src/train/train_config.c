@@ -17,6 +17,7 @@
 #include "mpi/link_spec.h"
 #include "mpi/sparse_sync.h"
 #include "src/core/error.h"
+#include "src/core/fileio.h"
 #include "src/io/memckpt.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
@@ -580,6 +581,15 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   AX_TRY(check_backprop(cfg));
   AX_TRY(check_tensor_parallel(cfg));
   return check_network(cfg);
+}
+
+int ax_train_check_outputs(const AxTrainConfig *cfg) {
+  const struct { const char *flag, *path; } outputs[] = {
+      {"--save", cfg->save}, {"--summary", cfg->summary}, {"--trace", cfg->trace}};
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+    if (outputs[i].path && ax_file_check_writable(outputs[i].path) != AX_OK)
+      return ax_error_context("%s", outputs[i].flag);
+  return AX_OK;
 }
 
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi) {

@@ -119,6 +119,11 @@ AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
 /* Checks that do not need files or MPI: batch divisibility, ranges, combinations (also
  * --emulate-link's text and --ranks-per-node against the grid's ranks). */
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
+/* The files written at the end of a run (--save, --summary, --trace) can be written: each
+ * probed now (ax_file_check_writable: a /dev/full fails here), so that a run is never lost at
+ * its end and fails before it writes anything. `train` (rank 0) and `simulate` call it before
+ * their first step; --metrics is opened and --checkpoint-dir probed by their own set-up. */
+int ax_train_check_outputs(const AxTrainConfig *cfg);
 /* Ranks of the whole grid (G_inter x G_data x Gx x Gy x Gz) and of one tensor-parallel grid. */
 long long ax_train_ranks(const AxTrainConfig *cfg);
 long long ax_train_tp_ranks(const AxTrainConfig *cfg);

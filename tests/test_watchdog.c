@@ -96,8 +96,8 @@ static void start(int timeout_ms, int rank, const AxProcId *peer, int peer_rank)
   AxProcId ids[4] = {{0}};
   ax_proc_self(&ids[rank]);
   if (peer) ids[peer_rank] = *peer;
-  AxWatchdogConfig c = {.timeout_ms = timeout_ms, .rank = rank, .size = 4, .P = 2, .peers = ids,
-                        .signals = 1};
+  AxWatchdogConfig c = {.timeout_ms = timeout_ms, .rank = rank, .size = 4,
+                        .layout = ax_rank_layout_plain(2), .peers = ids, .signals = 1};
   if (ax_watchdog_start(&c) != AX_OK) _exit(99);
 }
 

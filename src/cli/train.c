@@ -16,7 +16,6 @@
 
 #include "commands.h"
 #include "src/core/error.h"
-#include "src/core/fileio.h"
 #include "src/core/log.h"
 #include "src/core/watchdog.h"
 #include "src/train/metrics.h"
@@ -45,13 +44,7 @@ static void abort_job(const AxTrainer *t) {
 /* Every file rank 0 writes at the end can be written: checked before any time is spent, so a
  * long run is not lost at its end (--checkpoint-dir is checked by the trainer's setup). */
 static int check_outputs(const AxTrainConfig *cfg, const AxTrainer *t) {
-  const struct { const char *flag, *path; } outputs[] = {
-      {"--save", cfg->save}, {"--summary", cfg->summary}, {"--trace", cfg->trace}};
-  int rc = AX_OK;
-  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == AX_OK; i++)
-    if (ax_trainer_grid(t)->rank == 0 && outputs[i].path &&
-        ax_file_check_writable(outputs[i].path) != AX_OK)
-      rc = ax_error_context("%s", outputs[i].flag);
+  int rc = ax_trainer_grid(t)->rank == 0 ? ax_train_check_outputs(cfg) : AX_OK;
   return ax_grid_agree(ax_trainer_grid(t), rc);
 }
 

@@ -108,7 +108,8 @@ static int write_trace(const AxTrainConfig *cfg, const AxSimModel *sm, const AxS
       }
     counts[rank] = n * steps;
   }
-  if (rc == AX_OK) rc = ax_trace_write_json(cfg->trace, ev, counts, ranks, sm->P);
+  AxRankLayout layout = ax_rank_layout_plain(sm->P);
+  if (rc == AX_OK) rc = ax_trace_write_json(cfg->trace, ev, counts, ranks, &layout);
   if (rc == AX_OK)
     ax_log("wrote the simulated trace of steps %d-%d (%d ranks) to %s", lo, hi, ranks, cfg->trace);
   free(ev);

@@ -17,6 +17,7 @@
 #include "mpi/link_spec.h"
 #include "mpi/sparse_sync.h"
 #include "src/core/error.h"
+#include "src/core/fileio.h"
 #include "src/io/memckpt.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
@@ -303,8 +304,7 @@ const char *ax_train_codec_spec(const AxTrainConfig *cfg) {
 
 int ax_train_fusion(const AxTrainConfig *cfg, AxFusionSpec *spec) {
   const char *text = cfg->fusion ? cfg->fusion : ax_train_compress_auto(cfg) ? "auto" : "none";
-  if (ax_fusion_parse(text, spec) != AX_OK) return ax_error_context("--fusion");
-  return AX_OK;
+  return ax_fusion_parse(text, spec);
 }
 
 int ax_train_compress_scheme(const AxTrainConfig *cfg, int *option) {
@@ -554,8 +554,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->ac && !cfg->checkpoint_activations)
     return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->ac);
   int lo, hi;
-  if (ax_train_trace_range(cfg, &lo, &hi) != AX_OK)
-    return AX_FAIL("--trace-steps '%s' is not a range like 2-3", cfg->trace_steps);
+  AX_TRY(ax_train_trace_range(cfg, &lo, &hi));
   if (cfg->debug_delay_stage >= cfg->g_inter)
     return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
                    cfg->debug_delay_stage, cfg->g_inter);
@@ -586,11 +585,25 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   return check_network(cfg);
 }
 
+int ax_train_check_outputs(const AxTrainConfig *cfg) {
+  const struct { const char *flag, *path; } outputs[] = {
+      {"--save", cfg->save}, {"--summary", cfg->summary}, {"--trace", cfg->trace}};
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+    if (outputs[i].path && ax_file_check_writable(outputs[i].path) != AX_OK)
+      return ax_error_context("%s", outputs[i].flag);
+  return AX_OK;
+}
+
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi) {
-  int end = 0;
-  if (sscanf(cfg->trace_steps, "%d-%d%n", lo, hi, &end) != 2 || cfg->trace_steps[end] != 0 ||
-      *lo < 1 || *hi < *lo)
-    return AX_ERR;
+  static const AxIntList RANGE = {"trace-steps", "-", "a range like 2-3", 1, INT_MAX, 2, 2};
+  long long v[2];
+  int n;
+  AX_TRY(ax_options_int_list(&RANGE, cfg->trace_steps, v, &n));
+  if (v[1] < v[0])
+    return AX_FAIL("--trace-steps '%s' is not a range like 2-3 (it ends before it starts)",
+                   cfg->trace_steps);
+  *lo = (int)v[0];
+  *hi = (int)v[1];
   return AX_OK;
 }
 

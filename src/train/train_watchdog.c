@@ -40,8 +40,9 @@ int ax_train_watchdog_start(const AxTrainConfig *cfg) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   AxProcId *all = ax_calloc((size_t)size, sizeof *all);
   int rc = all ? gather_peers(size, all) : AX_ERR;
+  AxRankLayout layout = {cfg->g_inter, {cfg->gx, cfg->gy, cfg->gz}}; /* as mpi/grid.c places */
   AxWatchdogConfig c = {.timeout_ms = timeout_ms(cfg->step_timeout), .rank = rank,
-                        .size = size, .P = cfg->g_inter, .peers = all, .signals = size > 1,
+                        .size = size, .layout = layout, .peers = all, .signals = size > 1,
                         .end_job = abort_job};
   if (rc == AX_OK) rc = ax_watchdog_start(&c);
   free(all);

@@ -418,10 +418,11 @@ int ax_trainer_finish(AxTrainer *t) {
   if (!t->cfg.trace) return AX_OK;
   int rc = AX_OK;
   AX_WD_NOTE(0, "merging the trace at rank 0");
+  AxRankLayout layout = ax_grid_layout(&t->grid);
   if (t->have_grid)
-    rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.trace, t->grid.P);
+    rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.trace, &layout);
   else
-    rc = ax_trace_write_json(t->cfg.trace, t->trace.ev, &t->trace.n, 1, 1);
+    rc = ax_trace_write_json(t->cfg.trace, t->trace.ev, &t->trace.n, 1, &layout);
   AX_TRY(ax_grid_agree(&t->grid, rc));
   ax_log("wrote trace of steps %s to %s", t->cfg.trace_steps, t->cfg.trace);
   return AX_OK;

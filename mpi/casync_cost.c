@@ -171,10 +171,31 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
   return rc;
 }
 
+/* The two sample sizes, and the bound on a rank's work. The small sample's 128 x 128 matrix
+ * (PowerSGD's shape of 16K values) allows no rank above 128, so a codec with a rank is profiled
+ * at min(rank, 128) in both samples (one codec, one fit), and its large sample shrinks to
+ * PROFILE_WORK / rank values: its products cost values x rank, and 4M values at rank 8 is what
+ * the profile spends at the default rank (at 4M values and rank 1024 it spent minutes; every
+ * rank from 1 to 4096 now takes about half a second here). A rank above 128 is priced as 128:
+ * its encode costs more than the profile says. */
+enum { SMALL_N = 16 * 1024, LARGE_N = 4 * 1024 * 1024, PROFILE_RANK = 128,
+       PROFILE_WORK = 8 * LARGE_N };
+
+static int profile_samples(const AxCodec *codec, size_t large_n, int reps, Timing *small,
+                           Timing *large) {
+  AX_TRY(sample_size(codec, reps, SMALL_N, small));
+  return sample_size(codec, reps, large_n, large); /* 16 MB at most: out of the caches */
+}
+
 int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out) {
   Timing small, large;
-  AX_TRY(sample_size(codec, reps, 16 * 1024, &small));
-  AX_TRY(sample_size(codec, reps, 4 * 1024 * 1024, &large)); /* 16 MB: out of the caches */
+  AxCodec *probe;
+  int rank;
+  AX_TRY(ax_codec_cap_rank(codec, PROFILE_RANK, &probe, &rank));
+  size_t large_n = rank > PROFILE_WORK / LARGE_N ? (size_t)(PROFILE_WORK / rank) : LARGE_N;
+  int rc = profile_samples(probe, large_n, reps, &small, &large);
+  ax_codec_free(probe);
+  AX_TRY(rc);
   out->linear = ax_codec_rounds(codec) > 0;
   out->enc = fit(4.0 * small.n, small.enc_s, 4.0 * large.n, large.enc_s);
   out->dec = out->linear ? (AxLinearCost){0, INFINITY}

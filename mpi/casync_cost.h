@@ -71,9 +71,11 @@ size_t ax_casync_factor_cap(const AxCodec *c, size_t n);
 
 /* Profiles codec c on this core: encode and decode at two sizes (median of `reps` runs each;
  * a linear codec: its factors and rebuild as the encode, no decode), fitted into c's enc and
- * dec costs, and its ratio at the larger size. Random gradients from a
- * fixed seed; uses wall time, so the figures vary from run to run (a caller that needs every
- * rank to decide alike must agree on them, e.g. by a maximum over ranks). */
+ * dec costs, and its ratio at the larger size. A codec with a rank (PowerSGD) is profiled at
+ * a rank of at most 128 on a large sample that shrinks as the rank grows (casync_cost.c), so
+ * the profile takes about as long at any rank; a rank above 128 is priced as 128. Random
+ * gradients from a fixed seed; uses wall time, so the figures vary from run to run (a caller
+ * that needs every rank to decide alike must agree on them, e.g. by a maximum over ranks). */
 int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out);
 
 /* casync_probe.c: the send cost of comm's link, measured by a ping-pong of two sizes between

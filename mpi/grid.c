@@ -13,6 +13,10 @@
 
 enum { DETAIL_CAP = 256 };
 
+AxRankLayout ax_grid_layout(const AxGrid *g) {
+  return (AxRankLayout){g->P, {g->tp[0], g->tp[1], g->tp[2]}};
+}
+
 int ax_grid_tp_size(const AxGrid *g) { return g->tp[0] * g->tp[1] * g->tp[2]; }
 int ax_grid_tp_index(const AxGrid *g) { return g->tc[0] + g->tp[0] * (g->tc[1] + g->tp[1] * g->tc[2]); }
 
@@ -71,14 +75,12 @@ int ax_grid_create_tp(AxGrid *g, int P, int D, const int tp[3]) {
   }
   g->P = P;
   g->D = D;
-  int r = g->rank;
-  for (int d = 0; d < 3; d++) {
-    g->tp[d] = tp[d];
-    g->tc[d] = r % tp[d];
-    r /= tp[d];
-  }
-  g->stage = r % P;
-  g->row = r / P;
+  for (int d = 0; d < 3; d++) g->tp[d] = tp[d];
+  AxRankLayout layout = ax_grid_layout(g);
+  AxRankCoords c = ax_rank_coords(&layout, g->rank);
+  for (int d = 0; d < 3; d++) g->tc[d] = c.tc[d];
+  g->stage = c.stage;
+  g->row = c.row;
   AxNodeRanks nr;
   AX_TRY(ax_mpi_node_ranks(MPI_COMM_WORLD, &nr));
   g->local_rank = nr.local_rank;
@@ -131,13 +133,12 @@ int ax_grid_print(const AxGrid *g, const char *detail) {
     else
       ax_log("grid: %d stage(s) x %d x %d x %d tensor-parallel x %d data-parallel row(s) = %d "
              "rank(s)", g->P, g->tp[0], g->tp[1], g->tp[2], g->D, g->size);
+    AxRankLayout layout = ax_grid_layout(g);
     for (int r = 0; r < g->size; r++) {
-      int t = r % T, cell = r / T; /* the layout of grid.h */
+      AxRankCoords c = ax_rank_coords(&layout, r);
       char tp[48] = "";
-      if (T > 1)
-        snprintf(tp, sizeof tp, "  x %d y %d z %d", t % g->tp[0], t / g->tp[0] % g->tp[1],
-                 t / (g->tp[0] * g->tp[1]));
-      ax_log("  rank %3d  stage %2d  row %3d%s  %s", r, cell % g->P, cell / g->P, tp,
+      if (T > 1) snprintf(tp, sizeof tp, "  x %d y %d z %d", c.tc[0], c.tc[1], c.tc[2]);
+      ax_log("  rank %3d  stage %2d  row %3d%s  %s", r, c.stage, c.row, tp,
              all + (size_t)r * DETAIL_CAP);
     }
   }

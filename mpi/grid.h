@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include "comm_config.h"
+#include "src/core/rank_layout.h"
 
 typedef struct {
   int rank, size;         /* world */
@@ -47,6 +48,8 @@ int ax_grid_create_tp(AxGrid *g, int P, int D, const int tp[3]);
 /* Ranks of one tensor-parallel grid (Gx·Gy·Gz) and this rank's index in it (x + Gx·(y + Gy·z)). */
 int ax_grid_tp_size(const AxGrid *g);
 int ax_grid_tp_index(const AxGrid *g);
+/* The grid's shape, to place or label any rank (src/core/rank_layout.h). */
+AxRankLayout ax_grid_layout(const AxGrid *g);
 /* A 1 x 1 grid for a process that runs without MPI (unit tests, benchmarks): no
  * communicators, and every grid operation below works without calling MPI. */
 void ax_grid_solo(AxGrid *g);

@@ -75,6 +75,8 @@ int ax_link_bandwidth_parse(const char *text, double *bytes_per_s) {
                           bytes_per_s));
   if (*bytes_per_s < MIN_BYTES_PER_S)
     return AX_FAIL("bandwidth '%s' must be at least 1 bit/s", text);
+  if (!isfinite(*bytes_per_s)) /* a finite number whose unit overflows it (1e300GB/s) */
+    return AX_FAIL("bandwidth '%s' is out of range (not a finite number of bytes/s)", text);
   return AX_OK;
 }
 

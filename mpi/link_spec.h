@@ -15,7 +15,8 @@ typedef struct {
 
 /* Parses text into *out; AX_ERR with the reason recorded (the caller names the flag). */
 int ax_link_spec_parse(const char *text, AxLinkSpec *out);
-/* One part alone, with the same units: "25GB/s" (at least 1 bit/s) and "5us" (at most an hour). */
+/* One part alone, with the same units: "25GB/s" (at least 1 bit/s, and finite in bytes/s) and
+ * "5us" (at most an hour). */
 int ax_link_bandwidth_parse(const char *text, double *bytes_per_s);
 int ax_link_latency_parse(const char *text, double *seconds);
 /* "10 Gb/s, latency 5 us" (or "off"). */

@@ -13,7 +13,8 @@ int ax_trace_align(AxTrace *t, MPI_Comm comm) {
   return AX_OK;
 }
 
-int ax_trace_merge_write(const AxTrace *t, MPI_Comm comm, const char *path, int P) {
+int ax_trace_merge_write(const AxTrace *t, MPI_Comm comm, const char *path,
+                         const AxRankLayout *layout) {
   int rank, size;
   AX_MPI(MPI_Comm_rank(comm, &rank));
   AX_MPI(MPI_Comm_size(comm, &size));
@@ -39,7 +40,7 @@ int ax_trace_merge_write(const AxTrace *t, MPI_Comm comm, const char *path, int 
   int rc = AX_OK;
   if (rank == 0) {
     for (int r = 0; r < size; r++) counts[r] /= (int)sizeof(AxTraceEvent);
-    rc = ax_trace_write_json(path, all, counts, size, P);
+    rc = ax_trace_write_json(path, all, counts, size, layout);
   }
   free(all);
   free(counts);

@@ -10,7 +10,8 @@
 /* Collective: barrier, then every rank's origin is "now" (clocks of one node agree; across
  * nodes the barrier skew, microseconds, is the alignment error). */
 int ax_trace_align(AxTrace *t, MPI_Comm comm);
-/* Collective: rank 0 writes path. */
-int ax_trace_merge_write(const AxTrace *t, MPI_Comm comm, const char *path, int P);
+/* Collective: rank 0 writes path, its tracks named by their place in the layout. */
+int ax_trace_merge_write(const AxTrace *t, MPI_Comm comm, const char *path,
+                         const AxRankLayout *layout);
 
 #endif

@@ -27,15 +27,20 @@ static void number_nodes(AxVNodes *v, const int *leader_of) {
     v->node_of[r] = leader_of[r] == r ? v->n_nodes++ : v->node_of[leader_of[r]];
 }
 
+int ax_vnodes_check(int size, int ranks_per_node) {
+  if (ranks_per_node < 0)
+    return AX_FAIL("--ranks-per-node %d is negative (0: the real nodes)", ranks_per_node);
+  if (ranks_per_node > 0 && size % ranks_per_node)
+    return AX_FAIL("--ranks-per-node %d does not divide the job's %d rank(s)", ranks_per_node,
+                   size);
+  return AX_OK;
+}
+
 static int build(AxVNodes *v, MPI_Comm world, int ranks_per_node) {
   int rank;
   AX_MPI(MPI_Comm_rank(world, &rank));
   AX_MPI(MPI_Comm_size(world, &v->size));
-  if (ranks_per_node < 0)
-    return AX_FAIL("--ranks-per-node %d is negative (0: the real nodes)", ranks_per_node);
-  if (ranks_per_node > 0 && v->size % ranks_per_node)
-    return AX_FAIL("--ranks-per-node %d does not divide the job's %d rank(s)", ranks_per_node,
-                   v->size);
+  AX_TRY(ax_vnodes_check(v->size, ranks_per_node));
   if (!(v->node_of = ax_malloc((size_t)v->size * sizeof *v->node_of))) return AX_ERR;
   if (ranks_per_node > 0) {
     for (int r = 0; r < v->size; r++) v->node_of[r] = r / ranks_per_node;

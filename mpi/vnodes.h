@@ -21,6 +21,9 @@ typedef struct {
  * nothing is left to destroy. */
 int ax_vnodes_create(AxVNodes *v, MPI_Comm world, int ranks_per_node);
 void ax_vnodes_destroy(AxVNodes *v);
+/* The check ax_vnodes_create makes, without MPI (to refuse a bad --ranks-per-node before
+ * anything is printed): one line when ranks_per_node is negative or does not divide size. */
+int ax_vnodes_check(int size, int ranks_per_node);
 /* Whether the ranks of this rank's virtual node share memory (one machine): collective over
  * v->node; *yes is the same on all of them. */
 int ax_vnodes_node_shares_memory(const AxVNodes *v, int *yes);

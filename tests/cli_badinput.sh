@@ -89,6 +89,17 @@ bad "unexpected argument 'extra'" "$AXONN" train extra
 bad "unexpected argument '-x'" "$AXONN" train -x
 bad "--trace-steps '2-3junk' is not a range" "$AXONN" train $T --trace-steps 2-3junk
 bad "--trace-steps '3-2' is not a range" "$AXONN" train $T --trace-steps 3-2
+# integers inside an option's text never wrap past 32 or 64 bits (one checked reading for all)
+bad "--trace-steps '99999999999-99999999999': 99999999999 is out of range \[1, 2147483647\]" "$AXONN" train $T --trace-steps 99999999999-99999999999
+bad "--grid '99999999999,1,1,1,1': 99999999999 is out of range \[1, 2147483647\]" "$AXONN" plan --rank-grids --grid 99999999999,1,1,1,1
+bad "--grid '1,2,2,8' is not G_inter,Gx,Gy,Gz,G_data" "$AXONN" plan --rank-grids --grid 1,2,2,8
+bad "--models '1:32:2:16:4294967298:256': 4294967298 is out of range" "$AXONN" bench train --models 1:32:2:16:4294967298:256 --steps 1 --warmup 0 --size 64 --reps 1
+bad "--vocabs '99999999999999999999': 99999999999999999999 is out of range" "$AXONN" bench sparse-sync --vocabs 99999999999999999999
+bad "--coarsening '1,' is not a list of positive integers" "$AXONN" bench optimizer --params 1K --bucket-size 256 --coarsening 1,
+# an option whose value another parser reads: one clean line, not the inner message nested
+bad "error: --fusion expects auto, none or a byte count of at least 1 (K, M, G suffixes), got '0' (" "$AXONN" train $T --compress auto --fusion 0
+bad "error: --fusion expects auto, none or a byte count of at least 1 (K, M, G suffixes), got '99999999999999999999' (" "$AXONN" train $T --compress auto --fusion 99999999999999999999
+bad "error: --syncs 'ring,ps,ag': at most two CaSync algorithms" "$AXONN" bench compress --syncs ring,ps,ag --codec-rows 0
 bad "--device 'tpu' is not cpu or cuda" "$AXONN" train $T --device tpu
 bad "--device 'tpu' is not cpu or cuda" "$AXONN" plan --device tpu
 bad "is more ranks than MPI can number" "$AXONN" plan --g-inter 4096 --g-data 1048576
@@ -101,6 +112,10 @@ bad "entry 2 is not a number of layers from 1 to 4" "$AXONN" plan --g-inter 2 --
 bad "has fewer entries than --g-inter 2" "$AXONN" plan --g-inter 2 --stage-layers 4
 bad "adds up to 3 layers, the model has 4" "$AXONN" plan --g-inter 2 --stage-layers 2,1
 bad "needs 2 ranks, but the job has 1" "$AXONN" train $T --g-inter 2
+# plan and --dry-run check the tensor-parallel shape as train does (issue 45, item 7)
+bad "--gx 3 does not divide the 2 attention heads" "$AXONN" plan $T --gx 3
+bad "--gx 3 does not divide the 2 attention heads" "$AXONN" train $T --gx 3 --dry-run
+bad "--gz 2 does not divide the 9 rows of a weight block" "$AXONN" plan --layers 2 --hidden 3 --heads 1 --seq 16 --batch 4 --gz 2
 bad "--optimizer device runs on one rank (got 2)" "$AXONN" train $T --g-data 2 --optimizer device
 bad "run it with --optimizer host" "$AXONN" train $T --optimizer device --memory-checkpoint-every 1
 bad "--compress needs --optimizer host" "$AXONN" train $T --optimizer device --compress onebit
@@ -228,6 +243,14 @@ ln -s target.bin "$IN/mylink"
 ls -a "$IN" | grep -q '\.tmp\.' && fail "a temporary file was left next to the outputs"
 bad "cannot write /dev/full: No space left on device" "$AXONN" train $T --summary /dev/full
 [ -c /dev/full ] || fail "/dev/full is no longer a device"
+# a device that refuses every write is found before the first step (a write of nothing
+# probes it), so the run leaves nothing behind: no metrics file in $OUT
+bad "error: --summary: cannot write /dev/full: No space left on device" "$AXONN" train $T --summary /dev/full --metrics "$OUT/m.csv"
+bad "error: --trace: cannot write /dev/full: No space left on device" "$AXONN" train $T --trace /dev/full --metrics "$OUT/m.csv"
+bad "error: --save: cannot write /dev/full: No space left on device" "$AXONN" train $T --save /dev/full --metrics "$OUT/m.csv"
+bad "error: --trace: cannot write /dev/full: No space left on device" "$AXONN" simulate --machine summit $T --trace /dev/full --metrics "$OUT/m.csv"
+bad "error: --summary: cannot write /dev/full: No space left on device" "$AXONN" simulate --machine summit $T --summary /dev/full --metrics "$OUT/m.csv"
+bad "error: --summary: cannot write /proc/x.json" "$AXONN" simulate --machine summit $T --summary /proc/x.json --metrics "$OUT/m.csv"
 bad "cannot write metrics file /dev/full: No space left on device" "$AXONN" train $T --metrics /dev/full
 
 # ---------------------------------------------------------------- checkpoints

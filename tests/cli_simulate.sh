@@ -5,7 +5,9 @@
 # the paper's 12B run on summit within the paper's band; a 12,288-rank grid simulated (its wall
 # time printed, not asserted: the target of 10 s is a benchmark's, docs/benchmarks.md); and
 # bad input (a machine file's unknown key, an unknown device, grids that do not divide, a
-# profile of another shape, one without waiting speeds or with a bad one, no machine,
+# profile of another shape, one without waiting speeds or with a bad one, a profile or machine
+# key out of its range (a copy bandwidth of 0, an infinite bandwidth), tensor parallelism or
+# compression (not modelled), no machine,
 # --optimizer device on two ranks), each one
 # line on stderr and exit 1.
 . "$(dirname "$0")/testlib.sh"
@@ -115,6 +117,28 @@ expect_error "has no 'waiting_speed = ...' line" simulate $TINY --machine summit
 sed 's/^waiting_speed = .*/waiting_speed = 1,fast/' "$TMP/pe.txt" >"$TMP/bad-speed.txt"
 expect_error "waiting_speed '1,fast' is not a list of speeds" simulate $TINY --g-inter 2 \
   --ranks-per-node 1 --emulate-link 1Gbps --machine "$TMP/one.machine" --profile "$TMP/bad-speed.txt"
+# every profile and machine key's range is checked on load, one line naming the key (issue 45,
+# item 12): a copy bandwidth of 0 deadlocked the simulated pipeline ("internal: ..."); a bandwidth
+# whose unit overflows a double was taken as infinite
+for kv in "copy_bytes_per_s 0:copy_bytes_per_s 0 is out of range" \
+    "precision 7:precision 7 is out of range" "threads 0:threads 0 is out of range"; do
+  key=${kv%% *}; rest=${kv#* }
+  sed "s/^$key = .*/$key = ${rest%%:*}/" "$TMP/p.txt" >"$TMP/range.txt"
+  expect_error "${kv#*:}" simulate $TINY --g-inter 2 --machine summit --profile "$TMP/range.txt"
+done
+printf 'name = m\ngpus_per_node = 4\nintra_bw = 1e300GB/s\ninter_bw = 1GB/s\n' >"$TMP/inf.machine"
+expect_error "intra_bw: bandwidth '1e300GB/s' is out of range" simulate $TINY --g-inter 2 \
+  --machine "$TMP/inf.machine" --profile "$TMP/p.txt"
+# what the simulator does not model is refused, not simulated as another run (issue 45, item
+# 16: --gx 2 was simulated as 1 x 1 x 1, --compress as plain all-reduces)
+expect_error "simulate does not model tensor parallelism (--gx 2 --gy 1 --gz 1)" simulate $TINY \
+  --gx 2 --machine summit
+expect_error "simulate does not model gradient compression (--compress onebit)" simulate $TINY \
+  --g-data 2 --compress onebit --machine summit
+expect_error "simulate does not model gradient compression (--compress auto)" simulate $TINY \
+  --g-data 2 --compress auto --machine summit
+expect_error "simulate does not model compressed pipeline gradients" simulate $TINY --g-inter 2 \
+  --compress-backprop powersgd:rank=4 --machine summit
 expect_error "simulate needs --machine" simulate $TINY
 expect_error "optimizer device runs on one rank" simulate $TINY --g-data 2 --optimizer device \
   --machine h100

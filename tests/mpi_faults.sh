@@ -7,7 +7,14 @@
 #  - SIGKILL to a rank in the middle of writing a checkpoint (held there by --debug-hang-mode
 #    checkpoint, so "the middle" is certain): the job ends, the interrupted checkpoint is never
 #    used, --resume continues from the one before, and the next checkpoint of that step replaces
-#    the debris.
+#    the debris;
+#  - a start-up that never ends (2 ranks): a rank stuck before its first step (its --data a FIFO
+#    that nobody writes) is reported like a stuck step, exit 124; PowerSGD at rank 1024 (inside
+#    its documented range, 1 to 4096) starts at once (its codec profile took minutes there).
+# With tensor parallelism (--gx 2) a rank's messages name its real place, x and row as
+# mpi/grid.h lays them out: SIGINT to rank 1 of a 1 x 2 grid, a step time-out on 2 x 2 (x, row).
+# A multi-rank job with a bad option says so once, from rank 0, before printing anything
+# (`bench compress` on 3 ranks, which two virtual nodes of equal size cannot hold).
 # SIGINT, SIGSTOP, a plain SIGKILL and stuck ranks are in tests/mpi_watchdog.sh.
 . "$(dirname "$0")/mpilib.sh"
 
@@ -79,5 +86,60 @@ run ckres 4 --steps 8 --checkpoint-dir "$TMP/ckill" --checkpoint-every 2 --resum
 # the resumed run equals one that never stopped (same grid: bit-identical)
 run ckref 4 --steps 8 && "$AXONN" compare "$TMP/ckref.bin" "$TMP/ckres.bin" --tol 0 >/dev/null ||
   fail "the resumed run differs from an uninterrupted one"
+
+# ---- the start-up is bounded (issue 45, item 6; both jobs were killed after 60 s before)
+T6="--layers 2 --hidden 64 --heads 2 --seq 32 --batch 4 --steps 3 --threads 1 --val-steps 0 \
+  --quiet --g-data 2"
+# shellcheck disable=SC2086
+timeout -s KILL 60 $MPIEXEC -n 2 "$AXONN" train $T6 --compress powersgd:rank=1024 \
+  --step-timeout 10 --metrics "$TMP/rank1024.csv" >"$TMP/rank1024.log" 2>&1; rc1=$?
+[ $rc1 -eq 0 ] || { fail "--compress powersgd:rank=1024: exit $rc1 (137: not done after 60 s)"
+  cat "$TMP/rank1024.log"; }
+no_leftovers "$TMP/rank1024"
+mkfifo "$TMP/fifo"
+# shellcheck disable=SC2086
+timeout -s KILL 60 $MPIEXEC -n 2 "$AXONN" train $T6 --data "$TMP/fifo" --step-timeout 2 \
+  >"$TMP/fifo.log" 2>&1; rc=$?
+[ $rc -eq 124 ] || { fail "a start-up stuck opening --data: exit $rc, expected 124"; cat "$TMP/fifo.log"; }
+grep -q "^axonn: error: the start-up (before the first step) exceeded --step-timeout (2 s) on rank [01] (stage 0, row [01]): opening the training data$" "$TMP/fifo.log" ||
+  { fail "a start-up stuck opening --data: no time-out line naming it"; cat "$TMP/fifo.log"; }
+no_leftovers "$TMP/fifo"
+echo "  start-up: powersgd:rank=1024 exit $rc1; stuck opening --data: exit $rc"
+
+# ---- tensor-parallel ranks are named by their place: stage, x y z, row
+TP="--layers 2 --hidden 64 --heads 2 --seq 32 --batch 4 --micro-batch 2 --threads 1 --val-steps 0 \
+  --quiet --gx 2"
+# SIGINT to rank 1 of 1 x 2 (x 1 of row 0; not "row 1")
+timeout $LIMIT $MPIEXEC -n 2 "$AXONN" train $TP --steps 100000 --metrics "$TMP/tpint.csv" \
+  >"$TMP/tpint.log" 2>&1 &
+job=$!
+wait_steps "$TMP/tpint.csv" 3
+kill -INT "$(rank_pid "$TMP/tpint" 1)"
+wait $job; rc=$?
+[ $rc -eq 130 ] && [ "$(grep -c '^axonn: error: ' "$TMP/tpint.log")" -eq 1 ] &&
+  grep -q "^axonn: error: rank 1 (stage 0, x 1 y 0 z 0, row 0) interrupted by SIGINT in step" "$TMP/tpint.log" ||
+  { fail "SIGINT to tensor-parallel rank 1: exit $rc; expected 130 and one line naming it x 1 of row 0"; cat "$TMP/tpint.log"; }
+no_leftovers "$TMP/tpint"
+# a step time-out on --gx 2 --g-data 2: every line names its rank r as x r % 2 of row r / 2
+timeout $LIMIT $MPIEXEC -n 4 "$AXONN" train $TP --g-data 2 --steps 20 --step-timeout 2 \
+  --debug-hang-rank 2 --debug-hang-step 3 --metrics "$TMP/tpstuck.csv" >"$TMP/tpstuck.log" 2>&1
+rc=$?
+grep '^axonn: error: ' "$TMP/tpstuck.log" >"$TMP/tpstuck.lines"
+[ $rc -eq 124 ] && [ -s "$TMP/tpstuck.lines" ] || { fail "tensor-parallel time-out: exit $rc"; cat "$TMP/tpstuck.log"; }
+while IFS= read -r line; do
+  r=$(echo "$line" | sed -n 's/^axonn: error: step 3 exceeded --step-timeout (2 s) on rank \([0-3]\) .*/\1/p')
+  want="on rank $r (stage 0, x $((r % 2)) y 0 z 0, row $((r / 2))): "
+  [ -n "$r" ] && case "$line" in *"$want"*) true ;; *) false ;; esac ||
+    fail "tensor-parallel time-out: '$line' lacks '$want'"
+done <"$TMP/tpstuck.lines"
+no_leftovers "$TMP/tpstuck"
+echo "  tensor-parallel labels: SIGINT exit 130, time-out $(wc -l <"$TMP/tpstuck.lines") line(s)"
+
+# ---- a bad setting of a multi-rank benchmark: one line, from rank 0, before any output
+timeout $LIMIT $MPIEXEC -n 3 "$AXONN" bench compress --codec-rows 0 >"$TMP/cb3.out" 2>"$TMP/cb3.err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(wc -l <"$TMP/cb3.err")" -eq 1 ] && [ ! -s "$TMP/cb3.out" ] &&
+  grep -q "^axonn: error: the all-reduce rows need the job's ranks in two equal virtual nodes, and 3 ranks cannot be halved.*rank 0)$" "$TMP/cb3.err" ||
+  { fail "bench compress on 3 ranks: exit $rc, stdout and stderr:"; cat "$TMP/cb3.out" "$TMP/cb3.err"; }
 
 finish

@@ -59,7 +59,8 @@ void mt_watchdog_start(double timeout_s) {
   if (rc == AX_OK)
     MPI_Allgather(&me, sizeof me, MPI_BYTE, all, sizeof me, MPI_BYTE, MPI_COMM_WORLD);
   AxWatchdogConfig c = {.timeout_ms = (int)(timeout_s * 1e3), .rank = mt_rank, .size = mt_size,
-                        .P = mt_size, .peers = all, .signals = 0, .end_job = end_job};
+                        .layout = ax_rank_layout_plain(mt_size), .peers = all, .signals = 0,
+                        .end_job = end_job};
   if (rc == AX_OK) rc = ax_watchdog_start(&c);
   free(all);
   if (rc != AX_OK) { /* outside any test: no ck_assert here */

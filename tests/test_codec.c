@@ -133,6 +133,26 @@ START_TEST(canonical_specs_write_every_parameter) {
 }
 END_TEST
 
+/* A copy with its rank capped (what the cost profile runs): PowerSGD's rank is clamped and its
+ * spec says so; a codec without a rank is copied as it is. */
+START_TEST(a_capped_copy_clamps_only_the_rank) {
+  static const char *const cases[][3] = { /* spec, the copy's spec at a cap of 128, its rank */
+      {"powersgd:rank=1024,ef=1", "powersgd:rank=128,cols=auto,ef=1", "128"},
+      {"powersgd:rank=8,cols=16", "powersgd:rank=8,cols=16,ef=0", "8"},
+      {"onebit:ef=1", "onebit:scale=mean,ef=1", "0"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    AxCodec *c = parse(cases[i][0]), *capped;
+    int rank = -1;
+    ck_assert_int_eq(ax_codec_cap_rank(c, 128, &capped, &rank), AX_OK);
+    ck_assert_str_eq(ax_codec_spec(capped), cases[i][1]);
+    ck_assert_int_eq(rank, atoi(cases[i][2]));
+    ax_codec_free(capped);
+    ax_codec_free(c);
+  }
+}
+END_TEST
+
 START_TEST(bad_specs_fail_with_one_message_naming_codec_and_key) {
   static const char *const cases[][3] = { /* spec, two pieces the message must hold */
       {"nosuch", "unknown codec \"nosuch\"", "identity, onebit"},
@@ -969,6 +989,7 @@ int main(void) {
   Suite *s = suite_create("codec");
   TCase *tc = tu_tcase(s, "codec", 120);
   tcase_add_test(tc, canonical_specs_write_every_parameter);
+  tcase_add_test(tc, a_capped_copy_clamps_only_the_rank);
   tcase_add_test(tc, bad_specs_fail_with_one_message_naming_codec_and_key);
   tcase_add_test(tc, identity_is_exact_bit_for_bit);
   tcase_add_test(tc, onebit_keeps_every_sign_and_the_scales);

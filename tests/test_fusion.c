@@ -331,8 +331,10 @@ START_TEST(bad_inputs_are_refused) {
   tu_expect_error(ax_fusion_fixed_bytes(&job, -1, end, &groups), "-1 bytes");
   job.n = 21;
   tu_expect_error(ax_fusion_brute_force(&job, end, &groups, &cost, NULL), "up to 20");
-  tu_expect_error(ax_fusion_parse("lots", &spec), "expects an integer, got 'lots'");
-  tu_expect_error(ax_fusion_parse("0", &spec), "out of range");
+  tu_expect_error(ax_fusion_parse("lots", &spec), "--fusion expects auto, none or a byte count "
+                                                   "of at least 1 (K, M, G suffixes), got 'lots'");
+  tu_expect_error(ax_fusion_parse("0", &spec), "byte count of at least 1 (K, M, G suffixes), got '0'");
+  tu_expect_error(ax_fusion_parse("99999999999999999999", &spec), "got '99999999999999999999'");
   spec = (AxFusionSpec){AX_FUSION_BYTES, 0};
   job.n = 3;
   tu_expect_error(ax_fusion_plan(&job, &spec, end, &groups, &cost, NULL), "at least 1 byte");

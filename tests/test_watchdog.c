@@ -96,8 +96,8 @@ static void start(int timeout_ms, int rank, const AxProcId *peer, int peer_rank)
   AxProcId ids[4] = {{0}};
   ax_proc_self(&ids[rank]);
   if (peer) ids[peer_rank] = *peer;
-  AxWatchdogConfig c = {.timeout_ms = timeout_ms, .rank = rank, .size = 4, .P = 2, .peers = ids,
-                        .signals = 1};
+  AxWatchdogConfig c = {.timeout_ms = timeout_ms, .rank = rank, .size = 4,
+                        .layout = ax_rank_layout_plain(2), .peers = ids, .signals = 1};
   if (ax_watchdog_start(&c) != AX_OK) _exit(99);
 }
 
@@ -156,6 +156,24 @@ START_TEST(a_stuck_step_ends_with_124_and_one_line) {
   ck_assert_str_eq(err, "axonn: error: step 7 exceeded --step-timeout (0.3 s) on rank 3 (stage 1, "
                         "row 1): waiting for the activation of micro-batch 0 from stage 0 (rank "
                         "2)\n");
+}
+END_TEST
+
+/* The start-up is a phase like a step: a rank stuck opening its data is reported the same way. */
+static void stuck_in_the_start_up(void) {
+  start(300, 1, NULL, 0);
+  ax_wd_phase(AX_WD_SETUP, 0);
+  AX_WD_NOTE(-1, "opening the training data");
+  sleep_ms(WAIT_LIMIT_S * 1000);
+}
+
+START_TEST(a_stuck_start_up_ends_with_124_and_one_line) {
+  char err[ERR_CAP];
+  int status = run_watched(stuck_in_the_start_up, err);
+  ck_assert_msg(exit_status(status) == AX_EXIT_TIMEOUT, "status %d; stderr:\n%s", status, err);
+  ck_assert_str_eq(err, "axonn: error: the start-up (before the first step) exceeded "
+                        "--step-timeout (0.3 s) on rank 1 (stage 1, row 0): opening the training "
+                        "data\n");
 }
 END_TEST
 
@@ -382,6 +400,7 @@ int main(void) {
   tcase_add_test(tc, a_note_reads_as_the_report_prints_it);
   tcase_add_test(tc, a_muted_thread_leaves_the_record_alone);
   tcase_add_test(tc, a_stuck_step_ends_with_124_and_one_line);
+  tcase_add_test(tc, a_stuck_start_up_ends_with_124_and_one_line);
   tcase_add_test(tc, phases_that_keep_moving_never_fire);
   tcase_add_test(tc, a_timeout_names_a_stopped_peer);
   tcase_add_test(tc, a_note_written_while_the_watchdog_reads_stays_whole);

@@ -289,6 +289,18 @@ int ax_codec_parse(const char *spec, AxCodec **out) {
   return AX_OK;
 }
 
+int ax_codec_cap_rank(const AxCodec *c, int max_rank, AxCodec **out, int *rank) {
+  *out = ax_malloc(sizeof **out);
+  if (!*out) return AX_ERR;
+  **out = *c;
+  *rank = 0;
+  if (!listed(c->impl->keys, "rank", 4)) return AX_OK;
+  if ((*out)->p.rank > max_rank) (*out)->p.rank = max_rank;
+  *rank = (*out)->p.rank;
+  write_canonical(*out);
+  return AX_OK;
+}
+
 void ax_codec_free(AxCodec *c) { free(c); }
 const char *ax_codec_spec(const AxCodec *c) { return c->spec; }
 const char *ax_codec_name(const AxCodec *c) { return c->impl->name; }

@@ -42,6 +42,10 @@ typedef struct {
  * codecs, unknown keys and bad values (rank 0, ratio above 1, bits 3) fail with one message. */
 int ax_codec_parse(const char *spec, AxCodec **out);
 void ax_codec_free(AxCodec *c);
+/* A copy of c (free it with ax_codec_free) whose rank, for a codec that has one (PowerSGD,
+ * whose work grows with it), is at most max_rank; *rank gets the copy's rank, 0 for a codec
+ * without one (copied as it is). For work of bounded cost, such as a profile. */
+int ax_codec_cap_rank(const AxCodec *c, int max_rank, AxCodec **out, int *rank);
 /* The canonical spec, every parameter written out (for logs and checkpoints). */
 const char *ax_codec_spec(const AxCodec *c);
 /* "identity", "onebit", ... */

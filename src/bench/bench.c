@@ -3,6 +3,7 @@
  * full training step of `axonn train` on that backend, timed, against the GEMM peak measured
  * in the same run at the model's own GEMM shapes, as the summary of `axonn train` does), and the dispatch of the MPI benchmarks `bench allreduce`, `bench p2p` and
  * `bench optimizer`. Figures are medians over repeated runs. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,11 +97,11 @@ static int parse_model(const char *spec, BenchModel *m) {
     *m = (BenchModel){"b (GPT-2 small)", 12, 768, 12, 256, 4, 50257};
     return AX_OK;
   }
-  m->name = spec;
-  int end = 0;
-  if (sscanf(spec, "%d:%d:%d:%d:%d:%d%n", &m->L, &m->C, &m->NH, &m->T, &m->B, &m->V, &end) != 6 ||
-      spec[end] != 0)
-    return AX_FAIL("--models: '%s' is not a, b or L:C:NH:T:B:V", spec);
+  static const AxIntList DIMS = {"models", ":", "a, b or L:C:NH:T:B:V", 0, INT_MAX, 6, 6};
+  long long v[6];
+  int n;
+  AX_TRY(ax_options_int_list(&DIMS, spec, v, &n));
+  *m = (BenchModel){spec, (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5]};
   return AX_OK;
 }
 

@@ -10,6 +10,11 @@
 extern const AxCommand AX_BENCHES[];
 extern const int AX_N_BENCHES;
 
+enum { AX_BENCH_MAX_K = 16 };
+/* bench_coarsening.c: --coarsening of bench allreduce and bench optimizer ("1,2,4,8"): up to
+ * AX_BENCH_MAX_K factors, each in [1, 2^20], into ks; *n gets how many. */
+int ax_bench_coarsening(const char *text, int *ks, int *n);
+
 /* Dispatches `axonn bench KIND ...` (argv[0] = "bench"). */
 int ax_cmd_bench(int argc, char **argv);
 int ax_cmd_bench_gemm(int argc, char **argv);

@@ -71,7 +71,7 @@ static const AxOptionTable AR_TABLE = {
     "All-reduce algorithms side by side; run under mpiexec -n P.",
     AR_OPTS, (int)(sizeof AR_OPTS / sizeof AR_OPTS[0])};
 
-enum { MAX_ALGOS = 5, MAX_K = 16 };
+enum { MAX_ALGOS = 5 };
 
 typedef enum {
   AR_OURS,     /* ax_allreduce with `algo` */
@@ -109,7 +109,7 @@ typedef struct {
   size_t esz;
   ArColumn cols[MAX_ALGOS];
   int n_cols;
-  int ks[MAX_K], n_ks; /* coarsening factors (--bucket-size mode) */
+  int ks[AX_BENCH_MAX_K], n_ks; /* coarsening factors (--bucket-size mode) */
   void *buf;
   char *traffic[4]; /* AR_BOUND's buffers: (p-1)/p of the largest message each */
   ArResult last[MAX_ALGOS]; /* the latest row */
@@ -373,23 +373,6 @@ static int bench_size(ArBench *b, size_t bytes, int coarsening) {
   return AX_OK;
 }
 
-/* --coarsening "1,2,4,8" into b->ks. */
-static int parse_coarsening(ArBench *b) {
-  const char *p = b->c->coarsening;
-  b->n_ks = 0;
-  while (*p) {
-    char *end;
-    long k = strtol(p, &end, 10);
-    if (end == p || k < 1 || k > 1 << 20 || (*end && *end != ','))
-      return AX_FAIL("--coarsening '%s' is not a list of positive integers like 1,2,4,8",
-                     b->c->coarsening);
-    if (b->n_ks == MAX_K) return AX_FAIL("--coarsening: at most %d factors", MAX_K);
-    b->ks[b->n_ks++] = (int)k;
-    p = *end ? end + 1 : end;
-  }
-  return b->n_ks ? AX_OK : AX_FAIL("--coarsening: empty list");
-}
-
 /* The largest message this run sends. */
 static size_t max_message(const ArBench *b) {
   if (!b->c->bucket_size) return (size_t)b->c->max_bytes;
@@ -461,7 +444,7 @@ static int prepare(ArBench *b, const ArBenchConfig *c, MPI_Comm comm, int polite
   AX_TRY(ax_bench_link_check(&c->net, &link));
   AX_TRY(choose_algos(b, link.bytes_per_s > 0));
   if (c->min_bytes > c->max_bytes) return AX_FAIL("--min-bytes is larger than --max-bytes");
-  if (c->bucket_size) AX_TRY(parse_coarsening(b));
+  if (c->bucket_size) AX_TRY(ax_bench_coarsening(b->c->coarsening, b->ks, &b->n_ks));
   if (c->json && b->rank == 0) AX_TRY(ax_file_check_appendable(c->json));
   return AX_OK;
 }

@@ -24,6 +24,7 @@
 #include "mpi/collectives.h"
 #include "mpi/link_emulator.h"
 #include "mpi/mpi_util.h"
+#include "mpi/vnodes.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
@@ -155,8 +156,10 @@ static int parse_lists(Cb *b) {
     else strncat(items[i], ",5us", sizeof items[i] - strlen(items[i]) - 1);
     if (ax_link_spec_parse(items[i], &b->links[i]) != AX_OK) return ax_error_context("--links");
   }
-  if (split(b->c->syncs, items, &b->n_syncs, any_start) != AX_OK || b->n_syncs > 2)
-    return ax_error_context("--syncs (ring, ps)");
+  if (split(b->c->syncs, items, &b->n_syncs, any_start) != AX_OK)
+    return ax_error_context("--syncs");
+  if (b->n_syncs > 2)
+    return AX_FAIL("--syncs '%s': at most two CaSync algorithms (ring, ps, ag)", b->c->syncs);
   for (int i = 0; i < b->n_syncs; i++)
     if (ax_casync_algo_parse(items[i], &b->syncs[i]) != AX_OK) return ax_error_context("--syncs");
   return AX_OK;
@@ -299,6 +302,22 @@ static void report(Cb *b, const char *codec, const char *sync, size_t n, const A
            b->c->iters);
 }
 
+/* The virtual nodes of the all-reduce rows: --ranks-per-node, or the job in two halves. */
+static int ranks_per_node(const Cb *b) {
+  return b->c->ranks_per_node ? b->c->ranks_per_node : b->size / 2;
+}
+
+/* Before anything is printed: the all-reduce rows (when they run) can split the job. */
+static int check_nodes(const Cb *b) {
+  if (!b->c->allreduce_rows || b->size < 2) return AX_OK;
+  if (b->c->ranks_per_node) return ax_vnodes_check(b->size, b->c->ranks_per_node);
+  if (b->size % 2)
+    return AX_FAIL("the all-reduce rows need the job's ranks in two equal virtual nodes, and %d "
+                   "ranks cannot be halved: run an even number of ranks, or give --ranks-per-node "
+                   "N (N divides %d) or --allreduce-rows 0", b->size, b->size);
+  return AX_OK;
+}
+
 /* One size over one link: plain, then every codec with every sync. */
 static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link, size_t n,
                      int *wrong_picks) {
@@ -320,8 +339,7 @@ static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link, 
 
 static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
                      int *wrong_picks) {
-  int per_node = b->c->ranks_per_node ? b->c->ranks_per_node : (b->size + 1) / 2;
-  AxLinkEmuConfig lc = {.ranks_per_node = per_node, .link = *link};
+  AxLinkEmuConfig lc = {.ranks_per_node = ranks_per_node(b), .link = *link};
   AX_TRY(ax_link_emu_create(&b->emu, b->comm, &lc));
   b->cc.links = b->emu;
   int rc = AX_OK;
@@ -380,6 +398,7 @@ static int prepare(Cb *b, const CbConfig *c, MPI_Comm comm) {
   b->cc.traffic = &b->sent;
   b->cc.traffic_class = AX_TRAFFIC_DATA_PARALLEL;
   AX_TRY(parse_lists(b));
+  AX_TRY(check_nodes(b));
   if (c->json && b->rank == 0) AX_TRY(ax_file_check_appendable(c->json));
   return AX_OK;
 }

@@ -53,7 +53,7 @@ static const AxOptionTable OPT_TABLE = {
     "Chunked all-reduce and host AdamW, alone, in sequence and interleaved; run under mpiexec.",
     OPT_OPTS, (int)(sizeof OPT_OPTS / sizeof OPT_OPTS[0])};
 
-enum { MAX_K = 16, N_MODES = 6 };
+enum { N_MODES = 6 };
 typedef enum { M_ALLREDUCE, M_ADAMW, M_SEQUENCE, M_INTERLEAVED, M_NO_PROGRESS, M_THREAD } Mode;
 static const char *const MODE_NAMES[N_MODES] = {"allreduce",   "adamw",
                                                 "sequence",    "interleaved",
@@ -199,19 +199,6 @@ static int bench_k(OptBench *b, int k) {
   return AX_OK;
 }
 
-static int parse_ks(const char *list, int *ks, int *n) {
-  *n = 0;
-  for (const char *p = list; *p;) {
-    char *end;
-    long k = strtol(p, &end, 10);
-    if (end == p || k < 1 || k > 1 << 20 || *n == MAX_K || (*end && *end != ','))
-      return AX_FAIL("--coarsening '%s' is not a list of positive integers", list);
-    ks[(*n)++] = (int)k;
-    p = *end ? end + 1 : end;
-  }
-  return AX_OK;
-}
-
 static int run_adamw_only(OptBench *b, AxOffload *o, int arg) {
   (void)b, (void)arg;
   AxAdamWHyper h = hyper();
@@ -328,12 +315,12 @@ int ax_cmd_bench_optimizer(int argc, char **argv) {
     ax_options_free(&OPT_TABLE, &c);
     return 0;
   }
-  int provided, rank, ks[MAX_K], n_ks = 0;
+  int provided, rank, ks[AX_BENCH_MAX_K], n_ks = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   ax_set_rank(rank);
   /* the options are the same everywhere, the output file is rank 0's: rank 0 says what is wrong */
-  if (rc == AX_OK) rc = parse_ks(c.coarsening, ks, &n_ks);
+  if (rc == AX_OK) rc = ax_bench_coarsening(c.coarsening, ks, &n_ks);
   if (rc == AX_OK && c.json && rank == 0) rc = ax_file_check_appendable(c.json);
   if (rc == AX_OK) rc = check_network(&c);
   rc = ax_mpi_agree(MPI_COMM_WORLD, rc);

@@ -1,6 +1,7 @@
 /* plan_grids.c — `axonn plan --rank-grids`: every grid G_inter x Gx x Gy x Gz x G_data of N
  * ranks ranked by predicted communication time per step (src/plan/rank_grids.h), or one grid's
  * collectives with --grid. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "src/core/command.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "src/core/options.h"
 #include "src/plan/rank_grids.h"
 
 typedef struct {
@@ -111,13 +113,12 @@ static int query_of(GridsConfig *c, const AxOptState *st, AxGridQuery *q) {
 
 /* "P,X,Y,Z,D" (or with x between the numbers). */
 static int parse_grid(const char *text, AxRankGrid *g) {
-  int v[5], used = 0;
-  char sep[4];
-  int n = sscanf(text, "%d%1[,x]%d%1[,x]%d%1[,x]%d%1[,x]%d%n", &v[0], sep, &v[1], sep, &v[2],
-                 sep, &v[3], sep, &v[4], &used);
-  if (n != 9 || text[used])
-    return AX_FAIL("--grid '%s': expected G_inter,Gx,Gy,Gz,G_data such as 1,2,2,8,1", text);
-  *g = (AxRankGrid){v[0], v[1], v[2], v[3], v[4]};
+  static const AxIntList GRID = {"grid", ",x", "G_inter,Gx,Gy,Gz,G_data such as 1,2,2,8,1", 1,
+                                 INT_MAX, 5, 5};
+  long long v[5];
+  int n;
+  AX_TRY(ax_options_int_list(&GRID, text, v, &n));
+  *g = (AxRankGrid){(int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4]};
   return AX_OK;
 }
 

@@ -41,6 +41,7 @@ static int simulate(int argc, char **argv, int *help) {
   AxSimProfile prof = {0};
   if (rc == AX_OK && !*help) rc = ax_machine_resolve(machine, &m);
   if (rc == AX_OK && !*help && profile) rc = ax_sim_profile_load(profile, &prof);
+  if (rc == AX_OK && !*help) rc = ax_train_check_outputs(&cfg);
   if (rc == AX_OK && !*help) rc = ax_sim_simulate(&cfg, &m, profile ? &prof : NULL);
   ax_sim_profile_free(&prof);
   ax_train_config_free(&cfg);

@@ -5,7 +5,8 @@
  * ranks and printed once, by rank 0, with the failing rank named; every rank exits 1. A failure
  * inside a step (other ranks may be waiting on this one) is printed by the failing rank, which
  * then aborts the whole job, so nothing ever hangs; a rank that is stuck, or whose peer on this
- * node is gone, is ended by the watchdog (src/core/watchdog.h, wired in train_watchdog.c). */
+ * node is gone, is ended by the watchdog (src/core/watchdog.h, wired in train_watchdog.c), which
+ * starts before the trainer is created: a rank stuck in the start-up is ended the same way. */
 #include <math.h>
 #include <signal.h>
 #include <mpi.h>
@@ -15,7 +16,6 @@
 
 #include "commands.h"
 #include "src/core/error.h"
-#include "src/core/fileio.h"
 #include "src/core/log.h"
 #include "src/core/watchdog.h"
 #include "src/report/metrics.h"
@@ -44,13 +44,7 @@ static void abort_job(const AxTrainer *t) {
 /* Every file rank 0 writes at the end can be written: checked before any time is spent, so a
  * long run is not lost at its end (--checkpoint-dir is checked by the trainer's setup). */
 static int check_outputs(const AxTrainConfig *cfg, const AxTrainer *t) {
-  const struct { const char *flag, *path; } outputs[] = {
-      {"--save", cfg->output.save}, {"--summary", cfg->output.summary}, {"--trace", cfg->output.trace}};
-  int rc = AX_OK;
-  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0] && rc == AX_OK; i++)
-    if (ax_trainer_grid(t)->rank == 0 && outputs[i].path &&
-        ax_file_check_writable(outputs[i].path) != AX_OK)
-      rc = ax_error_context("%s", outputs[i].flag);
+  int rc = ax_trainer_grid(t)->rank == 0 ? ax_train_check_outputs(cfg) : AX_OK;
   return ax_grid_agree(ax_trainer_grid(t), rc);
 }
 
@@ -177,9 +171,11 @@ int ax_cmd_train(int argc, char **argv) {
   ax_log_set_quiet(cfg.output.quiet);
   if (rc == AX_OK) rc = ax_train_config_check(&cfg, &opts);
   AxTrainer *t = NULL;
+  /* before the trainer: --step-timeout covers the start-up as one phase */
+  if (rc == AX_OK) rc = ax_train_watchdog_start(&cfg);
   if (rc == AX_OK) rc = ax_trainer_create(&t, &cfg);
-  if (rc == AX_OK) rc = ax_train_watchdog_start(t, cfg.debug.step_timeout);
   if (rc == AX_OK) {
+    AX_WD_NOTE(-1, "printing the run's header and opening its outputs");
     ax_trainer_print_header(t);
     rc = run(t, &cfg);
   }

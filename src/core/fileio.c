@@ -220,11 +220,20 @@ void ax_file_abort(AxFile *f) {
   f->tmp[0] = 0;
 }
 
+/* What the real write would meet first, met now: a write of nothing to a device (/dev/full
+ * refuses even that; a terminal shows nothing) or of one byte to the temporary file (a full
+ * file system refuses it). */
+static int probe_write(int fd, size_t bytes, const char *path) {
+  if (write(fd, "", bytes) < 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
+  return AX_OK;
+}
+
 int ax_file_check_writable(const char *path) {
   AxFile f;
   AX_TRY(ax_file_open_write(&f, path));
+  int rc = probe_write(fileno(f.f), f.tmp[0] ? 1 : 0, path);
   ax_file_abort(&f);
-  return AX_OK;
+  return rc;
 }
 
 int ax_file_append(const char *path, const void *text, size_t len) {
@@ -241,7 +250,12 @@ int ax_file_check_appendable(const char *path) {
   if (stat(path, &sb) != 0) return ax_file_check_writable(path); /* would be created */
   if (S_ISDIR(sb.st_mode)) return AX_FAIL("cannot write %s: it is a directory", path);
   if (access(path, W_OK) != 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
-  return AX_OK;
+  if (!S_ISCHR(sb.st_mode)) return AX_OK;
+  int fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return AX_FAIL("cannot write %s: %s", path, strerror(errno));
+  int rc = probe_write(fd, 0, path);
+  close(fd);
+  return rc;
 }
 
 /* ------------------------------------------------------------------ mappings */

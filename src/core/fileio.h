@@ -14,12 +14,6 @@
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
-/* Appends len bytes to path (created when missing): the JSON-lines files that successive
- * benchmark runs add to. Open, write and close are checked. */
-int ax_file_append(const char *path, const void *text, size_t len);
-/* Fails now, with the reason, when `path` could not be appended to later; creates nothing. */
-int ax_file_check_appendable(const char *path);
-
 #endif
 
 typedef struct {
@@ -47,8 +41,9 @@ int ax_file_commit(AxFile *f);
 void ax_file_abort(AxFile *f);
 
 /* Fails now, with the reason, when `path` could not be written later: creates and removes
- * the temporary file a write would use (nothing is left behind; an existing file is not
- * touched). */
+ * the temporary file a write would use, with one byte written to it (a full file system), or
+ * writes nothing to a device (/dev/full refuses even that). Nothing is left behind; an
+ * existing file is not touched. */
 int ax_file_check_writable(const char *path);
 
 /* A whole regular file mapped into memory (shared): read-only, or created or resized to
@@ -68,7 +63,8 @@ void ax_file_unmap(AxFileMap *m);
 /* Appends len bytes to path (created when missing): the JSON-lines files that successive
  * benchmark runs add to. Open, write and close are checked. */
 int ax_file_append(const char *path, const void *text, size_t len);
-/* Fails now, with the reason, when `path` could not be appended to later; creates nothing. */
+/* Fails now, with the reason, when `path` could not be appended to later (a device is written
+ * nothing, as above); creates nothing. */
 int ax_file_check_appendable(const char *path);
 
 #endif

@@ -64,20 +64,59 @@ static long long suffix_multiplier(char c) {
   return c == 'K' ? 1LL << 10 : c == 'M' ? 1LL << 20 : c == 'G' ? 1LL << 30 : 1;
 }
 
-static int parse_integer(const AxOption *o, const char *value, long long *out) {
-  char *end;
+AxIntRead ax_options_read_int(const char *text, const char **end, int suffixes, long long *out) {
+  char *stop;
   errno = 0;
-  long long v = strtoll(value, &end, 10);
+  long long v = strtoll(text, &stop, 10);
   int overflow = errno == ERANGE;
-  long long mul = end != value && end[0] && !end[1] ? suffix_multiplier(*end) : 1;
-  if (mul > 1) end++;
-  if (end == value || *end != 0 || (errno && !overflow))
-    return AX_FAIL("--%s expects an integer, got '%s'", o->name, value);
+  if (stop == text || (errno && !overflow)) return AX_INT_NOT_A_NUMBER;
+  long long mul = suffixes ? suffix_multiplier(*stop) : 1;
+  if (mul > 1) stop++;
+  if (!end && *stop) return AX_INT_NOT_A_NUMBER;
+  if (end) *end = stop;
   if (overflow || (v > 0 && v > LLONG_MAX / mul) || (v < 0 && v < LLONG_MIN / mul))
+    return AX_INT_PAST_64_BITS;
+  *out = v * mul;
+  return AX_INT_OK;
+}
+
+static int parse_integer(const AxOption *o, const char *value, long long *out) {
+  long long v = 0;
+  AxIntRead r = ax_options_read_int(value, NULL, 1, &v);
+  if (r == AX_INT_NOT_A_NUMBER)
+    return AX_FAIL("--%s expects an integer, got '%s'", o->name, value);
+  if (r == AX_INT_PAST_64_BITS)
     return AX_FAIL("--%s %s is out of range (more than 64 bits)", o->name, value);
-  v *= mul;
   if (!range_ok(o, (double)v)) return range_error(o, value);
   *out = v;
+  return AX_OK;
+}
+
+/* One entry of a list at *p, which moves past it. */
+static int list_entry(const AxIntList *s, const char *text, const char **p, long long *v) {
+  const char *start = *p;
+  AxIntRead r = ax_options_read_int(start, p, 0, v);
+  if (r == AX_INT_NOT_A_NUMBER) return AX_FAIL("--%s '%s' is not %s", s->name, text, s->shape);
+  if (r == AX_INT_PAST_64_BITS || *v < s->min || *v > s->max)
+    return AX_FAIL("--%s '%s': %.*s is out of range [%lld, %lld]", s->name, text,
+                   (int)(*p - start), start, s->min, s->max);
+  return AX_OK;
+}
+
+int ax_options_int_list(const AxIntList *s, const char *text, long long *out, int *n) {
+  *n = 0;
+  const char *p = text;
+  while (*p) {
+    long long v;
+    AX_TRY(list_entry(s, text, &p, &v));
+    if (*n == s->n_max)
+      return AX_FAIL("--%s '%s' has more than %d entries", s->name, text, s->n_max);
+    out[(*n)++] = v;
+    if (*p && (!strchr(s->seps, *p) || !p[1]))
+      return AX_FAIL("--%s '%s' is not %s", s->name, text, s->shape);
+    if (*p) p++;
+  }
+  if (*n < s->n_min) return AX_FAIL("--%s '%s' is not %s", s->name, text, s->shape);
   return AX_OK;
 }
 

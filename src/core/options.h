@@ -2,7 +2,9 @@
  * (`name = value` per line; `#` at the start of a line or after a blank starts a comment, a
  * `#` inside a word is part of the value; the command line wins) parsed into a plain struct
  * from a table. Integers take K, M, G suffixes (x 1024^n) and are checked for overflow. The
- * same table prints `--help`. Every problem is one clear error. */
+ * same table prints `--help`. Every problem is one clear error. Also the one checked reading of
+ * an integer (and of a list of them, "1,2,4" or "2-3") that the option values other parsers own
+ * (--fusion, --grid, --trace-steps, --models, ...) go through: nothing wraps past 64 bits. */
 #ifndef AX_OPTIONS_H
 #define AX_OPTIONS_H
 
@@ -73,5 +75,30 @@ void ax_options_free(const AxOptionTable *t, void *cfg);
  * table's): *value points into argv (the last one given wins), argc shrinks. AX_ERR when the
  * option has no value. */
 int ax_options_take(int *argc, char **argv, const char *name, const char **value);
+
+/* ------------------------------------------------------------------ integers in other text */
+
+typedef enum {
+  AX_INT_OK = 0,
+  AX_INT_NOT_A_NUMBER, /* no digits where the number should be, or text after it */
+  AX_INT_PAST_64_BITS, /* the digits (times the suffix) do not fit a long long */
+} AxIntRead;
+/* Reads one decimal integer (strtoll's syntax) at the start of text, then a K, M or G suffix
+ * (x 1024^n) when `suffixes`. end NULL: the whole text must be the number; otherwise *end gets
+ * where it stopped. Records no error: the caller says what it expected. */
+AxIntRead ax_options_read_int(const char *text, const char **end, int suffixes, long long *out);
+
+typedef struct {
+  const char *name;   /* the option, without the dashes, for messages: "grid" */
+  const char *seps;   /* the characters that separate entries: ",", "-", ",x" */
+  const char *shape;  /* what the text should be, for messages: "a range like 2-3" */
+  long long min, max; /* every entry */
+  int n_min, n_max;   /* how many entries; out holds n_max */
+} AxIntList;
+/* Reads a list of integers such as "1,2,4", "2-3" or "1x2x2x8x1" into out; *n gets the count.
+ * One error line on failure: "--NAME 'TEXT' is not SHAPE" (an empty entry, something else than
+ * numbers and separators, too few entries), "--NAME 'TEXT' has more than N_MAX entries", or
+ * "--NAME 'TEXT': ENTRY is out of range [MIN, MAX]" (64-bit overflow included). */
+int ax_options_int_list(const AxIntList *spec, const char *text, long long *out, int *n);
 
 #endif

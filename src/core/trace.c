@@ -66,25 +66,25 @@ static int write_event(AxFile *f, const AxTraceEvent *e, int rank, int first) {
   return ax_file_write(f, line, (size_t)n);
 }
 
-static int write_track_names(AxFile *f, int nranks, int P) {
+static int write_track_names(AxFile *f, int nranks, const AxRankLayout *layout) {
   for (int r = 0; r < nranks; r++) {
-    char line[200];
+    char line[256], label[96];
     int n = snprintf(line, sizeof line,
                      "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,"
-                     "\"args\":{\"name\":\"rank %d (stage %d, row %d)\"}}",
-                     r ? "," : "", r, r, r % P, r / P);
+                     "\"args\":{\"name\":\"%s\"}}",
+                     r ? "," : "", r, ax_rank_label(layout, r, label, sizeof label));
     AX_TRY(ax_file_write(f, line, (size_t)n));
   }
   return AX_OK;
 }
 
 int ax_trace_write_json(const char *path, const AxTraceEvent *ev, const int *counts, int nranks,
-                        int P) {
+                        const AxRankLayout *layout) {
   AxFile f;
   AX_TRY(ax_file_open_write(&f, path));
   const char *head = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
   int rc = ax_file_write(&f, head, strlen(head));
-  if (rc == AX_OK) rc = write_track_names(&f, nranks, P);
+  if (rc == AX_OK) rc = write_track_names(&f, nranks, layout);
   for (int r = 0, k = 0; r < nranks && rc == AX_OK; r++)
     for (int i = 0; i < counts[r] && rc == AX_OK; i++, k++) rc = write_event(&f, &ev[k], r, 0);
   if (rc == AX_OK) rc = ax_file_write(&f, "\n]}\n", 4);

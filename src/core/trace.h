@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include "rank_layout.h"
+
 typedef enum {
   AX_EV_FORWARD = 0, AX_EV_BACKWARD, AX_EV_SEND, AX_EV_RECV_WAIT, AX_EV_ALLREDUCE,
   AX_EV_OPTIMIZER, AX_EV_PIPELINE, AX_EV_STEP,
@@ -39,8 +41,9 @@ int ax_trace_active(const AxTrace *t);
 double ax_trace_begin(const AxTrace *t);
 void ax_trace_end(AxTrace *t, int kind, int mb, double t0);
 const char *ax_trace_kind_name(int kind);
-/* Writes events of every rank (counts[r] events each, concatenated) as Chrome trace JSON. */
+/* Writes events of every rank (counts[r] events each, concatenated) as Chrome trace JSON, a
+ * track per rank named by its place in the layout (ax_rank_label). */
 int ax_trace_write_json(const char *path, const AxTraceEvent *ev, const int *counts, int nranks,
-                        int P);
+                        const AxRankLayout *layout);
 
 #endif

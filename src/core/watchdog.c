@@ -151,8 +151,8 @@ static int put_activity(char *buf, int cap, int at, const Snapshot *s) {
 }
 
 static int put_rank(char *buf, int cap, int at, int r) {
-  int P = g.cfg.P > 0 ? g.cfg.P : 1;
-  return put(buf, cap, at, "rank %d (stage %d, row %d)", r, r % P, r / P);
+  char label[96];
+  return put(buf, cap, at, "%s", ax_rank_label(&g.cfg.layout, r, label, sizeof label));
 }
 
 static int put_phase(char *buf, int cap, int at, const Snapshot *s) {
@@ -162,6 +162,7 @@ static int put_phase(char *buf, int cap, int at, const Snapshot *s) {
   case AX_WD_CHECKPOINT: return put(buf, cap, at, "the checkpoint of step %d", s->step);
   case AX_WD_RESUME: return put(buf, cap, at, "resuming from the checkpoint");
   case AX_WD_FINAL: return put(buf, cap, at, "the end of the run (summary, saved model)");
+  case AX_WD_SETUP: return put(buf, cap, at, "the start-up (before the first step)");
   default: return put(buf, cap, at, "no step");
   }
 }

@@ -1,7 +1,7 @@
 /* watchdog.h — what this rank is doing right now, and the watchdog thread that ends the whole
  * job with one line on stderr and a documented exit status when
- *   - a phase (a training step, a validation, a checkpoint, the final save) runs longer than
- *     --step-timeout:  "axonn: error: step 7 exceeded --step-timeout (2 s) on rank 3 (stage 1,
+ *   - a phase (the start-up before the first step, a training step, a validation, a
+ *     checkpoint, the final save) runs longer than --step-timeout:  "axonn: error: step 7 exceeded --step-timeout (2 s) on rank 3 (stage 1,
  *     row 1): waiting for the activation of micro-batch 0 from stage 0 (rank 2)"
  *                                                                  exit status AX_EXIT_TIMEOUT
  *   - another rank of this node is no longer running (killed, crashed, exited):
@@ -9,6 +9,8 @@
  *     row 1) was in step 7: waiting for ..."                      exit status AX_EXIT_LOST_RANK
  *   - this rank gets SIGINT:  "... interrupted by SIGINT in step 7: ..."
  *                                                                  exit status AX_EXIT_INTERRUPTED
+ * A rank is labelled with its real place (ax_rank_label): "rank 3 (stage 1, row 1)", or with
+ * tensor parallelism "rank 3 (stage 0, x 1 y 1 z 0, row 0)".
  *
  * Noting (the hot path). Wait points and compute phases say what they do with ax_wd_phase,
  * AX_WD_NOTE and ax_wd_detail (inline): a dozen relaxed atomic stores into one process-wide
@@ -55,6 +57,7 @@
 #include <stdatomic.h>
 
 #include "procstat.h"
+#include "rank_layout.h"
 
 /* Exit statuses of `axonn train` (documented in README.md and --help). */
 enum { AX_EXIT_TIMEOUT = 124, AX_EXIT_LOST_RANK = 125, AX_EXIT_INTERRUPTED = 130 };
@@ -68,11 +71,13 @@ typedef enum {
   AX_WD_CHECKPOINT, /* writing the checkpoint of a step */
   AX_WD_RESUME,     /* loading a checkpoint */
   AX_WD_FINAL,      /* the end of the run: summary, saved model, trace */
+  AX_WD_SETUP,      /* the start-up: everything from the watchdog's start to the first step */
 } AxWdPhase;
 
 typedef struct {
   int timeout_ms;       /* per phase; 0: no deadline (lost ranks and SIGINT are still seen) */
-  int rank, size, P;    /* world rank and size; rank r is stage r % P of row r / P */
+  int rank, size;       /* world rank and size */
+  AxRankLayout layout;  /* where each rank sits, for the labels (rank_layout.h) */
   const AxProcId *peers; /* [size], every rank's ax_proc_self (copied) */
   int signals;          /* 1: handle SIGINT and SIGABRT as described above */
   void (*end_job)(int code); /* ends the job (NULL: _exit(code)); need not return */

@@ -375,19 +375,18 @@ int ax_fusion_fixed_bytes(const AxFusionJob *job, long long max_bytes, int *grou
 }
 
 int ax_fusion_parse(const char *text, AxFusionSpec *spec) {
-  static const AxOption bytes_opt = {"fusion", AX_OPT_LONG, 0, "1", "auto|none|BYTES",
-                                     "", 1, 9.2e18, NULL};
-  static const AxOptionTable table = {"train", "", &bytes_opt, 1};
-  if (!text) return AX_FAIL("--fusion: expected auto, none or a byte count");
+  long long bytes = 0;
   spec->bytes = 0;
-  if (strcmp(text, "auto") == 0) {
+  if (text && strcmp(text, "auto") == 0) {
     spec->mode = AX_FUSION_AUTO;
-  } else if (strcmp(text, "none") == 0) {
+  } else if (text && strcmp(text, "none") == 0) {
     spec->mode = AX_FUSION_NONE;
-  } else {
-    if (ax_options_set(&table, &spec->bytes, "fusion", text, NULL) != AX_OK)
-      return ax_error_context("--fusion expects auto, none or a byte count: ");
+  } else if (text && ax_options_read_int(text, NULL, 1, &bytes) == AX_INT_OK && bytes >= 1) {
     spec->mode = AX_FUSION_BYTES;
+    spec->bytes = bytes;
+  } else {
+    return AX_FAIL("--fusion expects auto, none or a byte count of at least 1 (K, M, G "
+                   "suffixes), got '%s'", text ? text : "");
   }
   return AX_OK;
 }

@@ -102,6 +102,7 @@ typedef struct {
   long long bytes; /* AX_FUSION_BYTES: the largest group, >= 1 */
 } AxFusionSpec;
 
+/* --fusion's text; one error line (naming --fusion) when it is none of the three. */
 int ax_fusion_parse(const char *text, AxFusionSpec *spec);
 /* The grouping spec chooses, and its cost; stats (may be NULL) only for auto, which searches
  * with every rule and stops after AX_FUSION_AUTO_MAX_NODES nodes (a 48-layer GPT takes at most

@@ -25,8 +25,9 @@
  *     cores_per_node = 0      # cores the node's ranks share (a CPU machine); 0: a device each
  *
  * Every key up to latency is required, latency and the simulator's keys are optional; an
- * unknown key, a missing one, a bad number or an unreadable file is one error naming the
- * file. */
+ * unknown key, a missing one, a bad number, one out of its key's range (a bandwidth below
+ * 1 bit/s or beyond a double's range, a latency above an hour, an efficiency above 1) or an
+ * unreadable file is one error naming the file and the key. */
 #ifndef AX_MACHINE_H
 #define AX_MACHINE_H
 

@@ -11,18 +11,22 @@
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 
+/* Every key's range is checked on load (src/core/options.c: one line naming the key): counts
+ * from 1, precision 0 to 2, seconds from 0, the copy bandwidth from 1 byte/s (0 made a send
+ * take forever: the simulated pipeline deadlocked), all finite. */
 #define OFF(f) offsetof(AxSimProfile, f)
-#define PINT(n, f, what) {n, AX_OPT_INT, OFF(f), NULL, "N", what, 0, 1 << 30, NULL}
+#define PINT(n, f, what, lo, hi) {n, AX_OPT_INT, OFF(f), NULL, "N", what, lo, hi, NULL}
+#define PCOUNT(n, f, what) PINT(n, f, what, 1, 1 << 30)
 #define PSEC(n, f, what) {n, AX_OPT_FLOAT, OFF(f), NULL, "X", what, 0, 1e18, NULL}
 static const AxOption KEYS[] = {
     {"device", AX_OPT_STRING, OFF(device), NULL, "NAME", "device measured", 1, 0, NULL},
-    PINT("threads", threads, "threads per rank"),
-    PINT("precision", precision, "0 fp32, 1 bf16, 2 fp16"),
-    PINT("micro_batch", micro_batch, "sequences per micro-batch"),
-    PINT("seq", seq, "tokens per sequence"),
-    PINT("hidden", hidden, "hidden size"),
-    PINT("heads", heads, "attention heads"),
-    PINT("vocab", vocab, "vocabulary"),
+    PCOUNT("threads", threads, "threads per rank"),
+    PINT("precision", precision, "0 fp32, 1 bf16, 2 fp16", 0, 2),
+    PCOUNT("micro_batch", micro_batch, "sequences per micro-batch"),
+    PCOUNT("seq", seq, "tokens per sequence"),
+    PCOUNT("hidden", hidden, "hidden size"),
+    PCOUNT("heads", heads, "attention heads"),
+    PCOUNT("vocab", vocab, "vocabulary"),
     PSEC("block_forward_s", block_forward_s, "a block's forward"),
     PSEC("block_backward_s", block_backward_s, "a block's backward"),
     PSEC("first_forward_s", first_forward_s, "the embedding's forward"),
@@ -32,7 +36,8 @@ static const AxOption KEYS[] = {
     PSEC("adamw_s_per_elem", adamw_s_per_elem, "AdamW per parameter"),
     PSEC("norm_s_per_elem", norm_s_per_elem, "the gradient's sum of squares per parameter"),
     PSEC("reduce_s_per_elem", reduce_s_per_elem, "a local sum per element"),
-    PSEC("copy_bytes_per_s", copy_bytes_per_s, "memcpy bandwidth"),
+    {"copy_bytes_per_s", AX_OPT_FLOAT, OFF(copy_bytes_per_s), NULL, "X",
+     "memcpy bandwidth (bytes/s)", 1, 1e18, NULL},
     PSEC("download_s_per_elem", download_s_per_elem, "a gradient to the host arena, as fp32"),
     PSEC("upload_s_per_elem", upload_s_per_elem, "a weight from the host arena"),
     PSEC("zero_s_per_elem", zero_s_per_elem, "a device gradient zeroed"),
@@ -71,6 +76,14 @@ int ax_sim_profile_save(const AxSimProfile *p, const char *path) {
   return ax_file_commit(&f);
 }
 
+/* Both lists of speeds read as speeds (the options parser knows them as text only). */
+static int check_speeds(const AxSimProfile *p, const char *path) {
+  double speed[AX_SIM_PROFILE_MAX_K];
+  if (ax_sim_profile_speeds(p, speed) < 0 || ax_sim_profile_waiting_speeds(p, speed) < 0)
+    return ax_error_context("%s", path);
+  return AX_OK;
+}
+
 int ax_sim_profile_load(const char *path, AxSimProfile *p) {
   AxOptState st;
   memset(p, 0, sizeof *p);
@@ -79,6 +92,7 @@ int ax_sim_profile_load(const char *path, AxSimProfile *p) {
     if (!ax_options_was_set(&PROFILE_FILE, &st, KEYS[i].name))
       rc = AX_FAIL("profile %s has no '%s = ...' line (write it with `axonn profile`)", path,
                    KEYS[i].name);
+  if (rc == AX_OK) rc = check_speeds(p, path);
   if (rc != AX_OK) {
     ax_sim_profile_free(p);
     return ax_error_pending() ? AX_ERR : AX_FAIL("cannot read profile %s", path);

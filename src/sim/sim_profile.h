@@ -56,7 +56,9 @@ int ax_sim_profile_waiting_speeds(const AxSimProfile *p, double *speed);
 /* Measures cfg's model at its micro-batch on its device and threads (one process, no MPI). */
 int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p);
 int ax_sim_profile_save(const AxSimProfile *p, const char *path);
-/* A profile file; an unknown key, a missing one or a bad number is one error naming it. */
+/* A profile file; an unknown key, a missing one, a bad number or one out of its key's range
+ * (a count below 1, a copy bandwidth below 1 byte/s, a list of speeds that are not all
+ * positive) is one error naming the key. */
 int ax_sim_profile_load(const char *path, AxSimProfile *p);
 /* AX_ERR naming the difference when p was not measured at cfg's shape. */
 int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg);

@@ -108,7 +108,8 @@ static int write_trace(const AxTrainConfig *cfg, const AxSimModel *sm, const AxS
       }
     counts[rank] = n * steps;
   }
-  if (rc == AX_OK) rc = ax_trace_write_json(cfg->output.trace, ev, counts, ranks, sm->P);
+  AxRankLayout layout = ax_rank_layout_plain(sm->P);
+  if (rc == AX_OK) rc = ax_trace_write_json(cfg->output.trace, ev, counts, ranks, &layout);
   if (rc == AX_OK)
     ax_log("wrote the simulated trace of steps %d-%d (%d ranks) to %s", lo, hi, ranks, cfg->output.trace);
   free(ev);
@@ -160,9 +161,28 @@ static int report(const AxTrainConfig *cfg, const AxSimModel *sm, const AxMachin
   return rc;
 }
 
+/* What the simulator does not model is refused rather than simulated as another run (it
+ * priced a --gx 2 run as 1 x 1 x 1 and a compressed one as plain). */
+static int check_modelled(const AxTrainConfig *cfg) {
+  if (ax_train_tp_ranks(cfg) > 1)
+    return AX_FAIL("simulate does not model tensor parallelism (--gx %d --gy %d --gz %d): it "
+                   "would simulate the run without it; leave --gx, --gy and --gz at 1 "
+                   "(docs/simulator.md)", cfg->grid.gx, cfg->grid.gy, cfg->grid.gz);
+  if (ax_train_compresses(cfg))
+    return AX_FAIL("simulate does not model gradient compression (--compress %s): it would "
+                   "simulate plain all-reduces; leave --compress none (docs/simulator.md)",
+                   cfg->compression.compress);
+  if (strcmp(cfg->compression.compress_backprop, "none") != 0)
+    return AX_FAIL("simulate does not model compressed pipeline gradients (--compress-backprop "
+                   "%s): leave --compress-backprop none (docs/simulator.md)",
+                   cfg->compression.compress_backprop);
+  return AX_OK;
+}
+
 int ax_sim_simulate(const AxTrainConfig *cfg, const AxMachine *m, const AxSimProfile *prof) {
   AxSimModel sm;
   AxSimResult r;
+  AX_TRY(check_modelled(cfg));
   AX_TRY(ax_sim_model_build(&sm, cfg, m, prof));
   double t0 = ax_now();
   int rc = ax_sim_run(&sm.sim, cfg->output.trace != NULL, &r);

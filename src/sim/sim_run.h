@@ -10,7 +10,8 @@
 #include "sim_profile.h"
 #include "src/train/train_config.h"
 
-/* prof NULL: compute priced from the machine's device. */
+/* prof NULL: compute priced from the machine's device. A run the simulator does not model
+ * (tensor parallelism, --compress, --compress-backprop) is refused with one error. */
 int ax_sim_simulate(const AxTrainConfig *cfg, const AxMachine *m, const AxSimProfile *prof);
 
 #endif

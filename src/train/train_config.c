@@ -17,6 +17,7 @@
 #include "mpi/link_spec.h"
 #include "mpi/sparse_sync.h"
 #include "src/core/error.h"
+#include "src/core/fileio.h"
 #include "src/memckpt/memckpt_store.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
@@ -223,8 +224,9 @@ static const AxOption OPTIONS[] = {
     INT("debug-backward-ms", debug.debug_backward_ms, "0", "MS",
         "testing: every stage sleeps this long before each backward (fixed compute)", 0, 60000),
     FLT("step-timeout", debug.step_timeout, "1200", "SECONDS",
-        "end the whole job with exit status 124 when a step, a validation, a checkpoint or the "
-        "final save takes longer on some rank, printing what that rank waits for (0: off)", 0,
+        "end the whole job with exit status 124 when the start-up, a step, a validation, a "
+        "checkpoint or the final save takes longer on some rank, printing what that rank waits "
+        "for (0: off)", 0,
         1e6),
     INT("debug-hang-rank", debug.debug_hang_rank, "-1", "R",
         "testing: world rank R stops making progress in step --debug-hang-step (-1: none)", -1,
@@ -243,8 +245,8 @@ static const AxOption OPTIONS[] = {
 const AxOptionTable AX_TRAIN_OPTIONS = {
     "train",
     "Train a GPT-2 model (one process, or a G_inter x G_data grid under mpirun/srun/jsrun).\n"
-    "Exit status: 0 done (also after SIGTERM/SIGUSR1 with --checkpoint-dir), 1 error, 124 a step "
-    "exceeded --step-timeout, 125 a rank was lost, 130 SIGINT.",
+    "Exit status: 0 done (also after SIGTERM/SIGUSR1 with --checkpoint-dir), 1 error, 124 the "
+    "start-up or a step exceeded --step-timeout, 125 a rank was lost, 130 SIGINT.",
     OPTIONS, (int)(sizeof OPTIONS / sizeof OPTIONS[0])};
 
 /* --model: the preset's dimensions, except those the user gave explicitly. */
@@ -302,8 +304,7 @@ const char *ax_train_codec_spec(const AxTrainConfig *cfg) {
 
 int ax_train_fusion(const AxTrainConfig *cfg, AxFusionSpec *spec) {
   const char *text = cfg->compression.fusion ? cfg->compression.fusion : ax_train_compress_auto(cfg) ? "auto" : "none";
-  if (ax_fusion_parse(text, spec) != AX_OK) return ax_error_context("--fusion");
-  return AX_OK;
+  return ax_fusion_parse(text, spec);
 }
 
 int ax_train_compress_scheme(const AxTrainConfig *cfg, int *option) {
@@ -553,8 +554,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->exec.ac && !cfg->exec.checkpoint_activations)
     return AX_FAIL("--ac %d needs --checkpoint-activations", cfg->exec.ac);
   int lo, hi;
-  if (ax_train_trace_range(cfg, &lo, &hi) != AX_OK)
-    return AX_FAIL("--trace-steps '%s' is not a range like 2-3", cfg->output.trace_steps);
+  AX_TRY(ax_train_trace_range(cfg, &lo, &hi));
   if (cfg->debug.debug_delay_stage >= cfg->grid.g_inter)
     return AX_FAIL("--debug-delay-stage %d does not exist with --g-inter %d",
                    cfg->debug.debug_delay_stage, cfg->grid.g_inter);
@@ -585,11 +585,25 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   return check_network(cfg);
 }
 
+int ax_train_check_outputs(const AxTrainConfig *cfg) {
+  const struct { const char *flag, *path; } outputs[] = {
+      {"--save", cfg->output.save}, {"--summary", cfg->output.summary}, {"--trace", cfg->output.trace}};
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+    if (outputs[i].path && ax_file_check_writable(outputs[i].path) != AX_OK)
+      return ax_error_context("%s", outputs[i].flag);
+  return AX_OK;
+}
+
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi) {
-  int end = 0;
-  if (sscanf(cfg->output.trace_steps, "%d-%d%n", lo, hi, &end) != 2 || cfg->output.trace_steps[end] != 0 ||
-      *lo < 1 || *hi < *lo)
-    return AX_ERR;
+  static const AxIntList RANGE = {"trace-steps", "-", "a range like 2-3", 1, INT_MAX, 2, 2};
+  long long v[2];
+  int n;
+  AX_TRY(ax_options_int_list(&RANGE, cfg->output.trace_steps, v, &n));
+  if (v[1] < v[0])
+    return AX_FAIL("--trace-steps '%s' is not a range like 2-3 (it ends before it starts)",
+                   cfg->output.trace_steps);
+  *lo = (int)v[0];
+  *hi = (int)v[1];
   return AX_OK;
 }
 

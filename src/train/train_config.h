@@ -143,6 +143,11 @@ AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
 /* Checks that do not need files or MPI: batch divisibility, ranges, combinations (also
  * --emulate-link's text and --ranks-per-node against the grid's ranks). */
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
+/* The files written at the end of a run (--save, --summary, --trace) can be written: each
+ * probed now (ax_file_check_writable: a /dev/full fails here), so that a run is never lost at
+ * its end and fails before it writes anything. `train` (rank 0) and `simulate` call it before
+ * their first step; --metrics is opened and --checkpoint-dir probed by their own set-up. */
+int ax_train_check_outputs(const AxTrainConfig *cfg);
 /* Ranks of the whole grid (G_inter x G_data x Gx x Gy x Gz) and of one tensor-parallel grid. */
 long long ax_train_ranks(const AxTrainConfig *cfg);
 long long ax_train_tp_ranks(const AxTrainConfig *cfg);
@@ -173,7 +178,8 @@ int ax_train_compress_stage_fraction(const AxTrainConfig *cfg, double *fraction)
  * [0, n) do (Optimus-CC §7: the earliest, floor(F x stages), never the last); every one with
  * all; 0 without --compress. */
 int ax_train_compressed_stages(const AxTrainConfig *cfg, int stages);
-/* The steps of --trace-steps A-B; AX_ERR (nothing recorded) when it is not such a range. */
+/* The steps of --trace-steps A-B; fails with one line when it is not such a range (each of A
+ * and B in [1, INT_MAX], A <= B). */
 int ax_train_trace_range(const AxTrainConfig *cfg, int *lo, int *hi);
 void ax_train_config_free(AxTrainConfig *cfg);
 

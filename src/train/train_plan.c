@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "models/gpt_stage.h"
+#include "models/tp_shard.h"
 #include "offload/device_opt.h"
 #include "offload/offload.h"
 #include "pipeline/partition.h"
@@ -22,16 +23,30 @@ static int plan_model(const AxTrainConfig *cfg, AxGptConfig *m) {
   return ax_gpt_config_check(m);
 }
 
+/* The --gx x --gy x --gz grid as sizes only: every rank of it holds shards of the same sizes
+ * (models/tp_shard.h), so coordinate 0 stands for all. */
+static AxTpComm plan_tp(const AxTrainConfig *cfg) {
+  return (AxTpComm){.size = {cfg->grid.gx, cfg->grid.gy, cfg->grid.gz}};
+}
+
+static int micro_batch(const AxTrainConfig *cfg) {
+  return cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
+}
+
 void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
                    AxStagePlan *out) {
   int P = cfg->grid.g_inter, limit = cfg->grid.pipeline_limit ? cfg->grid.pipeline_limit : P;
-  int shard = cfg->data.batch / cfg->grid.g_data, micro = cfg->data.micro_batch ? cfg->data.micro_batch : shard;
+  int shard = cfg->data.batch / cfg->grid.g_data, micro = micro_batch(cfg);
   if (limit > shard / micro) limit = shard / micro; /* as the trainer: no more than there are */
   size_t esz = ax_dtype_size((AxDType)cfg->exec.precision);
+  /* under tensor parallelism a rank's shards, as the trainer's stage holds them */
+  AxTpComm tp = plan_tp(cfg);
   AxStageLayout lay;
-  ax_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1);
+  ax_tp_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1, &tp);
   AxStageSpec spec = {.l0 = first[s], .l1 = first[s + 1], .first = s == 0, .last = s == P - 1,
-                      .B = micro, .T = cfg->model.seq, .n_slots = ax_sched_slots(s, P, limit)};
+                      .B = micro, .T = cfg->model.seq, .n_slots = ax_sched_slots(s, P, limit),
+                      .tp = ax_train_tp_ranks(cfg) > 1 ? &tp : NULL, .oar = cfg->grid.tp_oar,
+                      .ors = cfg->grid.tp_ors, .oag = cfg->grid.tp_oag, .ag_cache = cfg->grid.tp_ag_cache};
   double n = (double)lay.total;
   out->params = n;
   out->weights = out->grads = n * (double)esz;
@@ -59,9 +74,12 @@ static void add(AxStagePlan *sum, const AxStagePlan *p, double times) {
   for (size_t i = 0; i < sizeof *sum / sizeof(double); i++) a[i] += b[i] * times;
 }
 
-/* The model and its stages' first blocks (*first: P + 1 entries, the caller frees). */
+/* The model and its stages' first blocks (*first: P + 1 entries, the caller frees). The
+ * tensor-parallel grid must fit the model, checked as the trainer's stage checks it. */
 static int plan_stages(const AxTrainConfig *cfg, AxGptConfig *m, int **first) {
   AX_TRY(plan_model(cfg, m));
+  AxTpComm tp = plan_tp(cfg);
+  AX_TRY(ax_tp_stage_check(m, &tp, micro_batch(cfg)));
   *first = ax_malloc((size_t)(cfg->grid.g_inter + 1) * sizeof **first);
   if (!*first) return AX_ERR;
   if (ax_partition(m->layers, cfg->grid.g_inter, cfg->grid.stage_layers, *first) != AX_OK) {
@@ -80,17 +98,34 @@ int ax_plan_print_compression(const AxTrainConfig *cfg) {
   return rc;
 }
 
-int ax_plan_print(const AxTrainConfig *cfg) {
-  AxGptConfig m;
-  int *first, P = cfg->grid.g_inter, D = cfg->grid.g_data;
-  AX_TRY(plan_stages(cfg, &m, &first));
-  printf("memory plan: GPT L=%d C=%d NH=%d T=%d V=%d, %.3fB parameters; grid %d x %d = %lld "
-         "ranks; %s %s; micro-batch %d; bucket %lld elements\n", m.layers, m.channels, m.heads,
-         cfg->model.seq, m.vocab, ax_gpt_num_params(&m) / 1e9, P, D, (long long)P * D, cfg->exec.device,
-         ax_dtype_name((AxDType)cfg->exec.precision),
-         cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / D, cfg->optim.bucket_size);
+/* "2 x 4", or under tensor parallelism "2 x 4 x (Gx 2 x Gy 1 x Gz 2)". */
+static void format_grid(const AxTrainConfig *cfg, char *buf, size_t cap) {
+  int n = snprintf(buf, cap, "%d x %d", cfg->grid.g_inter, cfg->grid.g_data);
+  if (ax_train_tp_ranks(cfg) > 1 && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " x (Gx %d x Gy %d x Gz %d)", cfg->grid.gx, cfg->grid.gy, cfg->grid.gz);
+}
+
+static void print_header(const AxTrainConfig *cfg, const AxGptConfig *m) {
+  char grid[96];
+  format_grid(cfg, grid, sizeof grid);
+  printf("memory plan: GPT L=%d C=%d NH=%d T=%d V=%d, %.3fB parameters; grid %s = %lld ranks; "
+         "%s %s; micro-batch %d; bucket %lld elements\n", m->layers, m->channels, m->heads,
+         cfg->model.seq, m->vocab, ax_gpt_num_params(m) / 1e9, grid, ax_train_ranks(cfg),
+         cfg->exec.device, ax_dtype_name((AxDType)cfg->exec.precision), micro_batch(cfg),
+         cfg->optim.bucket_size);
+  if (ax_train_tp_ranks(cfg) > 1)
+    printf("tensor parallelism: a rank holds its shards of its stage (docs/tensor-parallel.md): "
+           "the matrices split %lld ways, the vectors over X or Y; acts: its arena, the "
+           "all-gathered weight blocks included\n", ax_train_tp_ranks(cfg));
   printf("per rank, GB   (device: weights, gradients, activations without / with checkpointing; "
          "host: optimizer arena; paper: 20phi vs 4phi + 16b)\n");
+}
+
+int ax_plan_print(const AxTrainConfig *cfg) {
+  AxGptConfig m;
+  int *first, P = cfg->grid.g_inter;
+  AX_TRY(plan_stages(cfg, &m, &first));
+  print_header(cfg, &m);
   printf("%-10s %9s %9s %9s %11s %11s %10s %11s %11s\n", "stage", "params(B)", "weights",
          "grads", "acts", "acts(ckpt)", "host", "paper 20phi", "4phi+16b");
   AxStagePlan total = {0}, p;
@@ -102,7 +137,7 @@ int ax_plan_print(const AxTrainConfig *cfg) {
     snprintf(label, sizeof label, "%d", s);
     if (P <= 16 || s < 4 || s >= P - 2) print_row(label, &p);
     else if (s == 4) printf("%-10s\n", "...");
-    add(&total, &p, D);
+    add(&total, &p, (double)cfg->grid.g_data * (double)ax_train_tp_ranks(cfg));
   }
   print_row("all ranks", &total);
   printf("paper accounting over all ranks: %.2f GB without offload, %.2f GB with (%.1fx less); "

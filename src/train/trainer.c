@@ -418,10 +418,11 @@ int ax_trainer_finish(AxTrainer *t) {
   if (!t->cfg.output.trace) return AX_OK;
   int rc = AX_OK;
   AX_WD_NOTE(0, "merging the trace at rank 0");
+  AxRankLayout layout = ax_grid_layout(&t->grid);
   if (t->have_grid)
-    rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.output.trace, t->grid.P);
+    rc = ax_trace_merge_write(&t->trace, t->grid.world, t->cfg.output.trace, &layout);
   else
-    rc = ax_trace_write_json(t->cfg.output.trace, t->trace.ev, &t->trace.n, 1, 1);
+    rc = ax_trace_write_json(t->cfg.output.trace, t->trace.ev, &t->trace.n, 1, &layout);
   AX_TRY(ax_grid_agree(&t->grid, rc));
   ax_log("wrote trace of steps %s to %s", t->cfg.output.trace_steps, t->cfg.output.trace);
   return AX_OK;
@@ -484,8 +485,14 @@ void ax_trainer_destroy(AxTrainer *t) {
   free(t);
 }
 
-/* Runs one setup phase on every rank and agrees on the outcome. */
-static int phase(AxTrainer *t, int (*fn)(AxTrainer *)) { return ax_grid_agree(&t->grid, fn(t)); }
+/* One set-up phase, agreed by every rank; what it does is noted for the watchdog (a start-up
+ * that outlives --step-timeout names it, or that this rank waits for the others). */
+static int phase(AxTrainer *t, int (*fn)(AxTrainer *), const char *what) {
+  AX_WD_NOTE(-1, what);
+  int rc = fn(t);
+  ax_wd_detail("done here, waiting for every other rank to finish it", 0, -1);
+  return ax_grid_agree(&t->grid, rc);
+}
 
 int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
   *out = NULL;
@@ -497,20 +504,24 @@ int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
                          .min_frac = cfg->optim.min_lr_frac, .warmup = cfg->optim.warmup,
                          .total = cfg->optim.steps};
   ax_trace_off(&t->trace);
+  AX_WD_NOTE(-1, "creating the process grid");
   int rc = setup_grid(t);
-  if (rc == AX_OK) rc = phase(t, setup_links);
-  if (rc == AX_OK) rc = phase(t, setup_model);
-  if (rc == AX_OK) rc = phase(t, setup_partition);
-  if (rc == AX_OK) rc = phase(t, setup_backend);
-  if (rc == AX_OK) rc = phase(t, setup_stage);
-  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_compress);
-  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_embed_sync);
-  if (rc == AX_OK) rc = phase(t, setup_data);
-  if (rc == AX_OK) rc = phase(t, setup_trace);
-  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints);
-  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_memckpt);
-  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_backprop);
-  if (rc == AX_OK) rc = phase(t, setup_scheduler);
+  if (rc == AX_OK) rc = phase(t, setup_links, "setting up the links");
+  if (rc == AX_OK) rc = phase(t, setup_model, "building the model");
+  if (rc == AX_OK) rc = phase(t, setup_partition, "partitioning the layers");
+  if (rc == AX_OK) rc = phase(t, setup_backend, "starting the compute backend");
+  if (rc == AX_OK) rc = phase(t, setup_stage, "creating this rank's stage");
+  if (rc == AX_OK)
+    rc = phase(t, ax_trainer_setup_compress, "setting up compression (profiling the codec)");
+  if (rc == AX_OK)
+    rc = phase(t, ax_trainer_setup_embed_sync, "setting up the embedding synchronization");
+  if (rc == AX_OK) rc = phase(t, setup_data, "opening the training data");
+  if (rc == AX_OK) rc = phase(t, setup_trace, "setting up the trace");
+  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints, "setting up checkpoints");
+  if (rc == AX_OK) rc = phase(t, ax_trainer_setup_memckpt, "setting up memory checkpoints");
+  if (rc == AX_OK)
+    rc = phase(t, ax_trainer_setup_backprop, "setting up backprop compression");
+  if (rc == AX_OK) rc = phase(t, setup_scheduler, "setting up the pipeline schedule");
   if (rc != AX_OK) {
     ax_trainer_destroy(t);
     return AX_ERR;

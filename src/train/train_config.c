@@ -1,4 +1,5 @@
-/* train_config.c — the option table of `axonn train` and its consistency checks. */
+/* train_config.c — the option table of `axonn train` (one table, its entries marked by the
+ * group of AxTrainConfig they fill) and the consistency checks, one function a concern. */
 #include "train_config.h"
 
 #include <errno.h>
@@ -31,6 +32,7 @@
   {name, AX_OPT_CHOICE, OFF(f), def, NULL, help, NORANGE, choices}
 
 static const AxOption OPTIONS[] = {
+    /* -- model (AxModelOptions) */
     STR("model", model.preset, NULL, "NAME",
         "model preset (gpt2-small, gpt2-medium, gpt2-large, gpt2-xl, gpt-12b, gpt-24b, gpt-50b, "
         "gpt-100b, gpt-5b, gpt-10b, gpt-20b, gpt-40b, gpt-80b); explicit flags override it"),
@@ -40,6 +42,7 @@ static const AxOption OPTIONS[] = {
     INT("heads", model.heads, "4", "N", "attention heads (must divide --hidden)", 1, 1 << 16),
     INT("seq", model.seq, "64", "N", "sequence length (tokens per sequence)", 1, 1 << 20),
     INT("vocab", model.vocab, "256", "N", "vocabulary size (256 = bytes)", 2, 65536),
+    /* -- data (AxDataOptions) */
     STR("data", data.shards, NULL, "PATTERN",
         "llm.c token shards (file, glob or comma list); none: built-in Markov corpus"),
     STR("val-data", data.val_shards, NULL, "PATTERN", "validation token shards"),
@@ -49,6 +52,7 @@ static const AxOption OPTIONS[] = {
     INT("batch", data.batch, "16", "N", "global batch size in sequences", 1, 1 << 24),
     INT("micro-batch", data.micro_batch, "0", "N",
         "sequences per micro-batch (0: the whole per-row shard)", 0, 1 << 24),
+    /* -- grid (AxGridOptions) */
     INT("g-inter", grid.g_inter, "1", "P", "pipeline stages (inter-layer parallelism)", 1, 1 << 16),
     INT("g-data", grid.g_data, "1", "D", "data-parallel rows", 1, 1 << 20),
     INT("gx", grid.gx, "1", "N", "tensor parallelism: ranks splitting heads, features and the "
@@ -78,6 +82,7 @@ static const AxOption OPTIONS[] = {
         "two nodes takes at least LAT + bytes/BW, one message at a time per link and direction "
         "(e.g. 10Gbps,5us, 100Gbps, 1.5GB/s,2ms; bps/Kbps/Mbps/Gbps or B/s with K/M/G; latency "
         "s/ms/us/ns; default: off); figures measured so are emulated"),
+    /* -- compression (AxCompressionOptions) */
     STR("compress", compression.compress, "none", "auto|CODEC[:K=V,...]",
         "compress the data-parallel gradient sum (CaSync) with CODEC: none, identity, onebit, "
         "tbq, terngrad, dgc, graddrop, topk, randk, qsgd, efsignsgd, powersgd (e.g. "
@@ -127,6 +132,7 @@ static const AxOption OPTIONS[] = {
     INT("fuse-embedding-sync", compression.fuse_embedding_sync, "0", "0|1",
         "one all-reduce of the tied embedding's gradient over the 2 x G_data ranks that hold it, "
         "instead of a first/last sum and two data-parallel sums (Optimus-CC §6)", 0, 1),
+    /* -- optim (AxOptimOptions) */
     INT("steps", optim.steps, "500", "N", "optimizer steps", 0, 1 << 30),
     FLT("lr", optim.lr, "3e-3", "X", "peak learning rate", 0, 10),
     CHOICE("lr-schedule", optim.lr_schedule, "cosine", "constant|cosine",
@@ -157,9 +163,12 @@ static const AxOption OPTIONS[] = {
            "gradient all-reduce payload (bf16 halves the bytes; summed in fp32)"),
     CHOICE("loss-scaling", optim.loss_scaling, "auto", "auto|dynamic|off",
            "dynamic loss scaling (auto: on for fp16 compute)"),
+    /* -- debug: an injected overflow (AxDebugOptions) */
     INT("debug-overflow-step", debug.debug_overflow_step, "0", "N",
         "testing: poison one gradient with inf at step N (0: never)", 0, 1 << 30),
+    /* -- output: the memory plan only (AxOutputOptions) */
     FLAG("dry-run", output.dry_run, "print the memory plan per rank and exit without allocating"),
+    /* -- exec (AxExecOptions) */
     STR("device", exec.device, "cpu", "cpu|cuda",
         "compute backend (cuda: the plugin libaxonn-cuda.so, loaded from $AXONN_PLUGIN_DIR or "
         "next to the binary)"),
@@ -174,6 +183,7 @@ static const AxOption OPTIONS[] = {
          "keep only segment inputs and recompute blocks in the backward pass"),
     INT("ac", exec.ac, "0", "N",
         "blocks per checkpoint segment (0: the factor of L/P closest to sqrt(L))", 0, 1 << 20),
+    /* -- output (AxOutputOptions) */
     STR("metrics", output.metrics, NULL, "FILE.csv", "write per-step metrics as CSV"),
     STR("save", output.save, NULL, "FILE.bin", "write the trained model (llm.c fp32 format)"),
     INT("val-every", output.val_every, "100", "N", "validation loss every N steps (0: only at the end)",
@@ -193,12 +203,14 @@ static const AxOption OPTIONS[] = {
     INT("timing-steps", output.timing_steps, "10", "N", "steps averaged for the batch time", 1, 1 << 30),
     FLT("peak-tflops", output.peak_tflops, "0", "X",
         "peak per rank for % of peak (0: built-in table / measured CPU peak)", 0, 1e9),
+    /* -- ckpt (AxCkptOptions) */
     STR("checkpoint-dir", ckpt.checkpoint_dir, NULL, "DIR", "write checkpoints here"),
     INT("checkpoint-every", ckpt.checkpoint_every, "0", "N", "checkpoint every N steps (0: never)", 0,
         1 << 30),
     INT("keep", ckpt.keep, "2", "K", "complete checkpoints kept", 1, 1 << 20),
     FLAG("resume", ckpt.resume, "continue from the newest complete checkpoint: in memory "
          "(--memory-checkpoint-every) or in --checkpoint-dir, whichever is newer"),
+    /* -- memckpt (AxMemCkptOptions, src/memckpt/memckpt.h) */
     INT("memory-checkpoint-every", memckpt.memory_checkpoint_every, "0", "N",
         "checkpoint every N steps into node-local shared memory, replicated on peer nodes "
         "(Gemini, docs/memory-checkpoints.md; 0: never)", 0, 1 << 30),
@@ -215,6 +227,7 @@ static const AxOption OPTIONS[] = {
            "all of them at the next step's settle, after its loss"),
     FLT("replica-idle-share", memckpt.replica_idle_share, "0.8", "MU",
         "the share of each idle span replicas may fill (Gemini's mu)", 0.01, 1),
+    /* -- debug (AxDebugOptions) */
     INT("debug-delay-stage", debug.debug_delay_stage, "-1", "S",
         "testing: slow down pipeline stage S (-1: none)", -1, 1 << 20),
     INT("debug-delay-ms", debug.debug_delay_ms, "0", "MS",

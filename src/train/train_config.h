@@ -1,5 +1,6 @@
-/* train_config.h — every option of `axonn train`, its defaults and its checks. The option
- * names are the command-line contract of DESIGN.md; scripts depend on them. */
+/* train_config.h — every option of `axonn train`, its defaults and its checks, in groups
+ * (below). The option names are the command-line contract (`axonn train --help`, the README):
+ * scripts, config files and the summary's config object depend on them. */
 #ifndef AX_TRAIN_CONFIG_H
 #define AX_TRAIN_CONFIG_H
 

@@ -293,7 +293,7 @@ while [ ! -e "$TREE/node-0/$LOCK_NAME" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i
 expect_error "is in use by a live job (pid [0-9]* on " shm-clean --run-name "$NAME" --memory-dir "$SHM"
 [ -d "$TREE/node-0/slot-0" ] || fail "shm-clean removed a live job's tree"
 # shellcheck disable=SC2086
-expect_error "are in use by another run (pid [0-9]* on .*); give each run its own --run-name" \
+expect_error "memory-checkpoint directory .*node-0 is in use by another run (pid [0-9]* on .*); give each run its own --run-name" \
   train $ONE --run-name "$NAME"
 "$AXONN" shm-clean --all --memory-dir "$SHM" >"$TMP/all_live.log" 2>&1
 [ -d "$TREE/node-0/slot-0" ] || fail "shm-clean --all removed a live job's tree"

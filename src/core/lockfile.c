@@ -61,6 +61,21 @@ int ax_lock_take(int dirfd, const char *name, const char *shown, int create, int
   return AX_OK;
 }
 
+int ax_lock_claim(int dirfd, const char *name, const char *shown, const char *what,
+                  const char *flag, int required, int *fd) {
+  char owner[256];
+  AxLockOutcome got;
+  AX_TRY(ax_lock_take(dirfd, name, shown, 1, fd, &got, owner, sizeof owner));
+  if (got == AX_LOCK_HELD)
+    return AX_FAIL("%s is in use by another run (%s); give each run its own %s", what, owner,
+                   flag);
+  if (got == AX_LOCK_NONE && required)
+    return AX_FAIL("cannot lock %s: the file system keeps no locks", shown);
+  if (got == AX_LOCK_NONE)
+    ax_warn("cannot lock %s: nothing stops two runs from sharing %s", shown, what);
+  return AX_OK;
+}
+
 void ax_lock_release(int fd) {
   if (fd >= 0) close(fd); /* closing releases the lock */
 }

@@ -20,6 +20,11 @@ typedef enum {
  * the file cannot be opened: a link, not a regular file, or an I/O error. */
 int ax_lock_take(int dirfd, const char *name, const char *shown, int create, int *fd,
                  AxLockOutcome *outcome, char *owner, size_t cap);
+/* A run's claim: takes the lock, and fails with "WHAT is in use by another run (pid P on
+ * HOST); give each run its own FLAG" when a live run holds it. Where the file system keeps no
+ * locks: a warning when !required, else a failure. */
+int ax_lock_claim(int dirfd, const char *name, const char *shown, const char *what,
+                  const char *flag, int required, int *fd);
 /* Releases a lock (fd -1: none). */
 void ax_lock_release(int fd);
 

@@ -47,17 +47,10 @@ int ax_ckpt_check_dir_name(const char *dir) {
 }
 
 int ax_ckpt_lock(const char *dir, int *fd) {
-  char path[STEP_DIR_CAP + 8], owner[256];
+  char path[STEP_DIR_CAP + 8], what[STEP_DIR_CAP + 32];
   snprintf(path, sizeof path, "%s/lock", dir);
-  AxLockOutcome got;
-  AX_TRY(ax_lock_take(AT_FDCWD, path, path, 1, fd, &got, owner, sizeof owner));
-  if (got == AX_LOCK_HELD)
-    return AX_FAIL("checkpoint directory %s is in use by another run (%s); give each run its "
-                   "own --checkpoint-dir", dir, owner);
-  if (got == AX_LOCK_NONE)
-    ax_warn("cannot lock %s: nothing stops two runs from sharing this checkpoint directory",
-            path);
-  return AX_OK;
+  snprintf(what, sizeof what, "checkpoint directory %s", dir);
+  return ax_lock_claim(AT_FDCWD, path, path, what, "--checkpoint-dir", 0, fd);
 }
 
 void ax_ckpt_unlock(int fd) { ax_lock_release(fd); }

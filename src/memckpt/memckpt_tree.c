@@ -174,16 +174,10 @@ static int open_root(const char *root, int *fd) {
 }
 
 static int lock_node(int node_fd, const char *node_path, int *lock_fd) {
-  char shown[AX_MEMCKPT_PATH + 48], owner[256];
+  char shown[AX_MEMCKPT_PATH + 48], what[AX_MEMCKPT_PATH + 96];
   snprintf(shown, sizeof shown, "%s/%s", node_path, AX_MEMCKPT_LOCK);
-  AxLockOutcome got;
-  AX_TRY(ax_lock_take(node_fd, AX_MEMCKPT_LOCK, shown, 1, lock_fd, &got, owner, sizeof owner));
-  if (got == AX_LOCK_HELD)
-    return AX_FAIL("memory checkpoints %s are in use by another run (%s); give each run its "
-                   "own --run-name", node_path, owner);
-  if (got == AX_LOCK_NONE)
-    return AX_FAIL("cannot lock %s: the --memory-dir file system keeps no locks", shown);
-  return AX_OK;
+  snprintf(what, sizeof what, "memory-checkpoint directory %s", node_path);
+  return ax_lock_claim(node_fd, AX_MEMCKPT_LOCK, shown, what, "--run-name", 1, lock_fd);
 }
 
 /* The node's directory opened (made), checked and locked, then its slots. */

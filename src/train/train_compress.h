@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "models/gpt_stage.h"
-#include "mpi/casync_cost.h"
+#include "mpi/casync/casync_cost.h"
 #include "offload/grad_compress.h"
 #include "train_config.h"
 

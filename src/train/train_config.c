@@ -11,11 +11,11 @@
 
 #include "src/plan/espresso.h"
 #include "models/gpt_presets.h"
-#include "mpi/collectives.h"
+#include "mpi/coll/collectives.h"
 #include "mpi/compress/codec.h"
 #include "pipeline/backprop_compress.h"
-#include "mpi/link_spec.h"
-#include "mpi/sparse_sync.h"
+#include "mpi/link/link_spec.h"
+#include "mpi/sparse/sparse_sync.h"
 #include "src/core/error.h"
 #include "src/io/memckpt.h"
 

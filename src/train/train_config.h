@@ -53,13 +53,13 @@ typedef struct {
   int pipeline_limit;
   char *stage_layers;
   int allreduce; /* AxAllreduceAlgo */
-  /* virtual nodes and the emulated link between them (mpi/link_emulator.h) */
+  /* virtual nodes and the emulated link between them (mpi/link/link_emulator.h) */
   int ranks_per_node;  /* 0: the real nodes */
-  char *emulate_link;  /* BW[,LATENCY] (mpi/link_spec.h); NULL: not emulated */
+  char *emulate_link;  /* BW[,LATENCY] (mpi/link/link_spec.h); NULL: not emulated */
 } AxGridOptions;
 
-/* Gradient compression (mpi/casync.h, offload/grad_compress.h) and Optimus-CC on the pipeline
- * (pipeline/backprop_compress.h). */
+/* Gradient compression (mpi/casync/casync.h, offload/grad_compress.h) and Optimus-CC on the
+ * pipeline (pipeline/backprop_compress.h). */
 typedef struct {
   char *compress;           /* codec spec, "none": off, "auto": Espresso with compress_codec */
   char *compress_codec;     /* --compress auto's codec */

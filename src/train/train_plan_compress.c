@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "models/gpt_stage.h"
-#include "mpi/link_spec.h"
+#include "mpi/link/link_spec.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/plan/compress_auto.h"

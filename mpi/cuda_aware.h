@@ -1,6 +1,6 @@
 /* cuda_aware.h — whether the MPI library can take CUDA device pointers (CUDA-aware MPI),
  * decided at run time, with a one-line reason for the run log; and from that whether the
- * pipeline's p2p engine hands MPI device buffers (mpi/p2p.h). Without it, pipeline messages go
+ * pipeline's p2p engine hands MPI device buffers (mpi/link/p2p.h). Without it, pipeline messages go
  * through pinned host buffers (the staged path). The data-parallel gradients always do: the
  * optimizer works on them in host memory (offload/).
  *

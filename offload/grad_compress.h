@@ -1,8 +1,8 @@
 /* grad_compress.h — compression of a stage's data-parallel gradient sum (HiPress's CaSync,
- * mpi/casync.h), layer-wise: every optimizer chunk is cut into parts at the boundaries of the
- * stage's tensors (handed over as data by the trainer, like the decay segments: one range per
+ * mpi/casync/casync.h), layer-wise: every optimizer chunk is cut into parts at the boundaries of
+ * the stage's tensors (handed over as data by the trainer, like the decay segments: one range per
  * tensor, per layer for the stacked kinds), and each part has its own decision of selective
- * compression (compress or not, into how many partitions: mpi/casync_cost.h), its own codec
+ * compression (compress or not, into how many partitions: mpi/casync/casync_cost.h), its own codec
  * (a linear codec like PowerSGD is configured with the part's row length) and its own codec
  * state, which lives here from step to step and goes into checkpoints. The interleaver
  * (interleave.h) sums a chunk with a group of operations: one CaSync all-reduce per compressed
@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mpi/casync.h"
-#include "mpi/casync_cost.h"
-#include "mpi/two_level.h"
+#include "mpi/casync/casync.h"
+#include "mpi/casync/casync_cost.h"
+#include "mpi/sparse/two_level.h"
 #include "offload.h"
 
 /* One tensor (or one layer's slice of a stacked tensor) in the stage's flat range: cols is

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "mpi/bf16.h"
+#include "mpi/coll/bf16.h"
 #include "src/core/error.h"
 #include "src/core/watchdog.h"
 

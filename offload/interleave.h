@@ -17,7 +17,7 @@
 
 #include "grad_compress.h"
 #include "host_sumsq.h"
-#include "mpi/collectives.h"
+#include "mpi/coll/collectives.h"
 #include "offload.h"
 #include "src/core/trace.h"
 

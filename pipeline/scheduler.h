@@ -22,14 +22,14 @@
 
 #include "backprop_compress.h"
 #include "sched_rule.h"
-#include "mpi/p2p.h"
+#include "mpi/link/p2p.h"
 #include "src/core/trace.h"
 
 typedef struct {
   void *ctx;
   /* Forward of micro-batch mb into stash slot `slot`. input: the received activation, NULL on
    * the first stage, in host or device memory as input_mem says (the p2p engine's buffers, see
-   * mpi/p2p.h: copy it before the call returns, on the compute stream when on the device).
+   * mpi/link/p2p.h: copy it before the call returns, on the compute stream when on the device).
    * *output: the activation for the next stage (device), valid until the next call; ignored
    * on the last stage. */
   int (*forward)(void *ctx, int mb, int slot, const void *input, AxMemKind input_mem,
@@ -58,7 +58,7 @@ typedef struct {
   AxStageOps ops;
   AxTrace *trace;  /* may be NULL */
   AxCommConfig cc; /* how the pipeline's waits wait (the grid's) */
-  int device_buffers; /* messages go to MPI in device memory (CUDA-aware MPI), see mpi/p2p.h */
+  int device_buffers; /* messages go to MPI in device memory (CUDA-aware MPI), see mpi/link/p2p.h */
   AxBackprop *backprop; /* compressed backward messages (not owned); NULL: none */
   /* the stage's tensor-parallel grid (rank 0 leads), MPI_COMM_NULL: none. Its ranks must run
    * their micro-batches in one order (each issues the same collectives in the same order):

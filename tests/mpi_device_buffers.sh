@@ -1,5 +1,5 @@
 #!/bin/sh
-# The p2p engine's device-buffer path (CUDA-aware MPI, mpi/p2p.h) in whole training runs,
+# The p2p engine's device-buffer path (CUDA-aware MPI, mpi/link/p2p.h) in whole training runs,
 # without a GPU: --cuda-aware-mpi 1 hands MPI the backend's device buffers on any backend, and
 # on the CPU backend those are host memory, so the same code path (device receive and send
 # buffers, device-to-device copies, the stage taking a device input) runs here. Every loss,

@@ -7,7 +7,7 @@
 #    thread too);
 #  - the summary's `communication` object of a 2x2 run: per rank and step, pipeline_forward
 #    and pipeline_backward bytes = the micro-batches' activations, data_parallel bytes = the
-#    ring all-reduce's formula (mpi/collectives.h) for the stage's parameter count, exactly
+#    ring all-reduce's formula (mpi/coll/collectives.h) for the stage's parameter count, exactly
 #    (fp32 and bf16), embedding_sync likewise, crossed or not by virtual node, the link
 #    labelled emulated;
 #  - the benchmarks over an emulated link: bytes on the wire as the formulas say, the times
@@ -99,7 +99,7 @@ def stage_params(s):
 want(sum(stage_params(s) for s in range(P)) - (Vp * C if P > 1 else 0) == m["params"],
      "stage parameters do not add up to the model's %d" % m["params"])
 # the ring all-reduce of n elements on p ranks: rank r sends (2n - |seg r+1| - |seg r+2|) e
-# (mpi/collectives.h), segments the p near-equal blocks, the first n mod p one longer
+# (mpi/coll/collectives.h), segments the p near-equal blocks, the first n mod p one longer
 def ring_sent(n, p, r, e):
     if p == 1: return 0
     seg = lambda b: n // p + (1 if b % p < n % p else 0)

@@ -1,12 +1,12 @@
-/* mpitest_casync.c — CaSync (mpi/casync.h) on whatever number of ranks it runs on: identity
- * through the ring, PS and all-gather gives the plain ring's sum bit for bit (and its bytes);
- * every codec this build has leaves bitwise identical replicas; onebit's and DGC's results equal
- * a reference that replays the same prepare / encode / decode / merge order on one rank (two
- * steps, with and without error feedback, so the per-piece state's use is checked too: DGC's
- * momentum corrects each rank's own values once, never a sum re-encoded); the bytes on the wire
- * follow the codec's ratio; state persists across calls and through a checkpoint; an emulated
- * link changes nothing but time; operations in flight together, driven by ax_coll_test; bad
- * arguments. Random non-integer inputs; no timing asserts.
+/* mpitest_casync.c — CaSync (mpi/casync/casync.h) on whatever number of ranks it runs on: identity
+ * through the ring, PS and all-gather gives the plain ring's sum bit for bit (and its bytes); every
+ * codec this build has leaves bitwise identical replicas; onebit's and DGC's results equal a
+ * reference that replays the same prepare / encode / decode / merge order on one rank (two steps,
+ * with and without error feedback, so the per-piece state's use is checked too: DGC's momentum
+ * corrects each rank's own values once, never a sum re-encoded); the bytes on the wire follow the
+ * codec's ratio; state persists across calls and through a checkpoint; an emulated link changes
+ * nothing but time; operations in flight together, driven by ax_coll_test; bad arguments. Random
+ * non-integer inputs; no timing asserts.
  * Every rank checks its own results and prints what failed with its rank; then all ranks agree
  * on pass/fail (so none is left waiting in a collective when another one fails). */
 #include <check.h>
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/casync.h"
-#include "mpi/link_emulator.h"
+#include "mpi/casync/casync.h"
+#include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"

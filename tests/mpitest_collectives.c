@@ -1,4 +1,4 @@
-/* mpitest_collectives.c — the collectives of mpi/collectives.h against MPI's own
+/* mpitest_collectives.c — the collectives of mpi/coll/collectives.h against MPI's own
  * (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather) on whatever number of ranks it runs
  * on, with integer-valued data so that every algorithm must agree exactly; byte counters
  * against the ring's formula; several operations in flight at once; the local reductions and
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/collectives.h"
+#include "mpi/coll/collectives.h"
 #include "mpi/mpi_util.h"
-#include "mpi/reduce_local.h"
+#include "mpi/coll/reduce_local.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"
 #include "mpitestutil.h"

@@ -1,4 +1,4 @@
-/* mpitest_emulator.c — the link emulator (mpi/link_emulator.h) and the traffic counters
+/* mpitest_emulator.c — the link emulator (mpi/link/link_emulator.h) and the traffic counters
  * (mpi/traffic.h), on whatever number of ranks it runs on (the tests that need two ranks pass
  * on one, the shared-link test needs four):
  *   - --emulate-link's text: what parses to what, and every malformed form refused;
@@ -29,11 +29,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "mpi/collectives.h"
-#include "mpi/link_emulator.h"
-#include "mpi/link_table.h"
+#include "mpi/coll/collectives.h"
+#include "mpi/link/link_emulator.h"
+#include "mpi/link/link_table.h"
+#include "mpi/link/p2p.h"
 #include "mpi/mpi_util.h"
-#include "mpi/p2p.h"
 #include "mpi/traffic.h"
 #include "mpitestutil.h"
 #include "src/core/error.h"

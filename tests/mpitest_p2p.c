@@ -1,4 +1,4 @@
-/* mpitest_p2p.c — the pipeline's point-to-point engine (mpi/p2p.h) and the lifetimes of its
+/* mpitest_p2p.c — the pipeline's point-to-point engine (mpi/link/p2p.h) and the lifetimes of its
  * buffers, on a line of ranks (rank r's neighbours are r - 1 and r + 1), with many rapid
  * messages and seeded random delays so that a reused buffer shows:
  *   - a received buffer stays valid and unchanged until the second-next message from that
@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi/link/p2p.h"
 #include "mpi/mpi_util.h"
-#include "mpi/p2p.h"
 #include "mpitestutil.h"
 #include "posing_device.h"
 #include "src/core/error.h"

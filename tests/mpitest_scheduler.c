@@ -56,7 +56,7 @@ typedef struct {
   int forward, mb, slot;
 } Call;
 
-/* The stage's backend, and where the p2p engine keeps its buffers (mpi/p2p.h). */
+/* The stage's backend, and where the p2p engine keeps its buffers (mpi/link/p2p.h). */
 typedef enum { MEM_HOST_BACKEND = 0, MEM_POSING_STAGED, MEM_POSING_DEVICE, N_MODES } Mode;
 static const char *const MODE_NAMES[] = {"CPU backend, host-staged", "posing device, host-staged",
                                          "posing device, device buffers"};

@@ -1,5 +1,5 @@
 /* mpitest_sparse_sync.c — Zen's sparse synchronization and the all-gather baseline
- * (mpi/sparse_sync.h) on whatever number of ranks it runs on, for random row sets, heavily
+ * (mpi/sparse/sparse_sync.h) on whatever number of ranks it runs on, for random row sets, heavily
  * overlapping ones, empty ones on some or all ranks, every row on every rank, and real-batch
  * ones: the bytes of data/tinyshakespeare.txt as row indices (vocabulary 256) and Zipf(1)
  * token batches over GPT-2's 50257 rows.
@@ -21,15 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/link_emulator.h"
+#include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
-#include "mpi/sparse_sync.h"
+#include "mpi/sparse/sparse_sync.h"
 #include "mpi/traffic.h"
 #include "src/core/crng.h"
 #include "src/core/error.h"
 #include "mpitestutil.h"
 #include "testutil.h"
-#include "zipf.h"
+#include "zipf_rows.h"
 
 enum { RUN_TIMEOUT_S = 120, TEXT_BATCH = 4096, ZIPF_BATCH = 8192 };
 #define SHAKESPEARE "data/tinyshakespeare.txt" /* ships with the repository */

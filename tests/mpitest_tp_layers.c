@@ -21,7 +21,7 @@
 #include "models/tp_block.h"
 #include "models/tp_layers.h"
 #include "mpi/mpi_util.h"
-#include "mpi/tp_comm.h"
+#include "mpi/coll/tp_mpi.h"
 #include "src/plan/comm_model.h"
 #include "src/core/error.h"
 #include "mpitestutil.h"

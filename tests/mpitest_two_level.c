@@ -1,5 +1,5 @@
-/* mpitest_two_level.c — the two-level all-reduce (mpi/two_level.h) on whatever number of ranks
- * it runs on: every node layout of >= 2 nodes of g >= 2 ranks that divides the job (blocked,
+/* mpitest_two_level.c — the two-level all-reduce (mpi/sparse/two_level.h) on whatever number of
+ * ranks it runs on: every node layout of >= 2 nodes of g >= 2 ranks that divides the job (blocked,
  * interleaved, and blocked with sparse descending node ids), and the layouts that cannot be
  * used (one node, one rank per node, nodes of different sizes), which are refused. Checks the
  * communicators and shards; plain middle steps (ring, rhd) against MPI_Allreduce's sum, with
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/two_level.h"
+#include "mpi/sparse/two_level.h"
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mpi/casync_cost.h"
+#include "mpi/casync/casync_cost.h"
 #include "src/core/error.h"
 #include "src/io/ckpt_blob.h"
 #include "src/train/train_compress.h"

@@ -1,5 +1,5 @@
 /* test_replica_schedule.c — Gemini's replica schedule (src/plan/replica_schedule.h) and the
- * link log it learns from (mpi/link_log.h): the log's window and wrap-around, appends from
+ * link log it learns from (mpi/link/link_log.h): the log's window and wrap-around, appends from
  * two threads at once all read back; idle spans of a hand-made timeline (overlapping uses
  * merged, the replicas' own left out, short gaps dropped); Algorithm 6.2's chunks against
  * hand-computed cases and, on random spans, never more link time than the span allows and
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/link_log.h"
+#include "mpi/link/link_log.h"
 #include "src/plan/replica_schedule.h"
 #include "testutil.h"
 

@@ -11,7 +11,7 @@
 #include "src/core/error.h"
 #include "src/core/rng.h"
 #include "testutil.h"
-#include "zipf.h"
+#include "zipf_rows.h"
 
 /* m indices below `range`, with repeats (tu_alloc memory). */
 static uint32_t *random_indices(size_t m, uint32_t range, uint64_t seed) {

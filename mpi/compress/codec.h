@@ -1,6 +1,6 @@
 /* codec.h — gradient compression codecs (HiPress's CompLL set and the ones the later papers
  * use), behind one interface, in plain C without MPI so every codec is unit-testable. The
- * synchronization that uses them (CaSync ring and PS, mpi/casync*.c) and the trainer see only
+ * synchronization that uses them (CaSync ring and PS, mpi/casync/) and the trainer see only
  * this header.
  *
  * A codec is configured from a spec, "NAME[:key=value,...]" (e.g. "onebit:ef=1",

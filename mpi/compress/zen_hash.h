@@ -1,6 +1,6 @@
 /* zen_hash.h — the index side of Zen's balanced sparse synchronization (Wang's thesis, ch. 3,
  * "Zen"): which rank owns which row, how one rank's row set is cut into per-owner lists, and
- * how an owner names the rows it sends back. Pure C: no MPI (mpi/sparse_sync.h moves the
+ * how an owner names the rows it sends back. Pure C: no MPI (mpi/sparse/sparse_sync.h moves the
  * bytes). What this module owns:
  *
  *   - A seeded hash family h_0 .. h_k (k = AX_ZEN_K = 3): MurmurHash3's 64-bit finalizer of

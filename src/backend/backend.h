@@ -19,7 +19,7 @@ typedef enum { AX_DTYPE_F32 = 0, AX_DTYPE_BF16, AX_DTYPE_F16 } AxDType;
 typedef enum { AX_STREAM_COMPUTE = 0, AX_STREAM_COPY, AX_STREAM_COMM, AX_N_STREAMS } AxStream;
 typedef enum { AX_COPY_H2D = 0, AX_COPY_D2H, AX_COPY_D2D, AX_COPY_H2H } AxCopyKind;
 /* Where a buffer lives: host memory or the backend's device memory (a received pipeline
- * message is in either, see mpi/p2p.h). */
+ * message is in either, see mpi/link/p2p.h). */
 typedef enum { AX_MEM_HOST = 0, AX_MEM_DEVICE } AxMemKind;
 
 /* The copy that brings data from memory of kind `from` into device memory. */
@@ -221,7 +221,7 @@ static inline void ax_free(AxBackend *be, void *p) {
   if (p) be->ops->free(be, p);
 }
 /* 1 when the backend has the kernels of tensor-parallel layers, over host memory: the
- * collectives of models/tp_comm.h read and write the buffers directly. */
+ * collectives of src/core/tp_comm.h read and write the buffers directly. */
 static inline int ax_backend_has_tp(const AxBackend *be) {
   return be->is_host && be->ops->row_sums && be->ops->layernorm_apply && be->ops->xent_finish &&
          be->ops->embed_range_forward;

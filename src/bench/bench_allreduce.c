@@ -1,5 +1,5 @@
 /* bench_allreduce.c — `axonn bench allreduce`, run under mpiexec: the all-reduce algorithms of
- * mpi/collectives.h side by side on message sizes from --min-bytes to --max-bytes (doubling),
+ * mpi/coll/collectives.h side by side on message sizes from --min-bytes to --max-bytes (doubling),
  * printed by rank 0 as an nccl-tests-style table: time (median over iterations of the slowest
  * rank's time), algorithm bandwidth (size / time) and bus bandwidth (algbw · 2(p-1)/p), and a
  * check of every result against the exact sum. `mpi-blocking` is the library's blocking
@@ -9,8 +9,8 @@
  * --bucket-size the sizes are instead the all-reduce chunks of training, k x bucket-size
  * elements for k in --coarsening (1,2,4,8). Each row is followed by the bytes every algorithm
  * put on the wire (traffic counters, mpi/traffic.h). With --emulate-link (and --ranks-per-node)
- * our algorithms run over the emulated link (mpi/link_emulator.h; MPI's cannot), the header says
- * the times are EMULATED, and each row is set against the ring's model instead of the
+ * our algorithms run over the emulated link (mpi/link/link_emulator.h; MPI's cannot), the header
+ * says the times are EMULATED, and each row is set against the ring's model instead of the
  * memory-traffic bound.
  * Host buffers only (CUDA build: device buffers TODO via the backend). Initializes and
  * finalizes MPI itself. */
@@ -20,9 +20,9 @@
 
 #include "bench.h"
 #include "bench_link.h"
-#include "mpi/collectives.h"
+#include "mpi/coll/collectives.h"
+#include "mpi/coll/reduce_local.h"
 #include "mpi/mpi_util.h"
-#include "mpi/reduce_local.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/log.h"

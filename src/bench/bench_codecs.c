@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bench_compress.h"
-#include "mpi/casync_cost.h"
+#include "mpi/casync/casync_cost.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"

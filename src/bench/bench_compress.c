@@ -2,12 +2,13 @@
  *  1. per codec of --codecs, on one core of rank 0: encode and decode GB/s against memcpy, and
  *     the compression ratio (bench_codecs.c);
  *  2. the data-parallel all-reduce of every --sizes over every --links (EMULATED: the job split
- *     into two virtual nodes unless --ranks-per-node says otherwise, mpi/link_emulator.h): the
+ *     into two virtual nodes unless --ranks-per-node says otherwise, mpi/link/link_emulator.h): the
  *     plain ring against CaSync ring and CaSync PS with every codec; time = median over --iters
  *     of the slowest rank; wire bytes from the traffic counters (sum over ranks per
  *     all-reduce); speedup_vs_plain = plain time / this time; and HiPress's cost model's pick
- *     (mpi/casync_cost.h, fed by the codec's profiled costs and the link's figures) against the
- *     measured best: a pick of a compressed path that measured slower than plain is WRONG.
+ *     (mpi/casync/casync_cost.h, fed by the codec's profiled costs and the link's figures)
+ *     against the measured best: a pick of a compressed path that measured slower than plain is
+ *     WRONG.
  * --json FILE appends one JSON object per row (codec, sync, ranks, bytes, link_gbps, time_us,
  * wire_bytes, speedup_vs_plain, ...). Every CaSync result is checked to be bitwise identical
  * on all ranks. Initializes and finalizes MPI itself. */
@@ -19,12 +20,12 @@
 
 #include "bench.h"
 #include "bench_compress.h"
-#include "mpi/casync.h"
-#include "mpi/casync_cost.h"
-#include "mpi/collectives.h"
-#include "mpi/link_emulator.h"
+#include "mpi/casync/casync.h"
+#include "mpi/casync/casync_cost.h"
+#include "mpi/coll/collectives.h"
+#include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
-#include "mpi/vnodes.h"
+#include "mpi/link/vnodes.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"

@@ -1,5 +1,5 @@
 /* bench_link.h — the network options the MPI benchmarks share, --ranks-per-node and
- * --emulate-link (mpi/link_emulator.h), and what a benchmark does with them: check the text,
+ * --emulate-link (mpi/link/link_emulator.h), and what a benchmark does with them: check the text,
  * build the emulator over the job, say in its header that the link is EMULATED, and read the
  * bytes an operation put on the wire from the traffic counters (mpi/traffic.h). */
 #ifndef AX_BENCH_LINK_H
@@ -8,7 +8,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#include "mpi/link_emulator.h"
+#include "mpi/link/link_emulator.h"
 #include "src/core/options.h"
 
 typedef struct {

@@ -6,16 +6,16 @@
  * parameter: p, g, m, v read; p, m, v written) is set against a copy and an in-place add
  * measured in the same run with the same threads. The bytes one rank puts on the wire per
  * all-reduce of the whole array are counted (mpi/traffic.h); with --emulate-link the all-reduce
- * runs over the emulated link (mpi/link_emulator.h) and the header says the times are EMULATED.
- * Initializes and finalizes MPI itself. */
+ * runs over the emulated link (mpi/link/link_emulator.h) and the header says the times are
+ * EMULATED. Initializes and finalizes MPI itself. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "bench_link.h"
+#include "mpi/coll/reduce_local.h"
 #include "mpi/mpi_util.h"
-#include "mpi/reduce_local.h"
 #include "offload/interleave.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"

@@ -5,7 +5,7 @@
  * style: a window of non-blocking sends, then a one-byte acknowledgement). Other ranks wait.
  * Host buffers only (CUDA build: device buffers TODO via the backend). Initializes and
  * finalizes MPI itself. With --emulate-link (and ranks 0 and 1 on different virtual nodes,
- * --ranks-per-node 1) every message goes through the link emulator (mpi/link_emulator.h), the
+ * --ranks-per-node 1) every message goes through the link emulator (mpi/link/link_emulator.h), the
  * header says the times are EMULATED and each row gets the model, LATENCY + size/BW one way. */
 #include <mpi.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* bench_sparse.c — `axonn bench sparse-sync`, run under mpiexec: the sum of a row-sparse
- * embedding gradient over the ranks (mpi/sparse_sync.h) by Zen, by the all-gather of rows and
- * by the dense all-reduce, side by side, for vocabularies and per-rank batches given as lists.
+ * embedding gradient over the ranks (mpi/sparse/sparse_sync.h) by Zen, by the all-gather of rows
+ * and by the dense all-reduce, side by side, for vocabularies and per-rank batches given as lists.
  * Each rank's batch draws Zipf tokens (src/core/zipf.h, its own seed), so the touched rows
  * overlap across ranks as a real batch's do; each touched row holds random values. A row of
  * the table: time (median over --iters of the slowest rank's), the bytes every rank sent
@@ -15,7 +15,7 @@
 #include "bench.h"
 #include "bench_link.h"
 #include "mpi/mpi_util.h"
-#include "mpi/sparse_sync.h"
+#include "mpi/sparse/sparse_sync.h"
 #include "src/backend/peak.h"
 #include "src/core/command.h"
 #include "src/core/error.h"

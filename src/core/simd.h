@@ -1,5 +1,5 @@
 /* simd.h — which vector instructions the CPU kernels use, decided once for every vectorized
- * kernel (cpu_kernels.c, vecmath.h, offload/adamw.c, mpi/reduce_local.c, mpi/bf16*.c) from
+ * kernel (cpu_kernels.c, vecmath.h, offload/adamw.c, mpi/coll/reduce_local.c, mpi/coll/bf16.c) from
  * what the compiler was told it may use (-march=native by default):
  *   AX_SIMD_AVX2    8-lane fp32 with fused multiply-add (AVX2 + FMA)
  *   AX_SIMD_AVX512  16-lane fp32 (AVX-512F), used on top of AVX2 where a kernel has it

@@ -1,7 +1,7 @@
 /* tp_comm.h — the communication interface tensor-parallel layers are given, as they are given
  * the device backend: collectives over the X, Y or Z group of a Gx x Gy x Gz grid on fp32
  * buffers, blocking (req == NULL) or started now and finished by wait (req != NULL). Model code
- * never calls MPI; mpi/tp_comm.h implements this over axonn's own collectives (the interface
+ * never calls MPI; mpi/coll/tp_mpi.h implements this over axonn's own collectives (the interface
  * lives in core, below both). A group of size 1 is never communicated on.
  *
  * Every rank of a group must issue the same operations on it in the same order. Buffers stay

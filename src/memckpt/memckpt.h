@@ -16,7 +16,7 @@
 
 #include "models/gpt_stage.h"
 #include "mpi/grid.h"
-#include "mpi/link_emulator.h"
+#include "mpi/link/link_emulator.h"
 #include "offload/offload.h"
 #include "src/io/checkpoint.h"
 #include "src/plan/replica_schedule.h"

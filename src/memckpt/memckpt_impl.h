@@ -10,7 +10,7 @@
 
 #include "memckpt.h"
 #include "memckpt_store.h"
-#include "mpi/link_log.h"
+#include "mpi/link/link_log.h"
 #include "src/core/fileio.h"
 
 /* One file from one rank's slot to another rank's (memory checkpoints). */

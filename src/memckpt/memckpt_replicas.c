@@ -17,9 +17,9 @@
  * at once and waited for.
  *
  * The link model f(s) = alpha + s / B: the emulated link's own figures, or on real links a
- * ping-pong fitted between the first sender and its receiver (mpi/casync_probe.c). A receiver
- * posts one receive at a time per file (a chunk's size is the sender's choice: the receive is
- * posted for the rest of the file, and MPI_Get_count says how much came). */
+ * ping-pong fitted between the first sender and its receiver (mpi/casync/casync_probe.c). A
+ * receiver posts one receive at a time per file (a chunk's size is the sender's choice: the receive
+ * is posted for the rest of the file, and MPI_Get_count says how much came). */
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/collectives.h"
+#include "mpi/coll/collectives.h"
 #include "pipeline/partition.h"
 #include "src/core/error.h"
 

@@ -3,7 +3,7 @@
  * step issues, exactly as docs/tensor-parallel.md lists them, with the bytes a rank sends and
  * the seconds that takes.
  *
- * Bytes are those of our ring collectives (mpi/collectives.h): an all-gather or reduce-scatter
+ * Bytes are those of our ring collectives (mpi/coll/collectives.h): an all-gather or reduce-scatter
  * of `count` elements per rank sends (p-1)·count·e; a ring all-reduce of n elements sends
  * 2(p-1)/p·n·e when p divides n, otherwise the exact per-rank formula of collectives.h, of
  * which the model takes the largest over the ranks (the slowest rank ends the collective); a

@@ -219,7 +219,7 @@ void ax_compress_auto_free(AxAutoCompress *a) {
 }
 
 /* The CaSync algorithm that runs a compressed scheme: a2a+ag is the PS's data movement with
- * one message per segment (mpi/casync.h). */
+ * one message per segment (mpi/casync/casync.h). */
 static void casync_scheme(AxEspressoScheme scheme, AxCasyncChoice *ch) {
   ch->algo = scheme == AX_ESP_CASYNC_PS || scheme == AX_ESP_A2A_AG ? AX_CASYNC_PS
              : scheme == AX_ESP_AG                                ? AX_CASYNC_AG

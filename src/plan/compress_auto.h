@@ -2,7 +2,7 @@
  * groups by Cupcake's search (fusion.h, `--fusion`), then each group's strategy chosen by
  * Espresso (espresso.h) among the schemes the trainer can run, and the decisions handed to the
  * layer-wise parts of the gradient sum (offload/grad_compress.h). Shared by the trainer
- * (train_compress.c) and `axonn plan --compression` (plan_compress.c), so the plan prints what
+ * (train_compress.c) and `axonn plan --compression` (train_plan_compress.c), so the plan prints what
  * a run decides from the same costs. Pure computation: no MPI.
  *
  * The model, as it applies to AxoNN's step. The data-parallel sum starts after the pipeline
@@ -15,9 +15,9 @@
  *     communication of the encoded group, 2 (N - 1) (alpha + r x / (N B)).
  *   Espresso: every group's options are plain (the trainer's all-reduce: ring, or rhd with
  *     --allreduce rhd) and the codec under CaSync ring, PS, all-to-all + all-gather (the PS
- *     with one message per segment) or all-gather (mpi/casync.h); flat, and, when the ranks
+ *     with one message per segment) or all-gather (mpi/casync/casync.h); flat, and, when the ranks
  *     sit evenly two or more to a node on two or more nodes (two_level), two-level
- *     (mpi/two_level.h: plain intra-node reduce-scatter and all-gather around any of those
+ *     (mpi/sparse/two_level.h: plain intra-node reduce-scatter and all-gather around any of those
  *     between the nodes). The 2l+intra options, which also compress the intra-node steps,
  *     are in the model only. The trainer's gradients are summed from host memory (the
  *     offloaded master copy), so its codecs run on the CPU whichever placement the model
@@ -34,8 +34,8 @@
 
 #include "espresso.h"
 #include "fusion.h"
-#include "mpi/casync_cost.h"
-#include "mpi/collectives.h"
+#include "mpi/casync/casync_cost.h"
+#include "mpi/coll/collectives.h"
 #include "offload/grad_compress.h"
 
 typedef struct {
@@ -47,7 +47,7 @@ typedef struct {
   AxAllreduceAlgo plain; /* the trainer's plain all-reduce */
   int plain_first;       /* the first tensor (the tied wte) stays alone and plain: it is
                             summed before the rest, or its other copy is summed plain */
-  int two_level;         /* the two-level schemes can run (mpi/two_level.h: the ranks sit
+  int two_level;         /* the two-level schemes can run (mpi/sparse/two_level.h: the ranks sit
                             ranks_per_node >= 2 to a node on 2 or more nodes) */
   const char *scheme;    /* NULL or "auto": Espresso decides; else the option (espresso.h)
                             every group not kept plain takes (--compress-scheme) */

@@ -104,7 +104,7 @@ typedef struct {
 } Net;
 
 typedef struct {
-  EspStage v[ESP_MAX_STAGES];
+  AxEspressoStage v[ESP_MAX_STAGES];
   int n;
 } Stages;
 
@@ -152,7 +152,7 @@ static double rhd_allreduce(const Net *n, double m) {
 }
 
 static void push(Stages *s, double dur, double work, int links, int dev) {
-  s->v[s->n++] = (EspStage){dur, work, links, dev};
+  s->v[s->n++] = (AxEspressoStage){dur, work, links, dev};
 }
 
 static void link_stage(Stages *s, const Net *n, double t) { push(s, t, 0, n->links, -1); }
@@ -239,7 +239,7 @@ static void build(const AxEspressoProblem *p, int o, double m, Stages *s) {
 
 /* ------------------------------------------------------------------ the stage table */
 
-static int ctx_alloc(EspCtx *c, int n, size_t total) {
+static int ctx_alloc(AxEspressoCtx *c, int n, size_t total) {
   size_t cells = (size_t)n * AX_ESPRESSO_N_OPTIONS;
   c->first = ax_calloc(cells + 1, sizeof *c->first);
   c->stages = ax_calloc(total ? total : 1, sizeof *c->stages);
@@ -256,12 +256,12 @@ static int ctx_alloc(EspCtx *c, int n, size_t total) {
 }
 
 /* Tensor i's stages under option o into the table at c->first[cell]. */
-static void fill_cell(EspCtx *c, int i, int o, const Stages *s) {
+static void fill_cell(AxEspressoCtx *c, int i, int o, const Stages *s) {
   size_t cell = ESP_AT(c, i, o);
   int at0 = c->first[cell];
   double chain = 0;
   for (int j = 0; j < s->n; j++) {
-    const EspStage *st = &s->v[j];
+    const AxEspressoStage *st = &s->v[j];
     c->stages[at0 + j] = *st;
     chain += st->dur;
     for (int l = 0; l < 2; l++)
@@ -272,7 +272,7 @@ static void fill_cell(EspCtx *c, int i, int o, const Stages *s) {
   c->chain[cell] = (c->ok >> o) & 1u ? chain : INFINITY;
 }
 
-int esp_ctx_init(EspCtx *c, const AxEspressoProblem *p) {
+int ax_espresso_ctx_init(AxEspressoCtx *c, const AxEspressoProblem *p) {
   memset(c, 0, sizeof *c);
   AX_TRY(ax_espresso_check(p));
   c->p = p;
@@ -288,7 +288,7 @@ int esp_ctx_init(EspCtx *c, const AxEspressoProblem *p) {
       total += (size_t)s.n;
     }
   if (ctx_alloc(c, p->n, total) != AX_OK) {
-    esp_ctx_free(c);
+    ax_espresso_ctx_free(c);
     return AX_ERR;
   }
   for (int i = 0; i < p->n; i++)
@@ -301,7 +301,7 @@ int esp_ctx_init(EspCtx *c, const AxEspressoProblem *p) {
   return AX_OK;
 }
 
-void esp_ctx_free(EspCtx *c) {
+void ax_espresso_ctx_free(AxEspressoCtx *c) {
   free(c->first);
   free(c->stages);
   free(c->chain);
@@ -311,7 +311,7 @@ void esp_ctx_free(EspCtx *c) {
   memset(c, 0, sizeof *c);
 }
 
-int esp_check_choices(const EspCtx *c, const int *choices) {
+int ax_espresso_check_choices(const AxEspressoCtx *c, const int *choices) {
   if (!choices) return AX_FAIL("espresso: no choices");
   for (int i = 0; i < c->n; i++)
     if (choices[i] < 0 || choices[i] >= AX_ESPRESSO_N_OPTIONS || !((c->ok >> choices[i]) & 1u))
@@ -323,7 +323,7 @@ int esp_check_choices(const EspCtx *c, const int *choices) {
 /* ------------------------------------------------------------------ device timelines */
 
 /* The first span of b ending after t. */
-static int first_after(const EspBusy *b, double t) {
+static int first_after(const AxEspressoBusy *b, double t) {
   int lo = b->head, hi = b->len;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
@@ -334,7 +334,7 @@ static int first_after(const EspBusy *b, double t) {
 }
 
 /* Replaces spans [i, j) by [s, e], merged with the spans it touches, moving the shorter side. */
-static void splice(EspBusy *b, int i, int j, double s, double e) {
+static void splice(AxEspressoBusy *b, int i, int j, double s, double e) {
   if (i > b->head && b->v[i - 1].e >= s) s = b->v[--i].s;
   if (j < b->len && b->v[j].s <= e) e = fmax(e, b->v[j++].e);
   size_t z = sizeof *b->v;
@@ -342,17 +342,17 @@ static void splice(EspBusy *b, int i, int j, double s, double e) {
   if (shift <= 0 ? left <= right : left <= right && b->head > 0) {
     memmove(b->v + b->head - shift, b->v + b->head, (size_t)left * z);
     b->head -= shift;
-    b->v[i - shift] = (EspSpan){s, e};
+    b->v[i - shift] = (AxEspressoSpan){s, e};
   } else {
     memmove(b->v + j + shift, b->v + j, (size_t)right * z);
     b->len += shift;
-    b->v[i] = (EspSpan){s, e};
+    b->v[i] = (AxEspressoSpan){s, e};
   }
 }
 
 /* Work that yields to what is placed (the computation): runs in b's free time from start;
  * returns when it ends. */
-static double busy_fill(EspBusy *b, double start, double work) {
+static double busy_fill(AxEspressoBusy *b, double start, double work) {
   if (work <= 0) return start;
   double t = start, rem = work;
   int i = first_after(b, t), j = i;
@@ -369,7 +369,7 @@ static double busy_fill(EspBusy *b, double start, double work) {
 }
 
 /* Codec work, never split: the earliest free slot from ready; returns its start. */
-static double busy_place(EspBusy *b, double ready, double work) {
+static double busy_place(AxEspressoBusy *b, double ready, double work) {
   if (work <= 0) return ready;
   double t = ready;
   int i = first_after(b, t);
@@ -379,46 +379,46 @@ static double busy_place(EspBusy *b, double ready, double work) {
 }
 
 /* Spans that end by t can no longer delay anything. */
-static void busy_prune(EspBusy *b, double t) {
+static void busy_prune(AxEspressoBusy *b, double t) {
   while (b->head < b->len && b->v[b->head].e <= t) b->head++;
 }
 
 /* ------------------------------------------------------------------ the timeline state */
 
-int esp_state_new(const EspCtx *c, EspState *s) {
+int ax_espresso_state_new(const AxEspressoCtx *c, AxEspressoState *s) {
   memset(s, 0, sizeof *s);
   int cap = 2 * (c->n * (ESP_MAX_STAGES + 1) + 2);
   for (int d = 0; d < 2; d++) {
-    s->dev[d].v = ax_calloc((size_t)cap, sizeof(EspSpan));
+    s->dev[d].v = ax_calloc((size_t)cap, sizeof(AxEspressoSpan));
     s->dev[d].cap = cap;
     if (!s->dev[d].v) {
-      esp_state_free(s);
+      ax_espresso_state_free(s);
       return AX_ERR;
     }
   }
-  esp_state_reset(s);
+  ax_espresso_state_reset(s);
   return AX_OK;
 }
 
-void esp_state_free(EspState *s) {
+void ax_espresso_state_free(AxEspressoState *s) {
   free(s->dev[0].v);
   free(s->dev[1].v);
   memset(s, 0, sizeof *s);
 }
 
-void esp_state_reset(EspState *s) {
+void ax_espresso_state_reset(AxEspressoState *s) {
   s->compute_end = s->link_free[0] = s->link_free[1] = s->latest = 0;
   for (int d = 0; d < 2; d++) s->dev[d].head = s->dev[d].len = s->dev[d].cap / 2;
 }
 
-void esp_state_copy(EspState *dst, const EspState *src) {
+void ax_espresso_state_copy(AxEspressoState *dst, const AxEspressoState *src) {
   dst->compute_end = src->compute_end;
   dst->link_free[0] = src->link_free[0];
   dst->link_free[1] = src->link_free[1];
   dst->latest = src->latest;
   for (int d = 0; d < 2; d++) {
-    const EspBusy *a = &src->dev[d];
-    EspBusy *b = &dst->dev[d];
+    const AxEspressoBusy *a = &src->dev[d];
+    AxEspressoBusy *b = &dst->dev[d];
     int k = a->len - a->head;
     b->head = b->cap / 2;
     b->len = b->head + k;
@@ -434,14 +434,15 @@ static void record(AxEspressoDecision *rec, int o, double ready, double first, d
                               .comm_start_s = first < 0 ? ready : first, .comm_end_s = last};
 }
 
-void esp_step(const EspCtx *c, EspState *s, int i, int o, AxEspressoDecision *rec) {
+void ax_espresso_step(const AxEspressoCtx *c, AxEspressoState *s, int i, int o,
+                      AxEspressoDecision *rec) {
   busy_prune(&s->dev[ESP_GPU], s->compute_end);
   busy_prune(&s->dev[ESP_CPU], s->compute_end);
   s->compute_end = busy_fill(&s->dev[ESP_GPU], s->compute_end, c->p->compute_s[i]);
   double t = s->compute_end, first = -1, last = t;
   size_t cell = ESP_AT(c, i, o);
   for (int j = c->first[cell]; j < c->first[cell + 1]; j++) {
-    const EspStage *st = &c->stages[j];
+    const AxEspressoStage *st = &c->stages[j];
     double start = t;
     for (int l = 0; l < 2; l++)
       if (st->links & (1 << l)) start = fmax(start, s->link_free[l]);
@@ -457,7 +458,7 @@ void esp_step(const EspCtx *c, EspState *s, int i, int o, AxEspressoDecision *re
   if (rec) record(rec, o, s->compute_end, first, last, t, c->chain[cell]);
 }
 
-void esp_suffix(EspCtx *c, const int *S) {
+void ax_espresso_suffix(AxEspressoCtx *c, const int *S) {
   int n = c->n;
   double *in = c->suf, *out = c->suf + n + 1;
   in[n] = out[n] = 0;
@@ -467,44 +468,45 @@ void esp_suffix(EspCtx *c, const int *S) {
   }
 }
 
-double esp_bound(const EspCtx *c, const EspState *s, int k, const double *suf,
-                 double last_chain) {
+double ax_espresso_bound(const AxEspressoCtx *c, const AxEspressoState *s, int k, const double *suf,
+                         double last_chain) {
   double lb = s->latest;
   if (k < c->n) lb = fmax(lb, s->compute_end + c->suf_compute[k] + last_chain);
   lb = fmax(lb, s->link_free[0] + suf[k]);
   return fmax(lb, s->link_free[1] + suf[c->n + 1 + k]);
 }
 
-double esp_run(EspCtx *c, EspState *s, const int *S, int from, double cutoff,
-               AxEspressoDecision *rec) {
+double ax_espresso_run(AxEspressoCtx *c, AxEspressoState *s, const int *S, int from, double cutoff,
+                       AxEspressoDecision *rec) {
   double last_chain = c->chain[ESP_AT(c, c->n - 1, S[c->n - 1])];
   c->evaluations++;
   for (int k = from; k < c->n; k++) {
-    if (esp_bound(c, s, k, c->suf, last_chain) >= cutoff) return INFINITY;
-    esp_step(c, s, k, S[k], rec ? rec + k : NULL);
+    if (ax_espresso_bound(c, s, k, c->suf, last_chain) >= cutoff) return INFINITY;
+    ax_espresso_step(c, s, k, S[k], rec ? rec + k : NULL);
   }
   return s->latest < cutoff ? s->latest : INFINITY;
 }
 
-double esp_eval(EspCtx *c, EspState *s, const int *S, double cutoff, AxEspressoDecision *rec) {
-  esp_state_reset(s);
-  esp_suffix(c, S);
-  return esp_run(c, s, S, 0, cutoff, rec);
+double ax_espresso_eval(AxEspressoCtx *c, AxEspressoState *s, const int *S, double cutoff,
+                        AxEspressoDecision *rec) {
+  ax_espresso_state_reset(s);
+  ax_espresso_suffix(c, S);
+  return ax_espresso_run(c, s, S, 0, cutoff, rec);
 }
 
 int ax_espresso_timeline(const AxEspressoProblem *p, const int *choices, AxEspressoDecision *out,
                          double *seconds) {
-  EspCtx c;
-  EspState s;
-  AX_TRY(esp_ctx_init(&c, p));
-  int rc = esp_check_choices(&c, choices);
-  if (rc == AX_OK) rc = esp_state_new(&c, &s);
+  AxEspressoCtx c;
+  AxEspressoState s;
+  AX_TRY(ax_espresso_ctx_init(&c, p));
+  int rc = ax_espresso_check_choices(&c, choices);
+  if (rc == AX_OK) rc = ax_espresso_state_new(&c, &s);
   if (rc == AX_OK) {
-    double f = esp_eval(&c, &s, choices, INFINITY, out);
+    double f = ax_espresso_eval(&c, &s, choices, INFINITY, out);
     if (seconds) *seconds = f;
-    esp_state_free(&s);
+    ax_espresso_state_free(&s);
   }
-  esp_ctx_free(&c);
+  ax_espresso_ctx_free(&c);
   return rc;
 }
 

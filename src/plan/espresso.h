@@ -22,14 +22,14 @@
  * inside a node). One node or one rank per node: flat only. One rank: only 0 (nothing to send).
  *
  * Costs (§4.6's empirical models; AxLinearCost t(b) = latency + b / bandwidth of
- * mpi/casync_cost.h). intra, inter: one message of b bytes between two ranks of a node, or of
- * two nodes when it is the only flow on the node's link (k flows at once: latency + k·b/bw).
+ * mpi/casync/casync_cost.h). intra, inter: one message of b bytes between two ranks of a node, or
+ * of two nodes when it is the only flow on the node's link (k flows at once: latency + k·b/bw).
  * Codec: enc(b) of b raw bytes, dec(b) of b encoded bytes, per device; r = encoded / raw.
  * For a collective over p members of an m-byte buffer, b = m/p:
  *   ar-ring  2(p-1) ring steps of b (Table 3's ring alpha, ax_casync_coefficients)
  *   ar-rhd   log2 p' halving and as many doubling exchanges of m/2, m/4, ... with partners at
  *            distance p'/2, ..., 1 (p' the largest power of two <= p), plus two full-buffer
- *            exchanges when p is not a power of two (mpi/rhd.c's fold)
+ *            exchanges when p is not a power of two (mpi/coll/rhd.c's fold)
  *   casync-ring / casync-ps  HiPress's T_cpr with Table 3's alpha, beta, gamma (K = p): one
  *            stage holding the link for alpha·msg(r·b) + beta·enc(b) + gamma·dec(r·b), of which
  *            the codec part also occupies the device (codec work between the steps); msg is a
@@ -67,7 +67,7 @@
 
 #include <stdint.h>
 
-#include "mpi/casync_cost.h"
+#include "mpi/casync/casync_cost.h"
 
 enum {
   AX_ESPRESSO_N_OPTIONS = 28,

@@ -30,8 +30,8 @@ typedef struct {
 } Memo;
 
 typedef struct {
-  EspCtx *c;
-  EspState *st; /* n + 1: the timeline after tensors 0..k-1 */
+  AxEspressoCtx *c;
+  AxEspressoState *st; /* n + 1: the timeline after tensors 0..k-1 */
   int *cur, *best;
   double best_f, last_chain;
   int opts[AX_ESPRESSO_N_OPTIONS], n_opts;
@@ -44,7 +44,7 @@ typedef struct {
 /* ------------------------------------------------------------------ the bound */
 
 /* Busy time of b after t. */
-static double busy_after(const EspBusy *b, double t) {
+static double busy_after(const AxEspressoBusy *b, double t) {
   double sum = 0;
   for (int i = b->head; i < b->len; i++) sum += fmax(0, b->v[i].e - fmax(b->v[i].s, t));
   return sum;
@@ -57,7 +57,7 @@ static double busy_after(const EspBusy *b, double t) {
  * use of tensors k.. under the weights is a sum of per-tensor minima. F is also at least the
  * computation's end plus the last tensor's shortest stages. */
 static double bound(const Dfs *d, int k) {
-  const EspState *s = &d->st[k];
+  const AxEspressoState *s = &d->st[k];
   double rest = d->c->suf_compute[k];
   double base[4] = {s->link_free[0], s->link_free[1],
                     s->compute_end + rest + busy_after(&s->dev[ESP_GPU], s->compute_end),
@@ -72,14 +72,14 @@ static double bound(const Dfs *d, int k) {
 }
 
 /* The weighted use of tensor i under option o. */
-static double weighted(const EspCtx *c, const double *w, int i, int o) {
+static double weighted(const AxEspressoCtx *c, const double *w, int i, int o) {
   size_t cell = ESP_AT(c, i, o);
   return w[0] * c->link[0][cell] + w[1] * c->link[1][cell] + w[2] * c->work[ESP_GPU][cell] +
          w[3] * c->work[ESP_CPU][cell];
 }
 
 static void make_bounds(Dfs *d) {
-  EspCtx *c = d->c;
+  AxEspressoCtx *c = d->c;
   int n = c->n, m = 0;
   for (int o = 0; o < AX_ESPRESSO_N_OPTIONS; o++)
     if ((c->ok >> o) & 1u) d->opts[d->n_opts++] = o;
@@ -104,7 +104,7 @@ static void make_bounds(Dfs *d) {
 /* ------------------------------------------------------------------ timelines met */
 
 /* Spans of b after t, clipped to it, appended to key at *len. */
-static void key_spans(double *key, size_t *len, const EspBusy *b, double t) {
+static void key_spans(double *key, size_t *len, const AxEspressoBusy *b, double t) {
   size_t count = (*len)++;
   key[count] = 0;
   for (int i = b->head; i < b->len; i++)
@@ -115,7 +115,7 @@ static void key_spans(double *key, size_t *len, const EspBusy *b, double t) {
  * ready after tensor k's computation, the computation runs from compute_end, and F is at least
  * the computation's end plus the last tensor's shortest stages. */
 static size_t make_key(const Dfs *d, int k) {
-  const EspState *s = &d->st[k];
+  const AxEspressoState *s = &d->st[k];
   double ready = s->compute_end + d->c->p->compute_s[k];
   double floor_f = s->compute_end + d->c->suf_compute[k] + d->last_chain;
   size_t len = 0;
@@ -167,14 +167,14 @@ static void dfs(Dfs *d, int k) {
   if (bound(d, k) >= d->best_f) return;
   if (k > 0 && met_before(&d->memo, d->key, make_key(d, k))) return;
   for (int j = 0; j < d->n_opts; j++) {
-    esp_state_copy(&d->st[k + 1], &d->st[k]);
-    esp_step(d->c, &d->st[k + 1], k, d->opts[j], NULL);
+    ax_espresso_state_copy(&d->st[k + 1], &d->st[k]);
+    ax_espresso_step(d->c, &d->st[k + 1], k, d->opts[j], NULL);
     d->cur[k] = d->opts[j];
     dfs(d, k + 1);
   }
 }
 
-static int dfs_open(Dfs *d, EspCtx *c) {
+static int dfs_open(Dfs *d, AxEspressoCtx *c) {
   int n = c->n;
   size_t spans = 2 * (size_t)(n * (ESP_MAX_STAGES + 1) + 2);
   d->st = ax_calloc((size_t)n + 1, sizeof *d->st);
@@ -187,12 +187,12 @@ static int dfs_open(Dfs *d, EspCtx *c) {
   if (!d->st || !d->cur || !d->lsuf || !d->key || !d->memo.hash || !d->memo.at ||
       !d->memo.arena)
     return AX_ERR;
-  for (int k = 0; k <= n; k++) AX_TRY(esp_state_new(c, &d->st[k]));
+  for (int k = 0; k <= n; k++) AX_TRY(ax_espresso_state_new(c, &d->st[k]));
   return AX_OK;
 }
 
 static void dfs_close(Dfs *d, int n) {
-  for (int k = 0; d->st && k <= n; k++) esp_state_free(&d->st[k]);
+  for (int k = 0; d->st && k <= n; k++) ax_espresso_state_free(&d->st[k]);
   free(d->st);
   free(d->cur);
   free(d->lsuf);
@@ -202,7 +202,7 @@ static void dfs_close(Dfs *d, int n) {
   free(d->memo.arena);
 }
 
-int esp_exhaustive(EspCtx *c, int *S, double f, double *seconds) {
+int ax_espresso_ctx_exhaustive(AxEspressoCtx *c, int *S, double f, double *seconds) {
   Dfs d = {.c = c, .best = S, .best_f = f};
   int rc = dfs_open(&d, c);
   if (rc == AX_OK) {

@@ -14,31 +14,31 @@ enum { ESP_MAX_STAGES = 12, ESP_GPU = 0, ESP_CPU = 1, ESP_INTRA = 1, ESP_INTER =
 typedef struct {
   double dur, work;
   int links, dev;
-} EspStage;
+} AxEspressoStage;
 
 typedef struct {
   double s, e;
-} EspSpan;
+} AxEspressoSpan;
 
 /* A device's busy time after the computation so far: sorted disjoint spans v[head..len). */
 typedef struct {
-  EspSpan *v;
+  AxEspressoSpan *v;
   int head, len, cap;
-} EspBusy;
+} AxEspressoBusy;
 
 typedef struct {
-  double compute_end;  /* the computation of the tensors so far ends */
-  double link_free[2]; /* intra, inter: the last stage on the link ends */
-  double latest;       /* the latest end of anything so far */
-  EspBusy dev[2];      /* GPU, CPU */
-} EspState;
+  double compute_end;    /* the computation of the tensors so far ends */
+  double link_free[2];   /* intra, inter: the last stage on the link ends */
+  double latest;         /* the latest end of anything so far */
+  AxEspressoBusy dev[2]; /* GPU, CPU */
+} AxEspressoState;
 
 /* One problem's stages for every tensor and applicable option, and the searches' scratch. */
 typedef struct {
   const AxEspressoProblem *p;
   int n;
   int *first;          /* n * N_OPTIONS + 1 offsets into stages */
-  EspStage *stages;
+  AxEspressoStage *stages;
   double *chain;       /* n * N_OPTIONS: the stages' durations added up (INFINITY: n/a) */
   double *link[2];     /* n * N_OPTIONS: the time each link is held */
   double *work[2];     /* n * N_OPTIONS: the codec work on the GPU and on the CPU */
@@ -46,37 +46,39 @@ typedef struct {
   double *suf;         /* 2 * (n + 1) scratch: link time of tensors k.. under a strategy */
   uint32_t ok;         /* bit o: option o applies */
   long long evaluations;
-} EspCtx;
+} AxEspressoCtx;
 
 #define ESP_AT(c, i, o) ((size_t)(i) * AX_ESPRESSO_N_OPTIONS + (size_t)(o))
 
-int esp_ctx_init(EspCtx *c, const AxEspressoProblem *p);
-void esp_ctx_free(EspCtx *c);
+int ax_espresso_ctx_init(AxEspressoCtx *c, const AxEspressoProblem *p);
+void ax_espresso_ctx_free(AxEspressoCtx *c);
 /* AX_OK when choices[n] are all applicable options. */
-int esp_check_choices(const EspCtx *c, const int *choices);
+int ax_espresso_check_choices(const AxEspressoCtx *c, const int *choices);
 
-int esp_state_new(const EspCtx *c, EspState *s);
-void esp_state_free(EspState *s);
-void esp_state_reset(EspState *s);
-void esp_state_copy(EspState *dst, const EspState *src);
+int ax_espresso_state_new(const AxEspressoCtx *c, AxEspressoState *s);
+void ax_espresso_state_free(AxEspressoState *s);
+void ax_espresso_state_reset(AxEspressoState *s);
+void ax_espresso_state_copy(AxEspressoState *dst, const AxEspressoState *src);
 
 /* Tensor i with option o appended to the timeline s; rec (may be NULL) gets its timeline. */
-void esp_step(const EspCtx *c, EspState *s, int i, int o, AxEspressoDecision *rec);
+void ax_espresso_step(const AxEspressoCtx *c, AxEspressoState *s, int i, int o,
+                      AxEspressoDecision *rec);
 /* c->suf from strategy S. */
-void esp_suffix(EspCtx *c, const int *S);
+void ax_espresso_suffix(AxEspressoCtx *c, const int *S);
 /* A lower bound on F of any completion of s (tensors k.. still to come) whose links need
  * suf[l * (n + 1) + k..] and whose last tensor's stages take last_chain. */
-double esp_bound(const EspCtx *c, const EspState *s, int k, const double *suf,
-                 double last_chain);
+double ax_espresso_bound(const AxEspressoCtx *c, const AxEspressoState *s, int k, const double *suf,
+                         double last_chain);
 /* Tensors from..n-1 of S appended to s (c->suf must hold S's); INFINITY as soon as the bound
  * reaches `cutoff` (so the result is F only when it is below cutoff). */
-double esp_run(EspCtx *c, EspState *s, const int *S, int from, double cutoff,
-               AxEspressoDecision *rec);
-/* F(S) from an empty timeline, cut off at `cutoff` as esp_run. */
-double esp_eval(EspCtx *c, EspState *s, const int *S, double cutoff, AxEspressoDecision *rec);
+double ax_espresso_run(AxEspressoCtx *c, AxEspressoState *s, const int *S, int from, double cutoff,
+                       AxEspressoDecision *rec);
+/* F(S) from an empty timeline, cut off at `cutoff` as ax_espresso_run. */
+double ax_espresso_eval(AxEspressoCtx *c, AxEspressoState *s, const int *S, double cutoff,
+                        AxEspressoDecision *rec);
 
 /* espresso_exhaustive.c: the best strategy into S, which holds one of F = f on entry; its F
  * into *seconds. */
-int esp_exhaustive(EspCtx *c, int *S, double f, double *seconds);
+int ax_espresso_ctx_exhaustive(AxEspressoCtx *c, int *S, double f, double *seconds);
 
 #endif

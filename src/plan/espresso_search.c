@@ -35,43 +35,43 @@
 enum { DESCENT_PASSES = 8, REFINE_MIN_EVALS = 4096, PAIR_MAX = 12 };
 
 typedef struct {
-  EspCtx c;
-  EspState run, pre;
+  AxEspressoCtx c;
+  AxEspressoState run, pre;
   int *S, *removed, *order;
   AxEspressoDecision *rec;
 } Search;
 
-static int applies(const EspCtx *c, int o) { return (c->ok >> o) & 1u; }
+static int applies(const AxEspressoCtx *c, int o) { return (c->ok >> o) & 1u; }
 static AxEspressoPlace place_of(int o) { return ax_espresso_option(o)->place; }
 
 static void search_close(Search *w) {
-  esp_state_free(&w->run);
-  esp_state_free(&w->pre);
+  ax_espresso_state_free(&w->run);
+  ax_espresso_state_free(&w->pre);
   free(w->S);
   free(w->removed);
   free(w->order);
   free(w->rec);
-  esp_ctx_free(&w->c);
+  ax_espresso_ctx_free(&w->c);
 }
 
 static int search_open(Search *w, const AxEspressoProblem *p) {
   memset(w, 0, sizeof *w);
-  AX_TRY(esp_ctx_init(&w->c, p));
+  AX_TRY(ax_espresso_ctx_init(&w->c, p));
   size_t n = (size_t)p->n;
   w->S = ax_calloc(n, sizeof *w->S);
   w->removed = ax_calloc(n, sizeof *w->removed);
   w->order = ax_calloc(n, sizeof *w->order);
   w->rec = ax_calloc(n, sizeof *w->rec);
   int rc = w->S && w->removed && w->order && w->rec ? AX_OK : AX_ERR;
-  if (rc == AX_OK) rc = esp_state_new(&w->c, &w->run);
-  if (rc == AX_OK) rc = esp_state_new(&w->c, &w->pre);
+  if (rc == AX_OK) rc = ax_espresso_state_new(&w->c, &w->run);
+  if (rc == AX_OK) rc = ax_espresso_state_new(&w->c, &w->pre);
   if (rc != AX_OK) search_close(w);
   return rc;
 }
 
 /* ------------------------------------------------------------------ compress nothing */
 
-static void nothing(const EspCtx *c, int *S) {
+static void nothing(const AxEspressoCtx *c, int *S) {
   for (int i = 0; i < c->n; i++) {
     int best = -1;
     for (int o = 0; o < AX_ESPRESSO_N_OPTIONS; o++)
@@ -87,7 +87,7 @@ static void nothing(const EspCtx *c, int *S) {
 /* Remove(S, G): S's timeline; the uncompressed tensors sent before its last bubble leave G.
  * Returns F(S). */
 static double remove_before_bubbles(Search *w) {
-  double f = esp_eval(&w->c, &w->run, w->S, INFINITY, w->rec);
+  double f = ax_espresso_eval(&w->c, &w->run, w->S, INFINITY, w->rec);
   if (w->c.p->ranks <= 1) return f;
   int last = -1;
   for (int k = 1; k < w->c.n; k++)
@@ -101,18 +101,18 @@ static double remove_before_bubbles(Search *w) {
  * one is strictly better); f is F(S) on entry; returns F of the new S. The candidates are
  * C_gpu, or with cpu_too every applicable option (our refinement). */
 static double best_option(Search *w, int idx, double f, int cpu_too) {
-  EspCtx *c = &w->c;
+  AxEspressoCtx *c = &w->c;
   int *S = w->S, n = c->n, keep = S[idx], best = keep;
-  esp_suffix(c, S);
-  esp_state_reset(&w->pre);
-  for (int k = 0; k < idx; k++) esp_step(c, &w->pre, k, S[k], NULL);
+  ax_espresso_suffix(c, S);
+  ax_espresso_state_reset(&w->pre);
+  for (int k = 0; k < idx; k++) ax_espresso_step(c, &w->pre, k, S[k], NULL);
   for (int o = 0; o < AX_ESPRESSO_N_OPTIONS; o++) {
     if (!applies(c, o) || (place_of(o) == AX_ESP_CPU && !cpu_too) || o == keep) continue;
     S[idx] = o;
     c->suf[idx] = c->suf[idx + 1] + c->link[0][ESP_AT(c, idx, o)];
     c->suf[n + 1 + idx] = c->suf[n + 2 + idx] + c->link[1][ESP_AT(c, idx, o)];
-    esp_state_copy(&w->run, &w->pre);
-    double g = esp_run(c, &w->run, S, idx, f, NULL);
+    ax_espresso_state_copy(&w->run, &w->pre);
+    double g = ax_espresso_run(c, &w->run, S, idx, f, NULL);
     if (g < f) f = g, best = o;
   }
   S[idx] = best;
@@ -188,7 +188,7 @@ static void groups_free(Groups *g) {
 
 /* T_gpu grouped by (option, size); AX_OK with no groups when nothing can move. */
 static int groups_make(const Search *w, Groups *g) {
-  const EspCtx *c = &w->c;
+  const AxEspressoCtx *c = &w->c;
   int n = c->n, k = 0;
   memset(g, 0, sizeof *g);
   g->m = ax_calloc((size_t)n, sizeof *g->m);
@@ -222,7 +222,7 @@ static void apply_u(int *S, const Groups *g, const int *u) {
 /* F of U = g->u if below f (then g->best = U); returns the lesser. */
 static double try_u(Search *w, Groups *g, double f) {
   apply_u(w->S, g, g->u);
-  double h = esp_eval(&w->c, &w->run, w->S, f, NULL);
+  double h = ax_espresso_eval(&w->c, &w->run, w->S, f, NULL);
   if (h < f) memcpy(g->best, g->u, (size_t)g->groups * sizeof(int));
   return h < f ? h : f;
 }
@@ -271,11 +271,11 @@ static int offload(Search *w, double *f) {
 /* ------------------------------------------------------------------ the API */
 
 int ax_espresso_nothing(const AxEspressoProblem *p, int *choices) {
-  EspCtx c;
+  AxEspressoCtx c;
   if (!choices) return AX_FAIL("espresso: no room for the choices");
-  AX_TRY(esp_ctx_init(&c, p));
+  AX_TRY(ax_espresso_ctx_init(&c, p));
   nothing(&c, choices);
-  esp_ctx_free(&c);
+  ax_espresso_ctx_free(&c);
   return AX_OK;
 }
 
@@ -294,10 +294,10 @@ int ax_espresso_greedy(const AxEspressoProblem *p, int *choices, int *removed) {
 int ax_espresso_offload(const AxEspressoProblem *p, int *choices) {
   Search w;
   AX_TRY(search_open(&w, p));
-  int rc = esp_check_choices(&w.c, choices);
+  int rc = ax_espresso_check_choices(&w.c, choices);
   if (rc == AX_OK) {
     memcpy(w.S, choices, (size_t)p->n * sizeof *choices);
-    double f = esp_eval(&w.c, &w.run, w.S, INFINITY, NULL);
+    double f = ax_espresso_eval(&w.c, &w.run, w.S, INFINITY, NULL);
     rc = offload(&w, &f);
   }
   if (rc == AX_OK) memcpy(choices, w.S, (size_t)p->n * sizeof *choices);
@@ -328,7 +328,7 @@ static void refine(Search *w, double *f) {
  * a time cannot reach when each move alone is worse (with refine, it brings Espresso within
  * 5% of exhaustive search on every instance tests/test_espresso.c has tried). F never rises. */
 static void refine_pairs(Search *w, double *f) {
-  EspCtx *c = &w->c;
+  AxEspressoCtx *c = &w->c;
   for (int i = 0; i < c->n; i++)
     for (int j = i + 1; j < c->n; j++) {
       int bi = w->S[i], bj = w->S[j], ki = bi, kj = bj;
@@ -337,7 +337,7 @@ static void refine_pairs(Search *w, double *f) {
         for (int oj = 0; oj < AX_ESPRESSO_N_OPTIONS; oj++) {
           if (!applies(c, oj) || (oi == ki && oj == kj)) continue;
           w->S[i] = oi, w->S[j] = oj;
-          double g = esp_eval(c, &w->run, w->S, *f, NULL);
+          double g = ax_espresso_eval(c, &w->run, w->S, *f, NULL);
           if (g < *f) *f = g, bi = oi, bj = oj;
         }
       }
@@ -348,7 +348,7 @@ static void refine_pairs(Search *w, double *f) {
 /* Espresso on w: Alg. 4.1, 4.2 and our refinement, with the F of each step in sum. */
 static int espresso(Search *w, AxEspressoSummary *sum) {
   nothing(&w->c, w->S);
-  sum->nothing_s = esp_eval(&w->c, &w->run, w->S, INFINITY, NULL);
+  sum->nothing_s = ax_espresso_eval(&w->c, &w->run, w->S, INFINITY, NULL);
   AX_TRY(greedy(w, &sum->greedy_s));
   sum->iteration_s = sum->greedy_s;
   AX_TRY(offload(w, &sum->iteration_s));
@@ -371,7 +371,7 @@ int ax_espresso_exhaustive(const AxEspressoProblem *p, int *choices, double *sec
                    AX_ESPRESSO_EXHAUSTIVE_MAX);
   AX_TRY(search_open(&w, p));
   int rc = espresso(&w, &sum);
-  if (rc == AX_OK) rc = esp_exhaustive(&w.c, w.S, sum.iteration_s, &f);
+  if (rc == AX_OK) rc = ax_espresso_ctx_exhaustive(&w.c, w.S, sum.iteration_s, &f);
   if (rc == AX_OK) memcpy(choices, w.S, (size_t)p->n * sizeof *choices);
   if (rc == AX_OK && seconds) *seconds = f;
   search_close(&w);
@@ -400,7 +400,7 @@ int ax_espresso_decide(const AxEspressoProblem *p, AxEspressoDecision *out,
   AX_TRY(search_open(&w, p));
   int rc = espresso(&w, sum);
   if (rc == AX_OK) {
-    esp_eval(&w.c, &w.run, w.S, INFINITY, out);
+    ax_espresso_eval(&w.c, &w.run, w.S, INFINITY, out);
     summarize(&w, out, sum);
   }
   search_close(&w);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "mpi/link_spec.h"
+#include "mpi/link/link_spec.h"
 #include "src/core/error.h"
 #include "src/core/options.h"
 

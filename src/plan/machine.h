@@ -9,7 +9,7 @@
  *
  *     name = perlmutter
  *     gpus_per_node = 4
- *     intra_bw = 100GB/s      # units of mpi/link_spec.h: GB/s, MB/s, Gbps, Mbps, ...
+ *     intra_bw = 100GB/s      # units of mpi/link/link_spec.h: GB/s, MB/s, Gbps, Mbps, ...
  *     inter_bw = 25GB/s
  *     latency = 0us           # optional (s, ms, us, ns)
  *

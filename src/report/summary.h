@@ -17,7 +17,7 @@
 
 #include "metrics.h"
 #include "models/gpt_config.h"
-#include "mpi/link_spec.h"
+#include "mpi/link/link_spec.h"
 #include "mpi/traffic.h"
 #include "src/core/jsonw.h"
 #include "src/core/options.h"

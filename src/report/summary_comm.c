@@ -1,12 +1,12 @@
 /* summary_comm.c — the communication object of the end-of-run summary: every rank's traffic
  * counters (mpi/traffic.h) gathered to rank 0, per training step and over the whole run, by
  * class, all bytes and those that crossed virtual nodes, with the link they crossed (real or
- * EMULATED, mpi/link_emulator.h); its JSON and its human line. Schema: docs/summary.md. */
+ * EMULATED, mpi/link/link_emulator.h); its JSON and its human line. Schema: docs/summary.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/link_emulator.h"
+#include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
 #include "summary.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "models/gpt_stage.h"
-#include "mpi/link_spec.h"
+#include "mpi/link/link_spec.h"
 #include "pipeline/partition.h"
 #include "src/backend/binding_rule.h"
 #include "src/backend/peak.h"
@@ -19,7 +19,7 @@
 enum { ADAMW_BYTES = 28, NORM_BYTES = 4 };
 #define DEFAULT_EFFICIENCY 0.6
 /* Of a core, what a rank waiting on the link emulator takes. Its ranks on one host sleep on
- * their doorbells once a wait is idle (mpi/link_bell.h): next to nothing (the profile's
+ * their doorbells once a wait is idle (mpi/link/link_bell.h): next to nothing (the profile's
  * waiting_speed on the 2-core VM: k computing copies beside 4 - k waiting ones at about the
  * speed of k alone). Over several hosts the bells are off and the waits poll every 40 us:
  * about a third (docs/emulator.md, "Waiting without a core"). A polite wait (sched_yield)

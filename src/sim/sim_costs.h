@@ -1,7 +1,7 @@
 /* sim_costs.h — the cost model of `axonn simulate`: turns a run's options (the train option
  * table), a machine (machine.h) and either a profile measured here (sim_profile.h) or the
  * machine's device (peak FLOP/s x efficiency) into the seconds the simulator (pipeline/
- * simulate.h) takes, and runs it.
+ * sim_engine.h) takes, and runs it.
  *
  *   compute  per stage: its blocks' forward and backward (+ the recomputed forward with
  *            activation checkpointing), the embedding on the first stage, the LM head and loss
@@ -40,14 +40,14 @@ typedef struct {
   /* what sim points to */
   double *fwd, *bwd, *send, *chunk_costs;
   int *core; /* [P]: row 0's cores when the trainer would pin its ranks; else NULL */
-  double waiter_weight; /* the host's cores oversubscribed: a waiting rank's share (simulate.h) */
+  double waiter_weight; /* the host's cores oversubscribed: a waiting rank's share (sim_engine.h) */
   AxSimLink *link;
   AxSimTail *tail;
   double speed[AX_SIM_PROFILE_MAX_K];
   int n_speed;
   double waiting[AX_SIM_PROFILE_MAX_K]; /* the profile's waiting_speed */
   int n_waiting;
-  const double *sim_waiting; /* waiting, where it describes the host (simulate.h); else NULL */
+  const double *sim_waiting; /* waiting, where it describes the host (sim_engine.h); else NULL */
   /* the run */
   AxGptConfig model;
   int P, D, ranks, n_micro, micro, limit, recompute;

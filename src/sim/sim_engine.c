@@ -1,4 +1,4 @@
-/* simulate.c — the discrete-event simulation of one step; see simulate.h.
+/* sim_engine.c — the discrete-event simulation of one step; see sim_engine.h.
  *
  * The pipeline phase advances from event to event: a compute or send finishing (at its rate:
  * the speed of that many ranks computing at once on the host, or pinned, of its core shared by

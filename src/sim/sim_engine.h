@@ -1,4 +1,4 @@
-/* simulate.h — a discrete-event simulation of one training step of a G_inter x G_data grid,
+/* sim_engine.h — a discrete-event simulation of one training step of a G_inter x G_data grid,
  * in the order the message-driven rule (sched_rule.h, which the real scheduler executes)
  * produces: every stage's forwards, backwards, sends and receives, the links between stages
  * (alpha-beta, one message at a time per direction, as the link emulator models them), then the

@@ -19,9 +19,9 @@
 
 #include "models/gpt_init.h"
 #include "models/gpt_stage.h"
-#include "mpi/link_emulator.h"
+#include "mpi/coll/reduce_local.h"
+#include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
-#include "mpi/reduce_local.h"
 #include "offload/adamw.h"
 #include "offload/host_sumsq.h"
 #include "offload/interleave.h"

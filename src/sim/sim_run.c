@@ -2,7 +2,7 @@
  * simulated step (src/sim/sim_engine.h; every step of a deterministic simulation is the same),
  * then what a real run writes, from the same code: the step records through the metrics
  * (timing window, CSV), the summary's figures (ax_summary_figures), memory per rank from the
- * planner (plan.h), the summary's lines and file (ax_summary_emit) marked simulated, and the
+ * planner (train_plan.h), the summary's lines and file (ax_summary_emit) marked simulated, and the
  * timeline in the trace format of a real --trace (ax_trace_write_json); see sim_run.h. */
 #include "sim_run.h"
 

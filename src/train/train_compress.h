@@ -1,13 +1,13 @@
 /* train_compress.h — the decision of selective compression for one all-reduce chunk and how
  * a decision table is printed, shared by the trainer (train_compress.c) and `axonn plan`
- * (plan_compress.c), so the plan shows exactly what a run would decide from the same costs. */
+ * (train_plan_compress.c), so the plan shows exactly what a run would decide from the same costs. */
 #ifndef AX_TRAIN_COMPRESS_H
 #define AX_TRAIN_COMPRESS_H
 
 #include <stddef.h>
 
 #include "models/gpt_stage.h"
-#include "mpi/casync_cost.h"
+#include "mpi/casync/casync_cost.h"
 #include "offload/grad_compress.h"
 #include "train_config.h"
 
@@ -61,7 +61,7 @@ void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source);
 void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoice *ch,
                               int is_auto);
 
-/* plan_compress.c: the decision table of every stage for cfg (`axonn plan`), from this
+/* train_plan_compress.c: the decision table of every stage for cfg (`axonn plan`), from this
  * machine's profiled codec costs and --emulate-link (or an assumed link, said so), cut into
  * the same layer-wise parts a run cuts. first[P + 1]: the blocks of each stage. */
 int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first);

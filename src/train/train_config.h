@@ -21,7 +21,7 @@ typedef enum { AX_LOSS_SCALING_AUTO = 0, AX_LOSS_SCALING_DYNAMIC, AX_LOSS_SCALIN
  * train_config.c lists the groups in this order, and its names (not these fields) are the
  * command-line, config-file and summary-JSON contract. */
 typedef struct {
-  char *preset; /* --model: preset name (presets.h); explicit dimension flags override it */
+  char *preset; /* --model: a preset (models/gpt_presets.h); explicit dimension flags win */
   char *init;
   int layers, hidden, heads, seq, vocab;
 } AxModelOptions;
@@ -44,13 +44,13 @@ typedef struct {
   int pipeline_limit;
   char *stage_layers;
   int allreduce; /* AxAllreduceAlgo */
-  /* virtual nodes and the emulated link between them (mpi/link_emulator.h) */
+  /* virtual nodes and the emulated link between them (mpi/link/link_emulator.h) */
   int ranks_per_node;  /* 0: the real nodes */
-  char *emulate_link;  /* BW[,LATENCY] (mpi/link_spec.h); NULL: not emulated */
+  char *emulate_link;  /* BW[,LATENCY] (mpi/link/link_spec.h); NULL: not emulated */
 } AxGridOptions;
 
-/* Gradient compression (mpi/casync.h, offload/grad_compress.h) and Optimus-CC on the pipeline
- * (pipeline/backprop_compress.h). */
+/* Gradient compression (mpi/casync/casync.h, offload/grad_compress.h) and Optimus-CC on the
+ * pipeline (pipeline/backprop_compress.h). */
 typedef struct {
   char *compress;           /* codec spec, "none": off, "auto": Espresso with compress_codec */
   char *compress_codec;     /* --compress auto's codec */

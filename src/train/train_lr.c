@@ -1,4 +1,4 @@
-/* lr_schedule.c — warm-up + constant/cosine learning rate; see lr_schedule.h. */
+/* train_lr.c — warm-up + constant/cosine learning rate; see train_lr.h. */
 #include "train_lr.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* lr_schedule.h — learning rate per step: linear warm-up from 0, then constant or cosine
+/* train_lr.h — learning rate per step: linear warm-up from 0, then constant or cosine
  * decay to min_frac * lr at the last step. Steps count from 1. */
 #ifndef AX_LR_SCHEDULE_H
 #define AX_LR_SCHEDULE_H

@@ -1,4 +1,4 @@
-/* plan.c — `axonn plan` and `axonn train --dry-run`: the memory plan; see plan.h. */
+/* train_plan.c — `axonn plan` and `axonn train --dry-run`: the memory plan; see train_plan.h. */
 #include "train_plan.h"
 
 #include <stdio.h>

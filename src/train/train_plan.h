@@ -1,4 +1,4 @@
-/* plan.h — the memory plan of a training run, computed without allocating anything: per
+/* train_plan.h — the memory plan of a training run, computed without allocating anything: per
  * pipeline stage (every data-parallel row holds the same), the device bytes of weights,
  * gradients and activations (with and without activation checkpointing) and the host bytes
  * of the optimizer arena, for any model and grid; and the paper's accounting of the same
@@ -22,7 +22,7 @@ void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *fi
                    AxStagePlan *out);
 /* Prints the plan for cfg to stdout (--dry-run, `axonn plan`). */
 int ax_plan_print(const AxTrainConfig *cfg);
-/* Only the compression plan (`axonn plan --compression`; plan_compress.c). */
+/* Only the compression plan (`axonn plan --compression`; train_plan_compress.c). */
 int ax_plan_print_compression(const AxTrainConfig *cfg);
 
 #endif

@@ -1,4 +1,4 @@
-/* plan_compress.c — `axonn plan --compress CODEC` (and `axonn plan --compression`): the
+/* train_plan_compress.c — `axonn plan --compress CODEC` (and `axonn plan --compression`): the
  * selective-compression decision of every layer-wise part of every stage (train_compress.h:
  * the same cut into tensors, the same codecs and the same decision a run makes; a stage
  * --compress-stages leaves out is plain), or under --compress auto every stage's fused groups
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "models/gpt_stage.h"
-#include "mpi/link_spec.h"
+#include "mpi/link/link_spec.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/plan/compress_auto.h"

@@ -6,9 +6,9 @@
 #define AX_TRAINER_H
 
 #include "models/gpt_config.h"
+#include "mpi/coll/tp_mpi.h"
 #include "mpi/grid.h"
-#include "mpi/link_emulator.h"
-#include "mpi/tp_comm.h"
+#include "mpi/link/link_emulator.h"
 #include "mpi/traffic.h"
 #include "offload/adamw.h"
 #include "offload/grad_compress.h"
@@ -81,7 +81,7 @@ const AxGrid *ax_trainer_grid(const AxTrainer *t);
 /* The peak of this rank's device allocations so far (backend.h: device_peak_bytes). */
 size_t ax_trainer_device_peak_bytes(const AxTrainer *t);
 const AxTrace *ax_trainer_trace(const AxTrainer *t);
-/* This rank's virtual nodes and emulated link (mpi/link_emulator.h; NULL without MPI). */
+/* This rank's virtual nodes and emulated link (mpi/link/link_emulator.h; NULL without MPI). */
 const AxLinkEmu *ax_trainer_links(const AxTrainer *t);
 /* Bytes this rank sent (mpi/traffic.h): over the whole run, or summed over its training steps
  * (*steps gets how many: validation, checkpoints and the saved model are not in a step). */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "mpi/mpi_util.h"
-#include "mpi/sparse_sync.h"
+#include "mpi/sparse/sparse_sync.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/watchdog.h"

@@ -1,7 +1,7 @@
 /* trainer_link.c — the alpha-beta cost of the trainer's link, for the decisions that weigh
  * bytes against time (compression, the sparse embedding sync, replica scheduling): the
  * emulated link's own figures, or a ping-pong measured over a communicator. */
-#include "mpi/casync_cost.h"
+#include "mpi/casync/casync_cost.h"
 #include "src/core/error.h"
 #include "trainer_impl.h"
 

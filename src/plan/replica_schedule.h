@@ -1,8 +1,8 @@
 /* replica_schedule.h — when memory-checkpoint replicas may use a link (Gemini, thesis §6.5):
  * the idle spans of a step's link use, and Algorithm 6.2's partition of a checkpoint into
  * chunks that fill at most mu of each span, each chunk sized from the link's fitted
- * f(s) = alpha + s / B. Pure computation: the memory checkpoints (memckpt_replicas.c) learn the spans
- * from the link's log (mpi/link/link_log.h) and sends the chunks.
+ * f(s) = alpha + s / B. Pure computation: the memory checkpoints (memckpt_replicas.c) learn
+ * the spans from the link's log (mpi/link/link_log.h) and send the chunks.
  *
  * Algorithm 6.2's inner loop, as implemented (per span t, remain_span = mu * t):
  *   while remain_span > 0 and bytes remain:

@@ -3,8 +3,10 @@
 # each must end with exactly one line on stderr that says what is wrong, a non-zero exit (never
 # a crash, never a hang: each case runs under `timeout`), no partial output left in the output
 # directory, and nothing already there changed or lost. One-rank cases here; faults of
-# multi-rank runs (killed, stopped and stuck ranks) are in tests/mpi_faults.sh.
+# multi-rank runs (killed, stopped and stuck ranks) are in tests/mpi_faults.sh. A flag the
+# configuration ignores is not an error: the run goes on after one warning line.
 #   bad NEEDLE CMD...   runs CMD (usually $AXONN ...) in a fresh state of $OUT
+#   warns NEEDLE CMD... the same, but CMD exits 0 and its one line is a warning
 . "$(dirname "$0")/testlib.sh"
 OUT=$TMP/out        # where cases write; its contents are compared before and after
 IN=$TMP/in          # inputs, prepared once
@@ -15,20 +17,37 @@ T="--layers 2 --hidden 32 --heads 2 $RUN"
 
 snapshot() { (cd "$OUT" && find . -print | sort && find . -type f -exec md5sum {} + | sort); }
 
-bad() {
-  needle=$1; shift
+# run_case CMD...: one case, its exit status in $rc, $OUT snapshotted before and after
+run_case() {
   cases=$((cases + 1))
   snapshot >"$TMP/before"
   timeout 120 "$@" >"$TMP/stdout" 2>"$TMP/stderr"; rc=$?
   snapshot >"$TMP/after"
   what="case $cases: $*"
+}
+
+# one_line NEEDLE: the case printed one line on stderr, with NEEDLE, and left $OUT as it was
+one_line() {
+  lines=$(wc -l <"$TMP/stderr")
+  if [ "$lines" -ne 1 ]; then fail "$what: $lines lines on stderr:"; cat "$TMP/stderr"; return; fi
+  grep -q -- "$1" "$TMP/stderr" || { fail "$what: stderr lacks '$1':"; cat "$TMP/stderr"; }
+  cmp -s "$TMP/before" "$TMP/after" || { fail "$what: changed $OUT:"; diff "$TMP/before" "$TMP/after"; }
+}
+
+bad() {
+  needle=$1; shift
+  run_case "$@"
   if [ $rc -eq 0 ]; then fail "$what: exit 0, expected an error with '$needle'"; return; fi
   if [ $rc -eq 124 ]; then fail "$what: hung (killed after 120 s)"; return; fi
   if [ $rc -gt 128 ]; then fail "$what: died of signal $((rc - 128))"; cat "$TMP/stderr"; return; fi
-  lines=$(wc -l <"$TMP/stderr")
-  if [ "$lines" -ne 1 ]; then fail "$what: $lines lines on stderr:"; cat "$TMP/stderr"; return; fi
-  grep -q -- "$needle" "$TMP/stderr" || { fail "$what: stderr lacks '$needle':"; cat "$TMP/stderr"; }
-  cmp -s "$TMP/before" "$TMP/after" || { fail "$what: changed $OUT:"; diff "$TMP/before" "$TMP/after"; }
+  one_line "$needle"
+}
+
+warns() {
+  needle=$1; shift
+  run_case "$@"
+  if [ $rc -ne 0 ]; then fail "$what: exit $rc, expected 0 and a warning with '$needle'"; cat "$TMP/stderr"; return; fi
+  one_line "axonn: warning: .*$needle"
 }
 
 # ---------------------------------------------------------------- inputs
@@ -150,6 +169,18 @@ done
 bad "--ranks-per-node 2 does not divide the 1 rank(s) of --g-inter 1 x --g-data 1" "$AXONN" train $T $OUTS --ranks-per-node 2
 bad "--ranks-per-node 2 does not divide the job's 1 rank(s)" "$AXONN" bench allreduce --max-bytes 8K --json "$OUT/a.jsonl" --ranks-per-node 2 --emulate-link 10Gbps
 bad "--ranks-per-node 3 does not divide the job's 1 rank(s)" "$AXONN" bench optimizer --params 1K --bucket-size 256 --json "$OUT/o.jsonl" --ranks-per-node 3
+
+# ---------------------------------------------------------------- flags the configuration ignores
+# One warning each (issue 47), even under --quiet ($T has it); the run goes on.
+warns "--lazy-error has no effect without --compress-backprop" "$AXONN" train $T --lazy-error 0
+warns "--compress-sync has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-sync ps
+warns "--compress-min-bytes has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-min-bytes 0
+warns "--compress-codec has no effect without --compress auto" "$AXONN" train $T --compress onebit --compress-codec identity
+warns "--replica-idle-share has no effect with --replica-schedule end" "$AXONN" train $T --replica-schedule end --replica-idle-share 0.5
+warns "--emulate-link has no effect: all 1 rank(s) are on one node, so no message crosses a link (to emulate one, run 2 or more ranks with --ranks-per-node N" "$AXONN" train $T --emulate-link 1Gbps
+# where the flag applies, nothing is said
+run_case "$AXONN" train $T --compress auto --compress-codec identity
+[ $rc -eq 0 ] && [ ! -s "$TMP/stderr" ] || { fail "$what: exit $rc, stderr:"; cat "$TMP/stderr"; }
 # MPI's own all-reduce cannot go through the emulated link
 bad "--allreduce mpi cannot run over --emulate-link" "$AXONN" train $T $OUTS --allreduce mpi --emulate-link 10Gbps,5us
 bad "--algos mpi cannot run over --emulate-link" "$AXONN" bench allreduce --max-bytes 8K --json "$OUT/a.jsonl" --algos ring,mpi --emulate-link 10Gbps

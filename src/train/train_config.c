@@ -1,5 +1,6 @@
 /* train_config.c — the option table of `axonn train` (one table, its entries marked by the
- * group of AxTrainConfig they fill) and the consistency checks, one function a concern. */
+ * group of AxTrainConfig they fill), the consistency checks, one function a concern, and the
+ * warnings about flags the configuration ignores. */
 #include "train_config.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include "mpi/sparse/sparse_sync.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "src/core/log.h"
 #include "src/memckpt/memckpt_store.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
@@ -541,6 +543,27 @@ static int check_device_optimizer(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
+/* Flags the user set that this configuration ignores: one warning each (rank 0), and the run
+ * goes on. --emulate-link on one node is warned about by the trainer, which knows the nodes. */
+static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
+  int strategy = ax_train_compress_auto(cfg);
+  const struct { const char *flag; int ignored; const char *why; } flags[] = {
+      {"lazy-error", !ax_train_backprop_on(cfg),
+       "without --compress-backprop (it only tunes compressed backpropagation)"},
+      {"compress-sync", strategy,
+       "under --compress auto (Espresso picks each group's scheme)"},
+      {"compress-min-bytes", strategy,
+       "under --compress auto (Espresso decides which groups to compress)"},
+      {"compress-codec", !strategy,
+       "without --compress auto (it names the codec --compress auto applies)"},
+      {"replica-idle-share", cfg->memckpt.replica_schedule == AX_REPLICAS_AT_END,
+       "with --replica-schedule end (it is the share of idle spans the idle schedule fills)"},
+  };
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    if (flags[i].ignored && ax_options_was_set(&AX_TRAIN_OPTIONS, st, flags[i].flag))
+      ax_warn("--%s has no effect %s", flags[i].flag, flags[i].why);
+}
+
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (strcmp(cfg->exec.device, "cpu") != 0 && strcmp(cfg->exec.device, "cuda") != 0)
     return AX_FAIL("--device '%s' is not cpu or cuda", cfg->exec.device);
@@ -595,7 +618,9 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   AX_TRY(check_compress(cfg));
   AX_TRY(check_backprop(cfg));
   AX_TRY(check_tensor_parallel(cfg));
-  return check_network(cfg);
+  AX_TRY(check_network(cfg));
+  warn_inapplicable(cfg, st);
+  return AX_OK;
 }
 
 int ax_train_check_outputs(const AxTrainConfig *cfg) {

@@ -142,7 +142,9 @@ int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState 
 /* The model dimensions the options describe (without --init). */
 AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
 /* Checks that do not need files or MPI: batch divisibility, ranges, combinations (also
- * --emulate-link's text and --ranks-per-node against the grid's ranks). */
+ * --emulate-link's text and --ranks-per-node against the grid's ranks). When they pass, warns
+ * (ax_warn: rank 0, also under --quiet) about each flag given in `st` that the configuration
+ * ignores, e.g. --lazy-error without --compress-backprop. */
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
 /* The files written at the end of a run (--save, --summary, --trace) can be written: each
  * probed now (ax_file_check_writable: a /dev/full fails here), so that a run is never lost at

@@ -47,6 +47,15 @@ static int setup_grid(AxTrainer *t) {
   return AX_OK;
 }
 
+/* --emulate-link with one node (one process, or every rank on one machine and no
+ * --ranks-per-node, or --ranks-per-node as large as the job): no message crosses the link. */
+static void warn_one_node(const AxTrainer *t) {
+  if (!ax_link_emulating(t->links) || ax_link_nodes(t->links) > 1) return;
+  ax_warn("--emulate-link has no effect: all %d rank(s) are on one %snode, so no message crosses "
+          "a link (to emulate one, run 2 or more ranks with --ranks-per-node N: virtual nodes of "
+          "N ranks each)", t->grid.size, t->cfg.grid.ranks_per_node > 0 ? "virtual " : "");
+}
+
 /* Virtual nodes and the emulated link (a phase: a node spread over machines fails there only). */
 static int setup_links(AxTrainer *t) {
   t->grid.comm_cfg.traffic = &t->traffic;
@@ -57,6 +66,7 @@ static int setup_links(AxTrainer *t) {
   if (t->cfg.grid.emulate_link && ax_link_spec_parse(t->cfg.grid.emulate_link, &lc.link) != AX_OK)
     return ax_error_context("--emulate-link");
   AX_TRY(ax_link_emu_create(&t->links, t->grid.world, &lc));
+  warn_one_node(t);
   t->grid.comm_cfg.links = t->links;
   ax_tp_mpi_init(&t->tpm, &t->grid); /* with the links: its collectives cross them too */
   return AX_OK;

@@ -176,7 +176,11 @@ warns "--lazy-error has no effect without --compress-backprop" "$AXONN" train $T
 warns "--compress-sync has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-sync ps
 warns "--compress-min-bytes has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-min-bytes 0
 warns "--compress-codec has no effect without --compress auto" "$AXONN" train $T --compress onebit --compress-codec identity
-warns "--replica-idle-share has no effect with --replica-schedule end" "$AXONN" train $T --replica-schedule end --replica-idle-share 0.5
+warns "--replica-idle-share has no effect with --replica-schedule end" "$AXONN" train $T --replica-schedule end --replica-idle-share 0.5 --memory-checkpoint-every 1 --memory-dir "$IN"
+warns "--epilogue-only has no effect without --compress-backprop" "$AXONN" train $T --epilogue-only 0
+warns "--compress-sync has no effect without --compress (no gradient" "$AXONN" train $T --compress-sync ps
+warns "--compress-min-bytes has no effect without --compress (no gradient" "$AXONN" train $T --compress-min-bytes 4K
+warns "--replica-schedule has no effect without --memory-checkpoint-every" "$AXONN" train $T --replica-schedule end
 warns "--emulate-link has no effect: all 1 rank(s) are on one node, so no message crosses a link (to emulate one, run 2 or more ranks with --ranks-per-node N" "$AXONN" train $T --emulate-link 1Gbps
 # where the flag applies, nothing is said
 run_case "$AXONN" train $T --compress auto --compress-codec identity

@@ -546,17 +546,25 @@ static int check_device_optimizer(const AxTrainConfig *cfg) {
 /* Flags the user set that this configuration ignores: one warning each (rank 0), and the run
  * goes on. --emulate-link on one node is warned about by the trainer, which knows the nodes. */
 static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
-  int strategy = ax_train_compress_auto(cfg);
+  int strategy = ax_train_compress_auto(cfg), plain = !ax_train_compresses(cfg);
+  int no_memckpt = cfg->memckpt.memory_checkpoint_every == 0;
   const struct { const char *flag; int ignored; const char *why; } flags[] = {
       {"lazy-error", !ax_train_backprop_on(cfg),
        "without --compress-backprop (it only tunes compressed backpropagation)"},
+      {"epilogue-only", !ax_train_backprop_on(cfg),
+       "without --compress-backprop (it only chooses which micro-batches it compresses)"},
+      {"compress-sync", plain, "without --compress (no gradient is compressed)"},
       {"compress-sync", strategy,
        "under --compress auto (Espresso picks each group's scheme)"},
+      {"compress-min-bytes", plain, "without --compress (no gradient is compressed)"},
       {"compress-min-bytes", strategy,
        "under --compress auto (Espresso decides which groups to compress)"},
       {"compress-codec", !strategy,
        "without --compress auto (it names the codec --compress auto applies)"},
-      {"replica-idle-share", cfg->memckpt.replica_schedule == AX_REPLICAS_AT_END,
+      {"replica-schedule", no_memckpt, "without --memory-checkpoint-every (no replicas)"},
+      {"replica-idle-share", no_memckpt, "without --memory-checkpoint-every (no replicas)"},
+      {"replica-idle-share",
+       !no_memckpt && cfg->memckpt.replica_schedule == AX_REPLICAS_AT_END,
        "with --replica-schedule end (it is the share of idle spans the idle schedule fills)"},
   };
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)

@@ -183,8 +183,6 @@ int ax_memckpt_create(AxMemCkpt **out, const AxMemCkptView *view, const AxMemCkp
   return setup(mc);
 }
 
-const char *ax_memckpt_name(const AxMemCkpt *mc) { return mc ? mc->name : ""; }
-
 int ax_memckpt_step_begin(AxMemCkpt *mc) { return mc ? ax_replicas_step_begin(mc) : AX_OK; }
 
 int ax_memckpt_tick(AxMemCkpt *mc) { return mc ? ax_replicas_tick(mc) : AX_OK; }

@@ -106,7 +106,5 @@ void ax_memckpt_abandon(AxMemCkpt *mc);
 void ax_memckpt_free(AxMemCkpt *mc);
 void ax_memckpt_stats(const AxMemCkpt *mc, AxMemCkptStats *out);
 void ax_memckpt_print(const AxMemCkpt *mc); /* the run header's line */
-/* The node directory it uses (for messages). */
-const char *ax_memckpt_name(const AxMemCkpt *mc);
 
 #endif

@@ -246,8 +246,11 @@ static int lock_all_nodes(int run_fd, const char *path, AxMemTree *tree) {
     }
     if (rc == AX_OK && got == AX_LOCK_HELD)
       rc = AX_FAIL("%s is in use by a live job (%s): not removed", path, owner);
-    if (rc == AX_OK && fd >= 0 && tree->n_locks < AX_MEMCKPT_MAX_LOCKS)
-      tree->locks[tree->n_locks++] = fd;
+    if (rc == AX_OK && fd >= 0 && tree->n_locks == AX_MEMCKPT_MAX_LOCKS)
+      rc = AX_FAIL("%s has more than %d node directories: not removed (remove it by hand)", path,
+                   AX_MEMCKPT_MAX_LOCKS);
+    if (rc == AX_OK && fd >= 0)
+      tree->locks[tree->n_locks++] = fd; /* held until the tree is gone */
     else if (fd >= 0)
       ax_lock_release(fd);
   }

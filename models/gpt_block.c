@@ -46,7 +46,7 @@ void ax_block_backward(AxBackend *be, const AxBlockParams *p, AxBlockParams *g,
   /* attention: s->dres = d(res2) also flows unchanged to the block input */
   ax_linear_backward(be, s->dtmp, G(ATTPROJW), G(ATTPROJB), s->dres, a->atty, P(ATTPROJW), N,
                      C, C, 0);
-  ax_attention_backward(be, s->dbig, s->datt, s->dtmp, a->att, a->qkv, d->B, d->T, C, d->NH);
+  ax_attention_backward(be, s->dbig, s->datt, s->dtmp, a->atty, a->att, a->qkv, d->B, d->T, C, d->NH);
   ax_linear_backward(be, s->dtmp, G(QKVW), G(QKVB), s->dbig, a->ln1, P(QKVW), N, C, 3 * C, 0);
   be->ops->layernorm_backward(be, s->dres, G(LN1W), G(LN1B), s->dtmp, in, P(LN1W), a->ln1_mean,
                               a->ln1_rstd, N, C);

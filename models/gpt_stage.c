@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpt_stage_impl.h"
+#include "layers.h"
 #include "src/core/error.h"
 #include "tp_block.h"
 #include "tp_shard.h"
@@ -23,13 +24,14 @@ static void *carve(Carve *c, size_t bytes) {
   return c->base ? c->base + at : NULL;
 }
 
-static void carve_block(Carve *c, AxBlockActs *a, const StageWidths *w, int T, size_t esz) {
+static void carve_block(Carve *c, AxBlockActs *a, const StageWidths *w, size_t esz,
+                        size_t att_bytes) {
   size_t N = (size_t)w->rows, cy = (size_t)w->cy, cx = (size_t)w->cx;
   a->ln1 = carve(c, N * cy * esz);
   a->ln1_mean = carve(c, N * sizeof(float));
   a->ln1_rstd = carve(c, N * sizeof(float));
   a->qkv = carve(c, 3 * N * cx * esz);
-  a->att = carve(c, (size_t)w->B * w->heads * T * T * esz);
+  a->att = carve(c, att_bytes);
   a->atty = carve(c, N * cx * esz);
   a->res2 = carve(c, N * cy * esz);
   a->ln2 = carve(c, N * cy * esz);
@@ -80,6 +82,7 @@ static void carve_all(AxGptStage *st, Carve *c, size_t esz) {
   size_t N = (size_t)w->rows, cy = (size_t)w->cy, T = (size_t)st->dims.T;
   size_t cmax = w->cx > w->cy ? (size_t)w->cx : cy;
   int ac = st->spec.ac;
+  size_t att = ax_attention_bytes(st->fused_attention, esz, w->B, (int)T, w->heads);
   for (int s = 0; s < st->spec.n_slots; s++) {
     Slot *sl = &st->slots[s];
     sl->input = carve(c, N * cy * esz);
@@ -90,14 +93,15 @@ static void carve_all(AxGptStage *st, Carve *c, size_t esz) {
       for (int g = 1; g < st->n_segments; g++) sl->seg_inputs[g] = carve(c, N * cy * esz);
       sl->output = carve(c, N * cy * esz);
     } else {
-      for (int b = 0; b < st->n_blocks; b++) carve_block(c, &sl->acts[b], w, (int)T, esz);
+      for (int b = 0; b < st->n_blocks; b++) carve_block(c, &sl->acts[b], w, esz, att);
     }
   }
-  for (int b = 0; b < ac; b++) carve_block(c, &st->recompute[b], w, (int)T, esz);
+  for (int b = 0; b < ac; b++) carve_block(c, &st->recompute[b], w, esz, att);
   st->scratch.dres = carve(c, N * cy * esz);
   st->scratch.dtmp = carve(c, N * cmax * esz);
   st->scratch.dbig = carve(c, 4 * N * w->cx * esz);
-  st->scratch.datt = carve(c, (size_t)w->heads * T * T * esz);
+  st->scratch.datt =
+      carve(c, ax_attention_scratch_bytes(st->fused_attention, esz, w->B, (int)T, w->heads));
   if (st->spec.last) {
     st->lnf = carve(c, N * cy * esz);
     st->lnf_mean = carve(c, N * sizeof(float));
@@ -192,6 +196,7 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
   AxGptStage *st = stage_skeleton(cfg, spec);
   if (!st) return AX_ERR;
   st->be = be;
+  st->fused_attention = ax_backend_fused_attention(be, st->w.cx, st->w.heads);
   size_t pbytes = st->layout.total * be->esz;
   Carve measure = {0};
   carve_all(st, &measure, be->esz);

@@ -48,7 +48,8 @@ typedef struct {
   int ag_cache;    /* tensor parallel: a recompute reuses the forward's gathered weights */
 } AxStageSpec;
 
-/* Bytes of device memory for activations (arena) with this spec, without allocating. */
+/* Bytes of device memory for activations (arena) with this spec, without allocating; with the
+ * explicit attention's T x T probabilities (--attention fused keeps B*NH*T floats instead). */
 size_t ax_stage_activation_bytes(const AxGptConfig *cfg, const AxStageSpec *spec, size_t esz);
 
 int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,

@@ -52,6 +52,7 @@ struct AxGptStage {
   StageWidths w;
   int n_blocks, n_segments;
   AxBackend *be;
+  int fused_attention; /* attention through the backend's fused ops (layers.h) */
   void *params, *grads, *arena;
   size_t arena_bytes;
   Slot *slots;

@@ -25,8 +25,21 @@ void ax_linear_backward(AxBackend *be, void *dinp, void *dw, void *db, const voi
 /* Per sequence b, heads form a batch: head h of q starts h*hs into each qkv row, so the
  * strided-batched GEMMs read q, k, v in place (row stride 3C) and write out in place
  * (row stride C): no permute or un-permute copies. */
+size_t ax_attention_bytes(int fused, size_t esz, int B, int T, int NH) {
+  size_t n = (size_t)B * NH * T;
+  return fused ? n * sizeof(float) : n * T * esz;
+}
+
+size_t ax_attention_scratch_bytes(int fused, size_t esz, int B, int T, int NH) {
+  return fused ? (size_t)B * NH * T * sizeof(float) : (size_t)NH * T * T * esz;
+}
+
 void ax_attention_forward(AxBackend *be, void *out, void *att, const void *qkv, int B, int T,
                           int C, int NH) {
+  if (ax_backend_fused_attention(be, C, NH)) {
+    be->ops->attention_fused_forward(be, out, att, qkv, B, T, C, NH);
+    return;
+  }
   int hs = C / NH;
   float scale = 1.0f / sqrtf((float)hs);
   for (int b = 0; b < B; b++) {
@@ -46,7 +59,12 @@ void ax_attention_forward(AxBackend *be, void *out, void *att, const void *qkv, 
 }
 
 void ax_attention_backward(AxBackend *be, void *dqkv, void *datt, const void *dout,
-                           const void *att, const void *qkv, int B, int T, int C, int NH) {
+                           const void *out, const void *att, const void *qkv, int B, int T,
+                           int C, int NH) {
+  if (ax_backend_fused_attention(be, C, NH)) {
+    be->ops->attention_fused_backward(be, dqkv, datt, dout, out, att, qkv, B, T, C, NH);
+    return;
+  }
   int hs = C / NH;
   float scale = 1.0f / sqrtf((float)hs);
   long long TT = (long long)T * T;

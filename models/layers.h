@@ -14,13 +14,20 @@ void ax_linear_forward(AxBackend *be, void *out, const void *inp, const void *w,
 void ax_linear_backward(AxBackend *be, void *dinp, void *dw, void *db, const void *dout,
                         const void *inp, const void *w, int N, int C, int OC, int accumulate);
 
-/* Causal multi-head self-attention core, through strided-batched GEMMs (no scalar T^2 loops).
- * qkv: [B, T, 3C] (q | k | v, heads contiguous inside each); att: [B, NH, T, T] softmax
- * probabilities (kept for backward); out: [B, T, C]. */
+/* Causal multi-head self-attention core. qkv: [B, T, 3C] (q | k | v, heads contiguous inside
+ * each); out: [B, T, C]; att: what the backward needs, of ax_attention_bytes(): where the
+ * backend has fused attention (ax_backend_fused_attention) its per-query statistics, [B, NH, T]
+ * floats; else the softmax probabilities [B, NH, T, T], made by strided-batched GEMMs. */
 void ax_attention_forward(AxBackend *be, void *out, void *att, const void *qkv, int B, int T,
                           int C, int NH);
-/* dqkv = (written) gradient for qkv; datt is scratch of [NH, T, T]; dout is [B, T, C]. */
+/* dqkv = (written) gradient for qkv; datt: scratch of ax_attention_scratch_bytes(); dout is
+ * [B, T, C]; out and att: the forward's. */
 void ax_attention_backward(AxBackend *be, void *dqkv, void *datt, const void *dout,
-                           const void *att, const void *qkv, int B, int T, int C, int NH);
+                           const void *out, const void *att, const void *qkv, int B, int T,
+                           int C, int NH);
+/* Bytes of the forward's att and of the backward's scratch, fused (1) or explicit (0), with
+ * elements of esz bytes. */
+size_t ax_attention_bytes(int fused, size_t esz, int B, int T, int NH);
+size_t ax_attention_scratch_bytes(int fused, size_t esz, int B, int T, int NH);
 
 #endif

@@ -133,7 +133,8 @@ int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxB
   /* attention: dres = d(res2) also flows unchanged to the block input */
   AX_TRY(ax_tp_linear_backward(be, c, &proj, dtmp, G(ATTPROJW), G(ATTPROJB), dres, a->atty,
                                W(ATTPROJW), &o_proj));
-  ax_attention_backward(be, dbig, s->datt, dtmp, a->att, a->qkv, B, d->T, C / Gx, d->NH / Gx);
+  ax_attention_backward(be, dbig, s->datt, dtmp, a->atty, a->att, a->qkv, B, d->T, C / Gx,
+                        d->NH / Gx);
   AX_TRY(ax_tp_linear_backward(be, c, &qkv, dtmp, G(QKVW), G(QKVB), dbig, a->ln1, W(QKVW),
                                &o_qkv));
   return ax_tp_layernorm_backward(be, c, dres, G(LN1W), G(LN1B), dtmp, in, P(LN1W), a->ln1_mean,

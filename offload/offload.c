@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi/coll/bf16.h"
 #include "src/core/error.h"
+#include "src/core/threadpool.h"
 
 /* The arena's fp32 regions, in order: m, v, the master weights unless they are the device
  * buffer (host_fp32), gradient staging unless the device buffer serves (host_fp32 without a
@@ -82,11 +84,18 @@ int ax_offload_init(AxOffload *o, AxBackend *be, size_t n, void *device_params,
   carve(o, host_fp32, cfg->wire_bf16, cfg->state_only);
   if (o->params_alias) o->master = device_params;
   if (o->grads_alias) o->grads = device_grads;
+  o->piece = cfg->piece ? cfg->piece : AX_OFFLOAD_PIECE;
+  if (be->dtype == AX_DTYPE_BF16 && !be->is_host && !cfg->state_only && o->n)
+    for (int i = 0; i < 2; i++)
+      if (!(o->bounce[i] = be->ops->host_alloc(be, o->piece * sizeof(uint16_t))))
+        return ax_error_context("allocating the gradients' pinned bf16 pieces");
   return AX_OK;
 }
 
 void ax_offload_free(AxOffload *o) {
   if (o->be && o->arena) o->be->ops->host_free(o->be, o->arena);
+  for (int i = 0; i < 2; i++)
+    if (o->be && o->bounce[i]) o->be->ops->host_free(o->be, o->bounce[i]);
   free(o->segs);
   memset(o, 0, sizeof *o);
 }
@@ -96,9 +105,50 @@ void ax_offload_chunk_range(const AxOffload *o, int c, size_t *lo, size_t *hi) {
   *hi = *lo + o->chunk < o->n ? *lo + o->chunk : o->n;
 }
 
+/* One round of the bf16 download: thread 0 brings piece `next` down into its bounce buffer
+ * while the others (or thread 0 after it, alone) widen piece `next - 1` into o->grads. */
+typedef struct {
+  AxOffload *o;
+  const uint16_t *device;
+  int next, n_pieces, rc;
+} Pieces;
+
+static void piece_range(const AxOffload *o, int k, size_t *lo, size_t *hi) {
+  *lo = (size_t)k * o->piece;
+  *hi = *lo + o->piece < o->n ? *lo + o->piece : o->n;
+}
+
+static void pieces_round(void *arg, int tid, int nthreads) {
+  Pieces *p = arg;
+  AxOffload *o = p->o;
+  size_t lo, hi, a, b;
+  if (tid == 0 && p->next < p->n_pieces) {
+    piece_range(o, p->next, &lo, &hi);
+    p->rc = o->be->ops->copy(o->be, o->bounce[p->next % 2], p->device + lo,
+                             (hi - lo) * sizeof(uint16_t), AX_COPY_D2H, AX_STREAM_COPY);
+  }
+  if (p->next == 0 || (tid == 0 && nthreads > 1)) return;
+  int widen = p->next - 1, workers = nthreads > 1 ? nthreads - 1 : 1;
+  piece_range(o, widen, &lo, &hi);
+  ax_split(hi - lo, nthreads > 1 ? tid - 1 : 0, workers, &a, &b);
+  ax_bf16_to_f32_array(o->grads + lo + a, o->bounce[widen % 2] + a, b - a);
+}
+
+static int download_bf16(AxOffload *o, const void *device_grads) {
+  Pieces p = {o, device_grads, 0, (int)((o->n + o->piece - 1) / o->piece), AX_OK};
+  for (; p.next <= p.n_pieces && p.rc == AX_OK; p.next++) {
+    if (o->pool)
+      ax_pool_run(o->pool, pieces_round, &p);
+    else
+      pieces_round(&p, 0, 1);
+  }
+  return p.rc;
+}
+
 int ax_offload_download_grads(AxOffload *o, const void *device_grads) {
   if (o->grads_alias) return AX_OK;
   AxBackend *be = o->be;
+  if (o->bounce[0]) return download_bf16(o, device_grads);
   AX_TRY(be->ops->download_f32(be, o->grads, device_grads, o->n, AX_STREAM_COPY));
   return be->ops->sync(be, AX_STREAM_COPY);
 }

@@ -28,6 +28,7 @@ typedef struct {
   int single_chunk;   /* the whole range is one chunk (the plain, non-interleaved step) */
   int state_only;     /* the arena holds the state only, no gradients (--optimizer device:
                          grads is NULL) */
+  size_t piece;       /* bf16 gradients a piece of the download (0: AX_OFFLOAD_PIECE) */
   /* the weight-decay mask of the range: segments in order, covering [0, n) (the model's
    * knowledge, handed over as data; copied) */
   const AxParamSegment *segs;
@@ -51,6 +52,9 @@ typedef struct {
                         NULL (state_only) */
   int grads_alias;   /* grads is the device gradient buffer (CPU backend, fp32) */
   uint16_t *wire;    /* bf16 all-reduce payload [n], or NULL */
+  uint16_t *bounce[2]; /* pinned pieces of `piece` bf16 gradients on their way down (a device
+                          computing in bf16), or NULL */
+  size_t piece;
   AxParamSegment *segs; /* the decay mask (a copy of the config's) */
   int n_segs;
   AxPool *pool;      /* optimizer threads; NULL: the calling thread */
@@ -75,8 +79,11 @@ void ax_offload_free(AxOffload *o);
 
 /* Element range [lo, hi) of chunk c. */
 void ax_offload_chunk_range(const AxOffload *o, int c, size_t *lo, size_t *hi);
-/* Device gradients -> host fp32 gradients (no-op when aliased). */
+/* Device gradients -> host fp32 gradients (no-op when aliased). From a device computing in
+ * bf16 they come down as they are, half the bytes of fp32, a piece at a time into o->bounce;
+ * the pool's threads widen each piece to fp32 (exactly) while the next one comes down. */
 int ax_offload_download_grads(AxOffload *o, const void *device_grads);
+enum { AX_OFFLOAD_PIECE = 8 << 20 }; /* bf16 gradients a piece of that download: 16 MiB */
 /* Master weights [lo, hi) -> the device compute copy (on the copy stream; no-op when
  * aliased). */
 int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t hi);

@@ -4,7 +4,8 @@
 #            1x1 against the CPU and 2x1 / 1x2 (two ranks on the GPU) against 1x1
 #   speed    GPT-2 small (124M) and a 1.3B GPT in bf16: tokens/s, TFLOP/s, % of peak, at two
 #            batch sizes each, with the optimizer in host memory and in device memory
-#            (--optimizer host|device); the cuBLAS bf16 GEMM rate; a trace of one step of each
+#            (--optimizer host|device), attention explicit and fused; the cuBLAS bf16 GEMM rate;
+#            a trace of one step of each
 #   loss     GPT-2 small on tiny Shakespeare (GPT-2 BPE), bf16 and fp32, 200 steps: the curves
 #            (bf16 with either optimizer against fp32)
 #   ncu      kernel times of one GPT-2 small step (Nsight Compute, where it is installed)
@@ -69,6 +70,13 @@ if want speed; then
   done
   train 1p3b-b64-device --precision bf16 $GPT1B --batch 64 --micro-batch 8 --steps 4 \
     --optimizer device
+  # the fused (flash-style) attention against the default explicit one
+  for att in explicit fused; do
+    train "gpt2s-b16-device-$att" --precision bf16 $GPT2S --batch 16 --micro-batch 8 --steps 12 \
+      --optimizer device --attention $att
+    train "1p3b-b8-device-$att" --precision bf16 $GPT1B --batch 8 --micro-batch 2 --steps 6 \
+      --optimizer device --attention $att
+  done
 fi
 if want loss; then
   say "loss: tiny Shakespeare, 200 steps"

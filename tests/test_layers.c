@@ -230,7 +230,7 @@ START_TEST(attention_backward) {
   c.out = tu_zeros(n);
   float *dqkv = tu_zeros(3 * n), *datt = tu_zeros((size_t)c.NH * c.T * c.T);
   att_loss(&c);
-  ax_attention_backward(c.be, dqkv, datt, c.R, c.att, c.qkv, c.B, c.T, c.C, c.NH);
+  ax_attention_backward(c.be, dqkv, datt, c.R, c.out, c.att, c.qkv, c.B, c.T, c.C, c.NH);
   check_grad("attention dqkv", c.qkv, dqkv, 3 * n, att_loss, &c, 1000);
   ax_backend_destroy(c.be);
 }

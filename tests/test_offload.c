@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "models/gpt_config.h"
+#include "mpi/coll/bf16.h"
 #include "offload/device_opt.h"
 #include "offload/interleave.h"
 #include "offload/loss_scale.h"
@@ -211,6 +212,44 @@ START_TEST(host_sumsq_on_threads_equals_serial_bit_for_bit) {
 }
 END_TEST
 
+/* A device computing in bf16 (the posing device as one): the gradients come down as they are,
+ * in pieces through two pinned bounce buffers, widened to fp32 on the pool's threads while the
+ * next piece comes down; the host copy equals every device bf16 value widened, for pieces that
+ * do not divide the count, with no pool and 1-3 threads. An fp32 device has no bounce buffers
+ * (its gradients are converted on the device, download_f32). */
+START_TEST(bf16_gradients_come_down_in_pieces_exactly) {
+  AxBackend *be = tu_posing_backend();
+  size_t n = 2 * 1000 + 123;
+  AxParamSegment seg = {0, n, 1};
+  AxOffloadConfig cfg = {.bucket_size = n, .coarsening = 1, .segs = &seg, .n_segs = 1,
+                         .piece = 1000};
+  AxOffload o;
+  void *params = ax_alloc(be, n * sizeof(float)), *grads = ax_alloc(be, n * sizeof(float));
+  ck_assert_int_eq(ax_offload_init(&o, be, n, params, grads, &cfg, NULL), AX_OK);
+  ck_assert(o.bounce[0] == NULL && o.bounce[1] == NULL);
+  ax_offload_free(&o);
+  be->dtype = AX_DTYPE_BF16;
+  be->esz = 2;
+  uint16_t *dev = grads;
+  float *x = tu_random(n, 3.0f, 17);
+  for (size_t i = 0; i < n; i++) dev[i] = ax_f32_to_bf16(x[i]);
+  for (int threads = 0; threads <= 3; threads++) {
+    AxPool *pool = threads ? ax_pool_create(threads, NULL, NULL) : NULL;
+    ck_assert_int_eq(ax_offload_init(&o, be, n, params, grads, &cfg, pool), AX_OK);
+    ck_assert(o.bounce[0] != NULL && o.bounce[1] != NULL && o.piece == 1000);
+    ck_assert_int_eq(ax_offload_download_grads(&o, grads), AX_OK);
+    for (size_t i = 0; i < n; i++)
+      ck_assert_msg(o.grads[i] == ax_bf16_to_f32(dev[i]), "%d threads, element %zu: %g, not %g",
+                    threads, i, o.grads[i], ax_bf16_to_f32(dev[i]));
+    ax_offload_free(&o);
+    if (pool) ax_pool_destroy(pool);
+  }
+  ax_free(be, params);
+  ax_free(be, grads);
+  ax_backend_destroy(be);
+}
+END_TEST
+
 /* --optimizer device where device memory is not the host's (the posing device, whose every copy
  * is checked against where its pointers live), over an arena that holds the state only: the
  * state goes up from the arena, the norm and
@@ -278,5 +317,6 @@ int main(void) {
   tcase_add_test(tc, host_sumsq_matches_double_sum);
   tcase_add_test(tc, host_sumsq_on_threads_equals_serial_bit_for_bit);
   tcase_add_test(tc, device_optimizer_equals_the_host_update);
+  tcase_add_test(tc, bf16_gradients_come_down_in_pieces_exactly);
   return tu_run(s);
 }

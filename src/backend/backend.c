@@ -21,9 +21,15 @@ static const AxBackendPlugin *plugin_for(const char *name) {
 }
 
 AxBackend *ax_backend_create(const AxBackendConfig *cfg) {
-  if (!strcmp(cfg->device, "cpu")) return ax_backend_cpu_create(cfg);
-  const AxBackendPlugin *p = plugin_for(cfg->device);
-  return p ? p->create(cfg) : NULL;
+  AxBackend *be = NULL;
+  if (!strcmp(cfg->device, "cpu")) {
+    be = ax_backend_cpu_create(cfg);
+  } else {
+    const AxBackendPlugin *p = plugin_for(cfg->device);
+    be = p ? p->create(cfg) : NULL;
+  }
+  if (be) be->fused_attention = cfg->fused_attention;
+  return be;
 }
 
 int ax_backend_device_count(const char *name, char *why, size_t cap) {

@@ -102,6 +102,20 @@ typedef struct {
   void (*softmax_causal_forward)(AxBackend *be, void *att, int n_mats, int T);
   /* in place: datt becomes d(pre-softmax scores) */
   void (*softmax_causal_backward)(AxBackend *be, void *datt, const void *att, int n_mats, int T);
+  /* Fused causal attention (flash-style: tiled, the T x T scores never stored), the
+   * explicit path's results to the compute type's rounding. qkv: B*T rows of 3C (q | k | v,
+   * NH heads of C/NH channels side by side in each); out: B*T rows of C; stats: B*NH*T floats
+   * the forward keeps for the backward. attention_fused_ok says whether the backend has it
+   * for this type and shape; NULL where it has none. models/layers.c takes it only where
+   * AxBackendConfig.fused_attention asks for it (--attention fused). */
+  int (*attention_fused_ok)(AxBackend *be, int C, int NH);
+  void (*attention_fused_forward)(AxBackend *be, void *out, float *stats, const void *qkv, int B,
+                                  int T, int C, int NH);
+  /* dqkv written (not accumulated) from dout and the forward's out and stats; scratch: B*NH*T
+   * floats */
+  void (*attention_fused_backward)(AxBackend *be, void *dqkv, float *scratch, const void *dout,
+                                   const void *out, const float *stats, const void *qkv, int B,
+                                   int T, int C, int NH);
   /* N rows of V logits (row stride ldv): losses[i] = -log softmax(logits_i)[targets[i]];
    * when dloss != 0 the logits are overwritten with dloss * (softmax - onehot), and a row's
    * padded columns V..ldv with 0 (they are no logits: their gradient is 0). */
@@ -164,6 +178,7 @@ struct AxBackend {
   size_t esz;     /* bytes per element of dtype */
   int threads;    /* compute threads (CPU backend) */
   int is_host;    /* device memory is ordinary host memory (CPU backend) */
+  int fused_attention; /* attention through the fused ops where they serve (AxBackendConfig) */
   /* the peak of the device memory the backend allocated (its own scratch included; not the
    * driver's context or the GEMM library's workspace); 0 where device memory is host memory */
   size_t device_peak_bytes;
@@ -188,6 +203,8 @@ typedef struct {
   AxDType dtype;
   int threads;         /* compute threads; <= 0 means all cores available to this rank */
   int bind;            /* pin threads with hwloc */
+  int fused_attention; /* attention through the backend's fused ops where it has them
+                          (--attention fused); else GEMMs and a stored T x T softmax */
   int local_rank, local_size; /* this rank among the ranks on its node (its GPU) */
   int share_rank, share_size; /* this rank among those of its node that started with the same
                                  CPU set (core binding, binding.h); share_size 0: local_* */
@@ -213,6 +230,12 @@ size_t ax_dtype_size(AxDType t);
 /* Device pointer `base` advanced by `elems` elements of the compute type. */
 static inline void *ax_at(const AxBackend *be, void *base, size_t elems) {
   return (char *)base + elems * be->esz;
+}
+
+/* 1 when attention over C channels in NH heads takes the backend's fused kernels. */
+static inline int ax_backend_fused_attention(AxBackend *be, int C, int NH) {
+  return be->fused_attention && be->ops->attention_fused_ok &&
+         be->ops->attention_fused_ok(be, C, NH);
 }
 
 /* Thin wrappers so call sites read like function calls. */

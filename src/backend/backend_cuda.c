@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "backend_cuda.h"
+#include "cuda_attention.h"
 #include "cuda_kernels.h"
 #include "src/core/error.h"
 
@@ -359,6 +360,18 @@ static void cu_softmax_fwd(AxBackend *be, void *att, int n_mats, int T) {
 static void cu_softmax_bwd(AxBackend *be, void *datt, const void *att, int n_mats, int T) {
   LAUNCH(be, axk_softmax_causal_backward, datt, att, n_mats, T);
 }
+static int cu_attention_ok(AxBackend *be, int C, int NH) {
+  return axk_attention_supported(be->dtype, C, NH);
+}
+static void cu_attention_fwd(AxBackend *be, void *out, float *stats, const void *qkv, int B,
+                             int T, int C, int NH) {
+  LAUNCH(be, axk_attention_forward, out, stats, qkv, B, T, C, NH);
+}
+static void cu_attention_bwd(AxBackend *be, void *dqkv, float *scratch, const void *dout,
+                             const void *out, const float *stats, const void *qkv, int B, int T,
+                             int C, int NH) {
+  LAUNCH(be, axk_attention_backward, dqkv, scratch, dout, out, stats, qkv, B, T, C, NH);
+}
 static void cu_crossentropy(AxBackend *be, float *losses, void *logits, const int32_t *targets,
                             int N, int V, int ldv, float dloss) {
   LAUNCH(be, axk_crossentropy, losses, logits, targets, N, V, ldv, dloss);
@@ -439,6 +452,9 @@ static const AxBackendOps CUDA_OPS = {
     .gelu_backward = cu_gelu_backward,
     .softmax_causal_forward = cu_softmax_fwd,
     .softmax_causal_backward = cu_softmax_bwd,
+    .attention_fused_ok = cu_attention_ok,
+    .attention_fused_forward = cu_attention_fwd,
+    .attention_fused_backward = cu_attention_bwd,
     .crossentropy = cu_crossentropy,
     .sumsq = cu_sumsq,
     .scale = cu_scale,

@@ -175,6 +175,10 @@ static const AxOption OPTIONS[] = {
         "compute backend (cuda: the plugin libaxonn-cuda.so, loaded from $AXONN_PLUGIN_DIR or "
         "next to the binary)"),
     CHOICE("precision", exec.precision, "fp32", "fp32|bf16|fp16", "compute precision"),
+    CHOICE("attention", exec.fused_attention, "explicit", "explicit|fused",
+           "attention kernels: explicit (GEMMs and a stored T x T softmax) or fused (flash-style, "
+           "where the backend has it: CUDA in bf16/fp16, head sizes 16-128; keeps no T x T "
+           "matrix, slower today: docs/benchmarks.md)"),
     CHOICE("cuda-aware-mpi", exec.cuda_aware_mpi, "auto", "auto|0|1",
            "pipeline messages to MPI in device buffers (auto: on a GPU when MPI is CUDA-aware; "
            "0: staged through pinned host memory; 1: always, also on the CPU backend)"),

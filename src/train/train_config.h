@@ -89,6 +89,7 @@ typedef struct {
 typedef struct {
   char *device;
   int precision; /* AxPrecision */
+  int fused_attention; /* --attention: 0 explicit, 1 fused where the backend has it */
   int cuda_aware_mpi; /* 0 auto, 1 off, 2 on (choice index of auto|0|1) */
   int threads, bind;
   int checkpoint_activations, ac;

@@ -114,6 +114,7 @@ static int setup_backend(AxTrainer *t) {
                         .dtype = (AxDType)t->cfg.exec.precision,
                         .threads = t->cfg.exec.threads,
                         .bind = t->cfg.exec.bind,
+                        .fused_attention = t->cfg.exec.fused_attention,
                         .local_rank = t->grid.local_rank,
                         .local_size = t->grid.local_size,
                         .share_rank = t->grid.share_rank,

@@ -10,6 +10,8 @@
  * relative in every precision. One training step of a 2-block GPT (forward, loss, backward)
  * gives the same loss within 1e-5 (fp32), 5e-3 (fp16), 2e-2 (bf16) relative, and gradients
  * within 1e-4 / 2e-2 / 1e-1 of each tensor's largest gradient; a rerun gives the same bits.
+ * The fused (flash-style) attention of bf16 and fp16 is held against the CPU's explicit path
+ * and the GPU's own (check_attention); the training step takes it in bf16 and fp16.
  *
  * The CUDA backend is reached the way bin/axonn reaches it: through the registry, which loads
  * the plugin libaxonn-cuda.so from $AXONN_PLUGIN_DIR (check_cuda.sh points it at bin/), so this
@@ -23,6 +25,7 @@
 
 #include "models/gpt_init.h"
 #include "models/gpt_stage.h"
+#include "models/layers.h"
 #include "offload/adamw.h"
 #include "src/backend/backend.h"
 #include "src/core/error.h"
@@ -354,6 +357,108 @@ START_TEST(softmax_causal_forward_backward) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ fused attention */
+
+/* Largest |a - b| over the largest |b|, and where the largest |a - b| is. */
+static double rel_to_largest(const float *a, const float *b, size_t n, size_t *at) {
+  double big = 0, diff = -1;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - b[i]);
+    big = fmax(big, fabs(b[i]));
+    if (e > diff || e != e) diff = e != e ? INFINITY : e, *at = i;
+  }
+  return diff / (big > 0 ? big : 1);
+}
+
+/* Channels j*C .. j*C + C - 1 (q, k or v) of N rows of 3C, as N rows of C. */
+static float *qkv_part(const float *x, int N, int C, int j) {
+  float *p = tu_alloc((size_t)N * C * sizeof(float));
+  for (size_t r = 0; r < (size_t)N; r++)
+    memcpy(p + r * C, x + r * 3 * C + (size_t)j * C, (size_t)C * sizeof(float));
+  return p;
+}
+
+static void same_to_largest(Ctx *c, const char *what, const float *gpu, const float *ref,
+                            size_t n, double tol) {
+  size_t at = 0;
+  double r = rel_to_largest(gpu, ref, n, &at);
+  ck_assert_msg(r <= tol, "%s %s: largest difference %.3g of the largest value (tolerance %.3g; "
+                "element %zu: %.6g against %.6g)", c->p->name, what, r, tol, at, gpu[at], ref[at]);
+}
+
+/* The attention layer of models/layers.c on the GPU's fused kernels (flash-style) against the
+ * CPU backend's explicit path (GEMMs, stored softmax) in fp32 and against the GPU's own explicit
+ * path, forward and backward, at head sizes 16-128 and lengths that leave a partial tile; the
+ * fused result, rerun, gives the same bits. Tolerance: the largest difference within 2e-2
+ * (bf16) or 4e-3 (fp16) of the largest value of each output. */
+static void check_attention(Ctx *c, int B, int T, int C, int NH) {
+  AxBackend *gpu = c->gpu;
+  ck_assert_msg(ax_backend_fused_attention(gpu, C, NH), "%s: no fused attention for C %d, NH %d",
+                c->p->name, C, NH);
+  double tol = c->p->dtype == AX_DTYPE_BF16 ? 2e-2 : 4e-3;
+  size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+  float *qkv = rnd(c, nq, 2.0f, (uint64_t)T), *dout = rnd(c, no, 1.0f, (uint64_t)T + 1);
+  /* the CPU, fp32, explicit */
+  float *out = tu_alloc(no * sizeof(float)), *att = tu_alloc((size_t)B * NH * T * T * 4);
+  float *datt = tu_alloc((size_t)NH * T * T * 4), *dqkv = tu_alloc(nq * sizeof(float));
+  ax_attention_forward(c->cpu, out, att, qkv, B, T, C, NH);
+  ax_attention_backward(c->cpu, dqkv, datt, dout, out, att, qkv, B, T, C, NH);
+  /* the GPU, fused, twice, then explicit */
+  void *g_qkv = up(c, qkv, nq), *g_dout = up(c, dout, no);
+  float *runs[3][4];
+  for (int run = 0; run < 3; run++) {
+    gpu->fused_attention = run != 2;
+    void *g_out = dev(c, no * gpu->esz), *g_dqkv = dev(c, nq * gpu->esz);
+    void *g_att = dev(c, ax_attention_bytes(gpu, B, T, C, NH));
+    void *g_scratch = dev(c, ax_attention_scratch_bytes(gpu, B, T, C, NH));
+    ax_attention_forward(gpu, g_out, g_att, g_qkv, B, T, C, NH);
+    ax_attention_backward(gpu, g_dqkv, g_scratch, g_dout, g_out, g_att, g_qkv, B, T, C, NH);
+    ck_assert_msg(ax_sync(gpu) == AX_OK, "%s", ax_error_message());
+    float *d = down(c, g_dqkv, nq);
+    runs[run][0] = down(c, g_out, no);
+    for (int j = 0; j < 3; j++) runs[run][1 + j] = qkv_part(d, B * T, C, j);
+  }
+  gpu->fused_attention = 1;
+  dev_free_all(c); /* a shape's buffers */
+  char what[120];
+  const char *names[4] = {"out", "dq", "dk", "dv"};
+  const float *cpu[4] = {out, qkv_part(dqkv, B * T, C, 0), qkv_part(dqkv, B * T, C, 1),
+                         qkv_part(dqkv, B * T, C, 2)};
+  size_t n[4] = {no, no, no, no};
+  for (int k = 0; k < 4; k++) {
+    snprintf(what, sizeof what, "attention B%d T%d C%d NH%d %s, fused against the CPU", B, T,
+             C, NH, names[k]);
+    same_to_largest(c, what, runs[0][k], cpu[k], n[k], tol);
+    snprintf(what, sizeof what, "attention B%d T%d C%d NH%d %s, fused against explicit", B, T,
+             C, NH, names[k]);
+    same_to_largest(c, what, runs[0][k], runs[2][k], n[k], tol);
+    ck_assert_mem_eq(runs[0][k], runs[1][k], n[k] * sizeof(float));
+  }
+  size_t at = 0;
+  printf("check_cuda: fused attention %s B%d T%d C%d NH%d, largest difference from the CPU over "
+         "the largest value, fused (explicit GPU path):", c->p->name, B, T, C, NH);
+  for (int k = 0; k < 4; k++)
+    printf(" %s %.2g (%.2g)", names[k], rel_to_largest(runs[0][k], cpu[k], n[k], &at),
+           rel_to_largest(runs[2][k], cpu[k], n[k], &at));
+  printf("\n");
+}
+
+START_TEST(attention_fused_matches_explicit) {
+  FOR_EACH_PRECISION(c) {
+    if (c.p->dtype == AX_DTYPE_F32) {
+      ck_assert(!ax_backend_fused_attention(c.gpu, 768, 12)); /* fp32 stays explicit */
+      continue;
+    }
+    ck_assert(!ax_backend_fused_attention(c.gpu, 96, 4)); /* head size 24: explicit */
+    check_attention(&c, 2, 200, 256, 2); /* head size 128, a partial last tile */
+    check_attention(&c, 1, 128, 128, 2); /* 64, two whole tiles */
+    check_attention(&c, 2, 77, 64, 4);   /* 16 */
+    check_attention(&c, 1, 130, 96, 3);  /* 32 */
+    check_attention(&c, 1, 1, 128, 2);   /* one token */
+  }
+}
+END_TEST
+
 static void check_crossentropy(Ctx *c, int N, int V, float dloss) {
   int ldv = V + 6; /* padded columns: untouched for the loss alone, else 0 */
   size_t n = (size_t)N * ldv;
@@ -520,6 +625,7 @@ static int run_suite(void) {
   AxBackendConfig bc = {.device = "cpu", .dtype = AX_DTYPE_F32, .threads = 2, .local_size = 1};
   g_cpu = ax_backend_create(&bc);
   bc.device = "cuda";
+  bc.fused_attention = 1; /* the training step takes it in bf16 and fp16 */
   for (int i = 0; i < N_PRECISIONS && g_cpu; i++) {
     bc.dtype = PRECISIONS[i].dtype;
     g_gpu[i] = ax_backend_create(&bc);
@@ -542,6 +648,7 @@ static int run_suite(void) {
   tcase_add_test(tc, bias_residual_and_backward);
   tcase_add_test(tc, gelu_forward_backward);
   tcase_add_test(tc, softmax_causal_forward_backward);
+  tcase_add_test(tc, attention_fused_matches_explicit);
   tcase_add_test(tc, crossentropy_losses_and_gradients);
   tcase_add_test(tc, sumsq_scale_add);
   tcase_add_test(tc, adamw_matches_the_host_kernel);

@@ -122,7 +122,8 @@ wait $job; rc=$?
 no_leftovers "$TMP/tpint"
 # a step time-out on --gx 2 --g-data 2: every line names its rank r as x r % 2 of row r / 2
 timeout $LIMIT $MPIEXEC -n 4 "$AXONN" train $TP --g-data 2 --steps 20 --step-timeout 2 \
-  --debug-hang-rank 2 --debug-hang-step 3 --metrics "$TMP/tpstuck.csv" >"$TMP/tpstuck.log" 2>&1
+  --startup-timeout 120 --debug-hang-rank 2 --debug-hang-step 3 --metrics "$TMP/tpstuck.csv" \
+  >"$TMP/tpstuck.log" 2>&1
 rc=$?
 grep '^axonn: error: ' "$TMP/tpstuck.log" >"$TMP/tpstuck.lines"
 [ $rc -eq 124 ] && [ -s "$TMP/tpstuck.lines" ] || { fail "tensor-parallel time-out: exit $rc"; cat "$TMP/tpstuck.log"; }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The watchdog (src/core/watchdog.h) on 4 ranks, a 2 x 2 grid, under mpiexec. Every job is bounded by
 # timeout(1); no assertion is on speed, only on generous upper bounds.
-#  (a) a stuck rank (--debug-hang-rank 2 --debug-hang-step 3) with --step-timeout 2 ends the job
+#  (a) a stuck rank (--debug-hang-rank 2 --debug-hang-step 3) with --step-timeout 2 (the start-up
+#      allowed 120 s: --startup-timeout, so a loaded machine's slow start is no hang) ends the job
 #      with exit status 124; each rank that reports prints one line naming step 3, its stage and
 #      row, and what it waits for (the activation of micro-batch 0 from stage 0 (rank 2), ...);
 #      both ways of being stuck: a forward that never returns (sleep), a message never sent (drop);
@@ -69,7 +70,7 @@ for mode in sleep drop; do
   name="stuck-$mode"
   start_job
   timeout -k 10 $LIMIT $MPIEXEC -n 4 "$AXONN" train $COMMON $GRID --steps 20 --step-timeout 2 \
-    --debug-hang-rank 2 --debug-hang-step 3 --debug-hang-mode $mode \
+    --startup-timeout 120 --debug-hang-rank 2 --debug-hang-step 3 --debug-hang-mode $mode \
     --metrics "$TMP/$name.csv" >"$TMP/$name.log" 2>&1
   rc=$?
   [ $rc -eq 124 ] && [ "$(took)" -lt $((LIMIT - 10)) ] ||
@@ -90,7 +91,7 @@ done
 name=stopped
 start_job
 timeout -k 10 $LIMIT $MPIEXEC -n 4 "$AXONN" train $COMMON $GRID --steps 100000 --step-timeout 2 \
-  --metrics "$TMP/$name.csv" >"$TMP/$name.log" 2>&1 &
+  --startup-timeout 120 --metrics "$TMP/$name.csv" >"$TMP/$name.log" 2>&1 &
 job=$!
 wait_steps "$TMP/$name.csv" 3
 victim=$(rank_pid "$name" 2)

@@ -92,13 +92,19 @@ static int run_watched(Body body, char *err) {
 
 /* This process as rank `rank` of a 2 x 2 grid whose rank `peer_rank` is `peer` (the other
  * ranks cannot be checked). */
-static void start(int timeout_ms, int rank, const AxProcId *peer, int peer_rank) {
+static void start_limits(int timeout_ms, int setup_ms, int rank, const AxProcId *peer,
+                         int peer_rank) {
   AxProcId ids[4] = {{0}};
   ax_proc_self(&ids[rank]);
   if (peer) ids[peer_rank] = *peer;
-  AxWatchdogConfig c = {.timeout_ms = timeout_ms, .rank = rank, .size = 4,
-                        .layout = ax_rank_layout_plain(2), .peers = ids, .signals = 1};
+  AxWatchdogConfig c = {.timeout_ms = timeout_ms, .setup_timeout_ms = setup_ms, .rank = rank,
+                        .size = 4, .layout = ax_rank_layout_plain(2), .peers = ids,
+                        .signals = 1};
   if (ax_watchdog_start(&c) != AX_OK) _exit(99);
+}
+
+static void start(int timeout_ms, int rank, const AxProcId *peer, int peer_rank) {
+  start_limits(timeout_ms, 0, rank, peer, peer_rank);
 }
 
 static int exit_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
@@ -174,6 +180,44 @@ START_TEST(a_stuck_start_up_ends_with_124_and_one_line) {
   ck_assert_str_eq(err, "axonn: error: the start-up (before the first step) exceeded "
                         "--step-timeout (0.3 s) on rank 1 (stage 1, row 0): opening the training "
                         "data\n");
+}
+END_TEST
+
+/* --startup-timeout: the start-up's own limit, named in the line; the steps keep theirs. */
+static void stuck_in_a_start_up_with_its_own_limit(void) {
+  start_limits(60000, 300, 1, NULL, 0);
+  ax_wd_phase(AX_WD_SETUP, 0);
+  AX_WD_NOTE(-1, "opening the training data");
+  sleep_ms(WAIT_LIMIT_S * 1000);
+}
+
+START_TEST(a_start_up_limit_of_its_own_fires_and_is_named) {
+  char err[ERR_CAP];
+  int status = run_watched(stuck_in_a_start_up_with_its_own_limit, err);
+  ck_assert_msg(exit_status(status) == AX_EXIT_TIMEOUT, "status %d; stderr:\n%s", status, err);
+  ck_assert_str_eq(err, "axonn: error: the start-up (before the first step) exceeded "
+                        "--startup-timeout (0.3 s) on rank 1 (stage 1, row 0): opening the "
+                        "training data\n");
+}
+END_TEST
+
+/* A start-up longer than the step limit, under a start-up limit that allows it, then steps
+ * within theirs: nothing fires. Without the start-up limit the same start-up would (above). */
+static void slow_start_up_then_quick_steps(void) {
+  start_limits(300, 60000, 0, NULL, 0);
+  ax_wd_phase(AX_WD_SETUP, 0);
+  sleep_ms(800);
+  for (int step = 1; step <= 5; step++) {
+    ax_wd_phase(AX_WD_STEP, step);
+    sleep_ms(50);
+  }
+  ax_watchdog_stop();
+}
+
+START_TEST(a_slow_start_up_within_its_own_limit_never_fires) {
+  char err[ERR_CAP];
+  int status = run_watched(slow_start_up_then_quick_steps, err);
+  ck_assert_msg(exit_status(status) == 0 && err[0] == 0, "status %d; stderr:\n%s", status, err);
 }
 END_TEST
 
@@ -401,6 +445,8 @@ int main(void) {
   tcase_add_test(tc, a_muted_thread_leaves_the_record_alone);
   tcase_add_test(tc, a_stuck_step_ends_with_124_and_one_line);
   tcase_add_test(tc, a_stuck_start_up_ends_with_124_and_one_line);
+  tcase_add_test(tc, a_start_up_limit_of_its_own_fires_and_is_named);
+  tcase_add_test(tc, a_slow_start_up_within_its_own_limit_never_fires);
   tcase_add_test(tc, phases_that_keep_moving_never_fire);
   tcase_add_test(tc, a_timeout_names_a_stopped_peer);
   tcase_add_test(tc, a_note_written_while_the_watchdog_reads_stays_whole);

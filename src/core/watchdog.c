@@ -220,12 +220,24 @@ static void claim_report(void) {
     for (;;) sleep_ms(1000);
 }
 
+/* The deadline of a phase in ms (0: none), and the option that set it. */
+static int phase_limit_ms(AxWdPhase phase, const char **option) {
+  if (phase == AX_WD_SETUP && g.cfg.setup_timeout_ms > 0) {
+    *option = "--startup-timeout";
+    return g.cfg.setup_timeout_ms;
+  }
+  *option = "--step-timeout";
+  return g.cfg.timeout_ms;
+}
+
 static void report_timeout(const Snapshot *s) {
   claim_report();
   char line[LINE_CAP];
+  const char *option;
+  int limit = phase_limit_ms((AxWdPhase)s->phase, &option);
   int at = put(line, LINE_CAP, 0, "axonn: error: ");
   at = put_phase(line, LINE_CAP, at, s);
-  at = put(line, LINE_CAP, at, " exceeded --step-timeout (%g s) on ", g.cfg.timeout_ms / 1e3);
+  at = put(line, LINE_CAP, at, " exceeded %s (%g s) on ", option, limit / 1e3);
   at = put_rank(line, LINE_CAP, at, g.cfg.rank);
   at = put(line, LINE_CAP, at, ": ");
   at = put_activity(line, LINE_CAP, at, s);
@@ -410,8 +422,9 @@ static void tick(void) {
   if (atomic_load(&g_abort_seen) && !atomic_load(&g_abort_verdict)) on_abort_seen();
   Snapshot s;
   snapshot(&s);
-  if (g.cfg.timeout_ms > 0 && s.phase != AX_WD_IDLE &&
-      now_ns() - s.start_ns > (long long)g.cfg.timeout_ms * 1000000LL)
+  const char *option;
+  int limit = phase_limit_ms((AxWdPhase)s.phase, &option);
+  if (limit > 0 && s.phase != AX_WD_IDLE && now_ns() - s.start_ns > (long long)limit * 1000000LL)
     report_timeout(&s);
   if (g.n_checkable) check_peers(&s);
 }
@@ -483,8 +496,12 @@ int ax_watchdog_start(const AxWatchdogConfig *cfg) {
   release();
   g.cfg = *cfg;
   g.cfg.peers = NULL;
-  int t = cfg->timeout_ms / 20;
-  g.tick_ms = cfg->timeout_ms <= 0 || t > 200 ? 200 : t < 20 ? 20 : t;
+  int shortest = cfg->setup_timeout_ms > 0 && (cfg->timeout_ms <= 0 ||
+                                               cfg->setup_timeout_ms < cfg->timeout_ms)
+                     ? cfg->setup_timeout_ms
+                     : cfg->timeout_ms;
+  int t = shortest / 20;
+  g.tick_ms = shortest <= 0 || t > 200 ? 200 : t < 20 ? 20 : t;
   int fds[2];
   if (copy_peers(cfg) != AX_OK || pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
     int rc = ax_error_pending() ? AX_ERR : AX_FAIL("watchdog: pipe: %s", strerror(errno));

@@ -76,6 +76,7 @@ typedef enum {
 
 typedef struct {
   int timeout_ms;       /* per phase; 0: no deadline (lost ranks and SIGINT are still seen) */
+  int setup_timeout_ms; /* the start-up's (AX_WD_SETUP) deadline instead, when > 0 */
   int rank, size;       /* world rank and size */
   AxRankLayout layout;  /* where each rank sits, for the labels (rank_layout.h) */
   const AxProcId *peers; /* [size], every rank's ax_proc_self (copied) */

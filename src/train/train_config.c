@@ -247,6 +247,9 @@ static const AxOption OPTIONS[] = {
         "checkpoint or the final save takes longer on some rank, printing what that rank waits "
         "for (0: off)", 0,
         1e6),
+    FLT("startup-timeout", debug.startup_timeout, "0", "SECONDS",
+        "the start-up's limit instead (reading data, building the model, profiles; 0: "
+        "--step-timeout's)", 0, 1e6),
     INT("debug-hang-rank", debug.debug_hang_rank, "-1", "R",
         "testing: world rank R stops making progress in step --debug-hang-step (-1: none)", -1,
         1 << 24),

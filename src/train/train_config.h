@@ -120,6 +120,7 @@ typedef struct {
   int debug_delay_stage, debug_delay_ms;
   int debug_forward_ms, debug_backward_ms; /* every stage, every forward / backward */
   double step_timeout; /* seconds per step, validation, checkpoint, final save; 0: off */
+  double startup_timeout; /* seconds for the start-up; 0: step_timeout's */
   int debug_hang_rank, debug_hang_step, debug_hang_mode; /* AxDebugHang */
 } AxDebugOptions;
 

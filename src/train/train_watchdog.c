@@ -41,7 +41,8 @@ int ax_train_watchdog_start(const AxTrainConfig *cfg) {
   AxProcId *all = ax_calloc((size_t)size, sizeof *all);
   int rc = all ? gather_peers(size, all) : AX_ERR;
   AxRankLayout layout = {cfg->grid.g_inter, {cfg->grid.gx, cfg->grid.gy, cfg->grid.gz}}; /* as mpi/grid.c places */
-  AxWatchdogConfig c = {.timeout_ms = timeout_ms(cfg->debug.step_timeout), .rank = rank,
+  AxWatchdogConfig c = {.timeout_ms = timeout_ms(cfg->debug.step_timeout),
+                        .setup_timeout_ms = timeout_ms(cfg->debug.startup_timeout), .rank = rank,
                         .size = size, .layout = layout, .peers = all, .signals = size > 1,
                         .end_job = abort_job};
   if (rc == AX_OK) rc = ax_watchdog_start(&c);

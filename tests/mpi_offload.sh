@@ -16,6 +16,9 @@
 #    device memory is host memory (the same arrays, the same AdamW): with clipping, with
 #    dynamic loss scaling and a forced overflow, and stopped at a checkpoint and resumed.
 #    (tests/cuda/check_cuda.sh runs the device AdamW and the state's copies on a GPU.)
+#  - the header's word on the order is the trace's: with --grad-clip 0 on 1x2 chunks are
+#    updated while later chunks are still being summed; with clipping every update follows the
+#    last all-reduce.
 . "$(dirname "$0")/mpilib.sh"
 
 COMMON="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 12 \
@@ -72,5 +75,33 @@ run host1 1 && run dev1 1 --optimizer device && same_losses dev1 host1 0 0
 CK="--optimizer device --checkpoint-dir $TMP/ck --checkpoint-every 6"
 # shellcheck disable=SC2086
 run devhalf 1 $CK --steps 6 && run devrest 1 $CK --resume && tail_equal devrest host1
+
+# what the header says about the order is what the trace shows (rank 0, step 2): with --grad-clip 0
+# some chunk is updated before the last chunk's all-reduce ends (AxoNN's interleaving); with
+# clipping every update starts after the last all-reduce
+order() { # order TRACE: "interleaved" or "after", from rank 0's (tid 0) allreduce and optimizer
+  # events of the merged trace
+  python3 - "$1" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = [e for e in (d["traceEvents"] if isinstance(d, dict) else d)
+      if e.get("ph") == "X" and e.get("tid", 0) == 0 and e["name"] in ("allreduce", "optimizer")]
+ar = [e["ts"] + e["dur"] for e in ev if e["name"] == "allreduce"]
+op = [e["ts"] for e in ev if e["name"] == "optimizer"]
+print("none" if not ar or not op else "interleaved with" if min(op) < max(ar) else "after")
+EOF
+}
+COMMON=$(echo "$COMMON_SAVED" | sed 's/--quiet//') # the header
+for clip in 0 1; do
+  want=$([ $clip -eq 0 ] && echo "interleaved with" || echo after)
+  line=$([ $clip -eq 0 ] && echo "all-reduce interleaved with host AdamW" ||
+    echo "all-reduce, then host AdamW: clipping")
+  run "order$clip" 2 --g-data 2 --grad-clip $clip --bucket-size 4000 --coarsening 1 --steps 2 \
+    --trace "$TMP/order$clip.json" --trace-steps 2-2 || continue
+  got=$(order "$TMP/order$clip.json")
+  [ "$got" = "$want" ] && grep -q "optimizer: $line" "$TMP/order$clip.log" ||
+    { fail "order$clip: trace '$got' (want $want), header:"; grep "optimizer:" "$TMP/order$clip.log"; }
+  echo "  --grad-clip $clip: updates $got the all-reduce in the trace, as the header says"
+done
 
 finish

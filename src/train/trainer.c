@@ -282,6 +282,17 @@ static void print_embedding_sync(const AxTrainer *t) {
 
 static const char *on_off(int on) { return on ? "on" : "off"; }
 
+/* How this run orders the data-parallel all-reduce and the host AdamW (train_step.c's
+ * reduce_and_update), and why. */
+static const char *optimizer_order(const AxTrainer *t) {
+  if (t->grid.D == 1) return "host AdamW by chunk (one data-parallel replica: no all-reduce)";
+  if (!t->cfg.optim.offload) return "all-reduce, then host AdamW (--offload 0)";
+  if (t->cfg.optim.grad_clip > 0)
+    return "all-reduce, then host AdamW: clipping (--grad-clip) needs the whole gradient's norm "
+           "before any update (--grad-clip 0 interleaves them, AxoNN's Section V-C)";
+  return "all-reduce interleaved with host AdamW (each chunk updated as soon as it is summed)";
+}
+
 /* Where the optimizer runs, its chunks and the all-reduce's, for the header. */
 static void print_optimizer(const AxTrainer *t) {
   if (t->cfg.optim.optimizer_device) {
@@ -293,13 +304,10 @@ static void print_optimizer(const AxTrainer *t) {
     return;
   }
   ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
-         "loss scaling %s", t->cfg.optim.offload ? "all-reduce interleaved with host AdamW" :
-         "all-reduce, then host AdamW", t->off.n_buckets, t->off.bucket, t->off.n_chunks,
-         t->off.chunk, ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.grid.allreduce),
+         "loss scaling %s", optimizer_order(t), t->off.n_buckets, t->off.bucket,
+         t->off.n_chunks, t->off.chunk,
+         ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.grid.allreduce),
          t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
-  if (t->cfg.optim.offload && t->cfg.optim.grad_clip > 0 && t->grid.D > 1)
-    ax_log("optimizer: clipping needs the whole gradient's norm first, so AdamW follows the "
-           "chunked all-reduce (--grad-clip 0 interleaves them)");
 }
 
 /* --gx/--gy/--gz: the grid and what each rank keeps of the model. */

@@ -106,7 +106,8 @@ grep -Eq "^noise: 1x1 from [0-9.e+-]+ to [0-9.e+-]+ ms \(spread ([0-9]+%|n/a) of
   "$TMP/grid.txt" || { fail "bench-grid noise line"; cat "$TMP/grid.txt"; }
 
 # bench compress: a codec row per codec, plain and CaSync rows over two emulated links, every
-# replica identical, JSON rows with the issue's fields
+# replica identical, JSON rows with the issue's fields; the cost model's score (each compressed
+# row a case, right or wrong with the time it loses) adds up
 if ! timeout 300 $MPIEXEC -n 2 "$AXONN" bench compress --codecs "onebit:ef=1,dgc,powersgd:rank=2" \
     --sizes 256K --links 1Gbps,100Gbps --iters 2 --codec-bytes 1M --json "$TMP/cb.jsonl" \
     >"$TMP/cb.txt" 2>&1; then
@@ -120,12 +121,24 @@ codec = [r for r in rows if r["row"] == "codec"]
 ar = [r for r in rows if r["row"] == "allreduce"]
 need = {"codec", "sync", "ranks", "bytes", "link_gbps", "time_us", "wire_bytes", "speedup_vs_plain"}
 assert len(codec) == 3 and len(ar) == 2 * (1 + 3 * 2), (len(codec), len(ar))
-assert all(need <= set(r) for r in rows)
+assert all(need <= set(r) for r in codec + ar)
 assert all(r["time_us"] > 0 and r["wire_bytes"] > 0 and r["replicas_identical"] for r in ar)
 plain = [r for r in ar if r["codec"].startswith("none")]
 onebit = [r for r in ar if r["codec"].startswith("onebit")]
 assert all(o["wire_bytes"] < p["wire_bytes"] / 20 for o in onebit for p in plain)
+# the cost model's score: every compressed row is a case, right or wrong with its loss
+score = [r for r in rows if r["row"] == "score"]
+cases = [r for r in ar if not r["codec"].startswith("none")]
+assert len(score) == 1 and score[0]["cases"] == len(cases) == 12, (score, len(cases))
+s = score[0]
+assert s["right"] + s["compress_slower"] + s["plain_slower"] == s["cases"]
+assert s["right"] == sum(1 for r in cases if not r["model_wrong"])
+assert all((r["model_loss"] > 0) == r["model_wrong"] for r in cases)
+assert abs(s["max_loss"] - max([r["model_loss"] for r in cases])) < 1e-3
+assert abs(s["fraction_right"] - s["right"] / s["cases"]) < 1e-3
 EOF
+grep -q "^# cost model: right in [0-9]* of 12 cases" "$TMP/cb.txt" ||
+  { fail "bench compress: no score line"; cat "$TMP/cb.txt"; }
 expect_error "--codecs" bench compress --codecs nosuch --allreduce-rows 0
 expect_error "--links" bench compress --links 10parsecs --codec-rows 0
 

@@ -7,8 +7,9 @@
  *     of the slowest rank; wire bytes from the traffic counters (sum over ranks per
  *     all-reduce); speedup_vs_plain = plain time / this time; and HiPress's cost model's pick
  *     (mpi/casync/casync_cost.h, fed by the codec's profiled costs and the link's figures)
- *     against the measured best: a pick of a compressed path that measured slower than plain is
- *     WRONG.
+ *     against the measured faster of plain and that compressed path: a pick that measured slower
+ *     is WRONG, in either direction, with the time it loses against the faster one; the last
+ *     line (and a JSON "score" row) gives the fraction of right picks and the largest loss.
  * --json FILE appends one JSON object per row (codec, sync, ranks, bytes, link_gbps, time_us,
  * wire_bytes, speedup_vs_plain, ...). Every CaSync result is checked to be bitwise identical
  * on all ranks. Initializes and finalizes MPI itself. */
@@ -213,6 +214,13 @@ typedef struct {
   int same;        /* every rank holds bitwise the same result */
 } Measured;
 
+/* The cost model's record over the rows: picks against the measured faster path. */
+typedef struct {
+  int cases, right, compress_slower, plain_slower;
+  double max_loss, sum_loss; /* (picked time - faster time) / faster time, over wrong picks */
+  char worst[160];           /* the case of max_loss */
+} Score;
+
 /* codec NULL: the plain ring. */
 static int one_op(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, AxCasyncState *st, size_t n,
                   int step) {
@@ -287,20 +295,42 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
   return AX_OK;
 }
 
+/* Scores one pick (compress or not) against the measured times of plain and the compressed
+ * path; returns the time the pick loses against the faster one (0: right). */
+static double score_pick(Score *s, int compress, double plain_us, double cpr_us,
+                         const char *what) {
+  double picked = compress ? cpr_us : plain_us, best = fmin(plain_us, cpr_us);
+  double loss = (picked - best) / best;
+  s->cases++;
+  if (loss <= 0) {
+    s->right++;
+    return 0;
+  }
+  *(compress ? &s->compress_slower : &s->plain_slower) += 1;
+  s->sum_loss += loss;
+  if (loss > s->max_loss) {
+    s->max_loss = loss;
+    snprintf(s->worst, sizeof s->worst, "%s", what);
+  }
+  return loss;
+}
+
 static void report(Cb *b, const char *codec, const char *sync, size_t n, const AxLinkSpec *l,
-                   const Measured *m, double plain_us, const char *pick, int wrong) {
+                   const Measured *m, double plain_us, const char *pick, double loss) {
   double gbps = l->bytes_per_s * 8 / 1e9;
+  char lost[32] = "";
+  if (loss > 0) snprintf(lost, sizeof lost, " WRONG (+%.0f%%)", 100 * loss);
   ax_log("  %-30s %-5s %11zu %7.3g %12.1f %14.0f %8.2fx %5s %-8s%s", codec, sync,
          n * sizeof(float), gbps, m->us, m->wire, plain_us / m->us, m->same ? "ok" : "DIFF",
-         pick, wrong ? " WRONG" : "");
+         pick, lost);
   json_row(b, "{\"bench\":\"compress\",\"row\":\"allreduce\",\"codec\":\"%s\",\"sync\":\"%s\","
            "\"ranks\":%d,\"bytes\":%zu,\"link_gbps\":%.6g,\"latency_us\":%.6g,"
            "\"emulated\":true,\"time_us\":%.2f,\"wire_bytes\":%.0f,\"speedup_vs_plain\":%.4f,"
            "\"replicas_identical\":%s,\"model_pick\":\"%s\",\"model_wrong\":%s,"
-           "\"iters\":%d}",
+           "\"model_loss\":%.4f,\"iters\":%d}",
            codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us, m->wire,
-           plain_us / m->us, m->same ? "true" : "false", pick, wrong ? "true" : "false",
-           b->c->iters);
+           plain_us / m->us, m->same ? "true" : "false", pick, loss > 0 ? "true" : "false",
+           loss, b->c->iters);
 }
 
 /* The virtual nodes of the all-reduce rows: --ranks-per-node, or the job in two halves. */
@@ -321,7 +351,7 @@ static int check_nodes(const Cb *b) {
 
 /* One size over one link: plain, then every codec with every sync. */
 static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link, size_t n,
-                     int *wrong_picks) {
+                     Score *score) {
   Measured plain;
   AX_TRY(measure(b, NULL, AX_CASYNC_RING, n, &plain));
   report(b, "none (plain ring)", "ring", n, link, &plain, plain.us, "-", 0);
@@ -330,22 +360,39 @@ static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link, 
       Measured m;
       AX_TRY(measure(b, b->codecs[i], b->syncs[s], n, &m));
       AxCasyncChoice ch = model_pick(&costs[i], link, b->codecs[i], b->syncs[s], b->size, n);
-      int wrong = ch.compress && m.us > plain.us;
-      *wrong_picks += wrong;
-      report(b, ax_codec_spec(b->codecs[i]), ax_casync_algo_name(b->syncs[s]), n, link, &m,
-             plain.us, ch.compress ? "compress" : "plain", wrong);
+      const char *codec = ax_codec_spec(b->codecs[i]), *sync = ax_casync_algo_name(b->syncs[s]);
+      char what[160];
+      snprintf(what, sizeof what, "%s %s, %zu bytes, %.3g Gb/s: picked %s", codec, sync,
+               n * sizeof(float), link->bytes_per_s * 8 / 1e9, ch.compress ? "compress" : "plain");
+      double loss = score_pick(score, ch.compress, plain.us, m.us, what);
+      report(b, codec, sync, n, link, &m, plain.us, ch.compress ? "compress" : "plain", loss);
     }
   return AX_OK;
 }
 
+/* The score's last line and JSON row. */
+static void report_score(Cb *b, const Score *s) {
+  double fraction = s->cases ? (double)s->right / s->cases : 1;
+  ax_log("# cost model: right in %d of %d cases (%.0f%%); wrong picks: %d of compression that "
+         "measured slower than plain, %d of plain that measured slower than compression; the "
+         "largest loss %.1f%% of the faster time", s->right, s->cases, 100 * fraction,
+         s->compress_slower, s->plain_slower, 100 * s->max_loss);
+  if (s->worst[0]) ax_log("# (the largest loss: %s)", s->worst);
+  json_row(b, "{\"bench\":\"compress\",\"row\":\"score\",\"ranks\":%d,\"cases\":%d,"
+           "\"right\":%d,\"fraction_right\":%.4f,\"compress_slower\":%d,\"plain_slower\":%d,"
+           "\"max_loss\":%.4f,\"mean_loss_when_wrong\":%.4f,\"emulated\":true}",
+           b->size, s->cases, s->right, fraction, s->compress_slower, s->plain_slower,
+           s->max_loss, s->cases - s->right ? s->sum_loss / (s->cases - s->right) : 0.0);
+}
+
 static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
-                     int *wrong_picks) {
+                     Score *score) {
   AxLinkEmuConfig lc = {.ranks_per_node = ranks_per_node(b), .link = *link};
   AX_TRY(ax_link_emu_create(&b->emu, b->comm, &lc));
   b->cc.links = b->emu;
   int rc = AX_OK;
   for (int i = 0; i < b->n_sizes && rc == AX_OK; i++)
-    rc = size_rows(b, costs, link, (size_t)b->sizes[i] / sizeof(float), wrong_picks);
+    rc = size_rows(b, costs, link, (size_t)b->sizes[i] / sizeof(float), score);
   b->cc.links = NULL;
   ax_link_emu_destroy(b->emu);
   b->emu = NULL;
@@ -363,14 +410,14 @@ static int allreduce_rows(Cb *b) {
   ax_log("# all-reduce on %d ranks in two virtual nodes over EMULATED links: time = median of %d "
          "(slowest rank), wire = bytes sent per all-reduce by all ranks, speedup = plain ring "
          "time / this; pick = the cost model's choice (profiled codec costs, the link's "
-         "figures); WRONG = it picked compression that measured slower than plain", b->size,
+         "figures); WRONG (+L%%) = the other path measured faster, by L%% of its time", b->size,
          b->c->iters);
   ax_log("# %-30s %-5s %11s %7s %12s %14s %9s %5s %-8s", "codec", "sync", "bytes", "Gb/s",
          "time(us)", "wire(B)", "speedup", "same", "pick");
-  int wrong = 0;
-  for (int l = 0; l < b->n_links && rc == AX_OK; l++) rc = link_rows(b, costs, &b->links[l], &wrong);
-  if (rc == AX_OK)
-    ax_log("# cost model: %d pick(s) of a compressed path that measured slower than plain", wrong);
+  Score score = {0};
+  for (int l = 0; l < b->n_links && rc == AX_OK; l++)
+    rc = link_rows(b, costs, &b->links[l], &score);
+  if (rc == AX_OK) report_score(b, &score);
   free(b->buf);
   return rc;
 }

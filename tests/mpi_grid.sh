@@ -50,6 +50,18 @@ if run trace 4 --g-inter 2 --g-data 2 --micro-batch 1 --trace "$TMP/trace.json" 
   fi
 fi
 
+# ---- --g-data left unset comes from the job's ranks (as in Megatron and DeepSpeed):
+# --g-data on 2 ranks, and on 4 ranks with --g-inter 2
+for c in "2 1 2" "4 2 2 --g-inter 2"; do
+  set -- $c
+  np=$1 p=$2 d=$3; shift 3
+  # shellcheck disable=SC2086
+  timeout 120 $MPIEXEC -n "$np" "$AXONN" train $COMMON --steps 1 "$@" \
+    --summary "$TMP/derived.json" >"$TMP/derived.out" 2>&1 &&
+    grep -q "\"g_inter\":$p,\"g_data\":$d," "$TMP/derived.json" ||
+    { fail "$np ranks ${*:-}: not a $p x $d grid"; cat "$TMP/derived.out"; }
+done
+
 # ---- failures: one clear message, non-zero exit, bounded time
 # the grid does not match the job: every rank knows, rank 0 alone says so
 expect_job_error "needs 4 ranks, but the job has 3" 3 --g-inter 2 --g-data 2

@@ -169,6 +169,9 @@ int ax_cmd_train(int argc, char **argv) {
     return 1;
   }
   ax_log_set_quiet(cfg.output.quiet);
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (rc == AX_OK) rc = ax_train_grid_from_world(&cfg, &opts, world);
   if (rc == AX_OK) rc = ax_train_config_check(&cfg, &opts);
   AxTrainer *t = NULL;
   /* before the trainer: --step-timeout covers the start-up as one phase */

@@ -56,7 +56,9 @@ static const AxOption OPTIONS[] = {
         "sequences per micro-batch (0: the whole per-row shard)", 0, 1 << 24),
     /* -- grid (AxGridOptions) */
     INT("g-inter", grid.g_inter, "1", "P", "pipeline stages (inter-layer parallelism)", 1, 1 << 16),
-    INT("g-data", grid.g_data, "1", "D", "data-parallel rows", 1, 1 << 20),
+    INT("g-data", grid.g_data, "1", "D",
+        "data-parallel rows (unset: the job's ranks / (--g-inter x --gx x --gy x --gz))", 1,
+        1 << 20),
     INT("gx", grid.gx, "1", "N", "tensor parallelism: ranks splitting heads, features and the "
         "vocabulary (docs/tensor-parallel.md)", 1, 1 << 16),
     INT("gy", grid.gy, "1", "N", "tensor parallelism: ranks splitting the hidden channels", 1, 1 << 16),
@@ -495,6 +497,18 @@ static int check_compress(const AxTrainConfig *cfg) {
   if (cfg->compression.compress_freeze_variance && cfg->compression.compress_warmup < 1)
     return AX_FAIL("--compress-freeze-variance needs --compress-warmup of at least 1 step (the "
                    "variance is frozen as the warm-up leaves it)");
+  return AX_OK;
+}
+
+int ax_train_grid_from_world(AxTrainConfig *cfg, const AxOptState *st, int world) {
+  if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, "g-data")) return AX_OK;
+  long long others = ax_train_tp_ranks(cfg) * cfg->grid.g_inter;
+  if (world % others)
+    return AX_FAIL("--g-data is derived from the job's %d rank(s), which the rest of the grid "
+                   "(--g-inter %d x --gx %d x --gy %d x --gz %d = %lld ranks) does not divide: "
+                   "give --g-data, or run a multiple of %lld ranks", world, cfg->grid.g_inter,
+                   cfg->grid.gx, cfg->grid.gy, cfg->grid.gz, others, others);
+  cfg->grid.g_data = (int)(world / others);
   return AX_OK;
 }
 

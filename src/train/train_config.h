@@ -155,6 +155,9 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st);
 int ax_train_check_outputs(const AxTrainConfig *cfg);
 /* Ranks of the whole grid (G_inter x G_data x Gx x Gy x Gz) and of one tensor-parallel grid. */
 long long ax_train_ranks(const AxTrainConfig *cfg);
+/* --g-data, when the user left it unset, from the job's ranks: world / (--g-inter x --gx x --gy
+ * x --gz). One line when those do not divide world. */
+int ax_train_grid_from_world(AxTrainConfig *cfg, const AxOptState *st, int world);
 long long ax_train_tp_ranks(const AxTrainConfig *cfg);
 /* --compress-min-bytes: 1 for auto (*bytes untouched), 0 with *bytes set; AX_ERR otherwise. */
 int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes);

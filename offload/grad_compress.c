@@ -73,11 +73,16 @@ static int new_states(AxGradCompress *gc, const AxCommConfig *base) {
                      "on two or more nodes", i);
     if (!p->choice.compress) continue;
     if (!p->codec) return AX_FAIL("compressed part %d has no codec", i);
-    AxCommConfig cc = ax_grad_compress_cc(gc, base, i);
     size_t count;
     int ranks;
     ax_grad_compress_sum_shape(gc, i, &count, &ranks);
-    AX_TRY(ax_casync_state_new(p->codec, count, ranks, &cc, &p->state));
+    /* the K partitions its CaSync runs: the choice's (0: the comm's pieces), or one per
+     * segment of its sum */
+    int k = p->choice.whole_segments ? ranks : p->choice.parts;
+    if (k > 0)
+      AX_TRY(ax_casync_state_new_parts(p->codec, count, ranks, k, &p->state));
+    else
+      AX_TRY(ax_casync_state_new(p->codec, count, ranks, base, &p->state));
   }
   return AX_OK;
 }
@@ -96,19 +101,6 @@ int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPa
   if (rc == AX_OK) rc = new_states(gc, base);
   if (rc != AX_OK) ax_grad_compress_free(gc);
   return rc;
-}
-
-AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int p) {
-  AxCommConfig cc = ax_comm_config_resolve(base);
-  const AxGradPart *part = &gc->parts[p];
-  size_t count;
-  int ranks, k = part->choice.parts;
-  ax_grad_compress_sum_shape(gc, p, &count, &ranks);
-  if (part->choice.whole_segments) /* a piece as large as the largest segment */
-    cc.chunk_bytes = (count + (size_t)ranks - 1) / (size_t)ranks * sizeof(float);
-  else if (k > gc->ranks)
-    cc.chunk_bytes = (count * sizeof(float) + (size_t)k - 1) / (size_t)k;
-  return cc;
 }
 
 void ax_grad_compress_free(AxGradCompress *gc) {

@@ -2,9 +2,9 @@
  * mpi/casync/casync.h), layer-wise: every optimizer chunk is cut into parts at the boundaries of
  * the stage's tensors (handed over as data by the trainer, like the decay segments: one range per
  * tensor, per layer for the stacked kinds), and each part has its own decision of selective
- * compression (compress or not, into how many partitions: mpi/casync/casync_cost.h), its own codec
- * (a linear codec like PowerSGD is configured with the part's row length) and its own codec
- * state, which lives here from step to step and goes into checkpoints. The interleaver
+ * compression (compress or not, into how many partitions, which CaSync then runs:
+ * mpi/casync/casync_cost.h), its own codec (a linear codec like PowerSGD is configured with the
+ * part's row length) and its own codec state, which lives here from step to step and goes into checkpoints. The interleaver
  * (interleave.h) sums a chunk with a group of operations: one CaSync all-reduce per compressed
  * part and one plain all-reduce per maximal run of adjacent plain parts (less a range the
  * caller summed already: interleave.h), started in part order. */
@@ -57,20 +57,18 @@ typedef struct {
 int ax_grad_parts_cut(const AxOffload *o, const AxTensorRange *t, int n_t, AxGradPart *out,
                       int cap);
 /* Takes parts[n_parts] (from ax_grad_parts_cut, with choice and, where compressed, codec
- * filled in; copied) and makes a fresh state for each compressed part, cut as
- * ax_grad_compress_cc says for base (the data-parallel communication's configuration); a
- * two-level part's state is for its shard on the communicator between nodes (two_level must
- * then be given and usable, and outlive gc). */
+ * filled in; copied) and makes a fresh state for each compressed part: in exactly the K =
+ * choice.parts partitions of the cost model (HiPress's SeCoPa: mpi/casync/casync_cost.h), one
+ * per segment (choice.whole_segments), or, with choice.parts 0, in the pieces of base's chunk
+ * size (base: the data-parallel communication's configuration, which the operations are then
+ * started with); a two-level part's state is for its shard on the communicator between nodes
+ * (two_level must then be given and usable, and outlive gc). */
 int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPart *parts,
                           int n_parts, AxCasyncAlgo algo, int ranks, uint64_t seed,
                           const AxCommConfig *base, const AxTwoLevel *two_level);
 /* What part p's CaSync sums: the part on gc->ranks, or (two-level) this rank's shard of it on
  * the ranks between nodes. */
 void ax_grad_compress_sum_shape(const AxGradCompress *gc, int p, size_t *count, int *ranks);
-/* The configuration part p's CaSync runs with: base, its messages cut into the chosen K
- * partitions when K exceeds the ranks (HiPress's K > N: ceil(K/N) rounds of pieces), or each
- * segment one message (choice.whole_segments). */
-AxCommConfig ax_grad_compress_cc(const AxGradCompress *gc, const AxCommConfig *base, int p);
 void ax_grad_compress_free(AxGradCompress *gc);
 /* Whether part p is summed by an operation of its own now (CaSync, or two levels). */
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p);

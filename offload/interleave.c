@@ -99,9 +99,9 @@ static int start_plain(Reducer *rd, int *k, size_t lo, size_t hi, int wire) {
   return AX_OK;
 }
 
-/* Part p through CaSync, or in two levels (plain or CaSync between the nodes), in the chunk's
- * next slot (*k): K partitions beyond the ranks cut its messages smaller. Nothing for a part
- * inside the summed range; one it cuts is an error. */
+/* Part p through CaSync (in the partitions its state was laid out in), or in two levels (plain
+ * or CaSync between the nodes), in the chunk's next slot (*k). Nothing for a part inside the
+ * summed range; one it cuts is an error. */
 static int start_own(Reducer *rd, int p, int *k) {
   const AxGradCompress *gc = rd->r->compress;
   const AxGradPart *part = &gc->parts[p];
@@ -111,7 +111,7 @@ static int start_own(Reducer *rd, int p, int *k) {
   if (n > 1 || piece[0][0] != part->lo || piece[0][1] != part->hi)
     return AX_FAIL("the summed range [%zu, %zu) cuts the compressed part [%zu, %zu)",
                    rd->r->summed_lo, rd->r->summed_hi, part->lo, part->hi);
-  AxCommConfig cc = ax_grad_compress_cc(gc, rd->r->cc, p);
+  AxCommConfig cc = ax_comm_config_resolve(rd->r->cc);
   AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = part->lo};
   float *buf = rd->o->grads + part->lo;
   size_t count = part->hi - part->lo;

@@ -9,7 +9,12 @@
 #    bit, with onebit:ef=1 (a resume with another codec, or with the same codec deciding other
 #    parts, warns that the state starts fresh);
 #  - the data-parallel bytes of the summary shrink by the codec's ratio;
-#  - `axonn plan` prints the cost model's decision table;
+#  - ranks that share memory (one machine, no emulated link): the cost model keeps every part
+#    plain, one line says so, and the run is the uncompressed one bit for bit (losses and
+#    weights), where --compress-min-bytes 0 forces compression and the losses differ; across an
+#    emulated link the cost model compresses, and the summary carries the costs it used, every
+#    call's latency positive;
+#  - `axonn plan` prints the cost model's decision table: per part T_orig, T_cpr, K, decision;
 #  - bad --compress input (and --compress-codec, --fusion, --sparse-embedding-sync): one clear
 #    line, non-zero exit, nothing written.
 . "$(dirname "$0")/mpilib.sh"
@@ -74,11 +79,48 @@ sys.exit(0 if ok else 1)
 PY
   fail "onebit data-parallel bytes are not below 1/20 of plain"
 
+# ranks that share memory: the cost model keeps every part plain (onebit:ef=1's losses are then
+# the uncompressed run's, bit for bit); forced, the same codec changes them
+run mem 2 --g-data 2 --steps 12 --compress onebit:ef=1 && {
+  same_losses mem refg12 0 0
+  grep -q "^compression: onebit:scale=mean,ef=1: the 2 data-parallel rank(s) share memory .*all [0-9]* part(s) of stage 0 are summed plain" \
+    "$TMP/mem.log" || { fail "mem: no line saying every part is summed plain"; cat "$TMP/mem.log"; }
+}
+run forced 2 --g-data 2 --steps 12 --compress onebit:ef=1 --compress-min-bytes 0 &&
+  { awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { d = 1 } END { exit !d }' \
+      "$TMP/refg12.csv" "$TMP/forced.csv" ||
+      fail "forced: --compress-min-bytes 0 left the losses of the uncompressed run"; }
+
+# across an emulated link the cost model compresses, from measured costs the summary reports
+run emu 2 --g-data 2 --ranks-per-node 1 --emulate-link 1Gbps,5us --steps 2 \
+  --compress onebit:ef=1 --summary "$TMP/emu.json" && python3 - "$TMP/emu.json" <<'PY' ||
+import json, sys
+c = json.load(open(sys.argv[1]))["compression"]
+k = c["costs"]
+print("cost model over the EMULATED 1 Gb/s link: %d of %d part(s) compressed; encode %.3g us + "
+      "bytes / %.3g GB/s, decode %.3g us + bytes / %.3g GB/s" % (
+          c["parts_compressed"], c["parts"], k["encode"]["latency_s"] * 1e6,
+          k["encode"]["bytes_per_s"] / 1e9, k["decode"]["latency_s"] * 1e6,
+          k["decode"]["bytes_per_s"] / 1e9))
+ok = (c["decided_by"] == "cost model" and c["link"] == "the emulated link" and
+      k["send"]["latency_s"] == 5e-6 and k["send"]["bytes_per_s"] == 1.25e8 and
+      all(k[t]["latency_s"] > 0 and k[t]["bytes_per_s"] > 0 for t in ("encode", "decode")) and
+      0 < c["parts_compressed"] <= c["parts"])
+sys.exit(0 if ok else 1)
+PY
+  fail "emu: the summary's compression object is not the cost model's over the emulated link"
+
 # the plan's decision table
 "$AXONN" plan --layers 4 --hidden 512 --heads 8 --g-data 2 --compress onebit:ef=1 \
   --emulate-link 10Mbps,5us --bucket-size 1M --coarsening 1 >"$TMP/plan.out" 2>&1 &&
-  grep -q "stage 0 qkvw L0 (chunk 0): .* T_orig .* T_cpr .*: compress" "$TMP/plan.out" ||
+  grep -q "stage 0 qkvw L0 (chunk 0): .* T_orig .* T_cpr .* (best K=2): compress, K=2" "$TMP/plan.out" ||
   { fail "plan: no decision table, or onebit not chosen at 10 Mb/s"; cat "$TMP/plan.out"; }
+# with --ranks-per-node putting both data-parallel ranks on one node, the plan keeps them plain
+"$AXONN" plan --layers 2 --hidden 32 --heads 2 --g-data 2 --compress onebit:ef=1 \
+  --ranks-per-node 2 --emulate-link 10Mbps,5us >"$TMP/plan1.out" 2>&1 &&
+  grep -q "^stage 0: 0 of [0-9]* part(s) compressed" "$TMP/plan1.out" &&
+  grep -q "share one node (--ranks-per-node 2): memory" "$TMP/plan1.out" ||
+  { fail "plan: ranks on one node not kept plain"; cat "$TMP/plan1.out"; }
 
 # bad input: one line, non-zero, no metrics file
 for bad in "foo" "powersgd:rank=0" "dgc:ratio=2" "terngrad:bits=3" "onebit:nokey=1" "onebit:ef"; do

@@ -1,12 +1,14 @@
 /* mpitest_casync.c — CaSync (mpi/casync/casync.h) on whatever number of ranks it runs on: identity
  * through the ring, PS and all-gather gives the plain ring's sum bit for bit (and its bytes); every
- * codec this build has leaves bitwise identical replicas; onebit's and DGC's results equal a
- * reference that replays the same prepare / encode / decode / merge order on one rank (two steps,
- * with and without error feedback, so the per-piece state's use is checked too: DGC's momentum
- * corrects each rank's own values once, never a sum re-encoded); the bytes on the wire follow the
- * codec's ratio; state persists across calls and through a checkpoint; an emulated link changes
- * nothing but time; operations in flight together, driven by ax_coll_test; bad arguments. Random
- * non-integer inputs; no timing asserts.
+ * codec this build has leaves bitwise identical replicas; a state of K partitions (SeCoPa's)
+ * runs exactly K, with exactly their encodings on the wire, for K below, at and above p;
+ * onebit's and DGC's results equal a reference that replays the same prepare / encode / decode
+ * / merge order on one rank (two steps, with and without error feedback, so the per-piece
+ * state's use is checked too: DGC's momentum corrects each rank's own values once, never a sum
+ * re-encoded); the bytes on the wire follow the codec's ratio; state persists across calls and
+ * through a checkpoint; an emulated link changes nothing but time; operations in flight
+ * together, driven by ax_coll_test; bad arguments. Random non-integer inputs; no timing
+ * asserts.
  * Every rank checks its own results and prints what failed with its rank; then all ranks agree
  * on pass/fail (so none is left waiting in a collective when another one fails). */
 #include <check.h>
@@ -529,6 +531,88 @@ static void check_state_persists(AxCasyncAlgo algo) {
   ax_codec_free(c);
 }
 
+/* ------------------------------------------------------------------ K partitions */
+
+/* Onebit's exact encoding of n values: two floats and the sign bits in whole words. */
+static unsigned long long onebit_bytes(size_t n) {
+  return n ? 8 + 4 * (((n + 7) / 8 + 3) / 4) : 0;
+}
+
+/* The encoded bytes of every partition of a K-partition layout of n on this job's ranks, as
+ * casync.h describes it: K <= p near-equal partitions; K > p: segment s's near-equal share
+ * ceil or floor of K / p. */
+static unsigned long long k_layout_bytes(size_t n, int k, size_t *partitions) {
+  unsigned long long total = 0;
+  int used = k < mt_size ? k : mt_size;
+  *partitions = 0;
+  for (int s = 0; s < used; s++) {
+    size_t seg = n / (size_t)used + ((size_t)s < n % (size_t)used ? 1 : 0);
+    size_t share = (size_t)(k / used + (s < k % used ? 1 : 0));
+    if (share > seg) share = seg;
+    for (size_t j = 0; j < share; j++) {
+      total += onebit_bytes(seg / share + (j < seg % share ? 1 : 0));
+      ++*partitions;
+    }
+  }
+  return total;
+}
+
+/* SeCoPa's K is what runs: the state lays out K partitions (the encode tasks of every step),
+ * the wire carries exactly their encodings over the algorithm's hops (ring and PS: each
+ * partition 2(p-1) times, aggregation and dissemination; all-gather: every rank's to every
+ * peer), and the sum is right (integer values: exact in any order), on every rank alike. */
+static void check_k(AxCasyncAlgo algo, size_t n, int k) {
+  AxCodec *onebit = codec("onebit"), *id = codec("identity");
+  const char *a = ax_casync_algo_name(algo);
+  size_t want_parts;
+  unsigned long long want = k_layout_bytes(n, k, &want_parts);
+  want *= algo == AX_CASYNC_AG ? (unsigned long long)mt_size * (mt_size - 1)
+                               : 2ULL * (mt_size - 1);
+  AxCasyncState *st = NULL;
+  int rc = ax_casync_state_new_parts(onebit, n, mt_size, k, &st);
+  mt_expect(rc == AX_OK, "onebit K=%d n=%zu: %s", k, n, ax_error_message());
+  if (rc == AX_OK && mt_size > 1)
+    mt_expect(ax_casync_state_partitions(st) == want_parts,
+              "onebit K=%d n=%zu: %zu partitions laid out, expected %zu", k, n,
+              ax_casync_state_partitions(st), want_parts);
+  float *buf = mt_inputs(n, mt_rank, 17);
+  AxCommBytes bytes = {0, 0};
+  if (rc == AX_OK) rc = run_casync(&g_cc, onebit, algo, st, 1, buf, n, &bytes);
+  mt_expect(rc == AX_OK, "onebit %s K=%d n=%zu: %s", a, k, n, ax_error_message());
+  unsigned long long all = 0;
+  MPI_Allreduce(&bytes.sent, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  mt_expect(all == want, "onebit %s K=%d n=%zu: %llu bytes sent by all ranks, expected %llu", a,
+            k, n, all, want);
+  mt_expect(mt_replicas_agree(buf, n), "onebit %s K=%d n=%zu: the ranks' results differ", a, k, n);
+  ax_casync_state_free(st);
+  st = NULL;
+  for (size_t i = 0; i < n; i++) buf[i] = (float)((i * 7 + (size_t)mt_rank * 3) % 11);
+  rc = ax_casync_state_new_parts(id, n, mt_size, k, &st);
+  if (rc == AX_OK) rc = run_casync(&g_cc, id, algo, st, 1, buf, n, NULL);
+  mt_expect(rc == AX_OK, "identity %s K=%d n=%zu: %s", a, k, n, ax_error_message());
+  size_t bad = n;
+  for (size_t i = 0; i < n && bad == n; i++) {
+    double sum = 0;
+    for (int r = 0; r < mt_size; r++) sum += (double)((i * 7 + (size_t)r * 3) % 11);
+    if (buf[i] != (float)sum) bad = i;
+  }
+  mt_expect(bad == n, "identity %s K=%d n=%zu: element %zu is not the sum", a, k, n, bad);
+  ax_casync_state_free(st);
+  free(buf);
+  ax_codec_free(onebit);
+  ax_codec_free(id);
+}
+
+START_TEST(k_partitions_run_as_chosen) {
+  const int ks[] = {1, 2, mt_size, 2 * mt_size + 1};
+  const size_t counts[] = {1, 1000, 20011};
+  for (int a = 0; a < N_ALGOS; a++)
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+      for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) check_k(ALGOS[a], counts[i], ks[j]);
+  mt_assert_all_ok("CaSync in K partitions");
+}
+END_TEST
+
 START_TEST(state_persists_across_calls) {
   for (int a = 0; a < N_ALGOS; a++) check_state_persists(ALGOS[a]);
   mt_assert_all_ok("CaSync state across calls");
@@ -740,6 +824,7 @@ static Suite *casync_suite(void) {
   tcase_add_test(tc, onebit_and_dgc_match_a_replay_of_the_algorithm);
   tcase_add_test(tc, linear_codecs_match_their_rounds_by_hand);
   tcase_add_test(tc, wire_bytes_follow_the_codec_ratio);
+  tcase_add_test(tc, k_partitions_run_as_chosen);
   tcase_add_test(tc, state_persists_across_calls);
   tcase_add_test(tc, an_emulated_link_changes_nothing_but_time);
   tcase_add_test(tc, operations_in_flight_together);

@@ -1,13 +1,18 @@
-/* test_casync_cost.c — HiPress §3.3's cost model against hand-computed values (Table 3's
- * coefficients, equations 1 and 2, the grouping of K beyond N), the decisions it must make at
- * the extremes, the trainer's threshold policy, the per-rank checkpoint state file (round
- * trip, another label, damage), and that profiling a codec gives usable positive costs. No
- * timing is judged: profiled figures are only checked to be finite and positive. */
+/* test_casync_cost.c — HiPress's cost model against hand-computed values (the coefficients of
+ * §6: ring 2(N-1), N, N; co-located PS 2(N-1), K, N; T_orig the plain ring's whatever CaSync
+ * algorithm compresses; equations 1 and 2, the grouping of K beyond N), the decisions it must
+ * make at the extremes (and the PS's K below N where a call's latency outweighs its bytes), the
+ * fit of a linear cost through synthetic points (it recovers a known latency and bandwidth),
+ * that the K a part chose is the number of partitions its CaSync state lays out, the
+ * trainer's threshold policy, the per-rank checkpoint state file (round trip, another label,
+ * damage), and that profiling a codec gives usable positive costs. No timing is judged:
+ * profiled figures are only checked to be finite and positive. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "mpi/casync/casync_cost.h"
+#include "offload/grad_compress.h"
 #include "src/core/error.h"
 #include "src/io/ckpt_blob.h"
 #include "src/train/train_compress.h"
@@ -18,12 +23,18 @@ static AxCasyncCosts costs(double send_lat, double send_bw, double codec_bw, dou
                          .dec = {0, codec_bw}, .ratio = ratio};
 }
 
-START_TEST(coefficients_are_table_3) {
+START_TEST(coefficients_are_hipress_section_6) {
   double a, b, g;
   ax_casync_coefficients(AX_CASYNC_RING, 4, 4, &a, &b, &g);
   ck_assert(a == 6 && b == 4 && g == 4);
-  ax_casync_coefficients(AX_CASYNC_PS, 4, 3, &a, &b, &g);
-  ck_assert(a == 8 && b == 4 && g == 5);
+  ax_casync_coefficients(AX_CASYNC_RING, 4, 2, &a, &b, &g); /* K does not change the ring's */
+  ck_assert(a == 6 && b == 4 && g == 4);
+  ax_casync_coefficients(AX_CASYNC_PS, 4, 3, &a, &b, &g); /* co-located: 2(N-1), K, N */
+  ck_assert(a == 6 && b == 3 && g == 4);
+  ax_casync_coefficients(AX_CASYNC_PS, 2, 1, &a, &b, &g);
+  ck_assert(a == 2 && b == 1 && g == 2);
+  ax_casync_coefficients(AX_CASYNC_AG, 4, 3, &a, &b, &g); /* K(N-1) sends, K encodes, KN decodes */
+  ck_assert(a == 9 && b == 3 && g == 12);
 }
 END_TEST
 
@@ -31,14 +42,49 @@ START_TEST(equations_1_and_2_by_hand) {
   AxCasyncCosts c = costs(1e-5, 1e9, 4e9, 0.25);
   double m = 8e6; /* 8 MB on 4 ranks, K = 4: partitions of 2 MB */
   /* (1): 2(N-1) sends of 2 MB */
-  ck_assert_double_eq_tol(ax_casync_t_orig(&c, AX_CASYNC_RING, 4, m, 4), 6 * (1e-5 + 2e6 / 1e9),
-                          1e-15);
+  ck_assert_double_eq_tol(ax_casync_t_orig(&c, 4, m, 4), 6 * (1e-5 + 2e6 / 1e9), 1e-15);
   /* (2): 6 sends of 0.5 MB, 4 encodes of 2 MB, 4 decodes of 0.5 MB */
   double want = 6 * (1e-5 + 0.5e6 / 1e9) + 4 * (2e6 / 4e9) + 4 * (0.5e6 / 4e9);
   ck_assert_double_eq_tol(ax_casync_t_cpr(&c, AX_CASYNC_RING, 4, m, 4), want, 1e-15);
   /* K = 8 on 4 ranks: two rounds of partitions of 1 MB */
-  ck_assert_double_eq_tol(ax_casync_t_orig(&c, AX_CASYNC_RING, 4, m, 8),
-                          2 * 6 * (1e-5 + 1e6 / 1e9), 1e-15);
+  ck_assert_double_eq_tol(ax_casync_t_orig(&c, 4, m, 8), 2 * 6 * (1e-5 + 1e6 / 1e9), 1e-15);
+}
+END_TEST
+
+/* N = 2, where the old PS coefficients (2N, K + 1, N + 1) doubled the sends: T_orig is the
+ * plain ring's 2 sends of m/2, the PS's T_cpr 2 sends of r m/K, K encodes of m/K and 2
+ * decodes of r m/K, each with its call's latency. */
+START_TEST(ps_on_two_ranks_by_hand) {
+  AxCasyncCosts c = {.send = {5e-6, 1.25e9}, .enc = {2e-6, 5e9}, .dec = {1e-6, 2e9},
+                     .ratio = 1.0 / 32};
+  double m = 1 << 20, r = 1.0 / 32;
+  double t_orig = 2 * (5e-6 + m / 2 / 1.25e9);
+  double k1 = 2 * (5e-6 + r * m / 1.25e9) + 1 * (2e-6 + m / 5e9) + 2 * (1e-6 + r * m / 2e9);
+  double k2 = 2 * (5e-6 + r * m / 2 / 1.25e9) + 2 * (2e-6 + m / 2 / 5e9) +
+              2 * (1e-6 + r * m / 2 / 2e9);
+  ck_assert_double_eq_tol(ax_casync_t_orig(&c, 2, m, 2), t_orig, 1e-15);
+  ck_assert_double_eq_tol(ax_casync_t_cpr(&c, AX_CASYNC_PS, 2, m, 1), k1, 1e-15);
+  ck_assert_double_eq_tol(ax_casync_t_cpr(&c, AX_CASYNC_PS, 2, m, 2), k2, 1e-15);
+  AxCasyncChoice ch = ax_casync_choose(&c, AX_CASYNC_PS, 2, m, 0);
+  ck_assert_double_eq_tol(ch.t_orig, t_orig, 1e-15); /* the ring's, under the PS too */
+  ck_assert_double_eq_tol(ch.t_cpr, fmin(k1, k2), 1e-15);
+  ck_assert_int_eq(ch.cpr_parts, k1 <= k2 ? 1 : 2);
+  ck_assert_int_eq(ch.compress, 1);
+  ck_assert_int_eq(ch.parts, ch.cpr_parts);
+}
+END_TEST
+
+/* A tiny part under the PS: one encode's latency is worth more than the bytes a second
+ * partition saves, so K = 1 < N; a large one takes K = N. */
+START_TEST(ps_takes_fewer_partitions_for_small_parts) {
+  AxCasyncCosts c = {.send = {5e-6, 1.25e8}, .enc = {20e-6, 4e9}, .dec = {1e-6, 4e9},
+                     .ratio = 1.0 / 32};
+  AxCasyncChoice small = ax_casync_choose(&c, AX_CASYNC_PS, 4, 16e3, 0);
+  AxCasyncChoice large = ax_casync_choose(&c, AX_CASYNC_PS, 4, 256e6, 0);
+  ck_assert_int_eq(small.cpr_parts, 1);
+  ck_assert_int_eq(large.cpr_parts, 4);
+  ck_assert_int_eq(large.compress, 1);
+  ck_assert_int_eq(large.parts, 4);
 }
 END_TEST
 
@@ -56,16 +102,100 @@ START_TEST(slow_link_compresses_fast_link_does_not) {
 }
 END_TEST
 
+/* A per-call cost keeps a tiny part plain where the same costs without it compress it: 512
+ * bytes over a 1 Gb/s link save 2 x 240 ns of bytes, and 2 encodes and 2 decodes of 1 us
+ * each cost more. */
+START_TEST(per_call_costs_keep_tiny_parts_plain) {
+  AxCasyncCosts free_calls = costs(5e-6, 1.25e8, 4e9, 1.0 / 16);
+  AxCasyncCosts paid = free_calls;
+  paid.enc.latency_s = paid.dec.latency_s = 1e-6;
+  ck_assert_int_eq(ax_casync_choose(&free_calls, AX_CASYNC_RING, 2, 512, 0).compress, 1);
+  ck_assert_int_eq(ax_casync_choose(&paid, AX_CASYNC_RING, 2, 512, 0).compress, 0);
+  ck_assert_int_eq(ax_casync_choose(&paid, AX_CASYNC_RING, 2, 1 << 20, 0).compress, 1);
+}
+END_TEST
+
 START_TEST(the_choice_is_the_minimum_over_k) {
   AxCasyncCosts c = costs(2e-5, 1.25e9, 2e9, 0.1);
-  for (int algo = 0; algo < 2; algo++) {
+  c.enc.latency_s = 3e-6;
+  for (int algo = 0; algo < 3; algo++) {
     AxCasyncChoice ch = ax_casync_choose(&c, (AxCasyncAlgo)algo, 4, 1e6, 12);
+    ck_assert_double_eq_tol(ch.t_orig, ax_casync_t_orig(&c, 4, 1e6, 4), 1e-15);
     for (int k = 1; k <= 12; k++) {
-      ck_assert(ch.t_orig <= ax_casync_t_orig(&c, (AxCasyncAlgo)algo, 4, 1e6, k));
+      ck_assert(ch.t_orig <= ax_casync_t_orig(&c, 4, 1e6, k));
       ck_assert(ch.t_cpr <= ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, 4, 1e6, k));
     }
     ck_assert_int_eq(ch.compress, ch.t_cpr < ch.t_orig);
+    /* the rounds beyond N never pay with linear costs */
+    ck_assert_int_le(ch.cpr_parts, 4);
   }
+}
+END_TEST
+
+/* The fit recovers a line from points on it: sizes 256 B to 16 MB, as the profile takes them. */
+START_TEST(fit_recovers_latency_and_bandwidth) {
+  const double lat[] = {3e-7, 2e-6, 5e-5}, bw[] = {8e9, 1.5e9, 1.25e8};
+  double x[5], y[5];
+  for (int c = 0; c < 3; c++) {
+    for (int i = 0; i < 5; i++) {
+      x[i] = 256.0 * pow(16, i);
+      y[i] = lat[c] + x[i] / bw[c];
+    }
+    AxLinearCost f = ax_linear_fit(x, y, 5);
+    ck_assert_double_eq_tol(f.latency_s, lat[c], lat[c] * 1e-9);
+    ck_assert_double_eq_tol(f.bytes_per_s, bw[c], bw[c] * 1e-9);
+  }
+}
+END_TEST
+
+/* Points a positive intercept cannot fit (the tiny size measured slow, the line through the
+ * large ones below zero at 0): the latency is floored so that the line meets the smallest
+ * size's time; a slope that comes out non-positive falls back to the largest size's rate. */
+START_TEST(fit_keeps_a_positive_latency) {
+  double x[] = {256, 4096, 65536, 1048576}, y[] = {1e-6, 0.5e-6, 8e-6, 131e-6};
+  AxLinearCost f = ax_linear_fit(x, y, 4);
+  ck_assert(f.latency_s > 0 && f.bytes_per_s > 0 && isfinite(f.bytes_per_s));
+  ck_assert(ax_linear_cost_at(&f, 256) >= 1e-6 * (1 - 1e-12)); /* never below the tiny one */
+  double flat_x[] = {256, 1048576}, flat_y[] = {2e-6, 1e-6};
+  f = ax_linear_fit(flat_x, flat_y, 2);
+  ck_assert_double_eq_tol(f.bytes_per_s, 1048576 / 1e-6, 1);
+  ck_assert(f.latency_s > 0);
+  ck_assert_double_eq_tol(ax_linear_cost_at(&f, 256), 2e-6, 1e-18);
+}
+END_TEST
+
+/* The K a part chose is what its CaSync state lays out: K partitions on N ranks (fewer than N
+ * fill K segments, more cut each segment into its share), and a part without a K (the
+ * threshold policy) takes the comm's pieces. */
+START_TEST(parts_run_their_k) {
+  AxCodec *onebit;
+  ck_assert_int_eq(ax_codec_parse("onebit", &onebit), AX_OK);
+  AxOffload o = {.n = 3000, .chunk = 3000, .n_chunks = 1};
+  AxTensorRange t[] = {{0, 1000, 1000, "a", -1}, {1000, 1000, 1000, "b", -1},
+                       {2000, 1000, 1000, "c", -1}};
+  AxGradPart parts[3];
+  ck_assert_int_eq(ax_grad_parts_cut(&o, t, 3, parts, 3), 3);
+  const int k[] = {1, 3, 7};
+  for (int i = 0; i < 3; i++) {
+    parts[i].codec = onebit;
+    parts[i].choice = (AxCasyncChoice){.compress = 1, .parts = k[i], .cpr_parts = k[i]};
+  }
+  AxGradCompress gc;
+  AxCommConfig cc = ax_comm_config_default();
+  ck_assert_int_eq(ax_grad_compress_init(&gc, &o, parts, 3, AX_CASYNC_RING, 4, 1, &cc, NULL),
+                   AX_OK);
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq((int)ax_casync_state_partitions(gc.parts[i].state), k[i]);
+  ax_grad_compress_free(&gc);
+  /* no K (parts 0): the pieces of a 64-byte chunk, 16 floats each: 250 values a segment */
+  for (int i = 0; i < 3; i++) parts[i].choice.parts = 0;
+  cc.chunk_bytes = 64;
+  ck_assert_int_eq(ax_grad_compress_init(&gc, &o, parts, 3, AX_CASYNC_RING, 4, 1, &cc, NULL),
+                   AX_OK);
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq((int)ax_casync_state_partitions(gc.parts[i].state), 4 * 16);
+  ax_grad_compress_free(&gc);
+  ax_codec_free(onebit);
 }
 END_TEST
 
@@ -79,7 +209,9 @@ START_TEST(threshold_policy_and_linear_codecs) {
   ck_assert_int_eq(ax_train_compress_min_bytes(&cfg, &is_auto, &min), AX_OK);
   ck_assert(!is_auto && min == 4096);
   AxCasyncCosts c = {0};
-  ck_assert_int_eq(ax_compress_decide(onebit, &c, AX_CASYNC_RING, 2, 0, min, 1024).compress, 1);
+  AxCasyncChoice ch = ax_compress_decide(onebit, &c, AX_CASYNC_RING, 2, 0, min, 1024);
+  ck_assert_int_eq(ch.compress, 1);
+  ck_assert_int_eq(ch.parts, 0); /* no K of the cost model: CaSync's own pieces */
   ck_assert_int_eq(ax_compress_decide(onebit, &c, AX_CASYNC_RING, 2, 0, min, 1023).compress, 0);
   ck_assert_int_eq(ax_compress_decide(onebit, &c, AX_CASYNC_RING, 1, 0, min, 4096).compress, 0);
   cfg.compression.compress_min_bytes = "auto";
@@ -107,14 +239,16 @@ START_TEST(profiled_costs_are_usable) {
   ck_assert_int_eq(ax_codec_parse("onebit", &onebit), AX_OK);
   AxCasyncCosts c;
   ck_assert_int_eq(ax_casync_profile_codec(onebit, 3, &c), AX_OK);
-  ck_assert(isfinite(c.enc.bytes_per_s) && c.enc.bytes_per_s > 0 && c.enc.latency_s >= 0);
-  ck_assert(isfinite(c.dec.bytes_per_s) && c.dec.bytes_per_s > 0 && c.dec.latency_s >= 0);
+  /* every call costs something: the latencies are positive, never clipped to 0 */
+  ck_assert(isfinite(c.enc.bytes_per_s) && c.enc.bytes_per_s > 0 && c.enc.latency_s > 0);
+  ck_assert(isfinite(c.dec.bytes_per_s) && c.dec.bytes_per_s > 0 && c.dec.latency_s > 0);
   ck_assert(c.ratio > 0 && c.ratio < 0.05); /* sign bits and a scale: about 1/32 */
   ck_assert(!c.linear);
   AxCodec *power;
   ck_assert_int_eq(ax_codec_parse("powersgd:rank=2", &power), AX_OK);
   ck_assert_int_eq(ax_casync_profile_codec(power, 3, &c), AX_OK);
   ck_assert(c.linear && isfinite(c.enc.bytes_per_s) && c.enc.bytes_per_s > 0);
+  ck_assert(c.enc.latency_s > 0);
   ck_assert(c.ratio > 0 && c.ratio < 0.01); /* (1024 + 1024) x 2 floats of 1M */
   ax_codec_free(power);
   ax_codec_free(onebit);
@@ -164,10 +298,16 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("casync_cost");
   TCase *tc = tu_tcase(s, "cost model", 60);
-  tcase_add_test(tc, coefficients_are_table_3);
+  tcase_add_test(tc, coefficients_are_hipress_section_6);
   tcase_add_test(tc, equations_1_and_2_by_hand);
+  tcase_add_test(tc, ps_on_two_ranks_by_hand);
+  tcase_add_test(tc, ps_takes_fewer_partitions_for_small_parts);
   tcase_add_test(tc, slow_link_compresses_fast_link_does_not);
+  tcase_add_test(tc, per_call_costs_keep_tiny_parts_plain);
   tcase_add_test(tc, the_choice_is_the_minimum_over_k);
+  tcase_add_test(tc, fit_recovers_latency_and_bandwidth);
+  tcase_add_test(tc, fit_keeps_a_positive_latency);
+  tcase_add_test(tc, parts_run_their_k);
   tcase_add_test(tc, threshold_policy_and_linear_codecs);
   tcase_add_test(tc, linear_codecs_pay_their_factors_once);
   tcase_add_test(tc, profiled_costs_are_usable);

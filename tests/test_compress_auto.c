@@ -215,7 +215,8 @@ START_TEST(parts_take_their_groups_decision) {
     while (a.groups[g].offset + a.groups[g].count <= parts[i].lo) g++;
     const AxEspressoOption *opt = ax_espresso_option(a.decision[g].option);
     ck_assert_int_eq(parts[i].choice.compress, opt->place != AX_ESP_PLAIN);
-    ck_assert_int_eq(parts[i].choice.parts, 4);
+    ck_assert_int_eq(parts[i].choice.parts, 0); /* no SeCoPa K: CaSync's pieces, or whole
+                                                   segments (whole_segments) */
     if (parts[i].choice.compress) {
       AxEspressoScheme sc = opt->scheme;
       int want = sc == AX_ESP_CASYNC_PS || sc == AX_ESP_A2A_AG ? AX_CASYNC_PS

@@ -42,7 +42,7 @@ static int check_state(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
   AX_MPI(MPI_Comm_size(comm, &size));
   size_t piece = ax_casync_piece_floats(cc);
   if (strcmp(ax_codec_spec(st->codec), ax_codec_spec(c)) != 0 || st->count != count ||
-      st->size != size || (!st->linear && st->piece != piece))
+      st->size != size || (!st->linear && !st->parts && st->piece != piece))
     return AX_FAIL("casync all-reduce: the state is for %s, %zu values on %d ranks in pieces of "
                    "%zu; this operation is %s, %zu values on %d ranks in pieces of %zu",
                    ax_codec_spec(st->codec), st->count, st->size, st->piece, ax_codec_spec(c),

@@ -32,9 +32,10 @@
  * sum, or the aggregate it owns), so one codec state per segment (per piece of it, below)
  * carries error feedback and momentum from step to step (AxCasyncState).
  *
- * Pipelining: a segment is encoded in pieces of at most cc->chunk_bytes of raw fp32 each (the
- * state's layout, fixed by ax_casync_state_new), one message per piece, so that decoding,
- * merging and encoding piece k overlaps the transfer of piece k+1. A message is the piece's
+ * Pipelining: a segment is encoded in pieces of at most cc->chunk_bytes of raw fp32 each, or in
+ * its share of the state's K partitions (the state's layout, fixed by ax_casync_state_new or
+ * ax_casync_state_new_parts), one message per piece, so that decoding, merging and encoding
+ * piece k overlaps the transfer of piece k+1. A message is the piece's
  * encoded bytes and nothing else; the receiver posts ax_codec_max_bytes of the piece and takes
  * the size from the message (MPI_Get_count). At most cc->window messages are in flight per
  * peer and direction.
@@ -77,13 +78,27 @@ const char *ax_casync_algo_name(AxCasyncAlgo a);
 int ax_casync_algo_parse(const char *name, AxCasyncAlgo *out);
 
 /* The codec state of one range on this rank across steps: one AxCodecState per piece of each
- * segment (cut as cc->chunk_bytes says; NULL: the default) for an encode/decode codec, one for
- * the whole range for a linear codec, none on one rank. The codec must outlive it. An
- * operation must be started with the same codec, count, comm size and cc->chunk_bytes. */
+ * segment for an encode/decode codec, one for the whole range for a linear codec, none on one
+ * rank. The codec must outlive it. The state fixes how operations cut the range:
+ *  - ax_casync_state_new: p segments, each cut into pieces of cc->chunk_bytes (NULL: the
+ *    default); an operation must be started with the same codec, count, comm size and
+ *    cc->chunk_bytes;
+ *  - ax_casync_state_new_parts: exactly K partitions (HiPress's SeCoPa, casync_cost.h), near-
+ *    equal: K <= p fills segments 0..K-1 with one partition each (segment s's owner and chain
+ *    as above; the other ranks own nothing, and send and receive only for those K), K > p cuts
+ *    each of the p segments into its near-equal share of the K (ax_block_count(K, p, s)). Fewer
+ *    only where the range has fewer values than K, more only where a partition would not fit
+ *    one message (2^28 floats). cc->chunk_bytes is then not used. */
 typedef struct AxCasyncState AxCasyncState;
 int ax_casync_state_new(const AxCodec *c, size_t count, int comm_size, const AxCommConfig *cc,
                         AxCasyncState **out);
+int ax_casync_state_new_parts(const AxCodec *c, size_t count, int comm_size, int parts,
+                              AxCasyncState **out);
 void ax_casync_state_free(AxCasyncState *s);
+/* The partitions an operation encodes of one rank's contribution (the CaSync tasks of each
+ * step): the pieces of every segment of an encode/decode codec, 1 for a linear codec, 0 on
+ * one rank or for no values. */
+size_t ax_casync_state_partitions(const AxCasyncState *s);
 /* Checkpointing (same codec, count, comm_size and chunking): size, copy out, copy in. */
 size_t ax_casync_state_bytes(const AxCasyncState *s);
 int ax_casync_state_save(const AxCasyncState *s, void *buf);

@@ -1,5 +1,6 @@
-/* casync_cost.c — HiPress §3.3's cost model (T_orig, T_cpr, the choice) and the profiling of
- * a codec's encode and decode on this core; see casync_cost.h. */
+/* casync_cost.c — HiPress §3.3's cost model (T_orig, T_cpr, the choice), the fit of a linear
+ * cost through measured points, and the profiling of a codec's encode and decode on this core;
+ * see casync_cost.h. */
 #include "casync_cost.h"
 
 #include <math.h>
@@ -14,16 +15,47 @@ double ax_linear_cost_at(const AxLinearCost *c, double bytes) {
   return c->latency_s + bytes / c->bytes_per_s;
 }
 
+/* Weighted least squares of y = a + b x with weights 1 / y^2 (relative error). */
+static void relative_least_squares(const double *x, const double *y, int n, double *a,
+                                   double *b) {
+  double s = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int i = 0; i < n; i++) {
+    double w = 1.0 / (y[i] * y[i]);
+    s += w, sx += w * x[i], sy += w * y[i], sxx += w * x[i] * x[i], sxy += w * x[i] * y[i];
+  }
+  double det = s * sxx - sx * sx;
+  *b = det > 0 ? (s * sxy - sx * sy) / det : 0;
+  *a = (sy - *b * sx) / s;
+}
+
+AxLinearCost ax_linear_fit(const double *bytes, const double *seconds, int n) {
+  int lo = 0, hi = 0;
+  for (int i = 1; i < n; i++) {
+    if (bytes[i] < bytes[lo]) lo = i;
+    if (bytes[i] > bytes[hi]) hi = i;
+  }
+  double a, b;
+  relative_least_squares(bytes, seconds, n, &a, &b);
+  if (!(b > 0)) { /* noise hid the slope: the largest size's rate, through the smallest */
+    b = seconds[hi] / bytes[hi];
+    a = seconds[lo] - b * bytes[lo];
+  }
+  double floor = seconds[lo] - b * bytes[lo]; /* never below the smallest size's time */
+  if (a < floor) a = floor;
+  if (!(a > 0)) a = seconds[lo];
+  return (AxLinearCost){a, 1.0 / b};
+}
+
 void ax_casync_coefficients(AxCasyncAlgo algo, int ranks, int parts, double *alpha,
                             double *beta, double *gamma) {
-  if (algo == AX_CASYNC_PS) {
-    *alpha = 2.0 * ranks;
-    *beta = parts + 1.0;
-    *gamma = ranks + 1.0;
-  } else if (algo == AX_CASYNC_AG) { /* every partition to every peer, decoded N times */
-    *alpha = (double)ranks * (ranks - 1);
+  if (algo == AX_CASYNC_PS) { /* co-located (HiPress §6): no message from a rank to itself */
+    *alpha = 2.0 * (ranks - 1);
     *beta = parts;
-    *gamma = (double)ranks * ranks;
+    *gamma = ranks;
+  } else if (algo == AX_CASYNC_AG) { /* each partition to every peer, N contributions decoded */
+    *alpha = (double)parts * (ranks - 1);
+    *beta = parts;
+    *gamma = (double)parts * ranks;
   } else {
     *alpha = 2.0 * (ranks - 1);
     *beta = ranks;
@@ -31,25 +63,23 @@ void ax_casync_coefficients(AxCasyncAlgo algo, int ranks, int parts, double *alp
   }
 }
 
-/* Rounds of N partitions when K exceeds N (the paper's grouping), and the PS's beta, whose K
- * is the partitions of one round. */
+/* Rounds of N partitions when K exceeds N (the paper's grouping); the coefficients are those
+ * of one round, whose K is at most N. */
 static double rounds_of(int ranks, int parts) {
   return parts <= ranks ? 1.0 : ceil((double)parts / ranks);
 }
 
-double ax_casync_t_orig(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
-                        int parts) {
+double ax_casync_t_orig(const AxCasyncCosts *c, int ranks, double bytes, int parts) {
   double alpha, beta, gamma;
   int in_round = parts < ranks ? parts : ranks;
-  ax_casync_coefficients(algo, ranks, in_round, &alpha, &beta, &gamma);
+  ax_casync_coefficients(AX_CASYNC_RING, ranks, in_round, &alpha, &beta, &gamma);
   return rounds_of(ranks, parts) * alpha * ax_linear_cost_at(&c->send, bytes / parts);
 }
 
 double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
                        int parts) {
   if (c->linear)
-    return ax_linear_cost_at(&c->enc, bytes) +
-           ax_casync_t_orig(c, AX_CASYNC_RING, ranks, c->ratio * bytes, parts);
+    return ax_linear_cost_at(&c->enc, bytes) + ax_casync_t_orig(c, ranks, c->ratio * bytes, parts);
   double alpha, beta, gamma;
   int in_round = parts < ranks ? parts : ranks;
   ax_casync_coefficients(algo, ranks, in_round, &alpha, &beta, &gamma);
@@ -62,12 +92,12 @@ double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, dou
 
 AxCasyncChoice ax_casync_choose(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
                                 double bytes, int max_parts) {
-  AxCasyncChoice ch = {0, 1, INFINITY, INFINITY, 1, 1, algo, 0, 0};
+  AxCasyncChoice ch = {.t_cpr = INFINITY, .cpr_parts = 1, .algo = algo};
   if (max_parts < 1) max_parts = ranks;
+  ch.orig_parts = ranks; /* the plain ring cuts N segments */
+  ch.t_orig = ax_casync_t_orig(c, ranks, bytes, ranks);
   for (int k = 1; k <= max_parts; k++) {
-    double o = ax_casync_t_orig(c, algo, ranks, bytes, k);
     double p = ax_casync_t_cpr(c, algo, ranks, bytes, k);
-    if (o < ch.t_orig) ch.t_orig = o, ch.orig_parts = k;
     if (p < ch.t_cpr) ch.t_cpr = p, ch.cpr_parts = k;
   }
   ch.compress = ranks > 1 && ch.t_cpr < ch.t_orig;
@@ -104,39 +134,47 @@ typedef struct {
   size_t n, encoded;
 } Sample;
 
-/* One encode (what 0, with the codec's state: prepare included) or decode (1); a linear
- * codec's pass counts as its encode. */
-static int run_once(Sample *s, int what, uint64_t step) {
-  AxCodecCtx ctx = {.seed = 1, .step = step, .range = 0};
+enum { PROFILE_ENCODE = 0, PROFILE_DECODE = 1 };
+
+/* One encode (with the codec's state: prepare included) or one decode that merges (adds) into
+ * out, as CaSync's aggregation does (the codecs merge inside the decode); a linear codec's
+ * pass counts as its encode. Every call uses the context of the encode it decodes. */
+static int run_once(Sample *s, int what) {
+  AxCodecCtx ctx = {.seed = 1, .step = 1, .range = 0};
   if (ax_codec_rounds(s->c) > 0)
     return ax_casync_linear_pass(s->c, s->st, &ctx, s->in, s->out, s->n, s->wire, &s->encoded);
-  if (what == 0)
+  if (what == PROFILE_ENCODE)
     return ax_codec_encode_own(s->c, s->st, &ctx, s->in, s->n, s->out, s->wire, &s->encoded);
-  return ax_codec_decode(s->c, &ctx, s->wire, s->encoded, s->out, s->n, 0);
+  return ax_codec_decode(s->c, &ctx, s->wire, s->encoded, s->out, s->n, 1);
 }
 
-/* Median seconds of `reps` runs of `what` (after one untimed encode). */
+/* Seconds of one call: calls back to back until MIN_TIMED_S have passed (a tiny size's call is
+ * shorter than the clock's resolution allows to time alone), divided by their number. */
+static const double MIN_TIMED_S = 50e-6;
+
+static int time_call(Sample *s, int what, double *seconds) {
+  long calls = 0;
+  double t0 = ax_now(), dt;
+  do {
+    AX_TRY(run_once(s, what));
+    calls++;
+    dt = ax_now() - t0;
+  } while (dt < MIN_TIMED_S);
+  *seconds = dt / (double)calls;
+  return AX_OK;
+}
+
+/* Median seconds per call over `reps` timings of `what` (after one untimed encode, which also
+ * makes the bytes a decode reads). */
 static int time_runs(Sample *s, int what, int reps, double *median) {
   double t[16];
   if (reps > 16) reps = 16;
   if (reps < 1) reps = 1;
-  AX_TRY(run_once(s, 0, 1));
-  for (int i = 0; i < reps; i++) {
-    double t0 = ax_now();
-    AX_TRY(run_once(s, what, (uint64_t)i + 2));
-    t[i] = ax_now() - t0;
-  }
+  AX_TRY(run_once(s, PROFILE_ENCODE));
+  for (int i = 0; i < reps; i++) AX_TRY(time_call(s, what, &t[i]));
   double m = ax_median(t, reps);
-  *median = m > 1e-9 ? m : 1e-9;
+  *median = m > 1e-12 ? m : 1e-12;
   return AX_OK;
-}
-
-/* A line through (x0, y0) and (x1, y1): latency and bandwidth (both kept positive). */
-static AxLinearCost fit(double x0, double y0, double x1, double y1) {
-  double slope = (y1 - y0) / (x1 - x0);
-  if (slope <= 0) slope = y1 / x1;
-  double latency = y0 - slope * x0;
-  return (AxLinearCost){latency > 0 ? latency : 0, 1.0 / slope};
 }
 
 typedef struct {
@@ -150,7 +188,7 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
                        : ax_codec_max_bytes(codec, n);
   Sample s = {.c = codec, .n = n};
   s.in = ax_malloc(n * sizeof(float));
-  s.out = ax_malloc(n * sizeof(float));
+  s.out = ax_calloc(n, sizeof(float));
   s.wire = ax_malloc(wire + 4);
   int rc = s.in && s.out && s.wire ? AX_OK : AX_ERR;
   /* with its state, as a step encodes: error feedback's and momentum's passes count */
@@ -160,8 +198,8 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
     ax_rng_seed(&rng, 1234);
     for (size_t i = 0; i < n; i++) s.in[i] = (float)(ax_rng_normal(&rng) * 1e-3);
     *out = (Timing){.n = n};
-    rc = time_runs(&s, 0, reps, &out->enc_s);
-    if (rc == AX_OK && !linear) rc = time_runs(&s, 1, reps, &out->dec_s);
+    rc = time_runs(&s, PROFILE_ENCODE, reps, &out->enc_s);
+    if (rc == AX_OK && !linear) rc = time_runs(&s, PROFILE_DECODE, reps, &out->dec_s);
     out->encoded = s.encoded;
   }
   ax_codec_state_free(s.st);
@@ -171,36 +209,47 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
   return rc;
 }
 
-/* The two sample sizes, and the bound on a rank's work. The small sample's 128 x 128 matrix
- * (PowerSGD's shape of 16K values) allows no rank above 128, so a codec with a rank is profiled
- * at min(rank, 128) in both samples (one codec, one fit), and its large sample shrinks to
- * PROFILE_WORK / rank values: its products cost values x rank, and 4M values at rank 8 is what
- * the profile spends at the default rank (at 4M values and rank 1024 it spent minutes; every
- * rank from 1 to 4096 now takes about half a second here). A rank above 128 is priced as 128:
- * its encode costs more than the profile says. */
-enum { SMALL_N = 16 * 1024, LARGE_N = 4 * 1024 * 1024, PROFILE_RANK = 128,
-       PROFILE_WORK = 8 * LARGE_N };
+/* The sample sizes: TINY_N values (the size of a small LayerNorm gain, where the per-call cost
+ * is all there is), then x SIZE_STEP up to the large sample. The large sample is 4M values (16
+ * MB: out of the caches), and the bound on a rank's work: the 128 x 128 matrix of 16K values
+ * (PowerSGD's shape) allows no rank above 128, so a codec with a rank is profiled at
+ * min(rank, 128) in every sample (one codec, one fit; the tiny samples' smaller matrices cap
+ * the rank used in them, as they cap it for a tensor that small), and its large sample
+ * shrinks to PROFILE_WORK / rank values: its products cost values x rank, and 4M values at
+ * rank 8 is what the profile spends at the default rank (at 4M values and rank 1024 it spent
+ * minutes). A rank above 128 is priced as 128: its encode costs more than the profile says. */
+enum { TINY_N = 64, SIZE_STEP = 16, LARGE_N = 4 * 1024 * 1024, PROFILE_RANK = 128,
+       PROFILE_WORK = 8 * LARGE_N, MAX_SAMPLES = 8 };
 
-static int profile_samples(const AxCodec *codec, size_t large_n, int reps, Timing *small,
-                           Timing *large) {
-  AX_TRY(sample_size(codec, reps, SMALL_N, small));
-  return sample_size(codec, reps, large_n, large); /* 16 MB at most: out of the caches */
+/* The sample sizes up to large_n: TINY_N, x SIZE_STEP, ..., large_n. */
+static int sample_sizes(size_t large_n, size_t *n) {
+  int k = 0;
+  for (size_t v = TINY_N; v < large_n && k < MAX_SAMPLES - 1; v *= SIZE_STEP) n[k++] = v;
+  n[k++] = large_n;
+  return k;
 }
 
 int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out) {
-  Timing small, large;
   AxCodec *probe;
   int rank;
   AX_TRY(ax_codec_cap_rank(codec, PROFILE_RANK, &probe, &rank));
   size_t large_n = rank > PROFILE_WORK / LARGE_N ? (size_t)(PROFILE_WORK / rank) : LARGE_N;
-  int rc = profile_samples(probe, large_n, reps, &small, &large);
+  size_t n[MAX_SAMPLES];
+  Timing t[MAX_SAMPLES];
+  int k = sample_sizes(large_n, n), rc = AX_OK;
+  for (int i = 0; i < k && rc == AX_OK; i++) rc = sample_size(probe, reps, n[i], &t[i]);
   ax_codec_free(probe);
   AX_TRY(rc);
+  double raw[MAX_SAMPLES], encoded[MAX_SAMPLES], enc[MAX_SAMPLES], dec[MAX_SAMPLES];
+  for (int i = 0; i < k; i++) {
+    raw[i] = 4.0 * (double)t[i].n;
+    encoded[i] = (double)t[i].encoded;
+    enc[i] = t[i].enc_s;
+    dec[i] = t[i].dec_s;
+  }
   out->linear = ax_codec_rounds(codec) > 0;
-  out->enc = fit(4.0 * small.n, small.enc_s, 4.0 * large.n, large.enc_s);
-  out->dec = out->linear ? (AxLinearCost){0, INFINITY}
-                         : fit((double)small.encoded, small.dec_s, (double)large.encoded,
-                               large.dec_s);
-  out->ratio = (double)large.encoded / (4.0 * large.n);
+  out->enc = ax_linear_fit(raw, enc, k);
+  out->dec = out->linear ? (AxLinearCost){0, INFINITY} : ax_linear_fit(encoded, dec, k);
+  out->ratio = encoded[k - 1] / raw[k - 1];
   return AX_OK;
 }

@@ -1,20 +1,27 @@
-/* casync_cost.h — selective compression and partitioning (HiPress §3.3): the cost model that
- * decides, per gradient chunk, whether CaSync should compress it and into how many partitions,
- * and the profiling of this machine's encode and decode costs that feeds it.
+/* casync_cost.h — selective compression and partitioning (HiPress §3.3, SeCoPa): the cost model
+ * that decides, per gradient part, whether CaSync should compress it and into how many
+ * partitions K (CaSync then runs exactly K: ax_casync_state_new_parts), the fit of a linear
+ * cost through measured points, and the profiling of this machine's encode and decode costs
+ * that feeds it.
  *
  * Costs are linear, t(m) = latency + m / bandwidth: T_send of the link (the emulated link's
- * own figures, or a ping-pong measured at the first step), T_enc of m raw bytes and T_dec of m
- * encoded bytes (profiled with the run's codec). For an m-byte chunk on N ranks cut into K
- * partitions (Table 3's coefficients: ring alpha = 2(N-1), beta = gamma = N; PS alpha = 2N,
- * beta = K + 1, gamma = N + 1; and ours for the all-gather, which Table 3 lacks: alpha =
- * N(N-1) messages, beta = K, gamma = N^2 partitions decoded):
- *   T_orig(m, K) = alpha * T_send(m / K)
+ * own figures, or a ping-pong measured over a real network), T_enc of m raw bytes and T_dec of
+ * m encoded bytes (profiled with the run's codec; the decode merges, as CaSync's aggregation
+ * does: the codecs add while they decode). For an m-byte part on N ranks cut into K
+ * partitions:
+ *   T_orig(m)    = 2(N-1) * T_send(m / N)   the plain ring all-reduce the part otherwise takes
+ *                                           (Table 3's ring, N segments)
  *   T_cpr(m, K)  = alpha * T_send(r m / K) + beta * T_enc(m / K) + gamma * T_dec(r m / K)
- * with r the codec's ratio; K beyond N is grouped into ceil(K / N) rounds of N partitions of
- * m / K bytes (the paper's extension), so the formulas are multiplied by ceil(K / N). A linear
- * codec (PowerSGD, rand-k) computes its factors and rebuilds once over the whole chunk and
- * sums the factors with the plain ring: T_cpr(m, K) = T_enc(m) + T_orig(r m, K). The choice
- * is the cheaper of min_K T_orig and min_K T_cpr over K in [1, max_parts]. */
+ * with r the codec's ratio and the coefficients of HiPress §6 (the CaSync that runs executes):
+ * ring alpha = 2(N-1), beta = N, gamma = N; co-located PS alpha = 2(N-1) (no message from a
+ * rank to itself), beta = K, gamma = N; and ours for the all-gather, which the paper lacks:
+ * alpha = K(N-1) messages, beta = K, gamma = K N decodes. K beyond N is grouped into ceil(K/N)
+ * rounds of N partitions of m / K bytes (the paper's extension), so the formulas are multiplied
+ * by ceil(K / N); with linear costs the rounds never pay (two rounds of m/K cost at least one
+ * of m/N), so the choice searches K in [1, N]. A linear codec (PowerSGD, rand-k) computes its
+ * factors and rebuilds once over the whole part and sums the factors with the plain ring:
+ * T_cpr(m, K) = T_enc(m) + T_orig(r m, K). A part is compressed only where min_K T_cpr <
+ * T_orig. */
 #ifndef AX_CASYNC_COST_H
 #define AX_CASYNC_COST_H
 
@@ -31,15 +38,17 @@ typedef struct {
 typedef struct {
   AxLinearCost send; /* one message of m bytes over the link */
   AxLinearCost enc;  /* encoding m raw bytes (fp32) */
-  AxLinearCost dec;  /* decoding m encoded bytes */
+  AxLinearCost dec;  /* decoding m encoded bytes and merging them (adding) into the values */
   double ratio;      /* encoded bytes / raw bytes (r) */
   int linear;        /* a linear codec: enc is its factors and rebuild over the whole chunk */
 } AxCasyncCosts;
 
 typedef struct {
   int compress;         /* 1: CaSync with the codec; 0: the plain all-reduce */
-  int parts;            /* K of the chosen path */
-  double t_orig, t_cpr; /* seconds: the best of each path (over K) */
+  int parts;            /* K of the chosen path: a compressed part's CaSync runs exactly K
+                           partitions; 0: CaSync's default pieces (the comm's chunk size), for
+                           a part no cost model partitioned (offload/grad_compress.h) */
+  double t_orig, t_cpr; /* seconds: the plain ring's, and the best compressed (over K) */
   int orig_parts, cpr_parts;
   AxCasyncAlgo algo;    /* the CaSync algorithm a compressed chunk takes */
   int whole_segments;   /* 1: one message per segment, not pipelined in pieces (the PS so is
@@ -49,16 +58,25 @@ typedef struct {
 } AxCasyncChoice;
 
 double ax_linear_cost_at(const AxLinearCost *c, double bytes);
+/* The line through n >= 1 measured points (bytes[i], seconds[i] > 0): least squares on the
+ * relative error (each point weighted by 1 / seconds^2, so a tiny size counts as much as a
+ * large one); a slope that noise made non-positive becomes the largest size's rate (the line
+ * then through the smallest size's point); the latency is floored so that the line never
+ * predicts less than the smallest size took, and is always positive (at worst that size's
+ * whole time). Points that lie on a line with a positive intercept give that line back. */
+AxLinearCost ax_linear_fit(const double *bytes, const double *seconds, int n);
 
-/* Table 3's alpha, beta, gamma for N ranks and K partitions. */
+/* HiPress's alpha, beta, gamma (above) for N ranks and K partitions (of one round). */
 void ax_casync_coefficients(AxCasyncAlgo algo, int ranks, int parts, double *alpha,
                             double *beta, double *gamma);
-double ax_casync_t_orig(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
-                        int parts);
+/* The plain ring's time for `bytes` cut into K partitions (the ring's coefficients; a run's
+ * plain ring has K = N). */
+double ax_casync_t_orig(const AxCasyncCosts *c, int ranks, double bytes, int parts);
 double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
                        int parts);
-/* The decision for a chunk of `bytes` on `ranks` ranks, K in [1, max_parts] (max_parts < 1:
- * ranks). One rank never compresses. */
+/* The decision for a part of `bytes` on `ranks` ranks: t_orig the plain ring's (orig_parts
+ * N), t_cpr the minimum over K in [1, max_parts] (max_parts < 1: ranks; the smallest K of
+ * equal times), compress where t_cpr < t_orig (parts: its K). One rank never compresses. */
 AxCasyncChoice ax_casync_choose(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
                                 double bytes, int max_parts);
 
@@ -69,17 +87,21 @@ int ax_casync_linear_pass(const AxCodec *c, AxCodecState *st, const AxCodecCtx *
 /* The largest factor of any round of a linear codec on n values (floats). */
 size_t ax_casync_factor_cap(const AxCodec *c, size_t n);
 
-/* Profiles codec c on this core: encode and decode at two sizes (median of `reps` runs each;
- * a linear codec: its factors and rebuild as the encode, no decode), fitted into c's enc and
- * dec costs, and its ratio at the larger size. A codec with a rank (PowerSGD) is profiled at
- * a rank of at most 128 on a large sample that shrinks as the rank grows (casync_cost.c), so
- * the profile takes about as long at any rank; a rank above 128 is priced as 128. Random
- * gradients from a fixed seed; uses wall time, so the figures vary from run to run (a caller
- * that needs every rank to decide alike must agree on them, e.g. by a maximum over ranks). */
+/* Profiles codec c on this core: encode and decode (merging) at sizes from 64 values (256
+ * bytes: a call's own cost) by factors of 16 up to 4M values (16 MB), each the median of
+ * `reps` timings of back-to-back calls (at least 50 us of them, divided by their number); a
+ * linear codec: its factors and rebuild as the encode, no decode. Fitted into c's enc and dec
+ * costs by ax_linear_fit (per raw byte encoded, per encoded byte decoded), and its ratio at
+ * the largest size. A codec with a rank (PowerSGD) is profiled at a rank of at most 128 on a
+ * largest sample that shrinks as the rank grows (casync_cost.c), so the profile takes about as
+ * long at any rank; a rank above 128 is priced as 128. Random gradients from a fixed seed;
+ * uses wall time, so the figures vary from run to run (a caller that needs every rank to
+ * decide alike must agree on them, e.g. by a maximum over ranks). */
 int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out);
 
-/* casync_probe.c: the send cost of comm's link, measured by a ping-pong of two sizes between
- * its ranks 0 and 1 (median of several), given to every rank of comm (collective; a
+/* casync_probe.c: the send cost of comm's link, measured by a ping-pong of three sizes (8 B,
+ * 4 KB, 4 MB) between its ranks 0 and 1 (median of several each), fitted by ax_linear_fit and
+ * given to every rank of comm (collective; a
  * communicator of one rank gets a cost that is never used: zero latency, infinite
  * bandwidth). */
 int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out);

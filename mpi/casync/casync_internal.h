@@ -22,7 +22,8 @@ struct AxCasyncState {
   const AxCodec *codec;
   size_t count;
   int size;            /* the comm size it was laid out for */
-  size_t piece;        /* floats in a full piece */
+  size_t piece;        /* floats in a full piece (parts 0) */
+  int parts;           /* K partitions (near-equal pieces, casync_state.c); 0: pieces of `piece` */
   int linear;          /* one state for the whole range */
   size_t n_states;     /* encode/decode: every piece of every segment, segment by segment */
   size_t *seg_first;   /* [size + 1]: the index of segment s's first piece state */
@@ -38,7 +39,8 @@ size_t ax_casync_seg_pieces(const AxCasyncState *st, int seg);
 size_t ax_casync_piece_offset(const AxCasyncState *st, int seg, size_t k);
 size_t ax_casync_piece_len(const AxCasyncState *st, int seg, size_t k);
 AxCodecState *ax_casync_piece_state(const AxCasyncState *st, int seg, size_t k);
-/* The pieces' floats for this configuration (cc->chunk_bytes / 4, at least 1). */
+/* The pieces' floats for this configuration (cc->chunk_bytes / 4, at least 1), where the state
+ * has no K of its own. */
 size_t ax_casync_piece_floats(const AxCommConfig *cc);
 
 /* ---- the message engine (casync_wire.c) */

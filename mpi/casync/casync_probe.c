@@ -1,7 +1,7 @@
-/* casync_probe.c — the link's send cost for the cost model (casync_cost.h): a ping-pong of a
- * small and a large message between ranks 0 and 1 of a communicator, fitted to latency plus
- * bytes over bandwidth. Plain MPI: it measures the real path, not an emulated one (an emulated
- * link's figures are known without measuring). */
+/* casync_probe.c — the link's send cost for the cost model (casync_cost.h): a ping-pong of
+ * three sizes between ranks 0 and 1 of a communicator, fitted to latency plus bytes over
+ * bandwidth by ax_linear_fit (the codec profile's fit). Plain MPI: it measures the real path,
+ * not an emulated one (an emulated link's figures are known without measuring). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -39,18 +39,20 @@ int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out) {
   AX_MPI(MPI_Comm_rank(comm, &rank));
   AX_MPI(MPI_Comm_size(comm, &size));
   if (size < 2) return AX_OK;
-  enum { SMALL = 4096, LARGE = 4 << 20 };
+  static const int SIZES[] = {8, 4096, 4 << 20};
+  enum { N_SIZES = sizeof SIZES / sizeof SIZES[0], LARGE = 4 << 20 };
   double fit[2] = {0, 0};
   char *buf = rank < 2 ? ax_calloc(LARGE, 1) : NULL;
   int ok = rank >= 2 || buf != NULL;
   if (ok && rank < 2) {
-    double small = 0, large = 0;
-    ok = ping_pong(comm, rank, buf, SMALL, &small) == AX_OK &&
-         ping_pong(comm, rank, buf, LARGE, &large) == AX_OK;
-    double per_byte = (large - small) / (LARGE - SMALL);
-    if (per_byte <= 0) per_byte = large / LARGE;
-    fit[0] = small - per_byte * SMALL > 0 ? small - per_byte * SMALL : 0;
-    fit[1] = per_byte;
+    double bytes[N_SIZES], seconds[N_SIZES];
+    for (int i = 0; i < N_SIZES && ok; i++) {
+      bytes[i] = SIZES[i];
+      ok = ping_pong(comm, rank, buf, SIZES[i], &seconds[i]) == AX_OK;
+    }
+    AxLinearCost c = ok ? ax_linear_fit(bytes, seconds, N_SIZES) : (AxLinearCost){0, 1};
+    fit[0] = c.latency_s;
+    fit[1] = 1.0 / c.bytes_per_s;
   }
   free(buf);
   AX_TRY(ax_mpi_agree(comm, ok ? AX_OK : AX_ERR));

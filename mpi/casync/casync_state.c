@@ -1,6 +1,7 @@
 /* casync_state.c — AxCasyncState: the codec states of one range on this rank, laid out as the
- * operations cut it (segments of the comm, pieces of the chunk size), their checkpointing, and
- * the layout's arithmetic the algorithms use. No MPI. */
+ * operations cut it (segments of the comm, pieces of the chunk size; or K partitions: min(K, N)
+ * segments, each holding its near-equal share of the K), their checkpointing, and the
+ * layout's arithmetic the algorithms use. No MPI. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,23 +18,52 @@ size_t ax_casync_piece_floats(const AxCommConfig *cc) {
   return n > MAX_PIECE_FLOATS ? MAX_PIECE_FLOATS : n;
 }
 
+/* Segments holding values: min(K, comm size) with K partitions, every one without. */
+static int used_segments(const AxCasyncState *st) {
+  return st->parts > 0 && st->parts < st->size ? st->parts : st->size;
+}
+
+static size_t seg_count(const AxCasyncState *st, int seg) {
+  int used = used_segments(st);
+  return seg < used ? ax_block_count(st->count, used, seg) : 0;
+}
+
+static size_t seg_offset(const AxCasyncState *st, int seg) {
+  int used = used_segments(st);
+  return seg < used ? ax_block_offset(st->count, used, seg) : st->count;
+}
+
 size_t ax_casync_seg_pieces(const AxCasyncState *st, int seg) {
-  size_t n = ax_block_count(st->count, st->size, seg);
-  return (n + st->piece - 1) / st->piece;
+  size_t n = seg_count(st, seg);
+  if (st->parts == 0) return (n + st->piece - 1) / st->piece;
+  /* the segment's share of the K partitions, more where one would not fit a message, and no
+   * empty one */
+  size_t k = ax_block_count((size_t)st->parts, used_segments(st), seg);
+  size_t fit = (n + MAX_PIECE_FLOATS - 1) / MAX_PIECE_FLOATS;
+  if (k < fit) k = fit;
+  return k < n ? k : n;
 }
 
 size_t ax_casync_piece_offset(const AxCasyncState *st, int seg, size_t k) {
-  return ax_block_offset(st->count, st->size, seg) + k * st->piece;
+  if (st->parts == 0) return seg_offset(st, seg) + k * st->piece;
+  return seg_offset(st, seg) +
+         ax_block_offset(seg_count(st, seg), (int)ax_casync_seg_pieces(st, seg), (int)k);
 }
 
 size_t ax_casync_piece_len(const AxCasyncState *st, int seg, size_t k) {
-  size_t n = ax_block_count(st->count, st->size, seg), off = k * st->piece;
-  return n - off < st->piece ? n - off : st->piece;
+  size_t n = seg_count(st, seg);
+  if (st->parts == 0) {
+    size_t off = k * st->piece;
+    return n - off < st->piece ? n - off : st->piece;
+  }
+  return ax_block_count(n, (int)ax_casync_seg_pieces(st, seg), (int)k);
 }
 
 AxCodecState *ax_casync_piece_state(const AxCasyncState *st, int seg, size_t k) {
   return st->states[st->seg_first[seg] + k];
 }
+
+size_t ax_casync_state_partitions(const AxCasyncState *s) { return s ? s->n_states : 0; }
 
 /* Encode/decode codecs: a state per piece of every segment. */
 static int new_piece_states(AxCasyncState *s) {
@@ -51,32 +81,41 @@ static int new_piece_states(AxCasyncState *s) {
   return AX_OK;
 }
 
-static int check_piece_size(const AxCodec *c, size_t piece) {
-  if (ax_codec_rounds(c) > 0 || ax_codec_max_bytes(c, piece) <= INT_MAX) return AX_OK;
+/* Every piece's encoding must fit one message. */
+static int check_piece_size(const AxCasyncState *s) {
+  if (s->linear) return AX_OK;
+  size_t largest = 0;
+  for (int seg = 0; seg < s->size; seg++)
+    for (size_t k = 0; k < ax_casync_seg_pieces(s, seg); k++)
+      if (ax_casync_piece_len(s, seg, k) > largest) largest = ax_casync_piece_len(s, seg, k);
+  if (ax_codec_max_bytes(s->codec, largest) <= INT_MAX) return AX_OK;
   return AX_FAIL("casync: %zu floats encoded with %s may take %zu bytes, more than one message "
-                 "holds (use smaller chunks)",
-                 piece, ax_codec_spec(c), ax_codec_max_bytes(c, piece));
+                 "holds (use smaller chunks or more partitions)",
+                 largest, ax_codec_spec(s->codec), ax_codec_max_bytes(s->codec, largest));
 }
 
-int ax_casync_state_new(const AxCodec *c, size_t count, int comm_size, const AxCommConfig *cc,
-                        AxCasyncState **out) {
+static int state_new(const AxCodec *c, size_t count, int comm_size, int parts,
+                     const AxCommConfig *cc, AxCasyncState **out) {
   *out = NULL;
   if (!c) return AX_FAIL("casync state: no codec");
   if (comm_size < 1) return AX_FAIL("casync state: comm size %d", comm_size);
+  if (parts < 0) return AX_FAIL("casync state: %d partitions", parts);
   AxCasyncState *s = ax_calloc(1, sizeof *s);
   if (!s) return AX_ERR;
   s->codec = c;
   s->count = count;
   s->size = comm_size;
+  s->parts = parts;
   s->piece = ax_casync_piece_floats(cc);
   s->linear = ax_codec_rounds(c) > 0;
-  int rc = check_piece_size(c, s->piece);
-  if (rc == AX_OK && comm_size > 1 && s->linear && count > 0) {
+  int rc = AX_OK;
+  if (comm_size > 1 && s->linear && count > 0) {
     s->states = ax_calloc(1, sizeof *s->states);
     rc = s->states ? ax_codec_state_new(c, count, &s->states[0]) : AX_ERR;
     s->n_states = s->states ? 1 : 0;
-  } else if (rc == AX_OK && comm_size > 1 && !s->linear) {
-    rc = new_piece_states(s);
+  } else if (comm_size > 1 && !s->linear) {
+    rc = check_piece_size(s);
+    if (rc == AX_OK) rc = new_piece_states(s);
   }
   if (rc != AX_OK) {
     ax_casync_state_free(s);
@@ -84,6 +123,17 @@ int ax_casync_state_new(const AxCodec *c, size_t count, int comm_size, const AxC
   }
   *out = s;
   return AX_OK;
+}
+
+int ax_casync_state_new(const AxCodec *c, size_t count, int comm_size, const AxCommConfig *cc,
+                        AxCasyncState **out) {
+  return state_new(c, count, comm_size, 0, cc, out);
+}
+
+int ax_casync_state_new_parts(const AxCodec *c, size_t count, int comm_size, int parts,
+                              AxCasyncState **out) {
+  if (parts < 1) return AX_FAIL("casync state: %d partitions (at least 1)", parts);
+  return state_new(c, count, comm_size, parts, NULL, out);
 }
 
 void ax_casync_state_free(AxCasyncState *s) {
@@ -119,9 +169,9 @@ int ax_casync_state_load(AxCasyncState *s, const void *buf, size_t bytes) {
   if (!s) return AX_FAIL("casync state load: no state");
   if (bytes != ax_casync_state_bytes(s))
     return AX_FAIL("casync state load: %zu bytes for a state of %zu (%s, %zu values on %d ranks, "
-                   "pieces of %zu)",
+                   "%zu partition(s))",
                    bytes, ax_casync_state_bytes(s), ax_codec_spec(s->codec), s->count, s->size,
-                   s->piece);
+                   s->n_states);
   const char *at = buf;
   for (size_t i = 0; i < s->n_states; i++) {
     size_t n = one_state_bytes(s->states[i]);

@@ -235,7 +235,9 @@ void ax_compress_auto_apply(const AxAutoCompress *a, int ranks, AxGradPart *part
     int inside = g < a->n_groups && a->groups[g].offset <= p->lo;
     const AxEspressoOption *o = inside ? ax_espresso_option(a->decision[g].option) : NULL;
     int compress = o && o->place != AX_ESP_PLAIN;
-    p->choice = (AxCasyncChoice){.compress = compress, .parts = ranks, .orig_parts = ranks,
+    /* parts 0: CaSync's own pieces (Espresso's pipelined schemes) or, with whole segments,
+     * one per segment; no SeCoPa K */
+    p->choice = (AxCasyncChoice){.compress = compress, .parts = 0, .orig_parts = ranks,
                                  .cpr_parts = ranks,
                                  .two_level = o && o->levels == AX_ESP_TWO_LEVEL};
     if (compress) casync_scheme(o->scheme, &p->choice);

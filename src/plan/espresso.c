@@ -168,7 +168,8 @@ static double enc(const Codec *k, double b) { return at(&k->c->enc, b); }
 static double dec(const Codec *k, double b) { return at(&k->c->dec, b); }
 static void dev_stage(Stages *s, const Codec *k, double t) { push(s, t, t, 0, k->dev); }
 
-/* HiPress's T_cpr (Table 3, K = p): one stage on the link, its codec part on the device. */
+/* HiPress's T_cpr (§6's coefficients, K = p): one stage on the link, its codec part on the
+ * device. */
 static void casync(Stages *s, const Net *n, const Codec *k, AxCasyncAlgo algo, double m) {
   double alpha, beta, gamma, b = m / n->p, e = k->r * b;
   ax_casync_coefficients(algo, n->p, n->p, &alpha, &beta, &gamma);

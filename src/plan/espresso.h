@@ -30,7 +30,8 @@
  *   ar-rhd   log2 p' halving and as many doubling exchanges of m/2, m/4, ... with partners at
  *            distance p'/2, ..., 1 (p' the largest power of two <= p), plus two full-buffer
  *            exchanges when p is not a power of two (mpi/coll/rhd.c's fold)
- *   casync-ring / casync-ps  HiPress's T_cpr with Table 3's alpha, beta, gamma (K = p): one
+ *   casync-ring / casync-ps  HiPress's T_cpr with its alpha, beta, gamma (§6's, K = p;
+ *            ax_casync_coefficients): one
  *            stage holding the link for alpha·msg(r·b) + beta·enc(b) + gamma·dec(r·b), of which
  *            the codec part also occupies the device (codec work between the steps); msg is a
  *            ring step for the ring and an all-to-all's share, all-to-all(r·b) / (p-1), for

@@ -171,6 +171,41 @@ static void peak_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_end(j);
 }
 
+static void linear_cost_json(AxJsonW *j, const char *key, const AxLinearCost *c) {
+  ax_jsonw_object(j, key);
+  ax_jsonw_num(j, "latency_s", c->latency_s);
+  ax_jsonw_num(j, "bytes_per_s", c->bytes_per_s);
+  ax_jsonw_end(j);
+}
+
+/* The gradient compression of rank 0's stage: what decided it, the costs the cost model used
+ * (agreed by every rank), and the parts. */
+static void compression_json(AxJsonW *j, const AxCompressReport *c) {
+  if (!c->codec) {
+    ax_jsonw_null(j, "compression");
+    return;
+  }
+  ax_jsonw_object(j, "compression");
+  ax_jsonw_str(j, "codec", c->codec);
+  ax_jsonw_str(j, "decided_by", c->decided_by);
+  ax_jsonw_str(j, "link", c->link);
+  if (c->costed) {
+    ax_jsonw_object(j, "costs");
+    linear_cost_json(j, "send", &c->costs.send);
+    linear_cost_json(j, "encode", &c->costs.enc);
+    linear_cost_json(j, "decode", &c->costs.dec);
+    ax_jsonw_num(j, "ratio", c->costs.ratio);
+    ax_jsonw_end(j);
+  } else {
+    ax_jsonw_null(j, "costs");
+  }
+  ax_jsonw_int(j, "parts", c->parts);
+  ax_jsonw_int(j, "parts_compressed", c->compressed);
+  ax_jsonw_int(j, "bytes", (long long)c->bytes);
+  ax_jsonw_int(j, "bytes_compressed", (long long)c->compressed_bytes);
+  ax_jsonw_end(j);
+}
+
 static long long max_of(const long long *v, int n) {
   long long m = v[0];
   for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
@@ -228,6 +263,7 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   memory_json(&j, s);
   ax_summary_comm_json(&j, &s->comm);
   ax_summary_ckpt_json(&j, &s->ckpt);
+  compression_json(&j, &s->compress);
   if (s->sim) simulation_json(&j, s->sim);
   config_json(&j, s);
   ax_jsonw_end(&j);

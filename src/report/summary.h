@@ -109,6 +109,7 @@ typedef struct {
   AxMemory mem;
   AxCommSummary comm;
   AxCkptSummary ckpt;
+  AxCompressReport compress; /* rank 0's stage (codec NULL: no compression there) */
   const AxSimInfo *sim; /* NULL: a real run */
 } AxSummary;
 

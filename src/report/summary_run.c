@@ -147,6 +147,7 @@ static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *c
   s->final_loss = m->n ? m->last_loss : NAN;
   s->final_val_loss = m->last_val;
   ax_summary_timing(&s->timing, m, cfg->output.timing_skip, cfg->output.timing_steps);
+  ax_trainer_compress_report(t, &s->compress);
 }
 
 int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {

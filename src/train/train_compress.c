@@ -1,8 +1,9 @@
 /* train_compress.c — the trainer's side of gradient compression: the codec of --compress, the
- * per-part decisions of layer-wise compression (--compress-min-bytes N, or HiPress's cost model fed by costs profiled
- * here and agreed by every rank), the codec states (offload/grad_compress.h), the stages that compress
- * (--compress-stages), the decision table in the run's header, and the step's codec context
- * (--compress-warmup). */
+ * per-part decisions of layer-wise compression (--compress-min-bytes N, or HiPress's cost model
+ * fed by costs profiled here and agreed by every rank, which keeps every part plain where the
+ * data-parallel ranks share memory), the codec states (offload/grad_compress.h), the stages that
+ * compress (--compress-stages), the decision table in the run's header and the summary's
+ * report of it, and the step's codec context (--compress-warmup). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,12 @@
 #include "src/plan/compress_auto.h"
 #include "train_compress.h"
 #include "trainer_impl.h"
+
+const char *ax_data_link_name(AxDataLink l) {
+  return l == AX_DP_EMULATED   ? "the emulated link"
+         : l == AX_DP_MEASURED ? "measured ping-pong; max over ranks"
+                               : "shared memory";
+}
 
 /* Costs every rank agrees on: each profiles, then the slowest figure of every term wins. */
 static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
@@ -28,15 +35,17 @@ static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
   return AX_OK;
 }
 
-AxCasyncChoice ax_compress_decide(const AxCodec *codec, AxCasyncCosts *c, AxCasyncAlgo algo,
-                                  int ranks, int is_auto, long long min_bytes, size_t count) {
+AxCasyncChoice ax_compress_decide(const AxCodec *codec, const AxCasyncCosts *costs,
+                                  AxCasyncAlgo algo, int ranks, int is_auto, long long min_bytes,
+                                  size_t count) {
   double bytes = 4.0 * (double)count;
-  /* a linear codec's factors cover the whole chunk; the others encode segments */
-  c->ratio = ax_codec_ratio(codec, c->linear ? count : count / (size_t)ranks + 1);
-  AxCasyncChoice ch = ax_casync_choose(c, algo, ranks, bytes, 0);
+  /* a linear codec's factors cover the whole part; the others encode segments */
+  AxCasyncCosts c = *costs;
+  c.ratio = ax_codec_ratio(codec, c.linear ? count : count / (size_t)ranks + 1);
+  AxCasyncChoice ch = ax_casync_choose(&c, algo, ranks, bytes, 0);
   if (!is_auto) {
     ch.compress = ranks > 1 && bytes >= (double)min_bytes;
-    ch.parts = ranks;
+    ch.parts = 0;
   }
   return ch;
 }
@@ -105,7 +114,7 @@ int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, const Ax
 }
 
 int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
-                             AxCasyncCosts *costs, AxGradPart *parts, int n) {
+                             const AxCasyncCosts *costs, AxGradPart *parts, int n) {
   for (int i = 0; i < n; i++) {
     AX_TRY(ax_shaped_codec(cache, pol->codec, parts[i].cols, &parts[i].codec));
     parts[i].choice = ax_compress_decide(parts[i].codec, costs, pol->algo, pol->ranks,
@@ -195,10 +204,12 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   return rc;
 }
 
-/* Layer-wise: every part by the HiPress cost model or the --compress-min-bytes threshold. */
+/* Layer-wise: every part by the HiPress cost model or the --compress-min-bytes threshold; with
+ * the ranks in one machine's memory the cost model keeps every part plain. */
 static int layerwise_parts(AxTrainer *t, int is_auto, long long min_bytes, AxGradPart **parts,
                            int *n) {
   AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), &t->model, parts, n));
+  if (t->compress_in_memory) return AX_OK; /* cut: every choice zero, plain */
   AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compression.compress_sync, t->grid.D, is_auto,
                           min_bytes};
   return ax_compress_decide_parts(&pol, &t->shaped, &t->compress_costs, *parts, *n);
@@ -211,7 +222,9 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   long long min_bytes = 0;
   AX_TRY(ax_train_compress_min_bytes(&t->cfg, &is_auto, &min_bytes));
   AxCasyncCosts costs = {0};
-  t->compress_profiled = (is_auto || strategy) && t->grid.D > 1;
+  if (t->grid.D > 1) AX_TRY(ax_trainer_data_link(t, &t->compress_link));
+  t->compress_in_memory = is_auto && !strategy && t->grid.D > 1 && t->compress_link == AX_DP_MEMORY;
+  t->compress_profiled = (is_auto || strategy) && t->grid.D > 1 && !t->compress_in_memory;
   if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));
   t->compress_costs = costs;
   if (drop_codec_unless_selected(t)) return AX_OK;
@@ -262,10 +275,14 @@ static const char *seconds_text(double s, char *buf, size_t cap) {
 }
 
 void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
+  char dec[96] = "no decode (a linear codec: the encode is its factors and rebuild)";
+  if (!k->linear)
+    snprintf(dec, sizeof dec, "decode and merge %.3g us + bytes / %.3g GB/s",
+             k->dec.latency_s * 1e6, k->dec.bytes_per_s / 1e9);
   ax_log("  costs: send %.3g us + bytes / %.3g GB/s (%s); encode %.3g us + bytes / %.3g GB/s; "
-         "decode %.3g us + bytes / %.3g GB/s", k->send.latency_s * 1e6,
+         "%s (profiled on this machine, max over ranks)", k->send.latency_s * 1e6,
          k->send.bytes_per_s / 1e9, send_source, k->enc.latency_s * 1e6,
-         k->enc.bytes_per_s / 1e9, k->dec.latency_s * 1e6, k->dec.bytes_per_s / 1e9);
+         k->enc.bytes_per_s / 1e9, dec);
 }
 
 void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoice *ch,
@@ -275,12 +292,15 @@ void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoi
     ax_log("  %s: %zu bytes: %s", what, bytes, ch->compress ? "compress" : "plain");
     return;
   }
-  ax_log("  %s: %zu bytes, T_orig %s (K=%d), T_cpr %s (K=%d): %s", what, bytes,
-         seconds_text(ch->t_orig, a, sizeof a), ch->orig_parts,
-         seconds_text(ch->t_cpr, b, sizeof b), ch->cpr_parts, ch->compress ? "compress" : "plain");
+  char decision[48];
+  if (ch->compress) snprintf(decision, sizeof decision, "compress, K=%d", ch->parts);
+  else snprintf(decision, sizeof decision, "plain");
+  ax_log("  %s: %zu bytes, T_orig %s, T_cpr %s (best K=%d): %s", what, bytes,
+         seconds_text(ch->t_orig, a, sizeof a), seconds_text(ch->t_cpr, b, sizeof b),
+         ch->cpr_parts, decision);
 }
 
-enum { PRINT_PARTS = 20 }; /* parts listed in the header; the rest are summarized */
+enum { PRINT_PARTS = 20 }; /* parts listed in a run's header; the rest are summarized */
 
 /* "qkvw L1 (chunk 0)" / "gap (chunk 2)" */
 static void part_label(const AxGradPart *p, char *buf, size_t cap) {
@@ -290,15 +310,16 @@ static void part_label(const AxGradPart *p, char *buf, size_t cap) {
     snprintf(buf, cap, "%s (chunk %d)", p->name ? p->name : "gap", p->chunk);
 }
 
-void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const char *prefix) {
-  for (int i = 0; i < n && i < PRINT_PARTS; i++) {
+void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const char *prefix,
+                             int max_lines) {
+  for (int i = 0; i < n && i < max_lines; i++) {
     char what[128], label[96];
     part_label(&parts[i], label, sizeof label);
     snprintf(what, sizeof what, "%s%s", prefix, label);
     ax_compress_print_choice(what, (parts[i].hi - parts[i].lo) * sizeof(float),
                              &parts[i].choice, is_auto);
   }
-  if (n > PRINT_PARTS) ax_log("  ... and %d more part(s)", n - PRINT_PARTS);
+  if (n > max_lines) ax_log("  ... and %d more part(s)", n - max_lines);
 }
 
 void ax_compress_part_totals(const AxGradPart *parts, int n, int *compressed, size_t *bytes,
@@ -328,9 +349,29 @@ static void print_compress_stages(const AxTrainer *t) {
            n - 1, P, t->cfg.compression.compress_stages, n, P - 1);
 }
 
+/* What decided the parts of this run. */
+static const char *decided_by(const AxTrainer *t) {
+  if (t->grid.D <= 1) return "one data-parallel rank: nothing summed";
+  if (t->auto_compress.n_groups > 0) return "--compress auto";
+  if (t->compress_in_memory) return "shared memory: plain";
+  return t->compress_profiled ? "cost model" : "--compress-min-bytes";
+}
+
+/* The data-parallel ranks share memory: the cost model's one line. */
+static void print_in_memory(const AxTrainer *t) {
+  ax_log("compression: %s: the %d data-parallel rank(s) share memory (no emulated link between "
+         "virtual nodes), where compression does not pay: all %d part(s) of stage %d are summed "
+         "plain (--compress-min-bytes N compresses the parts of at least N bytes anyway)",
+         ax_codec_spec(t->codec), t->grid.D, t->gc.n_parts, t->grid.stage);
+}
+
 void ax_trainer_print_compress(const AxTrainer *t) {
   print_compress_stages(t);
   if (!t->codec) return;
+  if (t->compress_in_memory) {
+    print_in_memory(t);
+    return;
+  }
   const AxGradCompress *gc = &t->gc;
   int compressed;
   size_t bytes, cbytes;
@@ -340,20 +381,29 @@ void ax_trainer_print_compress(const AxTrainer *t) {
          "part(s) (%zu of %zu bytes) in %d chunk(s) of stage %d compressed (%s)%s",
          ax_codec_spec(t->codec), strategy ? "schemes per group" : ax_casync_algo_name(gc->algo),
          t->grid.D, strategy ? "fused groups" : "layer-wise", compressed, gc->n_parts, cbytes,
-         bytes, gc->n_chunks, t->grid.stage,
-         strategy ? "--compress auto" : t->compress_profiled ? "cost model"
-                                                             : "--compress-min-bytes",
+         bytes, gc->n_chunks, t->grid.stage, decided_by(t),
          t->cfg.compression.compress_warmup ? "; plain during the warm-up steps" : "");
   if (ax_codec_momentum(t->codec) > 0 && compressed)
     ax_log("  the codec carries the momentum (%g, DGC's momentum correction): Adam's first "
            "moment is off (beta1 0) while the gradients are compressed",
            ax_codec_momentum(t->codec));
   if (t->compress_profiled)
-    ax_compress_print_costs(&t->compress_costs, ax_link_emulating(t->links)
-                                                    ? "the emulated link"
-                                                    : "measured ping-pong; max over ranks");
+    ax_compress_print_costs(&t->compress_costs, ax_data_link_name(t->compress_link));
   if (strategy)
     ax_compress_auto_print(&t->auto_compress, "  ", PRINT_PARTS);
   else
-    ax_compress_print_parts(gc->parts, gc->n_parts, t->compress_profiled, "");
+    ax_compress_print_parts(gc->parts, gc->n_parts, t->compress_profiled, "", PRINT_PARTS);
+}
+
+void ax_trainer_compress_report(const AxTrainer *t, AxCompressReport *out) {
+  *out = (AxCompressReport){0};
+  if (!t->codec) return;
+  out->codec = ax_codec_spec(t->codec);
+  out->decided_by = decided_by(t);
+  out->link = t->grid.D > 1 ? ax_data_link_name(t->compress_link) : NULL;
+  out->costed = t->compress_profiled;
+  out->costs = t->compress_costs;
+  out->parts = t->gc.n_parts;
+  ax_compress_part_totals(t->gc.parts, t->gc.n_parts, &out->compressed, &out->bytes,
+                          &out->compressed_bytes);
 }

@@ -11,6 +11,31 @@
 #include "offload/grad_compress.h"
 #include "train_config.h"
 
+/* What carries the data-parallel sum, as the cost model sees it (ordered: a run takes the
+ * largest over its columns). */
+typedef enum {
+  AX_DP_MEMORY = 0, /* the ranks share one machine's memory, no emulated link between them:
+                       compression never pays there, the cost model's parts stay plain */
+  AX_DP_MEASURED,   /* a real network: T_send measured by a ping-pong */
+  AX_DP_EMULATED    /* the emulated link between virtual nodes: T_send its own figures */
+} AxDataLink;
+
+/* "shared memory" / "measured ping-pong; max over ranks" / "the emulated link" */
+const char *ax_data_link_name(AxDataLink l);
+
+/* How a run decided its compression, for the summary (rank 0's stage; the costs are every
+ * rank's). */
+typedef struct {
+  const char *codec;      /* the canonical spec; NULL: no codec on this stage */
+  const char *decided_by; /* "cost model", "shared memory: plain", "--compress-min-bytes",
+                             "--compress auto", "one data-parallel rank: nothing summed" */
+  const char *link;       /* ax_data_link_name; NULL: no data parallelism */
+  int costed;             /* costs hold the agreed profile */
+  AxCasyncCosts costs;
+  int parts, compressed;
+  size_t bytes, compressed_bytes;
+} AxCompressReport;
+
 /* The run's choice of how to decide, for every part alike. */
 typedef struct {
   const AxCodec *codec; /* as the user gave it */
@@ -38,7 +63,7 @@ int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, const Ax
                           AxGradPart **out, int *n);
 /* Every part's codec and decision (the cost model or the threshold, on the part's size). */
 int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
-                             AxCasyncCosts *costs, AxGradPart *parts, int n);
+                             const AxCasyncCosts *costs, AxGradPart *parts, int n);
 /* The parts inside lay's tied wte (a pipeline of `stages` > 1) become plain (tied_plain: whether
  * they must; keep: makes them so): under
  * --compress-stages (only `selected` of them compress) the last stage sums its copy plain, so
@@ -47,16 +72,21 @@ int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
 int ax_compress_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused);
 void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused,
                                  AxGradPart *parts, int n);
-/* The decision table: a line per part (the first 20, then how many more), each label after
- * `prefix`; and the totals of parts[n]. */
-void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const char *prefix);
+/* The decision table: a line per part (the first max_lines, then how many more), each label
+ * after `prefix`: its size, and under the cost model T_orig, T_cpr with its best K, and the
+ * decision with the K CaSync runs; and the totals of parts[n]. */
+void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const char *prefix,
+                             int max_lines);
 void ax_compress_part_totals(const AxGradPart *parts, int n, int *compressed, size_t *bytes,
                              size_t *compressed_bytes);
 
-/* A chunk of `count` floats on `ranks` data-parallel ranks: the cost model (is_auto; c's
- * ratio is set for this size), or compress when it is at least min_bytes (K = ranks). */
-AxCasyncChoice ax_compress_decide(const AxCodec *codec, AxCasyncCosts *c, AxCasyncAlgo algo,
-                                  int ranks, int is_auto, long long min_bytes, size_t count);
+/* A part of `count` floats on `ranks` data-parallel ranks: the cost model (is_auto; costs
+ * with the codec's ratio at this size; a compressed part runs the K it chose), or compress
+ * when it is at least min_bytes (parts 0: CaSync's own pieces). */
+AxCasyncChoice ax_compress_decide(const AxCodec *codec, const AxCasyncCosts *costs,
+                                  AxCasyncAlgo algo, int ranks, int is_auto, long long min_bytes,
+                                  size_t count);
+/* The costs' line: send, encode and decode (merge) as latency + bytes / bandwidth. */
 void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source);
 void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoice *ch,
                               int is_auto);

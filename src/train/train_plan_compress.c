@@ -5,8 +5,12 @@
  * and their strategies with predicted times and how long deciding took (compress_auto.h), from
  * this core's profiled encode and decode costs and the link of --emulate-link, or, without it,
  * an assumed 10 Gb/s, 5 us link (the plan says which; messages inside a node cost the same
- * here, where a run measures them). A run decides from costs every rank agrees on, so its
- * table can differ where the choices are close. */
+ * here, where a run measures them), between the data-parallel ranks: the plan is of ranks on
+ * separate nodes, unless --ranks-per-node puts a stage's data-parallel ranks on one node,
+ * where, as in a run whose ranks share memory, the cost model keeps every part plain. Every
+ * part's line: T_orig, T_cpr at its best K, the decision and the K CaSync would run. A run
+ * decides from costs every rank agrees on, so its table can differ where the choices are
+ * close. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -26,7 +30,9 @@ static int plan_costs(const AxTrainConfig *cfg, const AxCodec *codec, AxCasyncCo
   AxLinkSpec link;
   const char *text = cfg->grid.emulate_link ? cfg->grid.emulate_link : ASSUMED_LINK;
   AX_TRY(ax_link_spec_parse(text, &link));
-  *source = cfg->grid.emulate_link ? "--emulate-link" : "ASSUMED 10 Gb/s, 5 us: give --emulate-link";
+  *source = cfg->grid.emulate_link
+                ? "--emulate-link, between every data-parallel rank"
+                : "ASSUMED 10 Gb/s, 5 us between every data-parallel rank: give --emulate-link";
   AX_TRY(ax_casync_profile_codec(codec, PLAN_PROFILE_REPS, c));
   c->send = (AxLinearCost){link.latency_s, link.bytes_per_s};
   return AX_OK;
@@ -81,6 +87,13 @@ static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
   return AX_OK;
 }
 
+/* The cost model with --ranks-per-node putting a stage's data-parallel ranks on one node: they
+ * share memory, every part stays plain (a run says the same). */
+static int column_in_memory(const AxTrainConfig *cfg, const AxCompressPolicy *pol) {
+  return pol->is_auto && !ax_train_compress_auto(cfg) && cfg->grid.ranks_per_node > 0 &&
+         cfg->grid.g_data > 1 && column_ranks_per_node(cfg) >= cfg->grid.g_data;
+}
+
 static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *first, int s,
                        const AxCompressPolicy *pol, AxShapedCodecs *cache, AxCasyncCosts *c,
                        double *decide_s) {
@@ -98,7 +111,7 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
   AxGradPart *parts;
   int n;
   AX_TRY(ax_compress_cut_parts(&o, &lay, m, &parts, &n));
-  int rc = ax_compress_decide_parts(pol, cache, c, parts, n);
+  int rc = column_in_memory(cfg, pol) ? AX_OK : ax_compress_decide_parts(pol, cache, c, parts, n);
   ax_compress_keep_tied_plain(&lay, P, selected, cfg->compression.fuse_embedding_sync, parts, n);
   if (rc == AX_OK) {
     int compressed;
@@ -108,7 +121,12 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
            bytes);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "stage %d ", s);
-    ax_compress_print_parts(parts, n, pol->is_auto, prefix);
+    if (column_in_memory(cfg, pol))
+      ax_log("  the %d data-parallel rank(s) of stage %d share one node (--ranks-per-node %d): "
+             "memory, where compression does not pay; every part plain", cfg->grid.g_data, s,
+             cfg->grid.ranks_per_node);
+    else
+      ax_compress_print_parts(parts, n, pol->is_auto, prefix, n);
   }
   free(parts);
   return rc;
@@ -133,7 +151,9 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
   else if (rc == AX_OK)
     ax_log("compression plan: %s over CaSync %s, %d data-parallel rank(s), layer-wise parts; %s",
            ax_codec_spec(codec), ax_casync_algo_name(pol.algo), cfg->grid.g_data,
-           pol.is_auto ? "HiPress cost model (T_orig vs T_cpr)" : "--compress-min-bytes threshold");
+           pol.is_auto ? "HiPress cost model (T_orig: the plain ring; T_cpr: CaSync at its best "
+                         "K partitions; compress where T_cpr < T_orig)"
+                       : "--compress-min-bytes threshold");
   if (rc == AX_OK && pol.is_auto) ax_compress_print_costs(&c, source);
   double decide_s = 0;
   for (int s = 0; s < cfg->grid.g_inter && rc == AX_OK; s++)

@@ -15,6 +15,7 @@
 #include "src/backend/peak.h"
 #include "src/core/trace.h"
 #include "src/memckpt/memckpt.h"
+#include "train_compress.h"
 #include "train_config.h"
 
 typedef struct AxTrainer AxTrainer;
@@ -90,5 +91,8 @@ const AxTraffic *ax_trainer_step_traffic(const AxTrainer *t, int *steps);
 /* This rank's tensor-parallel collectives (--gx/--gy/--gz) summed over its training steps, per
  * group and operation (steps as above); all zero without tensor parallelism. */
 const AxTpStats *ax_trainer_step_tp(const AxTrainer *t);
+/* How this rank's stage decided its gradient compression (train_compress.h; codec NULL: none
+ * on this stage). */
+void ax_trainer_compress_report(const AxTrainer *t, AxCompressReport *out);
 
 #endif

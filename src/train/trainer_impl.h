@@ -109,6 +109,8 @@ struct AxTrainer {
   AxShapedCodecs shaped;   /* the codec with a tensor's cols=, one per row length (cols=auto) */
   AxCasyncCosts compress_costs;
   int compress_profiled;   /* 1: the cost model decided (costs above) */
+  AxDataLink compress_link; /* what carries the data-parallel sum (agreed over all ranks) */
+  int compress_in_memory;  /* 1: the cost model's parts kept plain: the ranks share memory */
   AxAutoCompress auto_compress; /* --compress auto's groups and decisions (n_groups 0: none) */
   AxTwoLevel two_level;    /* --compress auto: the data-parallel ranks' node and cross
                               communicators (usable 0: none) */
@@ -165,6 +167,11 @@ int ax_trainer_setup_compress(AxTrainer *t);
  * figures, or a ping-pong fitted between the first two ranks of probe (collective over probe;
  * a rank outside it passes MPI_COMM_NULL and gets {0, infinity}). */
 int ax_trainer_link_cost(AxTrainer *t, MPI_Comm probe, AxLinearCost *out);
+/* trainer_link.c: what carries every column's data-parallel sum, the same on every rank
+ * (collective over the world): the emulated link when one runs between the virtual nodes of
+ * some column, else a real network when some column's ranks do not share one machine's
+ * memory, else memory. */
+int ax_trainer_data_link(AxTrainer *t, AxDataLink *out);
 void ax_trainer_compress_step(AxTrainer *t, int step);
 void ax_trainer_print_compress(const AxTrainer *t);
 /* train_backprop.c: compressed backpropagation's link state (a setup phase before the

@@ -79,6 +79,12 @@ unfit() { sed -n 's/^grids that do not fit the device memory (\([0-9]*\)).*/\1/p
 grep -q "| placement-aware .*| placement-agnostic" "$TMP/pair.txt" || fail "no pair header"
 [ "$(grep -c '^ *[0-9] | 1x' "$TMP/pair.txt")" -eq 3 ] || fail "not 3 ranked lines"
 grep -q "ties (step times within 1e-9 relative)" "$TMP/pair.txt" || fail "no tie rule"
+# a machine without device_memory_gb checks nothing: the communication-only ranking of old
+printf 'name = nomem\ngpus_per_node = 4\nintra_bw = 100GB/s\ninter_bw = 25GB/s\n' >"$TMP/nomem.machine"
+"$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --machine "$TMP/nomem.machine" --top 1 \
+  >"$TMP/nomem.txt" || fail "a machine without device_memory_gb failed"
+grep -q "device memory unknown (not checked)" "$TMP/nomem.txt" || fail "no 'not checked'"
+grep -q "grids that do not fit" "$TMP/nomem.txt" && fail "grids excluded without a device memory"
 expect_error "--compare-placement takes neither" plan --rank-grids --model gpt-20b --ranks 32 \
   --compare-placement --json "$TMP/x.json"
 

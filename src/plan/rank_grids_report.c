@@ -10,14 +10,17 @@
 void ax_rank_grids_print_header(FILE *out, const AxGridQuery *q) {
   const AxCommSetup *s = &q->setup;
   const AxGptConfig *m = &s->model;
-  char machine[256], micro[192];
+  char machine[256], micro[192], memory[64];
   ax_machine_format(&q->machine, machine, sizeof machine);
   if (s->micro_batch) snprintf(micro, sizeof micro, "%d sequences", s->micro_batch);
   else snprintf(micro, sizeof micro, "per grid (Bm: the largest multiple of Gz leaving >= "
                 "G_inter micro-batches, or the largest smaller one that fits the device memory)");
+  if (q->machine.device_memory_bytes > 0)
+    snprintf(memory, sizeof memory, "device memory %.4g GB", q->machine.device_memory_bytes / 1e9);
+  else snprintf(memory, sizeof memory, "device memory unknown (not checked)");
   fprintf(out, "rank grids: %s%sL=%d C=%d NH=%d T=%d V=%d (Vp %d) on %d ranks of %s; batch "
           "%lld sequences, micro-batch %s; %s; checkpointing %s%s; placement-%s%s; optimizer "
-          "state on the %s; compute at %.4g TFLOP/s a rank; device memory %.4g GB\n",
+          "state on the %s; compute at %.4g TFLOP/s a rank; %s\n",
           q->model_name ? q->model_name : "", q->model_name ? " " : "", m->layers,
           m->channels, m->heads, s->seq, m->vocab, m->padded_vocab, q->ranks, machine,
           s->batch, micro, q->precision_name, s->checkpoint ? "on" : "off",
@@ -26,7 +29,7 @@ void ax_rank_grids_print_header(FILE *out, const AxGridQuery *q) {
                         : "",
           s->placement_aware ? "aware" : "agnostic",
           q->max_inter ? "; G_inter capped" : "", q->optimizer_device ? "device" : "host",
-          q->flops_per_s / 1e12, q->machine.device_memory_bytes / 1e9);
+          q->flops_per_s / 1e12, memory);
 }
 
 static void print_grid_line(FILE *out, int rank, const AxGridEstimate *e) {

@@ -31,12 +31,14 @@ head -4 "$TMP/20b.txt"
 python3 - "$TMP/20b.json" "$TMP/20b.txt" <<'EOF' || fail "JSON does not match the table"
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
-valid = int(re.search(r"valid grids: (\d+) of", open(sys.argv[2]).read()).group(1))
+valid = int(re.search(r"valid grids that fit: (\d+) of", open(sys.argv[2]).read()).group(1))
 grids = doc["grids"]
 assert doc["ranks"] == 32 and doc["machine"]["name"] == "perlmutter", doc["machine"]
 assert len(grids) == valid, (len(grids), valid)
 assert all(g["g_inter"] * g["gx"] * g["gy"] * g["gz"] * g["g_data"] == 32 for g in grids)
-assert all(a["seconds"] <= b["seconds"] for a, b in zip(grids, grids[1:]))
+assert all(a["step_seconds"] <= b["step_seconds"] for a, b in zip(grids, grids[1:]))
+assert all(g["memory_bytes"]["total"] <= doc["machine"]["device_memory_bytes"] for g in grids)
+assert all("device memory" in g["unfit"] for g in doc["unfit"])
 classes = ["AG_z", "RS_z", "AR_y", "AR_x", "AR_z", "AR_data", "p2p", "tied"]
 for g in grids:
     assert sorted(g["classes"]) == sorted(classes)
@@ -57,6 +59,34 @@ echo "$out" | grep -q "^AR_x attproj fwd .*x(2)" || fail "--grid lacks the attpr
 "$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --top 0 \
   --machine "$(dirname "$0")/../data/machines/perlmutter.machine" >"$TMP/file.txt"
 cmp -s "$TMP/builtin.txt" "$TMP/file.txt" || fail "perlmutter.machine ranks differently from perlmutter"
+
+# memory: with G_inter 1 on 40 GB A100s, pure data parallelism (40 GB of bf16 weights and as
+# many gradients a rank) is not ranked but listed apart, saying why; the optimizer on the device
+# makes more grids unfit; --compare-placement prints both rankings with the tie rule
+"$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --max-inter 1 --top 0 >"$TMP/g1.txt" ||
+  fail "--max-inter 1 failed"
+grep -q "^  - 1x1x1x1x32 Bm 1: .* GB a rank > 40.0 GB of device memory (weights 40.2 + gradients 40.2" \
+  "$TMP/g1.txt" || fail "1x1x1x1x32 not listed apart with its reason"
+awk '/^ *[0-9]/ && $2 == 1 && $3 == 1 && $4 == 1 && $5 == 1 { exit 1 }' "$TMP/g1.txt" ||
+  fail "1x1x1x1x32 ranked"
+unfit() { sed -n 's/^grids that do not fit the device memory (\([0-9]*\)).*/\1/p' "$1"; }
+"$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --max-inter 1 --top 0 --optimizer device \
+  >"$TMP/g1dev.txt" || fail "--optimizer device failed"
+[ "$(unfit "$TMP/g1dev.txt")" -gt "$(unfit "$TMP/g1.txt")" ] ||
+  fail "--optimizer device does not exclude more grids"
+"$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --max-inter 1 --compare-placement \
+  --top 3 >"$TMP/pair.txt" || fail "--compare-placement failed"
+grep -q "| placement-aware .*| placement-agnostic" "$TMP/pair.txt" || fail "no pair header"
+[ "$(grep -c '^ *[0-9] | 1x' "$TMP/pair.txt")" -eq 3 ] || fail "not 3 ranked lines"
+grep -q "ties (step times within 1e-9 relative)" "$TMP/pair.txt" || fail "no tie rule"
+# a machine without device_memory_gb checks nothing: the communication-only ranking of old
+printf 'name = nomem\ngpus_per_node = 4\nintra_bw = 100GB/s\ninter_bw = 25GB/s\n' >"$TMP/nomem.machine"
+"$AXONN" plan --rank-grids --model gpt-20b --ranks 32 --machine "$TMP/nomem.machine" --top 1 \
+  >"$TMP/nomem.txt" || fail "a machine without device_memory_gb failed"
+grep -q "device memory unknown (not checked)" "$TMP/nomem.txt" || fail "no 'not checked'"
+grep -q "grids that do not fit" "$TMP/nomem.txt" && fail "grids excluded without a device memory"
+expect_error "--compare-placement takes neither" plan --rank-grids --model gpt-20b --ranks 32 \
+  --compare-placement --json "$TMP/x.json"
 
 # bad input: one line, exit 1
 expect_error "unknown machine 'cray-1'" plan --rank-grids --model gpt-20b --ranks 32 --machine cray-1

@@ -229,10 +229,10 @@ START_TEST(grid_search_lists_exactly_the_valid_grids) {
   ck_assert_int_eq(l.n, count_by_hand(&q.setup, 16));
   ck_assert_int_lt(l.n, l.n_considered); /* some grids broke a rule */
   for (int i = 0; i < l.n; i++) {
-    const AxRankGrid *g = &l.grids[i].grid;
+    const AxRankGrid *g = &l.grids[i].comm.grid;
     ck_assert_int_eq(g->inter * g->x * g->y * g->z * g->data, 16);
     ck_assert(valid_by_hand(&q.setup, g->inter, g->x, g->y, g->z, g->data));
-    if (i) ck_assert(l.grids[i - 1].seconds <= l.grids[i].seconds);
+    if (i) ck_assert(l.grids[i - 1].step_s <= l.grids[i].step_s);
   }
   ax_rank_grids_free(&l);
   /* 7 ranks, a prime: every grid puts all 7 on one dimension, and 7 divides none of C, the 2
@@ -262,6 +262,8 @@ START_TEST(shipped_machine_files_are_the_builtins) {
     ck_assert(loaded.host_link_bytes_per_s == built.host_link_bytes_per_s &&
               built.host_link_bytes_per_s > 0);
     ck_assert(loaded.peak_tflops == built.peak_tflops && loaded.efficiency == built.efficiency);
+    ck_assert(loaded.device_memory_bytes == built.device_memory_bytes &&
+              built.device_memory_bytes > 0);
   }
   AxMachine p;
   ck_assert_int_eq(ax_machine_resolve("perlmutter", &p), AX_OK);

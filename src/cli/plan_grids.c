@@ -1,5 +1,7 @@
 /* plan_grids.c — `axonn plan --rank-grids`: every grid G_inter x Gx x Gy x Gz x G_data of N
- * ranks ranked by predicted communication time per step (src/plan/rank_grids.h), or one grid's
+ * ranks that fits the device memory, ranked by estimated step time (src/plan/rank_grids.h; the
+ * memory from `plan`'s own accounting, src/train/train_plan_grid.h), the ones that do not fit
+ * listed apart; both placements side by side with --compare-placement; or one grid's
  * collectives with --grid. */
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "src/core/fileio.h"
 #include "src/core/options.h"
 #include "src/plan/rank_grids.h"
+#include "src/train/train_plan_grid.h"
 
 typedef struct {
   int rank_grids, ranks;
@@ -21,6 +24,7 @@ typedef struct {
   char *machine;
   long long batch;
   int micro_batch, precision, checkpoint, ag_cache, placement, top, max_inter;
+  int optimizer, compare;
   char *json, *grid;
 } GridsConfig;
 
@@ -31,7 +35,8 @@ typedef struct {
 #define STR(name, f, def, mv, help) {name, AX_OPT_STRING, OFF(f), def, mv, help, 1, 0, NULL}
 static const AxOption OPTIONS[] = {
     {"rank-grids", AX_OPT_FLAG, OFF(rank_grids), "0", NULL,
-     "rank every grid of --ranks by predicted communication time (this mode)", 1, 0, NULL},
+     "rank every grid of --ranks that fits the device memory by estimated step time "
+     "(communication + compute + the pipeline's bubble; this mode)", 1, 0, NULL},
     NUM("ranks", AX_OPT_INT, ranks, "0", "N", "ranks (GPUs) to place (required without --grid)",
         0, 1 << 20),
     STR("model", model, NULL, "NAME",
@@ -45,8 +50,9 @@ static const AxOption OPTIONS[] = {
     NUM("vocab", AX_OPT_INT, vocab, "256", "N", "vocabulary size (padded to 128)", 2, 1 << 24),
     STR("machine", machine, "perlmutter", "NAME|FILE",
         "summit, perlmutter, frontier, h100, or a machine file (key = value lines: name, "
-        "gpus_per_node, intra_bw, inter_bw, optional latency, and the simulator's optional "
-        "device, peak_tflops, efficiency, host_bw, cores_per_node; see data/machines/)"),
+        "gpus_per_node, intra_bw, inter_bw, optional latency and device_memory_gb, and the "
+        "simulator's optional device, peak_tflops, efficiency, host_bw, cores_per_node; see "
+        "data/machines/)"),
     NUM("batch", AX_OPT_LONG, batch, "0", "B",
         "global batch in sequences (0: 4M tokens / --seq, the paper's batch: 2048 at 2048)", 0,
         1 << 30),
@@ -65,6 +71,13 @@ static const AxOption OPTIONS[] = {
     {"placement", AX_OPT_CHOICE, OFF(placement), "aware", NULL,
      "aware: Eq. 10 bandwidths by where groups sit; agnostic: every group at the inter-node "
      "bandwidth", 1, 0, "agnostic|aware"},
+    {"optimizer", AX_OPT_CHOICE, OFF(optimizer), "host", NULL,
+     "where the fp32 master weights and Adam moments live, as the trainer's --optimizer: host "
+     "(the offloaded arena, not device memory) or device (counted against it)", 1, 0,
+     "host|device"},
+    {"compare-placement", AX_OPT_FLAG, OFF(compare), "0", NULL,
+     "rank with both placements and print the two rankings side by side (--placement ignored)",
+     1, 0, NULL},
     NUM("top", AX_OPT_INT, top, "10", "K", "grids listed (0: all)", 0, 1 << 30),
     NUM("max-inter", AX_OPT_INT, max_inter, "0", "P", "largest G_inter considered (0: any)", 0,
         1 << 20),
@@ -74,8 +87,10 @@ static const AxOption OPTIONS[] = {
 };
 static const AxOptionTable TABLE = {
     "plan --rank-grids",
-    "Every grid G_inter x Gx x Gy x Gz x G_data of N ranks ranked by predicted communication\n"
-    "time per training step (axonn-4d-hybrid §V; docs/tensor-parallel.md).",
+    "Every grid G_inter x Gx x Gy x Gz x G_data of N ranks that fits the machine's device\n"
+    "memory, ranked by estimated time per training step: communication (axonn-4d-hybrid §V)\n"
+    "+ compute + the pipeline's bubble; the grids that do not fit listed apart with the reason\n"
+    "(docs/tensor-parallel.md).",
     OPTIONS, (int)(sizeof OPTIONS / sizeof OPTIONS[0])};
 
 static const char *const PRECISIONS[] = {"fp32", "bf16", "fp16"};
@@ -108,6 +123,9 @@ static int query_of(GridsConfig *c, const AxOptState *st, AxGridQuery *q) {
   q->max_inter = c->max_inter;
   q->model_name = c->model;
   q->precision_name = PRECISIONS[c->precision];
+  q->flops_per_s = ax_machine_flops_per_s(&q->machine);
+  q->optimizer_device = c->optimizer;
+  q->memory = ax_plan_grid_memory; /* memory_ctx: set by run() */
   return AX_OK;
 }
 
@@ -131,14 +149,21 @@ static int run_one(GridsConfig *c, AxGridQuery *q) {
   if (q->ranks && ranks != q->ranks)
     return AX_FAIL("--grid %s has %lld ranks, not --ranks %d", c->grid, ranks, q->ranks);
   q->ranks = (int)ranks;
-  AxRankGridList one = {ax_malloc(sizeof *one.grids), 1, 1};
+  AxRankGridList one = {ax_malloc(sizeof *one.grids), 1, NULL, 0, 1};
   if (!one.grids) return AX_ERR;
-  int rc = ax_comm_predict(&q->setup, &q->machine, &g, one.grids);
+  int rc = ax_rank_grid_estimate(q, &g, one.grids);
   if (rc == AX_OK) {
+    if (one.grids->unfit[0]) { /* listed apart, as in the ranking */
+      one.unfit = one.grids;
+      one.n_unfit = 1;
+      one.n = 0;
+    }
     ax_rank_grids_print_header(stdout, q);
     ax_rank_grids_print_table(stdout, &one, 0);
-    ax_comm_print_entries(stdout, one.grids);
+    ax_comm_print_entries(stdout, &(one.n ? one.grids : one.unfit)->comm);
     if (c->json) rc = ax_rank_grids_write_json(c->json, q, &one, 1);
+    one.grids = one.n ? one.grids : one.unfit;
+    one.unfit = NULL;
   }
   ax_rank_grids_free(&one);
   return rc;
@@ -155,12 +180,40 @@ static int run_all(GridsConfig *c, const AxGridQuery *q) {
   return rc;
 }
 
+/* --compare-placement: the aware and the agnostic ranking side by side. */
+static int run_pair(GridsConfig *c, AxGridQuery *q) {
+  if (q->ranks < 1) return AX_FAIL("--ranks N is required (a positive number of ranks)");
+  if (c->grid || c->json)
+    return AX_FAIL("--compare-placement takes neither --grid nor --json (run each placement "
+                   "with --placement for those)");
+  AxRankGridList aware, agnostic;
+  q->setup.placement_aware = 1;
+  AX_TRY(ax_rank_grids(q, &aware));
+  q->setup.placement_aware = 0;
+  if (ax_rank_grids(q, &agnostic) != AX_OK) {
+    ax_rank_grids_free(&aware);
+    return AX_ERR;
+  }
+  q->setup.placement_aware = 1;
+  ax_rank_grids_print_header(stdout, q);
+  ax_rank_grids_print_pair(stdout, "placement-aware", &aware, "placement-agnostic", &agnostic,
+                           c->top);
+  ax_rank_grids_free(&aware);
+  ax_rank_grids_free(&agnostic);
+  return AX_OK;
+}
+
 static int run(void *config, const AxOptState *st) {
   GridsConfig *c = config;
   AxGridQuery q;
   AX_TRY(query_of(c, st, &q));
   if (c->json) AX_TRY(ax_file_check_writable(c->json));
-  return c->grid ? run_one(c, &q) : run_all(c, &q);
+  AxPlanGridCtx ctx;
+  AX_TRY(ax_plan_grid_ctx_init(&ctx, &q.setup, c->optimizer));
+  q.memory_ctx = &ctx;
+  int rc = c->compare ? run_pair(c, &q) : c->grid ? run_one(c, &q) : run_all(c, &q);
+  ax_plan_grid_ctx_free(&ctx);
+  return rc;
 }
 
 int ax_cmd_plan_grids(int argc, char **argv) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "mpi/link/link_spec.h"
+#include "src/backend/peak.h"
 #include "src/core/error.h"
 #include "src/core/options.h"
 
@@ -23,6 +24,7 @@ typedef struct {
   const char *host_bw, *host_link_bw;
   int cores_per_node;
   const char *device_mem_bw; /* NULL: the device's (DEVICES) */
+  double device_memory_gb;   /* 0: unknown */
 } MachineSpec;
 
 /* What the option parser fills from a file (it owns the strings). */
@@ -35,6 +37,7 @@ typedef struct {
   char *host_bw, *host_link_bw;
   int cores_per_node;
   char *device_mem_bw;
+  double device_memory_gb;
 } MachineText;
 
 /* Nominal vendor figures, one way, per GPU. beta_inter is a GPU's share of its node's network
@@ -43,23 +46,25 @@ typedef struct {
  * to its CPU (PCIe, or NVLink / Infinity Fabric where the CPU has it). */
 static const MachineSpec BUILTIN[] = {
     /* 6 V100 per node, 3 per POWER9 socket; NVLink 2.0: 2 bricks of 25 GB/s between GPUs of a
-     * socket = 50 GB/s; dual-rail EDR InfiniBand: 2 x 100 Gb/s = 25 GB/s per node / 6 GPUs;
+     * socket = 50 GB/s; 16 GB of HBM2 per V100; dual-rail EDR InfiniBand: 2 x 100 Gb/s = 25 GB/s per node / 6 GPUs;
      * host: 2 POWER9 sockets of 8 DDR4-2666 channels, 340 GB/s / 6 GPUs; each GPU has 2
      * NVLink 2.0 bricks to its POWER9 = 50 GB/s */
-    {"summit", 6, "50GB/s", "4.1667GB/s", NULL, "V100", 0, 0, "56.7GB/s", "50GB/s", 0, NULL},
-    /* 4 A100 per node; NVLink 3: 4 links of 25 GB/s between every pair = 100 GB/s; 4
+    {"summit", 6, "50GB/s", "4.1667GB/s", NULL, "V100", 0, 0, "56.7GB/s", "50GB/s", 0, NULL, 16},
+    /* 4 A100 (40 GB of HBM2 each) per node; NVLink 3: 4 links of 25 GB/s between every pair = 100 GB/s; 4
      * Slingshot-11 NICs of 200 Gb/s (25 GB/s) per node: 25 GB/s per GPU; host: one EPYC 7763,
      * 8 DDR4-3200 channels, 204.8 GB/s / 4 GPUs; each GPU on PCIe 4.0 x16, 31.5 GB/s */
-    {"perlmutter", 4, "100GB/s", "25GB/s", NULL, "A100", 0, 0, "51.2GB/s", "31.5GB/s", 0, NULL},
-    /* 4 MI250X = 8 GCDs per node; Infinity Fabric: 50 GB/s per link between GCDs of different
+    {"perlmutter", 4, "100GB/s", "25GB/s", NULL, "A100", 0, 0, "51.2GB/s", "31.5GB/s", 0, NULL,
+     40},
+    /* 4 MI250X = 8 GCDs per node (128 GB of HBM2e per MI250X: 64 GB per GCD); Infinity Fabric: 50 GB/s per link between GCDs of different
      * MI250X (the slowest hop of a ring over the node); 4 Slingshot-11 NICs of 25 GB/s per
      * node: 100 GB/s / 8 GCDs; host: one EPYC 7A53, 204.8 GB/s / 8 GCDs; each GCD has an
      * Infinity Fabric link of 36 GB/s to the CPU */
-    {"frontier", 8, "50GB/s", "12.5GB/s", NULL, "MI250X", 0, 0, "25.6GB/s", "36GB/s", 0, NULL},
-    /* 8 H100 SXM per node; NVLink 4 through NVSwitch: 18 links of 25 GB/s = 450 GB/s per GPU;
+    {"frontier", 8, "50GB/s", "12.5GB/s", NULL, "MI250X", 0, 0, "25.6GB/s", "36GB/s", 0, NULL,
+     64},
+    /* 8 H100 SXM (80 GB of HBM3 each) per node; NVLink 4 through NVSwitch: 18 links of 25 GB/s = 450 GB/s per GPU;
      * 8 NICs of 400 Gb/s per node: 50 GB/s per GPU; host: 2 Xeon 8480 sockets of 8 DDR5-4800
      * channels, 614 GB/s / 8 GPUs; each GPU on PCIe 5.0 x16, 63 GB/s */
-    {"h100", 8, "450GB/s", "50GB/s", NULL, "H100", 0, 0, "76.8GB/s", "63GB/s", 0, NULL},
+    {"h100", 8, "450GB/s", "50GB/s", NULL, "H100", 0, 0, "76.8GB/s", "63GB/s", 0, NULL, 80},
 };
 enum { N_BUILTIN = sizeof BUILTIN / sizeof BUILTIN[0] };
 
@@ -88,6 +93,9 @@ static const AxOption KEYS[] = {
      "simulator: cores the node's ranks share (0: a device each)", 0, 1 << 20, NULL},
     {"device_mem_bw", AX_OPT_STRING, OFF(device_mem_bw), NULL, "BW",
      "simulator: a GPU's own memory bandwidth (default: the device's)", 1, 0, NULL},
+    {"device_memory_gb", AX_OPT_FLOAT, OFF(device_memory_gb), "0", "GB",
+     "a GPU's own memory in GB (10^9 bytes; 0: unknown, no grid is checked against it)", 0,
+     1e6, NULL},
 };
 static const AxOptionTable MACHINE_FILE = {
     "plan --rank-grids", "a machine file", KEYS, (int)(sizeof KEYS / sizeof KEYS[0])};
@@ -116,6 +124,7 @@ static int simulator_keys(const MachineSpec *t, AxMachine *out) {
   out->peak_tflops = t->peak_tflops;
   out->efficiency = t->efficiency;
   out->cores_per_node = t->cores_per_node;
+  out->device_memory_bytes = t->device_memory_gb * 1e9;
   if (t->host_bw && ax_link_bandwidth_parse(t->host_bw, &out->host_bytes_per_s) != AX_OK)
     return ax_error_context("host_bw");
   if (t->host_link_bw &&
@@ -176,7 +185,8 @@ int ax_machine_load(const char *path, AxMachine *out) {
   if (rc == AX_OK) rc = required_keys(&st, path);
   MachineSpec spec = {t.name,        t.gpus_per_node, t.intra_bw,       t.inter_bw,
                       t.latency,     t.device,        t.peak_tflops,    t.efficiency,
-                      t.host_bw,     t.host_link_bw,  t.cores_per_node, t.device_mem_bw};
+                      t.host_bw,     t.host_link_bw,  t.cores_per_node, t.device_mem_bw,
+                      t.device_memory_gb};
   if (rc == AX_OK && from_spec(&spec, out) != AX_OK)
     rc = ax_error_context("machine file %s", path);
   ax_options_free(&MACHINE_FILE, &t);
@@ -197,4 +207,11 @@ void ax_machine_format(const AxMachine *m, char *buf, size_t cap) {
   snprintf(buf, cap, "%s (%d GPUs/node, intra %.4g GB/s, inter %.4g GB/s, latency %.3g us)",
            m->name, m->gpus_per_node, m->intra_bytes_per_s / 1e9, m->inter_bytes_per_s / 1e9,
            m->latency_s * 1e6);
+}
+
+double ax_machine_flops_per_s(const AxMachine *m) {
+  double tflops = m->peak_tflops;
+  if (tflops <= 0 && m->device[0] && strcmp(m->device, "cpu")) tflops = ax_peak_gpu_table(m->device);
+  double eff = m->efficiency > 0 ? m->efficiency : AX_MACHINE_DEFAULT_EFFICIENCY;
+  return tflops > 0 ? tflops * 1e12 * eff : 0;
 }

@@ -24,6 +24,10 @@
  *     device_mem_bw = 1555GB/s # a GPU's own memory (default: the device's): --optimizer device
  *     cores_per_node = 0      # cores the node's ranks share (a CPU machine); 0: a device each
  *
+ * and `plan --rank-grids` checks each grid's memory per rank against an optional
+ *
+ *     device_memory_gb = 40   # a GPU's own memory, GB = 10^9 bytes (0 or absent: unknown)
+ *
  * Every key up to latency is required, latency and the simulator's keys are optional; an
  * unknown key, a missing one, a bad number, one out of its key's range (a bandwidth below
  * 1 bit/s or beyond a double's range, a latency above an hour, an efficiency above 1) or an
@@ -49,7 +53,16 @@ typedef struct {
   double host_link_bytes_per_s; /* a GPU's link to host memory, one way (0: intra's) */
   double device_mem_bytes_per_s; /* a GPU's own memory (0: unknown) */
   int cores_per_node;       /* 0: a device per rank */
+  double device_memory_bytes; /* a GPU's own memory (0: unknown) */
 } AxMachine;
+
+/* The fraction of peak a layer reaches when the machine does not say (its efficiency key). */
+#define AX_MACHINE_DEFAULT_EFFICIENCY 0.6
+
+/* A rank's sustained FLOP/s: peak (peak_tflops, else the device's dense fp16/bf16 peak of
+ * src/backend/peak.h) x efficiency (default AX_MACHINE_DEFAULT_EFFICIENCY); 0 when no peak is
+ * known (no device, or a CPU). */
+double ax_machine_flops_per_s(const AxMachine *m);
 
 /* A built-in machine by name; AX_ERR (listing the names) when there is none. */
 int ax_machine_builtin(const char *name, AxMachine *out);

@@ -1,6 +1,8 @@
 /* rank_grids.c — enumerate, predict and rank the grids of a number of ranks; see rank_grids.h. */
 #include "rank_grids.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,23 +11,105 @@
 typedef struct {
   const AxGridQuery *query;
   AxRankGridList *out;
-  int cap;
+  int cap, cap_unfit;
 } Search;
+
+static int grow(AxGridEstimate **list, int n, int *cap) {
+  if (n < *cap) return AX_OK;
+  int want = *cap ? 2 * *cap : 64;
+  AxGridEstimate *grown = realloc(*list, (size_t)want * sizeof *grown);
+  if (!grown) return AX_FAIL("out of memory for %d grid estimates", want);
+  *list = grown;
+  *cap = want;
+  return AX_OK;
+}
+
+/* compute and bubble seconds of g (module header) */
+static void price_compute(const AxGridQuery *q, const AxCommSetup *s, AxGridEstimate *e) {
+  e->compute_s = e->bubble_s = 0;
+  if (q->flops_per_s <= 0) return;
+  double flops = ax_gpt_train_flops(&s->model, s->batch, s->seq, s->checkpoint);
+  e->compute_s = flops / q->ranks / q->flops_per_s;
+  if (e->comm.n_micro > 0)
+    e->bubble_s = e->compute_s * (e->comm.grid.inter - 1) / (double)e->comm.n_micro;
+}
+
+static int fits(const AxGridQuery *q, const AxGridMemory *m) {
+  return !q->memory || q->machine.device_memory_bytes <= 0 ||
+         m->total <= q->machine.device_memory_bytes;
+}
+
+static void explain_unfit(const AxGridQuery *q, AxGridEstimate *e) {
+  const double G = 1e9;
+  const AxGridMemory *m = &e->mem;
+  snprintf(e->unfit, sizeof e->unfit,
+           "%.1f GB a rank > %.1f GB of device memory (weights %.1f + gradients %.1f + "
+           "activations %.1f + optimizer %.1f)%s",
+           m->total / G, q->machine.device_memory_bytes / G, m->weights / G, m->grads / G,
+           m->act / G, m->optimizer / G,
+           q->setup.micro_batch ? "" : " at the smallest micro-batch");
+}
+
+static int estimate_with(const AxGridQuery *q, const AxCommSetup *s, const AxRankGrid *g,
+                         AxGridEstimate *out) {
+  memset(out, 0, sizeof *out);
+  AX_TRY(ax_comm_predict(s, &q->machine, g, &out->comm));
+  price_compute(q, s, out);
+  out->step_s = out->comm.seconds + out->compute_s + out->bubble_s;
+  if (q->memory) AX_TRY(q->memory(q->memory_ctx, s, g, out->comm.micro_batch, &out->mem));
+  return AX_OK;
+}
+
+/* With the micro-batch left to the rule: the largest smaller one (a multiple of Gz dividing
+ * the row's sequences, more micro-batches a step) whose memory fits; 0 when none does. */
+static int smaller_micro_batch(const AxGridQuery *q, const AxRankGrid *g, int from, int *bm) {
+  *bm = 0;
+  char why[256];
+  for (int m = from - g->z; m >= g->z && !*bm; m -= g->z) {
+    AxCommSetup s = q->setup;
+    s.micro_batch = m;
+    if (ax_comm_grid_problem(&s, g, why, sizeof why)) continue;
+    AxGridMemory mem;
+    AX_TRY(q->memory(q->memory_ctx, &s, g, m, &mem));
+    if (fits(q, &mem)) *bm = m;
+  }
+  return AX_OK;
+}
+
+int ax_rank_grid_estimate(const AxGridQuery *q, const AxRankGrid *g, AxGridEstimate *out) {
+  AX_TRY(estimate_with(q, &q->setup, g, out));
+  if (fits(q, &out->mem)) return AX_OK;
+  int bm = 0;
+  if (!q->setup.micro_batch) AX_TRY(smaller_micro_batch(q, g, out->comm.micro_batch, &bm));
+  if (!bm) {
+    if (!q->setup.micro_batch) { /* the reason at the smallest micro-batch tried */
+      AxCommSetup s = q->setup;
+      s.micro_batch = g->z;
+      char why[256];
+      if (!ax_comm_grid_problem(&s, g, why, sizeof why)) AX_TRY(estimate_with(q, &s, g, out));
+    }
+    explain_unfit(q, out);
+    return AX_OK;
+  }
+  AxCommSetup s = q->setup;
+  s.micro_batch = bm;
+  return estimate_with(q, &s, g, out);
+}
 
 static int keep(Search *q, const AxRankGrid *g) {
   AxRankGridList *l = q->out;
   l->n_considered++;
   char why[256];
   if (ax_comm_grid_problem(&q->query->setup, g, why, sizeof why)) return AX_OK;
-  if (l->n == q->cap) {
-    int cap = q->cap ? 2 * q->cap : 64;
-    AxCommPrediction *grown = realloc(l->grids, (size_t)cap * sizeof *grown);
-    if (!grown) return AX_FAIL("out of memory for %d grid predictions", cap);
-    l->grids = grown;
-    q->cap = cap;
+  AxGridEstimate e;
+  AX_TRY(ax_rank_grid_estimate(q->query, g, &e));
+  if (e.unfit[0]) {
+    AX_TRY(grow(&l->unfit, l->n_unfit, &q->cap_unfit));
+    l->unfit[l->n_unfit++] = e;
+  } else {
+    AX_TRY(grow(&l->grids, l->n, &q->cap));
+    l->grids[l->n++] = e;
   }
-  AX_TRY(ax_comm_predict(&q->query->setup, &q->query->machine, g, &l->grids[l->n]));
-  l->n++;
   return AX_OK;
 }
 
@@ -58,10 +142,15 @@ static int grid_order(const AxRankGrid *a, const AxRankGrid *b) {
   return 0;
 }
 
+int ax_rank_grid_compare(const AxGridEstimate *a, const AxGridEstimate *b) {
+  double scale = fmax(fabs(a->step_s), fabs(b->step_s));
+  if (fabs(a->step_s - b->step_s) > 1e-9 * scale) return a->step_s < b->step_s ? -1 : 1;
+  if (a->mem.total != b->mem.total) return a->mem.total < b->mem.total ? -1 : 1;
+  return grid_order(&a->comm.grid, &b->comm.grid);
+}
+
 static int fastest_first(const void *pa, const void *pb) {
-  const AxCommPrediction *a = pa, *b = pb;
-  if (a->seconds != b->seconds) return a->seconds < b->seconds ? -1 : 1;
-  return grid_order(&a->grid, &b->grid);
+  return ax_rank_grid_compare(pa, pb);
 }
 
 static int none_fits(const AxCommSetup *s, int ranks, int considered) {
@@ -75,21 +164,22 @@ static int none_fits(const AxCommSetup *s, int ranks, int considered) {
 int ax_rank_grids(const AxGridQuery *query, AxRankGridList *out) {
   memset(out, 0, sizeof *out);
   if (query->ranks < 1) return AX_FAIL("ranks must be at least 1, got %d", query->ranks);
-  Search q = {query, out, 0};
+  Search q = {query, out, 0, 0};
   if (enumerate(&q) != AX_OK) {
     ax_rank_grids_free(out);
     return AX_ERR;
   }
-  if (!out->n) {
+  if (!out->n && !out->n_unfit) {
     int considered = out->n_considered;
     ax_rank_grids_free(out);
     return none_fits(&query->setup, query->ranks, considered);
   }
-  qsort(out->grids, (size_t)out->n, sizeof *out->grids, fastest_first);
+  if (out->n) qsort(out->grids, (size_t)out->n, sizeof *out->grids, fastest_first);
   return AX_OK;
 }
 
 void ax_rank_grids_free(AxRankGridList *l) {
   free(l->grids);
+  free(l->unfit);
   memset(l, 0, sizeof *l);
 }

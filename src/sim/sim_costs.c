@@ -17,7 +17,6 @@
 /* host memory traffic per parameter: AdamW reads weights, gradient, 2 moments and writes 3;
  * the norm reads the gradient */
 enum { ADAMW_BYTES = 28, NORM_BYTES = 4 };
-#define DEFAULT_EFFICIENCY 0.6
 /* Of a core, what a rank waiting on the link emulator takes. Its ranks on one host sleep on
  * their doorbells once a wait is idle (mpi/link/link_bell.h): next to nothing (the profile's
  * waiting_speed on the 2-core VM: k computing copies beside 4 - k waiting ones at about the
@@ -43,7 +42,7 @@ static int from_profile(AxSimModel *sm, const AxSimProfile *p, UnitCosts *u) {
 /* A block's FLOPs and the head's, from the count the summary uses (ax_gpt_train_flops): the
  * forward a third, the backward two thirds. */
 static int from_device(AxSimModel *sm, const AxMachine *m, int micro, int seq, UnitCosts *u) {
-  double eff = m->efficiency > 0 ? m->efficiency : DEFAULT_EFFICIENCY;
+  double eff = m->efficiency > 0 ? m->efficiency : AX_MACHINE_DEFAULT_EFFICIENCY;
   double tflops = isfinite(sm->peak_tflops_per_rank) ? sm->peak_tflops_per_rank : 0;
   if (tflops <= 0)
     return AX_FAIL("machine %s names no device with a known peak: give device = ... or "

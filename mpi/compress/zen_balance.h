@@ -13,8 +13,8 @@
  *
  * Definition 3.6's ratios of the result (push: max over i, j of n c_ij / |I_i|; pull: max over
  * j of n |U_j| / |U|) are measured by tests/test_zen_hash.c below 1.01 on those batches at 2 to
- * 16 ranks. Not yet used by mpi/sparse/sparse_sync.c (docs/compression.md, Zen: what wiring
- * it in changes on the wire). Pure C, no MPI. */
+ * 16 ranks. mpi/sparse/sparse_sync.h uses it for AX_ZEN_OWNERS_BALANCED (the bitmaps travel in
+ * the counts' place). Pure C, no MPI. */
 #ifndef AX_ZEN_BALANCE_H
 #define AX_ZEN_BALANCE_H
 

@@ -11,16 +11,15 @@ static int holds(const uint8_t *held, size_t stride, int i, uint32_t v) {
 
 static size_t stride_of(uint32_t rows) { return ((size_t)rows + 7) / 8; }
 
-/* The owner for row v given the loads so far (load: [n][n], load[i * n + j] = c_ij). */
-static uint32_t choose(int n, size_t stride, const uint8_t *held, uint32_t v, const size_t *load,
-                       const size_t *own) {
+/* The owner for row v, held by the ranks who[0..h), given the loads so far (load: [n][n],
+ * load[i * n + j] = c_ij). */
+static uint32_t choose(int n, const int *who, int h, const size_t *load, const size_t *own) {
   uint32_t best = 0;
   size_t best_worst = SIZE_MAX;
   for (int j = 0; j < n; j++) {
     size_t worst = 0;
-    for (int i = 0; i < n; i++)
-      if (holds(held, stride, i, v) && load[(size_t)i * n + j] > worst)
-        worst = load[(size_t)i * n + j];
+    for (int k = 0; k < h; k++)
+      if (load[(size_t)who[k] * n + j] > worst) worst = load[(size_t)who[k] * n + j];
     if (worst < best_worst || (worst == best_worst && own[j] < own[best])) {
       best = (uint32_t)j;
       best_worst = worst;
@@ -45,7 +44,8 @@ int ax_zen_balance(int n, uint32_t rows, const uint8_t *held, uint32_t *owner) {
   size_t *off = ax_calloc((size_t)n + 2, sizeof *off);
   size_t *load = ax_calloc((size_t)n * (size_t)n, sizeof *load);
   size_t *own = ax_calloc((size_t)n, sizeof *own);
-  int rc = holders && order && off && load && own ? AX_OK : AX_ERR;
+  int *who = ax_malloc((size_t)n * sizeof *who);
+  int rc = holders && order && off && load && own && who ? AX_OK : AX_ERR;
   for (uint32_t v = 0; rc == AX_OK && v < rows; v++)
     for (int i = 0; i < n; i++) holders[v] = (uint8_t)(holders[v] + holds(held, stride, i, v));
   if (rc == AX_OK) order_rows(n, rows, holders, off, order);
@@ -55,15 +55,19 @@ int ax_zen_balance(int n, uint32_t rows, const uint8_t *held, uint32_t *owner) {
       owner[v] = AX_ZEN_UNOWNED;
       continue;
     }
-    uint32_t j = owner[v] = choose(n, stride, held, v, load, own);
+    int h = 0;
+    for (int i = 0; i < n; i++)
+      if (holds(held, stride, i, v)) who[h++] = i;
+    uint32_t j = owner[v] = choose(n, who, h, load, own);
     own[j]++;
-    for (int i = 0; i < n; i++) load[(size_t)i * n + j] += (size_t)holds(held, stride, i, v);
+    for (int k = 0; k < h; k++) load[(size_t)who[k] * n + j]++;
   }
   free(holders);
   free(order);
   free(off);
   free(load);
   free(own);
+  free(who);
   return rc;
 }
 

@@ -67,6 +67,10 @@ void ax_sparse_sync_free(AxSparseSync *s) {
 
 void ax_sparse_sync_set_owners(AxSparseSync *s, AxZenOwners owners) { s->owners = owners; }
 
+const char *ax_zen_owners_name(AxZenOwners o) {
+  return o == AX_ZEN_OWNERS_BALANCED ? "balanced" : o == AX_ZEN_OWNERS_HASH ? "hash" : "?";
+}
+
 const AxZenHash *ax_sparse_sync_hash(const AxSparseSync *s) { return &s->hash; }
 const AxZenLayout *ax_sparse_sync_layout(const AxSparseSync *s) { return &s->layout; }
 

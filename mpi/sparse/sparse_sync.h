@@ -47,7 +47,8 @@
  * are read from the bitmaps, Algorithm 3.2 is not run (the rows are cut by owner directly:
  * st->serial = 0), and steps 2-4 are as above over this step's owner sets. Bytes: count =
  * (N - 1) ceil(rows / 8); push and pull as above with this step's |II_r| and U_r. The sums
- * are the same, bit for bit (each row from +0 in rank order, whoever owns it).
+ * are the same, bit for bit (each row from +0 in rank order, whoever owns it). At most 255
+ * ranks (AX_ERR beyond).
  *
  * All-gather (the naive baseline): every rank sends its count (4 bytes) and then all its rows
  * (n uint32 indices, then n x cols floats) to every other rank; each sums all of them in rank
@@ -110,6 +111,7 @@ int ax_sparse_sync_create(AxSparseSync **out, MPI_Comm comm, uint32_t rows, size
 void ax_sparse_sync_free(AxSparseSync *s); /* NULL is a no-op */
 /* How Zen picks the owners from the next call on; every rank must set the same. */
 void ax_sparse_sync_set_owners(AxSparseSync *s, AxZenOwners owners);
+const char *ax_zen_owners_name(AxZenOwners o); /* "hash", "balanced" */
 const AxZenHash *ax_sparse_sync_hash(const AxSparseSync *s);
 const AxZenLayout *ax_sparse_sync_layout(const AxSparseSync *s);
 

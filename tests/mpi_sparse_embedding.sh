@@ -5,6 +5,7 @@
 #    before the tied pair sum: Zen, the all-gather of rows and auto bit for bit one another
 #    (on two ranks every algorithm adds a + b), within 1e-6 of the dense path (other order of
 #    the same sums) and 1e-5 of the 1x1 run; on 2x3 (Zen on three ranks) within 1e-6 of dense;
+#  - --zen-owners balanced (2x3): Zen's losses bit for bit;
 #  - the header names the algorithm and the rows, and the first stage's embedding_sync bytes
 #    are printed beside dense's;
 #  - Zen with fused embedding sync, or on a grid with one stage, is refused with one line;
@@ -32,6 +33,9 @@ grep -q "^embedding sync: first step: .* (auto: predicted zen" "$TMP/auto.log" |
   { fail "auto: no prediction in the embedding sync line"; cat "$TMP/auto.log"; }
 run dense3 6 --g-inter 2 --g-data 3 --sparse-embedding-sync dense &&
   run zen3 6 --g-inter 2 --g-data 3 --sparse-embedding-sync zen && same_losses zen3 dense3 1e-6 1e-6
+# --zen-owners balanced: other owners, the same rank-ordered sums, so zen's losses bit for bit
+run zen3b 6 --g-inter 2 --g-data 3 --sparse-embedding-sync zen --zen-owners balanced &&
+  same_losses zen3b zen3 0 0
 
 # bytes: the first stage's sum of wte over the column per step, Zen vs the dense all-reduce
 # (printed, not asserted: the touched rows depend on the batch; mpitest_sparse_sync holds the

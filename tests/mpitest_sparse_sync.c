@@ -303,6 +303,38 @@ static double check_case(const Case *c) {
   return imbalance;
 }
 
+/* Zen with balanced owners on one case: the exact sums (values and table), the rows as bitmaps
+ * in the counts' place, the owners' loads adding up to the union; Definition 3.6's ratios
+ * into push and pull (ax_sparse_sync_imbalance, its pull checked against owners_balance's). */
+static void check_balanced(const Case *c, double *push, double *pull) {
+  mt_run_begin("sparse sync %s, balanced owners, %u rows x %zu", c->name, c->rows, c->cols);
+  Truth t;
+  truth_build(c, &t);
+  AxSparseSync *s = NULL;
+  ck_assert_msg(ax_sparse_sync_create(&s, g_comm, c->rows, c->cols, 77) == AX_OK, "%s",
+                ax_error_message());
+  ax_sparse_sync_set_owners(s, AX_ZEN_OWNERS_BALANCED);
+  AxSparseSyncStats zen, zen2;
+  run_exact(s, AX_SPARSE_SYNC_ZEN, &g_cc, c, &t, 0, &zen);
+  run_exact(s, AX_SPARSE_SYNC_ZEN, &g_cc, c, &t, 1, &zen2);
+  unsigned long long count = (unsigned long long)(t.n - 1) * ((c->rows + 7) / 8);
+  mt_expect(zen.count_bytes == count && zen.serial == 0 && zen2.sent == zen.sent,
+            "zen balanced %s: %llu count bytes (want %llu), %zu serial, %llu vs %llu bytes "
+            "sent from values and table", c->name, zen.count_bytes, count, zen.serial, zen.sent,
+            zen2.sent);
+  double pull_check = owners_balance(c, &t, &zen);
+  int rc = ax_sparse_sync_imbalance(g_comm, &zen, t.m[mt_rank], push, pull);
+  mt_expect(rc == AX_OK, "%s", ax_error_message());
+  mt_expect(fabs(*pull - pull_check) < 1e-12, "zen balanced %s: pull imbalance %.6f, the "
+            "union gives %.6f", c->name, *pull, pull_check);
+  if (mt_rank == 0)
+    printf("%d ranks, %-26s, balanced owners: push imbalance %.3f, pull %.3f\n", mt_size,
+           c->name, *push, *pull);
+  ax_sparse_sync_free(s);
+  truth_free(&t);
+  mt_run_end();
+}
+
 /* ------------------------------------------------------------------ tests */
 
 START_TEST(synthetic_sets_sum_exactly) {
@@ -339,6 +371,30 @@ START_TEST(zipf_batches_sum_exactly_and_balance) {
     mt_expect(imbalance < 1.1, "zipf step %d: owners' imbalance %.3f", step, imbalance);
   }
   mt_assert_all_ok("zipf batches");
+}
+END_TEST
+
+/* Balanced owners: exact on the synthetic sets (empty ones included), and Zipf(1) batches of
+ * 8192 tokens over 50257 rows with push and pull imbalance below 1.1 on any number of ranks
+ * (h_0 reaches 1.16-1.21 on 8 and 16; tests/mpi_zen_balance.sh runs 2, 4, 8 and 16). */
+START_TEST(balanced_owners_sum_exactly_and_balance) {
+  const Case cases[] = {
+      {RANDOM, "random (5000 rows)", 5000, 3, 1},
+      {OVERLAP, "overlapping 90%", 3000, 5, 3},
+      {SOME_EMPTY, "empty on even ranks", 4000, 4, 4},
+      {ALL_EMPTY, "empty everywhere", 100, 2, 5},
+      {ALL_ROWS, "every row everywhere", 300, 6, 6},
+      {RANDOM, "random (7 rows)", 7, 2, 7},
+  };
+  double push, pull;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_balanced(&cases[i], &push, &pull);
+  for (int step = 0; step < 3; step++) {
+    Case c = {ZIPF, "zipf(1) over 50257 rows", 50257, 4, 10 + step};
+    check_balanced(&c, &push, &pull);
+    mt_expect(push < 1.1 && pull < 1.1, "zipf step %d, balanced owners: push imbalance %.3f, "
+              "pull %.3f", step, push, pull);
+  }
+  mt_assert_all_ok("balanced owners");
 }
 END_TEST
 
@@ -425,6 +481,7 @@ static Suite *sparse_sync_suite(void) {
   tcase_add_test(tc, synthetic_sets_sum_exactly);
   tcase_add_test(tc, shakespeare_bytes_sum_exactly);
   tcase_add_test(tc, zipf_batches_sum_exactly_and_balance);
+  tcase_add_test(tc, balanced_owners_sum_exactly_and_balance);
   tcase_add_test(tc, emulated_link_changes_nothing_but_time);
   tcase_add_test(tc, bad_inputs_are_refused);
   return s;

@@ -165,7 +165,23 @@ void ax_zen_parts_free(AxZenParts *p) {
 
 /* ------------------------------------------------------------------ Algorithm 3.3 */
 
-int ax_zen_layout_init(AxZenLayout *l, const AxZenHash *h, int n, uint32_t rows) {
+/* The owner sets of l->owner (set, each < l->n): off, members and pos. */
+static int layout_fill(AxZenLayout *l) {
+  for (uint32_t i = 0; i < l->rows; i++) l->off[l->owner[i] + 1]++;
+  for (int i = 0; i < l->n; i++) l->off[i + 1] += l->off[i];
+  size_t *fill = ax_calloc((size_t)l->n, sizeof *fill);
+  if (!fill) return AX_ERR;
+  for (uint32_t i = 0; i < l->rows; i++) { /* counting sort: each set stays ascending */
+    uint32_t o = l->owner[i];
+    l->pos[i] = (uint32_t)fill[o];
+    l->members[l->off[o] + fill[o]++] = i;
+  }
+  free(fill);
+  return AX_OK;
+}
+
+/* Allocates l for n owners of rows rows (owner left to set). */
+static int layout_alloc(AxZenLayout *l, int n, uint32_t rows) {
   memset(l, 0, sizeof *l);
   if (n < 1) return AX_FAIL("hash bitmap layout over %d owners", n);
   l->n = n;
@@ -179,23 +195,29 @@ int ax_zen_layout_init(AxZenLayout *l, const AxZenHash *h, int n, uint32_t rows)
     ax_zen_layout_free(l);
     return AX_ERR;
   }
-  for (uint32_t i = 0; i < rows; i++) {
-    l->owner[i] = (uint32_t)ax_zen_owner(h, i, n);
-    l->off[l->owner[i] + 1]++;
-  }
-  for (int i = 0; i < n; i++) l->off[i + 1] += l->off[i];
-  size_t *fill = ax_calloc((size_t)n, sizeof *fill);
-  if (!fill) {
-    ax_zen_layout_free(l);
-    return AX_ERR;
-  }
-  for (uint32_t i = 0; i < rows; i++) { /* counting sort: each set stays ascending */
-    uint32_t o = l->owner[i];
-    l->pos[i] = (uint32_t)fill[o];
-    l->members[l->off[o] + fill[o]++] = i;
-  }
-  free(fill);
   return AX_OK;
+}
+
+int ax_zen_layout_init(AxZenLayout *l, const AxZenHash *h, int n, uint32_t rows) {
+  AX_TRY(layout_alloc(l, n, rows));
+  for (uint32_t i = 0; i < rows; i++) l->owner[i] = (uint32_t)ax_zen_owner(h, i, n);
+  int rc = layout_fill(l);
+  if (rc != AX_OK) ax_zen_layout_free(l);
+  return rc;
+}
+
+int ax_zen_layout_init_owners(AxZenLayout *l, int n, uint32_t rows, const uint32_t *owner) {
+  AX_TRY(layout_alloc(l, n, rows));
+  for (uint32_t i = 0; i < rows; i++) {
+    if (owner[i] >= (uint32_t)n) {
+      ax_zen_layout_free(l);
+      return AX_FAIL("hash bitmap layout: row %u's owner %u is not one of %d", i, owner[i], n);
+    }
+    l->owner[i] = owner[i];
+  }
+  int rc = layout_fill(l);
+  if (rc != AX_OK) ax_zen_layout_free(l);
+  return rc;
 }
 
 void ax_zen_layout_free(AxZenLayout *l) {

@@ -109,6 +109,9 @@ typedef struct {
 
 /* The owner sets of rows 0 .. rows-1 among n ranks under h (O(rows) time and memory). */
 int ax_zen_layout_init(AxZenLayout *l, const AxZenHash *h, int n, uint32_t rows);
+/* The same for given owners (owner[0..rows), each < n: AX_ERR naming the first that is not);
+ * Zen's balanced owners (zen_balance.h) use it for one step. */
+int ax_zen_layout_init_owners(AxZenLayout *l, int n, uint32_t rows, const uint32_t *owner);
 void ax_zen_layout_free(AxZenLayout *l); /* zeroes *l */
 static inline size_t ax_zen_owned(const AxZenLayout *l, int i) { return l->off[i + 1] - l->off[i]; }
 /* Bytes of owner i's hash bitmap: ceil(|II_i| / 8). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mpi/coll/coll_internal.h"
+#include "mpi/compress/zen_balance.h"
 #include "mpi/coll/reduce_local.h"
 #include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
@@ -20,6 +21,7 @@ struct AxSparseSync {
   size_t cols;
   AxZenHash hash;
   AxZenLayout layout;
+  AxZenOwners owners;
 };
 
 /* ------------------------------------------------------------------ life */
@@ -61,6 +63,12 @@ void ax_sparse_sync_free(AxSparseSync *s) {
   if (!s) return;
   ax_zen_layout_free(&s->layout);
   free(s);
+}
+
+void ax_sparse_sync_set_owners(AxSparseSync *s, AxZenOwners owners) { s->owners = owners; }
+
+const char *ax_zen_owners_name(AxZenOwners o) {
+  return o == AX_ZEN_OWNERS_BALANCED ? "balanced" : o == AX_ZEN_OWNERS_HASH ? "hash" : "?";
 }
 
 const AxZenHash *ax_sparse_sync_hash(const AxSparseSync *s) { return &s->hash; }
@@ -170,12 +178,12 @@ static int ex_counts(Ex *e, const uint32_t *out, uint32_t *in) {
 /* Bytes of c rows in the push format: c uint32 indices, then c x cols floats. */
 static size_t coo_bytes(const AxSparseSync *s, size_t c) { return c * (4 + 4 * s->cols); }
 
-/* Ascending, unique, < rows, and (owner >= 0) owned by rank `owner`. */
-static int check_rows(const AxSparseSync *s, const uint32_t *idx, size_t n, int owner,
-                      const char *what) {
+/* Ascending, unique, < rows, and (owner >= 0) owned by rank `owner` in l. */
+static int check_rows(const AxSparseSync *s, const AxZenLayout *l, const uint32_t *idx,
+                      size_t n, int owner, const char *what) {
   for (size_t j = 0; j < n; j++)
     if (idx[j] >= s->rows || (j && idx[j] <= idx[j - 1]) ||
-        (owner >= 0 && (int)s->layout.owner[idx[j]] != owner))
+        (owner >= 0 && (int)l->owner[idx[j]] != owner))
       return AX_FAIL("sparse sync: %s: row %u (entry %zu) is out of range (%u rows), out of "
                      "order, repeated%s", what, idx[j], j, s->rows,
                      owner >= 0 ? " or not the owner's" : "");
@@ -214,7 +222,10 @@ static const float *coo_vals(const void *msg, size_t c) {
 
 typedef struct {
   Ex e;
-  AxZenParts parts;   /* this rank's rows by owner (Algorithm 3.2) */
+  const AxZenLayout *l; /* the owners: s->layout (h_0), or this step's balanced ones */
+  AxZenLayout step;   /* balanced owners: this step's */
+  uint8_t *held;      /* balanced owners: [N][ceil(rows / 8)], every rank's rows as bits */
+  AxZenParts parts;   /* this rank's rows by owner (Algorithm 3.2, or cut by balanced owners) */
   uint32_t *cnt_out, *cnt_in; /* [N]: rows to / from each rank */
   char *push_out;     /* this rank's pushes, owner by owner */
   char **push_in;     /* [N]: the pushes received (push_in[me] points into push_out) */
@@ -243,7 +254,7 @@ static int zen_alloc(Zen *z) {
       !z->vals_in)
     return AX_ERR;
   for (int j = 0; j < s->size; j++)
-    if (!(z->bits_in[j] = ax_malloc(ax_zen_bitmap_bytes(&s->layout, j) + 1))) return AX_ERR;
+    if (!(z->bits_in[j] = ax_malloc(ax_zen_bitmap_bytes(z->l, j) + 1))) return AX_ERR;
   return AX_OK;
 }
 
@@ -265,18 +276,26 @@ static void zen_free(Zen *z) {
   free(z->uni);
   free(z->sum);
   free(z->bits);
+  free(z->held);
+  ax_zen_layout_free(&z->step);
   ax_zen_parts_free(&z->parts);
+}
+
+/* The push loads of z->parts. */
+static void zen_loads(Zen *z) {
+  const AxSparseSync *s = z->e.s;
+  for (int j = 0; j < s->size; j++) {
+    size_t c = z->parts.off[j + 1] - z->parts.off[j];
+    z->cnt_out[j] = (uint32_t)c;
+    if (c > z->e.st->push_max) z->e.st->push_max = c;
+  }
 }
 
 /* Algorithm 3.2 on this rank's rows; the push loads. */
 static int zen_partition(Zen *z, const AxSparseRows *in) {
   const AxSparseSync *s = z->e.s;
   AX_TRY(ax_zen_partition(&s->hash, s->size, in->idx, in->n, NULL, &z->parts));
-  for (int j = 0; j < s->size; j++) {
-    size_t c = z->parts.off[j + 1] - z->parts.off[j];
-    z->cnt_out[j] = (uint32_t)c;
-    if (c > z->e.st->push_max) z->e.st->push_max = c;
-  }
+  zen_loads(z);
   z->e.st->serial = z->parts.serial;
   z->e.st->rehashed = z->parts.rehashed;
   return AX_OK;
@@ -303,7 +322,7 @@ static int zen_push(Zen *z, const AxSparseRows *in, const float *table) {
     if (z->cnt_in[j] && !(z->push_in[j] = ax_malloc(coo_bytes(s, z->cnt_in[j])))) return AX_ERR;
     AX_TRY(ex_recv(e, z->push_in[j], coo_bytes(s, z->cnt_in[j]), MPI_BYTE, 1, j,
                    e->tag[TAG_PUSH], &e->reqs[j]));
-    AX_TRY(ex_recv(e, z->bits_in[j], ax_zen_bitmap_bytes(&s->layout, j), MPI_BYTE, 1, j,
+    AX_TRY(ex_recv(e, z->bits_in[j], ax_zen_bitmap_bytes(z->l, j), MPI_BYTE, 1, j,
                    e->tag[TAG_BITS], &e->reqs[n + j]));
   }
   return AX_OK;
@@ -312,7 +331,7 @@ static int zen_push(Zen *z, const AxSparseRows *in, const float *table) {
 /* U_me: every pushed row (checked to be this rank's), ascending; slot[] places each. */
 static int zen_union(Zen *z) {
   const AxSparseSync *s = z->e.s;
-  const AxZenLayout *l = &s->layout;
+  const AxZenLayout *l = z->l;
   int me = s->rank;
   size_t own = ax_zen_owned(l, me);
   z->slot = ax_malloc((own ? own : 1) * sizeof *z->slot);
@@ -322,7 +341,7 @@ static int zen_union(Zen *z) {
   for (int j = 0; j < s->size; j++) {
     if (!z->cnt_in[j]) continue; /* nothing came (push_in[j] is NULL) */
     const uint32_t *idx = coo_idx(z->push_in[j]);
-    AX_TRY(check_rows(s, idx, z->cnt_in[j], me, "a push"));
+    AX_TRY(check_rows(s, l, idx, z->cnt_in[j], me, "a push"));
     for (size_t q = 0; q < z->cnt_in[j]; q++) z->slot[l->pos[idx[q]]] = 0;
   }
   z->u = 0;
@@ -339,7 +358,7 @@ static int zen_union(Zen *z) {
  * then U_me's hash bitmap (Algorithm 3.3). */
 static int zen_sum(Zen *z) {
   const AxSparseSync *s = z->e.s;
-  const AxZenLayout *l = &s->layout;
+  const AxZenLayout *l = z->l;
   size_t cols = s->cols;
   AX_TRY(zen_union(z));
   z->sum = ax_calloc(z->u ? z->u * cols : 1, sizeof *z->sum);
@@ -359,7 +378,7 @@ static int zen_sum(Zen *z) {
 static int zen_pull_send(Zen *z, float *table) {
   Ex *e = &z->e;
   const AxSparseSync *s = e->s;
-  size_t cols = s->cols, bits = ax_zen_bitmap_bytes(&s->layout, s->rank);
+  size_t cols = s->cols, bits = ax_zen_bitmap_bytes(z->l, s->rank);
   for (int j = 0; j < s->size; j++) {
     if (j == s->rank) continue;
     AX_TRY(ex_send(e, z->bits, bits, MPI_BYTE, 1, j, e->tag[TAG_BITS], &e->st->pull_bytes));
@@ -377,9 +396,9 @@ static int zen_pull_send(Zen *z, float *table) {
 static int zen_post_values(Zen *z, int j) {
   Ex *e = &z->e;
   const AxSparseSync *s = e->s;
-  size_t owned = ax_zen_owned(&s->layout, j);
+  size_t owned = ax_zen_owned(z->l, j);
   if (!(z->rows_in[j] = ax_malloc((owned ? owned : 1) * sizeof *z->rows_in[j]))) return AX_ERR;
-  size_t c = z->n_in[j] = ax_zen_bitmap_decode(&s->layout, j, z->bits_in[j], z->rows_in[j]);
+  size_t c = z->n_in[j] = ax_zen_bitmap_decode(z->l, j, z->bits_in[j], z->rows_in[j]);
   if (c == 0) return AX_OK;
   if (!(z->vals_in[j] = ax_malloc(c * s->cols * sizeof *z->vals_in[j]))) return AX_ERR;
   return ex_recv(e, z->vals_in[j], c * s->cols, MPI_FLOAT, 4, j, e->tag[TAG_VALUES],
@@ -407,11 +426,94 @@ static int zen_pull_recv(Zen *z, float *table) {
   }
 }
 
+/* ------------------------------------------------------------------ balanced owners */
+
+static size_t held_stride(const AxSparseSync *s) { return ((size_t)s->rows + 7) / 8; }
+
+static int is_held(const Zen *z, int i, uint32_t v) {
+  return (z->held[(size_t)i * held_stride(z->e.s) + v / 8] >> (v & 7)) & 1;
+}
+
+/* Every rank's rows as a bitmap to every other (the counts' place: TAG_COUNT, count_bytes). */
+static int balance_exchange(Zen *z, const AxSparseRows *in) {
+  Ex *e = &z->e;
+  const AxSparseSync *s = e->s;
+  int n = s->size, me = s->rank;
+  size_t stride = held_stride(s);
+  if (!(z->held = ax_calloc((size_t)n * stride + 1, 1))) return AX_ERR;
+  uint8_t *mine = z->held + (size_t)me * stride;
+  for (size_t q = 0; q < in->n; q++) mine[in->idx[q] / 8] |= (uint8_t)(1u << (in->idx[q] & 7));
+  for (int j = 0; j < n; j++)
+    if (j != me)
+      AX_TRY(ex_recv(e, z->held + (size_t)j * stride, stride, MPI_BYTE, 1, j, e->tag[TAG_COUNT],
+                     &e->reqs[j]));
+  for (int j = 0; j < n; j++)
+    if (j != me)
+      AX_TRY(ex_send(e, mine, stride, MPI_BYTE, 1, j, e->tag[TAG_COUNT], &e->st->count_bytes));
+  return ex_wait_recvs(e, e->reqs, n);
+}
+
+/* This step's owners (zen_balance.h; a row no rank holds keeps h_0's) as z->step. */
+static int balance_layout(Zen *z) {
+  const AxSparseSync *s = z->e.s;
+  uint32_t *owner = ax_malloc((s->rows ? s->rows : 1) * sizeof *owner);
+  if (!owner) return AX_ERR;
+  int rc = ax_zen_balance(s->size, s->rows, z->held, owner);
+  for (uint32_t v = 0; rc == AX_OK && v < s->rows; v++)
+    if (owner[v] == AX_ZEN_UNOWNED) owner[v] = s->layout.owner[v];
+  if (rc == AX_OK) rc = ax_zen_layout_init_owners(&z->step, s->size, s->rows, owner);
+  free(owner);
+  z->l = &z->step;
+  return rc;
+}
+
+/* This rank's rows cut by the step's owners (each list ascending: in->idx is), and what each
+ * rank pushes to this one, read from the bitmaps. */
+static int balance_cut(Zen *z, const AxSparseRows *in) {
+  const AxSparseSync *s = z->e.s;
+  int n = s->size, me = s->rank;
+  AxZenParts *p = &z->parts;
+  p->n = n;
+  p->idx = ax_malloc((in->n ? in->n : 1) * sizeof *p->idx);
+  p->off = ax_calloc((size_t)n + 1, sizeof *p->off);
+  size_t *fill = ax_calloc((size_t)n, sizeof *fill);
+  int rc = p->idx && p->off && fill ? AX_OK : AX_ERR;
+  for (size_t q = 0; rc == AX_OK && q < in->n; q++) p->off[z->l->owner[in->idx[q]] + 1]++;
+  for (int j = 0; rc == AX_OK && j < n; j++) p->off[j + 1] += p->off[j];
+  for (size_t q = 0; rc == AX_OK && q < in->n; q++) {
+    uint32_t o = z->l->owner[in->idx[q]];
+    p->idx[p->off[o] + fill[o]++] = in->idx[q];
+  }
+  free(fill);
+  if (rc != AX_OK) return rc;
+  zen_loads(z);
+  const uint32_t *set = z->l->members + z->l->off[me];
+  for (int j = 0; j < n; j++) {
+    uint32_t c = 0;
+    for (size_t q = 0; q < ax_zen_owned(z->l, me); q++) c += (uint32_t)is_held(z, j, set[q]);
+    z->cnt_in[j] = c;
+  }
+  return AX_OK;
+}
+
+/* The owners and the loads before the push: h_0 with Algorithm 3.2 and the counts, or the
+ * balanced owners from everyone's bitmaps (which give the counts). */
+static int zen_owners(Zen *z, const AxSparseRows *in) {
+  if (z->e.s->owners != AX_ZEN_OWNERS_BALANCED) {
+    z->l = &z->e.s->layout;
+    AX_TRY(zen_alloc(z));
+    AX_TRY(zen_partition(z, in));
+    return ex_counts(&z->e, z->cnt_out, z->cnt_in);
+  }
+  AX_TRY(balance_exchange(z, in));
+  AX_TRY(balance_layout(z));
+  AX_TRY(zen_alloc(z));
+  return balance_cut(z, in);
+}
+
 static int zen_run(Zen *z, const AxSparseRows *in, float *table) {
   const AxSparseSync *s = z->e.s;
-  AX_TRY(zen_alloc(z));
-  AX_TRY(zen_partition(z, in));
-  AX_TRY(ex_counts(&z->e, z->cnt_out, z->cnt_in));
+  AX_TRY(zen_owners(z, in));
   AX_TRY(zen_push(z, in, table));
   memset(table, 0, (size_t)s->rows * s->cols * sizeof *table); /* every row read is packed */
   AX_TRY(ex_wait_recvs(&z->e, z->e.reqs, s->size));
@@ -426,12 +528,26 @@ int ax_sparse_sync_zen(AxSparseSync *s, const AxCommConfig *cc, const AxSparseRo
   AxSparseSyncStats mine;
   Zen z;
   memset(&z, 0, sizeof z);
-  AX_TRY(check_rows(s, in->idx, in->n, -1, "this rank's rows"));
+  AX_TRY(check_rows(s, NULL, in->idx, in->n, -1, "this rank's rows"));
   int rc = ex_open(&z.e, s, cc, st ? st : &mine);
   if (rc == AX_OK) rc = zen_run(&z, in, table);
   ex_close(&z.e, rc != AX_OK);
   zen_free(&z);
   return rc;
+}
+
+int ax_sparse_sync_imbalance(MPI_Comm comm, const AxSparseSyncStats *st, size_t n, double *push,
+                             double *pull) {
+  int size;
+  AX_MPI(MPI_Comm_size(comm, &size));
+  double mine[2] = {n ? (double)size * (double)st->push_max / (double)n : 1.0,
+                    (double)st->owned}, most[2];
+  unsigned long long owned = st->owned, u;
+  AX_MPI(MPI_Allreduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, comm));
+  AX_MPI(MPI_Allreduce(&owned, &u, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm));
+  *push = most[0];
+  *pull = u ? (double)size * most[1] / (double)u : 1.0;
+  return AX_OK;
 }
 
 /* ------------------------------------------------------------------ all-gather */
@@ -478,7 +594,7 @@ static int gather_sum(Gather *g, float *table) {
     if (!c) continue; /* nothing came (rows_in[j] is NULL) */
     const uint32_t *idx = coo_idx(g->rows_in[j]);
     const float *vals = coo_vals(g->rows_in[j], c);
-    AX_TRY(check_rows(s, idx, c, -1, "an all-gathered rank's rows"));
+    AX_TRY(check_rows(s, NULL, idx, c, -1, "an all-gathered rank's rows"));
     for (size_t q = 0; q < c; q++)
       ax_reduce_add_f32(table + (size_t)idx[q] * s->cols, vals + q * s->cols, s->cols);
   }
@@ -505,7 +621,7 @@ int ax_sparse_sync_allgather(AxSparseSync *s, const AxCommConfig *cc, const AxSp
   AxSparseSyncStats mine;
   Gather g;
   memset(&g, 0, sizeof g);
-  AX_TRY(check_rows(s, in->idx, in->n, -1, "this rank's rows"));
+  AX_TRY(check_rows(s, NULL, in->idx, in->n, -1, "this rank's rows"));
   int rc = ex_open(&g.e, s, cc, st ? st : &mine);
   if (rc == AX_OK) rc = gather_run(&g, in, table);
   ex_close(&g.e, rc != AX_OK);

@@ -39,6 +39,17 @@
  *   bitmaps (Theorem 3.3). Balance: the push loads c_rj and the pull loads |U_j| follow h_0
  *   (Theorem 3.2; st->push_max and st->owned measure them).
  *
+ * Balanced owners (ax_sparse_sync_set_owners, AX_ZEN_OWNERS_BALANCED; not the thesis's): h_0
+ * leaves the push imbalance at 1 + Θ(sqrt(N log N / n)) (Theorem 3.2), 1.16-1.21 on 8 and 16
+ * ranks for 3.4K rows a rank, so instead step 1 sends every other rank this rank's rows as a
+ * bitmap of ceil(rows / 8) bytes (the counts' place), and every rank computes the same owners
+ * from all of them (mpi/compress/zen_balance.h; a row nobody holds keeps h_0's); the counts
+ * are read from the bitmaps, Algorithm 3.2 is not run (the rows are cut by owner directly:
+ * st->serial = 0), and steps 2-4 are as above over this step's owner sets. Bytes: count =
+ * (N - 1) ceil(rows / 8); push and pull as above with this step's |II_r| and U_r. The sums
+ * are the same, bit for bit (each row from +0 in rank order, whoever owns it). At most 255
+ * ranks (AX_ERR beyond).
+ *
  * All-gather (the naive baseline): every rank sends its count (4 bytes) and then all its rows
  * (n uint32 indices, then n x cols floats) to every other rank; each sums all of them in rank
  * order, the same order as Zen, so the two agree bit for bit. Bytes this rank sends:
@@ -70,6 +81,11 @@ typedef enum {
   AX_SPARSE_SYNC_DENSE
 } AxSparseSyncAlgo;
 
+typedef enum {
+  AX_ZEN_OWNERS_HASH = 0, /* h_0, the thesis's (the default) */
+  AX_ZEN_OWNERS_BALANCED  /* per step from every rank's rows (above) */
+} AxZenOwners;
+
 typedef struct {
   const uint32_t *idx;  /* this rank's touched rows: ascending, unique, each < rows */
   size_t n;
@@ -93,6 +109,9 @@ typedef struct AxSparseSync AxSparseSync;
 int ax_sparse_sync_create(AxSparseSync **out, MPI_Comm comm, uint32_t rows, size_t cols,
                           uint64_t seed);
 void ax_sparse_sync_free(AxSparseSync *s); /* NULL is a no-op */
+/* How Zen picks the owners from the next call on; every rank must set the same. */
+void ax_sparse_sync_set_owners(AxSparseSync *s, AxZenOwners owners);
+const char *ax_zen_owners_name(AxZenOwners o); /* "hash", "balanced" */
 const AxZenHash *ax_sparse_sync_hash(const AxSparseSync *s);
 const AxZenLayout *ax_sparse_sync_layout(const AxSparseSync *s);
 
@@ -106,6 +125,13 @@ int ax_sparse_sync_allgather(AxSparseSync *s, const AxCommConfig *cc, const AxSp
 int ax_sparse_sync(AxSparseSync *s, AxSparseSyncAlgo algo, AxAllreduceAlgo dense_algo,
                    const AxCommConfig *cc, const AxSparseRows *in, float *table,
                    AxSparseSyncStats *st);
+
+/* Definition 3.6's imbalance ratios of one Zen call, from every rank's stats of it (collective
+ * over comm, the same on every rank): push = max over ranks r and owners j of N c_rj / n_r
+ * (n: this rank's rows, in->n; st->push_max is its max_j c_rj), pull = max over owners of
+ * N |U_j| / |U| (|U| = sum of st->owned, the union). A ratio whose denominator is 0 is 1. */
+int ax_sparse_sync_imbalance(MPI_Comm comm, const AxSparseSyncStats *st, size_t n, double *push,
+                             double *pull);
 
 const char *ax_sparse_sync_algo_name(AxSparseSyncAlgo a); /* "zen", "allgather", "dense" */
 /* "zen|allgather|dense"; AX_ERR with a message otherwise. */

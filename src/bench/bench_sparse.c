@@ -5,10 +5,13 @@
  * overlap across ranks as a real batch's do; each touched row holds random values. A row of
  * the table: time (median over --iters of the slowest rank's), the bytes every rank sent
  * together, the speed-up over dense, and whether the result equals the dense sum (Zen and the
- * all-gather add in rank order, bit for bit each other; within 1e-6 of the ring's order). With
- * --emulate-link the times are EMULATED (the header says so). Initializes MPI itself. */
+ * all-gather add in rank order, bit for bit each other; within 1e-6 of the ring's order), and
+ * for Zen its push and pull imbalance ratios of the first run (thesis Definition 3.6; JSON
+ * push_imbalance, pull_imbalance). With --emulate-link the times are EMULATED (the header says
+ * so). Initializes MPI itself. */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +30,7 @@
 
 typedef struct {
   char *vocabs, *tokens, *json;
-  int cols, iters, warmup;
+  int cols, iters, warmup, owners; /* owners: AxZenOwners */
   double zipf_s;
   AxBenchLinkOpts net;
 } SsConfig;
@@ -45,6 +48,9 @@ static const AxOption SS_OPTS[] = {
     {"iters", AX_OPT_INT, SOFF(iters), "5", "N", "timed repetitions (median)", 1, 10000, NULL},
     {"warmup", AX_OPT_INT, SOFF(warmup), "1", "N", "untimed repetitions first", 0, 1000, NULL},
     {"json", AX_OPT_STRING, SOFF(json), NULL, "FILE", "append one JSON line per row", 1, 0, NULL},
+    {"zen-owners", AX_OPT_CHOICE, SOFF(owners), "hash", NULL,
+     "Zen's owners: the thesis's hash h_0, or balanced per step from every rank's rows", 1, 0,
+     "hash|balanced"},
     AX_BENCH_LINK_OPTIONS(SsConfig, net),
 };
 static const AxOptionTable SS_TABLE = {
@@ -67,10 +73,10 @@ typedef struct {
   size_t n;
 } Ss;
 
-/* One algorithm, iters times from the input: the median of the slowest rank's time, and the
- * bytes all ranks sent in one run. */
+/* One algorithm, iters times from the input: the median of the slowest rank's time, the bytes
+ * all ranks sent in one run and this rank's stats of the first. */
 static int time_algo(Ss *b, AxSparseSync *s, int algo, uint32_t V, double *ms,
-                     unsigned long long *bytes) {
+                     unsigned long long *bytes, AxSparseSyncStats *first) {
   size_t cells = (size_t)V * (size_t)b->c->cols;
   int total = b->c->warmup + b->c->iters;
   double *t = ax_calloc((size_t)total, sizeof *t);
@@ -85,8 +91,10 @@ static int time_algo(Ss *b, AxSparseSync *s, int algo, uint32_t V, double *ms,
     rc = ax_sparse_sync(s, (AxSparseSyncAlgo)algo, AX_ALLREDUCE_RING, &b->cc, &in, b->table, &st);
     t[i] = ax_now() - t0;
     unsigned long long mine = st.sent;
-    if (rc == AX_OK && i == 0)
+    if (rc == AX_OK && i == 0) {
       MPI_Allreduce(&mine, bytes, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, b->comm);
+      *first = st;
+    }
   }
   if (rc == AX_OK)
     MPI_Allreduce(MPI_IN_PLACE, t, total, MPI_DOUBLE, MPI_MAX, b->comm);
@@ -128,16 +136,22 @@ static int draw_batch(Ss *b, uint32_t V, size_t tokens) {
   return rc;
 }
 
+/* Zen's imbalance ratios (Definition 3.6), push then pull; negative for the others. */
 static void json_row(const Ss *b, uint32_t V, size_t tokens, double rows, int algo, double ms,
-                     unsigned long long bytes, double speedup) {
+                     unsigned long long bytes, double speedup, const double imb[2]) {
   if (!b->c->json || b->rank != 0) return;
   FILE *f = fopen(b->c->json, "a");
   if (!f) return;
   fprintf(f, "{\"bench\":\"sparse-sync\",\"ranks\":%d,\"vocab\":%u,\"cols\":%d,"
-             "\"tokens_per_rank\":%zu,\"rows_per_rank\":%.1f,\"algo\":\"%s\",\"ms\":%.6g,"
-             "\"bytes\":%llu,\"speedup_over_dense\":%.4g,\"emulated\":%s}\n",
+             "\"tokens_per_rank\":%zu,\"rows_per_rank\":%.1f,\"algo\":\"%s\","
+             "\"zen_owners\":\"%s\",\"ms\":%.6g,"
+             "\"bytes\":%llu,\"speedup_over_dense\":%.4g,\"emulated\":%s",
           b->size, V, b->c->cols, tokens, rows, ax_sparse_sync_algo_name((AxSparseSyncAlgo)algo),
-          ms, bytes, speedup, ax_link_emulating(b->links) ? "true" : "false");
+          ax_zen_owners_name((AxZenOwners)b->c->owners), ms, bytes, speedup,
+          ax_link_emulating(b->links) ? "true" : "false");
+  if (imb[0] >= 0)
+    fprintf(f, ",\"push_imbalance\":%.4f,\"pull_imbalance\":%.4f", imb[0], imb[1]);
+  fputs("}\n", f);
   fclose(f);
 }
 
@@ -150,19 +164,26 @@ static int rows_of(Ss *b, uint32_t V, size_t tokens) {
   rows /= b->size;
   AxSparseSync *s;
   AX_TRY(ax_sparse_sync_create(&s, b->comm, V, (size_t)b->c->cols, 1));
+  ax_sparse_sync_set_owners(s, (AxZenOwners)b->c->owners);
   const int order[N_ALGOS] = {AX_SPARSE_SYNC_DENSE, AX_SPARSE_SYNC_ZEN, AX_SPARSE_SYNC_ALLGATHER};
   double dense_ms = 0;
   int rc = AX_OK;
   for (int k = 0; k < N_ALGOS && rc == AX_OK; k++) {
-    double ms;
+    double ms, imb[2] = {-1, -1};
     unsigned long long bytes = 0;
-    rc = time_algo(b, s, order[k], V, &ms, &bytes);
+    AxSparseSyncStats st;
+    rc = time_algo(b, s, order[k], V, &ms, &bytes, &st);
+    if (rc == AX_OK && order[k] == AX_SPARSE_SYNC_ZEN)
+      rc = ax_sparse_sync_imbalance(b->comm, &st, b->n, &imb[0], &imb[1]);
     if (rc != AX_OK) break;
     if (k == 0) dense_ms = ms, memcpy(b->dense, b->table, cells * sizeof(float));
     double diff = worst_difference(b, cells);
-    ax_log("%7u %9zu %9.1f %-10s %11.3f %14llu %8.2fx %9.1e", V, tokens, rows,
-           ax_sparse_sync_algo_name((AxSparseSyncAlgo)order[k]), ms, bytes, dense_ms / ms, diff);
-    json_row(b, V, tokens, rows, order[k], ms, bytes, dense_ms / ms);
+    char balance[32] = "-";
+    if (imb[0] >= 0) snprintf(balance, sizeof balance, "%.3f/%.3f", imb[0], imb[1]);
+    ax_log("%7u %9zu %9.1f %-10s %11.3f %14llu %8.2fx %9.1e %11s", V, tokens, rows,
+           ax_sparse_sync_algo_name((AxSparseSyncAlgo)order[k]), ms, bytes, dense_ms / ms, diff,
+           balance);
+    json_row(b, V, tokens, rows, order[k], ms, bytes, dense_ms / ms, imb);
   }
   ax_sparse_sync_free(s);
   return rc;
@@ -184,11 +205,13 @@ static int run_all(Ss *b, const long long *vocab, int nv, const long long *token
   b->idx = ax_calloc((size_t)most, sizeof *b->idx);
   int rc = ax_mpi_agree(b->comm, b->table && b->input && b->dense && b->idx ? AX_OK : AX_ERR);
   ax_bench_link_header(b->links, &b->c->net);
-  ax_log("# sparse embedding sync on %d ranks, rows of %d floats, Zipf(%g) tokens; time = median "
+  ax_log("# sparse embedding sync on %d ranks, rows of %d floats, Zipf(%g) tokens, Zen's owners "
+         "by %s; time = median "
          "of %d (slowest rank), bytes = sent by all ranks, diff = worst relative difference "
-         "from dense", b->size, b->c->cols, b->c->zipf_s, b->c->iters);
-  ax_log("# %5s %9s %9s %-10s %11s %14s %9s %9s", "vocab", "tok/rank", "rows/rank", "algo",
-         "time(ms)", "bytes", "vs dense", "diff");
+         "from dense, push/pull = Zen's imbalance ratios (thesis Definition 3.6)", b->size,
+         b->c->cols, b->c->zipf_s, ax_zen_owners_name((AxZenOwners)b->c->owners), b->c->iters);
+  ax_log("# %5s %9s %9s %-10s %11s %14s %9s %9s %11s", "vocab", "tok/rank", "rows/rank", "algo",
+         "time(ms)", "bytes", "vs dense", "diff", "push/pull");
   for (int v = 0; v < nv && rc == AX_OK; v++)
     for (int t = 0; t < nt && rc == AX_OK; t++)
       rc = ax_mpi_agree(b->comm, rows_of(b, (uint32_t)vocab[v], (size_t)tokens[t]));

@@ -108,6 +108,10 @@ static const AxOption OPTIONS[] = {
         "ranks (--g-inter 2 or more, --g-data 2 or more): Zen's balanced sparse sync, the "
         "naive all-gather of rows, or the dense all-reduce; auto: the cheapest under the "
         "link's cost at the first step (not with --fuse-embedding-sync)"),
+    CHOICE("zen-owners", compression.zen_owners, "hash", "hash|balanced",
+           "Zen's owners of the embedding rows: the thesis's hash h_0, or balanced every step "
+           "from every rank's rows (h_0's push imbalance passes 1.1 on 8+ ranks; "
+           "docs/compression.md)"),
     CHOICE("compress-sync", compression.compress_sync, "ring", "ring|ps|ag",
            "how compressed gradients are summed: CaSync ring, co-located parameter server, or "
            "all-gather of every rank's encoding"),

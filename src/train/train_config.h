@@ -57,6 +57,7 @@ typedef struct {
   char *fusion;             /* --fusion, NULL: the default */
   char *compress_scheme;    /* --compress-scheme: auto or an Espresso option */
   char *sparse_embedding_sync; /* auto|zen|allgather|dense */
+  int zen_owners;           /* --zen-owners: AxZenOwners (hash|balanced) */
   int compress_sync;        /* AxCasyncAlgo */
   char *compress_min_bytes; /* "auto" or a size */
   int compress_warmup;

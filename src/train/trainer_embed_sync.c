@@ -52,7 +52,10 @@ int ax_trainer_setup_embed_sync(AxTrainer *t) {
   AX_TRY(ax_train_sparse_embedding_sync(&t->cfg, &is_auto, &e->algo));
   e->decides = is_auto;
   if (e->decides) AX_TRY(decision_link(t, &e->link));
-  return ax_sparse_sync_create(&e->sync, t->grid.data, e->rows, e->cols, (uint64_t)t->cfg.data.seed);
+  AX_TRY(ax_sparse_sync_create(&e->sync, t->grid.data, e->rows, e->cols,
+                               (uint64_t)t->cfg.data.seed));
+  ax_sparse_sync_set_owners(e->sync, (AxZenOwners)t->cfg.compression.zen_owners);
+  return AX_OK;
 }
 
 void ax_trainer_free_embed_sync(AxTrainer *t) {

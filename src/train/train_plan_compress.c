@@ -5,8 +5,9 @@
  * and their strategies with predicted times and how long deciding took (compress_auto.h), from
  * this core's profiled encode and decode costs and the link of --emulate-link, or, without it,
  * an assumed 10 Gb/s, 5 us link (the plan says which; messages inside a node cost the same
- * here, where a run measures them). A run decides from costs every rank agrees on, so its
- * table can differ where the choices are close. */
+ * here, where a run measures them). Under tensor parallelism the parts are one rank's shards
+ * (every rank of the grid holds shards of the same sizes). A run decides from costs every rank
+ * agrees on, so its table can differ where the choices are close. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,6 +16,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/plan/compress_auto.h"
+#include "models/tp_shard.h"
 #include "train_compress.h"
 #include "trainer.h"
 
@@ -52,9 +54,8 @@ static int column_ranks_per_node(const AxTrainConfig *cfg) {
 
 /* --compress auto: Cupcake's groups and Espresso's decisions for stage s (compress_auto.h),
  * on the plan's link for messages inside a node too. */
-static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
-                            const AxStageLayout *lay, int s, const AxCodec *codec,
-                            const AxCasyncCosts *c, double *decide_s) {
+static int print_auto_stage(const AxTrainConfig *cfg, const AxStageLayout *lay, int s,
+                            const AxCodec *codec, const AxCasyncCosts *c, double *decide_s) {
   int P = cfg->grid.g_inter;
   AxAutoCompressInput in = {
       .costs = *c, .intra = c->send, .ranks = cfg->grid.g_data,
@@ -65,10 +66,10 @@ static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
   in.two_level = in.ranks_per_node >= 2 && in.ranks / in.ranks_per_node >= 2 &&
                  in.ranks % in.ranks_per_node == 0;
   AX_TRY(ax_train_fusion(cfg, &in.fusion));
-  int n = ax_trainer_tensor_ranges(lay, m, NULL, 0);
+  int n = ax_trainer_tensor_ranges(lay, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n + 1, sizeof *tr);
   if (!tr) return AX_ERR;
-  ax_trainer_tensor_ranges(lay, m, tr, n);
+  ax_trainer_tensor_ranges(lay, tr, n);
   AxAutoCompress a;
   int rc = ax_compress_auto_plan(tr, n, codec, &in, &a);
   free(tr);
@@ -90,14 +91,15 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
            cfg->compression.compress_stages, selected);
     return AX_OK;
   }
-  AxStageLayout lay;
-  ax_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1);
+  AxStageLayout lay; /* under tensor parallelism a rank's shards: its data-parallel sum's */
+  AxTpComm tp = ax_train_tp_sizes(cfg);
+  ax_tp_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1, &tp);
   if (ax_train_compress_auto(cfg))
-    return print_auto_stage(cfg, m, &lay, s, pol->codec, c, decide_s);
+    return print_auto_stage(cfg, &lay, s, pol->codec, c, decide_s);
   AxOffload o = stage_chunks(cfg, lay.total);
   AxGradPart *parts;
   int n;
-  AX_TRY(ax_compress_cut_parts(&o, &lay, m, &parts, &n));
+  AX_TRY(ax_compress_cut_parts(&o, &lay, &parts, &n));
   int rc = ax_compress_decide_parts(pol, cache, c, parts, n);
   ax_compress_keep_tied_plain(&lay, P, selected, cfg->compression.fuse_embedding_sync, parts, n);
   if (rc == AX_OK) {
@@ -134,6 +136,9 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
     ax_log("compression plan: %s over CaSync %s, %d data-parallel rank(s), layer-wise parts; %s",
            ax_codec_spec(codec), ax_casync_algo_name(pol.algo), cfg->grid.g_data,
            pol.is_auto ? "HiPress cost model (T_orig vs T_cpr)" : "--compress-min-bytes threshold");
+  if (rc == AX_OK && ax_train_tp_ranks(cfg) > 1)
+    ax_log("  tensor parallel %d x %d x %d: the parts are one rank's shards (its data-parallel "
+           "group sums the same shards)", cfg->grid.gx, cfg->grid.gy, cfg->grid.gz);
   if (rc == AX_OK && pol.is_auto) ax_compress_print_costs(&c, source);
   double decide_s = 0;
   for (int s = 0; s < cfg->grid.g_inter && rc == AX_OK; s++)

@@ -70,6 +70,16 @@ int ax_gpt_config_check(const AxGptConfig *c) {
   return AX_OK;
 }
 
+/* The row length of tensor id's matrices (w[OC, IC]: IC), or 0 for a 1-D tensor. */
+static size_t matrix_cols(const AxGptConfig *c, int id) {
+  size_t C = (size_t)c->channels;
+  switch (id) {
+  case AX_P_WTE: case AX_P_WPE: case AX_P_QKVW: case AX_P_ATTPROJW: case AX_P_FCW: return C;
+  case AX_P_FCPROJW: return 4 * C;
+  default: return 0;
+  }
+}
+
 void ax_stage_layout(AxStageLayout *s, const AxGptConfig *c, int l0, int l1, int first,
                      int last) {
   memset(s, 0, sizeof *s);
@@ -96,6 +106,7 @@ void ax_stage_layout(AxStageLayout *s, const AxGptConfig *c, int l0, int l1, int
       count = full;
     }
     s->has[id] = has;
+    s->cols[id] = has ? matrix_cols(c, id) : 0;
     s->file_offset[id] = file_off + start;
     if (has) {
       s->offset[id] = off;

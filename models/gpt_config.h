@@ -43,6 +43,10 @@ typedef struct {
   int has[AX_N_PARAMS];
   size_t offset[AX_N_PARAMS];      /* where the slice starts in the stage's flat buffer */
   size_t count[AX_N_PARAMS];       /* elements in the slice */
+  size_t cols[AX_N_PARAMS];        /* a matrix's row length (its shard's under tensor
+                                    * parallelism, tp_shard.h); 0: a 1-D tensor */
+  unsigned replicas[AX_N_PARAMS];  /* the tensor-parallel groups (1 << AxTpGroup) of more than
+                                    * one rank whose ranks all hold this slice; 0: none */
   size_t file_offset[AX_N_PARAMS]; /* where the slice starts among the file's parameters */
   size_t total;                    /* elements in the stage's flat buffer */
 } AxStageLayout;

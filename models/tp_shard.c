@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "src/core/crc32.h"
 #include "src/core/error.h"
 #include "tp_block.h"
 
@@ -56,6 +57,9 @@ void ax_tp_stage_layout(AxStageLayout *s, const AxGptConfig *c, int l0, int l1, 
     Runs r = runs_of(c, tp, id);
     s->offset[id] = off;
     s->count[id] = runs_elems(&r) * (ax_param_is_layer(id) ? (size_t)(l1 - l0) : 1);
+    if (s->cols[id]) s->cols[id] = (size_t)r.cols; /* a matrix's shard rows */
+    for (int g = 0; g < 3; g++)
+      if (tp->size[g] > 1) s->replicas[id] |= ax_tp_param_replicas(id) & (1u << g);
     off += s->count[id];
   }
   s->total = off;
@@ -104,4 +108,10 @@ int ax_tp_param_counted(const AxTpComm *tp, int id) {
   for (int g = 0; g < 3; g++)
     if ((rep >> g & 1u) && tp->coord[g] != 0) return 0;
   return 1;
+}
+
+void ax_tp_replica_crcs(const AxStageLayout *lay, const float *buf, uint32_t crc[AX_N_PARAMS]) {
+  for (int id = 0; id < AX_N_PARAMS; id++)
+    if (lay->has[id] && ax_tp_param_replicas(id))
+      crc[id] = ax_crc32(crc[id], buf + lay->offset[id], lay->count[id] * sizeof *buf);
 }

@@ -13,6 +13,8 @@
 #ifndef AX_TP_SHARD_H
 #define AX_TP_SHARD_H
 
+#include <stdint.h>
+
 #include "gpt_config.h"
 #include "src/core/tp_comm.h"
 
@@ -20,8 +22,9 @@
  * (ax_tp_block_check) and the vocabulary's rows over X and Z. One clear error otherwise. */
 int ax_tp_stage_check(const AxGptConfig *c, const AxTpComm *tp, int B);
 
-/* Like ax_stage_layout, with this rank's shard sizes as the counts (file_offset stays the
- * whole tensors'). The same on every rank of a grid: sizes depend on Gx, Gy, Gz only. */
+/* Like ax_stage_layout, with this rank's shard sizes as the counts and their row lengths as
+ * cols (file_offset stays the whole tensors'), and the groups replicating each tensor. The same
+ * on every rank of a grid: sizes depend on Gx, Gy, Gz only. */
 void ax_tp_stage_layout(AxStageLayout *s, const AxGptConfig *c, int l0, int l1, int first,
                         int last, const AxTpComm *tp);
 
@@ -44,5 +47,10 @@ unsigned ax_tp_param_replicas(int id);
 /* This rank is the one copy of tensor `id` among its replicas that counts it (coordinate 0 in
  * every replicating group): global sums (the gradient norm) take each element once. */
 int ax_tp_param_counted(const AxTpComm *tp, int id);
+/* Feeds the values buf (a rank's shards, laid out as lay) holds of each replicated tensor
+ * (ax_tp_param_replicas nonzero) to crc[id] (ax_crc32; others untouched). The replicas of a
+ * tensor hold the same rows and columns of it, so where they are alike bit for bit their CRCs
+ * are equal over every group that replicates it. */
+void ax_tp_replica_crcs(const AxStageLayout *lay, const float *buf, uint32_t crc[AX_N_PARAMS]);
 
 #endif

@@ -21,11 +21,14 @@
 
 /* One tensor (or one layer's slice of a stacked tensor) in the stage's flat range: cols is
  * the row length of a matrix, the element count of a 1-D tensor; name and layer (-1: none)
- * only label it in logs. */
+ * only label it in logs; replicated: ranks outside the data-parallel group (tensor-parallel
+ * replicas) hold the same values and must get the same sum, so a codec sees it alone (fused
+ * with other values, a shared scale, top-k or factor would differ between the replicas). */
 typedef struct {
   size_t offset, count, cols;
   const char *name; /* not owned; NULL: none */
   int layer;
+  int replicated;
 } AxTensorRange;
 
 /* A piece of one chunk inside one tensor range (or a gap between ranges: cols 0). */

@@ -4,7 +4,8 @@
 #  - every grid with Gx, Gy, Gz in {1, 2}, alone and with --g-data 2 (up to 8 ranks), and with
 #    --g-inter 2 and 3 (the pipeline's order kept alike across a stage's tensor ranks): per-step
 #    losses over 20 steps within 1e-5 relative of 1x1, the first step's within 1e-6, final
-#    weights within 1e-4 (axonn compare: the saved model is whole, whatever the grid);
+#    weights within 1e-4 (axonn compare: the saved model is whole, whatever the grid); saving
+#    first checks that every tensor-parallel replica is alike bit for bit (the run fails if not);
 #  - each overlap (OAR, ORS, OAG) switched off gives the default's losses bit for bit, and
 #    activation checkpointing with and without the all-gather cache gives the same results;
 #  - the bytes rank 0 sent per step over each group (X, Y, Z) and operation (the summary's

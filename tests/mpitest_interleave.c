@@ -54,7 +54,7 @@ static int make_compress(AxGradCompress *gc, const AxOffload *o, const Case *c,
   size_t cuts[4] = {0, c->lo, c->hi, N};
   for (int k = 0; k < 3; k++)
     if (cuts[k + 1] > cuts[k])
-      tr[n_t++] = (AxTensorRange){cuts[k], cuts[k + 1] - cuts[k], 1, "t", -1};
+      tr[n_t++] = (AxTensorRange){cuts[k], cuts[k + 1] - cuts[k], 1, "t", -1, 0};
   int n = ax_grad_parts_cut(o, tr, n_t, NULL, 0);
   AxGradPart *parts = calloc((size_t)n + 1, sizeof *parts);
   ck_assert_ptr_nonnull(parts);

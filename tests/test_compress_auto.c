@@ -4,13 +4,15 @@
  * runs (plain with its all-reduce, the codec under CaSync ring, PS, all-to-all + all-gather or
  * all-gather, flat); the strategy is never worse than compressing nothing under the
  * model; a slow link compresses, a fast one and a single rank do not; the two-level sums only
- * where offered (never the model-only 2l+intra ones); and the parts an
- * optimizer's chunks cut take their group's decision and CaSync algorithm. */
+ * where offered (never the model-only 2l+intra ones); the parts an
+ * optimizer's chunks cut take their group's decision and CaSync algorithm; and on a
+ * tensor-parallel rank's shards a tensor its grid replicates (wpe) is fused with no other. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/gpt_stage.h"
+#include "models/tp_shard.h"
 #include "mpi/compress/codec.h"
 #include "src/core/error.h"
 #include "src/plan/compress_auto.h"
@@ -26,15 +28,19 @@ typedef struct {
   AxCodec *codec;
 } Stage;
 
-static void gpt_stage(Stage *s) {
+/* The stage as rank 0 of a Gx x Gy x Gz tensor-parallel grid holds it (1 x 1 x 1: whole). */
+static void gpt_stage_tp(Stage *s, int gx, int gy, int gz) {
   AxGptConfig m = {.max_seq = 1024, .vocab = 50257, .padded_vocab = 50304, .layers = 12,
                    .heads = 12, .channels = 768};
+  AxTpComm tp = {.size = {gx, gy, gz}};
   AxStageLayout lay;
-  ax_stage_layout(&lay, &m, 0, m.layers, 1, 1);
-  s->n = ax_trainer_tensor_ranges(&lay, &m, s->t, MAX_TENSORS);
+  ax_tp_stage_layout(&lay, &m, 0, m.layers, 1, 1, &tp);
+  s->n = ax_trainer_tensor_ranges(&lay, s->t, MAX_TENSORS);
   ck_assert_int_le(s->n, MAX_TENSORS);
   ck_assert_int_eq(ax_codec_parse("onebit:ef=1", &s->codec), AX_OK);
 }
+
+static void gpt_stage(Stage *s) { gpt_stage_tp(s, 1, 1, 1); }
 
 /* Onebit-like CPU codec costs on a link of `gbps` between nodes, one rank per node. */
 static AxAutoCompressInput input(double gbps, int ranks, const char *fusion) {
@@ -123,6 +129,42 @@ START_TEST(tied_embedding_stays_alone_and_plain) {
   ck_assert_str_eq(a.groups[0].name, "wte");
   ck_assert_int_eq(a.members[0], 1);
   ck_assert_str_eq(ax_espresso_option(a.decision[0].option)->name, "plain/flat/ar-ring");
+  ck_assert_int_gt(a.espresso.compressed, 0);
+  ax_compress_auto_free(&a);
+  ax_codec_free(s.codec);
+}
+END_TEST
+
+/* Tensor parallelism 2 x 1 x 1: every rank of the X group holds wpe whole, and it must take the
+ * same update on each; fused with wte's or LayerNorm's shards (other values on every rank), a
+ * codec's scale would differ. wpe is a group of its own, compressed or not; the matrices
+ * around it still fuse. */
+START_TEST(replicated_tensor_is_fused_with_no_other) {
+  Stage s;
+  gpt_stage_tp(&s, 2, 1, 1);
+  int q = 0;
+  while (q < s.n && strcmp(s.t[q].name, "qkvw")) q++;
+  ck_assert_str_eq(s.t[1].name, "wpe");
+  ck_assert(s.t[1].replicated && !s.t[0].replicated && !s.t[q].replicated); /* wte, qkvw */
+  ck_assert(s.t[2].replicated);            /* ln1w: a vector, kept plain anyway */
+  ck_assert_uint_eq(s.t[1].cols, 768);     /* split over Y only: whole rows */
+  ck_assert_uint_eq(s.t[q].cols, 768);     /* its heads' rows of q, k and v, whole */
+  ck_assert_uint_eq(s.t[q].count, 3 * 768 / 2 * 768);
+  AxAutoCompressInput in = input(1, 4, "auto");
+  AxAutoCompress a;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &a), AX_OK);
+  check_plan(&s, &a);
+  int found = 0;
+  for (int g = 0; g < a.n_groups; g++) {
+    int has_wpe = a.groups[g].offset <= s.t[1].offset &&
+                  s.t[1].offset < a.groups[g].offset + a.groups[g].count;
+    if (!has_wpe) continue;
+    found = 1;
+    ck_assert_int_eq(a.members[g], 1);
+    ck_assert(a.groups[g].replicated);
+  }
+  ck_assert(found);
+  ck_assert_int_lt(a.n_groups, s.n); /* the rest still fuse */
   ck_assert_int_gt(a.espresso.compressed, 0);
   ax_compress_auto_free(&a);
   ax_codec_free(s.codec);
@@ -247,6 +289,7 @@ int main(void) {
   tcase_add_test(tc, plain_option_follows_the_allreduce);
   tcase_add_test(tc, two_level_options_only_where_offered);
   tcase_add_test(tc, parts_take_their_groups_decision);
+  tcase_add_test(tc, replicated_tensor_is_fused_with_no_other);
   int rc = tu_run(s);
   tu_cleanup();
   return rc;

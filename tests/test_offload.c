@@ -64,11 +64,9 @@ END_TEST
 START_TEST(compression_parts_cut_chunks_at_tensors) {
   AxBackend *be = tu_backend(1);
   AxStageLayout lay = small_layout();
-  AxGptConfig c = {.max_seq = 8, .vocab = 50, .padded_vocab = 64, .layers = 2, .heads = 2,
-                   .channels = 8};
   float *grads = tu_zeros(lay.total), *params = tu_zeros(lay.total);
   AxTensorRange tr[64];
-  int n_t = ax_trainer_tensor_ranges(&lay, &c, tr, 64);
+  int n_t = ax_trainer_tensor_ranges(&lay, tr, 64);
   /* 2 embeddings, 12 layer kinds x 2 layers, the final LayerNorm's 2 */
   ck_assert_int_eq(n_t, 2 + 12 * 2 + 2);
   ck_assert_uint_eq(tr[0].cols, 8);

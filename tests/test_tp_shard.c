@@ -2,7 +2,10 @@
  * Gz in {1, 2} and 4 x 1 x 1: on 1 x 1 x 1 the layout is the stage layout and the copy the
  * identity; on every grid the shards of all ranks put back together are the whole stage, each
  * rank's shard sits where its replicas' do (same values), and the ranks that count a tensor
- * (ax_tp_param_counted) cover every element exactly once. Refusals of grids that do not fit. */
+ * (ax_tp_param_counted) cover every element exactly once; each matrix's row length is its
+ * shard's and the layout names the groups that replicate a tensor; the replicas' CRCs
+ * (ax_tp_replica_crcs) agree over those groups and tell a changed copy apart. Refusals of grids
+ * that do not fit. */
 #include <string.h>
 
 #include "models/tp_shard.h"
@@ -33,6 +36,25 @@ START_TEST(one_rank_is_the_identity) {
 }
 END_TEST
 
+/* Each matrix's row length is its shard's (w[OC, IC]: IC over Y for qkvw, fcw, wte and wpe, over
+ * X for the transposed attprojw and fcprojw); vectors none; the groups of more than one rank
+ * that replicate each tensor. */
+static void check_cols_and_replicas(const int size[3], const AxStageLayout *mine) {
+  const size_t C = (size_t)MODEL.channels, Cx = C / (size_t)size[0], Cy = C / (size_t)size[1];
+  const size_t want[AX_N_PARAMS] = {[AX_P_WTE] = Cy, [AX_P_WPE] = Cy, [AX_P_QKVW] = Cy,
+                                    [AX_P_ATTPROJW] = Cx, [AX_P_FCW] = Cy,
+                                    [AX_P_FCPROJW] = 4 * Cx};
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    if (!mine->has[id]) continue;
+    ck_assert_msg(mine->cols[id] == want[id], "%dx%dx%d: %s rows of %zu, not %zu", size[0],
+                  size[1], size[2], ax_param_name(id), mine->cols[id], want[id]);
+    unsigned rep = 0;
+    for (int g = 0; g < 3; g++)
+      if (size[g] > 1) rep |= ax_tp_param_replicas(id) & (1u << g);
+    ck_assert_uint_eq(mine->replicas[id], rep);
+  }
+}
+
 static void check_grid(const int size[3], int first, int last) {
   AxStageLayout whole;
   ax_stage_layout(&whole, &MODEL, 0, 2, first, last);
@@ -42,6 +64,7 @@ static void check_grid(const int size[3], int first, int last) {
   AxTpComm lead = rank_of(size, 0);
   AxStageLayout lead_layout;
   ax_tp_stage_layout(&lead_layout, &MODEL, 0, 2, first, last, &lead);
+  check_cols_and_replicas(size, &lead_layout);
   for (size_t i = 0; i < whole.total; i++) w[i] = (float)(i + 1);
   for (int r = 0; r < ranks; r++) {
     AxTpComm c = rank_of(size, r);
@@ -93,6 +116,54 @@ START_TEST(every_grid_partitions_the_stage) {
 }
 END_TEST
 
+/* Whether ranks a and b differ only in coordinates of groups in `mask`. */
+static int differ_within(const AxTpComm *a, const AxTpComm *b, unsigned mask) {
+  for (int g = 0; g < 3; g++)
+    if (a->coord[g] != b->coord[g] && !(mask >> g & 1u)) return 0;
+  return 1;
+}
+
+/* On 2 x 2 x 2, every rank's shards of one whole stage: a replicated tensor's CRC is the same on
+ * the ranks of each group replicating it; changed on one rank, that rank's CRC differs. */
+START_TEST(replica_crcs_say_replicas_are_alike) {
+  const int size[3] = {2, 2, 2};
+  AxStageLayout whole, mine;
+  ax_stage_layout(&whole, &MODEL, 0, 2, 1, 1);
+  float *w = tu_random(whole.total, 1.0f, 5);
+  uint32_t crc[8][AX_N_PARAMS] = {{0}};
+  float *shards[8];
+  for (int r = 0; r < 8; r++) {
+    AxTpComm c = rank_of(size, r);
+    ax_tp_stage_layout(&mine, &MODEL, 0, 2, 1, 1, &c);
+    shards[r] = tu_zeros(mine.total);
+    ax_tp_shard_copy(&MODEL, &whole, &mine, &c, w, shards[r], AX_TP_EXTRACT);
+    ax_tp_replica_crcs(&mine, shards[r], crc[r]);
+  }
+  int pairs = 0;
+  for (int id = 0; id < AX_N_PARAMS; id++) {
+    if (!ax_tp_param_replicas(id)) {
+      ck_assert_uint_eq(crc[0][id], 0); /* not replicated: not fed */
+      continue;
+    }
+    for (int a = 0; a < 8; a++)
+      for (int b = a + 1; b < 8; b++) {
+        AxTpComm ca = rank_of(size, a), cb = rank_of(size, b);
+        if (!differ_within(&ca, &cb, ax_tp_param_replicas(id))) continue;
+        ck_assert_msg(crc[a][id] == crc[b][id], "%s: ranks %d and %d differ", ax_param_name(id),
+                      a, b);
+        pairs++;
+      }
+  }
+  ck_assert_int_gt(pairs, 0);
+  /* rank 5 (x 1, y 0, z 1) and rank 0 (x 0, y 0, z 0) replicate wpe (over X and Z) */
+  uint32_t changed[AX_N_PARAMS] = {0};
+  shards[5][mine.offset[AX_P_WPE] + 3] += 1.0f;
+  ax_tp_replica_crcs(&mine, shards[5], changed);
+  ck_assert_uint_ne(changed[AX_P_WPE], crc[0][AX_P_WPE]);
+  ck_assert_uint_eq(changed[AX_P_LN1W], crc[5][AX_P_LN1W]);
+}
+END_TEST
+
 static void expect_refused(int gx, int gy, int gz, int B, const char *words) {
   AxTpComm c = {.size = {gx, gy, gz}};
   ck_assert_int_eq(ax_tp_stage_check(&MODEL, &c, B), AX_ERR);
@@ -122,5 +193,6 @@ int main(void) {
   tcase_add_test(tc, one_rank_is_the_identity);
   tcase_add_test(tc, every_grid_partitions_the_stage);
   tcase_add_test(tc, grids_that_do_not_fit_are_refused);
+  tcase_add_test(tc, replica_crcs_say_replicas_are_alike);
   return tu_run(s);
 }

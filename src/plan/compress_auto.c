@@ -64,7 +64,14 @@ static int kept_plain(const AxTensorRange *t, int i, const AxAutoCompressInput *
   return in->ranks < 2 || (i == 0 && in->plain_first) || t[i].cols >= t[i].count;
 }
 
-/* The groups' ends: each kept-plain tensor alone, each run of the others fused. */
+/* Whether tensor i is fused with no other: a replicated one (grad_compress.h: its group must
+ * hold nothing but its own values, alike on every replica). */
+static int fused_alone(const AxTensorRange *t, int i, const AxAutoCompressInput *in) {
+  return kept_plain(t, i, in) || t[i].replicated;
+}
+
+/* The groups' ends: each kept-plain tensor alone, each replicated one a run of its own (to
+ * compress or not), each run of the others fused. */
 static int plan_groups(const AxTensorRange *t, int n, double ratio, const AxAutoCompressInput *in,
                        int *group_end, int *n_groups, AxAutoCompress *out) {
   *n_groups = 0;
@@ -74,8 +81,8 @@ static int plan_groups(const AxTensorRange *t, int n, double ratio, const AxAuto
       group_end[(*n_groups)++] = ++i;
       continue;
     }
-    int j = i;
-    while (j < n && !kept_plain(t, j, in)) j++;
+    int j = i + 1;
+    while (j < n && !fused_alone(t, i, in) && !fused_alone(t, j, in)) j++;
     AX_TRY(fuse(t, i, j - i, ratio, in, group_end, n_groups, out));
     i = j;
   }
@@ -98,7 +105,7 @@ static int make_groups(const AxTensorRange *t, const int *group_end, int n_group
       if (t[i].cols != cols) cols = 0;
     size_t count = last->offset + last->count - first->offset;
     out->groups[a] = (AxTensorRange){first->offset, count, cols ? cols : count, first->name,
-                                     first->layer};
+                                     first->layer, first->replicated};
     out->members[a] = group_end[a] - lo;
     out->alone[a] = out->members[a] == 1 && kept_plain(t, lo, in);
   }

@@ -27,7 +27,9 @@
  *     OPTION (an ablation; one that does not apply is an error).
  *   Kept plain and alone, outside both searches: the tied wte when plain_first, and every vector
  *   (LayerNorm weights, biases), which a codec's one scale per group would mix with the
- *   weight matrices (compress_auto.c: kept_plain). Intra- and inter-node links: ranks_per_node of the data-parallel ranks share a
+ *   weight matrices (compress_auto.c: kept_plain). A tensor tensor-parallel ranks replicate
+ *   (AxTensorRange.replicated: wpe under --gx or --gz) is fused with no other, so its group holds
+ *   the same values on every replica. Intra- and inter-node links: ranks_per_node of the data-parallel ranks share a
  *     node. */
 #ifndef AX_COMPRESS_AUTO_H
 #define AX_COMPRESS_AUTO_H

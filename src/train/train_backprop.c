@@ -12,7 +12,12 @@
 int ax_trainer_setup_backprop(AxTrainer *t) {
   if (!ax_train_backprop_on(&t->cfg)) return AX_OK;
   AxCodec *codec;
-  size_t cols = (size_t)t->model.channels, n = (size_t)t->micro * t->cfg.model.seq * cols;
+  size_t rows, cols;
+  ax_train_message_shape(&t->cfg, &rows, &cols); /* a tensor-parallel rank's own block */
+  size_t n = rows * cols;
+  if (n * sizeof(float) != ax_stage_message_bytes(t->stage))
+    return AX_FAIL("internal: a backward message of %zu x %zu floats, but the stage sends %zu "
+                   "bytes", rows, cols, ax_stage_message_bytes(t->stage));
   AX_TRY(ax_backprop_codec(t->cfg.compression.compress_backprop, cols, t->cfg.compression.lazy_error, &codec));
   AX_TRY(ax_backprop_init(&t->backprop, codec, t->be, t->grid.stage, t->grid.P, n,
                           t->cfg.compression.epilogue_only, (uint64_t)t->cfg.data.seed));

@@ -50,27 +50,17 @@ AxCasyncChoice ax_compress_decide(const AxCodec *codec, const AxCasyncCosts *cos
   return ch;
 }
 
-/* The row length of tensor id's matrices, or 0 for a 1-D tensor. */
-static size_t row_length(const AxGptConfig *c, int id) {
-  size_t C = (size_t)c->channels;
-  switch (id) {
-  case AX_P_WTE: case AX_P_WPE: case AX_P_QKVW: case AX_P_ATTPROJW: case AX_P_FCW: return C;
-  case AX_P_FCPROJW: return 4 * C;
-  default: return 0;
-  }
-}
-
-int ax_trainer_tensor_ranges(const AxStageLayout *lay, const AxGptConfig *c, AxTensorRange *out,
-                             int cap) {
+int ax_trainer_tensor_ranges(const AxStageLayout *lay, AxTensorRange *out, int cap) {
   int n = 0;
   for (int id = 0; id < AX_N_PARAMS; id++) {
     if (!lay->has[id] || !lay->count[id]) continue;
     int layers = ax_param_is_layer(id) ? lay->l1 - lay->l0 : 1;
-    size_t each = lay->count[id] / (size_t)layers, cols = row_length(c, id);
+    size_t each = lay->count[id] / (size_t)layers, cols = lay->cols[id];
     for (int l = 0; l < layers; l++, n++)
       if (out && n < cap)
         out[n] = (AxTensorRange){lay->offset[id] + (size_t)l * each, each, cols ? cols : each,
-                                 ax_param_name(id), ax_param_is_layer(id) ? lay->l0 + l : -1};
+                                 ax_param_name(id), ax_param_is_layer(id) ? lay->l0 + l : -1,
+                                 lay->replicas[id] != 0};
   }
   return n;
 }
@@ -100,12 +90,12 @@ void ax_shaped_codecs_free(AxShapedCodecs *cache) {
   *cache = (AxShapedCodecs){0};
 }
 
-int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, const AxGptConfig *m,
-                          AxGradPart **out, int *n) {
-  int n_t = ax_trainer_tensor_ranges(lay, m, NULL, 0);
+int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, AxGradPart **out,
+                          int *n) {
+  int n_t = ax_trainer_tensor_ranges(lay, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
   if (!tr) return AX_ERR;
-  ax_trainer_tensor_ranges(lay, m, tr, n_t);
+  ax_trainer_tensor_ranges(lay, tr, n_t);
   *n = ax_grad_parts_cut(o, tr, n_t, NULL, 0);
   *out = ax_calloc((size_t)*n + 1, sizeof **out);
   if (*out) ax_grad_parts_cut(o, tr, n_t, *out, *n);
@@ -169,6 +159,22 @@ static int data_nodes(AxTrainer *t, int *g) {
   return rc;
 }
 
+/* Tensor parallelism: the ranks of a cell decide alike, each on its own shards of the same
+ * sizes, so a tensor they replicate takes the same update on every rank that holds it. What
+ * each measured alone becomes the cell's: the slowest message inside a node, the fewest ranks
+ * to a node, two levels only where every one of them can. */
+static int agree_over_cell(AxTrainer *t, AxAutoCompressInput *in) {
+  if (t->grid.cell == MPI_COMM_NULL) return AX_OK;
+  double v[2] = {in->intra.latency_s, 1.0 / in->intra.bytes_per_s};
+  int n[2] = {in->ranks_per_node, in->two_level};
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, t->grid.cell));
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, n, 2, MPI_INT, MPI_MIN, t->grid.cell));
+  in->intra = (AxLinearCost){v[0], 1.0 / v[1]};
+  in->ranks_per_node = n[0];
+  in->two_level = n[1];
+  return AX_OK;
+}
+
 /* --compress auto: Cupcake's groups and Espresso's decision per group (compress_auto.h), from
  * the agreed costs; a message inside a node costs a raw ping-pong when the link is emulated
  * (the emulated link is between nodes), else what the link measured. */
@@ -185,10 +191,11 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   in.two_level = t->two_level.usable;
   in.scheme = t->cfg.compression.compress_scheme;
   if (ax_link_emulating(t->links)) AX_TRY(ax_casync_measure_send(t->grid.data, &in.intra));
-  int n_t = ax_trainer_tensor_ranges(lay, &t->model, NULL, 0);
+  AX_TRY(agree_over_cell(t, &in));
+  int n_t = ax_trainer_tensor_ranges(lay, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
   if (!tr) return AX_ERR;
-  ax_trainer_tensor_ranges(lay, &t->model, tr, n_t);
+  ax_trainer_tensor_ranges(lay, tr, n_t);
   int rc = ax_compress_auto_plan(tr, n_t, t->codec, &in, &t->auto_compress);
   free(tr);
   if (rc != AX_OK) return rc;
@@ -208,11 +215,23 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
  * the ranks in one machine's memory the cost model keeps every part plain. */
 static int layerwise_parts(AxTrainer *t, int is_auto, long long min_bytes, AxGradPart **parts,
                            int *n) {
-  AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), &t->model, parts, n));
+  AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), parts, n));
   if (t->compress_in_memory) return AX_OK; /* cut: every choice zero, plain */
   AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compression.compress_sync, t->grid.D, is_auto,
                           min_bytes};
   return ax_compress_decide_parts(&pol, &t->shaped, &t->compress_costs, *parts, *n);
+}
+
+/* Whether the ranks of a tensor-parallel cell decided every part alike (agree_over_cell; the
+ * costs are agreed over all ranks), as a replicated tensor needs. Collective over the cell. */
+static int cell_decided_alike(AxTrainer *t, int *alike) {
+  *alike = 1;
+  if (t->grid.cell == MPI_COMM_NULL) return AX_OK;
+  unsigned v[2] = {ax_grad_compress_fingerprint(&t->gc), 0};
+  v[1] = ~v[0];
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UNSIGNED, MPI_MIN, t->grid.cell));
+  *alike = v[0] == ~v[1]; /* the smallest fingerprint is the largest */
+  return AX_OK;
 }
 
 int ax_trainer_setup_compress(AxTrainer *t) {
@@ -240,7 +259,12 @@ int ax_trainer_setup_compress(AxTrainer *t) {
                                t->grid.D, (uint64_t)t->cfg.data.seed, &t->grid.comm_cfg,
                                &t->two_level);
   free(parts);
-  return rc;
+  int alike, agreed = cell_decided_alike(t, &alike);
+  if (rc == AX_OK && agreed == AX_OK && !alike)
+    return AX_FAIL("the tensor-parallel ranks of stage %d decided their compression "
+                   "differently: a tensor they replicate would take different updates",
+                   t->grid.stage);
+  return rc == AX_OK ? agreed : rc;
 }
 
 void ax_trainer_compress_step(AxTrainer *t, int step) {

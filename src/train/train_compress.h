@@ -59,8 +59,8 @@ int ax_shaped_codec(AxShapedCodecs *cache, const AxCodec *base, size_t cols,
 void ax_shaped_codecs_free(AxShapedCodecs *cache);
 /* o's chunks cut at the stage's tensors (layer-wise parts), into *out (caller frees). Only
  * o's n, chunk and n_chunks are read. */
-int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, const AxGptConfig *m,
-                          AxGradPart **out, int *n);
+int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, AxGradPart **out,
+                          int *n);
 /* Every part's codec and decision (the cost model or the threshold, on the part's size). */
 int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
                              const AxCasyncCosts *costs, AxGradPart *parts, int n);

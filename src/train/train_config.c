@@ -446,12 +446,18 @@ int ax_train_backprop_on(const AxTrainConfig *cfg) {
   return cfg->compression.compress_backprop && strcmp(cfg->compression.compress_backprop, "none") != 0;
 }
 
+void ax_train_message_shape(const AxTrainConfig *cfg, size_t *rows, size_t *cols) {
+  size_t micro = (size_t)(cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data);
+  *rows = micro / (size_t)cfg->grid.gz * (size_t)cfg->model.seq;
+  *cols = (size_t)ax_train_model_config(cfg).channels / (size_t)cfg->grid.gy;
+}
+
 /* A compressed message must be smaller than the n x m one it replaces. */
 static int check_message_size(const AxTrainConfig *cfg) {
   AxCodec *codec;
-  size_t cols = (size_t)ax_train_model_config(cfg).channels;
-  size_t micro = (size_t)(cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data);
-  size_t n = micro * (size_t)cfg->model.seq * cols;
+  size_t rows, cols;
+  ax_train_message_shape(cfg, &rows, &cols);
+  size_t n = rows * cols;
   AX_TRY(ax_backprop_codec(cfg->compression.compress_backprop, cols, cfg->compression.lazy_error, &codec));
   size_t bytes = ax_codec_p2p_max_bytes(codec, n);
   ax_codec_free(codec);
@@ -524,14 +530,16 @@ long long ax_train_tp_ranks(const AxTrainConfig *cfg) {
   return (long long)cfg->grid.gx * cfg->grid.gy * cfg->grid.gz;
 }
 
+AxTpComm ax_train_tp_sizes(const AxTrainConfig *cfg) {
+  return (AxTpComm){.size = {cfg->grid.gx, cfg->grid.gy, cfg->grid.gz}};
+}
+
 /* --gx/--gy/--gz: what tensor parallelism runs with so far. */
 static int check_tensor_parallel(const AxTrainConfig *cfg) {
   if (ax_train_tp_ranks(cfg) == 1) return AX_OK;
   const char *why = NULL;
   if (strcmp(cfg->exec.device, "cpu") != 0 || cfg->exec.precision != AX_PREC_FP32)
     why = "--device cpu --precision fp32 (its kernels have no CUDA or 16-bit version yet)";
-  else if (ax_train_compresses(cfg))
-    why = "--compress none";
   if (why) return AX_FAIL("tensor parallelism (--gx %d --gy %d --gz %d) needs %s", cfg->grid.gx,
                           cfg->grid.gy, cfg->grid.gz, why);
   int micro = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
@@ -649,8 +657,8 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (cfg->data.val_shards && !cfg->data.shards)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   AX_TRY(check_compress(cfg));
+  AX_TRY(check_tensor_parallel(cfg)); /* before the message sizes it divides */
   AX_TRY(check_backprop(cfg));
-  AX_TRY(check_tensor_parallel(cfg));
   AX_TRY(check_network(cfg));
   warn_inapplicable(cfg, st);
   return AX_OK;

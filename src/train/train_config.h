@@ -7,6 +7,7 @@
 #include "src/plan/fusion.h"
 #include "models/gpt_config.h"
 #include "src/core/options.h"
+#include "src/core/tp_comm.h"
 #include "src/core/watchdog.h"
 #include "src/memckpt/memckpt.h"
 
@@ -160,10 +161,17 @@ long long ax_train_ranks(const AxTrainConfig *cfg);
  * x --gz). One line when those do not divide world. */
 int ax_train_grid_from_world(AxTrainConfig *cfg, const AxOptState *st, int world);
 long long ax_train_tp_ranks(const AxTrainConfig *cfg);
+/* The --gx x --gy x --gz grid as sizes only (coordinates 0): every rank of it holds shards of
+ * the same sizes (models/tp_shard.h), so it stands for all of them in plans. */
+AxTpComm ax_train_tp_sizes(const AxTrainConfig *cfg);
 /* --compress-min-bytes: 1 for auto (*bytes untouched), 0 with *bytes set; AX_ERR otherwise. */
 int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes);
 /* Whether --compress-backprop asks for compressed backpropagation. */
 int ax_train_backprop_on(const AxTrainConfig *cfg);
+/* One rank's pipeline message (an activation or its gradient): rows x cols floats, the rows of
+ * its micro-batch's sequences (under tensor parallelism its Z rank's) by the channels (its Y
+ * rank's). What --compress-backprop compresses. */
+void ax_train_message_shape(const AxTrainConfig *cfg, size_t *rows, size_t *cols);
 /* Whether --compress asks for compression (anything but "none"). */
 int ax_train_compresses(const AxTrainConfig *cfg);
 /* Whether --compress is auto (Espresso decides per tensor group). */

@@ -23,11 +23,6 @@ static int plan_model(const AxTrainConfig *cfg, AxGptConfig *m) {
   return ax_gpt_config_check(m);
 }
 
-/* The --gx x --gy x --gz grid as sizes only: every rank of it holds shards of the same sizes
- * (models/tp_shard.h), so coordinate 0 stands for all. */
-static AxTpComm plan_tp(const AxTrainConfig *cfg) {
-  return (AxTpComm){.size = {cfg->grid.gx, cfg->grid.gy, cfg->grid.gz}};
-}
 
 static int micro_batch(const AxTrainConfig *cfg) {
   return cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
@@ -40,7 +35,7 @@ void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *fi
   if (limit > shard / micro) limit = shard / micro; /* as the trainer: no more than there are */
   size_t esz = ax_dtype_size((AxDType)cfg->exec.precision);
   /* under tensor parallelism a rank's shards, as the trainer's stage holds them */
-  AxTpComm tp = plan_tp(cfg);
+  AxTpComm tp = ax_train_tp_sizes(cfg);
   AxStageLayout lay;
   ax_tp_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1, &tp);
   AxStageSpec spec = {.l0 = first[s], .l1 = first[s + 1], .first = s == 0, .last = s == P - 1,
@@ -78,7 +73,7 @@ static void add(AxStagePlan *sum, const AxStagePlan *p, double times) {
  * tensor-parallel grid must fit the model, checked as the trainer's stage checks it. */
 static int plan_stages(const AxTrainConfig *cfg, AxGptConfig *m, int **first) {
   AX_TRY(plan_model(cfg, m));
-  AxTpComm tp = plan_tp(cfg);
+  AxTpComm tp = ax_train_tp_sizes(cfg);
   AX_TRY(ax_tp_stage_check(m, &tp, micro_batch(cfg)));
   *first = ax_malloc((size_t)(cfg->grid.g_inter + 1) * sizeof **first);
   if (!*first) return AX_ERR;

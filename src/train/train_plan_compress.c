@@ -8,9 +8,10 @@
  * here, where a run measures them), between the data-parallel ranks: the plan is of ranks on
  * separate nodes, unless --ranks-per-node puts a stage's data-parallel ranks on one node,
  * where, as in a run whose ranks share memory, the cost model keeps every part plain. Every
- * part's line: T_orig, T_cpr at its best K, the decision and the K CaSync would run. A run
- * decides from costs every rank agrees on, so its table can differ where the choices are
- * close. */
+ * part's line: T_orig, T_cpr at its best K, the decision and the K CaSync would run. Under
+ * tensor parallelism the parts are one rank's shards (every rank of the grid holds shards of
+ * the same sizes). A run decides from costs every rank agrees on, so its table can differ where
+ * the choices are close. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,6 +20,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/plan/compress_auto.h"
+#include "models/tp_shard.h"
 #include "train_compress.h"
 #include "trainer.h"
 
@@ -58,9 +60,8 @@ static int column_ranks_per_node(const AxTrainConfig *cfg) {
 
 /* --compress auto: Cupcake's groups and Espresso's decisions for stage s (compress_auto.h),
  * on the plan's link for messages inside a node too. */
-static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
-                            const AxStageLayout *lay, int s, const AxCodec *codec,
-                            const AxCasyncCosts *c, double *decide_s) {
+static int print_auto_stage(const AxTrainConfig *cfg, const AxStageLayout *lay, int s,
+                            const AxCodec *codec, const AxCasyncCosts *c, double *decide_s) {
   int P = cfg->grid.g_inter;
   AxAutoCompressInput in = {
       .costs = *c, .intra = c->send, .ranks = cfg->grid.g_data,
@@ -71,10 +72,10 @@ static int print_auto_stage(const AxTrainConfig *cfg, const AxGptConfig *m,
   in.two_level = in.ranks_per_node >= 2 && in.ranks / in.ranks_per_node >= 2 &&
                  in.ranks % in.ranks_per_node == 0;
   AX_TRY(ax_train_fusion(cfg, &in.fusion));
-  int n = ax_trainer_tensor_ranges(lay, m, NULL, 0);
+  int n = ax_trainer_tensor_ranges(lay, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n + 1, sizeof *tr);
   if (!tr) return AX_ERR;
-  ax_trainer_tensor_ranges(lay, m, tr, n);
+  ax_trainer_tensor_ranges(lay, tr, n);
   AxAutoCompress a;
   int rc = ax_compress_auto_plan(tr, n, codec, &in, &a);
   free(tr);
@@ -103,14 +104,15 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
            cfg->compression.compress_stages, selected);
     return AX_OK;
   }
-  AxStageLayout lay;
-  ax_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1);
+  AxStageLayout lay; /* under tensor parallelism a rank's shards: its data-parallel sum's */
+  AxTpComm tp = ax_train_tp_sizes(cfg);
+  ax_tp_stage_layout(&lay, m, first[s], first[s + 1], s == 0, s == P - 1, &tp);
   if (ax_train_compress_auto(cfg))
-    return print_auto_stage(cfg, m, &lay, s, pol->codec, c, decide_s);
+    return print_auto_stage(cfg, &lay, s, pol->codec, c, decide_s);
   AxOffload o = stage_chunks(cfg, lay.total);
   AxGradPart *parts;
   int n;
-  AX_TRY(ax_compress_cut_parts(&o, &lay, m, &parts, &n));
+  AX_TRY(ax_compress_cut_parts(&o, &lay, &parts, &n));
   int rc = column_in_memory(cfg, pol) ? AX_OK : ax_compress_decide_parts(pol, cache, c, parts, n);
   ax_compress_keep_tied_plain(&lay, P, selected, cfg->compression.fuse_embedding_sync, parts, n);
   if (rc == AX_OK) {
@@ -154,6 +156,9 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
            pol.is_auto ? "HiPress cost model (T_orig: the plain ring; T_cpr: CaSync at its best "
                          "K partitions; compress where T_cpr < T_orig)"
                        : "--compress-min-bytes threshold");
+  if (rc == AX_OK && ax_train_tp_ranks(cfg) > 1)
+    ax_log("  tensor parallel %d x %d x %d: the parts are one rank's shards (its data-parallel "
+           "group sums the same shards)", cfg->grid.gx, cfg->grid.gy, cfg->grid.gz);
   if (rc == AX_OK && pol.is_auto) ax_compress_print_costs(&c, source);
   double decide_s = 0;
   for (int s = 0; s < cfg->grid.g_inter && rc == AX_OK; s++)

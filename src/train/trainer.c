@@ -426,6 +426,7 @@ static int save_row0(AxTrainer *t, const char *path) {
 }
 
 int ax_trainer_save(AxTrainer *t, const char *path) {
+  AX_TRY(ax_trainer_check_replicas(t)); /* the file keeps one copy of each */
   int rc = t->grid.row == 0 ? save_row0(t, path) : AX_OK; /* the master weights are the model */
   AX_WD_NOTE(0, "in the agreement that rank 0 saved the model");
   AX_TRY(ax_grid_agree(&t->grid, rc));

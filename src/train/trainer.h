@@ -66,10 +66,10 @@ int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
                               AxParamSegment segs[AX_N_PARAMS]);
 /* The tensors of a stage's flat parameter range for layer-wise gradient compression: one
  * range per tensor, one per layer for the stacked [L, ...] kinds, with the row length of each
- * matrix (wte, wpe: C; qkvw, attprojw, fcw: C; fcprojw: 4C) or the length of a 1-D tensor.
- * Writes at most cap into out (NULL: counts only); returns how many there are. */
-int ax_trainer_tensor_ranges(const AxStageLayout *lay, const AxGptConfig *c, AxTensorRange *out,
-                             int cap);
+ * matrix (lay->cols: wte, wpe, qkvw, attprojw, fcw C and fcprojw 4C, or under tensor
+ * parallelism the shard's) or the length of a 1-D tensor. Writes at most cap into out (NULL:
+ * counts only); returns how many there are. */
+int ax_trainer_tensor_ranges(const AxStageLayout *lay, AxTensorRange *out, int cap);
 /* 1 when this rank's stage recomputes blocks in the backward pass (activation checkpointing). */
 int ax_trainer_recomputes(const AxTrainer *t);
 /* The GEMM shapes this run's peak is measured at: the model's products at the rows of a

@@ -134,6 +134,10 @@ int ax_trainer_whole_open(AxTrainer *t, AxWholeStage *w, float *const shards[], 
 void ax_trainer_whole_extract(AxTrainer *t, AxWholeStage *w, float *const shards[]);
 int ax_trainer_whole_gather(AxTrainer *t, AxWholeStage *w, float *const shards[]);
 void ax_trainer_whole_close(AxWholeStage *w);
+/* Collective: every tensor that tensor-parallel ranks replicate is alike bit for bit, weights
+ * and Adam moments, over each group that replicates it (a CRC per tensor compared over the
+ * group); one error naming the first that is not, agreed by every rank. */
+int ax_trainer_check_replicas(AxTrainer *t);
 
 /* trainer_ckpt.c, shared with trainer_memckpt.c: the manifest of a checkpoint of `step` (files:
  * P entries, filled in later), and loading the checkpoint of step_dir (any grid). */

@@ -3,12 +3,15 @@
  * tensors (gpt_config.h's stage layout), so none of them depends on the grid: a rank reads its
  * stage whole and keeps its shards (models/tp_shard.h), and for writing the ranks of a
  * (stage, row) cell send their shards to the cell's rank 0, which puts the stage back together.
- * Without tensor parallelism the whole stage is the rank's own buffer and nothing is copied. */
+ * Without tensor parallelism the whole stage is the rank's own buffer and nothing is copied.
+ * Writing keeps cell rank 0's copy of a replicated tensor, so the replicas are checked to be
+ * alike first (ax_trainer_check_replicas). */
 #include <stdlib.h>
 
 #include "models/tp_shard.h"
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
+#include "src/core/log.h"
 #include "src/core/watchdog.h"
 #include "trainer_impl.h"
 
@@ -95,5 +98,40 @@ int ax_trainer_whole_gather(AxTrainer *t, AxWholeStage *w, float *const shards[]
                    n * sizeof(float));
     AX_TRY(ax_mpi_send_floats(shards[i], n, 0, TAG_SHARDS, t->grid.cell));
   }
+  return AX_OK;
+}
+
+/* Group g's replicated tensors whose CRCs differ within it: the first's id, or -1. */
+static int differs_over(AxTrainer *t, int g, uint32_t crc[AX_N_PARAMS], int *first) {
+  uint32_t lo[AX_N_PARAMS], hi[AX_N_PARAMS];
+  *first = -1;
+  if (t->grid.tpc[g] == MPI_COMM_NULL) return AX_OK;
+  AX_MPI(MPI_Allreduce(crc, lo, AX_N_PARAMS, MPI_UINT32_T, MPI_MIN, t->grid.tpc[g]));
+  AX_MPI(MPI_Allreduce(crc, hi, AX_N_PARAMS, MPI_UINT32_T, MPI_MAX, t->grid.tpc[g]));
+  for (int id = 0; id < AX_N_PARAMS && *first < 0; id++)
+    if ((ax_tp_param_replicas(id) >> g & 1u) && lo[id] != hi[id]) *first = id;
+  return AX_OK;
+}
+
+int ax_trainer_check_replicas(AxTrainer *t) {
+  if (!ax_trainer_tp_on(t)) return AX_OK;
+  AX_TRY(ax_trainer_state_to_host(t));
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  const float *state[3] = {t->off.master, t->off.m, t->off.v};
+  uint32_t crc[AX_N_PARAMS] = {0};
+  for (int i = 0; i < 3; i++) ax_tp_replica_crcs(lay, state[i], crc);
+  AX_WD_NOTE(-1, "comparing the tensor-parallel replicas of stage %d", t->grid.stage);
+  int rc = AX_OK;
+  for (int g = 0; g < 3; g++) {
+    int id;
+    AX_TRY(differs_over(t, g, crc, &id));
+    if (id >= 0 && rc == AX_OK)
+      rc = AX_FAIL("the tensor-parallel replicas of %s on stage %d differ over %c (weights or "
+                   "Adam moments): replicated tensors must take the same update on every rank",
+                   ax_param_name(id), t->grid.stage, "XYZ"[g]);
+  }
+  AX_TRY(ax_grid_agree(&t->grid, rc));
+  ax_log("tensor parallel: every replicated tensor is alike bit for bit on the ranks that hold "
+         "it (weights and Adam moments)");
   return AX_OK;
 }

@@ -130,7 +130,7 @@ bad "entry 1 is not a number of layers from 1 to 4" "$AXONN" plan --g-inter 2 --
 bad "entry 2 is not a number of layers from 1 to 4" "$AXONN" plan --g-inter 2 --stage-layers 4,0
 bad "has fewer entries than --g-inter 2" "$AXONN" plan --g-inter 2 --stage-layers 4
 bad "adds up to 3 layers, the model has 4" "$AXONN" plan --g-inter 2 --stage-layers 2,1
-bad "--g-data is derived from the job's 1 rank(s), which the rest of the grid (--g-inter 2 x --gx 1 x --gy 1 x --gz 1 = 2 ranks) does not divide" "$AXONN" train $T --g-inter 2
+bad "needs 2 ranks, but the job has 1" "$AXONN" train $T --g-inter 2
 # plan and --dry-run check the tensor-parallel shape as train does (issue 45, item 7)
 bad "--gx 3 does not divide the 2 attention heads" "$AXONN" plan $T --gx 3
 bad "--gx 3 does not divide the 2 attention heads" "$AXONN" train $T --gx 3 --dry-run

@@ -107,8 +107,7 @@ one_error_line() {
 expect_job_error "does not divide the 2 attention heads" 4 --gx 4 && one_error_line
 expect_job_error "must divide the hidden size 32" 3 --gy 3 && one_error_line
 expect_job_error "--gz 4 does not divide the 2 sequences of a micro-batch" 4 --gz 4 && one_error_line
-expect_job_error "needs 8 ranks, but the job has 4" 4 --gx 2 --gy 2 --gz 2 --g-data 1 && one_error_line
-expect_job_error "--g-data is derived from the job's 4 rank(s), which the rest of the grid (--g-inter 1 x --gx 2 x --gy 2 x --gz 2 = 8 ranks) does not divide" 4 --gx 2 --gy 2 --gz 2 && one_error_line
+expect_job_error "needs 8 ranks, but the job has 4" 4 --gx 2 --gy 2 --gz 2 && one_error_line
 expect_job_error "needs --device cpu --precision fp32" 2 --gx 2 --precision bf16 && one_error_line
 
 finish

@@ -513,12 +513,7 @@ static int check_compress(const AxTrainConfig *cfg) {
 int ax_train_grid_from_world(AxTrainConfig *cfg, const AxOptState *st, int world) {
   if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, "g-data")) return AX_OK;
   long long others = ax_train_tp_ranks(cfg) * cfg->grid.g_inter;
-  if (world % others)
-    return AX_FAIL("--g-data is derived from the job's %d rank(s), which the rest of the grid "
-                   "(--g-inter %d x --gx %d x --gy %d x --gz %d = %lld ranks) does not divide: "
-                   "give --g-data, or run a multiple of %lld ranks", world, cfg->grid.g_inter,
-                   cfg->grid.gx, cfg->grid.gy, cfg->grid.gz, others, others);
-  cfg->grid.g_data = (int)(world / others);
+  if (world % others == 0) cfg->grid.g_data = (int)(world / others);
   return AX_OK;
 }
 

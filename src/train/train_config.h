@@ -158,7 +158,8 @@ int ax_train_check_outputs(const AxTrainConfig *cfg);
 /* Ranks of the whole grid (G_inter x G_data x Gx x Gy x Gz) and of one tensor-parallel grid. */
 long long ax_train_ranks(const AxTrainConfig *cfg);
 /* --g-data, when the user left it unset, from the job's ranks: world / (--g-inter x --gx x --gy
- * x --gz). One line when those do not divide world. */
+ * x --gz) where those divide world (else it stays 1, and the grid's check says what the grid
+ * needs after the configuration's own checks). */
 int ax_train_grid_from_world(AxTrainConfig *cfg, const AxOptState *st, int world);
 long long ax_train_tp_ranks(const AxTrainConfig *cfg);
 /* The --gx x --gy x --gz grid as sizes only (coordinates 0): every rank of it holds shards of

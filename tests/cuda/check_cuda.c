@@ -409,8 +409,9 @@ static void check_attention(Ctx *c, int B, int T, int C, int NH) {
   for (int run = 0; run < 3; run++) {
     gpu->fused_attention = run != 2;
     void *g_out = dev(c, no * gpu->esz), *g_dqkv = dev(c, nq * gpu->esz);
-    void *g_att = dev(c, ax_attention_bytes(gpu, B, T, C, NH));
-    void *g_scratch = dev(c, ax_attention_scratch_bytes(gpu, B, T, C, NH));
+    int fused = ax_backend_fused_attention(gpu, C, NH);
+    void *g_att = dev(c, ax_attention_bytes(fused, gpu->esz, B, T, NH));
+    void *g_scratch = dev(c, ax_attention_scratch_bytes(fused, gpu->esz, B, T, NH));
     ax_attention_forward(gpu, g_out, g_att, g_qkv, B, T, C, NH);
     ax_attention_backward(gpu, g_dqkv, g_scratch, g_dout, g_out, g_att, g_qkv, B, T, C, NH);
     ck_assert_msg(ax_sync(gpu) == AX_OK, "%s", ax_error_message());

@@ -7,17 +7,6 @@
 #define P(x) (p->t[AX_P_##x])
 #define G(x) (g->t[AX_P_##x])
 
-size_t ax_block_acts_bytes(const AxBlockDims *d, size_t esz) {
-  size_t N = (size_t)d->B * d->T, C = (size_t)d->C;
-  size_t elems = N * C * (1 + 3 + 1 + 1 + 1 + 4 + 4 + 1) + (size_t)d->B * d->NH * d->T * d->T;
-  return elems * esz + 4 * N * sizeof(float);
-}
-
-size_t ax_block_scratch_bytes(const AxBlockDims *d, size_t esz) {
-  size_t N = (size_t)d->B * d->T, C = (size_t)d->C;
-  return (N * C * (1 + 1 + 4) + (size_t)d->NH * d->T * d->T) * esz;
-}
-
 void ax_block_forward(AxBackend *be, const AxBlockParams *p, const AxBlockActs *a,
                       const void *in, const AxBlockDims *d) {
   int N = d->B * d->T, C = d->C;

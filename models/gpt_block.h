@@ -38,10 +38,6 @@ typedef struct {
   int B, T, C, NH;
 } AxBlockDims;
 
-/* Bytes of one block's activations and of the shared scratch, for sizing arenas. */
-size_t ax_block_acts_bytes(const AxBlockDims *d, size_t esz);
-size_t ax_block_scratch_bytes(const AxBlockDims *d, size_t esz);
-
 void ax_block_forward(AxBackend *be, const AxBlockParams *p, const AxBlockActs *a,
                       const void *in, const AxBlockDims *d);
 void ax_block_backward(AxBackend *be, const AxBlockParams *p, AxBlockParams *g,

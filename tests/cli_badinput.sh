@@ -173,6 +173,7 @@ bad "--ranks-per-node 3 does not divide the job's 1 rank(s)" "$AXONN" bench opti
 # ---------------------------------------------------------------- flags the configuration ignores
 # One warning each (issue 47), even under --quiet ($T has it); the run goes on.
 warns "--lazy-error has no effect without --compress-backprop" "$AXONN" train $T --lazy-error 0
+warns "--attention has no effect here: the fused attention runs on --device cuda" "$AXONN" train $T --attention fused
 warns "--compress-sync has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-sync ps
 warns "--compress-min-bytes has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-min-bytes 0
 warns "--compress-codec has no effect without --compress auto" "$AXONN" train $T --compress onebit --compress-codec identity

@@ -576,6 +576,8 @@ static int check_device_optimizer(const AxTrainConfig *cfg) {
 static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
   int strategy = ax_train_compress_auto(cfg), plain = !ax_train_compresses(cfg);
   int no_memckpt = cfg->memckpt.memory_checkpoint_every == 0;
+  int no_fused = cfg->exec.fused_attention &&
+                 (strcmp(cfg->exec.device, "cuda") != 0 || cfg->exec.precision == AX_PREC_FP32);
   const struct { const char *flag; int ignored; const char *why; } flags[] = {
       {"lazy-error", !ax_train_backprop_on(cfg),
        "without --compress-backprop (it only tunes compressed backpropagation)"},
@@ -594,6 +596,8 @@ static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
       {"replica-idle-share",
        !no_memckpt && cfg->memckpt.replica_schedule == AX_REPLICAS_AT_END,
        "with --replica-schedule end (it is the share of idle spans the idle schedule fills)"},
+      {"attention", no_fused,
+       "here: the fused attention runs on --device cuda in bf16 or fp16 (this run: explicit)"},
   };
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     if (flags[i].ignored && ax_options_was_set(&AX_TRAIN_OPTIONS, st, flags[i].flag))

@@ -88,6 +88,43 @@ static void config_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_end(j);
 }
 
+/* Every default a compression recipe set, with its source (null: no recipe applied). */
+static void recipe_json(AxJsonW *j, const AxRecipeApplied *r) {
+  if (!r->n) {
+    ax_jsonw_null(j, "recipe");
+    return;
+  }
+  ax_jsonw_object(j, "recipe");
+  ax_jsonw_str(j, "codec", r->codec);
+  ax_jsonw_array(j, "defaults");
+  for (int i = 0; i < r->n; i++) {
+    ax_jsonw_object(j, NULL);
+    ax_jsonw_str(j, "option", r->item[i].what);
+    ax_jsonw_str(j, "value", r->item[i].value);
+    ax_jsonw_str(j, "source", r->item[i].source);
+    ax_jsonw_end(j);
+  }
+  ax_jsonw_end(j);
+  ax_jsonw_end(j);
+}
+
+/* The compression in effect (null: the run compresses nothing, or the summary has no
+ * configuration of it). */
+static void compression_json(AxJsonW *j, const AxCompressionOptions *c) {
+  if (!c || !c->codec_spec[0]) {
+    ax_jsonw_null(j, "compression");
+    return;
+  }
+  ax_jsonw_object(j, "compression");
+  ax_jsonw_str(j, "codec", c->codec_spec);
+  ax_jsonw_int(j, "warmup_steps", c->warmup_steps);
+  ax_jsonw_bool(j, "freeze_variance", c->freeze_variance);
+  ax_jsonw_bool(j, "vectors", c->compress_vectors);
+  ax_jsonw_str(j, "stages", c->compress_stages);
+  recipe_json(j, &c->recipe);
+  ax_jsonw_end(j);
+}
+
 static void model_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_object(j, "model");
   ax_jsonw_str(j, "preset", s->preset);
@@ -229,6 +266,7 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   ax_summary_comm_json(&j, &s->comm);
   ax_summary_ckpt_json(&j, &s->ckpt);
   if (s->sim) simulation_json(&j, s->sim);
+  compression_json(&j, s->compression);
   config_json(&j, s);
   ax_jsonw_end(&j);
 }

@@ -108,7 +108,9 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
            bytes);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "stage %d ", s);
-    ax_compress_print_parts(parts, n, pol->is_auto, prefix);
+    ax_compress_print_parts(parts, n, pol, prefix);
+    snprintf(prefix, sizeof prefix, "stage %d", s);
+    ax_compress_explain_none(parts, n, pol, prefix);
   }
   free(parts);
   return rc;
@@ -118,12 +120,13 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
   if (!ax_train_compresses(cfg)) return AX_OK;
   AxCodec *codec;
   AX_TRY(ax_codec_parse(ax_train_codec_spec(cfg), &codec));
-  AxCompressPolicy pol = {codec, (AxCasyncAlgo)cfg->compression.compress_sync, cfg->grid.g_data, 0, 0};
+  AxCompressPolicy pol;
   AxCasyncCosts c = {0};
   AxShapedCodecs cache = {0};
   const char *source = "";
-  int rc = ax_train_compress_min_bytes(cfg, &pol.is_auto, &pol.min_bytes);
+  int rc = ax_compress_policy(cfg, codec, cfg->grid.g_data, &pol);
   int strategy = ax_train_compress_auto(cfg);
+  ax_train_print_recipe(cfg);
   pol.is_auto |= strategy;
   if (rc == AX_OK && pol.is_auto) rc = plan_costs(cfg, codec, &c, &source);
   if (rc == AX_OK && strategy)
@@ -133,7 +136,9 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
   else if (rc == AX_OK)
     ax_log("compression plan: %s over CaSync %s, %d data-parallel rank(s), layer-wise parts; %s",
            ax_codec_spec(codec), ax_casync_algo_name(pol.algo), cfg->grid.g_data,
-           pol.is_auto ? "HiPress cost model (T_orig vs T_cpr)" : "--compress-min-bytes threshold");
+           pol.requested ? "--compress-stages: every part the codec shrinks (the cost model's K)"
+           : pol.is_auto ? "HiPress cost model (T_orig vs T_cpr)"
+                         : "--compress-min-bytes threshold");
   if (rc == AX_OK && pol.is_auto) ax_compress_print_costs(&c, source);
   double decide_s = 0;
   for (int s = 0; s < cfg->grid.g_inter && rc == AX_OK; s++)

@@ -10,15 +10,6 @@
 
 enum { DEFAULT_RANK = 16 };
 
-/* Whether the spec's keys (after "NAME:") include `key`. */
-static int has_key(const char *spec, const char *key) {
-  const char *keys = strchr(spec, ':');
-  size_t len = strlen(key);
-  for (const char *k = keys; k; k = strchr(k + 1, ','))
-    if (strncmp(k + 1, key, len) == 0 && k[1 + len] == '=') return 1;
-  return 0;
-}
-
 int ax_backprop_codec(const char *spec, size_t cols, int lazy_error, AxCodec **out) {
   *out = NULL;
   AxCodec *given;
@@ -28,16 +19,14 @@ int ax_backprop_codec(const char *spec, size_t cols, int lazy_error, AxCodec **o
   if (!powersgd)
     return AX_FAIL("--compress-backprop '%s': the pipeline's backward messages are compressed "
                    "with powersgd (Optimus-CC), e.g. powersgd:rank=16", spec);
-  if (has_key(spec, "cols") || has_key(spec, "ef"))
+  if (ax_codec_spec_has(spec, "cols") || ax_codec_spec_has(spec, "ef"))
     return AX_FAIL("--compress-backprop '%s': cols is the hidden size and ef is --lazy-error; "
                    "give only rank", spec);
-  char full[192];
-  int len = snprintf(full, sizeof full, "%s%s%scols=%zu,ef=%d", spec,
-                     strchr(spec, ':') ? "," : ":", has_key(spec, "rank") ? "" : "rank=16,",
-                     cols, lazy_error ? 1 : 0);
-  if (len < 0 || (size_t)len >= sizeof full)
-    return AX_FAIL("--compress-backprop '%s' is too long", spec);
-  if (ax_codec_parse(full, out) != AX_OK) return ax_error_context("--compress-backprop");
+  char keys[96], full[192];
+  snprintf(keys, sizeof keys, "rank=%d,cols=%zu,ef=%d", DEFAULT_RANK, cols, lazy_error ? 1 : 0);
+  if (ax_codec_spec_defaults(spec, keys, full, sizeof full, NULL, 0) != AX_OK ||
+      ax_codec_parse(full, out) != AX_OK)
+    return ax_error_context("--compress-backprop");
   return AX_OK;
 }
 

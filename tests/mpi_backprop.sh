@@ -54,8 +54,10 @@ run plain5 4 --g-inter 4 --steps 5 &&
   }
 
 # resume: CB + SC (PowerSGD with error feedback on stage 0's data-parallel sum), bit for bit
+# (no warm-up: the recipe's, a fraction of --steps, would differ between the 10- and 20-step
+# runs, as a cosine learning rate would)
 C="--g-inter 2 --g-data 2 --compress-backprop powersgd:rank=4 --compress powersgd:rank=2,ef=1 \
-  --compress-stages 0.5 --compress-min-bytes 0"
+  --compress-stages 0.5 --compress-min-bytes 0 --compress-warmup 0"
 run full 4 $C --steps 20 &&
   run half 4 $C --steps 10 --checkpoint-dir "$TMP/ck" --checkpoint-every 10 &&
   run res 4 $C --steps 20 --checkpoint-dir "$TMP/ck" --resume && {

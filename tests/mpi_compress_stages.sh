@@ -8,7 +8,14 @@
 #    run's: stage 1's ranks send what they send uncompressed, stage 0's less (all but the
 #    tied wte compressed); printed;
 #  - the header says which stages compress;
-#  - bad --compress-stages (1, 1.5, -0.1, abc, and a fraction without --compress): one line,
+#  - --compress-stages 0.5 alone is Optimus-CC's recipe (PowerSGD, error feedback, rank=auto)
+#    and an explicit request: under the default --compress-min-bytes auto, where the cost model
+#    on this machine's shared memory prices every part plain, stage 0 still compresses every
+#    weight matrix but the tied wte, so each of its ranks sends exactly the plain run's
+#    data-parallel bytes less each matrix's values plus its PowerSGD factors ((rows + cols) x
+#    rank floats, rank = floor(rows cols / (10 (rows + cols))), at least 1), and stage 1's
+#    ranks exactly the plain run's; the header says so, with each part's rank;
+#  - bad --compress-stages (1, 1.5, -0.1, abc, and a fraction with --compress none): one line,
 #    non-zero exit.
 . "$(dirname "$0")/mpilib.sh"
 
@@ -58,11 +65,38 @@ sys.exit(0 if ok else 1)
 PY
   fail "--compress-stages 0.5: data-parallel bytes not between the all-compressed and plain runs"
 
+# Optimus-CC's recipe on the selected stage, whatever the cost model prices
+run sc 4 --compress-stages 0.5 --checkpoint-dir "$TMP/sc" --summary "$TMP/sc.json" || exit 1
+for want in "^  compress powersgd (--compress-stages 0.5 without --compress): Optimus-CC" \
+    "^  codec powersgd:rank=auto,cols=auto,ef=1 (added: ef=1,rank=auto)" \
+    "^compression: powersgd:rank=auto,cols=auto,ef=1 .* 9 of 26 part(s) .* compressed (--compress-stages: every part the codec shrinks)" \
+    "^  qkvw L0 (chunk 0): 12288 bytes, .*: compress, K=[0-9]* (--compress-stages), rank 2" \
+    "^  qkvb L0 (chunk 0): .*: plain (1-D: --compress-vectors 0)"; do
+  grep -q "$want" "$TMP/sc.log" || { fail "--compress-stages 0.5: no '$want' in the header"; cat "$TMP/sc.log"; }
+done
+python3 - "$TMP/plain.json" "$TMP/sc.json" <<'PY' ||
+import json, sys
+def dp(path):
+    return [r["data_parallel"]["bytes"] for r in json.load(open(path))["communication"]["per_step"]["ranks"]]
+def rank(rows, cols):
+    return max(1, rows * cols // (10 * (rows + cols)))
+C, T = 32, 16  # stage 0: wpe and 2 blocks' qkvw, attprojw, fcw, fcprojw (the tied wte plain)
+mats = [(T, C)] + 2 * [(3 * C, C), (C, C), (4 * C, C), (C, 4 * C)]
+saved = sum(4 * (r * c - (r + c) * rank(r, c)) for r, c in mats)
+(p, s), P = (dp(x) for x in sys.argv[1:]), 2
+want = [p[r] - saved if r % P == 0 else p[r] for r in range(len(p))]
+print("data_parallel bytes per step and rank: plain %s, --compress-stages 0.5 %s (expected %s: "
+      "stage 0 sends %d bytes less)" % (p, s, want, saved))
+sys.exit(0 if s == want else 1)
+PY
+  fail "--compress-stages 0.5: the data-parallel bytes are not the plain run's less stage 0's PowerSGD savings"
+
 # bad input: one line, non-zero
 for bad in 1 1.5 -0.1 abc; do
   expect_error "compress-stages $bad is not all or a fraction in" train --compress onebit \
     --compress-stages "$bad" --steps 1
 done
-expect_error "compress-stages 0.5 needs --compress" train --compress-stages 0.5 --steps 1
+expect_error "compress-stages 0.5 needs --compress" train --compress none --compress-stages 0.5 \
+  --steps 1
 
 finish

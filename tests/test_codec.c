@@ -116,6 +116,7 @@ START_TEST(canonical_specs_write_every_parameter) {
       {"randk:ratio=0.5", "randk:ratio=0.5,ef=0"},
       {"powersgd", "powersgd:rank=4,cols=auto,ef=0"},
       {"powersgd:cols=16,rank=2,ef=1", "powersgd:rank=2,cols=16,ef=1"},
+      {"powersgd:rank=auto", "powersgd:rank=auto,cols=auto,ef=0"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     AxCodec *c = parse(cases[i][0]);
@@ -140,6 +141,7 @@ START_TEST(a_capped_copy_clamps_only_the_rank) {
       {"powersgd:rank=1024,ef=1", "powersgd:rank=128,cols=auto,ef=1", "128"},
       {"powersgd:rank=8,cols=16", "powersgd:rank=8,cols=16,ef=0", "8"},
       {"onebit:ef=1", "onebit:scale=mean,ef=1", "0"},
+      {"powersgd:rank=auto,ef=1", "powersgd:rank=16,cols=auto,ef=1", "16"}, /* a typical rank */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     AxCodec *c = parse(cases[i][0]), *capped;
@@ -150,6 +152,59 @@ START_TEST(a_capped_copy_clamps_only_the_rank) {
     ax_codec_free(capped);
     ax_codec_free(c);
   }
+}
+END_TEST
+
+/* rank=auto: floor(rows·cols / (10 (rows + cols))), at least 1, at most 128 (codec.h), and
+ * never more than min(rows, cols); the factors then send about a tenth of the matrix. */
+START_TEST(powersgd_auto_rank_sends_a_tenth_of_each_matrix) {
+  static const size_t cases[][3] = { /* rows, cols, rank */
+      {192, 64, 4},    /* a qkv matrix of a 64-wide model: 12288 / 2560 */
+      {64, 64, 3},     /* 4096 / 1280 */
+      {768, 192, 15},  /* fc of a 192-wide model: 147456 / 9600 */
+      {4, 4, 1},       /* too small for a tenth: rank 1 */
+      {9216, 3072, 128}, /* Optimus-CC's GPT-8.3B qkv: 2304 by the rule, capped at 128 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "powersgd:rank=auto,cols=%zu", cases[i][1]);
+    AxCodec *c = parse(spec);
+    size_t n = cases[i][0] * cases[i][1];
+    ck_assert_int_eq(ax_codec_rank_for(c, n), (int)cases[i][2]);
+    ck_assert_uint_eq(ax_codec_factor_len(c, n, 0), cases[i][0] * cases[i][2]);
+    if (cases[i][2] > 1 && cases[i][2] < 128) ck_assert_double_le(ax_codec_ratio(c, n), 0.1);
+    ax_codec_free(c);
+  }
+  AxCodec *fixed = parse("powersgd:rank=8,cols=4"), *o = parse("onebit");
+  ck_assert_int_eq(ax_codec_rank_for(fixed, 16), 4); /* min(rank, rows, cols) */
+  ck_assert_int_eq(ax_codec_rank_for(o, 100), 0);   /* no rank */
+  ax_codec_free(fixed);
+  ax_codec_free(o);
+}
+END_TEST
+
+/* A recipe's keys go into a spec that does not give them; a key the spec gives stays. */
+START_TEST(spec_defaults_add_only_the_keys_not_given) {
+  static const char *const cases[][4] = { /* spec, defaults, result, added */
+      {"onebit", "ef=1", "onebit:ef=1", "ef=1"},
+      {"onebit:ef=0", "ef=1", "onebit:ef=0", ""},
+      {"powersgd:rank=4", "ef=1,rank=auto", "powersgd:rank=4,ef=1", "ef=1"},
+      {"powersgd:efx=1", "ef=1", "powersgd:efx=1,ef=1", "ef=1"}, /* "efx" is not "ef" */
+      {"dgc:ratio=0.01", "", "dgc:ratio=0.01", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char out[96], added[32];
+    ck_assert_int_eq(ax_codec_spec_defaults(cases[i][0], cases[i][1], out, sizeof out, added,
+                                            sizeof added), AX_OK);
+    ck_assert_str_eq(out, cases[i][2]);
+    ck_assert_str_eq(added, cases[i][3]);
+  }
+  ck_assert(ax_codec_spec_has("powersgd:cols=4,rank=2", "rank"));
+  ck_assert(!ax_codec_spec_has("powersgd:cols=4", "rank"));
+  ck_assert(!ax_codec_spec_has("rank", "rank")); /* the name is no key */
+  char tiny[8];
+  ck_assert_int_eq(ax_codec_spec_defaults("onebit", "ef=1", tiny, sizeof tiny, NULL, 0), AX_ERR);
+  ax_error_clear();
 }
 END_TEST
 
@@ -557,7 +612,7 @@ START_TEST(dgc_corrects_momentum_once_and_masks_what_it_sends) {
     memcpy(x, g, sizeof x);
     EXPECT_OK(ax_codec_prepare(c, st, x, N));
     for (size_t i = 0; i < N; i++) {
-      u[i] = u[i] * 0.9f + g[i];
+      u[i] = u[i] * 0.9f + g[i] * (float)(1.0 - 0.9); /* Adam's form of the momentum */
       EXPECT_MSG(x[i] == u[i], "step %d: prepared %zu is %g, not u = %g", (int)step, i, x[i],
                  u[i]);
       if (step % 2) x[i] += other[i]; /* odd steps: a partial sum holding another rank's */
@@ -595,8 +650,45 @@ START_TEST(dgc_corrects_momentum_once_and_masks_what_it_sends) {
 }
 END_TEST
 
+/* onebit:momentum=M is 1-bit Adam's compression stage: the rank's own gradient becomes its
+ * momentum u = M u + (1 - M) g, and what is encoded (with error feedback) is u; M = 0, the
+ * default, prepares nothing and stays out of the canonical spec. */
+START_TEST(onebit_momentum_is_one_bit_adams) {
+  enum { N = 64, STEPS = 3 };
+  AxCodec *c = parse("onebit:ef=1,momentum=0.9"), *plain = parse("onebit:ef=1");
+  ck_assert_str_eq(ax_codec_spec(c), "onebit:scale=mean,ef=1,momentum=0.9");
+  ck_assert_str_eq(ax_codec_spec(plain), "onebit:scale=mean,ef=1");
+  ck_assert_double_eq(ax_codec_momentum(c), 0.9);
+  ck_assert_int_eq(ax_codec_has_prepare(c), 1);
+  ck_assert_int_eq(ax_codec_has_prepare(plain), 0);
+  AxCodecState *st = state_of(c, N), *ref = state_of(plain, N);
+  uint8_t *buf = enc_buf(c, N), *rbuf = enc_buf(plain, N);
+  float u[N] = {0}, x[N];
+  for (uint64_t step = 0; step < STEPS; step++) {
+    float *g = tu_random(N, 1.0f, 900 + step);
+    memcpy(x, g, sizeof x);
+    EXPECT_OK(ax_codec_prepare(c, st, x, N));
+    for (size_t i = 0; i < N; i++) {
+      u[i] = u[i] * 0.9f + g[i] * (float)(1.0 - 0.9);
+      EXPECT_MSG(x[i] == u[i], "step %d: prepared %zu is %g, not u = %g", (int)step, i, x[i],
+                 u[i]);
+    }
+    AxCodecCtx ctx = {1, step, 0};
+    size_t bytes = encode_ok(c, st, &ctx, x, N, buf), rbytes = encode_ok(plain, ref, &ctx, u, N,
+                                                                         rbuf);
+    ck_assert_uint_eq(bytes, rbytes); /* u with error feedback: what onebit:ef=1 sends of u */
+    ck_assert_int_eq(memcmp(buf, rbuf, bytes), 0);
+  }
+  ax_codec_state_free(st);
+  ax_codec_state_free(ref);
+  ax_codec_free(c);
+  ax_codec_free(plain);
+}
+END_TEST
+
 START_TEST(state_checkpoint_round_trips_exactly) {
-  static const char *const specs[] = {"onebit:ef=1", "dgc:ratio=0.05", "graddrop",
+  static const char *const specs[] = {"onebit:ef=1", "onebit:ef=1,momentum=0.5",
+                                      "dgc:ratio=0.05", "graddrop",
                                       "topk:ratio=0.1,ef=1", "terngrad:ef=1"};
   size_t n = 777;
   for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
@@ -990,6 +1082,8 @@ int main(void) {
   TCase *tc = tu_tcase(s, "codec", 120);
   tcase_add_test(tc, canonical_specs_write_every_parameter);
   tcase_add_test(tc, a_capped_copy_clamps_only_the_rank);
+  tcase_add_test(tc, powersgd_auto_rank_sends_a_tenth_of_each_matrix);
+  tcase_add_test(tc, spec_defaults_add_only_the_keys_not_given);
   tcase_add_test(tc, bad_specs_fail_with_one_message_naming_codec_and_key);
   tcase_add_test(tc, identity_is_exact_bit_for_bit);
   tcase_add_test(tc, onebit_keeps_every_sign_and_the_scales);
@@ -1005,6 +1099,7 @@ int main(void) {
   tcase_add_test(tc, error_feedback_residual_is_exactly_what_encoding_lost);
   tcase_add_test(tc, error_feedback_stays_bounded);
   tcase_add_test(tc, dgc_corrects_momentum_once_and_masks_what_it_sends);
+  tcase_add_test(tc, onebit_momentum_is_one_bit_adams);
   tcase_add_test(tc, state_checkpoint_round_trips_exactly);
   tcase_add_test(tc, randk_picks_the_same_indices_on_every_rank);
   tcase_add_test(tc, powersgd_rebuilds_a_rank_r_matrix);

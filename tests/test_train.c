@@ -156,6 +156,102 @@ START_TEST(options_are_checked) {
 }
 END_TEST
 
+/* The recipe item `what` of cfg, or NULL. */
+static const AxRecipeItem *recipe_item(const AxTrainConfig *cfg, const char *what) {
+  for (int i = 0; i < cfg->compression.recipe.n; i++)
+    if (!strcmp(cfg->compression.recipe.item[i].what, what)) return &cfg->compression.recipe.item[i];
+  return NULL;
+}
+
+/* args' codec in effect, warm-up steps and frozen variance. */
+static void expect_compression(const char *args, const char *spec, int warmup, int freeze) {
+  AxTrainConfig cfg;
+  tu_train_config(&cfg, args);
+  ck_assert_msg(!strcmp(cfg.compression.codec_spec, spec), "%s: codec %s, expected %s", args,
+                cfg.compression.codec_spec, spec);
+  ck_assert_msg(cfg.compression.warmup_steps == warmup, "%s: warm-up %d, expected %d", args,
+                cfg.compression.warmup_steps, warmup);
+  ck_assert_msg(cfg.compression.freeze_variance == freeze, "%s: freeze %d, expected %d", args,
+                cfg.compression.freeze_variance, freeze);
+  ax_train_config_free(&cfg);
+}
+
+/* The papers' recipes are the defaults (docs/compression.md, "Recipes"): onebit with error
+ * feedback on the momentum (--beta1), 15% of the steps plain and the variance frozen (1-bit
+ * Adam); PowerSGD with error
+ * feedback, rank=auto and 13% plain (Optimus-CC §9.1); DGC 25% plain with the variance frozen;
+ * codecs without a recipe keep their own defaults and no warm-up. */
+START_TEST(compression_recipes_are_the_defaults) {
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress onebit",
+                     "onebit:scale=mean,ef=1,momentum=0.9", 90, 1);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress powersgd",
+                     "powersgd:rank=auto,cols=auto,ef=1", 78, 0);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc",
+                     "dgc:ratio=0.001,momentum=0.9", 150, 1);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress terngrad",
+                     "terngrad:bits=2,ef=0", 0, 0);
+  expect_compression("--g-data 2 --batch 8 --steps 6 --compress onebit", /* floor(0.9) */
+                     "onebit:scale=mean,ef=1,momentum=0.9", 0, 0);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress auto", /* its codec's */
+                     "onebit:scale=mean,ef=1,momentum=0.9", 90, 1);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress onebit --beta1 0.8",
+                     "onebit:scale=mean,ef=1,momentum=0.8", 90, 1); /* Adam's first moment */
+  expect_compression("--g-data 2 --batch 8 --steps 600", "", 0, 0);
+  /* --compress-stages F alone: Optimus-CC's PowerSGD, with its recipe */
+  expect_compression("--g-inter 2 --g-data 2 --batch 8 --steps 600 --compress-stages 0.5",
+                     "powersgd:rank=auto,cols=auto,ef=1", 78, 0);
+  /* ... and onebit's without the momentum: the last stage keeps Adam's (the tied wte) */
+  expect_compression("--g-inter 2 --g-data 2 --batch 8 --steps 600 --compress onebit "
+                     "--compress-stages 0.5", "onebit:scale=mean,ef=1", 90, 1);
+  AxTrainConfig cfg;
+  tu_train_config(&cfg, "--g-data 2 --batch 8 --steps 600 --compress onebit");
+  ck_assert_str_eq(cfg.compression.recipe.codec, "onebit");
+  ck_assert_str_eq(recipe_item(&cfg, "compress-warmup")->value, "90 (15% of --steps 600)");
+  ck_assert_ptr_nonnull(strstr(recipe_item(&cfg, "compress-warmup")->source, "1-bit Adam"));
+  ck_assert_str_eq(recipe_item(&cfg, "compress-vectors")->value, "0");
+  ax_train_config_free(&cfg);
+}
+END_TEST
+
+/* Every flag and codec key the user gives wins over the recipe's default. */
+START_TEST(explicit_flags_override_the_recipe) {
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress powersgd:rank=4,ef=0",
+                     "powersgd:rank=4,cols=auto,ef=0", 78, 0);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress onebit:ef=0,momentum=0 "
+                     "--compress-warmup 10 --compress-freeze-variance 0",
+                     "onebit:scale=mean,ef=0", 10, 0);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress powersgd "
+                     "--compress-freeze-variance 1", "powersgd:rank=auto,cols=auto,ef=1", 78, 1);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc:ratio=0.01 "
+                     "--compress-warmup 0", "dgc:ratio=0.01,momentum=0.9", 0, 0);
+  AxTrainConfig cfg;
+  tu_train_config(&cfg, "--g-data 2 --batch 8 --steps 600 --compress onebit:ef=1,momentum=0.5 "
+                        "--compress-warmup 5 --compress-vectors 1");
+  ck_assert_ptr_null(recipe_item(&cfg, "compress-warmup")); /* given: no recipe default */
+  ck_assert_ptr_null(recipe_item(&cfg, "compress-vectors"));
+  ck_assert_ptr_nonnull(strstr(recipe_item(&cfg, "codec")->value, "every key given"));
+  ck_assert_ptr_nonnull(recipe_item(&cfg, "compress-freeze-variance"));
+  ax_train_config_free(&cfg);
+  /* bad values: one line each */
+  tu_expect_error(tu_train_config_try(&cfg, "--compress onebit --compress-warmup x"),
+                  "--compress-warmup 'x' is not auto or an integer");
+  ax_train_config_free(&cfg);
+  tu_expect_error(tu_train_config_try(&cfg, "--compress onebit --compress-freeze-variance 2"),
+                  "--compress-freeze-variance '2' is not auto or an integer from 0 to 1");
+  ax_train_config_free(&cfg);
+  tu_expect_error(tu_train_config_try(&cfg, "--g-data 2 --batch 8 --compress onebit "
+                                            "--compress-warmup 0 --compress-freeze-variance 1"),
+                  "needs --compress-warmup of at least 1");
+  ax_train_config_free(&cfg);
+  tu_expect_error(tu_train_config_try(&cfg, "--g-inter 2 --compress none --compress-stages 0.5"),
+                  "--compress-stages 0.5 needs --compress");
+  ax_train_config_free(&cfg);
+  tu_expect_error(tu_train_config_try(&cfg, "--g-inter 2 --compress dgc --compress-stages 0.5"),
+                  "carries Adam's momentum (0.9)");
+  ax_train_config_free(&cfg);
+}
+END_TEST
+
 START_TEST(lr_schedule_shapes) {
   AxLrSchedule s = {.cosine = 1, .lr = 1.0, .min_frac = 0.1, .warmup = 10, .total = 110};
   ck_assert_double_eq_tol(ax_lr_at(&s, 1), 0.1, 1e-12);
@@ -201,6 +297,8 @@ int main(void) {
   tcase_add_test(tc, micro_batches_accumulate_gradients);
   tcase_add_test(tc, save_then_init_restores_the_model);
   tcase_add_test(tc, options_are_checked);
+  tcase_add_test(tc, compression_recipes_are_the_defaults);
+  tcase_add_test(tc, explicit_flags_override_the_recipe);
   tcase_add_test(tc, lr_schedule_shapes);
   TCase *real = tu_tcase(s, "real-text", 600);
   tcase_add_test(real, tiny_shakespeare_learns);

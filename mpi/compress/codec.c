@@ -45,6 +45,36 @@ const char *ax_codec_names(void) {
   return g_names;
 }
 
+int ax_codec_spec_has(const char *spec, const char *key) {
+  size_t len = strlen(key);
+  for (const char *k = strchr(spec, ':'); k; k = strchr(k + 1, ','))
+    if (strncmp(k + 1, key, len) == 0 && k[1 + len] == '=') return 1;
+  return 0;
+}
+
+int ax_codec_spec_defaults(const char *spec, const char *defaults, char *out, size_t cap,
+                           char *added, size_t added_cap) {
+  size_t len = (size_t)snprintf(out, cap, "%s", spec), alen = 0;
+  char sep = strchr(spec, ':') ? ',' : ':';
+  if (added && added_cap) added[0] = 0;
+  for (const char *d = defaults; *d && len < cap;) {
+    size_t w = strcspn(d, ","), klen = strcspn(d, "=");
+    char key[32];
+    snprintf(key, sizeof key, "%.*s", (int)(klen < w ? klen : w), d);
+    if (!ax_codec_spec_has(spec, key)) {
+      len += (size_t)snprintf(out + len, cap - len, "%c%.*s", sep, (int)w, d);
+      sep = ',';
+      if (added && alen < added_cap)
+        alen += (size_t)snprintf(added + alen, added_cap - alen, "%s%.*s", alen ? "," : "",
+                                 (int)w, d);
+    }
+    d += w + (d[w] == ',');
+  }
+  if (len >= cap || (added && alen >= added_cap))
+    return AX_FAIL("codec spec '%s' with its defaults %s is too long", spec, defaults);
+  return AX_OK;
+}
+
 /* ---------------------------------------------------------------- parameters */
 
 typedef struct {
@@ -150,12 +180,14 @@ static int print_levels(const AxCodecParams *p, char *b, size_t l) {
 
 static const char *parse_rank(const char *v, AxCodecParams *p) {
   unsigned long long r;
-  if (parse_count(v, &r) || r < 1 || r > 4096) return "must be an integer from 1 to 4096";
+  if (!strcmp(v, "auto")) r = 0;
+  else if (parse_count(v, &r) || r < 1 || r > 4096)
+    return "must be auto or an integer from 1 to 4096";
   p->rank = (int)r;
   return NULL;
 }
 static int print_rank(const AxCodecParams *p, char *b, size_t l) {
-  return snprintf(b, l, "%d", p->rank), 1;
+  return p->rank ? snprintf(b, l, "%d", p->rank) : snprintf(b, l, "auto"), 1;
 }
 
 static const char *parse_cols(const char *v, AxCodecParams *p) {
@@ -235,6 +267,16 @@ static int parse_item(AxCodec *c, const char *item, size_t len, unsigned *given)
   return AX_OK;
 }
 
+/* Whether key k of c is one of its quiet keys and at the codec's default. */
+static int quiet_default(const AxCodec *c, const KeyDef *k) {
+  if (!c->impl->quiet || !listed(c->impl->quiet, k->key, strlen(k->key))) return 0;
+  AxCodecParams d = {0};
+  c->impl->defaults(&d);
+  char mine[48], theirs[48];
+  return k->print(&c->p, mine, sizeof mine) && k->print(&d, theirs, sizeof theirs) &&
+         !strcmp(mine, theirs);
+}
+
 static void write_canonical(AxCodec *c) {
   size_t len = (size_t)snprintf(c->spec, sizeof c->spec, "%s", c->impl->name);
   char sep = ':';
@@ -242,7 +284,8 @@ static void write_canonical(AxCodec *c) {
     size_t w = strcspn(s, ",");
     const KeyDef *k = find_key(s, w);
     char value[48];
-    if (k && k->print(&c->p, value, sizeof value) && len < sizeof c->spec) {
+    if (k && !quiet_default(c, k) && k->print(&c->p, value, sizeof value) &&
+        len < sizeof c->spec) {
       len += (size_t)snprintf(c->spec + len, sizeof c->spec - len, "%c%s=%s", sep, k->key, value);
       sep = ',';
     }
@@ -295,10 +338,14 @@ int ax_codec_cap_rank(const AxCodec *c, int max_rank, AxCodec **out, int *rank) 
   **out = *c;
   *rank = 0;
   if (!listed(c->impl->keys, "rank", 4)) return AX_OK;
-  if ((*out)->p.rank > max_rank) (*out)->p.rank = max_rank;
-  *rank = (*out)->p.rank;
+  int most = (*out)->p.rank ? (*out)->p.rank : AX_CODEC_AUTO_RANK_PROFILE;
+  (*out)->p.rank = *rank = most < max_rank ? most : max_rank;
   write_canonical(*out);
   return AX_OK;
+}
+
+int ax_codec_rank_for(const AxCodec *c, size_t n) {
+  return c->impl->rank_for ? c->impl->rank_for(c, n) : 0;
 }
 
 void ax_codec_free(AxCodec *c) { free(c); }
@@ -413,17 +460,19 @@ static int check_encode_decode(const AxCodec *c, const void *buf, const char *wh
 }
 
 int ax_codec_prepare(const AxCodec *c, AxCodecState *st, float *values, size_t n) {
-  if (!st || !c->impl->prepare) return AX_OK;
+  if (!st || !ax_codec_has_prepare(c)) return AX_OK;
   AX_TRY(check_range(c, st, n, "prepare"));
   c->impl->prepare(c, st, values, n);
   return AX_OK;
 }
 
-int ax_codec_has_prepare(const AxCodec *c) { return c->impl->prepare != NULL; }
+int ax_codec_has_prepare(const AxCodec *c) {
+  return c->impl->prepare && (!c->impl->prepare_if_momentum || c->p.momentum > 0);
+}
 
 int ax_codec_encode_own(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx,
                         const float *in, size_t n, float *work, void *out, size_t *bytes) {
-  if (!st || !c->impl->prepare) return ax_codec_encode(c, st, ctx, in, n, out, bytes);
+  if (!st || !ax_codec_has_prepare(c)) return ax_codec_encode(c, st, ctx, in, n, out, bytes);
   float *owned = NULL;
   if (!work) work = owned = ax_malloc((n ? n : 1) * sizeof *work);
   if (!work) return AX_ERR;

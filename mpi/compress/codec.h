@@ -43,15 +43,33 @@ typedef struct {
 int ax_codec_parse(const char *spec, AxCodec **out);
 void ax_codec_free(AxCodec *c);
 /* A copy of c (free it with ax_codec_free) whose rank, for a codec that has one (PowerSGD,
- * whose work grows with it), is at most max_rank; *rank gets the copy's rank, 0 for a codec
- * without one (copied as it is). For work of bounded cost, such as a profile. */
+ * whose work grows with it), is at most max_rank (rank=auto becomes a rank typical of it,
+ * AX_CODEC_AUTO_RANK_PROFILE, or max_rank when that is less); *rank gets the copy's rank, 0
+ * for a codec without one (copied as it is). For work of bounded cost, such as a profile,
+ * whose figures the caller scales to the rank a range really uses (ax_codec_rank_for). */
 int ax_codec_cap_rank(const AxCodec *c, int max_rank, AxCodec **out, int *rank);
+/* PowerSGD's rank=auto for a rows x cols matrix: the rank that sends about a tenth of it,
+ * floor(rows·cols / (10·(rows + cols))), at least 1 and at most AX_CODEC_AUTO_RANK_MAX
+ * (Optimus-CC §9.1: rank 128 for the data-parallel gradients, "around 10x compression" on
+ * its GPT layers, after PowerSGD's transformer setting). */
+enum { AX_CODEC_AUTO_RANK_MAX = 128, AX_CODEC_AUTO_RANK_SHRINK = 10,
+       AX_CODEC_AUTO_RANK_PROFILE = 16 };
+/* The rank a low-rank codec (PowerSGD) uses for n values: min(rank, rows, cols), rank=auto
+ * resolved from the matrix's shape; 0 for a codec without a rank. */
+int ax_codec_rank_for(const AxCodec *c, size_t n);
 /* The canonical spec, every parameter written out (for logs and checkpoints). */
 const char *ax_codec_spec(const AxCodec *c);
 /* "identity", "onebit", ... */
 const char *ax_codec_name(const AxCodec *c);
 /* The names of every codec, for help texts: "identity, onebit, tbq, ..." */
 const char *ax_codec_names(void);
+/* Whether the spec text ("NAME[:key=value,...]", not parsed) gives `key`. */
+int ax_codec_spec_has(const char *spec, const char *key);
+/* spec with every "key=value" of the comma-separated `defaults` whose key spec does not give
+ * appended, into out[cap]; `added` (added_cap bytes; may be NULL) gets what was appended,
+ * comma separated ("" none). Fails with one line when the result does not fit. */
+int ax_codec_spec_defaults(const char *spec, const char *defaults, char *out, size_t cap,
+                           char *added, size_t added_cap);
 
 /* 0: an encode/decode codec; R > 0: a linear codec synchronized in R all-reduce rounds. */
 int ax_codec_rounds(const AxCodec *c);
@@ -61,8 +79,9 @@ size_t ax_codec_max_bytes(const AxCodec *c, size_t n);
  * cost model; exact for fixed-size codecs, the worst case for the others. */
 double ax_codec_ratio(const AxCodec *c, size_t n);
 
-/* The momentum the codec applies to what it sends (DGC's momentum correction: u = m u + g),
- * 0 for the codecs that apply none. Such a codec carries the optimizer's momentum itself. */
+/* The momentum the codec applies to what it sends, in Adam's form u = m u + (1 - m) g (DGC's
+ * momentum correction; onebit:momentum=m, 1-bit Adam's compressed momentum), 0 for the codecs
+ * that apply none. Such a codec carries the optimizer's first moment itself. */
 double ax_codec_momentum(const AxCodec *c);
 
 /* State of one range of n values (NULL when the codec keeps none: no error feedback, no
@@ -81,10 +100,10 @@ int ax_codec_state_load(AxCodecState *s, const void *buf, size_t bytes);
  * 2^32 - 1 values. */
 
 /* This rank's own values of a range for the step, in place, before any encode of them or of
- * a sum that contains them, with the range's state: DGC's momentum correction (u = m u + in,
- * in = u), so that a collective that re-encodes partial sums (CaSync's ring and PS) applies
- * each rank's momentum once, to that rank's own gradient. Nothing for the other codecs, or
- * with st NULL. */
+ * a sum that contains them, with the range's state: the codec's momentum (DGC's, onebit's with
+ * momentum > 0: u = m u + (1 - m) in, in = u), so that a collective that re-encodes partial
+ * sums (CaSync's ring and PS) applies each rank's momentum once, to that rank's own gradient.
+ * Nothing for the other codecs, or with st NULL. */
 int ax_codec_prepare(const AxCodec *c, AxCodecState *st, float *values, size_t n);
 /* Whether the codec has such a step (its callers then keep a copy of values they must keep). */
 int ax_codec_has_prepare(const AxCodec *c);

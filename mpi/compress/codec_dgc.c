@@ -4,8 +4,11 @@
  * cap = min(n, 2 * ceil(ratio * n)) are sent (when more reach the estimate, the exact top cap).
  * Format: the sparse pairs (codec_impl.h), at most 4 + 8 * cap bytes.
  *   dgc       keys ratio (default 0.001), momentum (0.9). With a state: momentum correction
- *             u = momentum * u + g on this rank's own gradient (prepare, once a step, so a
- *             collective that re-encodes partial sums corrects each rank's gradient once),
+ *             on this rank's own gradient (prepare, once a step, so a collective that
+ *             re-encodes partial sums corrects each rank's gradient once) in Adam's form,
+ *             u = momentum * u + (1 - momentum) * g, since the optimizer it replaces is Adam's
+ *             first moment (Lin et al.'s u = momentum * u + g is momentum SGD's: under Adam it
+ *             took steps 1 / (1 - momentum) times the uncompressed run's),
  *             local accumulation v += x of what this rank sends (its u, or a sum holding it),
  *             send from v, and what is sent is cleared from v and u (momentum factor masking).
  *             u and v are DGC's own error accumulation, so it takes no ef key. With no state it
@@ -53,11 +56,9 @@ static size_t dgc_own(const AxCodec *c, size_t n) {
   return 2 * n; /* u, then v */
 }
 
-/* g becomes u = momentum * u + g. */
+/* g becomes u = momentum * u + (1 - momentum) * g. */
 static void dgc_prepare(const AxCodec *c, AxCodecState *st, float *g, size_t n) {
-  float *u = st->own;
-  ax_op_scale_add(u, (float)c->p.momentum, g, n);
-  memcpy(g, u, n * sizeof *g);
+  ax_codec_momentum_step(c, st->own, g, n);
 }
 
 static int dgc_encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *x,

@@ -21,9 +21,9 @@ typedef struct {
   int bits;        /* terngrad: 2, 4 or 8 */
   double ratio;    /* sparsifiers: the fraction kept, (0, 1] */
   size_t k;        /* topk: a count instead of a ratio (0: use ratio) */
-  double momentum; /* dgc: [0, 1) */
+  double momentum; /* dgc, onebit: [0, 1) */
   int levels;      /* qsgd: [1, 127] */
-  int rank;        /* powersgd: >= 1 */
+  int rank;        /* powersgd: >= 1, or 0: auto (from the matrix's shape, codec_powersgd.c) */
   size_t cols;     /* powersgd: the matrix's columns (0: ceil(sqrt(n))) */
 } AxCodecParams;
 
@@ -54,6 +54,7 @@ struct AxCodecState {
 struct AxCodecImpl {
   const char *name;
   const char *keys;   /* accepted keys in canonical order, comma separated ("" for none) */
+  const char *quiet;  /* keys the canonical spec leaves out while at their default (NULL: none) */
   int rounds;         /* 0: encode/decode; > 0: linear */
   int ef_always;      /* the algorithm is error feedback itself (efsignsgd, graddrop) */
   void (*defaults)(AxCodecParams *p);
@@ -64,9 +65,12 @@ struct AxCodecImpl {
   /* The codec's own checkpointed floats and its scratch bytes for a range of n (may be NULL). */
   size_t (*own_floats)(const AxCodec *c, size_t n);
   size_t (*scratch_bytes)(const AxCodec *c, size_t n);
+  /* Optional: the rank a low-rank codec uses for a range of n (PowerSGD). */
+  int (*rank_for)(const AxCodec *c, size_t n);
   /* Optional: this rank's own values of a range, in place, before any encode that contains
-   * them (st never NULL). DGC: its momentum correction. */
+   * them (st never NULL). DGC: its momentum correction; onebit: 1-bit Adam's momentum. */
   void (*prepare)(const AxCodec *c, AxCodecState *st, float *x, size_t n);
+  int prepare_if_momentum; /* prepare only with a momentum above 0 */
   /* Encode x[n] (error feedback already applied by codec.c); st may be NULL. */
   int (*encode)(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *x,
                 size_t n, void *out, size_t *bytes);
@@ -98,6 +102,10 @@ extern const AxCodecImpl ax_codec_identity, ax_codec_onebit, ax_codec_efsignsgd,
 /* The generator of a context's stochastic choices for one stream (AX_CRNG_*): a function of
  * (seed, step, range, stream). */
 AxCrng ax_codec_rng(const AxCodecCtx *ctx, uint64_t stream);
+/* The momentum a codec carries for the optimizer, in Adam's form (its first moment with
+ * beta1 = c's momentum m): u = m u + (1 - m) g (each product rounded, then the sum), and g
+ * becomes u. DGC's momentum correction and 1-bit Adam's compressed momentum. */
+void ax_codec_momentum_step(const AxCodec *c, float *u, float *g, size_t n);
 
 /* Scratch of `bytes`: the state's when it is large enough, else a fresh allocation returned in
  * *owned too (the caller frees *owned). NULL (error recorded) when allocation fails. */

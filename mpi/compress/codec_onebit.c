@@ -3,8 +3,14 @@
  *   onebit:scale=mean      +-mean|x| (one scale); the default
  *   onebit:scale=twomeans  the mean of the x >= 0 for set bits, the mean of the x < 0 for
  *                          clear ones (Seide et al.'s variant)
+ *   onebit:momentum=M      1-bit Adam's compression stage (Tang et al., Algorithm 1): with a
+ *                          state, this rank's own gradient becomes its momentum
+ *                          u = M u + (1 - M) g (Adam's form; prepare, once a step) and u is what
+ *                          is encoded (with ef=1, u plus the residual), so the optimizer must
+ *                          not apply a momentum of its own (ax_codec_momentum); M = 0 (the
+ *                          default, left out of the canonical spec) encodes the gradient
  *   efsignsgd              +-||x||_1 / n with error feedback always on (its definition)
- * Keys: onebit scale (mean), ef (0); efsignsgd none.
+ * Keys: onebit scale (mean), ef (0), momentum (0); efsignsgd none.
  * Format: float neg, float pos, then ceil(n/8) bytes of bits (LSB first), zero padded to a
  * whole word: 8 + 4*ceil(ceil(n/8)/4) bytes, exactly, for every input.
  * Encode is one read of x (ax_op_sign_pack packs the bits and sums both signs' parts); with
@@ -15,7 +21,14 @@
 #include "codec_impl.h"
 #include "src/core/error.h"
 
-static void defaults(AxCodecParams *p) { p->ef = 0, p->twomeans = 0; }
+static void defaults(AxCodecParams *p) { p->ef = 0, p->twomeans = 0, p->momentum = 0; }
+
+static size_t own_floats(const AxCodec *c, size_t n) { return c->p.momentum > 0 ? n : 0; }
+
+/* g becomes u = momentum * u + (1 - momentum) * g (1-bit Adam's momentum). */
+static void prepare(const AxCodec *c, AxCodecState *st, float *g, size_t n) {
+  ax_codec_momentum_step(c, st->own, g, n);
+}
 
 static size_t max_bytes(const AxCodec *c, size_t n) {
   (void)c;
@@ -81,8 +94,9 @@ static int decode(const AxCodec *c, const void *in, size_t bytes, float *out, si
 }
 
 const AxCodecImpl ax_codec_onebit = {
-    .name = "onebit", .keys = "scale,ef", .defaults = defaults, .max_bytes = max_bytes,
-    .encode = encode, .encode_ef = encode_ef, .decode = decode,
+    .name = "onebit", .keys = "scale,ef,momentum", .quiet = "momentum", .defaults = defaults,
+    .max_bytes = max_bytes, .own_floats = own_floats, .prepare = prepare,
+    .prepare_if_momentum = 1, .encode = encode, .encode_ef = encode_ef, .decode = decode,
 };
 
 const AxCodecImpl ax_codec_efsignsgd = {

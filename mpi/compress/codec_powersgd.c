@@ -9,9 +9,10 @@
  *   round 1  factor Q = M^T P^ (cols x r); factor_reduced keeps the summed Q as the rebuild's
  *            and the next step's warm start
  *   rebuild  M ~ P^ Q^T
- * Keys: rank (default 4), cols (auto), ef (default 0). With ef=1 the local approximation is
- * P^ P^T M (= P^ times this rank's round-1 factor transposed; the sum over ranks is the
- * rebuild), and residual = M - P^ P^T M is added to the next step's M.
+ * Keys: rank (default 4; auto: floor(rows·cols / (10·(rows + cols))), at least 1, at most
+ * 128, about a tenth of the matrix: codec.h), cols (auto), ef (default 0). With ef=1 the
+ * local approximation is P^ P^T M (= P^ times this rank's round-1 factor transposed; the sum
+ * over ranks is the rebuild), and residual = M - P^ P^T M is added to the next step's M.
  * State: the residual (ef), Q (cols x r, checkpointed, flag bit 0: Q is warm); scratch: the
  * doubles of the products and Gram-Schmidt, and P^. */
 #include <string.h>
@@ -26,6 +27,12 @@ typedef struct {
   int r;
 } Shape;
 
+/* rank=auto (codec.h): about a tenth of the matrix's values, at most rank 128. */
+static size_t auto_rank(size_t rows, size_t cols) {
+  size_t r = rows * cols / (AX_CODEC_AUTO_RANK_SHRINK * (rows + cols));
+  return r < 1 ? 1 : r > AX_CODEC_AUTO_RANK_MAX ? AX_CODEC_AUTO_RANK_MAX : r;
+}
+
 static Shape shape_of(const AxCodec *c, size_t n) {
   Shape s = {0, 0, 0};
   if (n == 0) return s;
@@ -33,13 +40,15 @@ static Shape shape_of(const AxCodec *c, size_t n) {
   else
     for (s.cols = 1; s.cols * s.cols < n; s.cols++) {}
   s.rows = (n + s.cols - 1) / s.cols;
-  size_t r = (size_t)c->p.rank;
+  size_t r = c->p.rank ? (size_t)c->p.rank : auto_rank(s.rows, s.cols);
   r = r < s.rows ? r : s.rows;
   s.r = (int)(r < s.cols ? r : s.cols);
   return s;
 }
 
 static void defaults(AxCodecParams *p) { p->rank = 4, p->cols = 0, p->ef = 0; }
+
+static int rank_for(const AxCodec *c, size_t n) { return shape_of(c, n).r; }
 
 static size_t factor_len(const AxCodec *c, size_t n, int round) {
   Shape s = shape_of(c, n);
@@ -120,5 +129,5 @@ const AxCodecImpl ax_codec_powersgd = {
     .name = "powersgd", .keys = "rank,cols,ef", .rounds = 2, .defaults = defaults,
     .max_bytes = max_bytes, .own_floats = own_floats, .scratch_bytes = scratch_bytes,
     .factor_len = factor_len, .factor = factor, .factor_reduced = factor_reduced,
-    .rebuild = rebuild, .rebuild_from = rebuild_from,
+    .rebuild = rebuild, .rebuild_from = rebuild_from, .rank_for = rank_for,
 };

@@ -42,7 +42,7 @@ int ax_cmd_plan(int argc, char **argv) {
   if (rc == AX_OK && compression && !ax_train_compresses(&cfg)) {
     free(cfg.compression.compress); /* --compression alone: what --compress auto would decide */
     cfg.compression.compress = strdup("auto");
-    if (!cfg.compression.compress) rc = AX_FAIL("out of memory");
+    rc = cfg.compression.compress ? ax_train_resolve_compression(&cfg, &st) : AX_FAIL("out of memory");
   }
   if (rc == AX_OK && st.help) {
     printf("axonn plan: the memory plan of `axonn train` with the same options, per rank, "

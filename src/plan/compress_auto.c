@@ -121,10 +121,9 @@ static int plain_option(const AxAutoCompressInput *in, const char *levels) {
 }
 
 /* Plain with the trainer's all-reduce, and the codec under every flat scheme CaSync runs:
- * ring, PS, all-to-all + all-gather (the PS with whole segments) and all-gather. Both
- * placements are offered (Algorithm 4.1 searches the GPU ones, 4.2 moves some to the CPU) with
- * the same costs: nothing computes while the gradients are summed, so the model's GPU and CPU
- * are alike, and the trainer runs either on the host (compress_auto.h). */
+ * ring, PS, all-to-all + all-gather (the PS with whole segments) and all-gather, on the CPU:
+ * the trainer sums the gradients from the host copy, so its codecs run on the CPU threads and
+ * there is no GPU codec engine to place them on (compress_auto.h). */
 static uint32_t runnable_options(const AxAutoCompressInput *in) {
   const char *schemes[] = {"casync-ring", "casync-ps", "a2a+ag", "ag"};
   const char *levels[] = {"flat", "2l"};
@@ -133,9 +132,8 @@ static uint32_t runnable_options(const AxAutoCompressInput *in) {
     mask |= 1u << plain_option(in, levels[l]);
     for (int i = 0; i < 4; i++) {
       char name[40];
-      snprintf(name, sizeof name, "gpu/%s/%s", levels[l], schemes[i]);
-      int o = ax_espresso_option_find(name);
-      mask |= 1u << o | 1u << (o + AX_ESPRESSO_CPU_TWIN);
+      snprintf(name, sizeof name, "cpu/%s/%s", levels[l], schemes[i]);
+      mask |= 1u << ax_espresso_option_find(name);
     }
   }
   return mask;
@@ -146,6 +144,10 @@ static int forced(const AxEspressoProblem *p, const char *name, AxEspressoDecisi
                   AxEspressoSummary *sum) {
   int o = ax_espresso_option_find(name);
   if (o < 0) return AX_FAIL("--compress-scheme %s: no such option", name);
+  if (ax_espresso_option(o)->place == AX_ESP_GPU)
+    return AX_FAIL("--compress-scheme %s: the trainer has no GPU codec engine (it sums the "
+                   "gradients from their host copy, its codecs run on the CPU threads): take "
+                   "its cpu/ twin", name);
   if (ax_espresso_option(o)->levels == AX_ESP_TWO_LEVEL_INTRA)
     return AX_FAIL("--compress-scheme %s: the 2l+intra schemes are in Espresso's model only "
                    "(the gradient sum runs the flat and 2l ones)", name);
@@ -166,6 +168,32 @@ static int forced(const AxEspressoProblem *p, const char *name, AxEspressoDecisi
   return rc;
 }
 
+/* The problem of n groups of the given bytes, all ready at once (compress_auto.h). */
+static AxEspressoProblem problem_of(const AxAutoCompressInput *in, double ratio, int n,
+                                    const double *bytes, const double *compute) {
+  return (AxEspressoProblem){.n = n, .bytes = bytes, .compute_s = compute, .ranks = in->ranks,
+                             .ranks_per_node = ranks_per_node(in), .intra = in->intra,
+                             .inter = in->costs.send, .gpu = {in->costs.enc, in->costs.dec},
+                             .cpu = {in->costs.enc, in->costs.dec}, .ratio = ratio,
+                             .allowed = runnable_options(in), .cpu_only = 1};
+}
+
+/* The step's predicted sync over every group, the kept-plain ones included (in their order,
+ * on the same links), into out->sync_s. */
+static int whole_sync(double ratio, const AxAutoCompressInput *in, AxAutoCompress *out) {
+  int n = out->n_groups, *options = ax_calloc((size_t)n, sizeof *options);
+  double *bytes = ax_calloc((size_t)n, sizeof *bytes), *compute = ax_calloc((size_t)n, sizeof *compute);
+  int rc = options && bytes && compute ? AX_OK : AX_ERR;
+  for (int a = 0; a < n && rc == AX_OK; a++)
+    bytes[a] = 4.0 * (double)out->groups[a].count, options[a] = out->decision[a].option;
+  AxEspressoProblem p = problem_of(in, ratio, n, bytes, compute);
+  if (rc == AX_OK && in->ranks > 1) rc = ax_espresso_iteration_time(&p, options, &out->sync_s);
+  free(options);
+  free(bytes);
+  free(compute);
+  return rc;
+}
+
 /* Espresso on the groups not kept plain (in their order); the others take the plain option. */
 static int decide(double ratio, const AxAutoCompressInput *in, AxAutoCompress *out) {
   int n = 0, *which = ax_calloc((size_t)out->n_groups, sizeof *which);
@@ -177,12 +205,7 @@ static int decide(double ratio, const AxAutoCompressInput *in, AxAutoCompress *o
     out->decision[a] = (AxEspressoDecision){.option = plain_option(in, "flat")};
     if (!out->alone[a]) bytes[n] = 4.0 * (double)out->groups[a].count, which[n++] = a;
   }
-  AxEspressoProblem p = {.n = n, .bytes = bytes, .compute_s = compute, .ranks = in->ranks,
-                         .ranks_per_node = ranks_per_node(in), .intra = in->intra,
-                         .inter = in->costs.send,
-                         .gpu = {in->costs.enc, in->costs.dec},
-                         .cpu = {in->costs.enc, in->costs.dec},
-                         .ratio = ratio, .allowed = runnable_options(in)};
+  AxEspressoProblem p = problem_of(in, ratio, n, bytes, compute);
   int auto_scheme = !in->scheme || !strcmp(in->scheme, "auto");
   if (rc == AX_OK && n > 0)
     rc = auto_scheme ? ax_espresso_decide(&p, dec, &out->espresso)
@@ -193,7 +216,7 @@ static int decide(double ratio, const AxAutoCompressInput *in, AxAutoCompress *o
   free(bytes);
   free(compute);
   free(dec);
-  return rc;
+  return rc == AX_OK ? whole_sync(ratio, in, out) : rc;
 }
 
 int ax_compress_auto_plan(const AxTensorRange *t, int n, const AxCodec *codec,
@@ -262,9 +285,10 @@ void ax_compress_auto_print(const AxAutoCompress *a, const char *prefix, int max
   ax_log("%sfusion (Cupcake): %d tensor(s) in %d group(s), f %.3f ms, %s in %.3f s (%lld "
          "node(s))", prefix, tensors, a->n_groups, ms(a->fusion_cost_s),
          f->optimal ? "optimal" : "best found", a->fusion_s, f->nodes);
-  ax_log("%sstrategy (Espresso): %d group(s) compressed; sync predicted %.3f ms, compress-nothing "
-         "%.3f ms; decided in %.3f s (%lld timeline(s))", prefix, e->compressed,
-         ms(e->iteration_s), ms(e->nothing_s), a->decide_s, e->evaluations);
+  ax_log("%sstrategy (Espresso): %d group(s) compressed; sync predicted %.3f ms for every "
+         "group (the searched ones alone %.3f ms, compress-nothing %.3f ms); decided in %.3f s "
+         "(%lld timeline(s))", prefix, e->compressed, ms(a->sync_s), ms(e->iteration_s),
+         ms(e->nothing_s), a->decide_s, e->evaluations);
   for (int g = 0; g < a->n_groups && g < max_lines; g++) {
     const AxTensorRange *r = &a->groups[g];
     const AxEspressoDecision *d = &a->decision[g];

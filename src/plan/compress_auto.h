@@ -20,11 +20,11 @@
  *     (mpi/sparse/two_level.h: plain intra-node reduce-scatter and all-gather around any of those
  *     between the nodes). The 2l+intra options, which also compress the intra-node steps,
  *     are in the model only. The trainer's gradients are summed from host memory (the
- *     offloaded master copy), so its codecs run on the CPU whichever placement the model
- *     picks: with no computation left to delay, the model's GPU and CPU placements cost the
- *     same (both are offered with the same codec costs, since Algorithm 4.1 searches the GPU
- *     ones). --compress-scheme OPTION replaces the search: every group not kept plain takes
- *     OPTION (an ablation; one that does not apply is an error).
+ *     offloaded master copy), so its codecs run on the CPU threads: there is no GPU codec
+ *     engine, and only the CPU placements are offered (AxEspressoProblem.cpu_only: Algorithm
+ *     4.1 searches them, 4.2 has nothing to offload). --compress-scheme OPTION replaces the
+ *     search: every group not kept plain takes OPTION (an ablation; one that does not apply,
+ *     a gpu/ one included, is an error).
  *   Kept plain and alone, outside both searches: the tied wte when plain_first, and every vector
  *   (LayerNorm weights, biases), which a codec's one scale per group would mix with the
  *   weight matrices (compress_auto.c: kept_plain). A tensor tensor-parallel ranks replicate
@@ -64,6 +64,8 @@ typedef struct {
   AxEspressoSummary espresso;
   AxFusionStats fusion;
   double fusion_cost_s;         /* Cupcake's f of the grouping */
+  double sync_s;                /* the step's predicted sync: every group, the kept-plain
+                                   ones included, all ready at once (0: one rank) */
   double fusion_s, decide_s;    /* wall time of the two searches */
 } AxAutoCompress;
 

@@ -46,6 +46,7 @@ int ax_espresso_option_find(const char *name) {
 int ax_espresso_option_applies(const AxEspressoProblem *p, int o) {
   if (!p || o < 0 || o >= AX_ESPRESSO_N_OPTIONS) return 0;
   if (p->allowed && !((p->allowed >> o) & 1u)) return 0;
+  if (p->cpu_only && OPTIONS[o].place == AX_ESP_GPU) return 0;
   if (p->ranks <= 1) return o == 0;
   int nodes = p->ranks_per_node > 0 ? p->ranks / p->ranks_per_node : 0;
   return OPTIONS[o].levels == AX_ESP_FLAT || (nodes > 1 && p->ranks_per_node > 1);

@@ -105,6 +105,9 @@ typedef struct {
   AxEspressoCodecCost gpu, cpu;
   double ratio;             /* encoded / raw bytes, > 0 */
   uint32_t allowed;         /* bit o: option o may be chosen; 0: every option */
+  int cpu_only;             /* no GPU codec engine (a CPU backend, or codecs on host copies):
+                               the GPU options are never chosen, Algorithm 4.1 searches the CPU
+                               ones in their place and 4.2's offloading has nothing to move */
 } AxEspressoProblem;
 
 /* One tensor under a strategy. */

@@ -99,7 +99,8 @@ static double remove_before_bubbles(Search *w) {
 
 /* GetBestOption(S, idx): S[idx] becomes the candidate of least F (the current option unless
  * one is strictly better); f is F(S) on entry; returns F of the new S. The candidates are
- * C_gpu, or with cpu_too every applicable option (our refinement). */
+ * C_gpu (C_cpu where the problem has no GPU engine), or with cpu_too every applicable option
+ * (our refinement). */
 static double best_option(Search *w, int idx, double f, int cpu_too) {
   AxEspressoCtx *c = &w->c;
   int *S = w->S, n = c->n, keep = S[idx], best = keep;
@@ -107,7 +108,9 @@ static double best_option(Search *w, int idx, double f, int cpu_too) {
   ax_espresso_state_reset(&w->pre);
   for (int k = 0; k < idx; k++) ax_espresso_step(c, &w->pre, k, S[k], NULL);
   for (int o = 0; o < AX_ESPRESSO_N_OPTIONS; o++) {
-    if (!applies(c, o) || (place_of(o) == AX_ESP_CPU && !cpu_too) || o == keep) continue;
+    if (!applies(c, o) || (place_of(o) == AX_ESP_CPU && !cpu_too && !c->p->cpu_only) ||
+        o == keep)
+      continue;
     S[idx] = o;
     c->suf[idx] = c->suf[idx + 1] + c->link[0][ESP_AT(c, idx, o)];
     c->suf[n + 1 + idx] = c->suf[n + 2 + idx] + c->link[1][ESP_AT(c, idx, o)];

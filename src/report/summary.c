@@ -88,6 +88,26 @@ static void config_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_end(j);
 }
 
+/* Every default a compression recipe set, with its source (null: no recipe applied). */
+static void recipe_json(AxJsonW *j, const AxRecipeApplied *r) {
+  if (!r->n) {
+    ax_jsonw_null(j, "recipe");
+    return;
+  }
+  ax_jsonw_object(j, "recipe");
+  ax_jsonw_str(j, "codec", r->codec);
+  ax_jsonw_array(j, "defaults");
+  for (int i = 0; i < r->n; i++) {
+    ax_jsonw_object(j, NULL);
+    ax_jsonw_str(j, "option", r->item[i].what);
+    ax_jsonw_str(j, "value", r->item[i].value);
+    ax_jsonw_str(j, "source", r->item[i].source);
+    ax_jsonw_end(j);
+  }
+  ax_jsonw_end(j);
+  ax_jsonw_end(j);
+}
+
 static void model_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_object(j, "model");
   ax_jsonw_str(j, "preset", s->preset);
@@ -178,31 +198,40 @@ static void linear_cost_json(AxJsonW *j, const char *key, const AxLinearCost *c)
   ax_jsonw_end(j);
 }
 
-/* The gradient compression of rank 0's stage: what decided it, the costs the cost model used
- * (agreed by every rank), and the parts. */
-static void compression_json(AxJsonW *j, const AxCompressReport *c) {
-  if (!c->codec) {
+/* The gradient compression: what ran (the codec, the recipe's warm-up and frozen variance,
+ * vectors, stages, the recipe's defaults), what decided rank 0's stage's parts, the costs the
+ * cost model used (agreed by every rank), and the parts. null: the run compresses nothing. */
+static void compression_json(AxJsonW *j, const AxCompressReport *r,
+                             const AxCompressionOptions *o) {
+  if (!r->codec && (!o || !o->codec_spec[0])) {
     ax_jsonw_null(j, "compression");
     return;
   }
   ax_jsonw_object(j, "compression");
-  ax_jsonw_str(j, "codec", c->codec);
-  ax_jsonw_str(j, "decided_by", c->decided_by);
-  ax_jsonw_str(j, "link", c->link);
-  if (c->costed) {
+  ax_jsonw_str(j, "codec", r->codec ? r->codec : o->codec_spec);
+  ax_jsonw_str(j, "decided_by", r->decided_by);
+  ax_jsonw_str(j, "link", r->link);
+  if (r->costed) {
     ax_jsonw_object(j, "costs");
-    linear_cost_json(j, "send", &c->costs.send);
-    linear_cost_json(j, "encode", &c->costs.enc);
-    linear_cost_json(j, "decode", &c->costs.dec);
-    ax_jsonw_num(j, "ratio", c->costs.ratio);
+    linear_cost_json(j, "send", &r->costs.send);
+    linear_cost_json(j, "encode", &r->costs.enc);
+    linear_cost_json(j, "decode", &r->costs.dec);
+    ax_jsonw_num(j, "ratio", r->costs.ratio);
     ax_jsonw_end(j);
   } else {
     ax_jsonw_null(j, "costs");
   }
-  ax_jsonw_int(j, "parts", c->parts);
-  ax_jsonw_int(j, "parts_compressed", c->compressed);
-  ax_jsonw_int(j, "bytes", (long long)c->bytes);
-  ax_jsonw_int(j, "bytes_compressed", (long long)c->compressed_bytes);
+  ax_jsonw_int(j, "parts", r->parts);
+  ax_jsonw_int(j, "parts_compressed", r->compressed);
+  ax_jsonw_int(j, "bytes", (long long)r->bytes);
+  ax_jsonw_int(j, "bytes_compressed", (long long)r->compressed_bytes);
+  if (o) {
+    ax_jsonw_int(j, "warmup_steps", o->warmup_steps);
+    ax_jsonw_bool(j, "freeze_variance", o->freeze_variance);
+    ax_jsonw_bool(j, "vectors", o->compress_vectors);
+    ax_jsonw_str(j, "stages", o->compress_stages);
+    recipe_json(j, &o->recipe);
+  }
   ax_jsonw_end(j);
 }
 
@@ -263,7 +292,7 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   memory_json(&j, s);
   ax_summary_comm_json(&j, &s->comm);
   ax_summary_ckpt_json(&j, &s->ckpt);
-  compression_json(&j, &s->compress);
+  compression_json(&j, &s->compress, s->compression);
   if (s->sim) simulation_json(&j, s->sim);
   config_json(&j, s);
   ax_jsonw_end(&j);

@@ -9,7 +9,8 @@
  * it as one line starting with {"axonn_summary": and --summary FILE.json writes the same line
  * to FILE (atomically). The communication object holds the bytes every rank sent, by class,
  * within and between virtual nodes, per training step and over the run, and the link (real or
- * EMULATED) they crossed. */
+ * EMULATED) they crossed; the compression object the codec, warm-up and frozen variance in
+ * effect and every default the codec's recipe set, with its source. */
 #ifndef AX_SUMMARY_H
 #define AX_SUMMARY_H
 
@@ -99,6 +100,7 @@ typedef struct {
 typedef struct {
   const AxOptionTable *options;
   const void *cfg; /* an AxTrainConfig, read through the option table */
+  const AxCompressionOptions *compression; /* the compression in effect; NULL: written null */
   AxGptConfig model;
   const char *preset, *device, *host;
   int ranks, g_inter, g_data, steps_run;

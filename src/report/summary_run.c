@@ -136,6 +136,7 @@ static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *c
   memset(s, 0, sizeof *s);
   s->options = &AX_TRAIN_OPTIONS;
   s->cfg = cfg;
+  s->compression = &cfg->compression;
   s->model = *ax_trainer_model(t);
   s->preset = cfg->model.preset;
   s->device = cfg->exec.device;

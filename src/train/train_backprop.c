@@ -28,7 +28,7 @@ int ax_trainer_setup_backprop(AxTrainer *t) {
 void ax_trainer_backprop_step(AxTrainer *t, int step) {
   if (!t->have_backprop) return;
   t->backprop.step = (uint64_t)step;
-  t->backprop.enabled = step > t->cfg.compression.compress_warmup;
+  t->backprop.enabled = step > t->cfg.compression.warmup_steps;
 }
 
 void ax_trainer_print_backprop(const AxTrainer *t) {
@@ -40,7 +40,7 @@ void ax_trainer_print_backprop(const AxTrainer *t) {
                           : "every backward message",
          b->n * sizeof(float), ax_backprop_max_bytes(b),
          t->cfg.compression.lazy_error ? "; lazy error propagation" : "; no error propagation",
-         t->cfg.compression.compress_warmup ? "; in full during the warm-up steps" : "");
+         t->cfg.compression.warmup_steps ? "; in full during the warm-up steps" : "");
 }
 
 void ax_trainer_backprop_label(const AxTrainer *t, char *buf, size_t cap) {

@@ -1,9 +1,11 @@
 /* train_compress.c — the trainer's side of gradient compression: the codec of --compress, the
  * per-part decisions of layer-wise compression (--compress-min-bytes N, or HiPress's cost model
  * fed by costs profiled here and agreed by every rank, which keeps every part plain where the
- * data-parallel ranks share memory), the codec states (offload/grad_compress.h), the stages that
- * compress (--compress-stages), the decision table in the run's header and the summary's
- * report of it, and the step's codec context (--compress-warmup). */
+ * data-parallel ranks share memory; PowerSGD's encode priced at each part's rank), then the
+ * policy on top (1-D tensors plain unless --compress-vectors 1; on the stages --compress-stages F
+ * selects, every part the codec shrinks), the codec states (offload/grad_compress.h), the stages
+ * that compress, the recipe and decision table in the run's header and the summary's report of
+ * it, and the step's codec context (the warm-up, the frozen variance). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,27 @@ static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
   return AX_OK;
 }
 
+/* The profile's encode cost priced at the part's own rank: a codec with a rank (PowerSGD,
+ * whose products grow linearly with it) is profiled at the rank ax_codec_cap_rank gives for
+ * 128 (casync_cost.h: min(rank, 128); rank=auto at 16), and a part runs at
+ * min(rank, rows, cols) (rank=auto: its shape's), so its encode costs part / profiled times
+ * the profile's. */
+static AxCasyncCosts at_part_rank(const AxCodec *codec, const AxCasyncCosts *c, size_t count) {
+  enum { PROFILED_RANK_CAP = 128 };
+  AxCasyncCosts k = *c;
+  AxCodec *probe;
+  int profiled, part = ax_codec_rank_for(codec, count);
+  if (!part || ax_codec_cap_rank(codec, PROFILED_RANK_CAP, &probe, &profiled) != AX_OK) {
+    ax_error_clear();
+    return k;
+  }
+  ax_codec_free(probe);
+  double scale = (double)part / profiled;
+  k.enc.latency_s *= scale;
+  k.enc.bytes_per_s /= scale;
+  return k;
+}
+
 AxCasyncChoice ax_compress_decide(const AxCodec *codec, const AxCasyncCosts *costs,
                                   AxCasyncAlgo algo, int ranks, int is_auto, long long min_bytes,
                                   size_t count) {
@@ -42,7 +65,8 @@ AxCasyncChoice ax_compress_decide(const AxCodec *codec, const AxCasyncCosts *cos
   /* a linear codec's factors cover the whole part; the others encode segments */
   AxCasyncCosts c = *costs;
   c.ratio = ax_codec_ratio(codec, c.linear ? count : count / (size_t)ranks + 1);
-  AxCasyncChoice ch = ax_casync_choose(&c, algo, ranks, bytes, 0);
+  AxCasyncCosts k = at_part_rank(codec, &c, count);
+  AxCasyncChoice ch = ax_casync_choose(&k, algo, ranks, bytes, 0);
   if (!is_auto) {
     ch.compress = ranks > 1 && bytes >= (double)min_bytes;
     ch.parts = 0;
@@ -103,6 +127,35 @@ int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, AxGradPa
   return *out ? AX_OK : AX_ERR;
 }
 
+int ax_compress_policy(const AxTrainConfig *cfg, const AxCodec *codec, int ranks,
+                       AxCompressPolicy *pol) {
+  *pol = (AxCompressPolicy){.codec = codec, .algo = (AxCasyncAlgo)cfg->compression.compress_sync,
+                            .ranks = ranks, .vectors = cfg->compression.compress_vectors};
+  AX_TRY(ax_train_compress_min_bytes(cfg, &pol->is_auto, &pol->min_bytes));
+  pol->requested = pol->is_auto && ax_train_stages_requested(cfg);
+  return AX_OK;
+}
+
+int ax_compress_part_is_vector(const AxGradPart *p) {
+  return p->cols > 0 && p->hi - p->lo <= p->cols;
+}
+
+/* Whether the part's encoding (or factors) is smaller than its values. */
+static int part_shrinks(const AxGradPart *p, int ranks) {
+  size_t count = p->hi - p->lo;
+  const AxCodec *c = p->codec;
+  return c && ax_codec_ratio(c, ax_codec_rounds(c) ? count : count / (size_t)ranks + 1) < 1.0;
+}
+
+/* The policy's word on top of the cost model or threshold: vectors, a stage request. */
+static void apply_policy(const AxCompressPolicy *pol, AxGradPart *p) {
+  AxCasyncChoice *ch = &p->choice;
+  if (!pol->vectors && ax_compress_part_is_vector(p)) ch->compress = 0;
+  else if (pol->requested) ch->compress = pol->ranks > 1 && part_shrinks(p, pol->ranks);
+  else return;
+  if (pol->is_auto) ch->parts = ch->compress ? ch->cpr_parts : ch->orig_parts;
+}
+
 int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
                              const AxCasyncCosts *costs, AxGradPart *parts, int n) {
   for (int i = 0; i < n; i++) {
@@ -110,6 +163,7 @@ int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
     parts[i].choice = ax_compress_decide(parts[i].codec, costs, pol->algo, pol->ranks,
                                          pol->is_auto, pol->min_bytes,
                                          parts[i].hi - parts[i].lo);
+    apply_policy(pol, &parts[i]);
   }
   return AX_OK;
 }
@@ -211,14 +265,14 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   return rc;
 }
 
-/* Layer-wise: every part by the HiPress cost model or the --compress-min-bytes threshold; with
- * the ranks in one machine's memory the cost model keeps every part plain. */
-static int layerwise_parts(AxTrainer *t, int is_auto, long long min_bytes, AxGradPart **parts,
-                           int *n) {
+/* Layer-wise: every part by the HiPress cost model or the --compress-min-bytes threshold,
+ * and the policy (vectors, a stage request); with the ranks in one machine's memory the cost
+ * model keeps every part plain. */
+static int layerwise_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   AX_TRY(ax_compress_cut_parts(&t->off, ax_stage_layout_of(t->stage), parts, n));
   if (t->compress_in_memory) return AX_OK; /* cut: every choice zero, plain */
-  AxCompressPolicy pol = {t->codec, (AxCasyncAlgo)t->cfg.compression.compress_sync, t->grid.D, is_auto,
-                          min_bytes};
+  AxCompressPolicy pol;
+  AX_TRY(ax_compress_policy(&t->cfg, t->codec, t->grid.D, &pol));
   return ax_compress_decide_parts(&pol, &t->shaped, &t->compress_costs, *parts, *n);
 }
 
@@ -242,15 +296,16 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   AX_TRY(ax_train_compress_min_bytes(&t->cfg, &is_auto, &min_bytes));
   AxCasyncCosts costs = {0};
   if (t->grid.D > 1) AX_TRY(ax_trainer_data_link(t, &t->compress_link));
-  t->compress_in_memory = is_auto && !strategy && t->grid.D > 1 && t->compress_link == AX_DP_MEMORY;
+  /* an explicit --compress-stages F is compressed wherever the ranks are */
+  t->compress_in_memory = is_auto && !strategy && t->grid.D > 1 &&
+                          t->compress_link == AX_DP_MEMORY && !ax_train_stages_requested(&t->cfg);
   t->compress_profiled = (is_auto || strategy) && t->grid.D > 1 && !t->compress_in_memory;
   if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));
   t->compress_costs = costs;
   if (drop_codec_unless_selected(t)) return AX_OK;
   AxGradPart *parts = NULL;
   int n = 0;
-  int rc = strategy ? auto_parts(t, &parts, &n) : layerwise_parts(t, is_auto, min_bytes, &parts,
-                                                                   &n);
+  int rc = strategy ? auto_parts(t, &parts, &n) : layerwise_parts(t, &parts, &n);
   ax_compress_keep_tied_plain(ax_stage_layout_of(t->stage), t->grid.P,
                               ax_train_compressed_stages(&t->cfg, t->grid.P),
                               ax_trainer_wte_presummed(t), parts, n);
@@ -269,21 +324,28 @@ int ax_trainer_setup_compress(AxTrainer *t) {
 
 void ax_trainer_compress_step(AxTrainer *t, int step) {
   t->gc.step = (uint64_t)step;
-  t->gc.enabled = step > t->cfg.compression.compress_warmup;
+  t->gc.enabled = step > t->cfg.compression.warmup_steps;
 }
 
+/* Whether some part of the stage is compressed this step. */
+static int compresses_now(const AxTrainer *t) {
+  if (!t->codec || !t->gc.enabled) return 0;
+  for (int i = 0; i < t->gc.n_parts; i++)
+    if (t->gc.parts[i].choice.compress) return 1;
+  return 0;
+}
+
+/* 1-bit Adam's frozen variance: only where the stage compresses something (a stage whose parts
+ * all stay plain, as in shared memory, trains as the uncompressed run). */
 int ax_trainer_v_frozen_at(const AxTrainer *t) {
-  return t->codec && t->gc.enabled && t->cfg.compression.compress_freeze_variance ? t->cfg.compression.compress_warmup
-                                                                        : 0;
+  const AxCompressionOptions *c = &t->cfg.compression;
+  return c->freeze_variance && compresses_now(t) ? c->warmup_steps : 0;
 }
 
 /* Whether the stage's compressed gradients carry their momentum from the codec (DGC's
  * momentum correction) this step: then the optimizer must not apply a second one. */
 static int codec_carries_momentum(const AxTrainer *t) {
-  if (!t->codec || !t->gc.enabled || ax_codec_momentum(t->codec) <= 0) return 0;
-  for (int i = 0; i < t->gc.n_parts; i++)
-    if (t->gc.parts[i].choice.compress) return 1;
-  return 0;
+  return compresses_now(t) && ax_codec_momentum(t->codec) > 0;
 }
 
 double ax_trainer_adam_beta1(const AxTrainer *t) {
@@ -309,19 +371,17 @@ void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
          k->enc.bytes_per_s / 1e9, dec);
 }
 
-void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoice *ch,
-                              int is_auto) {
+/* A part's line: its figures (the cost model's when is_auto) and the verdict. */
+static void print_choice(const char *what, size_t bytes, const AxCasyncChoice *ch, int is_auto,
+                         const char *verdict) {
   char a[32], b[32];
   if (!is_auto) {
-    ax_log("  %s: %zu bytes: %s", what, bytes, ch->compress ? "compress" : "plain");
+    ax_log("  %s: %zu bytes: %s", what, bytes, verdict);
     return;
   }
-  char decision[48];
-  if (ch->compress) snprintf(decision, sizeof decision, "compress, K=%d", ch->parts);
-  else snprintf(decision, sizeof decision, "plain");
   ax_log("  %s: %zu bytes, T_orig %s, T_cpr %s (best K=%d): %s", what, bytes,
          seconds_text(ch->t_orig, a, sizeof a), seconds_text(ch->t_cpr, b, sizeof b),
-         ch->cpr_parts, decision);
+         ch->cpr_parts, verdict);
 }
 
 enum { PRINT_PARTS = 20 }; /* parts listed in a run's header; the rest are summarized */
@@ -334,16 +394,65 @@ static void part_label(const AxGradPart *p, char *buf, size_t cap) {
     snprintf(buf, cap, "%s (chunk %d)", p->name ? p->name : "gap", p->chunk);
 }
 
-void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const char *prefix,
-                             int max_lines) {
+/* Why a part is summed as it is, where the policy (not the cost model) had a say. */
+static const char *verdict(const AxCompressPolicy *pol, const AxGradPart *p, char *buf,
+                           size_t cap) {
+  int rank = p->codec ? ax_codec_rank_for(p->codec, p->hi - p->lo) : 0;
+  char k[16] = "", r[16] = "";
+  if (pol->is_auto) snprintf(k, sizeof k, ", K=%d", p->choice.parts);
+  if (rank) snprintf(r, sizeof r, ", rank %d", rank);
+  if (p->choice.compress)
+    snprintf(buf, cap, "compress%s%s%s", k, pol->requested ? " (--compress-stages)" : "", r);
+  else if (!pol->vectors && ax_compress_part_is_vector(p))
+    snprintf(buf, cap, "plain (1-D: --compress-vectors 0)");
+  else if (pol->requested && !part_shrinks(p, pol->ranks))
+    snprintf(buf, cap, "plain (the codec does not shrink it)");
+  else if (pol->requested)
+    snprintf(buf, cap, "plain (the tied wte, summed plain)");
+  else
+    snprintf(buf, cap, "plain");
+  return buf;
+}
+
+void ax_compress_print_parts(const AxGradPart *parts, int n, const AxCompressPolicy *pol,
+                             const char *prefix, int max_lines) {
   for (int i = 0; i < n && i < max_lines; i++) {
-    char what[128], label[96];
+    char what[128], label[96], why[64];
     part_label(&parts[i], label, sizeof label);
     snprintf(what, sizeof what, "%s%s", prefix, label);
-    ax_compress_print_choice(what, (parts[i].hi - parts[i].lo) * sizeof(float),
-                             &parts[i].choice, is_auto);
+    print_choice(what, (parts[i].hi - parts[i].lo) * sizeof(float), &parts[i].choice,
+                 pol->is_auto, verdict(pol, &parts[i], why, sizeof why));
   }
   if (n > max_lines) ax_log("  ... and %d more part(s)", n - max_lines);
+}
+
+void ax_compress_explain_none(const AxGradPart *parts, int n, const AxCompressPolicy *pol,
+                              const char *stage_label) {
+  enum { VECTOR, UNSHRUNK, SMALL, PRICED, TIED, KINDS };
+  static const char *const why[KINDS] = {
+      "1-D (--compress-vectors 0)", "not shrunk by the codec",
+      "below --compress-min-bytes",
+      "priced plain by the cost model (T_cpr >= T_orig; --compress-min-bytes N compresses "
+      "parts of N bytes or more)",
+      "the tied wte (summed plain)"};
+  int count[KINDS] = {0};
+  if (pol->ranks < 2) return; /* one rank: nothing to sum */
+  for (int i = 0; i < n; i++) {
+    const AxGradPart *p = &parts[i];
+    if (p->choice.compress) return;
+    count[!pol->vectors && ax_compress_part_is_vector(p) ? VECTOR
+          : !part_shrinks(p, pol->ranks)                 ? UNSHRUNK
+          : !pol->is_auto                                ? SMALL
+          : !pol->requested                              ? PRICED
+                                                         : TIED]++;
+  }
+  char text[512];
+  size_t len = 0;
+  for (int k = 0; k < KINDS; k++)
+    if (count[k] && len < sizeof text)
+      len += (size_t)snprintf(text + len, sizeof text - len, "%s%d %s", len ? ", " : "",
+                              count[k], why[k]);
+  ax_log("compression: %s compresses none of its %d part(s): %s", stage_label, n, text);
 }
 
 void ax_compress_part_totals(const AxGradPart *parts, int n, int *compressed, size_t *bytes,
@@ -378,6 +487,8 @@ static const char *decided_by(const AxTrainer *t) {
   if (t->grid.D <= 1) return "one data-parallel rank: nothing summed";
   if (t->auto_compress.n_groups > 0) return "--compress auto";
   if (t->compress_in_memory) return "shared memory: plain";
+  if (t->compress_profiled && ax_train_stages_requested(&t->cfg))
+    return "--compress-stages: every part the codec shrinks";
   return t->compress_profiled ? "cost model" : "--compress-min-bytes";
 }
 
@@ -389,7 +500,18 @@ static void print_in_memory(const AxTrainer *t) {
          ax_codec_spec(t->codec), t->grid.D, t->gc.n_parts, t->grid.stage);
 }
 
+void ax_train_print_recipe(const AxTrainConfig *cfg) {
+  const AxRecipeApplied *r = &cfg->compression.recipe;
+  if (!r->n) return;
+  ax_log("compression recipe%s%s%s: the paper's defaults in effect (a flag or codec key given "
+         "wins; docs/compression.md, \"Recipes\")", r->codec ? " (" : "", r->codec ? r->codec : "",
+         r->codec ? ")" : "");
+  for (int i = 0; i < r->n; i++)
+    ax_log("  %s %s: %s", r->item[i].what, r->item[i].value, r->item[i].source);
+}
+
 void ax_trainer_print_compress(const AxTrainer *t) {
+  ax_train_print_recipe(&t->cfg);
   print_compress_stages(t);
   if (!t->codec) return;
   if (t->compress_in_memory) {
@@ -401,22 +523,30 @@ void ax_trainer_print_compress(const AxTrainer *t) {
   size_t bytes, cbytes;
   ax_compress_part_totals(gc->parts, gc->n_parts, &compressed, &bytes, &cbytes);
   int strategy = t->auto_compress.n_groups > 0;
+  AxCompressPolicy pol = {0};
+  if (ax_compress_policy(&t->cfg, t->codec, t->grid.D, &pol) != AX_OK) ax_error_clear();
+  pol.is_auto = t->compress_profiled && !strategy;
   ax_log("compression: %s over CaSync %s on %d data-parallel rank(s), %s; %d of %d "
          "part(s) (%zu of %zu bytes) in %d chunk(s) of stage %d compressed (%s)%s",
          ax_codec_spec(t->codec), strategy ? "schemes per group" : ax_casync_algo_name(gc->algo),
          t->grid.D, strategy ? "fused groups" : "layer-wise", compressed, gc->n_parts, cbytes,
          bytes, gc->n_chunks, t->grid.stage, decided_by(t),
-         t->cfg.compression.compress_warmup ? "; plain during the warm-up steps" : "");
+         t->cfg.compression.warmup_steps ? "; plain during the warm-up steps" : "");
   if (ax_codec_momentum(t->codec) > 0 && compressed)
-    ax_log("  the codec carries the momentum (%g, DGC's momentum correction): Adam's first "
-           "moment is off (beta1 0) while the gradients are compressed",
-           ax_codec_momentum(t->codec));
+    ax_log("  the codec carries the momentum (%g, %s): Adam's first moment is off (beta1 0) "
+           "while the gradients are compressed", ax_codec_momentum(t->codec),
+           strcmp(ax_codec_name(t->codec), "dgc") ? "1-bit Adam's compressed momentum"
+                                                  : "DGC's momentum correction");
   if (t->compress_profiled)
     ax_compress_print_costs(&t->compress_costs, ax_data_link_name(t->compress_link));
-  if (strategy)
+  if (strategy) {
     ax_compress_auto_print(&t->auto_compress, "  ", PRINT_PARTS);
-  else
-    ax_compress_print_parts(gc->parts, gc->n_parts, t->compress_profiled, "", PRINT_PARTS);
+    return;
+  }
+  ax_compress_print_parts(gc->parts, gc->n_parts, &pol, "", PRINT_PARTS);
+  char label[32];
+  snprintf(label, sizeof label, "stage %d", t->grid.stage);
+  ax_compress_explain_none(gc->parts, gc->n_parts, &pol, label);
 }
 
 void ax_trainer_compress_report(const AxTrainer *t, AxCompressReport *out) {

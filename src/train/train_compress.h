@@ -38,12 +38,23 @@ typedef struct {
 
 /* The run's choice of how to decide, for every part alike. */
 typedef struct {
-  const AxCodec *codec; /* as the user gave it */
+  const AxCodec *codec; /* as the run uses it (recipe keys included) */
   AxCasyncAlgo algo;
   int ranks;            /* data-parallel */
   int is_auto;          /* the cost model; else the threshold */
   long long min_bytes;
+  int vectors;          /* parts of at most one row (1-D tensors) may compress (else plain) */
+  int requested;        /* --compress-stages F under the cost model: every part the codec
+                           shrinks compresses (the cost model only picks its K) */
 } AxCompressPolicy;
+
+/* The policy cfg describes for codec on `ranks` data-parallel ranks (min-bytes, vectors, a
+ * selective-stage request; cfg checked). */
+int ax_compress_policy(const AxTrainConfig *cfg, const AxCodec *codec, int ranks,
+                       AxCompressPolicy *pol);
+/* Whether a part is at most one row of its tensor: a 1-D tensor (one row of its own length)
+ * or a sliver a chunk boundary cut off a matrix. */
+int ax_compress_part_is_vector(const AxGradPart *p);
 
 /* The codecs configured with a tensor's row length (PowerSGD's cols=auto), parsed once each. */
 typedef struct {
@@ -61,7 +72,9 @@ void ax_shaped_codecs_free(AxShapedCodecs *cache);
  * o's n, chunk and n_chunks are read. */
 int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, AxGradPart **out,
                           int *n);
-/* Every part's codec and decision (the cost model or the threshold, on the part's size). */
+/* Every part's codec and decision (the cost model or the threshold, on the part's size; then
+ * vectors plain unless pol->vectors, and under pol->requested every part the codec shrinks
+ * compressed). */
 int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
                              const AxCasyncCosts *costs, AxGradPart *parts, int n);
 /* The parts inside lay's tied wte (a pipeline of `stages` > 1) become plain (tied_plain: whether
@@ -74,9 +87,16 @@ void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selec
                                  AxGradPart *parts, int n);
 /* The decision table: a line per part (the first max_lines, then how many more), each label
  * after `prefix`: its size, and under the cost model T_orig, T_cpr with its best K, and the
- * decision with the K CaSync runs; and the totals of parts[n]. */
-void ax_compress_print_parts(const AxGradPart *parts, int n, int is_auto, const char *prefix,
-                             int max_lines);
+ * decision (with the K CaSync runs, and why a part stays plain where the policy decided it);
+ * and the totals of parts[n]. */
+void ax_compress_print_parts(const AxGradPart *parts, int n, const AxCompressPolicy *pol,
+                             const char *prefix, int max_lines);
+/* One line when a stage compresses none of its parts: why (the cost model's figures, 1-D
+ * tensors, a codec that does not shrink them, the tied wte), and how to compress anyway. */
+void ax_compress_explain_none(const AxGradPart *parts, int n, const AxCompressPolicy *pol,
+                              const char *stage_label);
+/* The recipe in effect (cfg->compression.recipe): a line per default with its source. */
+void ax_train_print_recipe(const AxTrainConfig *cfg);
 void ax_compress_part_totals(const AxGradPart *parts, int n, int *compressed, size_t *bytes,
                              size_t *compressed_bytes);
 
@@ -88,8 +108,6 @@ AxCasyncChoice ax_compress_decide(const AxCodec *codec, const AxCasyncCosts *cos
                                   size_t count);
 /* The costs' line: send, encode and decode (merge) as latency + bytes / bandwidth. */
 void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source);
-void ax_compress_print_choice(const char *what, size_t bytes, const AxCasyncChoice *ch,
-                              int is_auto);
 
 /* train_plan_compress.c: the decision table of every stage for cfg (`axonn plan`), from this
  * machine's profiled codec costs and --emulate-link (or an assumed link, said so), cut into

@@ -1,11 +1,13 @@
 /* train_config.c — the option table of `axonn train` (one table, its entries marked by the
- * group of AxTrainConfig they fill), the consistency checks, one function a concern, and the
- * warnings about flags the configuration ignores. */
+ * group of AxTrainConfig they fill), the compression in effect (the codec's recipe,
+ * train_recipe.h, applied where the user gave nothing), the consistency checks, one function a
+ * concern, and the warnings about flags the configuration ignores. */
 #include "train_config.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include "src/core/fileio.h"
 #include "src/core/log.h"
 #include "src/memckpt/memckpt_store.h"
+#include "train_recipe.h"
 
 #define OFF(f) offsetof(AxTrainConfig, f)
 #define NORANGE 1, 0
@@ -90,7 +93,9 @@ static const AxOption OPTIONS[] = {
     STR("compress", compression.compress, "none", "auto|CODEC[:K=V,...]",
         "compress the data-parallel gradient sum (CaSync) with CODEC: none, identity, onebit, "
         "tbq, terngrad, dgc, graddrop, topk, randk, qsgd, efsignsgd, powersgd (e.g. "
-        "onebit:ef=1, dgc:ratio=0.001, powersgd:rank=4, terngrad:bits=2; docs/compression.md); "
+        "onebit:ef=1, dgc:ratio=0.001, powersgd:rank=4, terngrad:bits=2; onebit, powersgd and "
+        "dgc take their papers' recipes where the spec and flags leave them: "
+        "docs/compression.md); "
         "auto: fuse the tensors (--fusion) and let Espresso decide each group's compression "
         "and scheme with --compress-codec (docs/compression.md)"),
     STR("compress-codec", compression.compress_codec, "onebit:ef=1", "CODEC[:K=V,...]",
@@ -118,16 +123,23 @@ static const AxOption OPTIONS[] = {
     STR("compress-min-bytes", compression.compress_min_bytes, "auto", "auto|N",
         "compress all-reduce chunks of at least N bytes (K/M/G suffixes; auto: HiPress's cost "
         "model decides per chunk from encode, decode and send costs profiled at the start)"),
-    INT("compress-warmup", compression.compress_warmup, "0", "N",
+    STR("compress-warmup", compression.compress_warmup, "auto", "auto|N",
         "first N steps uncompressed: the data-parallel gradients and the pipeline's backward "
-        "messages (--compress-backprop) travel in full", 0, 1 << 30),
-    INT("compress-freeze-variance", compression.compress_freeze_variance, "0", "0|1",
+        "messages (--compress-backprop) travel in full (auto: the codec's recipe, a fraction "
+        "of --steps: onebit 15%, powersgd 13%, dgc 25%; 0 for the other codecs; "
+        "docs/compression.md)"),
+    STR("compress-freeze-variance", compression.compress_freeze_variance, "auto", "auto|0|1",
         "1-bit Adam's recipe: Adam's second moment stops updating when compression starts "
-        "(after --compress-warmup steps, which must be at least 1)", 0, 1),
+        "(after --compress-warmup steps, which must be at least 1; auto: 1 for onebit and dgc "
+        "when there is a warm-up, else 0)"),
+    INT("compress-vectors", compression.compress_vectors, "0", "0|1",
+        "compress the 1-D tensors (biases, LayerNorm weights) too (0: they are summed plain, "
+        "as PowerSGD's reference implementation does)", 0, 1),
     STR("compress-stages", compression.compress_stages, "all", "all|F",
         "selective stage compression (Optimus-CC §7): --compress applies to the data-parallel "
         "gradients of the earliest fraction F of the pipeline stages only, F in [0, 1), never "
-        "the last stage (all: every stage)"),
+        "the last stage, and there to every part the codec shrinks (all: every stage, the "
+        "cost model decides); without --compress: PowerSGD with its recipe (Optimus-CC §9.1)"),
     STR("compress-backprop", compression.compress_backprop, "none", "none|powersgd[:rank=R]",
         "compressed backpropagation (Optimus-CC §5): backward activation gradients between "
         "stages travel as PowerSGD factors P and Q (default rank 16); needs --g-inter 2 or more"),
@@ -289,7 +301,135 @@ static int apply_preset(AxTrainConfig *cfg, const AxOptState *st) {
 int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st) {
   memset(cfg, 0, sizeof *cfg);
   AX_TRY(ax_options_parse(&AX_TRAIN_OPTIONS, cfg, argc, argv, st));
-  return st->help ? AX_OK : apply_preset(cfg, st);
+  if (st->help) return AX_OK;
+  AX_TRY(apply_preset(cfg, st));
+  return ax_train_resolve_compression(cfg, st);
+}
+
+/* ------------------------------------------------------------ the compression recipe */
+
+static void recipe_item(AxRecipeApplied *a, const char *what, const char *source,
+                        const char *fmt, ...) AX_PRINTF(4, 5);
+static void recipe_item(AxRecipeApplied *a, const char *what, const char *source,
+                        const char *fmt, ...) {
+  if (a->n >= (int)(sizeof a->item / sizeof a->item[0])) return;
+  AxRecipeItem *it = &a->item[a->n++];
+  it->what = what;
+  it->source = source;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(it->value, sizeof it->value, fmt, ap);
+  va_end(ap);
+}
+
+/* --compress-stages F without --compress: Optimus-CC's codec. */
+static int stages_codec(AxTrainConfig *cfg, const AxOptState *st) {
+  double f;
+  if (ax_options_was_set(&AX_TRAIN_OPTIONS, st, "compress") || ax_train_compresses(cfg) ||
+      ax_train_compress_stage_fraction(cfg, &f) != AX_OK || f >= 1) {
+    ax_error_clear(); /* a bad --compress-stages: checked by ax_train_config_check */
+    return AX_OK;
+  }
+  char *codec = strdup(AX_STAGES_CODEC);
+  if (!codec) return AX_FAIL("out of memory");
+  free(cfg->compression.compress);
+  cfg->compression.compress = codec;
+  recipe_item(&cfg->compression.recipe, "compress",
+              "Optimus-CC §7 and §9.1: selective stage compression with PowerSGD",
+              "%s (--compress-stages %s without --compress)", AX_STAGES_CODEC,
+              cfg->compression.compress_stages);
+  return AX_OK;
+}
+
+/* Whether --compress-stages leaves some of 2+ stages plain: then the stages' Adam must keep
+ * one first moment (the tied embedding's copies take one update), so no codec may carry it. */
+static int stages_mixed(const AxTrainConfig *cfg) {
+  int P = cfg->grid.g_inter, n = ax_train_compressed_stages(cfg, P);
+  return P > 1 && n > 0 && n < P;
+}
+
+/* The codec spec in effect: the recipe's keys the user's spec lacks, canonical when it parses. */
+static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressRecipe *r) {
+  AxCompressionOptions *c = &cfg->compression;
+  char keys[96], added[96] = "";
+  int mixed = stages_mixed(cfg);
+  ax_compress_recipe_keys(r, cfg->optim.beta1, !mixed, keys, sizeof keys);
+  AX_TRY(ax_codec_spec_defaults(spec, keys, c->codec_spec, sizeof c->codec_spec, added,
+                                sizeof added));
+  AxCodec *codec;
+  if (ax_codec_parse(c->codec_spec, &codec) != AX_OK) {
+    ax_error_clear(); /* reported by ax_train_config_check */
+    return AX_OK;
+  }
+  snprintf(c->codec_spec, sizeof c->codec_spec, "%s", ax_codec_spec(codec));
+  ax_codec_free(codec);
+  if (r)
+    recipe_item(&c->recipe, "codec", r->keys_source, "%s (%s%s)", c->codec_spec,
+                *added ? "added: " : "every key given or the codec's own",
+                *added ? added : "");
+  if (r && r->momentum && mixed && !ax_codec_spec_has(spec, "momentum"))
+    recipe_item(&c->recipe, "codec", AX_STAGES_NO_MOMENTUM, "momentum=0 (--compress-stages %s)",
+                c->compress_stages);
+  return AX_OK;
+}
+
+/* "auto" (*is_auto), or an integer in [0, max] into *v. */
+static int auto_or_int(const char *flag, const char *text, int max, int *is_auto, int *v) {
+  *is_auto = !strcmp(text, "auto");
+  if (*is_auto) return AX_OK;
+  char *end;
+  errno = 0;
+  long x = strtol(text, &end, 10);
+  if (end == text || *end || errno || x < 0 || x > max)
+    return AX_FAIL("--%s '%s' is not auto or an integer from 0 to %d", flag, text, max);
+  *v = (int)x;
+  return AX_OK;
+}
+
+/* --compress-warmup and --compress-freeze-variance: the user's, or the recipe's. */
+static int resolve_schedule(AxTrainConfig *cfg, const AxCompressRecipe *r) {
+  AxCompressionOptions *c = &cfg->compression;
+  int is_auto;
+  AX_TRY(auto_or_int("compress-warmup", c->compress_warmup, 1 << 30, &is_auto, &c->warmup_steps));
+  if (is_auto) {
+    c->warmup_steps = ax_compress_recipe_warmup(r, cfg->optim.steps);
+    if (r)
+      recipe_item(&c->recipe, "compress-warmup", r->warmup_source, "%d (%.3g%% of --steps %d)",
+                  c->warmup_steps, 100 * r->warmup_fraction, cfg->optim.steps);
+  }
+  AX_TRY(auto_or_int("compress-freeze-variance", c->compress_freeze_variance, 1, &is_auto,
+                     &c->freeze_variance));
+  if (is_auto) {
+    c->freeze_variance = r && r->freeze_variance && c->warmup_steps >= 1;
+    if (r)
+      recipe_item(&c->recipe, "compress-freeze-variance", r->freeze_source, "%d%s",
+                  c->freeze_variance,
+                  r->freeze_variance && !c->freeze_variance ? " (no warm-up to freeze after)" : "");
+  }
+  return AX_OK;
+}
+
+int ax_train_resolve_compression(AxTrainConfig *cfg, const AxOptState *st) {
+  AxCompressionOptions *c = &cfg->compression;
+  memset(&c->recipe, 0, sizeof c->recipe);
+  c->codec_spec[0] = 0;
+  AX_TRY(stages_codec(cfg, st));
+  const char *spec = ax_train_compresses(cfg) ? ax_train_compress_auto(cfg) ? c->compress_codec
+                                                                            : c->compress
+                                              : NULL;
+  const AxCompressRecipe *r = NULL;
+  if (spec) {
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(spec, ":"), spec);
+    r = ax_compress_recipe(name);
+    AX_TRY(resolve_codec(cfg, spec, r));
+  }
+  AX_TRY(resolve_schedule(cfg, r));
+  if (r && !ax_train_compress_auto(cfg) &&
+      !ax_options_was_set(&AX_TRAIN_OPTIONS, st, "compress-vectors"))
+    recipe_item(&c->recipe, "compress-vectors", AX_VECTORS_SOURCE, "0");
+  c->recipe.codec = r ? r->codec : NULL;
+  return AX_OK;
 }
 
 AxGptConfig ax_train_model_config(const AxTrainConfig *cfg) {
@@ -327,6 +467,7 @@ int ax_train_compress_auto(const AxTrainConfig *cfg) {
 }
 
 const char *ax_train_codec_spec(const AxTrainConfig *cfg) {
+  if (cfg->compression.codec_spec[0]) return cfg->compression.codec_spec;
   return ax_train_compress_auto(cfg) ? cfg->compression.compress_codec : cfg->compression.compress;
 }
 
@@ -420,6 +561,15 @@ int ax_train_compress_stage_fraction(const AxTrainConfig *cfg, double *fraction)
   return AX_OK;
 }
 
+int ax_train_stages_requested(const AxTrainConfig *cfg) {
+  double f;
+  if (ax_train_compress_stage_fraction(cfg, &f) != AX_OK) {
+    ax_error_clear(); /* checked by ax_train_config_check */
+    return 0;
+  }
+  return ax_train_compresses(cfg) && f < 1;
+}
+
 int ax_train_compressed_stages(const AxTrainConfig *cfg, int stages) {
   double f;
   if (!ax_train_compresses(cfg)) return 0;
@@ -481,6 +631,17 @@ static int check_backprop(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
+/* A codec that carries Adam's momentum turns Adam's own off on the stages it compresses: not
+ * when --compress-stages leaves others plain (stages_mixed). */
+static int check_stages_momentum(const AxTrainConfig *cfg, double momentum) {
+  if (momentum <= 0 || !stages_mixed(cfg)) return AX_OK;
+  return AX_FAIL("--compress %s carries Adam's momentum (%g), which turns Adam's own off on the "
+                 "stages it compresses; with --compress-stages %s the last stage keeps it and "
+                 "the tied embedding's two copies would take different updates: give "
+                 "momentum=0 or --compress-stages all", ax_train_codec_spec(cfg), momentum,
+                 cfg->compression.compress_stages);
+}
+
 /* --compress and its companions: a codec that parses, a payload it can encode, the stages. */
 static int check_compress(const AxTrainConfig *cfg) {
   int is_auto;
@@ -501,13 +662,14 @@ static int check_compress(const AxTrainConfig *cfg) {
   AxCodec *codec;
   if (ax_codec_parse(ax_train_codec_spec(cfg), &codec) != AX_OK)
     return ax_error_context(ax_train_compress_auto(cfg) ? "--compress-codec" : "--compress");
+  double codec_momentum = ax_codec_momentum(codec);
   ax_codec_free(codec);
   if (cfg->optim.allreduce_dtype != 0)
     return AX_FAIL("--compress needs --allreduce-dtype fp32 (codecs encode fp32 gradients)");
-  if (cfg->compression.compress_freeze_variance && cfg->compression.compress_warmup < 1)
+  if (cfg->compression.freeze_variance && cfg->compression.warmup_steps < 1)
     return AX_FAIL("--compress-freeze-variance needs --compress-warmup of at least 1 step (the "
                    "variance is frozen as the warm-up leaves it)");
-  return AX_OK;
+  return check_stages_momentum(cfg, codec_momentum);
 }
 
 int ax_train_grid_from_world(AxTrainConfig *cfg, const AxOptState *st, int world) {
@@ -589,6 +751,9 @@ static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
       {"compress-min-bytes", plain, "without --compress (no gradient is compressed)"},
       {"compress-min-bytes", strategy,
        "under --compress auto (Espresso decides which groups to compress)"},
+      {"compress-vectors", plain, "without --compress (no gradient is compressed)"},
+      {"compress-vectors", strategy,
+       "under --compress auto (Espresso keeps every vector alone and plain)"},
       {"compress-codec", !strategy,
        "without --compress auto (it names the codec --compress auto applies)"},
       {"replica-schedule", no_memckpt, "without --memory-checkpoint-every (no replicas)"},

@@ -50,6 +50,21 @@ typedef struct {
   char *emulate_link;  /* BW[,LATENCY] (mpi/link/link_spec.h); NULL: not emulated */
 } AxGridOptions;
 
+/* One default a compression recipe (train_recipe.h) set: the option or codec keys, the value
+ * in effect, and the paper and section it comes from. */
+typedef struct {
+  const char *what;   /* "compress-warmup", "codec", ... */
+  char value[96];
+  const char *source; /* static text */
+} AxRecipeItem;
+
+/* What the recipes set in a run (ax_train_resolve_compression): nothing when codec is NULL. */
+typedef struct {
+  const char *codec; /* the recipe's codec (static); NULL: no recipe applied */
+  int n;
+  AxRecipeItem item[8];
+} AxRecipeApplied;
+
 /* Gradient compression (mpi/casync/casync.h, offload/grad_compress.h) and Optimus-CC on the
  * pipeline (pipeline/backprop_compress.h). */
 typedef struct {
@@ -61,12 +76,19 @@ typedef struct {
   int zen_owners;           /* --zen-owners: AxZenOwners (hash|balanced) */
   int compress_sync;        /* AxCasyncAlgo */
   char *compress_min_bytes; /* "auto" or a size */
-  int compress_warmup;
-  int compress_freeze_variance; /* 1-bit Adam: Adam's v frozen after the warm-up */
+  char *compress_warmup;    /* "auto" (the codec's recipe) or steps */
+  char *compress_freeze_variance; /* "auto" (the recipe), 0 or 1 (1-bit Adam's frozen v) */
+  int compress_vectors;     /* 1: parts of at most one row (1-D tensors) may compress too */
   char *compress_stages;    /* "all" or F: the earliest fraction F of stages (Optimus-CC SC) */
   char *compress_backprop;  /* "none" or powersgd[:rank=R] */
   int lazy_error, epilogue_only;
   int fuse_embedding_sync;  /* tied wte gradient in one all-reduce over its 2 x D holders */
+  /* Not options: what runs, resolved from the options and the codec's recipe
+   * (ax_train_resolve_compression). */
+  char codec_spec[192];     /* the codec's canonical spec, recipe keys added ("": none) */
+  int warmup_steps;         /* plain steps first (data-parallel and backward messages) */
+  int freeze_variance;      /* Adam's variance frozen after them */
+  AxRecipeApplied recipe;
 } AxCompressionOptions;
 
 /* The optimizer, its schedule and its offload (offload/). */
@@ -141,8 +163,17 @@ typedef struct {
 
 extern const AxOptionTable AX_TRAIN_OPTIONS;
 
-/* Parses argv into cfg (defaults, --config FILE, then flags). *help is set for --help. */
+/* Parses argv into cfg (defaults, --config FILE, then flags), then resolves the compression
+ * recipe (below). *help is set for --help. */
 int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st);
+/* The compression in effect, into cfg->compression's codec_spec, warmup_steps,
+ * freeze_variance and recipe: --compress-stages F without --compress takes Optimus-CC's
+ * PowerSGD; the codec's recipe (train_recipe.h) adds its codec keys the spec does not give, and
+ * --compress-warmup auto and --compress-freeze-variance auto take the recipe's (0 without
+ * one); every flag and key the user gave wins. Call again after changing --compress. Fails
+ * with one line on a --compress-warmup or --compress-freeze-variance that is not auto or a
+ * number; a codec spec that does not parse is left to ax_train_config_check. */
+int ax_train_resolve_compression(AxTrainConfig *cfg, const AxOptState *st);
 /* The model dimensions the options describe (without --init). */
 AxGptConfig ax_train_model_config(const AxTrainConfig *cfg);
 /* Checks that do not need files or MPI: batch divisibility, ranges, combinations (also
@@ -177,7 +208,8 @@ void ax_train_message_shape(const AxTrainConfig *cfg, size_t *rows, size_t *cols
 int ax_train_compresses(const AxTrainConfig *cfg);
 /* Whether --compress is auto (Espresso decides per tensor group). */
 int ax_train_compress_auto(const AxTrainConfig *cfg);
-/* The codec spec compression runs: --compress, or --compress-codec under --compress auto. */
+/* The codec spec compression runs: --compress, or --compress-codec under --compress auto,
+ * with its recipe's keys (ax_train_resolve_compression). */
 const char *ax_train_codec_spec(const AxTrainConfig *cfg);
 /* --compress-scheme: -1 for auto (Espresso decides), else the Espresso option every group not
  * kept plain takes (espresso.h); AX_ERR for a name that is neither. */
@@ -192,6 +224,10 @@ int ax_train_sparse_embedding_path(const AxTrainConfig *cfg);
 /* --compress-stages: *fraction = F, or 1 for all; AX_ERR (one line recorded) when it is
  * neither all nor a number in [0, 1). */
 int ax_train_compress_stage_fraction(const AxTrainConfig *cfg, double *fraction);
+/* Whether --compress-stages selects stages (F < 1): an explicit request that they compress,
+ * so on them every part the codec shrinks compresses whatever the cost model predicts
+ * (unless --compress-min-bytes N sets a threshold). */
+int ax_train_stages_requested(const AxTrainConfig *cfg);
 /* How many of `stages` pipeline stages compress their data-parallel gradients: stages
  * [0, n) do (Optimus-CC §7: the earliest, floor(F x stages), never the last); every one with
  * all; 0 without --compress. */

@@ -91,7 +91,7 @@ static int print_auto_stage(const AxTrainConfig *cfg, const AxStageLayout *lay, 
 /* The cost model with --ranks-per-node putting a stage's data-parallel ranks on one node: they
  * share memory, every part stays plain (a run says the same). */
 static int column_in_memory(const AxTrainConfig *cfg, const AxCompressPolicy *pol) {
-  return pol->is_auto && !ax_train_compress_auto(cfg) && cfg->grid.ranks_per_node > 0 &&
+  return pol->is_auto && !pol->requested && !ax_train_compress_auto(cfg) && cfg->grid.ranks_per_node > 0 &&
          cfg->grid.g_data > 1 && column_ranks_per_node(cfg) >= cfg->grid.g_data;
 }
 
@@ -123,12 +123,15 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
            bytes);
     char prefix[32];
     snprintf(prefix, sizeof prefix, "stage %d ", s);
-    if (column_in_memory(cfg, pol))
+    if (column_in_memory(cfg, pol)) {
       ax_log("  the %d data-parallel rank(s) of stage %d share one node (--ranks-per-node %d): "
              "memory, where compression does not pay; every part plain", cfg->grid.g_data, s,
              cfg->grid.ranks_per_node);
-    else
-      ax_compress_print_parts(parts, n, pol->is_auto, prefix, n);
+    } else {
+      ax_compress_print_parts(parts, n, pol, prefix, n);
+      snprintf(prefix, sizeof prefix, "stage %d", s);
+      ax_compress_explain_none(parts, n, pol, prefix);
+    }
   }
   free(parts);
   return rc;
@@ -138,12 +141,13 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
   if (!ax_train_compresses(cfg)) return AX_OK;
   AxCodec *codec;
   AX_TRY(ax_codec_parse(ax_train_codec_spec(cfg), &codec));
-  AxCompressPolicy pol = {codec, (AxCasyncAlgo)cfg->compression.compress_sync, cfg->grid.g_data, 0, 0};
+  AxCompressPolicy pol;
   AxCasyncCosts c = {0};
   AxShapedCodecs cache = {0};
   const char *source = "";
-  int rc = ax_train_compress_min_bytes(cfg, &pol.is_auto, &pol.min_bytes);
+  int rc = ax_compress_policy(cfg, codec, cfg->grid.g_data, &pol);
   int strategy = ax_train_compress_auto(cfg);
+  ax_train_print_recipe(cfg);
   pol.is_auto |= strategy;
   if (rc == AX_OK && pol.is_auto) rc = plan_costs(cfg, codec, &c, &source);
   if (rc == AX_OK && strategy)
@@ -153,9 +157,11 @@ int ax_plan_print_compress(const AxTrainConfig *cfg, const AxGptConfig *m, const
   else if (rc == AX_OK)
     ax_log("compression plan: %s over CaSync %s, %d data-parallel rank(s), layer-wise parts; %s",
            ax_codec_spec(codec), ax_casync_algo_name(pol.algo), cfg->grid.g_data,
-           pol.is_auto ? "HiPress cost model (T_orig: the plain ring; T_cpr: CaSync at its best "
-                         "K partitions; compress where T_cpr < T_orig)"
-                       : "--compress-min-bytes threshold");
+           pol.requested ? "--compress-stages: every part the codec shrinks (HiPress's cost model "
+                           "picks its K)"
+           : pol.is_auto ? "HiPress cost model (T_orig: the plain ring; T_cpr: CaSync at its best "
+                           "K partitions; compress where T_cpr < T_orig)"
+                         : "--compress-min-bytes threshold");
   if (rc == AX_OK && ax_train_tp_ranks(cfg) > 1)
     ax_log("  tensor parallel %d x %d x %d: the parts are one rank's shards (its data-parallel "
            "group sums the same shards)", cfg->grid.gx, cfg->grid.gy, cfg->grid.gz);

@@ -1,0 +1,62 @@
+/* train_recipe.c — the recipes of train_recipe.h: one row per codec, each default with the
+ * paper and section it comes from. */
+#include "train_recipe.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const AxCompressRecipe RECIPES[] = {
+    {"onebit", "ef=1", 1,
+     "1-bit Adam (Tang et al., ICML 2021), Algorithm 1: error-compensated 1-bit compression of "
+     "the momentum (momentum = --beta1; Adam's own first moment off while compressing)",
+     0.15,
+     "1-bit Adam Algorithm 1: plain Adam first; its authors' DeepSpeed tutorial: 15-25% of the "
+     "total steps (the lower end)",
+     1, "1-bit Adam Algorithm 1: Adam's variance frozen as the warm-up leaves it"},
+    {"powersgd", "ef=1,rank=auto", 0,
+     "PowerSGD (Vogels et al., NeurIPS 2019) Algorithm 1: error feedback; rank as Optimus-CC "
+     "§9.1: 128, about 10x compression of its GPT layers (rank=auto: at most the rank that "
+     "sends a tenth of each matrix)",
+     30.0 / 230.0,
+     "Optimus-CC §9.1: 30K of its 230K iterations plain, following PowerSGD's practice",
+     0, "none: PowerSGD and Optimus-CC keep Adam's variance updating"},
+    {"dgc", "", 1,
+     "DGC (Lin et al., ICLR 2018) §4.1: 99.9% sparsity (the codec's ratio 0.001) and §3.2: "
+     "momentum correction (momentum = --beta1, 0.9 as in DGC; in Adam's form: docs/codecs.md)",
+     0.25,
+     "DGC §3.4: a warm-up (§4.1: 1 of 40 to 4 of 90 epochs, with rising sparsity); here plain, "
+     "and long enough for 1-bit Adam's frozen variance: the upper end of its 15-25%, as DGC "
+     "leaves most coordinates stale for hundreds of steps (§3.3)",
+     1,
+     "1-bit Adam Algorithm 1: under Adam, the variance frozen after the warm-up makes the update "
+     "linear in what arrives, the momentum SGD DGC was designed for"},
+};
+
+const char AX_VECTORS_SOURCE[] =
+    "1-D tensors (biases, LayerNorm weights) summed plain: PowerSGD's reference implementation "
+    "sends rank-1 tensors uncompressed, and one sign per LayerNorm gain cost onebit 0.8% of "
+    "validation loss here (docs/compression.md)";
+
+const AxCompressRecipe *ax_compress_recipe(const char *codec) {
+  for (size_t i = 0; i < sizeof RECIPES / sizeof RECIPES[0]; i++)
+    if (!strcmp(RECIPES[i].codec, codec)) return &RECIPES[i];
+  return NULL;
+}
+
+int ax_compress_recipe_warmup(const AxCompressRecipe *r, int steps) {
+  return r ? (int)floor(r->warmup_fraction * steps + 1e-9) : 0;
+}
+
+const char AX_STAGES_NO_MOMENTUM[] =
+    "momentum left out: a codec that carries Adam's momentum turns Adam's own off on the stages "
+    "it compresses, and under --compress-stages the last stage keeps it, so the tied "
+    "embedding's two copies would take different updates";
+
+void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int momentum, char *out,
+                             size_t cap) {
+  if (!r) snprintf(out, cap, "%s", "");
+  else if (r->momentum && momentum)
+    snprintf(out, cap, "%s%smomentum=%.9g", r->keys, *r->keys ? "," : "", beta1);
+  else snprintf(out, cap, "%s", r->keys);
+}

@@ -1,0 +1,88 @@
+#!/bin/sh
+# The papers' recipes are the defaults of gradient compression (docs/compression.md, "Recipes";
+# issue 47, item 5), and every flag or codec key the user gives wins:
+#  - `plan --compress powersgd` logs error feedback on and each matrix's rank (rank=auto, about
+#    a tenth of the matrix: a 192 x 64 qkv matrix gets rank 4, a 64 x 64 one rank 3), 13% of
+#    --steps plain (Optimus-CC §9.1) and the 1-D tensors plain; `powersgd:rank=2,ef=0` with
+#    --compress-warmup 5 keeps rank 2, no error feedback and 5 steps;
+#  - `--compress onebit` logs 1-bit Adam's error feedback, 15% of --steps plain and the frozen
+#    variance, `--compress dgc` DGC's with 25% plain and the frozen variance;
+#  - the summary's compression object holds the codec in effect, the warm-up, the frozen
+#    variance and every default the recipe set with its source, and only those;
+#  - bad --compress-warmup and --compress-freeze-variance values: one line, non-zero exit.
+# Deterministic: --compress-min-bytes 4K decides on sizes, with no profiled cost.
+. "$(dirname "$0")/testlib.sh"
+PYTHON=${PYTHON:-/usr/bin/python3}
+[ -x "$PYTHON" ] || PYTHON=python3
+
+M="--layers 2 --hidden 64 --heads 4 --seq 64 --g-data 2 --steps 600 --compress-min-bytes 4K"
+
+# expect NAME PATTERN...: the output of the last plan (in $TMP/NAME.out) holds every pattern
+expect() {
+  name=$1; shift
+  for want in "$@"; do
+    grep -q -- "$want" "$TMP/$name.out" || { fail "$name: no '$want'"; cat "$TMP/$name.out"; }
+  done
+}
+
+# shellcheck disable=SC2086
+"$AXONN" plan $M --compress powersgd >"$TMP/psgd.out" 2>&1 || fail "plan --compress powersgd"
+expect psgd "^compression recipe (powersgd): " \
+  "^  codec powersgd:rank=auto,cols=auto,ef=1 (added: ef=1,rank=auto): PowerSGD .*error feedback" \
+  "^  compress-warmup 78 (13% of --steps 600): Optimus-CC §9.1" \
+  "^  compress-freeze-variance 0: " "^  compress-vectors 0: " \
+  "^compression plan: powersgd:rank=auto,cols=auto,ef=1 over CaSync ring" \
+  "^  stage 0 qkvw L0 (chunk 0): 49152 bytes: compress, rank 4$" \
+  "^  stage 0 attprojw L0 (chunk 0): 16384 bytes: compress, rank 3$" \
+  "^  stage 0 qkvb L0 (chunk 0): 768 bytes: plain (1-D: --compress-vectors 0)$"
+
+# shellcheck disable=SC2086
+"$AXONN" plan $M --compress powersgd:rank=2,ef=0 --compress-warmup 5 >"$TMP/given.out" 2>&1 ||
+  fail "plan --compress powersgd:rank=2,ef=0"
+expect given "^  codec powersgd:rank=2,cols=auto,ef=0 (every key given or the codec's own)" \
+  "^  stage 0 qkvw L0 (chunk 0): 49152 bytes: compress, rank 2$"
+grep -q "compress-warmup" "$TMP/given.out" && fail "given: --compress-warmup 5 listed as a default"
+
+# shellcheck disable=SC2086
+"$AXONN" plan $M --compress onebit >"$TMP/onebit.out" 2>&1 || fail "plan --compress onebit"
+expect onebit "^  codec onebit:scale=mean,ef=1,momentum=0.9 (added: ef=1,momentum=0.9): 1-bit Adam" \
+  "^  compress-warmup 90 (15% of --steps 600): 1-bit Adam" \
+  "^  compress-freeze-variance 1: 1-bit Adam"
+# shellcheck disable=SC2086
+"$AXONN" plan $M --compress dgc >"$TMP/dgc.out" 2>&1 || fail "plan --compress dgc"
+expect dgc "^  codec dgc:ratio=0.001,momentum=0.9 (added: momentum=0.9): DGC" \
+  "^  compress-warmup 150 (25% of --steps 600): DGC" "^  compress-freeze-variance 1: "
+
+# the summary: what ran, and the recipe's defaults with their sources
+S="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 4 --threads 1 --val-steps 0 --quiet \
+  --steps 20"
+# shellcheck disable=SC2086
+"$AXONN" train $S --compress onebit --summary "$TMP/rec.json" >/dev/null 2>&1 &&
+  "$AXONN" train $S --compress onebit:ef=0 --compress-warmup 4 --compress-freeze-variance 0 \
+    --summary "$TMP/own.json" >/dev/null 2>&1 || fail "train --compress onebit"
+"$PYTHON" - "$TMP/rec.json" "$TMP/own.json" <<'EOF' || fail "the summary's compression object"
+import json, sys
+rec, own = (json.load(open(p))["compression"] for p in sys.argv[1:])
+bad = []
+def want(what, got, expected):
+    if got != expected: bad.append("%s: %r, expected %r" % (what, got, expected))
+want("codec", rec["codec"], "onebit:scale=mean,ef=1,momentum=0.9")
+want("warm-up", rec["warmup_steps"], 3)
+want("frozen", rec["freeze_variance"], True)
+d = {x["option"]: x for x in rec["recipe"]["defaults"]}
+want("defaults", sorted(d), ["codec", "compress-freeze-variance", "compress-vectors", "compress-warmup"])
+want("warm-up default", d["compress-warmup"]["value"], "3 (15% of --steps 20)")
+if "1-bit Adam" not in d["compress-warmup"]["source"]: bad.append("no source for the warm-up")
+want("own codec", own["codec"], "onebit:scale=mean,ef=0,momentum=0.9")
+want("own warm-up", own["warmup_steps"], 4)
+want("own frozen", own["freeze_variance"], False)
+want("own defaults", sorted(x["option"] for x in own["recipe"]["defaults"]), ["codec", "compress-vectors"])
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+EOF
+
+expect_error "--compress-warmup '-1' is not auto or an integer" train --compress onebit \
+  --compress-warmup -1 --steps 1
+expect_error "--compress-freeze-variance 'yes' is not auto or an integer" train \
+  --compress onebit --compress-freeze-variance yes --steps 1
+finish

@@ -261,6 +261,8 @@ bad "unexpected argument" "$AXONN" compare "$IN/model.bin" "$IN/model.bin" "$IN/
 bad "unknown option --bogus1" "$AXONN" compare a b --tol 1 --tol 2 --tol 3 --tol 4 --bogus1 --bogus2
 bad "export needs --checkpoint DIR --output FILE" "$AXONN" export --checkpoint "$IN/dir"
 bad "no complete checkpoint in $IN/dir" "$AXONN" export --checkpoint "$IN/dir" --output "$OUT/e.bin"
+bad "llmc|safetensors" "$AXONN" export --checkpoint "$IN/dir" --output "$OUT/e" --format onnx
+bad "no complete checkpoint in $IN/dir" "$AXONN" export --checkpoint "$IN/dir" --output "$OUT/e" --format safetensors
 bad "unknown benchmark 'fly'" "$AXONN" bench fly
 
 # ---------------------------------------------------------------- writes that must not replace

@@ -1,6 +1,7 @@
 /* export.c — `axonn export --checkpoint DIR --output FILE.bin`: the llm.c fp32 model file
  * from a checkpoint (the newest complete one under DIR, or DIR itself when it is a step
- * directory), whatever grid wrote it. */
+ * directory), whatever grid wrote it; with --format safetensors, a Hugging Face GPT-2
+ * directory instead (src/io/hf_gpt2.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,21 +13,29 @@
 #include "src/core/log.h"
 #include "src/core/options.h"
 #include "src/io/checkpoint.h"
+#include "src/io/hf_gpt2.h"
 #include "src/io/model_file.h"
 
 typedef struct {
   char *checkpoint, *output;
+  int format; /* 0: llm.c, 1: safetensors */
 } ExportConfig;
 
 static const AxOption EXPORT_OPTS[] = {
     {"checkpoint", AX_OPT_STRING, offsetof(ExportConfig, checkpoint), NULL, "DIR",
      "--checkpoint-dir of a run (newest complete checkpoint) or one step-N directory", 1, 0,
      NULL},
-    {"output", AX_OPT_STRING, offsetof(ExportConfig, output), NULL, "FILE.bin",
-     "model file to write (llm.c fp32 format)", 1, 0, NULL},
+    {"output", AX_OPT_STRING, offsetof(ExportConfig, output), NULL, "FILE.bin|DIR",
+     "model file to write (llm.c fp32 format), or with --format safetensors the directory "
+     "(created if missing) of model.safetensors and config.json", 1, 0, NULL},
+    {"format", AX_OPT_CHOICE, offsetof(ExportConfig, format), "llmc", NULL,
+     "llmc: llm.c's fp32 model file; safetensors: a Hugging Face GPT-2 that "
+     "transformers.GPT2LMHeadModel.from_pretrained(DIR) loads (fp32, Conv1D layout; --init, "
+     "sample and compare read it back)", 0, 0, "llmc|safetensors"},
 };
 static const AxOptionTable EXPORT_TABLE = {
-    "export", "Write the llm.c model file of a checkpoint.", EXPORT_OPTS,
+    "export", "Write the llm.c model file (or a Hugging Face GPT-2) of a checkpoint.",
+    EXPORT_OPTS,
     (int)(sizeof EXPORT_OPTS / sizeof EXPORT_OPTS[0])};
 
 static int find_step_dir(const char *dir, char *step_dir, AxCkptManifest *man) {
@@ -50,10 +59,12 @@ static int export_model(const ExportConfig *c) {
   ax_stage_layout(&lay, &man.model, 0, man.model.layers, 1, 1);
   float *params = ax_malloc(lay.total * sizeof *params);
   int rc = params ? ax_ckpt_read_stage(step_dir, &man, &lay, params, NULL, NULL) : AX_ERR;
-  if (rc == AX_OK) rc = ax_model_file_write(c->output, &man.model, params);
   if (rc == AX_OK)
-    printf("exported step %d of %s (%zu parameters) to %s\n", man.step, step_dir, lay.total,
-           c->output);
+    rc = c->format ? ax_hf_gpt2_write(c->output, &man.model, params)
+                   : ax_model_file_write(c->output, &man.model, params);
+  if (rc == AX_OK)
+    printf("exported step %d of %s (%zu parameters) to %s%s\n", man.step, step_dir, lay.total,
+           c->output, c->format ? " (model.safetensors, config.json)" : "");
   free(params);
   ax_ckpt_manifest_free(&man);
   return rc;

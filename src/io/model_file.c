@@ -1,10 +1,13 @@
-/* model_file.c — llm.c fp32 model files; see model_file.h. */
+/* model_file.c — llm.c fp32 model files, and Hugging Face GPT-2 directories read through the
+ * same calls (hf_gpt2.h); see model_file.h. */
 #include "model_file.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hf_gpt2.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 
@@ -50,14 +53,32 @@ static int open_model(AxFile *f, const char *path, AxGptConfig *cfg) {
 }
 
 int ax_model_file_read_config(const char *path, AxGptConfig *cfg) {
+  if (ax_hf_gpt2_is(path)) return ax_hf_gpt2_read_config(path, cfg);
   AxFile f;
   AX_TRY(open_model(&f, path, cfg));
   ax_file_close(&f);
   return AX_OK;
 }
 
+/* A Hugging Face GPT-2: the whole model read, then the layout's slices copied out. */
+static int read_hf_stage(const char *path, const AxGptConfig *cfg, const AxStageLayout *layout,
+                         float *dst) {
+  float *all = ax_malloc(ax_gpt_num_params(cfg) * sizeof *all);
+  if (!all) return AX_ERR;
+  int rc = ax_hf_gpt2_read(path, cfg, all);
+  for (int id = 0; id < AX_N_PARAMS && rc == AX_OK; id++) {
+    if (!layout->has[id]) continue;
+    memcpy(dst + layout->offset[id], all + layout->file_offset[id],
+           layout->count[id] * sizeof *dst);
+    rc = check_finite(path, id, dst + layout->offset[id], layout->count[id]);
+  }
+  free(all);
+  return rc;
+}
+
 int ax_model_file_read_stage(const char *path, const AxGptConfig *cfg,
                              const AxStageLayout *layout, float *dst) {
+  if (ax_hf_gpt2_is(path)) return read_hf_stage(path, cfg, layout, dst);
   AxFile f;
   AxGptConfig got;
   AX_TRY(open_model(&f, path, &got));

@@ -1,7 +1,9 @@
 /* model_file.h — the llm.c fp32 model file: 256 int32 header ([0]=20240326, [1]=3, [2]=maxT,
  * [3]=V, [4]=L, [5]=NH, [6]=C, [7]=padded V) followed by every parameter tensor in the order
  * of gpt_config.h, fp32. Reads validate the header and the file size and can read just one
- * pipeline stage's slices; writes are atomic (temporary file, fsync, rename). */
+ * pipeline stage's slices; writes are atomic (temporary file, fsync, rename). The readers
+ * also take a Hugging Face GPT-2 (a directory with model.safetensors and config.json, or the
+ * .safetensors file: hf_gpt2.h), so --init, sample and compare read either. */
 #ifndef AX_MODEL_FILE_H
 #define AX_MODEL_FILE_H
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The same GPT-2 training step in PyTorch, as an independent reference for axonn.
 
-Loads an llm.c fp32 model file (for example one written by `axonn train --steps 0 --save`),
+Loads an llm.c fp32 model file (for example one written by `axonn train --steps 0 --save`) or a
+Hugging Face GPT-2 directory (model.safetensors + config.json, `axonn export --format
+safetensors`; read here with its own safetensors reader, Conv1D matrices transposed back),
 reads batches from an llm.c token shard in axonn's sequential order (windows of B*T+1 tokens
 advancing by B*T), and trains with the same AdamW (decay on matrices and embeddings only),
 warm-up + cosine schedule and global-norm clipping. Prints one line per step:
@@ -69,6 +71,38 @@ def read_model(path):
     return dict(maxT=maxT, V=V, L=L, NH=NH, C=C, Vp=Vp), params
 
 
+def read_hf_model(path):
+    """A Hugging Face GPT-2 directory, into read_model's names and llm.c's shapes (wte padded
+    to a multiple of 128 rows, as axonn pads it)."""
+    import json, os
+    cfg = json.load(open(os.path.join(path, "config.json")))
+    with open(os.path.join(path, "model.safetensors"), "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    def t(name, transpose=False):
+        e = header[name]
+        assert e["dtype"] == "F32", name + " is not F32"
+        b, en = e["data_offsets"]
+        a = np.frombuffer(data[b:en], dtype="<f4").reshape(e["shape"])
+        return a.T if transpose else a
+    L, C, V, NH, maxT = cfg["n_layer"], cfg["n_embd"], cfg["vocab_size"], cfg["n_head"], cfg["n_positions"]
+    Vp = (V + 127) // 128 * 128
+    wte = np.zeros((Vp, C), dtype=np.float32)
+    wte[:V] = t("wte.weight")
+    per = {"ln1w": ("ln_1.weight", 0), "ln1b": ("ln_1.bias", 0), "qkvw": ("attn.c_attn.weight", 1),
+           "qkvb": ("attn.c_attn.bias", 0), "attprojw": ("attn.c_proj.weight", 1),
+           "attprojb": ("attn.c_proj.bias", 0), "ln2w": ("ln_2.weight", 0), "ln2b": ("ln_2.bias", 0),
+           "fcw": ("mlp.c_fc.weight", 1), "fcb": ("mlp.c_fc.bias", 0),
+           "fcprojw": ("mlp.c_proj.weight", 1), "fcprojb": ("mlp.c_proj.bias", 0)}
+    arrays = {"wte": wte, "wpe": t("wpe.weight"), "lnfw": t("ln_f.weight"), "lnfb": t("ln_f.bias")}
+    for name, (hf, tr) in per.items():
+        arrays[name] = np.stack([t("h.%d.%s" % (l, hf), tr) for l in range(L)])
+    params = {name: torch.tensor(np.ascontiguousarray(arrays[name]), requires_grad=True)
+              for name in NAMES}
+    return dict(maxT=maxT, V=V, L=L, NH=NH, C=C, Vp=Vp), params
+
+
 def forward(cfg, p, idx, targets, sdpa=False):
     B, T = idx.shape
     C, NH, V = cfg["C"], cfg["NH"], cfg["V"]
@@ -112,7 +146,7 @@ def lr_at(a, step):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", help="llm.c fp32 model file")
+    ap.add_argument("--model", help="llm.c fp32 model file, or a Hugging Face GPT-2 directory")
     ap.add_argument("--random-model", help="L,C,NH,T,V: random weights instead of --model")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
@@ -137,7 +171,9 @@ def main():
     torch.set_num_threads(a.threads)
     if not a.model and not a.random_model:
         ap.error("--model or --random-model is required")
-    cfg, p = random_model(a.random_model) if a.random_model else read_model(a.model)
+    import os
+    cfg, p = random_model(a.random_model) if a.random_model else \
+        read_hf_model(a.model) if os.path.isdir(a.model) else read_model(a.model)
     dev = torch.device(a.device)
     if a.device == "cuda":
         p = {n: t.detach().to(dev).requires_grad_() for n, t in p.items()}

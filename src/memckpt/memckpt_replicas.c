@@ -6,15 +6,20 @@
  * once. A sender starts when its copy thread has written the file and mapped it into
  * memory; a receiver's bytes land in its own slot's file, mapped. With --replica-schedule
  * idle it sends chunks only inside the idle spans of its link: at the start of every step the
- * spans are learned from the link's log of the previous step
- * (the training's messages, by every rank of the node, replicas left out), and each call of
- * the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
+ * spans of the previous step are learned from the link's log (the training's messages, by
+ * every rank of the node, replicas left out) into a profile of the last AX_REPLICA_WINDOW
+ * steps (each gap as long as its shortest there; restarted when the step changes shape), and each call
+ * of the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
  * (replica_schedule.h) fits into mu of the span, less what earlier chunks took. What does not
- * fit waits for the next step: at the end of each step every rank learns whether all transfers
- * have been handed over (in the settle's one exchange), and only then are they completed and
- * the manifests written; a checkpoint due while replicas are still in flight is skipped
- * (counted). With --replica-schedule end, and at the end of the run, everything left is sent
- * at once and waited for.
+ * fit waits for the next step's spans, until the step at whose end the next checkpoint is
+ * due: at its settle the leftover is sent at once, in the step's last span (the thesis's
+ * unbounded last span), so the copy is complete before the next one starts (it is counted
+ * late). At each settle every rank also says what interval its link's profile allows (the
+ * replicas of a checkpoint against what the spans of a step hold): where one step's spans
+ * cannot hold them, checkpoints are taken every so many steps (the smallest multiple of
+ * --memory-checkpoint-every that can), rank 0 says so, and the due checkpoints between are
+ * skipped (counted). With --replica-schedule end, and at the end of the run, everything left
+ * is sent at once and waited for.
  *
  * The link model f(s) = alpha + s / B: the emulated link's own figures, or on real links a
  * ping-pong fitted between the first sender and its receiver (mpi/casync/casync_probe.c). A
@@ -23,6 +28,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +73,10 @@ int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   AX_TRY(link_model(mc, x, n, &mc->link.f));
   ax_link_set_model(mc->v.links, mc->link.f.latency_s, mc->link.f.bytes_per_s);
   size_t N = (size_t)mc->n_nodes;
+  mc->profile = ax_calloc(N, sizeof *mc->profile);
+  if (!mc->profile) return AX_ERR;
+  for (size_t k = 0; k < N; k++)
+    AX_TRY(ax_span_profile_init(&mc->profile[k], AX_REPLICA_WINDOW, AX_REPLICA_SPANS));
   mc->spans = ax_calloc(N * AX_REPLICA_SPANS, sizeof *mc->spans);
   mc->n_spans = ax_calloc(N, sizeof *mc->n_spans);
   mc->span_used = ax_calloc(N * AX_REPLICA_SPANS, sizeof *mc->span_used);
@@ -275,10 +285,12 @@ int ax_replicas_step_begin(AxMemCkpt *mc) {
   for (int i = 0; i < mc->n_xfer; i++) {
     const AxReplicaXfer *r = &mc->xfer[i];
     if (!r->sends || mc->n_spans[r->node]) continue;
+    AxSpan *sp = mc->spans + (size_t)r->node * AX_REPLICA_SPANS;
     int n = ax_link_uses(mc->v.links, r->node, mc->prev_begin_ns, now, mc->uses, AX_LINK_LOG_ENTRIES);
-    mc->n_spans[r->node] =
-        ax_idle_spans(mc->uses, n, mc->prev_begin_ns, now, AX_TRAFFIC_CHECKPOINT_REPLICA, min_s,
-                      mc->spans + (size_t)r->node * AX_REPLICA_SPANS, AX_REPLICA_SPANS);
+    n = ax_idle_spans(mc->uses, n, mc->prev_begin_ns, now, AX_TRAFFIC_CHECKPOINT_REPLICA, min_s,
+                      sp, AX_REPLICA_SPANS);
+    mc->reprofiled += ax_span_profile_add(&mc->profile[r->node], sp, n);
+    mc->n_spans[r->node] = ax_span_profile_min(&mc->profile[r->node], sp);
   }
   return AX_OK;
 }
@@ -291,9 +303,9 @@ int ax_replicas_tick(AxMemCkpt *mc) {
 
 /* Idle schedule: what fits now is sent (ax_replicas_hand_over); when every rank has handed over
  * all its bytes the transfers are completed (they are on the link already), else they wait for
- * the next step, up to AX_REPLICA_MAX_WAIT steps: then the rest is sent at once (a link never
- * idle long enough would otherwise never complete a copy). memckpt.c's settle learns
- * whether every rank has handed over in the one exchange it makes. */
+ * the next step's spans, unless a checkpoint is due at this step's end: then the leftover is
+ * sent at once (the step's last span) and the copy is late. memckpt.c's settle learns whether
+ * every rank has handed over, and the interval, in the one exchange it makes. */
 int ax_replicas_hand_over(AxMemCkpt *mc, int flush, int *handed) {
   int all;
   *handed = 1;
@@ -301,8 +313,10 @@ int ax_replicas_hand_over(AxMemCkpt *mc, int flush, int *handed) {
   return pass(mc, 1, &all, handed);
 }
 
+int ax_replicas_due(const AxMemCkpt *mc, int step) { return step % mc->interval == 0; }
+
 int ax_replicas_may_land(const AxMemCkpt *mc, int flush, int handed) {
-  return flush || !mc->idle || handed || mc->waited + 1 >= AX_REPLICA_MAX_WAIT;
+  return flush || !mc->idle || handed || ax_replicas_due(mc, mc->step_now);
 }
 
 int ax_replicas_land_now(AxMemCkpt *mc, int flush, int handed_everywhere) {
@@ -310,8 +324,63 @@ int ax_replicas_land_now(AxMemCkpt *mc, int flush, int handed_everywhere) {
   int land = ax_replicas_may_land(mc, flush, handed_everywhere);
   mc->flights++;
   mc->waited++;
-  mc->overdue += land && mc->idle && !flush && !handed_everywhere; /* sent at once */
+  mc->late += land && mc->idle && !flush && !handed_everywhere; /* the leftover at the settle */
   return land;
+}
+
+/* This rank's part of the settle's note: the replicas of a checkpoint on each link it sends
+ * on, against what that link's profiled spans hold a step, and the interval they allow (0: no
+ * span holds a chunk); the run's interval where it has no view (sends nothing, no profile). */
+void ax_replicas_interval(const AxMemCkpt *mc, AxSettleNote *note) {
+  note->interval = mc->interval;
+  note->ckpt_bytes = note->step_bytes = 0;
+  if (!mc->idle || !mc->replicating) return;
+  for (int k = 0; k < mc->n_nodes; k++) {
+    size_t bytes = 0;
+    for (int i = 0; i < mc->n_xfer; i++)
+      if (mc->xfer[i].sends && mc->xfer[i].node == k) bytes += mc->send.size;
+    if (!bytes || !mc->profile[k].steps) continue;
+    const AxSpan *sp = mc->spans + (size_t)k * AX_REPLICA_SPANS;
+    int need = ax_replica_interval(&mc->link, sp, mc->n_spans[k], bytes,
+                                   mc->v.opt.memory_checkpoint_every);
+    if (note->interval == 0 || (need != 0 && need <= note->interval)) continue;
+    note->interval = need;
+    note->ckpt_bytes = bytes;
+    note->step_bytes = ax_step_fill(&mc->link, sp, mc->n_spans[k], SIZE_MAX, NULL);
+  }
+}
+
+/* Whether note a needs a wider interval than b (0: none is wide enough, the widest). */
+static int wider(const AxSettleNote *a, int b) {
+  return b != 0 && (a->interval == 0 || a->interval > b);
+}
+
+/* The run's interval from every rank's note: the widest any link needs; it only grows, and
+ * rank 0 says why when it does (or that no interval helps). The same on every rank. */
+void ax_replicas_agree_interval(AxMemCkpt *mc, const AxSettleNote *notes, int n) {
+  if (!mc->idle) return;
+  const AxSettleNote *w = NULL;
+  for (int r = 0; r < n; r++)
+    if (wider(&notes[r], w ? w->interval : mc->interval)) w = &notes[r];
+  if (!w) return;
+  int rank0 = mc->v.grid == NULL || mc->v.grid->rank == 0;
+  if (w->interval == 0) {
+    if (rank0 && !mc->none_fits)
+      ax_log("memory checkpoints: at step %d no idle span of the link holds a chunk of %.0f KB "
+             "(%.2f MB of replicas a checkpoint): no interval replicates in idle spans, so each "
+             "copy's replicas go at the settle before the next checkpoint (counted late)",
+             mc->step_now, (double)mc->link.min_chunk / 1024, (double)w->ckpt_bytes / 1e6);
+    mc->none_fits = 1;
+    return;
+  }
+  if (rank0)
+    ax_log("memory checkpoints: at step %d the idle spans of a step hold %.2f MB of a link's "
+           "%.2f MB of replicas a checkpoint: replication every %d step(s) is impossible; "
+           "checkpoints are taken every %d steps from now on (the due ones between are "
+           "skipped, counted)",
+           mc->step_now, (double)w->step_bytes / 1e6, (double)w->ckpt_bytes / 1e6, mc->interval,
+           w->interval);
+  mc->interval = w->interval;
 }
 
 int ax_replicas_complete(AxMemCkpt *mc) { return mc->replicating ? complete_all(mc) : AX_OK; }
@@ -339,12 +408,13 @@ void ax_replicas_free(AxMemCkpt *mc) {
 void ax_replicas_report(const AxMemCkpt *mc) {
   if (((mc->v.grid != NULL) && mc->v.grid->rank != 0) || !mc->landed_copies) return;
   ax_log("memory checkpoints: %d cop%s replicated (%s schedule), %.1f step(s) each on average, "
-         "%d sent at once after waiting %d steps; %d due checkpoint(s) skipped while replicas "
-         "were in flight; rank 0 sent %.1f MB in idle spans and %.1f MB at settles",
+         "%d late (the leftover sent at the settle before the next checkpoint); %d due "
+         "checkpoint(s) skipped (taken every %d step(s), asked every %d); rank 0 sent %.1f MB "
+         "in idle spans and %.1f MB at settles",
          mc->landed_copies, mc->landed_copies == 1 ? "y" : "ies",
          mc->idle ? "idle-span" : "end-of-step", (double)mc->flights / mc->landed_copies,
-         mc->overdue, AX_REPLICA_MAX_WAIT, mc->skipped, (double)mc->idle_bytes / 1e6,
-         (double)mc->end_bytes / 1e6);
+         mc->late, mc->skipped, mc->interval, mc->v.opt.memory_checkpoint_every,
+         (double)mc->idle_bytes / 1e6, (double)mc->end_bytes / 1e6);
   char steady[96] = "";
   if (mc->steady_files)
     snprintf(steady, sizeof steady, "; %.1f ms each of the %d after each slot's first fill",

@@ -24,7 +24,8 @@
 #     skipped and the interval taken.
 # Figures are EMULATED: ranks share one machine's memory and cores.
 #   usage: [STEPS=12] [SKIP=4] [REPEAT=3] [GRIDS="2x2 1x4 4x1"] [RETRIEVAL_ONLY=1 | RETRIEVAL=0]
-#          [TRAVEL=1 [LINKS="10Gbps 100Gbps"]] [OUT=dir] scripts/gemini-bench.sh [AXONN]
+#          [TRAVEL=1 [LINKS="10Gbps 100Gbps"] [SHAPES="4x1/2 4x1/1 2x2/1"]] [OUT=dir]
+#          scripts/gemini-bench.sh [AXONN]
 set -eu
 AXONN=${1:-bin/axonn}
 STEPS=${STEPS:-12}
@@ -72,7 +73,7 @@ print("%.2f %.2f %d %d %d" % (m["replica_bytes_in_spans"] / 1e6 / n, m["replica_
       m["late"], m["skipped"], m["interval"]) if m else "- - - - -")' "$1" "$STEPS"
   }
   LINKS=${LINKS:-"10Gbps 100Gbps"}
-  SHAPES="4x1/2 4x1/1 2x2/1" # grid / ranks a node
+  SHAPES=${SHAPES:-"4x1/2 4x1/1 2x2/1"} # grid / ranks a node
   MEM="--memory-checkpoint-every 1 --replicas 2 --replica-schedule idle"
   for rep in $(seq "$REPEAT"); do
     for link in $LINKS; do

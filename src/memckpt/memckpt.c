@@ -874,6 +874,7 @@ void ax_memckpt_free(AxMemCkpt *mc) {
   free(mc->n_spans);
   free(mc->span_used);
   free(mc->busy_until);
+  free(mc->share);
   free(mc->uses);
   free(mc->man.files);
   free(mc->man.records);

@@ -120,6 +120,8 @@ struct AxMemCkpt {
                                * long as its shortest over the window) */
   int *n_spans;               /* [n_nodes] */
   double *span_used, *busy_until; /* [n_nodes][AX_REPLICA_SPANS] link time taken; [n_nodes] */
+  double *share;              /* [n_nodes]: this rank's part of each link's spans (1 / the
+                               * ranks of its node sending over that link) */
   AxLinkUse *uses;            /* scratch: a link's log */
   int step_now;     /* the step under way (ax_memckpt_step_begin) */
   int interval;     /* checkpoints are taken every `interval` steps: --memory-checkpoint-every,

@@ -10,7 +10,8 @@
  * every rank of the node, replicas left out) into a profile of the last AX_REPLICA_WINDOW
  * steps (each gap as long as its shortest there; restarted when the step changes shape), and each call
  * of the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
- * (replica_schedule.h) fits into mu of the span, less what earlier chunks took. What does not
+ * (replica_schedule.h) fits into mu of the span (split evenly between the ranks of the node
+ * that send over that link), less what earlier chunks took. What does not
  * fit waits for the next step's spans, until the step at whose end the next checkpoint is
  * due: at its settle the leftover is sent at once, in the step's last span (the thesis's
  * unbounded last span), so the copy is complete before the next one starts (it is counted
@@ -66,6 +67,22 @@ static int link_model(AxMemCkpt *mc, const AxMemTransfer *x, int n, AxLinearCost
   return AX_OK;
 }
 
+/* Each link's share for this rank: the ranks of its node that send replicas over one link
+ * split its idle spans evenly (they would fill mu of each span each, and queue). */
+static void share_links(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
+  for (int k = 0; k < mc->n_nodes; k++) {
+    int senders = 0;
+    for (int i = 0; i < n; i++) {
+      int from = x[i].from, first = 1;
+      if (mc->node_of[from] != mc->node || mc->node_of[x[i].to] != k) continue;
+      for (int j = 0; j < i; j++) /* each sender once */
+        first &= !(x[j].from == from && mc->node_of[x[j].to] == k);
+      senders += first;
+    }
+    mc->share[k] = senders > 1 ? 1.0 / senders : 1.0;
+  }
+}
+
 int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   mc->idle = mc->v.opt.replica_schedule == AX_REPLICAS_IDLE && (mc->v.grid != NULL) && n > 0;
   mc->link = (AxReplicaLink){{0, INFINITY}, mc->v.opt.replica_idle_share, MAX_CHUNK, MIN_CHUNK};
@@ -81,6 +98,9 @@ int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   mc->n_spans = ax_calloc(N, sizeof *mc->n_spans);
   mc->span_used = ax_calloc(N * AX_REPLICA_SPANS, sizeof *mc->span_used);
   mc->busy_until = ax_calloc(N, sizeof *mc->busy_until);
+  mc->share = ax_calloc(N, sizeof *mc->share);
+  if (!mc->share) return AX_ERR;
+  share_links(mc, x, n);
   mc->uses = ax_calloc(AX_LINK_LOG_ENTRIES, sizeof *mc->uses);
   if (!mc->spans || !mc->n_spans || !mc->span_used || !mc->busy_until || !mc->uses) return AX_ERR;
   return AX_OK;
@@ -161,8 +181,9 @@ static int send_in_span(AxMemCkpt *mc, AxReplicaXfer *r, long long now_ns) {
   double *used = &mc->span_used[(size_t)r->node * AX_REPLICA_SPANS + j];
   double *busy = &mc->busy_until[r->node];
   double from = now > *busy ? now : *busy; /* our earlier chunks may still hold the link */
-  double budget = mc->link.mu * (sp[j].end_s - sp[j].start_s) - *used;
-  if (budget > mc->link.mu * (sp[j].end_s - from)) budget = mc->link.mu * (sp[j].end_s - from);
+  double mu = mc->link.mu * mc->share[r->node]; /* this rank's part of the link's mu */
+  double budget = mu * (sp[j].end_s - sp[j].start_s) - *used;
+  if (budget > mu * (sp[j].end_s - from)) budget = mu * (sp[j].end_s - from);
   if (budget <= 0) return AX_OK;
   size_t sizes[TICK_CHUNKS], remain = (size_t)(r->size - r->done);
   double took;
@@ -341,12 +362,13 @@ void ax_replicas_interval(const AxMemCkpt *mc, AxSettleNote *note) {
       if (mc->xfer[i].sends && mc->xfer[i].node == k) bytes += mc->send.size;
     if (!bytes || !mc->profile[k].steps) continue;
     const AxSpan *sp = mc->spans + (size_t)k * AX_REPLICA_SPANS;
-    int need = ax_replica_interval(&mc->link, sp, mc->n_spans[k], bytes,
-                                   mc->v.opt.memory_checkpoint_every);
+    AxReplicaLink l = mc->link;
+    l.mu *= mc->share[k]; /* this rank's part of the link */
+    int need = ax_replica_interval(&l, sp, mc->n_spans[k], bytes, mc->v.opt.memory_checkpoint_every);
     if (note->interval == 0 || (need != 0 && need <= note->interval)) continue;
     note->interval = need;
     note->ckpt_bytes = bytes;
-    note->step_bytes = ax_step_fill(&mc->link, sp, mc->n_spans[k], SIZE_MAX, NULL);
+    note->step_bytes = ax_step_fill(&l, sp, mc->n_spans[k], SIZE_MAX, NULL);
   }
 }
 

@@ -127,9 +127,10 @@ struct AxMemCkpt {
   int interval;     /* checkpoints are taken every `interval` steps: --memory-checkpoint-every,
                      * or the smallest multiple of it whose idle spans hold the replicas */
   int none_fits;    /* no idle span holds a chunk (said once) */
+  int interval_decided; /* the interval is decided (the first copy's first settle) */
+  int profile_steps; /* steps in this rank's newest profile (for rank 0's line) */
   int reprofiled;   /* times a link's profile restarted (a step of another shape) */
   /* what the schedule did (the end-of-run line) */
-  int waited;  /* settles the copy in flight has waited */
   int skipped, landed_copies, flights, late; /* due checkpoints not taken; copies replicated;
                                               * steps they took; copies whose leftover went at
                                               * the settle before the next checkpoint */
@@ -155,7 +156,7 @@ int ax_memckpt_slot_map(AxMemCkpt *mc, int slot, int file, size_t size, AxFileMa
  * they have, or when a checkpoint is due at this step's end (the leftover is sent now, in the
  * step's last span: the copy is late); interval: the interval this rank's profile allows
  * (0: no span holds a chunk; the settle's note), agree_interval: the run's, from every rank's
- * note (grows only; rank 0 says so); due: whether a checkpoint is taken at `step`'s end;
+ * note (decided once, at the first copy's first settle; rank 0 says so); due: whether a checkpoint is taken at `step`'s end;
  * complete: sends what is left and waits for this rank's transfers. free: drops what is in
  * flight; report: rank 0's line at the end. */
 int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n);

@@ -123,7 +123,6 @@ int ax_replicas_begin(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   }
   mc->n_xfer = k;
   mc->replicating = 1;
-  mc->waited = 0;
   atomic_store(&mc->file_ready, 0);
   return AX_OK;
 }
@@ -312,6 +311,7 @@ int ax_replicas_step_begin(AxMemCkpt *mc) {
                       sp, AX_REPLICA_SPANS);
     mc->reprofiled += ax_span_profile_add(&mc->profile[r->node], sp, n);
     mc->n_spans[r->node] = ax_span_profile_min(&mc->profile[r->node], sp);
+    mc->profile_steps = mc->profile[r->node].steps;
   }
   return AX_OK;
 }
@@ -344,7 +344,6 @@ int ax_replicas_land_now(AxMemCkpt *mc, int flush, int handed_everywhere) {
   if (!mc->replicating) return 1;
   int land = ax_replicas_may_land(mc, flush, handed_everywhere);
   mc->flights++;
-  mc->waited++;
   mc->late += land && mc->idle && !flush && !handed_everywhere; /* the leftover at the settle */
   return land;
 }
@@ -355,7 +354,7 @@ int ax_replicas_land_now(AxMemCkpt *mc, int flush, int handed_everywhere) {
 void ax_replicas_interval(const AxMemCkpt *mc, AxSettleNote *note) {
   note->interval = mc->interval;
   note->ckpt_bytes = note->step_bytes = 0;
-  if (!mc->idle || !mc->replicating) return;
+  if (!mc->idle || !mc->replicating || mc->interval_decided) return;
   for (int k = 0; k < mc->n_nodes; k++) {
     size_t bytes = 0;
     for (int i = 0; i < mc->n_xfer; i++)
@@ -377,10 +376,14 @@ static int wider(const AxSettleNote *a, int b) {
   return b != 0 && (a->interval == 0 || a->interval > b);
 }
 
-/* The run's interval from every rank's note: the widest any link needs; it only grows, and
- * rank 0 says why when it does (or that no interval helps). The same on every rank. */
+/* The run's interval from every rank's note: the widest any link needs, decided once, at the
+ * first copy's first settle (from the profile then), and rank 0 says why when it widens (or
+ * that no interval helps). The same on every rank. Deciding again at later settles widened it
+ * without end: each gap's minimum over a window of noisy steps keeps shrinking
+ * (docs/benchmarks.md, "Where replicas travel"). */
 void ax_replicas_agree_interval(AxMemCkpt *mc, const AxSettleNote *notes, int n) {
-  if (!mc->idle) return;
+  if (!mc->idle || !mc->replicating || mc->interval_decided) return;
+  mc->interval_decided = 1;
   const AxSettleNote *w = NULL;
   for (int r = 0; r < n; r++)
     if (wider(&notes[r], w ? w->interval : mc->interval)) w = &notes[r];
@@ -389,19 +392,20 @@ void ax_replicas_agree_interval(AxMemCkpt *mc, const AxSettleNote *notes, int n)
   if (w->interval == 0) {
     if (rank0 && !mc->none_fits)
       ax_log("memory checkpoints: at step %d no idle span of the link holds a chunk of %.0f KB "
-             "(%.2f MB of replicas a checkpoint): no interval replicates in idle spans, so each "
-             "copy's replicas go at the settle before the next checkpoint (counted late)",
-             mc->step_now, (double)mc->link.min_chunk / 1024, (double)w->ckpt_bytes / 1e6);
+             "(%.2f MB of replicas a checkpoint; spans profiled over %d step(s)): no interval "
+             "replicates in idle spans, so each copy's replicas go at the settle before the next "
+             "checkpoint (counted late)", mc->step_now, (double)mc->link.min_chunk / 1024,
+             (double)w->ckpt_bytes / 1e6, mc->profile_steps);
     mc->none_fits = 1;
     return;
   }
   if (rank0)
-    ax_log("memory checkpoints: at step %d the idle spans of a step hold %.2f MB of a link's "
-           "%.2f MB of replicas a checkpoint: replication every %d step(s) is impossible; "
-           "checkpoints are taken every %d steps from now on (the due ones between are "
-           "skipped, counted)",
-           mc->step_now, (double)w->step_bytes / 1e6, (double)w->ckpt_bytes / 1e6, mc->interval,
-           w->interval);
+    ax_log("memory checkpoints: at step %d the idle spans of a step (profiled over %d step(s)) "
+           "hold %.2f MB of a link's %.2f MB of replicas a checkpoint: replication every %d "
+           "step(s) is impossible; checkpoints are taken every %d steps from now on (the due "
+           "ones between are skipped, counted)",
+           mc->step_now, mc->profile_steps, (double)w->step_bytes / 1e6,
+           (double)w->ckpt_bytes / 1e6, mc->interval, w->interval);
   mc->interval = w->interval;
 }
 
@@ -432,11 +436,12 @@ void ax_replicas_report(const AxMemCkpt *mc) {
   ax_log("memory checkpoints: %d cop%s replicated (%s schedule), %.1f step(s) each on average, "
          "%d late (the leftover sent at the settle before the next checkpoint); %d due "
          "checkpoint(s) skipped (taken every %d step(s), asked every %d); rank 0 sent %.1f MB "
-         "in idle spans and %.1f MB at settles",
+         "in idle spans and %.1f MB at settles; its spans re-profiled %d time(s) (a step of "
+         "another shape)",
          mc->landed_copies, mc->landed_copies == 1 ? "y" : "ies",
          mc->idle ? "idle-span" : "end-of-step", (double)mc->flights / mc->landed_copies,
          mc->late, mc->skipped, mc->interval, mc->v.opt.memory_checkpoint_every,
-         (double)mc->idle_bytes / 1e6, (double)mc->end_bytes / 1e6);
+         (double)mc->idle_bytes / 1e6, (double)mc->end_bytes / 1e6, mc->reprofiled);
   char steady[96] = "";
   if (mc->steady_files)
     snprintf(steady, sizeof steady, "; %.1f ms each of the %d after each slot's first fill",

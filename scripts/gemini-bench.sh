@@ -15,9 +15,17 @@
 #     memory, from the peer's replicas (the dead node's memory deleted), and from the file
 #     checkpoint (--checkpoint-every 4 in OUT, on this machine's disk: not remote storage); the
 #     seconds the resume printed, and the lost work (steps done that the restart redoes).
+#  3. TRAVEL=1 instead (issue 48): only grids whose nodes lack stages, so that replicas cross
+#     the link: 4x1 on 2 virtual nodes (--ranks-per-node 2) and on 4 (--ranks-per-node 1), 2x2
+#     with one rank a node, over EMULATED LINKS (default "10Gbps 100Gbps"), checkpointing every
+#     step with the idle-span schedule against none, the two alternating: per configuration
+#     the median step time, the overhead, the replica bytes a step sent in idle spans and
+#     outside them (the summary's memory_checkpoints), the copies late, the checkpoints
+#     skipped and the interval taken.
 # Figures are EMULATED: ranks share one machine's memory and cores.
 #   usage: [STEPS=12] [SKIP=4] [REPEAT=3] [GRIDS="2x2 1x4 4x1"] [RETRIEVAL_ONLY=1 | RETRIEVAL=0]
-#          [OUT=dir] scripts/gemini-bench.sh [AXONN]
+#          [TRAVEL=1 [LINKS="10Gbps 100Gbps"] [SHAPES="4x1/2 4x1/1 2x2/1"]] [OUT=dir]
+#          scripts/gemini-bench.sh [AXONN]
 set -eu
 AXONN=${1:-bin/axonn}
 STEPS=${STEPS:-12}
@@ -31,8 +39,9 @@ mkdir -p "$OUT"
 NAME=gemini-bench-$$
 trap 'rm -rf "$SHM/axonn-$NAME"' EXIT
 MODEL="--layers 4 --hidden 512 --heads 8 --seq 64 --vocab 256"
-COMMON="$MODEL --batch 8 --steps $STEPS --val-steps 0 --threads 1 --lr-schedule constant \
-  --warmup 0 --timing-skip $SKIP --timing-steps $((STEPS - SKIP)) --ranks-per-node 2 --emulate-link 10Gbps --run-name $NAME"
+BASE="$MODEL --batch 8 --steps $STEPS --val-steps 0 --threads 1 --lr-schedule constant \
+  --warmup 0 --timing-skip $SKIP --timing-steps $((STEPS - SKIP)) --run-name $NAME"
+COMMON="$BASE --ranks-per-node 2 --emulate-link 10Gbps"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 batch_ms() { python3 -c 'import json,sys; print(1e3 * json.load(open(sys.argv[1]))["timing"]["batch_time_s"])' "$1"; }
@@ -55,6 +64,48 @@ config_flags() {
 }
 
 : >"$OUT/times.txt"
+if [ "${TRAVEL:-0}" = 1 ]; then
+  # the summary's memory_checkpoints, per step timed: MB in spans, MB outside, late, skipped, interval
+  ckpt_fields() {
+    python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])); m = d.get("memory_checkpoints"); n = int(sys.argv[2])
+print("%.2f %.2f %d %d %d" % (m["replica_bytes_in_spans"] / 1e6 / n, m["replica_bytes_outside_spans"] / 1e6 / n,
+      m["late"], m["skipped"], m["interval"]) if m else "- - - - -")' "$1" "$STEPS"
+  }
+  LINKS=${LINKS:-"10Gbps 100Gbps"}
+  SHAPES=${SHAPES:-"4x1/2 4x1/1 2x2/1"} # grid / ranks a node
+  MEM="--memory-checkpoint-every 1 --replicas 2 --replica-schedule idle"
+  for rep in $(seq "$REPEAT"); do
+    for link in $LINKS; do
+      for shape in $SHAPES; do
+        grid=${shape%/*} rpn=${shape#*/}
+        for cfg in none idle; do
+          log="$OUT/$grid-rpn$rpn-$link-$cfg-$rep"
+          flags=""; [ $cfg = idle ] && flags=$MEM
+          # shellcheck disable=SC2046,SC2086
+          $MPIEXEC -n 4 "$AXONN" train $BASE $(grid_flags $grid) --ranks-per-node $rpn \
+            --emulate-link $link $flags --quiet --summary "$log.json" >"$log.log" 2>&1 </dev/null
+          echo "$link $grid/$rpn $cfg $(batch_ms "$log.json") $(ckpt_fields "$log.json")" >>"$OUT/times.txt"
+        done
+      done
+    done
+  done
+  echo "step time (ms), median of $REPEAT alternating runs, EMULATED links, 4 ranks; replica MB a"
+  echo "step (all ranks, the last copy's flush at the end included), late copies, skipped, interval:"
+  printf '%-7s %-7s %9s %9s %9s %9s %9s %5s %7s %8s\n' link grid/rpn none idle overhead \
+    "MB spans" "MB out" late skipped interval
+  for link in $LINKS; do
+    for shape in $SHAPES; do
+      sel() { awk -v l=$link -v g=$shape -v c=$1 -v f=$2 '$1 == l && $2 == g && $3 == c { print $f }' "$OUT/times.txt" | median; }
+      n=$(sel none 4) i=$(sel idle 4)
+      printf '%-7s %-7s %9.1f %9.1f %+8.1f%% %9.2f %9.2f %5s %7s %8s\n' $link $shape "$n" "$i" \
+        "$(echo "$i $n" | awk '{ print 100 * ($1 / $2 - 1) }')" "$(sel idle 5)" "$(sel idle 6)" \
+        "$(sel idle 7)" "$(sel idle 8)" "$(sel idle 9)"
+    done
+  done
+  echo "logs: $OUT"
+  exit 0
+fi
 [ "${RETRIEVAL_ONLY:-0}" = 1 ] && REPEAT=0
 for rep in $(seq "$REPEAT"); do
   for grid in $GRIDS; do

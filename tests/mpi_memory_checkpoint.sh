@@ -21,9 +21,11 @@
 # These runs send replicas before the next optimizer (--replica-schedule end), so which step is
 # the newest whole copy does not depend on timing. Then the default schedule, replicas in the
 # idle spans of an EMULATED link: a run is bit for bit the reference and says how its replicas
-# travelled; killed, its node's memory lost, it resumes from memory bit for bit (from whichever
-# step was whole: that depends on timing, and is not asserted). On a link too busy for any
-# chunk, copies wait two steps and are then sent at once: every step of that is deterministic.
+# travelled (on a fast link: checkpoints every step, none skipped, bytes sent in idle spans);
+# killed, its node's memory lost, it resumes from memory bit for bit (from whichever step was
+# whole: that depends on timing, and is not asserted). On a link too busy for any chunk, each
+# copy's replicas go at the settle before the next checkpoint (late), none is skipped, and
+# every step of that is deterministic.
 . "$(dirname "$0")/mpilib.sh"
 
 SHM=${AXONN_TEST_SHM:-/dev/shm}
@@ -54,15 +56,18 @@ killed() {
 }
 expect_log() { grep -q -- "$2" "$TMP/$1.log" || { fail "$1: no '$2' in its output"; cat "$TMP/$1.log"; }; }
 
-# summary_ckpt NAME WANT: the summary's memory_checkpoints object holds WANT (JSON), and each
-# rank's costs are positive where it wrote files (the steady cost: at least 4) and null elsewhere
-# (tests/cli_summary.sh: a run without memory checkpoints has no such object)
+# summary_ckpt NAME WANT: the summary's memory_checkpoints object holds WANT (JSON; its key
+# "_positive" lists members that must be above 0), and each rank's costs are positive where it
+# wrote files (the steady cost: at least 4) and null elsewhere (tests/cli_summary.sh: a run
+# without memory checkpoints has no such object)
 summary_ckpt() {
   python3 - "$TMP/$1.json" "$2" <<'PY' || fail "$1: the summary's memory_checkpoints object is wrong"
 import json, sys
 c = json.load(open(sys.argv[1]))["memory_checkpoints"]
 want = json.loads(sys.argv[2])
+positive = want.pop("_positive", [])
 bad = {k: c[k] for k in want if c[k] != want[k]}
+bad.update({k: c[k] for k in positive if not c[k] > 0})
 # (steady: the files after each of the 3 slots' first fill, so a rank needs 4 files for one)
 for k, least in (("copy_thread_cpu_ms_per_file", 1), ("copy_thread_cpu_ms_per_file_steady", 4),
                  ("join_and_settle_ms_per_copy", 0)):
@@ -101,9 +106,11 @@ expect_log ref "memory checkpoints: every 1 step"
 # 10 copies, all complete; each rank wrote its stage file 10 times. Zero-copy: the optimizers
 # of stages 0-2 wrote theirs in place; the last stage (one block) keeps a tied wte copy too
 # large for its file (over a quarter of its arrays), so its copy thread copies
+# (replicas at the end: none in idle spans, none late)
 summary_ckpt ref '{"every": 1, "replicas": 2, "nodes": 2, "replica_schedule": "end",
-  "copies": 10, "copies_complete": 10, "skipped": 0, "files_written": [10, 10, 10, 10],
-  "files_in_place": [10, 10, 10, 0]}'
+  "copies": 10, "copies_complete": 10, "skipped": 0, "interval": 1, "late": 0,
+  "replica_bytes_in_spans": 0, "_positive": ["replica_bytes_outside_spans"],
+  "files_written": [10, 10, 10, 10], "files_in_place": [10, 10, 10, 0]}'
 # an optimizer writing into the slots trains as one that does not, bit for bit
 run plain 4 $P4 --memory-checkpoint-every 0 && tail_equal ref plain &&
   { cmp -s "$TMP/ref.bin" "$TMP/plain.bin" || fail "ref: its saved model differs from plain's"; }
@@ -205,11 +212,16 @@ derived=$(sed -n 's|.*memory checkpoints: every 1 step(s) into \([^ ]*\)/node-K.
 run grid_resume 4 --g-inter 2 --g-data 2 --resume && same_losses grid_resume ref
 expect_log grid_resume "step 5 recovered from memory"
 
-# the idle-span schedule over an emulated link
-IDLE="--replica-schedule idle --emulate-link 1Gbps"
-run idle 4 $P4 --run-name "$NAME" $IDLE && tail_equal idle ref
+# the idle-span schedule over a fast emulated link (a stage file of 0.2 MB takes 16 us of it):
+# every step checkpointed, none skipped, replicas sent in idle spans (a copy may still be late,
+# the first one profiled from one step: not asserted)
+IDLE="--replica-schedule idle --emulate-link 100Gbps"
+run idle 4 $P4 --run-name "$NAME" $IDLE --summary "$TMP/idle.json" && tail_equal idle ref
 expect_log idle "replicas go in chunks of at most 4 MB into 80% of each idle span of the link"
-expect_log idle "copies replicated (idle-span schedule)"
+expect_log idle "10 copies replicated (idle-span schedule), 1.0 step(s) each on average, [0-9]* late"
+expect_log idle "; 0 due checkpoint(s) skipped (taken every 1 step(s), asked every 1)"
+summary_ckpt idle '{"replica_schedule": "idle", "copies": 10, "copies_complete": 10, "skipped": 0,
+  "interval": 1, "_positive": ["replica_bytes_in_spans"]}'
 expect_log idle "memory checkpoints: rank 0 wrote its stage file [0-9]* time(s), [0-9.]* ms of its copy thread's CPU each"
 [ -e "$SHM/axonn-$NAME" ] && fail "idle: a normal end left $SHM/axonn-$NAME"
 killed idle_kill $P4 --run-name "$NAME" $IDLE --debug-hang-rank 3 --debug-hang-step 7 \
@@ -218,19 +230,24 @@ rm -rf "$SHM/axonn-$NAME/node-1"
 run idle_resume 4 $P4 --run-name "$NAME" $IDLE --resume && tail_equal idle_resume ref
 expect_log idle_resume "recovered from memory (own nodes and peer replicas)"
 
-# a link never idle long enough (8 Mb/s and mu 0.01: a 256 KB chunk takes 0.26 s, so only a
-# span of 26 s would hold one, far longer than any step here, however loaded): no chunk fits, each copy waits AX_REPLICA_MAX_WAIT = 2 steps and is then sent at once. So the
-# copies of steps 1, 3, 5, 7 complete at the settles of steps 3, 5, 7, 9 (step 9's at the end),
-# the checkpoints due meanwhile are skipped, and a rank killed as step 7 begins leaves step 3.
+# a link never idle long enough (8 Mb/s and mu 0.01: a stage file of 0.2 MB takes 0.2 s, so
+# only a span of 20 s would hold it, far longer than any step here, however loaded): no chunk
+# fits, the run says so, and each copy's replicas go at the settle of the next step, before
+# the next checkpoint (late). So every step is checkpointed (none skipped), the copies of
+# steps 1-9 are late (step 10's is sent at the end), nothing travels in idle spans, and a
+# rank killed as step 7 begins leaves step 5 (step 6's copy in flight).
 STARVED="--replica-schedule idle --emulate-link 8Mbps --replica-idle-share 0.01"
 run starved 4 $P4 --run-name "$NAME" $STARVED --summary "$TMP/starved.json" &&
   tail_equal starved ref
-expect_log starved "5 copies replicated (idle-span schedule), 2.0 step(s) each on average, 4 sent at once after waiting 2 steps; 5 due checkpoint(s) skipped while replicas were in flight; rank 0 sent 0.0 MB in idle spans"
-summary_ckpt starved '{"replica_schedule": "idle", "copies": 5, "copies_complete": 5, "skipped": 5}'
+expect_log starved "no idle span of the link holds a chunk of 256 KB"
+expect_log starved "10 copies replicated (idle-span schedule), 1.0 step(s) each on average, 9 late (the leftover sent at the settle before the next checkpoint); 0 due checkpoint(s) skipped (taken every 1 step(s), asked every 1); rank 0 sent 0.0 MB in idle spans"
+summary_ckpt starved '{"replica_schedule": "idle", "copies": 10, "copies_complete": 10,
+  "skipped": 0, "interval": 1, "late": 9, "replica_bytes_in_spans": 0,
+  "_positive": ["replica_bytes_outside_spans"]}'
 killed starved_kill $P4 --run-name "$NAME" $STARVED --debug-hang-rank 3 --debug-hang-step 7 \
   --debug-hang-mode kill
 run starved_resume 4 $P4 --run-name "$NAME" $STARVED --resume && tail_equal starved_resume ref
-expect_log starved_resume "step 3 recovered from memory (every node its own)"
+expect_log starved_resume "step 5 recovered from memory (every node its own)"
 
 # shm-clean removes what a dead job left
 killed clean $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 3 --debug-hang-mode kill

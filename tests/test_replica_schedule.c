@@ -3,7 +3,9 @@
  * two threads at once all read back; idle spans of a hand-made timeline (overlapping uses
  * merged, the replicas' own left out, short gaps dropped); Algorithm 6.2's chunks against
  * hand-computed cases and, on random spans, never more link time than the span allows and
- * every byte placed when the last span is unbounded. */
+ * every byte placed when the last span is unbounded; a step's chunks with the leftover left to
+ * its last span, the smallest interval whose spans hold a checkpoint, and the profile of each
+ * gap's minimum over a window of steps (restarted when the step changes shape), by hand. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -185,6 +187,62 @@ START_TEST(partition_by_hand) {
 }
 END_TEST
 
+
+/* One step over three spans (the last the leftover's): the first two hold 8000 bytes (4 full
+ * chunks each, as above); the rest is the leftover, sent in the last span. */
+START_TEST(step_fill_leaves_the_rest_to_the_last_span) {
+  AxSpan s[3] = {{0, 10.5e-3}, {20e-3, 30.5e-3}, {40e-3, 41e-3}};
+  int chunks;
+  ck_assert_uint_eq(ax_step_fill(&LINK, s, 3, 100000, &chunks), 8000); /* 92000 left over */
+  ck_assert_int_eq(chunks, 8);
+  ck_assert_uint_eq(ax_step_fill(&LINK, s, 3, 5000, &chunks), 5000); /* 4 + 1 chunks, none left */
+  ck_assert_int_eq(chunks, 5);
+  ck_assert_uint_eq(ax_step_fill(&LINK, s, 3, 8500, &chunks), 8000); /* 500 left over */
+  ck_assert_uint_eq(ax_step_fill(&LINK, s, 1, 8500, &chunks), 0);    /* only the last span */
+  ck_assert_int_eq(chunks, 0);
+}
+END_TEST
+
+/* The smallest interval whose steps' spans hold a checkpoint: 8000 bytes a step (above). */
+START_TEST(interval_by_hand) {
+  AxSpan s[3] = {{0, 10.5e-3}, {20e-3, 30.5e-3}, {40e-3, 41e-3}};
+  ck_assert_int_eq(ax_replica_interval(&LINK, s, 3, 8000, 1), 1);
+  ck_assert_int_eq(ax_replica_interval(&LINK, s, 3, 8001, 1), 2);  /* 1 byte in a second step */
+  ck_assert_int_eq(ax_replica_interval(&LINK, s, 3, 20000, 1), 3); /* 8000 + 8000 + 4000 */
+  ck_assert_int_eq(ax_replica_interval(&LINK, s, 3, 20000, 2), 4); /* a multiple of every */
+  ck_assert_int_eq(ax_replica_interval(&LINK, s, 3, 0, 3), 3);
+  /* spans of 1.2 ms: mu leaves 0.96 ms, less than alpha: no interval */
+  AxSpan tiny[2] = {{0, 1.2e-3}, {2e-3, 3.2e-3}};
+  ck_assert_int_eq(ax_replica_interval(&LINK, tiny, 2, 5000, 1), 0);
+  /* 1.3 ms: 0.04 ms after alpha = 40 bytes a step; 100 bytes take 3 steps (40, 40, 20) */
+  AxSpan thin[2] = {{0, 1.3e-3}, {2e-3, 3.3e-3}};
+  ck_assert_int_eq(ax_replica_interval(&LINK, thin, 2, 100, 1), 3);
+}
+END_TEST
+
+/* The profile: each gap as long as its shortest over the window, where the newest step had
+ * it; a step with another number of gaps restarts it; the oldest step leaves the window. */
+START_TEST(profile_takes_each_gaps_minimum) {
+  AxSpanProfile p;
+  ck_assert_int_eq(ax_span_profile_init(&p, 2, 4), 0);
+  AxSpan a[2] = {{0, 1}, {2, 4}}, b[2] = {{0.1, 0.9}, {2.5, 5.5}}, out[4];
+  ck_assert_int_eq(ax_span_profile_add(&p, a, 2), 0);
+  ck_assert_int_eq(ax_span_profile_add(&p, b, 2), 0);
+  ck_assert_int_eq(ax_span_profile_min(&p, out), 2);
+  ck_assert(fabs(out[0].start_s - 0.1) < 1e-12 && fabs(out[0].end_s - 0.9) < 1e-12); /* 0.8 */
+  ck_assert(fabs(out[1].start_s - 2.5) < 1e-12 && fabs(out[1].end_s - 4.5) < 1e-12); /* 2 */
+  AxSpan c[2] = {{0, 3}, {4, 7}}; /* a drops out of the window of 2: b's lengths and c's */
+  ck_assert_int_eq(ax_span_profile_add(&p, c, 2), 0);
+  ck_assert_int_eq(ax_span_profile_min(&p, out), 2);
+  ck_assert(fabs(out[0].end_s - 0.8) < 1e-12 && fabs(out[1].end_s - 7) < 1e-12);
+  AxSpan d[1] = {{1, 2}}; /* another shape: profiled again from this step */
+  ck_assert_int_eq(ax_span_profile_add(&p, d, 1), 1);
+  ck_assert_int_eq(ax_span_profile_min(&p, out), 1);
+  ck_assert(out[0].start_s == 1 && out[0].end_s == 2);
+  ax_span_profile_free(&p);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("replica_schedule");
   TCase *tc = tu_tcase(s, "replica_schedule", 60);
@@ -195,6 +253,9 @@ int main(void) {
   tcase_add_test(tc, fill_span_by_hand);
   tcase_add_test(tc, partition_respects_spans);
   tcase_add_test(tc, partition_by_hand);
+  tcase_add_test(tc, step_fill_leaves_the_rest_to_the_last_span);
+  tcase_add_test(tc, interval_by_hand);
+  tcase_add_test(tc, profile_takes_each_gaps_minimum);
   int rc = tu_run(s);
   tu_cleanup();
   return rc;

@@ -153,6 +153,7 @@ static int setup(AxMemCkpt *mc) {
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
                    mc->v.ranks_per_node ? " (--ranks-per-node)" : "");
   mc->last_slot = mc->state_slot = mc->master_slot = -1;
+  mc->interval = mc->v.opt.memory_checkpoint_every; /* widened where the link cannot keep up */
   AX_TRY(ax_memckpt_slot_maps_new(mc));
   AX_TRY(learn_ranks(mc));
   AX_TRY(decide_zero_copy(mc));
@@ -183,7 +184,11 @@ int ax_memckpt_create(AxMemCkpt **out, const AxMemCkptView *view, const AxMemCkp
   return setup(mc);
 }
 
-int ax_memckpt_step_begin(AxMemCkpt *mc) { return mc ? ax_replicas_step_begin(mc) : AX_OK; }
+int ax_memckpt_step_begin(AxMemCkpt *mc, int step) {
+  if (!mc) return AX_OK;
+  mc->step_now = step;
+  return ax_replicas_step_begin(mc);
+}
 
 int ax_memckpt_tick(AxMemCkpt *mc) { return mc ? ax_replicas_tick(mc) : AX_OK; }
 
@@ -193,9 +198,11 @@ void ax_memckpt_print(const AxMemCkpt *mc) {
   char how[256];
   if (mc->idle)
     snprintf(how, sizeof how, "replicas go in chunks of at most %d MB into %.0f%% of each idle "
-             "span of the link (alpha %.1f us, %.3g GB/s%s), what does not fit in the next step",
+             "span of the link (alpha %.1f us, %.3g GB/s%s), profiled over %d steps; what does not fit "
+             "waits for the next steps' spans, and goes at the settle before the next checkpoint",
              (int)(mc->link.max_chunk >> 20), 100 * mc->link.mu, mc->link.f.latency_s * 1e6,
-             mc->link.f.bytes_per_s / 1e9, ax_link_emulating(mc->v.links) ? ", emulated" : ", fitted");
+             mc->link.f.bytes_per_s / 1e9, ax_link_emulating(mc->v.links) ? ", emulated" : ", fitted",
+             AX_REPLICA_WINDOW);
   else
     snprintf(how, sizeof how, "replicas are sent at its end");
   ax_log("memory checkpoints: every %d step(s) into %s/node-K (%d node(s)); %d cop%s of each "
@@ -212,7 +219,8 @@ void ax_memckpt_stats(const AxMemCkpt *mc, AxMemCkptStats *out) {
   *out = (AxMemCkptStats){mc->v.opt.memory_checkpoint_every, mc->replicas, mc->n_nodes, mc->idle,
                           mc->copies, mc->landed_copies, mc->skipped, mc->files_written,
                           mc->files_in_place, mc->copy_cpu_s, mc->steady_files,
-                          mc->steady_cpu_s, mc->copy_s};
+                          mc->steady_cpu_s, mc->copy_s, mc->interval, mc->late,
+                          mc->idle_bytes, mc->end_bytes};
 }
 
 /* ------------------------------------------------------------------ moving files */
@@ -395,8 +403,15 @@ static int launch_copy(AxMemCkpt *mc) {
 
 int ax_memckpt_step_end(AxMemCkpt *mc, int step) {
   if (!mc || !mc->on || step % mc->v.opt.memory_checkpoint_every) return AX_OK;
-  if (mc->replicating) { /* the last copy's replicas are still in flight (agreed) */
+  if (!ax_replicas_due(mc, step)) { /* the interval was widened (agreed; said when it was) */
     mc->skipped++;
+    return AX_OK;
+  }
+  if (mc->replicating) { /* never: a due step's settle completes the copy (agreed) */
+    mc->skipped++;
+    if (world_rank(mc) == 0)
+      ax_log("memory checkpoints: the checkpoint of step %d is skipped: the replicas of step "
+             "%d are still in flight", step, mc->step);
     return AX_OK;
   }
   AX_WD_NOTE(-1, "starting the memory checkpoint of step %d", step);
@@ -522,7 +537,9 @@ void ax_memckpt_after_optim(AxMemCkpt *mc, int updated) {
  * position (only the ranks that load data know it; the same on all of them). */
 static int exchange(AxMemCkpt *mc, int rc, int *handed) {
   int size = world_size(mc);
-  AxSettleNote mine = {rc, *handed, mc->man.data_position, mc->mine}, *all = mc->notes;
+  AxSettleNote mine = {.rc = rc, .handed = *handed, .data_position = mc->man.data_position,
+                       .file = mc->mine}, *all = mc->notes;
+  ax_replicas_interval(mc, &mine);
   if ((mc->v.grid != NULL)) { /* waiting politely: on an oversubscribed node a spinning rank keeps
                        * the others it waits for off the cores */
     MPI_Request req;
@@ -536,6 +553,7 @@ static int exchange(AxMemCkpt *mc, int rc, int *handed) {
   for (int r = 0; r < size; r++) failed |= all[r].rc != AX_OK;
   if (failed) return agree(mc, rc);
   for (int r = 0; r < size; r++) *handed &= all[r].handed;
+  ax_replicas_agree_interval(mc, all, size);
   for (int r = 0; r < size && mc->pending; r++) {
     if (mc->writes[r]) {
       AxCkptFile *f = &mc->man.files[mc->stage_of[r]];
@@ -850,10 +868,13 @@ void ax_memckpt_free(AxMemCkpt *mc) {
   if (mc->on) ax_lock_release(mc->lock_fd);
   if (mc->pending) close_gather(mc);
   ax_replicas_free(mc);
+  for (int k = 0; mc->profile && k < mc->n_nodes; k++) ax_span_profile_free(&mc->profile[k]);
+  free(mc->profile);
   free(mc->spans);
   free(mc->n_spans);
   free(mc->span_used);
   free(mc->busy_until);
+  free(mc->share);
   free(mc->uses);
   free(mc->man.files);
   free(mc->man.records);

@@ -68,7 +68,7 @@ typedef struct AxMemCkpt AxMemCkpt;
 typedef struct {
   int every, replicas, nodes, idle_schedule;
   int copies, complete, skipped; /* copies made; complete (replicated, manifests written);
-                                  * due checkpoints skipped while replicas were in flight */
+                                  * due checkpoints not taken (the interval widened) */
   int files_written;             /* stage files this rank wrote */
   int files_in_place;            /* of them, those its optimizer wrote in place (zero-copy:
                                   * the copy thread only CRC'd them) */
@@ -76,6 +76,12 @@ typedef struct {
   int steady_files;              /* of them, those written into a mapping made before */
   double steady_cpu_s;           /* (not a slot's first fill) and the CPU time they took */
   double finish_s;               /* its main thread's time joining and settling copies */
+  int interval, late;            /* checkpoints taken every `interval` steps (widened from
+                                  * `every` where the link's idle spans cannot hold the
+                                  * replicas); copies whose leftover went at the settle before
+                                  * the next checkpoint (the same on every rank) */
+  unsigned long long bytes_in_spans, bytes_outside; /* replica bytes it sent in idle spans,
+                                                     * and at settles */
 } AxMemCkptStats;
 
 /* Setup (collective over the grid; *out NULL when --memory-checkpoint-every is 0): the tree
@@ -89,7 +95,7 @@ int ax_memckpt_create(AxMemCkpt **out, const AxMemCkptView *view, const AxMemCkp
  *  after_optim  the state moved there (updated: whether the optimizer ran);
  *  after_loss   the copy's outcome, replicas and manifests (collective);
  *  step_end     this step's copy started when due (on a thread). */
-int ax_memckpt_step_begin(AxMemCkpt *mc);
+int ax_memckpt_step_begin(AxMemCkpt *mc, int step);
 int ax_memckpt_tick(AxMemCkpt *mc);
 int ax_memckpt_before_optim(AxMemCkpt *mc);
 void ax_memckpt_after_optim(AxMemCkpt *mc, int updated);

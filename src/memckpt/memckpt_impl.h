@@ -28,6 +28,9 @@ typedef struct {
 /* What each rank tells the others at a memory checkpoint's settle (memckpt.c). */
 typedef struct {
   int rc, handed;          /* its part went well; its replicas are all handed over */
+  int interval;            /* the interval its link's profile allows (ax_replicas_interval) */
+  unsigned long long ckpt_bytes, step_bytes; /* its replicas a checkpoint on its busiest link;
+                                              * what that link's idle spans hold a step */
   long long data_position; /* of the copy just joined (0 on ranks that load no data) */
   AxCkptFile file;         /* the stage file it wrote (bytes 0: none) */
 } AxSettleNote;
@@ -51,8 +54,7 @@ typedef struct {
 
 enum {
   AX_REPLICA_SPANS = 256, /* idle spans kept per link and step */
-  AX_REPLICA_MAX_WAIT = 2, /* a copy's replicas use the idle spans of at most this many steps;
-                            * at that step's settle what is left is sent at once */
+  AX_REPLICA_WINDOW = 20,  /* steps each link's idle spans are profiled over (thesis §6.5.4) */
 };
 
 /* The module's state (memckpt.h). */
@@ -113,14 +115,25 @@ struct AxMemCkpt {
   int idle;
   AxReplicaLink link;         /* the replicas' link model and Algorithm 6.2's parameters */
   long long step_begin_ns, prev_begin_ns;
-  AxSpan *spans;              /* [n_nodes][AX_REPLICA_SPANS]: this step's idle spans */
+  AxSpanProfile *profile;     /* [n_nodes]: each link's spans over the last steps */
+  AxSpan *spans;              /* [n_nodes][AX_REPLICA_SPANS]: the profile's (each gap as
+                               * long as its shortest over the window) */
   int *n_spans;               /* [n_nodes] */
   double *span_used, *busy_until; /* [n_nodes][AX_REPLICA_SPANS] link time taken; [n_nodes] */
+  double *share;              /* [n_nodes]: this rank's part of each link's spans (1 / the
+                               * ranks of its node sending over that link) */
   AxLinkUse *uses;            /* scratch: a link's log */
+  int step_now;     /* the step under way (ax_memckpt_step_begin) */
+  int interval;     /* checkpoints are taken every `interval` steps: --memory-checkpoint-every,
+                     * or the smallest multiple of it whose idle spans hold the replicas */
+  int none_fits;    /* no idle span holds a chunk (said once) */
+  int interval_decided; /* the interval is decided (the first copy's first settle) */
+  int profile_steps; /* steps in this rank's newest profile (for rank 0's line) */
+  int reprofiled;   /* times a link's profile restarted (a step of another shape) */
   /* what the schedule did (the end-of-run line) */
-  int waited;  /* settles the copy in flight has waited */
-  int skipped, landed_copies, flights, overdue; /* checkpoints skipped; copies replicated;
-                                                 * steps they took; copies flushed overdue */
+  int skipped, landed_copies, flights, late; /* due checkpoints not taken; copies replicated;
+                                              * steps they took; copies whose leftover went at
+                                              * the settle before the next checkpoint */
   unsigned long long idle_bytes, end_bytes; /* sent in idle spans; sent at a settle */
 };
 
@@ -139,7 +152,11 @@ int ax_memckpt_slot_map(AxMemCkpt *mc, int slot, int file, size_t size, AxFileMa
  * it). At a settle, none of them collective: hand_over sends what the schedule allows now
  * (*handed: all of this rank's bytes are on their way; flush: everything goes at completion);
  * may_land: whether this settle can complete the copy, as far as this rank knows; land_now:
- * whether it does, given whether every rank has handed over (counts the settle);
+ * whether it does, given whether every rank has handed over (counts the settle): it does when
+ * they have, or when a checkpoint is due at this step's end (the leftover is sent now, in the
+ * step's last span: the copy is late); interval: the interval this rank's profile allows
+ * (0: no span holds a chunk; the settle's note), agree_interval: the run's, from every rank's
+ * note (decided once, at the first copy's first settle; rank 0 says so); due: whether a checkpoint is taken at `step`'s end;
  * complete: sends what is left and waits for this rank's transfers. free: drops what is in
  * flight; report: rank 0's line at the end. */
 int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n);
@@ -149,6 +166,9 @@ int ax_replicas_tick(AxMemCkpt *mc);
 int ax_replicas_hand_over(AxMemCkpt *mc, int flush, int *handed);
 int ax_replicas_may_land(const AxMemCkpt *mc, int flush, int handed);
 int ax_replicas_land_now(AxMemCkpt *mc, int flush, int handed_everywhere);
+void ax_replicas_interval(const AxMemCkpt *mc, AxSettleNote *note);
+void ax_replicas_agree_interval(AxMemCkpt *mc, const AxSettleNote *notes, int n);
+int ax_replicas_due(const AxMemCkpt *mc, int step);
 int ax_replicas_complete(AxMemCkpt *mc);
 void ax_replicas_free(AxMemCkpt *mc);
 void ax_replicas_report(const AxMemCkpt *mc);

@@ -6,15 +6,21 @@
  * once. A sender starts when its copy thread has written the file and mapped it into
  * memory; a receiver's bytes land in its own slot's file, mapped. With --replica-schedule
  * idle it sends chunks only inside the idle spans of its link: at the start of every step the
- * spans are learned from the link's log of the previous step
- * (the training's messages, by every rank of the node, replicas left out), and each call of
- * the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
- * (replica_schedule.h) fits into mu of the span, less what earlier chunks took. What does not
- * fit waits for the next step: at the end of each step every rank learns whether all transfers
- * have been handed over (in the settle's one exchange), and only then are they completed and
- * the manifests written; a checkpoint due while replicas are still in flight is skipped
- * (counted). With --replica-schedule end, and at the end of the run, everything left is sent
- * at once and waited for.
+ * spans of the previous step are learned from the link's log (the training's messages, by
+ * every rank of the node, replicas left out) into a profile of the last AX_REPLICA_WINDOW
+ * steps (each gap as long as its shortest there; restarted when the step changes shape), and each call
+ * of the stage callbacks (ax_replicas_tick) that falls in a span sends what Algorithm 6.2
+ * (replica_schedule.h) fits into mu of the span (split evenly between the ranks of the node
+ * that send over that link), less what earlier chunks took. What does not
+ * fit waits for the next step's spans, until the step at whose end the next checkpoint is
+ * due: at its settle the leftover is sent at once, in the step's last span (the thesis's
+ * unbounded last span), so the copy is complete before the next one starts (it is counted
+ * late). At each settle every rank also says what interval its link's profile allows (the
+ * replicas of a checkpoint against what the spans of a step hold): where one step's spans
+ * cannot hold them, checkpoints are taken every so many steps (the smallest multiple of
+ * --memory-checkpoint-every that can), rank 0 says so, and the due checkpoints between are
+ * skipped (counted). With --replica-schedule end, and at the end of the run, everything left
+ * is sent at once and waited for.
  *
  * The link model f(s) = alpha + s / B: the emulated link's own figures, or on real links a
  * ping-pong fitted between the first sender and its receiver (mpi/casync/casync_probe.c). A
@@ -23,6 +29,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +67,22 @@ static int link_model(AxMemCkpt *mc, const AxMemTransfer *x, int n, AxLinearCost
   return AX_OK;
 }
 
+/* Each link's share for this rank: the ranks of its node that send replicas over one link
+ * split its idle spans evenly (they would fill mu of each span each, and queue). */
+static void share_links(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
+  for (int k = 0; k < mc->n_nodes; k++) {
+    int senders = 0;
+    for (int i = 0; i < n; i++) {
+      int from = x[i].from, first = 1;
+      if (mc->node_of[from] != mc->node || mc->node_of[x[i].to] != k) continue;
+      for (int j = 0; j < i; j++) /* each sender once */
+        first &= !(x[j].from == from && mc->node_of[x[j].to] == k);
+      senders += first;
+    }
+    mc->share[k] = senders > 1 ? 1.0 / senders : 1.0;
+  }
+}
+
 int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   mc->idle = mc->v.opt.replica_schedule == AX_REPLICAS_IDLE && (mc->v.grid != NULL) && n > 0;
   mc->link = (AxReplicaLink){{0, INFINITY}, mc->v.opt.replica_idle_share, MAX_CHUNK, MIN_CHUNK};
@@ -67,10 +90,17 @@ int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   AX_TRY(link_model(mc, x, n, &mc->link.f));
   ax_link_set_model(mc->v.links, mc->link.f.latency_s, mc->link.f.bytes_per_s);
   size_t N = (size_t)mc->n_nodes;
+  mc->profile = ax_calloc(N, sizeof *mc->profile);
+  if (!mc->profile) return AX_ERR;
+  for (size_t k = 0; k < N; k++)
+    AX_TRY(ax_span_profile_init(&mc->profile[k], AX_REPLICA_WINDOW, AX_REPLICA_SPANS));
   mc->spans = ax_calloc(N * AX_REPLICA_SPANS, sizeof *mc->spans);
   mc->n_spans = ax_calloc(N, sizeof *mc->n_spans);
   mc->span_used = ax_calloc(N * AX_REPLICA_SPANS, sizeof *mc->span_used);
   mc->busy_until = ax_calloc(N, sizeof *mc->busy_until);
+  mc->share = ax_calloc(N, sizeof *mc->share);
+  if (!mc->share) return AX_ERR;
+  share_links(mc, x, n);
   mc->uses = ax_calloc(AX_LINK_LOG_ENTRIES, sizeof *mc->uses);
   if (!mc->spans || !mc->n_spans || !mc->span_used || !mc->busy_until || !mc->uses) return AX_ERR;
   return AX_OK;
@@ -93,7 +123,6 @@ int ax_replicas_begin(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   }
   mc->n_xfer = k;
   mc->replicating = 1;
-  mc->waited = 0;
   atomic_store(&mc->file_ready, 0);
   return AX_OK;
 }
@@ -151,8 +180,9 @@ static int send_in_span(AxMemCkpt *mc, AxReplicaXfer *r, long long now_ns) {
   double *used = &mc->span_used[(size_t)r->node * AX_REPLICA_SPANS + j];
   double *busy = &mc->busy_until[r->node];
   double from = now > *busy ? now : *busy; /* our earlier chunks may still hold the link */
-  double budget = mc->link.mu * (sp[j].end_s - sp[j].start_s) - *used;
-  if (budget > mc->link.mu * (sp[j].end_s - from)) budget = mc->link.mu * (sp[j].end_s - from);
+  double mu = mc->link.mu * mc->share[r->node]; /* this rank's part of the link's mu */
+  double budget = mu * (sp[j].end_s - sp[j].start_s) - *used;
+  if (budget > mu * (sp[j].end_s - from)) budget = mu * (sp[j].end_s - from);
   if (budget <= 0) return AX_OK;
   size_t sizes[TICK_CHUNKS], remain = (size_t)(r->size - r->done);
   double took;
@@ -275,10 +305,13 @@ int ax_replicas_step_begin(AxMemCkpt *mc) {
   for (int i = 0; i < mc->n_xfer; i++) {
     const AxReplicaXfer *r = &mc->xfer[i];
     if (!r->sends || mc->n_spans[r->node]) continue;
+    AxSpan *sp = mc->spans + (size_t)r->node * AX_REPLICA_SPANS;
     int n = ax_link_uses(mc->v.links, r->node, mc->prev_begin_ns, now, mc->uses, AX_LINK_LOG_ENTRIES);
-    mc->n_spans[r->node] =
-        ax_idle_spans(mc->uses, n, mc->prev_begin_ns, now, AX_TRAFFIC_CHECKPOINT_REPLICA, min_s,
-                      mc->spans + (size_t)r->node * AX_REPLICA_SPANS, AX_REPLICA_SPANS);
+    n = ax_idle_spans(mc->uses, n, mc->prev_begin_ns, now, AX_TRAFFIC_CHECKPOINT_REPLICA, min_s,
+                      sp, AX_REPLICA_SPANS);
+    mc->reprofiled += ax_span_profile_add(&mc->profile[r->node], sp, n);
+    mc->n_spans[r->node] = ax_span_profile_min(&mc->profile[r->node], sp);
+    mc->profile_steps = mc->profile[r->node].steps;
   }
   return AX_OK;
 }
@@ -291,9 +324,9 @@ int ax_replicas_tick(AxMemCkpt *mc) {
 
 /* Idle schedule: what fits now is sent (ax_replicas_hand_over); when every rank has handed over
  * all its bytes the transfers are completed (they are on the link already), else they wait for
- * the next step, up to AX_REPLICA_MAX_WAIT steps: then the rest is sent at once (a link never
- * idle long enough would otherwise never complete a copy). memckpt.c's settle learns
- * whether every rank has handed over in the one exchange it makes. */
+ * the next step's spans, unless a checkpoint is due at this step's end: then the leftover is
+ * sent at once (the step's last span) and the copy is late. memckpt.c's settle learns whether
+ * every rank has handed over, and the interval, in the one exchange it makes. */
 int ax_replicas_hand_over(AxMemCkpt *mc, int flush, int *handed) {
   int all;
   *handed = 1;
@@ -301,17 +334,79 @@ int ax_replicas_hand_over(AxMemCkpt *mc, int flush, int *handed) {
   return pass(mc, 1, &all, handed);
 }
 
+int ax_replicas_due(const AxMemCkpt *mc, int step) { return step % mc->interval == 0; }
+
 int ax_replicas_may_land(const AxMemCkpt *mc, int flush, int handed) {
-  return flush || !mc->idle || handed || mc->waited + 1 >= AX_REPLICA_MAX_WAIT;
+  return flush || !mc->idle || handed || ax_replicas_due(mc, mc->step_now);
 }
 
 int ax_replicas_land_now(AxMemCkpt *mc, int flush, int handed_everywhere) {
   if (!mc->replicating) return 1;
   int land = ax_replicas_may_land(mc, flush, handed_everywhere);
   mc->flights++;
-  mc->waited++;
-  mc->overdue += land && mc->idle && !flush && !handed_everywhere; /* sent at once */
+  mc->late += land && mc->idle && !flush && !handed_everywhere; /* the leftover at the settle */
   return land;
+}
+
+/* This rank's part of the settle's note: the replicas of a checkpoint on each link it sends
+ * on, against what that link's profiled spans hold a step, and the interval they allow (0: no
+ * span holds a chunk); the run's interval where it has no view (sends nothing, no profile). */
+void ax_replicas_interval(const AxMemCkpt *mc, AxSettleNote *note) {
+  note->interval = mc->interval;
+  note->ckpt_bytes = note->step_bytes = 0;
+  if (!mc->idle || !mc->replicating || mc->interval_decided) return;
+  for (int k = 0; k < mc->n_nodes; k++) {
+    size_t bytes = 0;
+    for (int i = 0; i < mc->n_xfer; i++)
+      if (mc->xfer[i].sends && mc->xfer[i].node == k) bytes += mc->send.size;
+    if (!bytes || !mc->profile[k].steps) continue;
+    const AxSpan *sp = mc->spans + (size_t)k * AX_REPLICA_SPANS;
+    AxReplicaLink l = mc->link;
+    l.mu *= mc->share[k]; /* this rank's part of the link */
+    int need = ax_replica_interval(&l, sp, mc->n_spans[k], bytes, mc->v.opt.memory_checkpoint_every);
+    if (note->interval == 0 || (need != 0 && need <= note->interval)) continue;
+    note->interval = need;
+    note->ckpt_bytes = bytes;
+    note->step_bytes = ax_step_fill(&l, sp, mc->n_spans[k], SIZE_MAX, NULL);
+  }
+}
+
+/* Whether note a needs a wider interval than b (0: none is wide enough, the widest). */
+static int wider(const AxSettleNote *a, int b) {
+  return b != 0 && (a->interval == 0 || a->interval > b);
+}
+
+/* The run's interval from every rank's note: the widest any link needs, decided once, at the
+ * first copy's first settle (from the profile then), and rank 0 says why when it widens (or
+ * that no interval helps). The same on every rank. Deciding again at later settles widened it
+ * without end: each gap's minimum over a window of noisy steps keeps shrinking
+ * (docs/benchmarks.md, "Where replicas travel"). */
+void ax_replicas_agree_interval(AxMemCkpt *mc, const AxSettleNote *notes, int n) {
+  if (!mc->idle || !mc->replicating || mc->interval_decided) return;
+  mc->interval_decided = 1;
+  const AxSettleNote *w = NULL;
+  for (int r = 0; r < n; r++)
+    if (wider(&notes[r], w ? w->interval : mc->interval)) w = &notes[r];
+  if (!w) return;
+  int rank0 = mc->v.grid == NULL || mc->v.grid->rank == 0;
+  if (w->interval == 0) {
+    if (rank0 && !mc->none_fits)
+      ax_log("memory checkpoints: at step %d no idle span of the link holds a chunk of %.0f KB "
+             "(%.2f MB of replicas a checkpoint; spans profiled over %d step(s)): no interval "
+             "replicates in idle spans, so each copy's replicas go at the settle before the next "
+             "checkpoint (counted late)", mc->step_now, (double)mc->link.min_chunk / 1024,
+             (double)w->ckpt_bytes / 1e6, mc->profile_steps);
+    mc->none_fits = 1;
+    return;
+  }
+  if (rank0)
+    ax_log("memory checkpoints: at step %d the idle spans of a step (profiled over %d step(s)) "
+           "hold %.2f MB of a link's %.2f MB of replicas a checkpoint: replication every %d "
+           "step(s) is impossible; checkpoints are taken every %d steps from now on (the due "
+           "ones between are skipped, counted)",
+           mc->step_now, mc->profile_steps, (double)w->step_bytes / 1e6,
+           (double)w->ckpt_bytes / 1e6, mc->interval, w->interval);
+  mc->interval = w->interval;
 }
 
 int ax_replicas_complete(AxMemCkpt *mc) { return mc->replicating ? complete_all(mc) : AX_OK; }
@@ -339,12 +434,14 @@ void ax_replicas_free(AxMemCkpt *mc) {
 void ax_replicas_report(const AxMemCkpt *mc) {
   if (((mc->v.grid != NULL) && mc->v.grid->rank != 0) || !mc->landed_copies) return;
   ax_log("memory checkpoints: %d cop%s replicated (%s schedule), %.1f step(s) each on average, "
-         "%d sent at once after waiting %d steps; %d due checkpoint(s) skipped while replicas "
-         "were in flight; rank 0 sent %.1f MB in idle spans and %.1f MB at settles",
+         "%d late (the leftover sent at the settle before the next checkpoint); %d due "
+         "checkpoint(s) skipped (taken every %d step(s), asked every %d); rank 0 sent %.1f MB "
+         "in idle spans and %.1f MB at settles; its spans re-profiled %d time(s) (a step of "
+         "another shape)",
          mc->landed_copies, mc->landed_copies == 1 ? "y" : "ies",
          mc->idle ? "idle-span" : "end-of-step", (double)mc->flights / mc->landed_copies,
-         mc->overdue, AX_REPLICA_MAX_WAIT, mc->skipped, (double)mc->idle_bytes / 1e6,
-         (double)mc->end_bytes / 1e6);
+         mc->late, mc->skipped, mc->interval, mc->v.opt.memory_checkpoint_every,
+         (double)mc->idle_bytes / 1e6, (double)mc->end_bytes / 1e6, mc->reprofiled);
   char steady[96] = "";
   if (mc->steady_files)
     snprintf(steady, sizeof steady, "; %.1f ms each of the %d after each slot's first fill",

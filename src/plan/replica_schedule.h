@@ -11,7 +11,17 @@
  *     size = min(size, what remains);  remain_span -= f(size)
  * The thesis's line 16 subtracts f(remain_size), the checkpoint's remainder, where the chunk
  * just placed is meant; we subtract f(size). A chunk smaller than `min_chunk` is not sent
- * (unless it is the last of the checkpoint): a sliver of a span costs alpha for no bytes. */
+ * (unless it is the last of the checkpoint): a sliver of a span costs alpha for no bytes.
+ *
+ * The spans come from a profile over several steps (§6.5.4; AxSpanProfile): each gap where
+ * the newest step had it, as long as its shortest over the last `window` steps (the thesis
+ * averages; its public code takes each gap's minimum), restarted when a step's gaps differ in
+ * number (the step changed shape). Over a step, the chunks fill mu of
+ * every span but the last; what does not fit is the leftover, sent in the last span, which the
+ * thesis makes unbounded (Algorithm 6.2's line 2): so a checkpoint is replicated before the
+ * next one starts. Where the spans of one step hold less than a checkpoint's replicas, the
+ * smallest feasible interval is the fewest steps (a multiple of the requested one) whose spans
+ * hold them (ax_replica_interval). */
 #ifndef AX_REPLICA_SCHEDULE_H
 #define AX_REPLICA_SCHEDULE_H
 
@@ -45,5 +55,33 @@ int ax_span_at(const AxSpan *spans, int n, double t);
  * only counts). Returns how many chunks; *used_s gets the link time they take. */
 int ax_fill_span(const AxReplicaLink *l, double span_s, size_t *remain, size_t *sizes, int cap,
                  double *used_s);
+
+/* Algorithm 6.2 over one step: `bytes` into mu of each of spans[0..n) but the last (the
+ * leftover's, unbounded). Returns the bytes placed before the last span; *chunks (may be NULL)
+ * gets the chunks cut. The leftover is bytes less the return. */
+size_t ax_step_fill(const AxReplicaLink *l, const AxSpan *spans, int n, size_t bytes, int *chunks);
+
+/* The smallest interval, a multiple of `every`, whose steps' spans (each as spans[0..n), the
+ * last left out) hold `bytes` of replicas; 0 when no span holds a chunk (no interval does). */
+int ax_replica_interval(const AxReplicaLink *l, const AxSpan *spans, int n, size_t bytes,
+                        int every);
+
+/* The idle spans of the last `window` steps. */
+typedef struct {
+  AxSpan *ring;  /* [window][cap]: each step's spans */
+  int *n;        /* [window]: how many */
+  int window, cap;
+  int steps;     /* steps held (at most window) */
+  int next;      /* the ring's slot for the next step */
+} AxSpanProfile;
+
+int ax_span_profile_init(AxSpanProfile *p, int window, int cap); /* AX_OK or AX_ERR (memory) */
+void ax_span_profile_free(AxSpanProfile *p);
+/* A step's spans added (the oldest beyond the window dropped). Returns 1 when they differ in
+ * number from the profile's: the profile restarts from this step (re-profiled), else 0. */
+int ax_span_profile_add(AxSpanProfile *p, const AxSpan *spans, int n);
+/* Each gap of the newest step, from its start there and as long as its shortest over the
+ * profile's steps, into out (at least cap); returns how many. */
+int ax_span_profile_min(const AxSpanProfile *p, AxSpan *out);
 
 #endif

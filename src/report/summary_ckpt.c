@@ -1,5 +1,6 @@
 /* summary_ckpt.c — the memory-checkpoint object of the end-of-run summary (Gemini,
- * docs/memory-checkpoints.md): the settings, how many copies were made, completed and skipped,
+ * docs/memory-checkpoints.md): the settings, how many copies were made, completed, skipped and
+ * late, the replica bytes sent in idle spans and outside them,
  * and each rank's cost (stage files written, those its optimizer wrote in place, its copy thread's CPU per file, all of them and
  * those after each slot's first fill, its main thread's time joining and settling per copy),
  * gathered to rank 0. Schema: docs/summary.md. */
@@ -47,6 +48,15 @@ void ax_summary_ckpt_json(AxJsonW *j, const AxCkptSummary *c) {
   ax_jsonw_int(j, "copies", r0->copies);
   ax_jsonw_int(j, "copies_complete", r0->complete);
   ax_jsonw_int(j, "skipped", r0->skipped);
+  ax_jsonw_int(j, "interval", r0->interval);
+  ax_jsonw_int(j, "late", r0->late);
+  unsigned long long in_spans = 0, outside = 0;
+  for (int r = 0; r < c->ranks; r++) {
+    in_spans += c->of_rank[r].bytes_in_spans;
+    outside += c->of_rank[r].bytes_outside;
+  }
+  ax_jsonw_int(j, "replica_bytes_in_spans", (long long)in_spans);
+  ax_jsonw_int(j, "replica_bytes_outside_spans", (long long)outside);
   ax_jsonw_array(j, "files_written");
   for (int r = 0; r < c->ranks; r++) ax_jsonw_int(j, NULL, c->of_rank[r].files_written);
   ax_jsonw_end(j);

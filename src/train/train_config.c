@@ -247,8 +247,10 @@ static const AxOption OPTIONS[] = {
     STR("memory-dir", memckpt.memory_dir, "/dev/shm", "DIR", "where memory checkpoints live"),
     CHOICE("replica-schedule", memckpt.replica_schedule, "idle", "idle|end",
            "when memory-checkpoint replicas cross the network: in chunks in the idle spans of "
-           "each step's link use, what does not fit waiting for the next step (Gemini §6.5), or "
-           "all of them at the next step's settle, after its loss"),
+           "each step's link use, profiled over 20 steps, what does not fit waiting for the next "
+           "steps' spans until the next checkpoint is due, then sent at that step's settle, and "
+           "checkpoints taken less often where the spans cannot hold them (Gemini §6.5); or all "
+           "of them at the next step's settle, after its loss"),
     FLT("replica-idle-share", memckpt.replica_idle_share, "0.8", "MU",
         "the share of each idle span replicas may fill (Gemini's mu)", 0.01, 1),
     /* -- debug (AxDebugOptions) */

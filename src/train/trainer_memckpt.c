@@ -92,8 +92,8 @@ static void op_gather_close(void *ctx) {
 /* ------------------------------------------------------------------ its hooks */
 
 static int at_begin(void *mc, int step, int arg) {
-  (void)step, (void)arg;
-  return ax_memckpt_step_begin(mc);
+  (void)arg;
+  return ax_memckpt_step_begin(mc, step);
 }
 static int at_tick(void *mc, int step, int arg) {
   (void)step, (void)arg;

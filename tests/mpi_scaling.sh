@@ -80,15 +80,15 @@ done
 [ -e "$TMP/plan/weak/0048-gpt-12b/summary.json" ] && fail "--print ran a job"
 scripts/scaling/strong --machine scripts/scaling/machines/summit.conf --print --fixed-batch \
   --out "$TMP/plan" >"$TMP/fixed.txt" 2>&1 || { fail "strong --fixed-batch --print"; cat "$TMP/fixed.txt"; }
-[ "$(grep -c -- "--batch 4096 " "$TMP/fixed.txt")" = 4 ] || fail "strong --fixed-batch: not 4 x --batch 4096"
+[ "$(grep -c "^jsrun .* --batch 4096 " "$TMP/fixed.txt")" = 4 ] || fail "strong --fixed-batch: not 4 jsrun lines with --batch 4096"
 grep -q "^### submit: bsub < $TMP/plan/strong-fixed-batch/0384-gpt-12b/job.sh" "$TMP/fixed.txt" ||
   fail "strong --fixed-batch: jobs not under strong-fixed-batch/, or not bsub < job.sh"
 
 # ---- launch templates: --dry-run prints and runs nothing
-out=$(scripts/launch/mpirun.sh -n 2 --dry-run -- touch "$TMP/ran" "a b")
+out=$(scripts/launch/mpirun.sh -n 2 --cores-per-rank 1 --dry-run -- touch "$TMP/ran" "a b")
 [ "$out" = "+ $MPIEXEC -n 2 -bind-to core touch $TMP/ran 'a b'" ] || fail "mpirun.sh --dry-run printed: $out"
 # the binding as hydra applies it: each of 2 ranks on one core of its own
-scripts/launch/mpirun.sh -n 2 -- sh -c 'grep Cpus_allowed_list: /proc/self/status' >"$TMP/bound.txt" ||
+scripts/launch/mpirun.sh -n 2 --cores-per-rank 1 -- sh -c 'grep Cpus_allowed_list: /proc/self/status' >"$TMP/bound.txt" ||
   fail "mpirun.sh -bind-to core"
 [ "$(grep -c 'Cpus_allowed_list:[[:space:]]*[0-9]*$' "$TMP/bound.txt")" = 2 ] ||
   { fail "mpirun.sh: ranks not bound to one core each:"; cat "$TMP/bound.txt"; }

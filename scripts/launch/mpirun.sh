@@ -7,7 +7,8 @@
 # Usage: scripts/launch/mpirun.sh -n RANKS [options] -- COMMAND [ARGS...]
 #   --per-node G       ranks per node (default: all on this node, no -ppn)
 #   --hostfile FILE    the nodes to use
-#   --cores-per-rank C cores each rank is bound to (default 1)
+#   --cores-per-rank C cores each rank is bound to (default: this host's cores / ranks per
+#                      node, at least 1: the split axonn makes itself without a launcher)
 #   --bind core|none   bind each rank to its C cores (default), or leave placement to the OS
 #   --modules "A B"    with --batch: module load A B at the top of the script
 #   --dry-run          print the command only;  --batch FILE: write a sh script that runs it
@@ -21,7 +22,8 @@ DIR=$(dirname "$0")
 # shellcheck source=scripts/launch/common.sh
 . "$DIR/common.sh"
 
-PER_NODE=1000000 CORES=1 GPUS=1 HOSTFILE="" explicit_per_node=0 BIND=core SCHEDULER=none
+PER_NODE=1000000 CORES=1 GPUS=1 HOSTFILE="" explicit_per_node=0 explicit_cores=0 BIND=core
+SCHEDULER=none
 args=""
 # --hostfile and --bind are this template's own; the rest is common
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -31,11 +33,19 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
       need_value "$@"; BIND=$2; shift
       case $BIND in core | none) ;; *) die "--bind must be core or none (got '$BIND')" ;; esac ;;
     --per-node) need_value "$@"; explicit_per_node=1; args="$args $(q "$1") $(q "$2")"; shift ;;
+    --cores-per-rank) need_value "$@"; explicit_cores=1; args="$args $(q "$1") $(q "$2")"; shift ;;
     *) args="$args $(q "$1")" ;;
   esac
   shift
 done
 eval "parse_launch_args $args \"\$@\""
+if [ "$explicit_cores" = 0 ]; then
+  here=$RANKS
+  [ "$PER_NODE" -lt "$here" ] && here=$PER_NODE
+  cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null) || cpus=1
+  CORES=$((${cpus:-1} / here))
+  [ "$CORES" -ge 1 ] || CORES=1
+fi
 
 # MPIEXEC may carry flags of its own (e.g. "mpirun --oversubscribe"): split on purpose
 MPIEXEC=${MPIEXEC:-mpiexec}

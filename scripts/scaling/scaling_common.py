@@ -37,13 +37,13 @@ MACHINE_KEYS = {
     "launcher": str, "gpus_per_node": int, "cores_per_rank": int, "gpus_per_rank": int,
     "peak_tflops": float, "gpu_memory_gib": float, "device": str, "precision": str,
     "account": str, "queue": str, "time": int, "axonn": str, "train_args": str,
-    "hostfile": str, "max_micro_batch": int,
+    "hostfile": str, "max_micro_batch": int, "modules": str,
 }
 DEFAULTS = {
     "launcher": "mpirun", "gpus_per_node": 1, "cores_per_rank": 1, "gpus_per_rank": 1,
     "peak_tflops": 0.0, "gpu_memory_gib": 0.0, "device": "cpu", "precision": "fp32",
     "account": "", "queue": "", "time": 30, "axonn": "bin/axonn", "train_args": "",
-    "hostfile": "", "max_micro_batch": 0,
+    "hostfile": "", "max_micro_batch": 0, "modules": "",
 }
 
 
@@ -212,6 +212,8 @@ def launch_command(pt, machine, job_dir, study, script):
         cmd += ["--account", machine["account"]]
     if machine["queue"]:
         cmd += ["--queue", machine["queue"]]
+    if machine["modules"]:
+        cmd += ["--modules", machine["modules"]]
     return cmd
 
 

@@ -56,6 +56,8 @@ if [ $status -eq 3 ]; then
   grep -q "matplotlib is not installed" "$TMP/demo.log" || fail "no clear matplotlib message"
   echo "mpi_scaling: plots skipped: no matplotlib"
 else
+  n=$(find "$TMP/demo" -maxdepth 1 -name '*.png' | wc -l)
+  [ "$n" -eq 6 ] || fail "$n PNG files in the demo's directory, expected 6: $(ls "$TMP/demo")"
   for png in batch_time percent_of_peak training_days speedup efficiency loss; do
     f="$TMP/demo/$png.png"
     if [ ! -s "$f" ] || [ "$(head -c 4 "$f" | od -An -c | tr -d ' \n')" != '211PNG' ]; then

@@ -76,6 +76,7 @@ static int is_flag(const char *arg) {
 /* Moves --input's values and every other file name of argv into `inputs`; argv keeps the rest
  * (*argc shrinks). An option that takes a value keeps its value. */
 static int take_inputs(int *argc, char **argv) {
+  inputs.n = 0;
   inputs.names = ax_malloc((size_t)*argc * sizeof *inputs.names);
   if (!inputs.names) return AX_ERR;
   int kept = 1, only_files = 0;
@@ -342,5 +343,7 @@ int ax_cmd_prep(int argc, char **argv) {
   }
   int rc = ax_command_run(&spec, argc, argv);
   free(inputs.names);
+  inputs.names = NULL;
+  inputs.n = 0;
   return rc;
 }

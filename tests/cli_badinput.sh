@@ -256,6 +256,10 @@ bad "--tokens 0 is out of range" "$AXONN" sample --model "$IN/model.bin" --token
 bad "cannot read $IN/dir: it is a directory" "$AXONN" prep --input "$IN/dir" --output "$OUT/p"
 bad "needs --input FILE and --output PREFIX" "$AXONN" prep --input "$IN/text.txt"
 bad "--val-fraction 2 is out of range" "$AXONN" prep --input "$IN/text.txt" --output "$OUT/p" --val-fraction 2
+bad "cannot open $IN/none.txt" "$AXONN" prep --input "$IN/text.txt" "$IN/none.txt" --output "$OUT/p"
+bad "standard input (-) is given twice" "$AXONN" prep - "$IN/text.txt" - --output "$OUT/p"
+bad "--eot needs --tokenizer gpt2" "$AXONN" prep --input "$IN/text.txt" --output "$OUT/p" --eot
+bad "--progress -1 is out of range" "$AXONN" prep --input "$IN/text.txt" --output "$OUT/p" --progress -1
 bad "compare needs two model files" "$AXONN" compare "$IN/model.bin"
 bad "unexpected argument" "$AXONN" compare "$IN/model.bin" "$IN/model.bin" "$IN/model.bin"
 bad "unknown option --bogus1" "$AXONN" compare a b --tol 1 --tol 2 --tol 3 --tol 4 --bogus1 --bogus2
@@ -264,6 +268,22 @@ bad "no complete checkpoint in $IN/dir" "$AXONN" export --checkpoint "$IN/dir" -
 bad "llmc|safetensors" "$AXONN" export --checkpoint "$IN/dir" --output "$OUT/e" --format onnx
 bad "no complete checkpoint in $IN/dir" "$AXONN" export --checkpoint "$IN/dir" --output "$OUT/e" --format safetensors
 bad "unknown benchmark 'fly'" "$AXONN" bench fly
+
+# ---------------------------------------------------------------- launch templates, scaling drivers
+S=scripts/launch
+bad "--warn 40 must be less than --time 30" $S/slurm-srun.sh -n 4 --warn 40 --batch "$OUT/j.sh" -- x
+bad "--warn must be minutes" $S/lsf-jsrun.sh -n 6 --warn 5m --batch "$OUT/j.lsf" -- x
+bad "--warn needs a batch system" $S/mpirun.sh -n 2 --warn 5 --dry-run -- x
+bad "--chain needs --batch FILE" $S/slurm-srun.sh -n 4 --chain 2 -- x --checkpoint-dir c
+bad "the command has no --checkpoint-dir" $S/lsf-jsrun.sh -n 6 --chain 2 --batch "$OUT/j.lsf" -- x
+bad "--chain must be a positive integer (got '0')" $S/slurm-srun.sh -n 4 --chain 0 --batch "$OUT/j.sh" -- x
+bad "--chain needs a batch system" $S/mpirun.sh -n 2 --chain 2 --batch "$OUT/j.sh" -- x --checkpoint-dir c
+bad "'gcc;rm' is not a module name" $S/slurm-srun.sh -n 4 --modules "gcc;rm" --batch "$OUT/j.sh" -- x
+bad "--modules needs --batch FILE" $S/mpirun.sh -n 2 --modules gcc --dry-run -- x
+bad "--bind must be core or none (got 'socket')" $S/mpirun.sh -n 2 --bind socket --dry-run -- x
+bad "not divisible by G_data 3" scripts/scaling/strong --model 4x32x2 --gpus 1,3 --base-batch 8 \
+  --fixed-batch --print --out "$OUT/s"
+bad "--base-batch must be positive" scripts/scaling/strong --fixed-batch --base-batch 0 --print --out "$OUT/s"
 
 # ---------------------------------------------------------------- writes that must not replace
 # A device node and a symlink named as an output: the device is written, never replaced; the

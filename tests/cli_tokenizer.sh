@@ -3,7 +3,10 @@
 # shards (header and ids checked), a model trained on them samples text through llm.c's
 # tokenizer file (written here from encoder.json by a few lines of python3, a test fixture
 # only) and through --bpe-dir, and bad tokenizer files or prompts give one line on stderr.
-# Also: a prompt longer than the model's context conditions sample on its LAST tokens.
+# Also: a prompt longer than the model's context conditions sample on its LAST tokens; prep of
+# several documents (files and - for standard input) is their concatenation, with GPT-2's
+# <|endoftext|> before each one (llm.c's convention) and nothing between them for bytes; encoding
+# in small pieces (--progress) gives the tokens of the whole text, with progress lines on stderr.
 # Needs GPT-2's BPE files in $AXONN_GPT2_BPE (tests/fetch-gpt2-bpe.sh); says "skipped" without.
 . "$(dirname "$0")/testlib.sh"
 
@@ -24,6 +27,26 @@ head=$(printf %s "$long" | head -c $((${#long} - 8)))
 { printf %s "$head"; cat "$TMP/tail.out"; } | cmp -s - "$TMP/long.out" ||
   fail "a long prompt must print whole and continue from its last 8 tokens: got '$(cat "$TMP/long.out")', expected '$head$(cat "$TMP/tail.out")'"
 
+# --- prep of several documents, bytes: the concatenation, from files and standard input
+printf 'first document\n' >"$TMP/d1.txt"
+printf 'second\n' >"$TMP/d2.txt"
+"$AXONN" prep --input "$TMP/d1.txt" "$TMP/d2.txt" --output "$TMP/two" --val-fraction 0 --quiet \
+  >"$TMP/quiet.out" 2>&1 || fail "prep of two files"
+[ -s "$TMP/quiet.out" ] && fail "prep --quiet printed: $(cat "$TMP/quiet.out")"
+tail -c +1025 "$TMP/two_train.bin" | od -An -v -t u2 | tr -s ' \n' ' ' >"$TMP/two.ids"
+cat "$TMP/d1.txt" "$TMP/d2.txt" | od -An -v -t u1 | tr -s ' \n' ' ' >"$TMP/cat.ids"
+cmp -s "$TMP/two.ids" "$TMP/cat.ids" || fail "bytes of two files: $(cat "$TMP/two.ids"), expected $(cat "$TMP/cat.ids")"
+"$AXONN" prep "$TMP/d1.txt" - --output "$TMP/stdin" --val-fraction 0 <"$TMP/d2.txt" >/dev/null ||
+  fail "prep FILE - (standard input)"
+cmp -s "$TMP/two_train.bin" "$TMP/stdin_train.bin" || fail "prep FILE - differs from prep FILE FILE"
+# pieces of 2 KB (--progress 0.002): the same shards as one piece, a progress line per piece
+"$AXONN" prep --input "$TMP/bytes.txt" --output "$TMP/whole" --progress 0 >/dev/null 2>"$TMP/whole.err"
+"$AXONN" prep --input "$TMP/bytes.txt" --output "$TMP/pieces" --progress 0.002 >/dev/null 2>"$TMP/pieces.err"
+[ -s "$TMP/whole.err" ] && fail "prep --progress 0 printed on stderr: $(cat "$TMP/whole.err")"
+[ "$(grep -c '^prep: .* of .* MB (.*%), .* MB/s, [0-9]* tokens$' "$TMP/pieces.err")" -ge 4 ] ||
+  fail "prep --progress 0.002 of 9 KB: expected 4+ progress lines, got: $(cat "$TMP/pieces.err")"
+cmp -s "$TMP/whole_train.bin" "$TMP/pieces_train.bin" || fail "bytes: pieces give other tokens"
+
 # --- the GPT-2 vocabulary
 expect_error "needs --bpe-dir DIR" prep --input "$TMP/bytes.txt" --output "$TMP/g" --tokenizer gpt2
 expect_error "needs --tokenizer gpt2" prep --input "$TMP/bytes.txt" --output "$TMP/g" --bpe-dir "$TMP"
@@ -41,8 +64,23 @@ else
   [ "$1 $2 $4 $5" = "20240520 1 20240520 1" ] || fail "GPT-2 shard headers: $*"
   [ "$(($3 + $6))" = "${total:-x}" ] || fail "shards hold $3 + $6 tokens, prep printed $total"
   [ "$(stat -c %s "$TMP/g_train.bin")" -eq $((1024 + 2 * $3)) ] || fail "train shard size"
-  set -- $(od -An -t u2 -j 1024 -N 6 "$TMP/g_train.bin")
-  [ "$*" = "15496 995 198" ] || fail "\"Hello world\\n\" is GPT-2's 15496 995 198, prep wrote $*"
+  set -- $(od -An -t u2 -j 1024 -N 8 "$TMP/g_train.bin")
+  [ "$*" = "50256 15496 995 198" ] ||
+    fail "<|endoftext|> then \"Hello world\\n\" is GPT-2's 50256 15496 995 198, prep wrote $*"
+  # two documents: each starts with <|endoftext|>; --eot=0: none; pieces: the same tokens
+  gpt2_ids() { # FILE...: the ids prep --tokenizer gpt2 writes for FILE... (all in the train shard)
+    out=$1; shift
+    "$AXONN" prep "$@" --output "$TMP/$out" --tokenizer gpt2 --bpe-dir "$BPE" --val-fraction 0 \
+      --quiet || fail "prep --tokenizer gpt2 $*"
+    tail -c +1025 "$TMP/${out}_train.bin" | od -An -v -t u2 | tr -s ' \n' ' '
+  }
+  a=$(gpt2_ids a --eot=0 "$TMP/d1.txt")
+  b=$(gpt2_ids b --eot=0 "$TMP/d2.txt")
+  both=$(gpt2_ids ab "$TMP/d1.txt" - <"$TMP/d2.txt")
+  [ "$(echo $both)" = "$(echo 50256 $a 50256 $b)" ] ||
+    fail "two documents: '$both', expected '$(echo 50256 $a 50256 $b)'"
+  [ "$(gpt2_ids w --eot=0 --progress 0 "$TMP/gpt2.txt")" = "$(gpt2_ids p --eot=0 --progress 0.002 "$TMP/gpt2.txt")" ] ||
+    fail "GPT-2 tokens of 2 KB pieces differ from those of the whole text"
 
   # llm.c's gpt2_tokenizer.bin, from encoder.json (GPT-2's byte alphabet inverted); NAME N EOT
   write_tokenizer() {

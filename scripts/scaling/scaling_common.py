@@ -13,7 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 LAUNCHERS = {
     "mpirun": ("mpirun.sh", ["sh"]),
-    "lsf": ("lsf-jsrun.sh", ["bsub"]),
+    "lsf": ("lsf-jsrun.sh", ["bsub"]),  # bsub < job.sh: #BSUB lines are read from stdin
     "slurm": ("slurm-srun.sh", ["sbatch"]),
 }
 # The models of the paper's Table I and the rest of axonn's presets (models/gpt_presets.c):
@@ -37,13 +37,13 @@ MACHINE_KEYS = {
     "launcher": str, "gpus_per_node": int, "cores_per_rank": int, "gpus_per_rank": int,
     "peak_tflops": float, "gpu_memory_gib": float, "device": str, "precision": str,
     "account": str, "queue": str, "time": int, "axonn": str, "train_args": str,
-    "hostfile": str, "max_micro_batch": int,
+    "hostfile": str, "max_micro_batch": int, "modules": str,
 }
 DEFAULTS = {
     "launcher": "mpirun", "gpus_per_node": 1, "cores_per_rank": 1, "gpus_per_rank": 1,
     "peak_tflops": 0.0, "gpu_memory_gib": 0.0, "device": "cpu", "precision": "fp32",
     "account": "", "queue": "", "time": 30, "axonn": "bin/axonn", "train_args": "",
-    "hostfile": "", "max_micro_batch": 0,
+    "hostfile": "", "max_micro_batch": 0, "modules": "",
 }
 
 
@@ -212,6 +212,8 @@ def launch_command(pt, machine, job_dir, study, script):
         cmd += ["--account", machine["account"]]
     if machine["queue"]:
         cmd += ["--queue", machine["queue"]]
+    if machine["modules"]:
+        cmd += ["--modules", machine["modules"]]
     return cmd
 
 
@@ -236,19 +238,24 @@ def write_job(pt, machine, args, study):
 def submit(job_dir, script, machine, print_only):
     """Returns True when the job was submitted (or, for mpirun, ran) successfully."""
     _, submit_cmd = LAUNCHERS[machine["launcher"]]
-    cmd = submit_cmd + [script]
+    from_stdin = machine["launcher"] == "lsf"
+    cmd = submit_cmd if from_stdin else submit_cmd + [script]
+    shown = " ".join(map(shlex.quote, cmd)) + (" < " + shlex.quote(script) if from_stdin else "")
     if print_only:
         with open(script) as f:
             sys.stdout.write("### %s\n%s" % (script, f.read()))
-        print("### submit: %s\n" % " ".join(map(shlex.quote, cmd)))
+        print("### submit: %s\n" % shown)
         return True
-    print("+ %s" % " ".join(map(shlex.quote, cmd)), flush=True)
+    print("+ %s" % shown, flush=True)
     if machine["launcher"] == "mpirun":  # run here, one after the other
         with open(os.path.join(job_dir, "job.out"), "w") as out:
             rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
         if rc != 0:
             print("  failed (exit %d); see %s" % (rc, os.path.join(job_dir, "job.out")))
         return rc == 0
+    if from_stdin:
+        with open(script) as f:
+            return subprocess.call(cmd, stdin=f) == 0
     return subprocess.call(cmd) == 0
 
 

@@ -9,7 +9,7 @@
 
 const AxCommand AX_COMMANDS[] = {
     {"train", ax_cmd_train, "train a GPT-2 model (one process or an MPI grid)"},
-    {"prep", ax_cmd_prep, "turn a text file into token shards (bytes or GPT-2 BPE)"},
+    {"prep", ax_cmd_prep, "turn text files (or standard input) into token shards (bytes or GPT-2 BPE)"},
     {"sample", ax_cmd_sample, "generate text from a saved model"},
     {"compare", ax_cmd_compare, "compare two model files tensor by tensor"},
     {"export", ax_cmd_export, "write the llm.c model file of a checkpoint"},

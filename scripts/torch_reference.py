@@ -184,7 +184,7 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
                              {"params": other, "weight_decay": 0.0}],
                             lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps,
-                            fused=a.device == "cuda")
+                            **({"fused": True} if a.device == "cuda" else {}))
     BT = a.batch * a.seq
     tokens = read_tokens(a.data) if a.data else \
         np.random.default_rng(0).integers(0, cfg["V"], BT * 64 + 1)

@@ -53,14 +53,18 @@ expect_error "llmc|safetensors" export --checkpoint "$TMP/ck" --output "$TMP/x" 
 
 # the directory in the project's PyTorch reference (its own safetensors reader): the losses of
 # the same tokens (a shard of 3 x 64 tokens below 200) as axonn's from --init DIR, to 1e-4
-if python3 -c "import torch, numpy" 2>/dev/null; then
+PY=
+for p in python3 /usr/bin/python3; do # Debian's python3-torch is the system python's
+  "$p" -c "import torch, numpy" 2>/dev/null && { PY=$p; break; }
+done
+if [ -n "$PY" ]; then
   python3 -c 'import struct, sys
 toks = [(i * 7919 + i // 3) % 200 for i in range(3 * 64 + 1)]
 sys.stdout.buffer.write(struct.pack("256i", 20240520, 1, len(toks), *([0] * 253)) + struct.pack("%dH" % len(toks), *toks))' \
     >"$TMP/tok.bin"
   "$AXONN" train --data "$TMP/tok.bin" --init "$TMP/hf" $R --steps 3 --metrics "$TMP/ax.csv" \
     --shuffle 0 --lr 1e-3 --quiet >/dev/null 2>"$TMP/ax.err" || { fail "--init DIR on the shard"; cat "$TMP/ax.err"; }
-  python3 "$(dirname "$0")/../scripts/torch_reference.py" --model "$TMP/hf" --data "$TMP/tok.bin" \
+  "$PY" "$(dirname "$0")/../scripts/torch_reference.py" --model "$TMP/hf" --data "$TMP/tok.bin" \
     --batch 4 --seq 16 --steps 3 --lr 1e-3 >"$TMP/torch.out" 2>&1 || { fail "torch_reference.py"; cat "$TMP/torch.out"; }
   awk -F, 'NR == FNR { if (FNR > 1) ax[$1] = $2; next }
     $1 == "step" { t = $4; a = ax[$2]; n++; d = (a - t) / t; if (d < 0) d = -d

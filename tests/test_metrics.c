@@ -27,7 +27,7 @@ static int count_lines(const char *path) {
 START_TEST(every_step_gets_a_row) {
   const char *path = tu_path("m.csv");
   AxMetrics m;
-  ck_assert_int_eq(ax_metrics_open(&m, path, 1, 12, 64, 1e6), AX_OK);
+  ck_assert_int_eq(ax_metrics_open(&m, &(AxMetricsFiles){.csv = path, .resume_step = -1}, 1, 12, 64, 1e6), AX_OK);
   ax_metrics_log_every(&m, 5); /* progress lines do not thin out the CSV */
   for (int s = 1; s <= 12; s++) {
     AxStepRecord r = record(s);
@@ -47,7 +47,7 @@ static void expect_error(int rc, const char *needle) {
 
 START_TEST(full_device_fails_at_open) {
   AxMetrics m;
-  expect_error(ax_metrics_open(&m, "/dev/full", 1, 10, 64, 1e6),
+  expect_error(ax_metrics_open(&m, &(AxMetricsFiles){.csv = "/dev/full", .resume_step = -1}, 1, 10, 64, 1e6),
                "cannot write metrics file /dev/full");
   ck_assert_int_eq(ax_metrics_close(&m), AX_ERR); /* the header never reached it */
   ax_error_clear();
@@ -64,7 +64,7 @@ START_TEST(failed_row_is_an_error) {
   lim.rlim_cur = 512;
   ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
   AxMetrics m;
-  int rc = ax_metrics_open(&m, path, 1, 1000, 64, 1e6), step = 0;
+  int rc = ax_metrics_open(&m, &(AxMetricsFiles){.csv = path, .resume_step = -1}, 1, 1000, 64, 1e6), step = 0;
   while (rc == AX_OK && step < 1000) {
     AxStepRecord r = record(++step);
     rc = ax_metrics_step(&m, &r);

@@ -7,8 +7,9 @@ set -eu
 
 # Debian package -> what it provides (shown to users who must install it by hand).
 PACKAGES="mpich libmpich-dev libhwloc-dev check libopenblas-dev pkg-config"
-# Extra packages some optional parts use (plots); installed when we can, never required.
-OPTIONAL="python3-matplotlib"
+# Extra packages some optional parts use (plots; protoc, the independent reader of the
+# TensorBoard files in tests/cli_metrics.sh); installed when we can, never required.
+OPTIONAL="python3-matplotlib protobuf-compiler"
 
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
@@ -33,7 +34,7 @@ if is_debian; then
   if [ "$check_only" = 1 ] || [ "$(id -u)" != 0 ]; then
     [ -n "$missing" ] && echo "install-deps: missing Debian packages: $missing" &&
       echo "  install with: sudo apt-get install -y $missing"
-    [ -n "$missing_opt" ] && echo "install-deps: optional (plots): sudo apt-get install -y $missing_opt"
+    [ -n "$missing_opt" ] && echo "install-deps: optional (plots, TensorBoard check): sudo apt-get install -y $missing_opt"
     [ -n "$missing" ] && exit 1
     exit 0
   fi

@@ -22,15 +22,6 @@ mkdir -p "$OUT"
 batch_time() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['timing']['batch_time_s'])" "$1"; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
-# this host as a machine: one node (unless --ranks-per-node), shared memory at half the copy
-# bandwidth the profile measured (MPI copies a message in and out), its cores (which decide
-# whether the trainer pins its ranks, src/backend/binding_rule.h)
-machine_file() {
-  bw=$(awk -F' = ' '$1 == "copy_bytes_per_s" {printf "%.0f", $2 / 2 / 1e6}' "$1")
-  printf 'name = %s\ngpus_per_node = 64\nintra_bw = %sMB/s\ninter_bw = %sMB/s\ndevice = cpu\ncores_per_node = %s\n' \
-    "$(hostname)" "$bw" "$bw" "$(nproc)" >"$2"
-}
-
 echo "simulate-validate: $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $REPS repetitions; model: $MODEL"
 printf '%-6s %-9s %12s %12s %8s %7s %s\n' grid link predicted_ms measured_ms error target each
 for emu in off on; do
@@ -45,9 +36,9 @@ for emu in off on; do
       tag="$OUT/$g-$emu-$r"
       # shellcheck disable=SC2086
       "$AXONN" profile $COMMON $grid $link --out "$tag.profile" >"$tag.profile.log" 2>&1 || { echo "profile failed: $tag"; continue; }
-      machine_file "$tag.profile" "$tag.machine"
       # shellcheck disable=SC2086
-      "$AXONN" simulate $COMMON $grid $link --machine "$tag.machine" --profile "$tag.profile" \
+      # no --machine: the host the profile measured (one node, half the copy bandwidth, its cores)
+      "$AXONN" simulate $COMMON $grid $link --profile "$tag.profile" \
         --summary "$tag.sim.json" >"$tag.sim.log" 2>&1 || { echo "simulate failed: $tag"; continue; }
       # shellcheck disable=SC2086
       timeout 600 $MPIEXEC -n "$np" "$AXONN" train $COMMON $grid $link --summary "$tag.run.json" \

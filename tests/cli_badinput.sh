@@ -84,6 +84,11 @@ printf 'no-such-option = 1\n' >"$IN/unknown.cfg"
 # ---------------------------------------------------------------- flags
 bad "unknown command 'fly'" "$AXONN" fly
 bad "unknown option --nope" "$AXONN" train --nope 1
+# a misspelled flag: the nearest known one, for every subcommand's options
+bad "unknown option --metric (did you mean --metrics? see" "$AXONN" train --metric m.csv
+bad "unknown option --tensorbord (did you mean --tensorboard?" "$AXONN" train --tensorbord tb
+bad "unknown option --g_data (did you mean --g-data?" "$AXONN" train --g_data 2
+bad "unknown option --temprature (did you mean --temperature?" "$AXONN" sample --temprature 1
 bad "--steps needs a value" "$AXONN" train --steps
 bad "--steps expects an integer, got 'ten'" "$AXONN" train --steps ten
 bad "--steps -1 is out of range" "$AXONN" train --steps -1
@@ -310,6 +315,15 @@ bad "error: --trace: cannot write /dev/full: No space left on device" "$AXONN" s
 bad "error: --summary: cannot write /dev/full: No space left on device" "$AXONN" simulate --machine summit $T --summary /dev/full --metrics "$OUT/m.csv"
 bad "error: --summary: cannot write /proc/x.json" "$AXONN" simulate --machine summit $T --summary /proc/x.json --metrics "$OUT/m.csv"
 bad "cannot write metrics file /dev/full: No space left on device" "$AXONN" train $T --metrics /dev/full
+bad "cannot write metrics file /dev/full: No space left on device" "$AXONN" train $T --metrics-jsonl /dev/full
+bad "cannot create metrics file $IN/dir" "$AXONN" train $T --metrics-jsonl "$IN/dir"
+# --tensorboard: a file where the directory should be; the CSV opened before it is removed
+bad "--tensorboard: $IN/t_train.bin is not a directory" "$AXONN" train $T --tensorboard "$IN/t_train.bin" --metrics "$OUT/m.csv"
+bad "--tensorboard: cannot create directory $IN/t_train.bin/tb: Not a directory" "$AXONN" train $T --tensorboard "$IN/t_train.bin/tb"
+# --resume appends to --metrics: a file that is not axonn's metrics is refused, untouched
+printf 'time,loss\n1,2\n' >"$IN/other.csv"
+bad "cannot append to metrics file $IN/other.csv: its first line is not the header step,loss" "$AXONN" train $T --checkpoint-dir "$IN/ckr" --resume --metrics "$IN/other.csv"
+[ "$(cat "$IN/other.csv")" = "$(printf 'time,loss\n1,2')" ] || fail "--resume changed a metrics file it refused"
 
 # ---------------------------------------------------------------- checkpoints
 CK=$OUT/ck

@@ -139,7 +139,19 @@ expect_error "simulate does not model gradient compression (--compress auto)" si
   --g-data 2 --compress auto --machine summit
 expect_error "simulate does not model compressed pipeline gradients" simulate $TINY --g-inter 2 \
   --compress-backprop powersgd:rank=4 --machine summit
-expect_error "simulate needs --machine" simulate $TINY
+expect_error "simulate needs --machine NAME|FILE .* or --profile FILE" simulate $TINY
+# --profile without --machine: the host it measured, the machine file scripts/simulate-validate.sh
+# used to write by hand (one node, half the copy bandwidth, this host's cores): the same figures
+bw=$(awk -F' = ' '$1 == "copy_bytes_per_s" {printf "%.0f", $2 / 2}' "$TMP/p.txt")
+printf 'name = here\ngpus_per_node = 2\nintra_bw = %sB/s\ninter_bw = %sB/s\ndevice = cpu\ncores_per_node = %s\n' \
+  "$bw" "$bw" "$(getconf _NPROCESSORS_ONLN)" >"$TMP/here.machine"
+"$AXONN" simulate $TINY --g-inter 2 --steps 3 --profile "$TMP/p.txt" --summary "$TMP/auto.json" \
+  >"$TMP/auto.out" 2>&1 || { fail "simulate --profile without --machine"; cat "$TMP/auto.out"; }
+"$AXONN" simulate $TINY --g-inter 2 --steps 3 --profile "$TMP/p.txt" --machine "$TMP/here.machine" \
+  --summary "$TMP/hand.json" >"$TMP/hand.out" 2>&1 || { fail "simulate, written machine"; cat "$TMP/hand.out"; }
+python3 -c 'import json, sys; a, b = (json.load(open(f))["timing"]["batch_time_s"] for f in sys.argv[1:])
+sys.exit(0 if abs(a - b) <= 1e-6 * b else 1)' "$TMP/auto.json" "$TMP/hand.json" ||
+  fail "--profile alone predicts another batch time than the profiled host written as a machine"
 expect_error "optimizer device runs on one rank" simulate $TINY --g-data 2 --optimizer device \
   --machine h100
 expect_error "unknown machine 'cray-1'" simulate $TINY --machine cray-1

@@ -4,12 +4,17 @@
 # consistent figures (tokens/s = B*s / batch time, executed FLOPs (72 form; 96 with activation
 # checkpointing) as the headline and % of peak, the paper's 96-form bound beside it, days on 300B
 # tokens); the CPU peak measured at the run's own GEMM shapes; the timing window of full and
-# short runs; a bad --summary path fails at once.
+# short runs; a bad --summary path fails at once. The provenance object (the build, MPI, BLAS,
+# hosts, job id, start time, command line); --quiet prints nothing on stdout, the summary
+# reaching --summary only.
 . "$(dirname "$0")/testlib.sh"
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
 TINY="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 4 --threads 1 --val-steps 0 --quiet"
+LOUD=$(echo "$TINY" | sed 's/ --quiet//')
+# no job id unless a case sets one
+unset SLURM_JOB_ID LSB_JOBID PBS_JOBID
 
 # check NAME FILE FIRST LAST [PEAK]: parses FILE and checks the figures against each other
 check() {
@@ -70,6 +75,19 @@ if mem["host_peak_bytes_max"] != max(mem["host_peak_bytes"]): bad.append("memory
 if d["run"]["g_inter"] * d["run"]["g_data"] != ranks: bad.append("grid")
 for key in ("lr", "micro-batch", "summary", "timing-skip", "peak-tflops", "device"):
     if key not in c: bad.append("config lacks " + key)
+import re
+pv = d["provenance"]
+if not re.match(r"^\d+\.\d+\.\d+$", pv["axonn_version"]): bad.append("version " + pv["axonn_version"])
+if not pv["git_commit"] or "\n" in pv["git_commit"]: bad.append("git_commit")
+if "-std=c11" not in pv["build_flags"] or not pv["compiler"]: bad.append("build flags")
+if not pv["mpi_library"] or pv["mpi_library"] == "unknown" or "\t" in pv["mpi_library"]:
+    bad.append("mpi_library " + pv["mpi_library"])
+if not re.match(r"^\d+\.\d+$", pv["mpi_standard"]): bad.append("mpi_standard")
+if not pv["blas"]: bad.append("blas")
+if len(pv["hostnames"]) != 1 or not pv["hostnames"][0]: bad.append("hostnames %r" % pv["hostnames"])
+if not re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", pv["start_time"]): bad.append("start_time")
+if pv["command_line"][1] != "train" or path not in pv["command_line"]: bad.append("command line")
+if (pv["job_id"], pv["job_id_from"]) != (None, None) and name != "short": bad.append("job id")
 for b in bad: print("%s: %s" % (name, b))
 sys.exit(1 if bad else 0)
 EOF
@@ -77,7 +95,7 @@ EOF
 
 # a full window: 11 steps, the last 10 averaged (the paper's batch time)
 # shellcheck disable=SC2086
-"$AXONN" train $TINY --steps 11 --summary "$TMP/full.json" --metrics "$TMP/m.csv" \
+"$AXONN" train $LOUD --steps 11 --summary "$TMP/full.json" --metrics "$TMP/m.csv" \
   >"$TMP/full.out" 2>"$TMP/full.err" || { fail "train --summary"; cat "$TMP/full.err"; }
 [ "$(grep -c '^{"axonn_summary":' "$TMP/full.out")" -eq 1 ] || fail "not one summary line on stdout"
 grep '^{"axonn_summary":' "$TMP/full.out" | cmp -s - "$TMP/full.json" ||
@@ -87,10 +105,15 @@ grep -q '^summary: batch time .* (steps 2-11, 10 of 10), .* executed = [0-9.]*% 
 for f in "$TMP"/*.tmp.*; do [ -e "$f" ] && fail "temporary file left behind: $f"; done
 check full "$TMP/full.json" 2 11
 
-# a short run: what exists after the warm-up, said so
+# a short run: what exists after the warm-up, said so; under --quiet, stdout stays empty
+# (the summary is in the file only); a batch job's id is recorded
 # shellcheck disable=SC2086
-"$AXONN" train $TINY --steps 4 --summary "$TMP/short.json" --peak-tflops 0.25 >/dev/null ||
-  fail "short run"
+SLURM_JOB_ID=4242 "$AXONN" train $TINY --steps 4 --summary "$TMP/short.json" --peak-tflops 0.25 \
+  >"$TMP/short.out" || fail "short run"
+[ -s "$TMP/short.out" ] && { fail "--quiet printed on stdout:"; head -c 300 "$TMP/short.out"; }
+"$PYTHON" -c 'import json, sys; p = json.load(open(sys.argv[1]))["provenance"]
+sys.exit(0 if (p["job_id"], p["job_id_from"]) == ("4242", "SLURM_JOB_ID") else 1)' "$TMP/short.json" ||
+  fail "SLURM_JOB_ID not in the provenance"
 check short "$TMP/short.json" 2 4 0.25
 grep -q '"complete":false' "$TMP/short.json" || fail "short run not marked incomplete"
 

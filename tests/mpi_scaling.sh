@@ -100,9 +100,9 @@ scripts/launch/slurm-srun.sh -n 8 --dry-run -- touch "$TMP/ran" | grep -q "^+ sr
   fail "slurm-srun.sh --dry-run"
 [ -e "$TMP/ran" ] && fail "--dry-run ran the command"
 scripts/launch/mpirun.sh -n 2 -- "$AXONN" train --layers 1 --hidden 16 --heads 1 --seq 8 \
-  --batch 2 --g-data 2 --steps 2 --threads 1 --val-steps 0 --quiet >"$TMP/launch.txt" 2>&1 ||
-  fail "mpirun.sh running a 2-rank job"
-grep -q '^{"axonn_summary":' "$TMP/launch.txt" || fail "mpirun.sh job printed no summary"
+  --batch 2 --g-data 2 --steps 2 --threads 1 --val-steps 0 --quiet --summary "$TMP/launch.json" \
+  >"$TMP/launch.txt" 2>&1 || fail "mpirun.sh running a 2-rank job"
+grep -q '^{"axonn_summary":' "$TMP/launch.json" || fail "mpirun.sh job wrote no summary"
 
 # ---- bad plans: one message, non-zero exit
 scripts/scaling/weak --point 48:gpt-13b --print --out "$TMP/bad" >"$TMP/bad.out" 2>"$TMP/bad.err" &&

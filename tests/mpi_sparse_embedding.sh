@@ -6,7 +6,8 @@
 #    (on two ranks every algorithm adds a + b), within 1e-6 of the dense path (other order of
 #    the same sums) and 1e-5 of the 1x1 run; on 2x3 (Zen on three ranks) within 1e-6 of dense;
 #  - --zen-owners balanced (2x3): Zen's losses bit for bit;
-#  - the header names the algorithm and the rows, and the first stage's embedding_sync bytes
+#  - the header names the algorithm and the rows (auto: its predicted times over an emulated
+#    link; without a link, that the bytes decided), and the first stage's embedding_sync bytes
 #    are printed beside dense's;
 #  - Zen with fused embedding sync, or on a grid with one stage, is refused with one line;
 #  - --compress auto with the identity codec (never worth compressing: it decides plain
@@ -29,8 +30,14 @@ if run zen 4 $G --sparse-embedding-sync zen --summary "$TMP/zen.json"; then
 fi
 run ag 4 $G --sparse-embedding-sync allgather && same_losses ag zen 0 0
 run auto 4 $G && same_losses auto zen 0 0
-grep -q "^embedding sync: first step: .* (auto: predicted zen" "$TMP/auto.log" ||
-  { fail "auto: no prediction in the embedding sync line"; cat "$TMP/auto.log"; }
+# without a link, the bytes alone decide: no time is predicted (no figure for a made-up link);
+# over an emulated link, the predicted times are printed
+grep -q "^embedding sync: first step: .* (auto: the fewest bytes, no link to price them)" "$TMP/auto.log" ||
+  { fail "auto without a link: not decided by bytes"; cat "$TMP/auto.log"; }
+grep -q "predicted" "$TMP/auto.log" && fail "auto without a link printed a prediction"
+run autolink 4 $G --ranks-per-node 2 --emulate-link 10Gbps,5us && same_losses autolink zen 1e-6 1e-6
+grep -q "^embedding sync: first step: .* (auto: predicted zen [0-9.e+-]* ms" "$TMP/autolink.log" ||
+  { fail "auto over an emulated link: no prediction in the embedding sync line"; cat "$TMP/autolink.log"; }
 run dense3 6 --g-inter 2 --g-data 3 --sparse-embedding-sync dense &&
   run zen3 6 --g-inter 2 --g-data 3 --sparse-embedding-sync zen && same_losses zen3 dense3 1e-6 1e-6
 # --zen-owners balanced: other owners, the same rank-ordered sums, so zen's losses bit for bit

@@ -13,6 +13,7 @@
 #include "models/gpt_init.h"
 #include "src/cli/commands.h"
 #include "src/core/crc32.h"
+#include "src/core/crc32c.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/log.h"
@@ -609,6 +610,14 @@ static uint32_t crc_by_bits(const unsigned char *p, size_t n) {
   return ~c;
 }
 
+/* CRC-32C (TensorBoard's records): the check value of its definition, and in two pieces. */
+START_TEST(crc32c_check_value) {
+  ck_assert_uint_eq(ax_crc32c(0, "123456789", 9), 0xE3069283u);
+  ck_assert_uint_eq(ax_crc32c(0, "", 0), 0);
+  ck_assert_uint_eq(ax_crc32c(ax_crc32c(0, "1234", 4), "56789", 5), 0xE3069283u);
+}
+END_TEST
+
 static const char *const crc_path_names[] = {"the tables", "PCLMULQDQ folding",
                                               "AVX-512 VPCLMULQDQ folding"};
 
@@ -682,6 +691,7 @@ int main(void) {
   Suite *s = suite_create("formats");
   TCase *tc = tu_tcase(s, "formats", 30);
   tcase_add_test(tc, crc32_matches_its_definition);
+  tcase_add_test(tc, crc32c_check_value);
   tcase_add_test(tc, crc32_large_buffers_agree);
   tcase_add_test(tc, crc32_parts_combine_into_the_whole);
   tcase_add_test(tc, mappings_keep_the_file_and_round_trip);

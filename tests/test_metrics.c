@@ -27,7 +27,7 @@ static int count_lines(const char *path) {
 START_TEST(every_step_gets_a_row) {
   const char *path = tu_path("m.csv");
   AxMetrics m;
-  ck_assert_int_eq(ax_metrics_open(&m, path, 1, 12, 64, 1e6), AX_OK);
+  ck_assert_int_eq(ax_metrics_open(&m, &(AxMetricsFiles){.csv = path, .resume_step = -1}, 1, 12, 64, 1e6), AX_OK);
   ax_metrics_log_every(&m, 5); /* progress lines do not thin out the CSV */
   for (int s = 1; s <= 12; s++) {
     AxStepRecord r = record(s);
@@ -47,7 +47,7 @@ static void expect_error(int rc, const char *needle) {
 
 START_TEST(full_device_fails_at_open) {
   AxMetrics m;
-  expect_error(ax_metrics_open(&m, "/dev/full", 1, 10, 64, 1e6),
+  expect_error(ax_metrics_open(&m, &(AxMetricsFiles){.csv = "/dev/full", .resume_step = -1}, 1, 10, 64, 1e6),
                "cannot write metrics file /dev/full");
   ck_assert_int_eq(ax_metrics_close(&m), AX_ERR); /* the header never reached it */
   ax_error_clear();
@@ -64,7 +64,7 @@ START_TEST(failed_row_is_an_error) {
   lim.rlim_cur = 512;
   ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
   AxMetrics m;
-  int rc = ax_metrics_open(&m, path, 1, 1000, 64, 1e6), step = 0;
+  int rc = ax_metrics_open(&m, &(AxMetricsFiles){.csv = path, .resume_step = -1}, 1, 1000, 64, 1e6), step = 0;
   while (rc == AX_OK && step < 1000) {
     AxStepRecord r = record(++step);
     rc = ax_metrics_step(&m, &r);
@@ -90,6 +90,47 @@ START_TEST(auto_interval_gives_20_to_40_lines) {
 }
 END_TEST
 
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *read_text(const char *path) {
+  static char buf[4096];
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+/* A resumed run keeps the rows up to the checkpoint's step (a torn last line dropped) and
+ * appends; a file with another header is refused, untouched. */
+START_TEST(resume_keeps_rows_up_to_its_step) {
+  const char *path = tu_path("r.csv");
+  write_text(path, AX_METRICS_CSV_HEADER "\n1,a\n2,b\n3,c\n4,d\n5,e\n6,f\n7,torn");
+  AxRowFile r;
+  ck_assert_int_eq(ax_row_file_open(&r, path, AX_METRICS_CSV_HEADER, "", 4), AX_OK);
+  ck_assert_int_eq(ax_row_file_flush(&r, fprintf(r.f, "5,new\n")), AX_OK);
+  ck_assert_int_eq(ax_row_file_close(&r), AX_OK);
+  ck_assert_str_eq(read_text(path), AX_METRICS_CSV_HEADER "\n1,a\n2,b\n3,c\n4,d\n5,new\n");
+  const char *j = tu_path("r.jsonl");
+  write_text(j, "{\"step\":1,\"x\":1}\n{\"step\":2,\"x\":2}\n");
+  ck_assert_int_eq(ax_row_file_open(&r, j, NULL, "{\"step\":", 1), AX_OK);
+  ck_assert_int_eq(ax_row_file_close(&r), AX_OK);
+  ck_assert_str_eq(read_text(j), "{\"step\":1,\"x\":1}\n");
+  write_text(path, "time,loss\n1,2\n");
+  expect_error(ax_row_file_open(&r, path, AX_METRICS_CSV_HEADER, "", 4),
+               "its first line is not the header");
+  ck_assert_str_eq(read_text(path), "time,loss\n1,2\n");
+  write_text(path, AX_METRICS_CSV_HEADER "\nhello\n");
+  expect_error(ax_row_file_open(&r, path, AX_METRICS_CSV_HEADER, "", 4), "line 2 is not a row");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("metrics");
   TCase *tc = tu_tcase(s, "metrics", 30);
@@ -97,5 +138,6 @@ int main(void) {
   tcase_add_test(tc, full_device_fails_at_open);
   tcase_add_test(tc, failed_row_is_an_error);
   tcase_add_test(tc, auto_interval_gives_20_to_40_lines);
+  tcase_add_test(tc, resume_keeps_rows_up_to_its_step);
   return tu_run(s);
 }

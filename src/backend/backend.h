@@ -258,5 +258,8 @@ static inline void ax_gemm(AxBackend *be, const AxGemm *g, const void *a, const 
 /* The backend names the registry knows, for --help and errors ("cpu, cuda"; cuda is a plugin
  * that may be missing from this installation). */
 const char *ax_backends_available(void);
+/* The BLAS the CPU backend calls: OpenBLAS's own description (version, build options, the core
+ * it chose), or "CBLAS (not OpenBLAS)" when linked against another. */
+const char *ax_backend_blas_name(void);
 
 #endif

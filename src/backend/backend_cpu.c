@@ -304,6 +304,14 @@ static void single_threaded_blas(void) {
 #endif
 }
 
+const char *ax_backend_blas_name(void) {
+#ifdef OPENBLAS_VERSION
+  return openblas_get_config();
+#else
+  return "CBLAS (not OpenBLAS)";
+#endif
+}
+
 AxBackend *ax_backend_cpu_create(const AxBackendConfig *cfg) {
   if (cfg->dtype != AX_DTYPE_F32) {
     AX_FAIL("the CPU backend computes in fp32; --precision %s needs --device cuda",

@@ -2,10 +2,7 @@
 #include "commands.h"
 
 #include "src/bench/bench.h"
-
-#ifndef AX_VERSION
-#define AX_VERSION "0.2.0"
-#endif
+#include "src/core/provenance.h"
 
 const AxCommand AX_COMMANDS[] = {
     {"train", ax_cmd_train, "train a GPT-2 model (one process or an MPI grid)"},
@@ -25,13 +22,13 @@ const int AX_N_COMMANDS = (int)(sizeof AX_COMMANDS / sizeof AX_COMMANDS[0]);
 int ax_cmd_version(int argc, char **argv) {
   (void)argc;
   (void)argv;
-  printf("axonn %s\n", AX_VERSION);
+  printf("axonn %s (%s)\n", ax_build_version(), ax_build_commit());
   return 0;
 }
 
 void ax_commands_usage(FILE *out) {
   fprintf(out, "axonn %s — message-driven pipeline + data parallel GPT training\n\n",
-          AX_VERSION);
+          ax_build_version());
   ax_command_usage(out, "axonn", AX_COMMANDS, AX_N_COMMANDS);
   fprintf(out, "\nBenchmarks (axonn bench KIND [options]; axonn bench KIND --help):\n");
   for (int i = 0; i < AX_N_BENCHES; i++)

@@ -3,10 +3,12 @@
 #include <string.h>
 
 #include "commands.h"
+#include "src/core/provenance.h"
 #include "src/core/sanitizer.h"
 
 int main(int argc, char **argv) {
   ax_sanitizer_keep_libraries();
+  ax_provenance_start(argc, argv);
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
       !strcmp(argv[1], "help")) {
     ax_commands_usage(argc < 2 ? stderr : stdout);

@@ -1,8 +1,8 @@
 /* simulate.c — `axonn simulate`: the run that `axonn train` with the same options would make,
  * simulated on a machine (src/sim/sim_run.h) and reported as a run reports itself (summary
  * marked simulated, --summary, --metrics, --trace). Its own options, --machine and --profile,
- * are taken out of argv; the rest are train's, parsed and checked by train's own code. One
- * process, no MPI. */
+ * are taken out of argv (without --machine, the host a --profile measured is the machine); the
+ * rest are train's, parsed and checked by train's own code. One process, no MPI. */
 #include <stdio.h>
 
 #include "commands.h"
@@ -18,7 +18,8 @@ static void usage(void) {
          "simulation of one step of the message-driven schedule on every rank (docs/"
          "simulator.md), reported as `axonn train` reports a run.\n\n"
          "  --machine NAME|FILE  the cluster: %s, or a machine file (data/machines/, "
-         "src/plan/machine.h); required\n"
+         "src/plan/machine.h); default with --profile: the host profiled (one node, its "
+         "cores, links at half the profile's copy bandwidth)\n"
          "  --profile FILE       compute costs measured by `axonn profile` (default: the "
          "machine's device, peak x efficiency)\n\n"
          "and the options of `axonn train` (the model, grid, batch, and --summary, --trace, "
@@ -35,12 +36,14 @@ static int simulate(int argc, char **argv, int *help) {
   int rc = ax_train_config_parse(&cfg, argc, argv, &st);
   *help = rc == AX_OK && st.help;
   if (rc == AX_OK && !*help) rc = ax_train_config_check(&cfg, &st);
-  if (rc == AX_OK && !*help && !machine)
-    rc = AX_FAIL("simulate needs --machine NAME|FILE (%s, or a machine file)", ax_machine_names());
+  if (rc == AX_OK && !*help && !machine && !profile)
+    rc = AX_FAIL("simulate needs --machine NAME|FILE (%s, or a machine file) or --profile FILE "
+                 "(the host it measured)", ax_machine_names());
   AxMachine m;
   AxSimProfile prof = {0};
-  if (rc == AX_OK && !*help) rc = ax_machine_resolve(machine, &m);
+  if (rc == AX_OK && !*help && machine) rc = ax_machine_resolve(machine, &m);
   if (rc == AX_OK && !*help && profile) rc = ax_sim_profile_load(profile, &prof);
+  if (rc == AX_OK && !*help && !machine) ax_sim_profile_machine(&prof, (int)ax_train_ranks(&cfg), &m);
   if (rc == AX_OK && !*help) rc = ax_train_check_outputs(&cfg);
   if (rc == AX_OK && !*help) rc = ax_sim_simulate(&cfg, &m, profile ? &prof : NULL);
   ax_sim_profile_free(&prof);

@@ -48,16 +48,19 @@ static int check_outputs(const AxTrainConfig *cfg, const AxTrainer *t) {
   return ax_grid_agree(ax_trainer_grid(t), rc);
 }
 
-/* The metrics CSV (rank 0). */
-static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer *t) {
+/* The metrics files (rank 0); a resumed run (resume_step >= 0) appends to them. */
+static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer *t,
+                        int resume_step) {
   int rank0 = ax_trainer_grid(t)->rank == 0;
+  AxMetricsFiles files = {cfg->output.metrics, cfg->output.metrics_jsonl, cfg->output.tensorboard,
+                          resume_step};
   memset(m, 0, sizeof *m);
-  int rc = ax_metrics_open(m, rank0 ? cfg->output.metrics : NULL, cfg->output.quiet, cfg->optim.steps,
+  int rc = ax_metrics_open(m, rank0 ? &files : NULL, cfg->output.quiet, cfg->optim.steps,
                          (long long)cfg->data.batch * cfg->model.seq, ax_trainer_flops_per_step(t));
   if (rc == AX_OK) ax_metrics_timing_window(m, cfg->output.timing_skip, cfg->output.timing_steps);
   if (rc == AX_OK) ax_metrics_log_every(m, cfg->output.log_every);
   rc = ax_grid_agree(ax_trainer_grid(t), rc);
-  if (rc != AX_OK) ax_metrics_close(m);
+  if (rc != AX_OK) ax_metrics_discard(m);
   return rc;
 }
 
@@ -103,16 +106,26 @@ static int after_step(AxTrainer *t, const AxTrainConfig *cfg, int step, int *sto
   return AX_OK;
 }
 
-static int run(AxTrainer *t, const AxTrainConfig *cfg) {
-  AxMetrics m;
-  int first = 1, stop = 0;
+/* The outputs checked, the weights in place (a resumed run reads its checkpoint here, so that
+ * the header can say where they came from), the header printed; *first is the first step. */
+static int start(AxTrainer *t, const AxTrainConfig *cfg, int *first) {
+  *first = 1;
   AX_TRY(check_outputs(cfg, t));
   if (cfg->ckpt.resume) {
     int done;
     AX_TRY(ax_trainer_resume(t, &done));
-    first = done + 1;
+    *first = done + 1;
   }
-  AX_TRY(open_outputs(&m, cfg, t));
+  AX_WD_NOTE(-1, "printing the run's header and opening its outputs");
+  ax_trainer_print_header(t);
+  return AX_OK;
+}
+
+static int run(AxTrainer *t, const AxTrainConfig *cfg) {
+  AxMetrics m;
+  int first, stop = 0;
+  AX_TRY(start(t, cfg, &first));
+  AX_TRY(open_outputs(&m, cfg, t, cfg->ckpt.resume ? first - 1 : -1));
   install_stop_handlers(cfg);
   for (int step = first; step <= cfg->optim.steps && !stop; step++) {
     AxStepRecord rec;
@@ -177,11 +190,7 @@ int ax_cmd_train(int argc, char **argv) {
   /* before the trainer: --step-timeout covers the start-up as one phase */
   if (rc == AX_OK) rc = ax_train_watchdog_start(&cfg);
   if (rc == AX_OK) rc = ax_trainer_create(&t, &cfg);
-  if (rc == AX_OK) {
-    AX_WD_NOTE(-1, "printing the run's header and opening its outputs");
-    ax_trainer_print_header(t);
-    rc = run(t, &cfg);
-  }
+  if (rc == AX_OK) rc = run(t, &cfg);
   if (rc != AX_OK) print_failure();
   ax_train_watchdog_stop();
   ax_trainer_destroy(t);

@@ -10,24 +10,25 @@ void ax_log_set_quiet(int quiet) { g_quiet = quiet; }
 
 static int is_root(void) { return ax_rank() <= 0; }
 
-void ax_log(const char *fmt, ...) {
+static void vlog(const char *fmt, va_list ap) {
   if (g_quiet || !is_root()) return;
-  va_list ap;
-  va_start(ap, fmt);
   vfprintf(stdout, fmt, ap);
-  va_end(ap);
   fputc('\n', stdout);
   fflush(stdout);
 }
 
-void ax_log_result(const char *fmt, ...) {
-  if (!is_root()) return;
+void ax_log(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stdout, fmt, ap);
+  vlog(fmt, ap);
   va_end(ap);
-  fputc('\n', stdout);
-  fflush(stdout);
+}
+
+void ax_log_result(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(fmt, ap);
+  va_end(ap);
 }
 
 void ax_log_all(const char *fmt, ...) {

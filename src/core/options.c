@@ -191,10 +191,44 @@ int ax_options_defaults(const AxOptionTable *t, void *cfg) {
   return AX_OK;
 }
 
+/* Edit distance (insertions, deletions, substitutions) between a[0..n) and b, capped at 99. */
+static int edit_distance(const char *a, size_t n, const char *b) {
+  size_t m = strlen(b);
+  int row[64];
+  if (n >= 64 || m >= 64) return 99;
+  for (size_t j = 0; j <= m; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= n; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= m; j++) {
+      int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[m];
+}
+
+/* "unknown option --NAME", with the nearest known name when it is close (at most 2 edits, 1
+ * for names of up to 4 letters): "did you mean --metrics?" */
+static int unknown_option(const AxOptionTable *t, const char *name, size_t len) {
+  int best = -1, best_d = len <= 4 ? 2 : 3;
+  for (int i = 0; i < t->n_opts; i++) {
+    int d = edit_distance(name, len, t->opts[i].name);
+    if (d < best_d) best = i, best_d = d;
+  }
+  if (best >= 0)
+    return AX_FAIL("unknown option --%.*s (did you mean --%s? see `axonn %s --help`)", (int)len,
+                   name, t->opts[best].name, t->command);
+  return AX_FAIL("unknown option --%.*s (see `axonn %s --help`)", (int)len, name, t->command);
+}
+
 int ax_options_set(const AxOptionTable *t, void *cfg, const char *name, const char *value,
                    AxOptState *st) {
   int i = find_option(t, name, strlen(name));
-  if (i < 0) return AX_FAIL("unknown option --%s (see `axonn %s --help`)", name, t->command);
+  if (i < 0) return unknown_option(t, name, strlen(name));
   AX_TRY(parse_value(&t->opts[i], cfg, value));
   if (st) st->set[i] = 1;
   return AX_OK;
@@ -324,9 +358,7 @@ static int apply_arg(const AxOptionTable *t, void *cfg, const Arg *a, const char
     st->positional[st->n_positional++] = text;
     return AX_OK;
   case ARG_OPTION:
-    if (a->opt < 0)
-      return AX_FAIL("unknown option --%.*s (see `axonn %s --help`)", (int)a->name_len,
-                     text + 2, t->command);
+    if (a->opt < 0) return unknown_option(t, text + 2, a->name_len);
     if (!a->value) return AX_FAIL("--%s needs a value", t->opts[a->opt].name);
     AX_TRY(parse_value(&t->opts[a->opt], cfg, a->value));
     st->set[a->opt] = 1;

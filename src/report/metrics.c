@@ -1,7 +1,7 @@
-/* metrics.c — progress lines and the metrics CSV; see metrics.h. */
+/* metrics.c — progress lines and the rows of the metrics files (CSV, JSON lines, TensorBoard);
+ * see metrics.h. */
 #include "metrics.h"
 
-#include <errno.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,18 +11,7 @@
 #include "src/core/log.h"
 #include "src/core/timer.h"
 
-static int write_failed(const AxMetrics *m, int err) {
-  return AX_FAIL("cannot write metrics file %s: %s", m->csv_path, strerror(err ? err : EIO));
-}
-
-/* The buffered text reaches the file (and a full disk is found) at the flush. */
-static int flush_csv(const AxMetrics *m, int printed) {
-  errno = 0;
-  if (printed < 0 || ferror(m->csv) || fflush(m->csv) != 0) return write_failed(m, errno);
-  return AX_OK;
-}
-
-int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_steps,
+int ax_metrics_open(AxMetrics *m, const AxMetricsFiles *files, int quiet, int total_steps,
                     long long tokens_per_step, double flops_per_step) {
   memset(m, 0, sizeof *m);
   m->quiet = quiet;
@@ -33,12 +22,10 @@ int ax_metrics_open(AxMetrics *m, const char *csv_path, int quiet, int total_ste
   m->start_s = ax_now();
   ax_metrics_timing_window(m, 0, total_steps > 0 ? total_steps : 1);
   ax_metrics_log_every(m, 0);
-  if (!csv_path) return AX_OK;
-  m->csv_path = csv_path;
-  m->csv = fopen(csv_path, "w");
-  if (!m->csv) return AX_FAIL("cannot create metrics file %s: %s", csv_path, strerror(errno));
-  return flush_csv(m, fprintf(m->csv, "step,loss,lr,batch_ms,tokens_per_s,tflops,grad_norm,"
-                                      "val_loss\n"));
+  if (!files) return AX_OK;
+  AX_TRY(ax_row_file_open(&m->csv, files->csv, AX_METRICS_CSV_HEADER, "", files->resume_step));
+  AX_TRY(ax_row_file_open(&m->jsonl, files->jsonl, NULL, "{\"step\":", files->resume_step));
+  return files->tensorboard_dir ? ax_tfevents_open(&m->tb, files->tensorboard_dir) : AX_OK;
 }
 
 void ax_metrics_timing_window(AxMetrics *m, int skip, int steps) {
@@ -106,12 +93,50 @@ static void progress_line(const AxMetrics *m, const AxStepRecord *r, double tps,
          r->ms, tps, flops, r->grad_norm, el, eta);
 }
 
-static int csv_row(const AxMetrics *m, const AxStepRecord *r, double tps, double tflops) {
-  int a = fprintf(m->csv, "%d,%.9g,%.9g,%.6g,%.6g,%.6g,%.9g,", r->step, r->loss, r->lr, r->ms,
-                  tps, tflops, r->grad_norm);
-  int b = isnan(r->val_loss) ? 0 : fprintf(m->csv, "%.9g", r->val_loss);
-  int c = fputc('\n', m->csv);
-  return flush_csv(m, a < 0 || b < 0 || c == EOF ? -1 : 0);
+/* The figures of a row, beside the record's own. */
+typedef struct {
+  double tokens_per_s, tflops;
+} RowFigures;
+
+static int csv_row(const AxRowFile *f, const AxStepRecord *r, const RowFigures *x) {
+  int a = fprintf(f->f, "%d,%.9g,%.9g,%.6g,%.6g,%.6g,%.9g,", r->step, r->loss, r->lr, r->ms,
+                  x->tokens_per_s, x->tflops, r->grad_norm);
+  int b = isnan(r->val_loss) ? 0 : fprintf(f->f, "%.9g", r->val_loss);
+  int c = fputc('\n', f->f);
+  return ax_row_file_flush(f, a < 0 || b < 0 || c == EOF ? -1 : 0);
+}
+
+/* A JSON number, or null when not finite. */
+static int json_num(FILE *f, const char *key, double v, const char *fmt) {
+  if (fprintf(f, ",\"%s\":", key) < 0) return -1;
+  return isfinite(v) ? fprintf(f, fmt, v) : fprintf(f, "null");
+}
+
+static int jsonl_row(const AxRowFile *f, const AxStepRecord *r, const RowFigures *x) {
+  int bad = fprintf(f->f, "{\"step\":%d", r->step) < 0;
+  bad |= json_num(f->f, "loss", r->loss, "%.9g") < 0;
+  bad |= json_num(f->f, "lr", r->lr, "%.9g") < 0;
+  bad |= json_num(f->f, "batch_ms", r->ms, "%.6g") < 0;
+  bad |= json_num(f->f, "tokens_per_s", x->tokens_per_s, "%.6g") < 0;
+  bad |= json_num(f->f, "tflops", x->tflops, "%.6g") < 0;
+  bad |= json_num(f->f, "grad_norm", r->grad_norm, "%.9g") < 0;
+  bad |= json_num(f->f, "val_loss", r->val_loss, "%.9g") < 0;
+  bad |= fputs("}\n", f->f) == EOF;
+  return ax_row_file_flush(f, bad ? -1 : 0);
+}
+
+static int tensorboard_row(AxTfEvents *tb, const AxStepRecord *r, const RowFigures *x) {
+  const AxTfScalar s[] = {{"loss", r->loss},           {"lr", r->lr},
+                          {"batch_ms", r->ms},         {"tokens_per_s", x->tokens_per_s},
+                          {"tflops", x->tflops},       {"grad_norm", r->grad_norm},
+                          {"val_loss", r->val_loss}};
+  return ax_tfevents_scalars(tb, r->step, s, (int)(sizeof s / sizeof s[0]));
+}
+
+static int write_rows(AxMetrics *m, const AxStepRecord *r, const RowFigures *x) {
+  if (m->csv.f) AX_TRY(csv_row(&m->csv, r, x));
+  if (m->jsonl.f) AX_TRY(jsonl_row(&m->jsonl, r, x));
+  return m->tb.f ? tensorboard_row(&m->tb, r, x) : AX_OK;
 }
 
 int ax_metrics_step(AxMetrics *m, const AxStepRecord *r) {
@@ -124,22 +149,30 @@ int ax_metrics_step(AxMetrics *m, const AxStepRecord *r) {
   m->last_loss = r->loss;
   if (!isnan(r->val_loss)) m->last_val = r->val_loss;
   if (!m->quiet && line_due(m, r->step)) progress_line(m, r, tps, fps);
-  return m->csv ? csv_row(m, r, tps, fps / 1e12) : AX_OK;
+  RowFigures x = {tps, fps / 1e12};
+  return write_rows(m, r, &x);
+}
+
+/* A new file the run wrote no step into is removed (a regular file only). */
+static void discard_rows(AxRowFile *f, int steps) {
+  int was_open = f->f != NULL;
+  if (was_open) fclose(f->f); /* unchecked: the run's own error is the one to keep */
+  f->f = NULL;
+  struct stat sb;
+  if (was_open && f->fresh && steps == 0 && stat(f->path, &sb) == 0 && S_ISREG(sb.st_mode))
+    unlink(f->path);
 }
 
 void ax_metrics_discard(AxMetrics *m) {
-  int was_open = m->csv != NULL;
-  if (was_open) fclose(m->csv); /* the run has failed already: its error is the one to keep */
-  m->csv = NULL;
-  struct stat sb;
-  if (was_open && m->n == 0 && stat(m->csv_path, &sb) == 0 && S_ISREG(sb.st_mode))
-    unlink(m->csv_path);
+  discard_rows(&m->csv, m->n);
+  discard_rows(&m->jsonl, m->n);
+  if (m->tb.f) fclose(m->tb.f);
+  m->tb.f = NULL;
 }
 
 int ax_metrics_close(AxMetrics *m) {
-  if (!m->csv) return AX_OK;
-  errno = 0;
-  int bad = ferror(m->csv), closed = fclose(m->csv);
-  m->csv = NULL;
-  return bad || closed != 0 ? write_failed(m, errno) : AX_OK;
+  int rc = ax_row_file_close(&m->csv);
+  if (ax_row_file_close(&m->jsonl) != AX_OK) rc = AX_ERR;
+  if (ax_tfevents_close(&m->tb) != AX_OK) rc = AX_ERR;
+  return rc;
 }

@@ -284,6 +284,7 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   ax_jsonw_object(&j, NULL);
   ax_jsonw_int(&j, "axonn_summary", AX_SUMMARY_SCHEMA); /* schema version */
   ax_jsonw_bool(&j, "simulated", s->sim != NULL);
+  ax_summary_provenance_json(&j, s->prov);
   run_json(&j, s);
   model_json(&j, s);
   timing_json(&j, &s->timing);

@@ -18,6 +18,7 @@
 
 #include "metrics.h"
 #include "models/gpt_config.h"
+#include "mpi/grid.h"
 #include "mpi/link/link_spec.h"
 #include "mpi/traffic.h"
 #include "src/core/jsonw.h"
@@ -97,6 +98,15 @@ typedef struct {
   AxMemCkptStats *of_rank; /* [ranks] */
 } AxCkptSummary;
 
+/* The provenance object's gathered parts (summary_provenance.c); the build's and the
+ * process's come from src/core/provenance.h when it is written. */
+enum { AX_PROVENANCE_HOST = 64 };
+typedef struct {
+  char mpi_library[256], mpi_standard[16], blas[256];
+  char *hosts; /* n_hosts names of AX_PROVENANCE_HOST chars, each host once, in rank order */
+  int n_hosts;
+} AxProvenance;
+
 typedef struct {
   const AxOptionTable *options;
   const void *cfg; /* an AxTrainConfig, read through the option table */
@@ -113,6 +123,7 @@ typedef struct {
   AxCkptSummary ckpt;
   AxCompressReport compress; /* rank 0's stage (codec NULL: no compression there) */
   const AxSimInfo *sim; /* NULL: a real run */
+  const AxProvenance *prov; /* NULL: written as null */
 } AxSummary;
 
 /* The figures of a batch time (NAN batch_ms: none); peak_tflops_per_rank may be NAN;
@@ -136,6 +147,13 @@ void ax_summary_comm_free(AxCommSummary *c);
 void ax_summary_comm_json(AxJsonW *j, const AxCommSummary *c);
 /* "sent per step 1.2 MB, 0.6 MB of it between virtual nodes (EMULATED link 10 Gb/s, ...)" */
 void ax_summary_comm_describe(const AxCommSummary *c, char *buf, size_t cap);
+
+/* summary_provenance.c: collective over g (NULL: this process alone); rank 0 gets the MPI
+ * library, the BLAS and every rank's host. */
+int ax_summary_provenance_gather(AxProvenance *p, const AxGrid *g, const char *my_host);
+void ax_summary_provenance_free(AxProvenance *p);
+/* The "provenance" member (null when p is NULL). */
+void ax_summary_provenance_json(AxJsonW *j, const AxProvenance *p);
 
 /* summary_ckpt.c: collective over the trainer's grid; rank 0 gets every rank's figures. */
 int ax_summary_ckpt_gather(AxCkptSummary *c, const AxTrainer *t);

@@ -154,8 +154,11 @@ static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *c
 int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
   const AxGrid *g = ax_trainer_grid(t);
   AxSummary s;
+  AxProvenance prov;
   fill_basics(&s, t, cfg, m);
-  int rc = reduce_timing(g, &s.timing);
+  int rc = ax_summary_provenance_gather(&prov, g, g->host);
+  s.prov = &prov;
+  if (rc == AX_OK) rc = reduce_timing(g, &s.timing);
   if (rc == AX_OK) rc = resolve_peak(t, cfg, &s.peak);
   if (rc == AX_OK) rc = gather_memory(g, cfg, ax_trainer_device_peak_bytes(t), &s.mem);
   if (rc == AX_OK) rc = ax_summary_comm_gather(&s.comm, t);
@@ -166,6 +169,7 @@ int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetr
     if (g->rank == 0) rc = ax_summary_emit(&s, cfg->output.summary);
   }
   free_memory(&s.mem);
+  ax_summary_provenance_free(&prov);
   ax_summary_comm_free(&s.comm);
   ax_summary_ckpt_free(&s.ckpt);
   return ax_grid_agree(g, rc);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "src/core/error.h"
 #include "src/core/fileio.h"
@@ -142,3 +143,15 @@ int ax_sim_profile_waiting_speeds(const AxSimProfile *p, double *speed) {
 }
 
 void ax_sim_profile_free(AxSimProfile *p) { ax_options_free(&PROFILE_FILE, p); }
+
+void ax_sim_profile_machine(const AxSimProfile *p, int ranks, AxMachine *m) {
+  memset(m, 0, sizeof *m);
+  char host[AX_MACHINE_NAME_MAX - 16] = "this host";
+  gethostname(host, sizeof host - 1);
+  snprintf(m->name, sizeof m->name, "%s (profiled)", host);
+  m->gpus_per_node = ranks > 0 ? ranks : 1;
+  m->intra_bytes_per_s = m->inter_bytes_per_s = p->copy_bytes_per_s / 2;
+  snprintf(m->device, sizeof m->device, "cpu");
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  m->cores_per_node = cores > 0 ? (int)cores : 1;
+}

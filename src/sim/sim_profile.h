@@ -10,6 +10,7 @@
 #ifndef AX_SIM_PROFILE_H
 #define AX_SIM_PROFILE_H
 
+#include "src/plan/machine.h"
 #include "src/train/train_config.h"
 
 typedef struct {
@@ -63,5 +64,9 @@ int ax_sim_profile_load(const char *path, AxSimProfile *p);
 /* AX_ERR naming the difference when p was not measured at cfg's shape. */
 int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg);
 void ax_sim_profile_free(AxSimProfile *p);
+/* The machine a profile was measured on, for `simulate --profile` without --machine: this host
+ * as one node of `ranks` ranks (--ranks-per-node still makes virtual nodes), a CPU, its online
+ * cores, and links at half the profile's copy bandwidth (MPI copies a message in and out). */
+void ax_sim_profile_machine(const AxSimProfile *p, int ranks, AxMachine *m);
 
 #endif

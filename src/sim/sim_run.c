@@ -7,6 +7,7 @@
 #include "sim_run.h"
 
 #include <math.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,9 @@ enum { TRACE_RANKS_MAX = 4096 }; /* beyond: the trace holds the first row only *
 static int record_steps(const AxTrainConfig *cfg, const AxSimModel *sm, double step_s,
                         AxMetrics *met) {
   double flops = ax_gpt_train_flops(&sm->model, cfg->data.batch, cfg->model.seq, sm->recompute);
-  AX_TRY(ax_metrics_open(met, cfg->output.metrics, 1, cfg->optim.steps, (long long)cfg->data.batch * cfg->model.seq,
+  AxMetricsFiles files = {cfg->output.metrics, cfg->output.metrics_jsonl, cfg->output.tensorboard,
+                          -1};
+  AX_TRY(ax_metrics_open(met, &files, 1, cfg->optim.steps, (long long)cfg->data.batch * cfg->model.seq,
                          flops));
   ax_metrics_timing_window(met, cfg->output.timing_skip, cfg->output.timing_steps);
   int rc = AX_OK;
@@ -117,6 +120,18 @@ static int write_trace(const AxTrainConfig *cfg, const AxSimModel *sm, const AxS
   return rc;
 }
 
+/* The summary with the provenance of this process (the simulation runs on one host). */
+static int emit(AxSummary *s, const AxTrainConfig *cfg) {
+  AxProvenance prov;
+  char host[AX_PROVENANCE_HOST] = "localhost";
+  gethostname(host, sizeof host - 1);
+  int rc = ax_summary_provenance_gather(&prov, NULL, host);
+  s->prov = &prov;
+  if (rc == AX_OK) rc = ax_summary_emit(s, cfg->output.summary);
+  ax_summary_provenance_free(&prov);
+  return rc;
+}
+
 static void fill_summary(AxSummary *s, const AxTrainConfig *cfg, const AxSimModel *sm,
                          const AxMachine *m, const AxMetrics *met) {
   memset(s, 0, sizeof *s);
@@ -153,7 +168,7 @@ static int report(const AxTrainConfig *cfg, const AxSimModel *sm, const AxMachin
     fill_summary(&s, cfg, sm, m, &met);
     s.mem = mem;
     s.sim = &info;
-    rc = ax_summary_emit(&s, cfg->output.summary);
+    rc = emit(&s, cfg);
   }
   free(idle);
   free(mem.host_bytes);

@@ -208,7 +208,15 @@ static const AxOption OPTIONS[] = {
     INT("ac", exec.ac, "0", "N",
         "blocks per checkpoint segment (0: the factor of L/P closest to sqrt(L))", 0, 1 << 20),
     /* -- output (AxOutputOptions) */
-    STR("metrics", output.metrics, NULL, "FILE.csv", "write per-step metrics as CSV"),
+    STR("metrics", output.metrics, NULL, "FILE.csv",
+        "write per-step metrics as CSV (--resume appends, after dropping the rows of steps "
+        "after the checkpoint's)"),
+    STR("metrics-jsonl", output.metrics_jsonl, NULL, "FILE.jsonl",
+        "write per-step metrics as JSON lines, one object a step with the CSV's fields "
+        "(--resume appends as for --metrics)"),
+    STR("tensorboard", output.tensorboard, NULL, "DIR",
+        "write per-step metrics as TensorBoard scalars: a new event file "
+        "events.out.tfevents.TIME.HOST.PID in DIR (created when missing) per run"),
     STR("save", output.save, NULL, "FILE.bin", "write the trained model (llm.c fp32 format)"),
     INT("val-every", output.val_every, "100", "N", "validation loss every N steps (0: only at the end)",
         0, 1 << 30),
@@ -220,7 +228,9 @@ static const AxOption OPTIONS[] = {
     INT("log-every", output.log_every, "0", "N",
         "progress line every N steps (0: about 20-40 lines; first and last step always)", 0,
         1 << 30),
-    FLAG("quiet", output.quiet, "print only the final summary"),
+    FLAG("quiet", output.quiet,
+         "print nothing on stdout (errors and warnings still go to stderr; the summary only to "
+         "--summary FILE)"),
     STR("summary", output.summary, NULL, "FILE.json", "write the end-of-run JSON summary"),
     INT("timing-skip", output.timing_skip, "1", "N", "warm-up steps left out of the timing", 0,
         1 << 30),

@@ -120,7 +120,7 @@ typedef struct {
 } AxExecOptions;
 
 typedef struct {
-  char *metrics, *save;
+  char *metrics, *metrics_jsonl, *tensorboard, *save;
   int val_every, val_steps;
   char *trace, *trace_steps;
   int log_every, quiet;

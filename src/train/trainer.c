@@ -328,10 +328,10 @@ static void print_tensor_parallel(const AxTrainer *t) {
 void ax_trainer_print_header(const AxTrainer *t) {
   const AxGptConfig *m = &t->model;
   if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
+  const char *from = t->weights_from[0] ? t->weights_from : t->cfg.model.init;
   ax_log("axonn train: GPT-2 L=%d C=%d NH=%d T=%d V=%d (padded %d) | %.2fM parameters%s%s",
          m->layers, m->channels, m->heads, t->cfg.model.seq, m->vocab, m->padded_vocab,
-         ax_gpt_num_params(m) / 1e6, t->cfg.model.init ? " from " : " (random init)",
-         t->cfg.model.init ? t->cfg.model.init : "");
+         ax_gpt_num_params(m) / 1e6, from ? " from " : " (random init)", from ? from : "");
   ax_log("batch: %d sequences x %d tokens = %d tokens/step; per row %d micro-batch(es) of %d; "
          "pipeline limit %d; activation checkpointing: %s", t->cfg.data.batch, t->cfg.model.seq,
          t->cfg.data.batch * t->cfg.model.seq, t->n_micro, t->micro, t->limit,

@@ -334,6 +334,11 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
     AX_TRY(resume_codec_state(t, step_dir));
     ax_log("resume: continuing from %s (step %d); found and read in %.3f s%s", step_dir, *step,
            ax_now() - t0, t->mc ? "; memory held nothing newer" : "");
+    snprintf(t->weights_from, sizeof t->weights_from, "checkpoint %s (step %d)", step_dir,
+             *step);
+  } else {
+    snprintf(t->weights_from, sizeof t->weights_from, "memory checkpoint of run %s (step %d)",
+             t->run_name, *step);
   }
   if (*step >= t->cfg.optim.steps)
     ax_warn("resume: the checkpoint is at step %d, --steps is %d: nothing left to do", *step,

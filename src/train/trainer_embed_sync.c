@@ -32,9 +32,10 @@ int ax_trainer_wte_presummed(const AxTrainer *t) {
  * alone (latency 0). Not a measured ping-pong: on 3 or more ranks the dense ring adds in
  * another order than Zen and the all-gather, so a choice that followed the machine's load would
  * give another run (a resumed one) other fp32 sums. */
-static int decision_link(AxTrainer *t, AxLinearCost *out) {
+static int decision_link(AxTrainer *t, AxLinearCost *out, int *priced) {
   *out = (AxLinearCost){0, 1};
-  return ax_link_emulating(t->links) ? ax_trainer_link_cost(t, MPI_COMM_NULL, out) : AX_OK;
+  *priced = ax_link_emulating(t->links);
+  return *priced ? ax_trainer_link_cost(t, MPI_COMM_NULL, out) : AX_OK;
 }
 
 int ax_trainer_setup_embed_sync(AxTrainer *t) {
@@ -51,7 +52,7 @@ int ax_trainer_setup_embed_sync(AxTrainer *t) {
   int is_auto;
   AX_TRY(ax_train_sparse_embedding_sync(&t->cfg, &is_auto, &e->algo));
   e->decides = is_auto;
-  if (e->decides) AX_TRY(decision_link(t, &e->link));
+  if (e->decides) AX_TRY(decision_link(t, &e->link, &e->priced));
   AX_TRY(ax_sparse_sync_create(&e->sync, t->grid.data, e->rows, e->cols,
                                (uint64_t)t->cfg.data.seed));
   ax_sparse_sync_set_owners(e->sync, (AxZenOwners)t->cfg.compression.zen_owners);
@@ -111,7 +112,9 @@ static void report_first(const AxTrainer *t, size_t n, const AxSparseSyncStats *
                          const double *predicted) {
   const AxEmbedSync *e = &t->embed_sync;
   char why[160] = "--sparse-embedding-sync";
-  if (predicted)
+  if (predicted && !e->priced) /* no link: the bytes alone decided, no time to predict */
+    snprintf(why, sizeof why, "auto: the fewest bytes, no link to price them");
+  else if (predicted)
     snprintf(why, sizeof why, "auto: predicted zen %.3g ms, allgather %.3g ms, dense %.3g ms",
              predicted[AX_SPARSE_SYNC_ZEN] * 1e3, predicted[AX_SPARSE_SYNC_ALLGATHER] * 1e3,
              predicted[AX_SPARSE_SYNC_DENSE] * 1e3);

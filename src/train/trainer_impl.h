@@ -50,6 +50,7 @@ typedef struct {
   size_t cols;
   unsigned long long *counts; /* [D] every rank's touched rows (auto) */
   AxLinearCost link;      /* what auto weighs bytes and messages by */
+  int priced;             /* link is an emulated link's cost (0: bytes alone, no link known) */
   long long steps;        /* syncs done */
 } AxEmbedSync;
 
@@ -122,6 +123,7 @@ struct AxTrainer {
   AxMemCkpt *mc;       /* --memory-checkpoint-every (NULL: off; trainer_memckpt.c) */
   AxWholeStage mc_whole; /* what it asked gathered (ops.gather) */
   char run_name[80];   /* --run-name, or derived from the run (trainer_memckpt.c) */
+  char weights_from[1100]; /* a resumed run's checkpoint and step, for the header ("": none) */
   AxStepHooks hooks;   /* who attaches to the step's named points (train_hooks.h) */
   /* per-step accumulation by the stage callbacks */
   double loss_sum;

@@ -17,7 +17,7 @@ static const char *const NAME_IGNORES[] = {
     "micro-batch", "g-inter", "g-data", "gx", "gy", "gz", "tp-oar", "tp-ors", "tp-oag",
     "tp-ag-cache", "pipeline-limit", "stage-layers", "allreduce", "ranks-per-node",
     "emulate-link", "steps", "optimizer-threads", "progress", "dry-run", "device",
-    "cuda-aware-mpi", "threads", "bind", "metrics", "save", "val-every", "val-steps",
+    "cuda-aware-mpi", "threads", "bind", "metrics", "metrics-jsonl", "tensorboard", "save", "val-every", "val-steps",
     "val-data", "trace", "trace-steps", "log-every", "quiet", "summary", "timing-skip",
     "timing-steps", "peak-tflops", "checkpoint-dir", "checkpoint-every", "keep", "resume",
     "memory-checkpoint-every", "replicas", "run-name", "memory-dir", "replica-schedule",

@@ -171,8 +171,8 @@ START_TEST(parts_run_their_k) {
   AxCodec *onebit;
   ck_assert_int_eq(ax_codec_parse("onebit", &onebit), AX_OK);
   AxOffload o = {.n = 3000, .chunk = 3000, .n_chunks = 1};
-  AxTensorRange t[] = {{0, 1000, 1000, "a", -1}, {1000, 1000, 1000, "b", -1},
-                       {2000, 1000, 1000, "c", -1}};
+  AxTensorRange t[] = {{0, 1000, 1000, "a", -1, 0}, {1000, 1000, 1000, "b", -1, 0},
+                       {2000, 1000, 1000, "c", -1, 0}};
   AxGradPart parts[3];
   ck_assert_int_eq(ax_grad_parts_cut(&o, t, 3, parts, 3), 3);
   const int k[] = {1, 3, 7};

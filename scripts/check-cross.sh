@@ -20,6 +20,10 @@ MPIEXEC=${MPIEXEC:-mpiexec}
 LOSS_RTOL=${LOSS_RTOL:-1e-5}
 WEIGHT_TOL=${WEIGHT_TOL:-1e-4}
 HOST_BIN=${AXONN:-bin/axonn}
+# MPICH's UCX over shared memory only: its TCP transport sets a socket option (TCP keep-alive)
+# that qemu-ppc64le does not translate, and MPI_Init fails there (the unit suites' too)
+UCX_TLS=${UCX_TLS:-self,sm}
+export UCX_TLS
 [ $# -gt 0 ] || set -- aarch64 ppc64le
 failed=0
 fail() { echo "check-cross: FAIL: $*"; failed=$((failed + 1)); }
@@ -38,12 +42,10 @@ EOF
 # COMMON: a small 2-layer model, 8 steps, 2 ranks as data parallel x pipeline alike
 COMMON="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 8 --shuffle 0
   --seed 7 --val-every 4 --val-steps 2 --lr 3e-3 --threads 1 --quiet --peak-tflops 1"
-# MPICH's UCX over shared memory: its TCP transport sets a socket option (TCP keep-alive) that
-# qemu-ppc64le does not translate, and MPI_Init fails there
 train() { # NAME AXONN_COMMAND OUTDIR GRID...
   name=$1; prog=$2; out=$3; shift 3
   # shellcheck disable=SC2086
-  UCX_TLS=${UCX_TLS:-self,sm} timeout 900 $MPIEXEC -n 2 $prog train $COMMON "$@" --metrics "$out/$name.csv" \
+  timeout 900 $MPIEXEC -n 2 $prog train $COMMON "$@" --metrics "$out/$name.csv" \
     --save "$out/$name.bin" >"$out/$name.log" 2>&1 || { cat "$out/$name.log"; return 1; }
 }
 same_losses() { # A.csv B.csv: per-step loss and validation loss within LOSS_RTOL relative

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/core/simd.h"
+
 static int polite(const AxCommConfig *cc) { return cc && cc->polite; }
 
 int ax_mpi_fail_at(int code, const char *call, const char *file, int line) {
@@ -22,9 +24,7 @@ void ax_mpi_relax(const AxCommConfig *cc) {
   if (polite(cc)) {
     sched_yield();
   } else {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    ax_cpu_relax();
   }
 }
 

@@ -40,8 +40,10 @@ void ax_adamw_ref(float *p, const float *g, float *m, float *v, size_t n, const 
 
 /* The scalar element. Where the AVX2 body exists, the tail uses the very same fused
  * operations, so results do not depend on where a range starts or is cut (chunking,
- * threads). */
-#ifdef AX_SIMD_AVX2
+ * threads). Where the CPU has a fused multiply-add (__FP_FAST_FMAF: aarch64, POWER, x86 with
+ * FMA) the scalar path fuses too, and so computes the AVX2 path's values bit for bit (fmaf,
+ * sqrtf and the division are all correctly rounded); the compiler vectorizes it (NEON, VSX). */
+#if defined(AX_SIMD_AVX2) || defined(__FP_FAST_FMAF)
 #define MULADD(a, b, c) fmaf(a, b, c)
 #else
 #define MULADD(a, b, c) ((a) * (b) + (c))

@@ -2,7 +2,10 @@
 # Installs what axonn needs to build and test.
 # On Debian/Ubuntu as root: apt-get installs whichever of the packages below is missing.
 # Elsewhere (other distributions, no root, HPC login nodes): prints what to install or load.
-# Usage: scripts/install-deps.sh [--check]   (--check only reports, never installs)
+# Usage: scripts/install-deps.sh [--check] [--cross]   (--check only reports, never installs)
+#   --cross  instead: what `make check-cross` needs on the host (Debian's cross compilers for
+#            aarch64 and ppc64le, qemu-user), then the foreign MPICH, OpenBLAS, hwloc and Check
+#            unpacked into build-aarch64/sysroot and build-ppc64le/sysroot (scripts/cross-sysroot.sh)
 set -eu
 
 # Debian package -> what it provides (shown to users who must install it by hand).
@@ -12,7 +15,26 @@ PACKAGES="mpich libmpich-dev libhwloc-dev check libopenblas-dev pkg-config"
 OPTIONAL="python3-matplotlib protobuf-compiler"
 
 check_only=0
-[ "${1:-}" = "--check" ] && check_only=1
+cross=0
+for arg in "$@"; do
+  case $arg in
+    --check) check_only=1 ;;
+    --cross) cross=1 ;;
+    *) echo "install-deps: unknown option $arg (--check, --cross)" >&2; exit 2 ;;
+  esac
+done
+if [ "$cross" = 1 ]; then
+  PACKAGES="gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-powerpc64le-linux-gnu"
+  PACKAGES="$PACKAGES libc6-dev-ppc64el-cross qemu-user file"
+  OPTIONAL=""
+fi
+
+# the foreign libraries, next to the build folders of the repository this script is in
+cross_sysroots() {
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  (cd "$root" && scripts/cross-sysroot.sh arm64 build-aarch64 &&
+    scripts/cross-sysroot.sh ppc64el build-ppc64le)
+}
 
 is_debian() { [ -r /etc/debian_version ] && command -v dpkg-query >/dev/null 2>&1; }
 
@@ -29,6 +51,7 @@ if is_debian; then
   missing_opt=$(missing_debian "$OPTIONAL")
   if [ -z "$missing" ] && [ -z "$missing_opt" ]; then
     echo "install-deps: all packages present ($PACKAGES $OPTIONAL)"
+    if [ "$cross" = 1 ] && [ "$check_only" = 0 ]; then cross_sysroots; fi
     exit 0
   fi
   if [ "$check_only" = 1 ] || [ "$(id -u)" != 0 ]; then
@@ -43,6 +66,7 @@ if is_debian; then
   apt-get update -q
   # shellcheck disable=SC2086
   apt-get install -y -q --no-install-recommends $missing $missing_opt
+  if [ "$cross" = 1 ]; then cross_sysroots; fi
   exit 0
 fi
 

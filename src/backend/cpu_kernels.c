@@ -1,7 +1,8 @@
 /* cpu_kernels.c — the CPU backend's element-wise kernels (fp32), split over the backend's
  * thread pool. Row-wise kernels split rows; column reductions (weight and bias gradients)
  * split columns, so every thread count gives a fixed summation order and reruns are
- * bit-identical. exp/tanh come from vecmath.h (AVX2 with a scalar fallback). */
+ * bit-identical. exp/tanh come from vecmath.h; the row reductions have an AVX2 body, an 8-lane
+ * plain-C body with the same values where the CPU has FMA (AX_SIMD_LANES8), and a scalar one. */
 #include "cpu_kernels.h"
 
 #include <math.h>
@@ -35,6 +36,14 @@ static float row_max(const float *x, size_t n) {
     for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
     m = ax_hmax8(vm);
   }
+#elif defined(AX_SIMD_LANES8)
+  if (n >= 8) {
+    float l[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY};
+    for (; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; j++) l[j] = ax_max_ps(l[j], x[i + j]);
+    m = ax_lanes8_max(l);
+  }
 #endif
   for (; i < n; i++) m = x[i] > m ? x[i] : m;
   return m;
@@ -52,6 +61,14 @@ static float row_exp_sum(float *y, const float *x, size_t n, float shift) {
     vs = _mm256_add_ps(vs, e);
   }
   sum = ax_hsum8(vs);
+#elif defined(AX_SIMD_LANES8)
+  float l[8] = {0};
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++) {
+      y[i + j] = ax_expf(x[i + j] - shift);
+      l[j] += y[i + j];
+    }
+  sum = ax_lanes8_sum(l);
 #endif
   for (; i < n; i++) {
     y[i] = ax_expf(x[i] - shift);
@@ -72,6 +89,11 @@ static float row_dot(const float *x, const float *y, size_t n) {
   for (; i + 8 <= n; i += 8)
     vs = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), vs);
   sum = ax_hsum8(vs);
+#elif defined(AX_SIMD_LANES8)
+  float l[8] = {0};
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++) l[j] = fmaf(x[i + j], y[i + j], l[j]);
+  sum = ax_lanes8_sum(l);
 #endif
   for (; i < n; i++) sum += x[i] * y[i];
   return sum;
@@ -84,6 +106,11 @@ static float row_sum(const float *x, size_t n) {
   __m256 vs = _mm256_setzero_ps();
   for (; i + 8 <= n; i += 8) vs = _mm256_add_ps(vs, _mm256_loadu_ps(x + i));
   sum = ax_hsum8(vs);
+#elif defined(AX_SIMD_LANES8)
+  float l[8] = {0};
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++) l[j] += x[i + j];
+  sum = ax_lanes8_sum(l);
 #endif
   for (; i < n; i++) sum += x[i];
   return sum;
@@ -101,6 +128,11 @@ static float row_dot3_centered(const float *w, const float *d, const float *x, f
     vs = _mm256_fmadd_ps(wd, _mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vs);
   }
   sum = ax_hsum8(vs);
+#elif defined(AX_SIMD_LANES8)
+  float l[8] = {0};
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++) l[j] = fmaf(w[i + j] * d[i + j], x[i + j] - m, l[j]);
+  sum = ax_lanes8_sum(l);
 #endif
   for (; i < n; i++) sum += w[i] * d[i] * (x[i] - m);
   return sum;
@@ -117,6 +149,11 @@ static float row_centered_sumsq(const float *x, size_t n, float m) {
     vs = _mm256_fmadd_ps(d, d, vs);
   }
   sum = ax_hsum8(vs);
+#elif defined(AX_SIMD_LANES8)
+  float l[8] = {0};
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; j++) l[j] = fmaf(x[i + j] - m, x[i + j] - m, l[j]);
+  sum = ax_lanes8_sum(l);
 #endif
   for (; i < n; i++) sum += (x[i] - m) * (x[i] - m);
   return sum;
@@ -311,6 +348,15 @@ static void gelu_bwd_range(float *dinp, const float *x, const float *dout, size_
                                _mm256_mul_ps(half, _mm256_add_ps(one, t)));
     _mm256_storeu_ps(dinp + i, _mm256_mul_ps(g, _mm256_loadu_ps(dout + i)));
   }
+#elif defined(AX_SIMD_LANES8)
+  /* the AVX2 body's operations, lane by lane (its values, bit for bit) */
+  for (; i + 8 <= hi; i += 8)
+    for (int j = 0; j < 8; j++) {
+      float v = x[i + j], v2 = v * v, u = GELU_SCALE * fmaf(GELU_CUBE * v, v2, v);
+      float t = ax_tanhf(u), sech2 = fmaf(-t, t, 1.0f);
+      float du = GELU_SCALE * fmaf(3.0f * GELU_CUBE, v2, 1.0f);
+      dinp[i + j] = fmaf((0.5f * v) * sech2, du, 0.5f * (1.0f + t)) * dout[i + j];
+    }
 #endif
   for (; i < hi; i++) {
     float v = x[i], u = GELU_SCALE * fmaf(GELU_CUBE * v, v * v, v);

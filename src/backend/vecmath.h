@@ -102,4 +102,26 @@ static inline float ax_hmax8(__m256 v) {
 }
 #endif
 
+/* Without AVX2 but with a fused multiply-add (aarch64, POWER: __FP_FAST_FMAF), the row
+ * reductions of cpu_kernels.c keep 8 running lanes in plain C, lane j over elements j, j + 8,
+ * ..., fused as the AVX2 body fuses, and combine them in ax_hsum8's and ax_hmax8's order: the
+ * same sums as the x86 build, bit for bit, and loops the compiler turns into NEON or VSX (a
+ * sequential float sum cannot be vectorized without reassociating it). */
+#if !defined(AX_SIMD_AVX2) && defined(__FP_FAST_FMAF)
+#define AX_SIMD_LANES8 1
+static inline float ax_lanes8_sum(const float l[8]) {
+  float s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+/* a > b ? a : b, as _mm256_max_ps picks (the second operand where either is NaN) */
+static inline float ax_max_ps(float a, float b) { return a > b ? a : b; }
+
+static inline float ax_lanes8_max(const float l[8]) {
+  float s0 = ax_max_ps(l[0], l[4]), s1 = ax_max_ps(l[1], l[5]);
+  float s2 = ax_max_ps(l[2], l[6]), s3 = ax_max_ps(l[3], l[7]);
+  return ax_max_ps(ax_max_ps(s0, s2), ax_max_ps(s1, s3));
+}
+#endif
+
 #endif

@@ -6,18 +6,12 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "simd.h"
 
 /* About 20-50 microseconds of polling before a worker sleeps: long enough to catch the next
  * kernel of a busy step, short enough not to steal a core from BLAS in a long GEMM. */
 enum { SPIN_ROUNDS = 4000 };
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
 
 struct AxPool {
   int n;
@@ -42,7 +36,7 @@ static unsigned wait_for_generation(AxPool *p, unsigned seen) {
   for (int i = 0; i < SPIN_ROUNDS; i++) {
     unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
     if (g != seen || atomic_load(&p->stop)) return g;
-    cpu_relax();
+    ax_cpu_relax();
   }
   pthread_mutex_lock(&p->mu);
   unsigned g;
@@ -129,5 +123,5 @@ void ax_pool_run(AxPool *p, AxPoolFn fn, void *ctx) {
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   fn(ctx, 0, p->n);
-  while (atomic_load_explicit(&p->remaining, memory_order_acquire) > 0) cpu_relax();
+  while (atomic_load_explicit(&p->remaining, memory_order_acquire) > 0) ax_cpu_relax();
 }

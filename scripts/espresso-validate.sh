@@ -18,7 +18,7 @@ STEPS=${STEPS:-12}
 REPS=${REPS:-3}
 OUT=${OUT:-$(mktemp -d /tmp/axonn-espresso-validate-XXXXXX)}
 mkdir -p "$OUT"
-MODEL_a="--layers 2 --hidden 64 --heads 2 --seq 32 --batch 8 --micro-batch 4"
+MODEL_a="--layers 2 --hidden 64 --heads 2 --seq 32 --batch 8 --micro-batch 2"
 MODEL_b="--layers 4 --hidden 256 --heads 4 --seq 64 --batch 8 --micro-batch 2"
 COMMON="--threads 1 --val-steps 0 --steps $STEPS --trace-steps 4-$STEPS --compress auto \
   --compress-codec onebit --ranks-per-node 1 --emulate-link $LINK"

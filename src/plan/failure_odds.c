@@ -3,11 +3,23 @@
  * failure_odds.h. */
 #include "failure_odds.h"
 
+#include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "src/core/error.h"
+
+/* The counts reach C(4096, 2048) ~ 1e1232: a floating type with a 15-bit exponent holds them.
+ * long double is one on x86 (80-bit) and aarch64 (quad); on POWER it is double-double, with
+ * double's range, so the counting uses _Float128 there. */
+#if LDBL_MAX_EXP >= 16384
+typedef long double OddsReal;
+#elif defined(__FLT128_MAX__)
+typedef _Float128 OddsReal;
+#else
+#error "failure_odds.c needs long double or _Float128 with a 15-bit exponent"
+#endif
 
 const char *ax_placement_name(AxPlacement p) { return p == AX_PLACE_RING ? "ring" : "group"; }
 
@@ -63,11 +75,11 @@ int ax_replica_holders(int N, int m, AxPlacement p, int node, int *holders) {
   return AX_OK;
 }
 
-/* C(n, r) in long double: exact while C(n, i) * (n - i) stays below 2^64. */
-static long double binomial(int n, int r) {
+/* C(n, r): exact while C(n, i) * (n - i) stays below 2^64 (2^113 with _Float128). */
+static OddsReal binomial(int n, int r) {
   if (r < 0 || r > n) return 0;
   if (r > n - r) r = n - r;
-  long double c = 1;
+  OddsReal c = 1;
   for (int i = 0; i < r; i++) c = c * (n - i) / (i + 1);
   return c;
 }
@@ -75,7 +87,7 @@ static long double binomial(int n, int r) {
 /* u[s] = v[s] + v[s-1] + ... + v[s-m+1] for s < len (v times 1 + x + ... + x^(m-1)), by
  * additions only, O(len log m): from m's top bit down, B_1 = 1, B_2a = B_a (1 + x^a) and
  * B_2a+1 = B_2a + x^2a. */
-static void window_sums(const long double *v, long double *u, int len, int m) {
+static void window_sums(const OddsReal *v, OddsReal *u, int len, int m) {
   int top = 0;
   while (m >> (top + 1)) top++;
   memcpy(u, v, (size_t)len * sizeof *u);
@@ -95,9 +107,9 @@ static void window_sums(const long double *v, long double *u, int len, int m) {
  * survivors, the failed nodes fill the z gaps that follow the survivors, each gap below m:
  * W(z, j) compositions of j into z parts in 0..m-1, and each subset arises from z of the n
  * starting points, so g[j] = n W(z, j) / z. Rows W(z, .) by window sums; j = n loses all. */
-static int ring_poly(int n, int m, long double *g) {
-  long double *w = ax_calloc((size_t)n + 1, sizeof *w);
-  long double *next = ax_calloc((size_t)n + 1, sizeof *next);
+static int ring_poly(int n, int m, OddsReal *g) {
+  OddsReal *w = ax_calloc((size_t)n + 1, sizeof *w);
+  OddsReal *next = ax_calloc((size_t)n + 1, sizeof *next);
   if (!w || !next) {
     free(w);
     free(next);
@@ -108,7 +120,7 @@ static int ring_poly(int n, int m, long double *g) {
   for (int z = 1; z <= n; z++) {
     window_sums(w, next, n - z + 1, m);
     g[n - z] = next[n - z] * n / z;
-    long double *t = w;
+    OddsReal *t = w;
     w = next;
     next = t;
   }
@@ -118,7 +130,7 @@ static int ring_poly(int n, int m, long double *g) {
 }
 
 /* a[0..da] times b[0..db] into a (room for da + db + 1), through tmp; returns da + db. */
-static int poly_mul(long double *a, int da, const long double *b, int db, long double *tmp) {
+static int poly_mul(OddsReal *a, int da, const OddsReal *b, int db, OddsReal *tmp) {
   for (int i = 0; i <= da + db; i++) tmp[i] = 0;
   for (int i = 0; i <= da; i++)
     for (int j = 0; j <= db; j++) tmp[i + j] += a[i] * b[j];
@@ -128,9 +140,9 @@ static int poly_mul(long double *a, int da, const long double *b, int db, long d
 
 /* good[k], k = 0..N: the recoverable k-subsets, the product of the blocks' polynomials (a
  * group placement has blocks of at most two sizes, each size's polynomial made once). */
-static int recoverable_poly(int N, int m, AxPlacement p, long double *good) {
-  long double *block = ax_calloc((size_t)N + 1, sizeof *block);
-  long double *tmp = ax_calloc((size_t)N + 1, sizeof *tmp);
+static int recoverable_poly(int N, int m, AxPlacement p, OddsReal *good) {
+  OddsReal *block = ax_calloc((size_t)N + 1, sizeof *block);
+  OddsReal *tmp = ax_calloc((size_t)N + 1, sizeof *tmp);
   int rc = block && tmp ? AX_OK : AX_ERR, deg = 0, made = 0;
   good[0] = 1;
   for (int first = 0, size = 0; first < N && rc == AX_OK; first += size) {
@@ -146,7 +158,7 @@ static int recoverable_poly(int N, int m, AxPlacement p, long double *good) {
 }
 
 /* The counts for every k (N + 1 entries, free() them). */
-static int counts_of(int N, int m, AxPlacement p, long double **good) {
+static int counts_of(int N, int m, AxPlacement p, OddsReal **good) {
   AX_TRY(check_counting(N, m, p));
   *good = ax_calloc((size_t)N + 1, sizeof **good);
   if (!*good) return AX_ERR;
@@ -156,15 +168,15 @@ static int counts_of(int N, int m, AxPlacement p, long double **good) {
 }
 
 int ax_failure_odds_all(int N, int m, AxPlacement p, double *prob) {
-  long double *good;
+  OddsReal *good;
   AX_TRY(counts_of(N, m, p, &good));
   for (int k = 0; k <= N; k++) prob[k] = (double)(good[k] / binomial(N, k));
   free(good);
   return AX_OK;
 }
 
-int ax_recoverable_sets(int N, int m, int k, AxPlacement p, long double *count) {
-  long double *good;
+static int count_at(int N, int m, int k, AxPlacement p, OddsReal *count) {
+  OddsReal *good;
   AX_TRY(check_failed(N, k));
   AX_TRY(counts_of(N, m, p, &good));
   *count = good[k];
@@ -172,10 +184,19 @@ int ax_recoverable_sets(int N, int m, int k, AxPlacement p, long double *count) 
   return AX_OK;
 }
 
+/* Exact for N <= 62; beyond long double's range (C(N, k) > 1e308 on POWER) the count is inf,
+ * while ax_failure_odds divides in the counting type and stays finite. */
+int ax_recoverable_sets(int N, int m, int k, AxPlacement p, long double *count) {
+  OddsReal c;
+  AX_TRY(count_at(N, m, k, p, &c));
+  *count = (long double)c;
+  return AX_OK;
+}
+
 int ax_failure_odds(int N, int m, int k, AxPlacement p, double *prob) {
-  long double count;
-  AX_TRY(ax_recoverable_sets(N, m, k, p, &count));
-  *prob = (double)(count / binomial(N, k));
+  OddsReal c;
+  AX_TRY(count_at(N, m, k, p, &c));
+  *prob = (double)(c / binomial(N, k));
   return AX_OK;
 }
 
@@ -228,16 +249,16 @@ int ax_failure_odds_group_formula(int N, int m, int k, double *prob) {
     *prob = 0;
     return AX_OK;
   }
-  long double lost = 0, magnitude = 0;
+  OddsReal lost = 0, magnitude = 0;
   for (int j = 1; j <= groups && j * m <= k; j++) {
-    long double term = binomial(groups, j) * binomial(N - j * m, k - j * m);
+    OddsReal term = binomial(groups, j) * binomial(N - j * m, k - j * m);
     lost += j % 2 ? term : -term;
     magnitude += term;
   }
-  long double total = binomial(N, k), kept = total - lost;
+  OddsReal total = binomial(N, k), kept = total - lost;
   if (magnitude > kept * (1 << 24))
     return AX_FAIL("the inclusion-exclusion sum for %d nodes, %d copies, %d failed cancels "
-                   "beyond long double's precision (ax_failure_odds counts it exactly)",
+                   "beyond the counting type's precision (ax_failure_odds counts it exactly)",
                    N, m, k);
   *prob = (double)(kept / total);
   return AX_OK;

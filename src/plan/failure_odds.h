@@ -16,9 +16,10 @@
  * keeps a surviving copy, i.e. no block of n nodes has m cyclically consecutive failed nodes.
  * ax_failure_odds counts the recoverable k-subsets by a product over the blocks of their
  * generating polynomials (a block's count by compositions of its failed nodes into the gaps
- * between its survivors): nonnegative terms only, in long double, so the counts are exact
- * integers for N <= 62 (every intermediate below 2^64) and good to about 1e-15 relative beyond,
- * for N up to AX_FAILURE_ODDS_MAX_NODES. No MPI. */
+ * between its survivors): nonnegative terms only, in long double (_Float128 where long double
+ * has only double's range, as on POWER), so the counts are exact integers for N <= 62 (every
+ * intermediate below 2^64) and good to about 1e-15 relative beyond, for N up to
+ * AX_FAILURE_ODDS_MAX_NODES. No MPI. */
 #ifndef AX_FAILURE_ODDS_H
 #define AX_FAILURE_ODDS_H
 

@@ -37,6 +37,16 @@ idle_cores() {
 
 say() { echo "\$ $*"; "$@"; }
 
+# How many of the sample's words (runs of letters, case ignored; the prompt's line left out) occur
+# in the training text: "N of M (P%)".
+words_known() {
+  awk 'FNR == NR { n = split(tolower($0), w, /[^a-z]+/); for (i = 1; i <= n; i++) seen[w[i]] = 1
+                   next }
+       FNR > 1 { n = split(tolower($0), w, /[^a-z]+/)
+                 for (i = 1; i <= n; i++) if (w[i] != "") { all++; known += (w[i] in seen) } }
+       END { printf "%d of %d (%.0f%%)", known, all, all ? 100 * known / all : 0 }' "$2" "$1"
+}
+
 if [ -z "${THREADS:-}" ]; then
   THREADS=$(idle_cores)
   echo "make run: $THREADS of $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') core(s) idle" \
@@ -56,13 +66,18 @@ rc=$(cat "$OUT/train.rc" 2>/dev/null || echo 1)
 rm -f "$OUT/train.rc"
 [ "$rc" -eq 0 ] || exit "$rc"
 echo "--- sample from the trained model (prompt \"$PROMPT\", temperature $TEMPERATURE):"
-say "$AXONN" sample --model "$OUT/model.bin" --prompt "$PROMPT" --tokens "$SAMPLE_TOKENS" \
+set -- "$AXONN" sample --model "$OUT/model.bin" --prompt "$PROMPT" --tokens "$SAMPLE_TOKENS" \
   --temperature "$TEMPERATURE" --threads "$THREADS"
+echo "\$ $*"
+"$@" >"$OUT/sample.txt"
+cat "$OUT/sample.txt"
+echo "--- the sample's words found in $TEXT: $(words_known "$OUT/sample.txt" "$TEXT")"
 "$(dirname "$0")/plot-loss" "$OUT/metrics.csv" "$OUT/loss.png"
 
 cat <<EOF
 --- outputs in $OUT/:
   model.bin       the trained model (llm.c fp32 format): $AXONN sample --model $OUT/model.bin
+  sample.txt      the sample above
   metrics.csv     every step: loss, lr, batch_ms, tokens_per_s, tflops, grad_norm, val_loss
   summary.json    the end-of-run summary (docs/summary.md)
   train.log       everything the training printed

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The link emulator and the traffic counters end to end, under mpiexec (docs/emulator.md):
 #  - bad network options on several ranks: one line, from rank 0, a non-zero exit, no output
-#    file left behind (train and the three MPI benchmarks);
+#    file left behind (train and the three MPI benchmarks), misspelled flags too;
 #  - training over an emulated link computes exactly what it computes without one (the same
 #    losses and weights, bit for bit, on 2x2 and on a 4-stage pipeline, with the communication
 #    thread too);
@@ -38,6 +38,11 @@ job_error() { # NEEDLE NP ARGS...
   [ -z "$(ls -A "$TMP/out")" ] || { fail "$what: left $(ls "$TMP/out")"; rm -rf "$TMP/out"/*; }
 }
 OUTS="--summary $TMP/out/s.json --metrics $TMP/out/m.csv --save $TMP/out/m.bin"
+# a misspelled flag, found before MPI starts (train: alone it exits at once; the benchmarks on
+# every launch): still one line, from rank 0
+job_error "unknown option --emulate-lnk (did you mean --emulate-link?" 2 train $COMMON $OUTS --emulate-lnk 1Gbps
+job_error "unknown option --emulate-lnk (did you mean --emulate-link?" 2 bench p2p --emulate-lnk 1Gbps
+job_error "unknown option --emulate-lnk (did you mean --emulate-link?" 2 bench allreduce --emulate-lnk 1Gbps
 job_error "--emulate-link: 'abc' is not a bandwidth" 2 train $COMMON --g-data 2 $OUTS --emulate-link abc
 job_error "--emulate-link: '10Gbps,' ends with a comma" 4 train $COMMON --g-inter 2 --g-data 2 $OUTS \
   --emulate-link 10Gbps,

@@ -16,6 +16,7 @@
 #include "mpi/mpi_util.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
+#include "src/core/launcher.h"
 #include "src/core/fileio.h"
 #include "src/core/log.h"
 #include "src/core/options.h"
@@ -402,7 +403,7 @@ int ax_cmd_bench_p2p(int argc, char **argv) {
   if (rc == AX_OK)
     rc = with_mpi(&c, &argc, &argv);
   else
-    ax_print_error();
+    ax_print_error_once();
   ax_options_free(&P2P_TABLE, &c);
   return rc == AX_OK ? 0 : 1;
 }

@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "src/core/error.h"
+#include "src/core/launcher.h"
 #include "src/core/log.h"
 #include "src/core/watchdog.h"
 #include "src/report/metrics.h"
@@ -176,6 +177,11 @@ int ax_cmd_train(int argc, char **argv) {
     if (rc != AX_OK) ax_print_error();
     ax_train_config_free(&cfg);
     return rc == AX_OK ? 0 : 1;
+  }
+  if (rc != AX_OK && ax_launcher_rank() < 0) { /* alone, so no other rank to tell: say it now */
+    ax_print_error_once();
+    ax_train_config_free(&cfg);
+    return 1;
   }
   if (start_mpi(&argc, &argv) != AX_OK) {
     ax_print_error();

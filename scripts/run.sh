@@ -37,14 +37,17 @@ idle_cores() {
 
 say() { echo "\$ $*"; "$@"; }
 
-# How many of the sample's words (runs of letters, case ignored; the prompt's line left out) occur
-# in the training text: "N of M (P%)".
-words_known() {
-  awk 'FNR == NR { n = split(tolower($0), w, /[^a-z]+/); for (i = 1; i <= n; i++) seen[w[i]] = 1
-                   next }
-       FNR > 1 { n = split(tolower($0), w, /[^a-z]+/)
-                 for (i = 1; i <= n; i++) if (w[i] != "") { all++; known += (w[i] in seen) } }
-       END { printf "%d of %d (%.0f%%)", known, all, all ? 100 * known / all : 0 }' "$2" "$1"
+# How many of the sample's words (runs of the letters a-z, case ignored, bytes as they are; the
+# prompt it starts with left out) occur in the training text: "N of M (P%)".
+words_known() { # SAMPLE TEXT PROMPT
+  LC_ALL=C awk -v skip="${#3}" '
+    function count(line, add,  n, i, w) {
+      n = split(tolower(line), w, /[^a-z]+/)
+      for (i = 1; i <= n; i++) if (w[i] != "") { if (add) seen[w[i]] = 1; else { all++; known += (w[i] in seen) } }
+    }
+    FNR == NR { count($0, 1); next }
+    { count(FNR == 1 ? substr($0, skip + 1) : $0, 0) }
+    END { printf "%d of %d (%.0f%%)", known, all, all ? 100 * known / all : 0 }' "$2" "$1"
 }
 
 if [ -z "${THREADS:-}" ]; then
@@ -71,7 +74,7 @@ set -- "$AXONN" sample --model "$OUT/model.bin" --prompt "$PROMPT" --tokens "$SA
 echo "\$ $*"
 "$@" >"$OUT/sample.txt"
 cat "$OUT/sample.txt"
-echo "--- the sample's words found in $TEXT: $(words_known "$OUT/sample.txt" "$TEXT")"
+echo "--- the sample's words found in $TEXT: $(words_known "$OUT/sample.txt" "$TEXT" "$PROMPT")"
 "$(dirname "$0")/plot-loss" "$OUT/metrics.csv" "$OUT/loss.png"
 
 cat <<EOF

@@ -64,7 +64,7 @@ while [ $i -lt 200 ]; do echo "ROMEO: to be or not to be, that is the question $
 AXONN=$AXONN THREADS=1 TEXT="$TMP/text.txt" SAMPLE_TOKENS=20 AXONN_PLOT_PYTHONS=/nonexistent \
   TRAIN_ARGS="--layers 1 --hidden 16 --heads 1 --seq 16 --batch 4 --steps 20 --val-every 10" \
   sh scripts/run.sh "$TMP/run" >"$TMP/run.out" 2>&1 || { fail "scripts/run.sh"; cat "$TMP/run.out"; }
-for f in model.bin metrics.csv summary.json train.log text_train.bin text_val.bin; do
+for f in model.bin metrics.csv summary.json train.log text_train.bin text_val.bin sample.txt; do
   [ -s "$TMP/run/$f" ] || fail "run.sh left no $f"
 done
 [ "$(wc -l <"$TMP/run/metrics.csv")" -eq 21 ] || fail "run.sh metrics.csv lacks steps"
@@ -73,6 +73,18 @@ for want in '^val  step 10 | val loss' '^val  step 20 | val loss' '^--- sample f
   grep -q "$want" "$TMP/run.out" || fail "run.sh output lacks '$want'"
 done
 grep -q '^{"axonn_summary":' "$TMP/run.out" && fail "run.sh printed the JSON line (summary.json has it)"
+# the sample's words found in the text, counted again independently (case ignored, the prompt
+# left out)
+known=$(python3 - "$TMP/run/sample.txt" "$TMP/text.txt" <<'PY'
+import re, sys
+words = lambda b: re.findall(rb"[a-z]+", b.lower())
+seen = set(words(open(sys.argv[2], "rb").read()))
+got = words(open(sys.argv[1], "rb").read()[len(b"ROMEO:"):])
+print("%d of %d" % (sum(w in seen for w in got), len(got)))
+PY
+)
+grep -q "^--- the sample's words found in $TMP/text.txt: $known (" "$TMP/run.out" ||
+  fail "run.sh's word count is not '$known': $(grep 'words found' "$TMP/run.out")"
 grep -q '^{"axonn_summary":' "$TMP/run/train.log" || fail "train.log lacks the JSON summary line"
 
 finish

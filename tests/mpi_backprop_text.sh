@@ -3,8 +3,6 @@
 # 300 steps, micro-batches of one sequence, the same seed for every run:
 #  - 4x1: compressed backpropagation (PowerSGD rank 16, lazy error propagation, epilogue only)
 #    ends within 1% of the uncompressed validation loss;
-#  - 4x1: the same without lazy error propagation is recorded next to it (printed, not
-#    asserted: docs/compression.md has the figures);
 #  - CB + fused embedding sync + selective stage compression (--compress powersgd:rank=4,ef=1
 #    on the earliest half of the stages, 20 plain warm-up steps) ends within 3%, on 4x1 (one
 #    row: no data-parallel sum, so SC has nothing to compress there) and on 2x2 (against 2x2
@@ -34,7 +32,6 @@ gap() {
 
 run base 4 --g-inter 4 || finish
 run cb 4 --g-inter 4 $CB && gap cb base 0.01
-run cb_nolep 4 --g-inter 4 $CB --lazy-error 0 && gap cb_nolep base
 run cb_fe_sc 4 --g-inter 4 $CB $SC && gap cb_fe_sc base 0.03
 run base22 4 --g-inter 2 --g-data 2 && run cb_fe_sc22 4 --g-inter 2 --g-data 2 $CB $SC &&
   gap cb_fe_sc22 base22 0.03

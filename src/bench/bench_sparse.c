@@ -48,9 +48,9 @@ static const AxOption SS_OPTS[] = {
     {"iters", AX_OPT_INT, SOFF(iters), "5", "N", "timed repetitions (median)", 1, 10000, NULL},
     {"warmup", AX_OPT_INT, SOFF(warmup), "1", "N", "untimed repetitions first", 0, 1000, NULL},
     {"json", AX_OPT_STRING, SOFF(json), NULL, "FILE", "append one JSON line per row", 1, 0, NULL},
-    {"zen-owners", AX_OPT_CHOICE, SOFF(owners), "hash", NULL,
-     "Zen's owners: the thesis's hash h_0, or balanced per step from every rank's rows", 1, 0,
-     "hash|balanced"},
+    {"zen-owners", AX_OPT_CHOICE, SOFF(owners), "balanced", NULL,
+     "Zen's owners: balanced per step from every rank's rows (the default, as in training), or "
+     "the thesis's hash h_0", 1, 0, "hash|balanced"},
     AX_BENCH_LINK_OPTIONS(SsConfig, net),
 };
 static const AxOptionTable SS_TABLE = {

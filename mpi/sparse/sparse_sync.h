@@ -82,8 +82,8 @@ typedef enum {
 } AxSparseSyncAlgo;
 
 typedef enum {
-  AX_ZEN_OWNERS_HASH = 0, /* h_0, the thesis's (the default) */
-  AX_ZEN_OWNERS_BALANCED  /* per step from every rank's rows (above) */
+  AX_ZEN_OWNERS_HASH = 0, /* h_0, the thesis's (a new AxSparseSync's) */
+  AX_ZEN_OWNERS_BALANCED  /* per step from every rank's rows (above; train's and bench's default) */
 } AxZenOwners;
 
 typedef struct {

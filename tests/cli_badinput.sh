@@ -108,6 +108,8 @@ bad "--bucket-size expects an integer, got '4X'" "$AXONN" train --bucket-size 4X
 bad "--shuffle 2 is out of range" "$AXONN" train --shuffle 2
 bad "--lr-schedule must be one of constant|cosine" "$AXONN" train --lr-schedule linear
 bad "--quiet expects 0 or 1" "$AXONN" train --quiet=maybe
+bad "--zen-hierarchy must be one of auto|flat" "$AXONN" train --zen-hierarchy two
+bad "--zen-owners must be one of hash|balanced" "$AXONN" train --zen-owners random
 bad "--threads 1000 is out of range" "$AXONN" train --threads 1000
 bad "unexpected argument 'extra'" "$AXONN" train extra
 bad "unexpected argument '-x'" "$AXONN" train -x

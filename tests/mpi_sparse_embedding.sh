@@ -5,7 +5,9 @@
 #    before the tied pair sum: Zen, the all-gather of rows and auto bit for bit one another
 #    (on two ranks every algorithm adds a + b), within 1e-6 of the dense path (other order of
 #    the same sums) and 1e-5 of the 1x1 run; on 2x3 (Zen on three ranks) within 1e-6 of dense;
-#  - --zen-owners balanced (2x3): Zen's losses bit for bit;
+#  - --zen-owners hash (2x3; balanced is the default): Zen's losses bit for bit;
+#  - Zen in two levels on 2x4 over virtual nodes of 4 ranks (below): losses, header, summary,
+#    fewer bytes between nodes than flat Zen; auto's predictions in the summary;
 #  - the header names the algorithm and the rows (auto: its predicted times over an emulated
 #    link; without a link, that the bytes decided), and the first stage's embedding_sync bytes
 #    are printed beside dense's;
@@ -32,17 +34,66 @@ run ag 4 $G --sparse-embedding-sync allgather && same_losses ag zen 0 0
 run auto 4 $G && same_losses auto zen 0 0
 # without a link, the bytes alone decide: no time is predicted (no figure for a made-up link);
 # over an emulated link, the predicted times are printed
-grep -q "^embedding sync: first step: .* (auto: the fewest bytes, no link to price them)" "$TMP/auto.log" ||
+grep -q "^embedding sync: first step: .* (auto: the fewest bytes, no link to price them: zen [0-9]* B, allgather [0-9]* B, dense [0-9]* B)" "$TMP/auto.log" ||
   { fail "auto without a link: not decided by bytes"; cat "$TMP/auto.log"; }
-grep -q "predicted" "$TMP/auto.log" && fail "auto without a link printed a prediction"
+grep "^embedding sync" "$TMP/auto.log" | grep -q "predicted" && fail "auto without a link printed a prediction"
 run autolink 4 $G --ranks-per-node 2 --emulate-link 10Gbps,5us && same_losses autolink zen 1e-6 1e-6
 grep -q "^embedding sync: first step: .* (auto: predicted zen [0-9.e+-]* ms" "$TMP/autolink.log" ||
   { fail "auto over an emulated link: no prediction in the embedding sync line"; cat "$TMP/autolink.log"; }
 run dense3 6 --g-inter 2 --g-data 3 --sparse-embedding-sync dense &&
   run zen3 6 --g-inter 2 --g-data 3 --sparse-embedding-sync zen && same_losses zen3 dense3 1e-6 1e-6
-# --zen-owners balanced: other owners, the same rank-ordered sums, so zen's losses bit for bit
-run zen3b 6 --g-inter 2 --g-data 3 --sparse-embedding-sync zen --zen-owners balanced &&
+# --zen-owners hash: other owners than the default balanced ones, the same rank-ordered sums, so
+# zen's losses bit for bit
+run zen3b 6 --g-inter 2 --g-data 3 --sparse-embedding-sync zen --zen-owners hash &&
   same_losses zen3b zen3 0 0
+
+# Zen in two levels: 2x4 on virtual nodes of 4 ranks puts the first stage's column (ranks 0, 2,
+# 4, 6) 2 to a node on 2 nodes. Against --zen-hierarchy flat and dense: losses within 1e-6 (the
+# sums add in other orders: node by node, rank by rank, the ring's; mpitest_sparse_hier checks
+# the two-level order bit for bit), the header says two levels, the summary's embedding_sync says
+# zen_levels 2 (flat: 1), and the first stage's embedding_sync bytes between nodes (its ranks send
+# nothing else of that class across: the tied pair shares a node) are fewer than flat Zen's.
+# auto over an emulated link: the summary holds every algorithm's predicted bytes and seconds,
+# and the one chosen has the fewest seconds.
+G24="--g-inter 2 --g-data 4 --ranks-per-node 4 --batch 16"
+run dense24 8 $G24 --sparse-embedding-sync dense &&
+  run hier24 8 $G24 --sparse-embedding-sync zen --summary "$TMP/hier24.json" &&
+  run flat24 8 $G24 --sparse-embedding-sync zen --zen-hierarchy flat --summary "$TMP/flat24.json" &&
+  run auto24 8 $G24 --emulate-link 10Gbps,5us --summary "$TMP/auto24.json" && {
+  same_losses hier24 dense24 1e-6 1e-6
+  same_losses flat24 dense24 1e-6 1e-6
+  same_losses auto24 dense24 1e-6 1e-6
+  grep -q "^embedding sync: first step: zen over 4 data-parallel rank(s), .*, Zen in two levels (2 nodes of 2 ranks) (--sparse-embedding-sync)" \
+    "$TMP/hier24.log" || { fail "hier24: no two-level line in the header"; cat "$TMP/hier24.log"; }
+  grep -q "two levels" "$TMP/flat24.log" && fail "flat24: --zen-hierarchy flat ran two levels"
+  python3 - "$TMP/hier24.json" "$TMP/flat24.json" "$TMP/auto24.json" <<'PY' || fail "2x4: the summaries"
+import json, sys
+h, f, a = (json.load(open(p)) for p in sys.argv[1:4])
+ok = True
+def check(cond, what):
+    global ok
+    if not cond: print("  FAILED: " + what); ok = False
+check(h["embedding_sync"]["zen_levels"] == 2 and f["embedding_sync"]["zen_levels"] == 1,
+      "zen_levels %s / %s" % (h["embedding_sync"]["zen_levels"], f["embedding_sync"]["zen_levels"]))
+def first_stage_crossed(j):  # ranks 0, 2, 4, 6: stage 0 of 2x4
+    ranks = j["communication"]["run_total"]["ranks"]
+    return sum(ranks[r]["embedding_sync"]["inter_node_bytes"] for r in (0, 2, 4, 6))
+hb, fb = first_stage_crossed(h), first_stage_crossed(f)
+print("  2x4, nodes of 4: the first stage's embedding_sync bytes between nodes over the run: "
+      "two levels %d, flat %d" % (hb, fb))
+check(0 < hb < fb, "two-level Zen sent %d bytes between nodes, flat %d" % (hb, fb))
+e = a["embedding_sync"]
+p = e["predicted"]
+print("  auto over 10 Gb/s: %s; predicted zen %.3g s (%d B), allgather %.3g s, dense %.3g s (%d B)" %
+      (e["algorithm"], p["zen"]["seconds"], p["zen"]["bytes"], p["allgather"]["seconds"],
+       p["dense"]["seconds"], p["dense"]["bytes"]))
+check(e["decided_by"] == "auto: cost model over the emulated link", "decided_by " + e["decided_by"])
+check(all(p[k]["bytes"] > 0 and p[k]["seconds"] > 0 for k in ("zen", "allgather", "dense")),
+      "a predicted cost is missing")
+check(min(p, key=lambda k: p[k]["seconds"]) == e["algorithm"], "auto did not take the cheapest")
+sys.exit(0 if ok else 1)
+PY
+}
 
 # bytes: the first stage's sum of wte over the column per step, Zen vs the dense all-reduce
 # (printed, not asserted: the touched rows depend on the batch; mpitest_sparse_sync holds the

@@ -238,6 +238,9 @@ typedef struct {
   uint32_t **rows_in; /* [N]: owner j's rows, decoded from its bitmap */
   size_t *n_in;       /* [N]: how many */
   float **vals_in;    /* [N]: owner j's sums, received contiguous, then copied to the rows */
+  const AxZenBetween *between; /* NULL, or what runs between the sums and the pull */
+  uint32_t *written;  /* NULL, or [rows]: every row the call wrote, ascending (ax_sparse_zen_run) */
+  size_t *n_written;
 } Zen;
 
 static int zen_alloc(Zen *z) {
@@ -361,7 +364,9 @@ static int zen_sum(Zen *z) {
   const AxZenLayout *l = z->l;
   size_t cols = s->cols;
   AX_TRY(zen_union(z));
-  z->sum = ax_calloc(z->u ? z->u * cols : 1, sizeof *z->sum);
+  /* the step between (zen_between) may pull out any row this rank owns */
+  size_t room = z->between ? ax_zen_owned(l, s->rank) : z->u;
+  z->sum = ax_calloc(room ? room * cols : 1, sizeof *z->sum);
   z->bits = ax_malloc(ax_zen_bitmap_bytes(l, s->rank) + 1);
   if (!z->sum || !z->bits) return AX_ERR;
   for (int j = 0; j < s->size; j++) {
@@ -371,7 +376,23 @@ static int zen_sum(Zen *z) {
     for (size_t q = 0; q < z->cnt_in[j]; q++)
       ax_reduce_add_f32(z->sum + (size_t)z->slot[l->pos[idx[q]]] * cols, vals + q * cols, cols);
   }
-  return ax_zen_bitmap_encode(l, s->rank, z->uni, z->u, z->bits);
+  return AX_OK;
+}
+
+/* The step between the sums and the pull (ax_sparse_zen_run), which may change what this rank
+ * pulls out within its owner set; then that set's hash bitmap (Algorithm 3.3). */
+static int zen_between(Zen *z) {
+  const AxSparseSync *s = z->e.s;
+  if (z->between) {
+    AxZenOwnedRows o = {.rows = z->uni, .n = z->u, .sums = z->sum, .layout = z->l,
+                        .rank = s->rank};
+    AX_TRY(z->between->run(z->between->ctx, &o));
+    if (o.n > ax_zen_owned(z->l, s->rank))
+      return AX_FAIL("sparse sync: the step between the sums and the pull gave %zu rows, more "
+                     "than this rank's %zu", o.n, ax_zen_owned(z->l, s->rank));
+    z->u = o.n;
+  }
+  return ax_zen_bitmap_encode(z->l, s->rank, z->uni, z->u, z->bits);
 }
 
 /* The bitmap and the sums to every other rank; this rank's own rows into its table. */
@@ -511,6 +532,22 @@ static int zen_owners(Zen *z, const AxSparseRows *in) {
   return balance_cut(z, in);
 }
 
+/* Every row the call wrote (this rank's sums and every owner's pulled rows), ascending. */
+static int zen_written(Zen *z) {
+  const AxSparseSync *s = z->e.s;
+  uint8_t *mark = ax_calloc(s->rows ? s->rows : 1, 1);
+  if (!mark) return AX_ERR;
+  for (size_t q = 0; q < z->u; q++) mark[z->uni[q]] = 1;
+  for (int j = 0; j < s->size; j++)
+    for (size_t q = 0; j != s->rank && q < z->n_in[j]; q++) mark[z->rows_in[j][q]] = 1;
+  size_t n = 0;
+  for (uint32_t v = 0; v < s->rows; v++)
+    if (mark[v]) z->written[n++] = v;
+  *z->n_written = n;
+  free(mark);
+  return AX_OK;
+}
+
 static int zen_run(Zen *z, const AxSparseRows *in, float *table) {
   const AxSparseSync *s = z->e.s;
   AX_TRY(zen_owners(z, in));
@@ -518,22 +555,33 @@ static int zen_run(Zen *z, const AxSparseRows *in, float *table) {
   memset(table, 0, (size_t)s->rows * s->cols * sizeof *table); /* every row read is packed */
   AX_TRY(ex_wait_recvs(&z->e, z->e.reqs, s->size));
   AX_TRY(zen_sum(z));
+  AX_TRY(zen_between(z));
   AX_TRY(zen_pull_send(z, table));
   AX_TRY(zen_pull_recv(z, table));
-  return ex_wait_sends(&z->e);
+  AX_TRY(ex_wait_sends(&z->e));
+  return z->written ? zen_written(z) : AX_OK;
 }
 
-int ax_sparse_sync_zen(AxSparseSync *s, const AxCommConfig *cc, const AxSparseRows *in,
-                       float *table, AxSparseSyncStats *st) {
+int ax_sparse_zen_run(AxSparseSync *s, const AxCommConfig *cc, const AxSparseRows *in,
+                      float *table, AxSparseSyncStats *st, const AxZenBetween *between,
+                      uint32_t *written, size_t *n_written) {
   AxSparseSyncStats mine;
   Zen z;
   memset(&z, 0, sizeof z);
+  z.between = between;
+  z.written = written;
+  z.n_written = n_written;
   AX_TRY(check_rows(s, NULL, in->idx, in->n, -1, "this rank's rows"));
   int rc = ex_open(&z.e, s, cc, st ? st : &mine);
   if (rc == AX_OK) rc = zen_run(&z, in, table);
   ex_close(&z.e, rc != AX_OK);
   zen_free(&z);
   return rc;
+}
+
+int ax_sparse_sync_zen(AxSparseSync *s, const AxCommConfig *cc, const AxSparseRows *in,
+                       float *table, AxSparseSyncStats *st) {
+  return ax_sparse_zen_run(s, cc, in, table, st, NULL, NULL, NULL);
 }
 
 int ax_sparse_sync_imbalance(MPI_Comm comm, const AxSparseSyncStats *st, size_t n, double *push,

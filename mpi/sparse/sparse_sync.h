@@ -82,8 +82,8 @@ typedef enum {
 } AxSparseSyncAlgo;
 
 typedef enum {
-  AX_ZEN_OWNERS_HASH = 0, /* h_0, the thesis's (the default) */
-  AX_ZEN_OWNERS_BALANCED  /* per step from every rank's rows (above) */
+  AX_ZEN_OWNERS_HASH = 0, /* h_0, the thesis's (a new AxSparseSync's) */
+  AX_ZEN_OWNERS_BALANCED  /* per step from every rank's rows (above; train's and bench's default) */
 } AxZenOwners;
 
 typedef struct {
@@ -120,6 +120,27 @@ int ax_sparse_sync_zen(AxSparseSync *s, const AxCommConfig *cc, const AxSparseRo
                        float *table, AxSparseSyncStats *st);
 int ax_sparse_sync_allgather(AxSparseSync *s, const AxCommConfig *cc, const AxSparseRows *in,
                              float *table, AxSparseSyncStats *st);
+/* Zen with two additions, for the hierarchical step (sparse_hier.h). between (NULL: none) runs on
+ * every rank after its owner's sums and before the pull: it gets the rows this rank summed
+ * (ascending, its own) and their sums, and may replace them with any ascending rows of its
+ * owner set and their values (o->rows and o->sums have room for all of them), which the pull
+ * then sends to every other rank and writes into the table in their place. written (NULL:
+ * not wanted; else room for rows) gets every row the call wrote into the table, ascending,
+ * and *n_written their number: the rows of all owners' pulls, this rank's included. */
+typedef struct {
+  uint32_t *rows;   /* ascending, in this rank's owner set */
+  size_t n;
+  float *sums;      /* n x cols */
+  const AxZenLayout *layout; /* this call's owners */
+  int rank;
+} AxZenOwnedRows;
+typedef struct {
+  int (*run)(void *ctx, AxZenOwnedRows *o);
+  void *ctx;
+} AxZenBetween;
+int ax_sparse_zen_run(AxSparseSync *s, const AxCommConfig *cc, const AxSparseRows *in,
+                      float *table, AxSparseSyncStats *st, const AxZenBetween *between,
+                      uint32_t *written, size_t *n_written);
 /* One of the three; dense: ax_allreduce of the table with dense_algo (in->values must be NULL:
  * the table is the input). */
 int ax_sparse_sync(AxSparseSync *s, AxSparseSyncAlgo algo, AxAllreduceAlgo dense_algo,

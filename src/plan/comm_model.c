@@ -212,6 +212,14 @@ static int steps_per_call(AxCollKind kind, int p) {
   return kind == AX_COLL_P2P ? 1 : kind == AX_COLL_ALLREDUCE ? 2 * (p - 1) : p - 1;
 }
 
+void ax_comm_price(AxCollKind kind, unsigned long long elems, int esz, int p, double beta,
+                   double latency, unsigned long long *bytes, double *seconds) {
+  const Coll c = {"", kind, AX_GROUP_DATA, elems, esz, 1};
+  *bytes = p < 2 && kind != AX_COLL_P2P ? 0 : sent_per_call(&c, p);
+  *seconds = *bytes || kind == AX_COLL_P2P ? (double)*bytes / beta + latency * steps_per_call(kind, p)
+                                           : 0;
+}
+
 /* Adds c to the stage's entries and totals when it sends anything (a stage issues at most 39
  * kinds of collective: AX_COMM_MAX_ENTRIES holds them). */
 static void add(AxCommPrediction *out, const AxRankGrid *g, double latency, const Coll *c) {

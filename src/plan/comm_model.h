@@ -106,6 +106,12 @@ const char *ax_comm_grid_problem(const AxCommSetup *s, const AxRankGrid *g, char
 void ax_comm_bandwidths(const AxMachine *m, const AxRankGrid *g, int aware,
                         double beta[AX_N_GROUPS]);
 
+/* One collective priced as every entry of a prediction is: the bytes a rank sends (an all-reduce:
+ * the ring's busiest rank) and the seconds, bytes / beta plus latency once per ring step (a
+ * message: once). p < 2: a collective sends nothing and costs 0. */
+void ax_comm_price(AxCollKind kind, unsigned long long elems, int esz, int p, double beta,
+                   double latency, unsigned long long *bytes, double *seconds);
+
 /* The prediction for one grid; AX_ERR with the broken rule recorded when g is not valid. */
 int ax_comm_predict(const AxCommSetup *s, const AxMachine *m, const AxRankGrid *g,
                     AxCommPrediction *out);

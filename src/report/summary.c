@@ -235,6 +235,39 @@ static void compression_json(AxJsonW *j, const AxCompressReport *r,
   ax_jsonw_end(j);
 }
 
+/* The first stage's sparse embedding sync: what ran in the first step, what decided it and,
+ * under auto, every algorithm's predicted cost (src/plan/sparse_cost.h). null: not this run. */
+static void embed_sync_json(AxJsonW *j, const AxEmbedSyncReport *r) {
+  if (!r->on) {
+    ax_jsonw_null(j, "embedding_sync");
+    return;
+  }
+  static const char *const NAMES[AX_SPARSE_COST_N] = {"zen", "allgather", "dense"};
+  ax_jsonw_object(j, "embedding_sync");
+  ax_jsonw_str(j, "algorithm", r->algo);
+  ax_jsonw_str(j, "zen_owners", r->owners);
+  ax_jsonw_int(j, "zen_levels", r->levels);
+  ax_jsonw_int(j, "nodes", r->nodes);
+  ax_jsonw_int(j, "ranks_per_node", r->per_node);
+  ax_jsonw_str(j, "decided_by", r->decided_by);
+  ax_jsonw_int(j, "rows_first_step", (long long)r->rows_first);
+  if (r->predicted) {
+    ax_jsonw_object(j, "predicted");
+    for (int a = 0; a < AX_SPARSE_COST_N; a++) {
+      ax_jsonw_object(j, NAMES[a]);
+      ax_jsonw_int(j, "bytes", (long long)r->cost.by[a].bytes);
+      ax_jsonw_int(j, "inter_node_bytes", (long long)r->cost.by[a].inter_bytes);
+      if (r->priced) ax_jsonw_num(j, "seconds", r->cost.by[a].seconds);
+      else ax_jsonw_null(j, "seconds");
+      ax_jsonw_end(j);
+    }
+    ax_jsonw_end(j);
+  } else {
+    ax_jsonw_null(j, "predicted");
+  }
+  ax_jsonw_end(j);
+}
+
 static long long max_of(const long long *v, int n) {
   long long m = v[0];
   for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
@@ -294,6 +327,7 @@ void ax_summary_write_json(FILE *f, const AxSummary *s) {
   ax_summary_comm_json(&j, &s->comm);
   ax_summary_ckpt_json(&j, &s->ckpt);
   compression_json(&j, &s->compress, s->compression);
+  embed_sync_json(&j, &s->embed_sync);
   if (s->sim) simulation_json(&j, s->sim);
   config_json(&j, s);
   ax_jsonw_end(&j);

@@ -122,6 +122,7 @@ typedef struct {
   AxCommSummary comm;
   AxCkptSummary ckpt;
   AxCompressReport compress; /* rank 0's stage (codec NULL: no compression there) */
+  AxEmbedSyncReport embed_sync; /* rank 0's column (on 0: no sparse embedding sync) */
   const AxSimInfo *sim; /* NULL: a real run */
   const AxProvenance *prov; /* NULL: written as null */
 } AxSummary;

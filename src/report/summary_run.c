@@ -149,6 +149,7 @@ static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *c
   s->final_val_loss = m->last_val;
   ax_summary_timing(&s->timing, m, cfg->output.timing_skip, cfg->output.timing_steps);
   ax_trainer_compress_report(t, &s->compress);
+  ax_trainer_embed_sync_report(t, &s->embed_sync);
 }
 
 int ax_summary_finish(const AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {

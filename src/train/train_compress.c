@@ -197,17 +197,7 @@ void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selec
 static int data_nodes(AxTrainer *t, int *g) {
   int D = t->grid.D, *node = ax_calloc((size_t)D, sizeof *node);
   if (!node) return AX_ERR;
-  int mine = ax_link_node_of(t->links, t->grid.rank);
-  int rc = AX_OK;
-  if (D > 1 && MPI_Allgather(&mine, 1, MPI_INT, node, 1, MPI_INT, t->grid.data) != MPI_SUCCESS)
-    rc = AX_FAIL("MPI_Allgather of the data-parallel ranks' nodes failed");
-  *g = D;
-  for (int i = 0; i < D && rc == AX_OK; i++) {
-    int same = 0;
-    for (int j = 0; j < D; j++) same += node[j] == node[i];
-    if (same < *g) *g = same;
-  }
-  if (rc == AX_OK && D % *g) *g = 1;
+  int rc = ax_trainer_data_nodes(t, node, g);
   if (rc == AX_OK && D > 1) rc = ax_two_level_new(t->grid.data, node, &t->two_level);
   free(node);
   return rc;

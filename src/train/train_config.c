@@ -113,10 +113,15 @@ static const AxOption OPTIONS[] = {
         "ranks (--g-inter 2 or more, --g-data 2 or more): Zen's balanced sparse sync, the "
         "naive all-gather of rows, or the dense all-reduce; auto: the cheapest under the "
         "link's cost at the first step (not with --fuse-embedding-sync)"),
-    CHOICE("zen-owners", compression.zen_owners, "hash", "hash|balanced",
-           "Zen's owners of the embedding rows: the thesis's hash h_0, or balanced every step "
-           "from every rank's rows (h_0's push imbalance passes 1.1 on 8+ ranks; "
-           "docs/compression.md)"),
+    CHOICE("zen-owners", compression.zen_owners, "balanced", "hash|balanced",
+           "Zen's owners of the embedding rows: balanced every step from every rank's rows "
+           "(push imbalance below 1.1 on 2-16 ranks, for about the same bytes), or the thesis's "
+           "hash h_0 (its push imbalance passes 1.1 on 8+ ranks; docs/compression.md)"),
+    CHOICE("zen-hierarchy", compression.zen_hierarchy, "auto", "auto|flat",
+           "Zen across nodes: auto, in two levels (inside each node, then between the nodes' "
+           "ranks of the same local index, then inside again) where the data-parallel ranks of "
+           "the first stage sit evenly 2 or more to a node on 2 or more nodes (--ranks-per-node "
+           "or the real nodes), else flat; flat: one Zen over all of them"),
     CHOICE("compress-sync", compression.compress_sync, "ring", "ring|ps|ag",
            "how compressed gradients are summed: CaSync ring, co-located parameter server, or "
            "all-gather of every rank's encoding"),

@@ -74,6 +74,7 @@ typedef struct {
   char *compress_scheme;    /* --compress-scheme: auto or an Espresso option */
   char *sparse_embedding_sync; /* auto|zen|allgather|dense */
   int zen_owners;           /* --zen-owners: AxZenOwners (hash|balanced) */
+  int zen_hierarchy;        /* --zen-hierarchy: 0 auto (two levels where the ranks sit so), 1 flat */
   int compress_sync;        /* AxCasyncAlgo */
   char *compress_min_bytes; /* "auto" or a size */
   char *compress_warmup;    /* "auto" (the codec's recipe) or steps */

@@ -17,6 +17,7 @@
 #include "src/memckpt/memckpt.h"
 #include "train_compress.h"
 #include "train_config.h"
+#include "train_embed_sync.h"
 
 typedef struct AxTrainer AxTrainer;
 
@@ -94,5 +95,7 @@ const AxTpStats *ax_trainer_step_tp(const AxTrainer *t);
 /* How this rank's stage decided its gradient compression (train_compress.h; codec NULL: none
  * on this stage). */
 void ax_trainer_compress_report(const AxTrainer *t, AxCompressReport *out);
+/* How this rank's column summed the first stage's row-sparse wte gradient (on = 0 elsewhere). */
+void ax_trainer_embed_sync_report(const AxTrainer *t, AxEmbedSyncReport *out);
 
 #endif

@@ -38,6 +38,7 @@
 #include "trainer.h"
 
 typedef struct AxSparseSync AxSparseSync;
+typedef struct AxSparseHier AxSparseHier;
 
 /* The first stage's sparse embedding sync (trainer_embed_sync.c). */
 typedef struct {
@@ -52,6 +53,11 @@ typedef struct {
   AxLinearCost link;      /* what auto weighs bytes and messages by */
   int priced;             /* link is an emulated link's cost (0: bytes alone, no link known) */
   long long steps;        /* syncs done */
+  int owners;             /* AxZenOwners in effect */
+  int per_node, nodes;    /* the column's ranks to a node (1: uneven) and nodes */
+  AxTwoLevel levels;      /* the column's node and cross communicators (usable: two levels) */
+  AxSparseHier *hier;     /* Zen in two levels (sparse_hier.h); NULL: flat */
+  AxEmbedSyncReport report; /* the first step's, for the summary */
 } AxEmbedSync;
 
 /* trainer_tp.c: whole stages (what files and the initialization hold) and this rank's shards.
@@ -178,6 +184,10 @@ int ax_trainer_link_cost(AxTrainer *t, MPI_Comm probe, AxLinearCost *out);
  * some column, else a real network when some column's ranks do not share one machine's
  * memory, else memory. */
 int ax_trainer_data_link(AxTrainer *t, AxDataLink *out);
+/* trainer_link.c: the virtual node of each of this rank's data-parallel ranks (node[D], in row
+ * order) and how many share a node, the same figure on every one of them: the fewest on any
+ * node holding one (1 when they spread unevenly). Collective over the column. */
+int ax_trainer_data_nodes(AxTrainer *t, int *node, int *g);
 void ax_trainer_compress_step(AxTrainer *t, int step);
 void ax_trainer_print_compress(const AxTrainer *t);
 /* train_backprop.c: compressed backpropagation's link state (a setup phase before the

@@ -54,3 +54,17 @@ int ax_trainer_data_link(AxTrainer *t, AxDataLink *out) {
   *out = (AxDataLink)kind;
   return AX_OK;
 }
+
+int ax_trainer_data_nodes(AxTrainer *t, int *node, int *g) {
+  int D = t->grid.D, mine = ax_link_node_of(t->links, t->grid.rank);
+  node[0] = mine;
+  if (D > 1) AX_MPI(MPI_Allgather(&mine, 1, MPI_INT, node, 1, MPI_INT, t->grid.data));
+  *g = D;
+  for (int i = 0; i < D; i++) {
+    int same = 0;
+    for (int j = 0; j < D; j++) same += node[j] == node[i];
+    if (same < *g) *g = same;
+  }
+  if (D % *g) *g = 1;
+  return AX_OK;
+}

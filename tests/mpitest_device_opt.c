@@ -10,7 +10,9 @@
  *  - whole training runs (ax_trainer_create_on with the posing device, its device-to-device
  *    copies run at once as its kernels are) of every grid
  *    G_inter x G_data the ranks make (1x2 and 2x1 on 2 ranks, 2x2 and 1x4 on 4, ...), with
- *    clipping: --optimizer device host-staged (--cuda-aware-mpi 0) and with device buffers (1)
+ *    clipping: --optimizer device host-staged (--cuda-aware-mpi 0; with G_inter and G_data
+ *    above 1 the first stage's wte through Zen's sparse sum) and with device buffers (1, the
+ *    dense tied sum)
  *    give --optimizer host's loss within 1e-5 (relative) at every step and its final weights
  *    within 1e-5; the staged run's steps download the gradients, the device-buffer run's only
  *    the losses;
@@ -242,7 +244,8 @@ static void check_grid(int P, int D) {
   static const struct {
     const char *tag, *opt;
   } paths[] = {{"staged", "--optimizer device --cuda-aware-mpi 0"},
-               {"devbuf", "--optimizer device --cuda-aware-mpi 1"}};
+               /* the dense tied-embedding sum: Zen's sparse one runs on the host */
+               {"devbuf", "--optimizer device --cuda-aware-mpi 1 --sparse-embedding-sync dense"}};
   char host[32], name[64], half[80], rest[80];
   snprintf(host, sizeof host, "host%dx%d", P, D);
   Run ref, run, resumed;

@@ -1,8 +1,9 @@
 /* cuda_aware.h — whether the MPI library can take CUDA device pointers (CUDA-aware MPI),
  * decided at run time, with a one-line reason for the run log; and from that whether the
- * pipeline's p2p engine hands MPI device buffers (mpi/link/p2p.h). Without it, pipeline messages go
- * through pinned host buffers (the staged path). The data-parallel gradients always do: the
- * optimizer works on them in host memory (offload/).
+ * pipeline's p2p engine hands MPI device buffers (mpi/link/p2p.h), and --optimizer device its
+ * fp32 gradients' sums (offload/device_opt.h). Without it, pipeline messages go through pinned
+ * host buffers (the staged path), and so do those gradients; the host optimizer's always do (it
+ * works on them in host memory, offload/).
  *
  * Order of evidence: the option (forced off/on); the library's own query when it has one and
  * MPI is initialized (Open MPI's MPIX_Query_cuda_support, MPICH's MPIX_GPU_query_support; Open

@@ -9,6 +9,26 @@
 /* The state is the arena's own where device memory is host memory. */
 static int state_is_home(const AxBackend *be) { return be->is_host; }
 
+AxDeviceSum ax_device_sum_path(int sums, int is_host, int device_buffers, int fp32,
+                               int host_only) {
+  if (!sums) return AX_DEVICE_SUM_NONE;
+  int device = !is_host && device_buffers && fp32 && !host_only;
+  return device ? AX_DEVICE_SUM_DEVICE : AX_DEVICE_SUM_HOST;
+}
+
+const char *ax_device_sum_describe(AxDeviceSum path) {
+  switch (path) {
+  case AX_DEVICE_SUM_DEVICE:
+    return "gradients summed in device memory (CUDA-aware MPI's all-reduce, chunk by chunk)";
+  case AX_DEVICE_SUM_HOST:
+    return "gradients summed in host memory by our chunked all-reduce (staged: downloaded, "
+           "each summed chunk uploaded back while later ones are in flight; the CPU backend: "
+           "in place)";
+  default:
+    return "nothing to sum over ranks";
+  }
+}
+
 size_t ax_device_opt_bytes(size_t n, size_t esz, int host_memory) {
   if (host_memory) return 0;
   int arrays = esz == sizeof(float) ? 2 : 3; /* fp32 compute: the weights are the master */
@@ -20,6 +40,9 @@ int ax_device_opt_init(AxDeviceOpt *d, AxOffload *home, void *device_params) {
   memset(d, 0, sizeof *d);
   d->home = home;
   d->n = home->n;
+  d->sum = home->grads_on_device ? AX_DEVICE_SUM_DEVICE
+           : home->grads         ? AX_DEVICE_SUM_HOST
+                                 : AX_DEVICE_SUM_NONE;
   if (state_is_home(be)) {
     if (be->dtype != AX_DTYPE_F32 || !home->params_alias)
       return AX_FAIL("internal: a host-memory backend keeps fp32 weights as the master");
@@ -75,15 +98,55 @@ int ax_device_opt_to_host(AxDeviceOpt *d) {
   return copy_state(d, AX_COPY_D2H);
 }
 
-int ax_device_opt_sumsq(AxDeviceOpt *d, const void *device_grads, double *sumsq) {
+int ax_device_opt_grads_to_host(AxDeviceOpt *d, const void *device_grads) {
+  return d->sum == AX_DEVICE_SUM_HOST ? ax_offload_download_grads(d->home, device_grads) : AX_OK;
+}
+
+AxAllreduceAlgo ax_device_opt_algo(const AxDeviceOpt *d, AxAllreduceAlgo wanted) {
+  return d->sum == AX_DEVICE_SUM_DEVICE ? AX_ALLREDUCE_MPI : wanted;
+}
+
+/* The sum of squares of gradients [lo, hi) where they are (the host optimizer's own sum, bit
+ * for bit, where device memory is host memory). */
+static double span_sumsq(const AxDeviceOpt *d, const void *grads, size_t lo, size_t hi) {
+  AxBackend *be = d->home->be;
+  if (state_is_home(be)) return ax_host_sumsq_pool(d->home->pool, (const float *)grads + lo, hi - lo);
+  return be->ops->sumsq(be, ax_at(be, (void *)grads, lo), hi - lo);
+}
+
+typedef struct {
+  const AxDeviceOpt *d;
+  const void *grads;
+} Span;
+
+static double device_span(void *ctx, size_t lo, size_t hi) {
+  const Span *s = ctx;
+  return span_sumsq(s->d, s->grads, lo, hi);
+}
+
+/* A failed reduction on the device surfaces at the sync. */
+static int reduced(const AxDeviceOpt *d) {
+  return state_is_home(d->home->be) ? AX_OK : ax_sync(d->home->be);
+}
+
+int ax_device_opt_reduce(AxDeviceOpt *d, const AxReduceSpec *r, void *device_grads,
+                         double *sumsq) {
   AxOffload *o = d->home;
-  AxBackend *be = o->be;
-  if (state_is_home(be)) { /* the host optimizer's own sum, bit for bit */
-    *sumsq = ax_host_sumsq_pool(o->pool, device_grads, d->n);
-    return AX_OK;
+  if (d->sum == AX_DEVICE_SUM_HOST) return ax_offload_reduce_upload(o, r, device_grads, sumsq);
+  if (d->sum == AX_DEVICE_SUM_DEVICE) {
+    AxReduceSpec mpi = *r;
+    mpi.algo = ax_device_opt_algo(d, r->algo);
+    AX_TRY(ax_sync(o->be)); /* the backward pass has written them before MPI reads them */
+    AX_TRY(ax_offload_reduce(o, &mpi, sumsq));
   }
-  *sumsq = be->ops->sumsq(be, device_grads, d->n);
-  return ax_sync(be); /* a failed reduction surfaces here */
+  Span span = {d, device_grads};
+  *sumsq = ax_reduce_spec_sumsq(r, 0, d->n, device_span, &span);
+  return reduced(d);
+}
+
+int ax_device_opt_sumsq(AxDeviceOpt *d, const void *device_grads, double *sumsq) {
+  *sumsq = span_sumsq(d, device_grads, 0, d->n);
+  return reduced(d);
 }
 
 void ax_device_opt_update(AxDeviceOpt *d, void *device_params, const void *device_grads,

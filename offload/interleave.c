@@ -46,18 +46,28 @@ static int unsummed_pieces(const AxReduceSpec *r, size_t lo, size_t hi, size_t p
   return n;
 }
 
-/* Sum of squares of [lo, hi) without the skipped spans (in ascending order). */
-static double chunk_sumsq(const AxOffload *o, const AxReduceSpec *r, size_t lo, size_t hi) {
+double ax_reduce_spec_sumsq(const AxReduceSpec *r, size_t lo, size_t hi,
+                            double (*span)(void *ctx, size_t lo, size_t hi), void *ctx) {
   double sum = 0;
   size_t at = lo;
   for (int k = 0; k < r->n_norm_skip && at < hi; k++) {
     size_t a = r->norm_skip[k].lo > at ? r->norm_skip[k].lo : at;
     size_t b = r->norm_skip[k].hi < hi ? r->norm_skip[k].hi : hi;
     if (a >= b) continue;
-    sum += ax_host_sumsq_pool(o->pool, o->grads + at, a - at);
+    if (a > at) sum += span(ctx, at, a);
     at = b;
   }
-  return at < hi ? sum + ax_host_sumsq_pool(o->pool, o->grads + at, hi - at) : sum;
+  return at < hi ? sum + span(ctx, at, hi) : sum;
+}
+
+static double host_span(void *ctx, size_t lo, size_t hi) {
+  const AxOffload *o = ctx;
+  return ax_host_sumsq_pool(o->pool, o->grads + lo, hi - lo);
+}
+
+/* Sum of squares of the host gradients [lo, hi) without the skipped spans. */
+static double chunk_sumsq(AxOffload *o, const AxReduceSpec *r, size_t lo, size_t hi) {
+  return ax_reduce_spec_sumsq(r, lo, hi, host_span, o);
 }
 
 static int reducer_init(Reducer *rd, AxOffload *o, const AxReduceSpec *r) {
@@ -332,6 +342,7 @@ static int run_chunks(AxOffload *o, const AxReduceSpec *r, double *sumsq,
   int rc = AX_OK, window = r->window > 0 ? r->window : 1;
   *sumsq = 0;
   for (int c = 0; c < window && rc == AX_OK; c++) rc = start_chunk(&rd, c);
+  int interleaved = then == update_chunk;
   for (int c = 0; c < o->n_chunks && rc == AX_OK; c++) {
     rc = finish_chunk(&rd, c);
     if (rc == AX_OK) rc = start_chunk(&rd, c + window);
@@ -339,18 +350,33 @@ static int run_chunks(AxOffload *o, const AxReduceSpec *r, double *sumsq,
     if (!then) continue;
     size_t lo, hi;
     ax_offload_chunk_range(o, c, &lo, &hi);
-    *sumsq += chunk_sumsq(o, r, lo, hi);
+    if (interleaved) *sumsq += chunk_sumsq(o, r, lo, hi);
     rc = then(o, &rd, c, device_params, h, r->trace);
   }
   reducer_free(&rd);
-  /* reduce only: one pass over the whole range, so the norm (and the clipping it decides)
-   * does not depend on the chunking */
-  if (rc == AX_OK && !then) *sumsq = chunk_sumsq(o, r, 0, o->n);
+  /* otherwise: one pass over the whole range, so the norm (and the clipping it decides) does
+   * not depend on the chunking; none where the host may not read the gradients */
+  if (rc == AX_OK && !interleaved) *sumsq = o->grads_on_device ? 0 : chunk_sumsq(o, r, 0, o->n);
   return rc;
 }
 
 int ax_offload_reduce(AxOffload *o, const AxReduceSpec *r, double *sumsq) {
   return run_chunks(o, r, sumsq, NULL, NULL, NULL);
+}
+
+/* The summed chunk c of the host gradients back into the device's (a run_chunks `then`). */
+static int upload_chunk(AxOffload *o, Reducer *rd, int c, void *device_grads,
+                        const AxAdamWHyper *h, AxTrace *trace) {
+  (void)rd, (void)h, (void)trace;
+  size_t lo, hi;
+  ax_offload_chunk_range(o, c, &lo, &hi);
+  return ax_offload_upload_grads(o, device_grads, lo, hi);
+}
+
+int ax_offload_reduce_upload(AxOffload *o, const AxReduceSpec *r, void *device_grads,
+                             double *sumsq) {
+  AX_TRY(run_chunks(o, r, sumsq, upload_chunk, device_grads, NULL));
+  return o->be->ops->sync(o->be, AX_STREAM_COPY);
 }
 
 int ax_offload_reduce_update(AxOffload *o, const AxReduceSpec *r, void *device_params,

@@ -51,8 +51,18 @@ typedef struct {
 } AxReduceSpec;
 
 /* Sums every chunk; *sumsq gets the summed gradient's sum of squares (outside the skip),
- * taken over the whole range once every chunk is in, so it does not depend on the chunking. */
+ * taken over the whole range once every chunk is in, so it does not depend on the chunking;
+ * 0 where the gradients are in device memory (o->grads_on_device: the caller takes it there,
+ * and r->algo must be one that lets MPI sum, AX_ALLREDUCE_MPI). */
 int ax_offload_reduce(AxOffload *o, const AxReduceSpec *r, double *sumsq);
+/* ax_offload_reduce, each summed chunk of a host copy uploaded into device_grads as soon as it
+ * is in, while later chunks are still in flight (--optimizer device, host-staged); the copy
+ * stream synchronized at the end. */
+int ax_offload_reduce_upload(AxOffload *o, const AxReduceSpec *r, void *device_grads,
+                             double *sumsq);
+/* The sum over [lo, hi) outside r's skipped spans of span(ctx, a, b) over the spans left. */
+double ax_reduce_spec_sumsq(const AxReduceSpec *r, size_t lo, size_t hi,
+                            double (*span)(void *ctx, size_t lo, size_t hi), void *ctx);
 /* AdamW on every chunk and write-back to the device copy. */
 int ax_offload_update_all(AxOffload *o, void *device_params, const AxAdamWHyper *h,
                           AxTrace *trace);

@@ -74,18 +74,23 @@ int ax_offload_init(AxOffload *o, AxBackend *be, size_t n, void *device_params,
    * gradients are never overwritten by a partial result. */
   int host_fp32 = be->is_host && be->dtype == AX_DTYPE_F32;
   o->params_alias = host_fp32;
-  o->grads_alias = host_fp32 && !cfg->wire_bf16 && !cfg->state_only;
-  o->arena_bytes = ax_offload_arena_bytes(o->n, host_fp32, cfg->wire_bf16, cfg->state_only);
+  if (cfg->grads_on_device && (cfg->wire_bf16 || cfg->state_only || be->is_host))
+    return AX_FAIL("internal: gradients summed in device memory need device memory, fp32 sums "
+                   "and something to sum");
+  int no_staging = cfg->state_only || cfg->grads_on_device;
+  o->grads_alias = host_fp32 && !cfg->wire_bf16 && !no_staging;
+  o->grads_on_device = cfg->grads_on_device;
+  o->arena_bytes = ax_offload_arena_bytes(o->n, host_fp32, cfg->wire_bf16, no_staging);
   o->arena = be->ops->host_alloc(be, o->arena_bytes);
   if (!o->arena)
     return ax_error_context("allocating the optimizer's host arena (%.1f MB)",
                             o->arena_bytes / 1e6);
   memset(o->arena, 0, o->arena_bytes);
-  carve(o, host_fp32, cfg->wire_bf16, cfg->state_only);
+  carve(o, host_fp32, cfg->wire_bf16, no_staging);
   if (o->params_alias) o->master = device_params;
-  if (o->grads_alias) o->grads = device_grads;
+  if (o->grads_alias || o->grads_on_device) o->grads = device_grads;
   o->piece = cfg->piece ? cfg->piece : AX_OFFLOAD_PIECE;
-  if (be->dtype == AX_DTYPE_BF16 && !be->is_host && !cfg->state_only && o->n)
+  if (be->dtype == AX_DTYPE_BF16 && !be->is_host && !no_staging && o->n)
     for (int i = 0; i < 2; i++)
       if (!(o->bounce[i] = be->ops->host_alloc(be, o->piece * sizeof(uint16_t))))
         return ax_error_context("allocating the gradients' pinned bf16 pieces");
@@ -146,18 +151,26 @@ static int download_bf16(AxOffload *o, const void *device_grads) {
 }
 
 int ax_offload_download_grads(AxOffload *o, const void *device_grads) {
-  if (o->grads_alias) return AX_OK;
+  if (o->grads_alias || o->grads_on_device) return AX_OK;
   AxBackend *be = o->be;
   if (o->bounce[0]) return download_bf16(o, device_grads);
   AX_TRY(be->ops->download_f32(be, o->grads, device_grads, o->n, AX_STREAM_COPY));
   return be->ops->sync(be, AX_STREAM_COPY);
 }
 
-int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t hi) {
-  if (o->params_alias) return AX_OK;
+/* Host fp32 [lo, hi) of `host` -> the same range of a device buffer, on the copy stream. */
+static int upload_range(AxOffload *o, void *device, const float *host, size_t lo, size_t hi) {
   AxBackend *be = o->be;
-  return be->ops->upload_f32(be, ax_at(be, device_params, lo), o->master + lo, hi - lo,
-                             AX_STREAM_COPY);
+  return be->ops->upload_f32(be, ax_at(be, device, lo), host + lo, hi - lo, AX_STREAM_COPY);
+}
+
+int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t hi) {
+  return o->params_alias ? AX_OK : upload_range(o, device_params, o->master, lo, hi);
+}
+
+int ax_offload_upload_grads(AxOffload *o, void *device_grads, size_t lo, size_t hi) {
+  if (o->grads_alias || o->grads_on_device) return AX_OK;
+  return upload_range(o, device_grads, o->grads, lo, hi);
 }
 
 void ax_offload_update(AxOffload *o, size_t lo, size_t hi, const AxAdamWHyper *h) {

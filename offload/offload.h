@@ -26,8 +26,11 @@ typedef struct {
   int coarsening;     /* buckets per all-reduce chunk */
   int wire_bf16;      /* all-reduce payload in bf16 (summed in fp32) */
   int single_chunk;   /* the whole range is one chunk (the plain, non-interleaved step) */
-  int state_only;     /* the arena holds the state only, no gradients (--optimizer device:
-                         grads is NULL) */
+  int state_only;     /* the arena holds the state only, no gradients (--optimizer device
+                         with nothing to sum: grads is NULL) */
+  int grads_on_device; /* the gradients are summed where they are, in device memory handed to
+                          CUDA-aware MPI (--optimizer device): grads is the device buffer, which
+                          host code never reads; no staging, no bf16 wire */
   size_t piece;       /* bf16 gradients a piece of the download (0: AX_OFFLOAD_PIECE) */
   /* the weight-decay mask of the range: segments in order, covering [0, n) (the model's
    * knowledge, handed over as data; copied) */
@@ -51,6 +54,7 @@ typedef struct {
   float *grads;      /* fp32 gradients on the host [n]: staging, the device buffer itself, or
                         NULL (state_only) */
   int grads_alias;   /* grads is the device gradient buffer (CPU backend, fp32) */
+  int grads_on_device; /* grads is the device gradient buffer in device memory (the config's) */
   uint16_t *wire;    /* bf16 all-reduce payload [n], or NULL */
   uint16_t *bounce[2]; /* pinned pieces of `piece` bf16 gradients on their way down (a device
                           computing in bf16), or NULL */
@@ -87,6 +91,9 @@ enum { AX_OFFLOAD_PIECE = 8 << 20 }; /* bf16 gradients a piece of that download:
 /* Master weights [lo, hi) -> the device compute copy (on the copy stream; no-op when
  * aliased). */
 int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t hi);
+/* Host gradients [lo, hi) -> the device gradient buffer (the device optimizer's summed
+ * gradients; on the copy stream; no-op when grads is that buffer). */
+int ax_offload_upload_grads(AxOffload *o, void *device_grads, size_t lo, size_t hi);
 /* AdamW on [lo, hi) of the master weights from the host gradients (into o->to, when set). */
 void ax_offload_update(AxOffload *o, size_t lo, size_t hi, const AxAdamWHyper *h);
 /* After a step whose updates went into o->to: its m and v are the moments from now on

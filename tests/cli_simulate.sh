@@ -152,8 +152,9 @@ printf 'name = here\ngpus_per_node = 2\nintra_bw = %sB/s\ninter_bw = %sB/s\ndevi
 python3 -c 'import json, sys; a, b = (json.load(open(f))["timing"]["batch_time_s"] for f in sys.argv[1:])
 sys.exit(0 if abs(a - b) <= 1e-6 * b else 1)' "$TMP/auto.json" "$TMP/hand.json" ||
   fail "--profile alone predicts another batch time than the profiled host written as a machine"
-expect_error "optimizer device runs on one rank" simulate $TINY --g-data 2 --optimizer device \
-  --machine h100
+# --optimizer device on two ranks (issue 50): the data-parallel sum, then the device's AdamW
+"$AXONN" simulate $TINY --g-data 2 --optimizer device --machine h100 >"$TMP/dev2.out" 2>&1 ||
+  { fail "simulate --g-data 2 --optimizer device"; cat "$TMP/dev2.out"; }
 expect_error "unknown machine 'cray-1'" simulate $TINY --machine cray-1
 expect_error "profile needs --out" profile $TINY
 finish

@@ -14,7 +14,8 @@
 #  - --optimizer device (the optimizer state beside the weights, the norm where the gradients
 #    are) gives the host optimizer's losses and weights bit for bit on the CPU backend, whose
 #    device memory is host memory (the same arrays, the same AdamW): with clipping, with
-#    dynamic loss scaling and a forced overflow, and stopped at a checkpoint and resumed.
+#    dynamic loss scaling and a forced overflow, and stopped at a checkpoint and resumed; on
+#    1x2, 2x1, 2x2 and --gx 2 too (summed in place), the 2x2 run also resumed.
 #    (tests/cuda/check_cuda.sh runs the device AdamW and the state's copies on a GPU.)
 #  - the header's word on the order is the trace's: with --grad-clip 0 on 1x2 chunks are
 #    updated while later chunks are still being summed; with clipping every update follows the
@@ -75,6 +76,18 @@ run host1 1 && run dev1 1 --optimizer device && same_losses dev1 host1 0 0
 CK="--optimizer device --checkpoint-dir $TMP/ck --checkpoint-every 6"
 # shellcheck disable=SC2086
 run devhalf 1 $CK --steps 6 && run devrest 1 $CK --resume && tail_equal devrest host1
+# many ranks (issue 50): the gradients summed in place, as the host optimizer sums them (the
+# posing device's staged and device-buffer sums: tests/mpitest_device_opt.c)
+for grid in "1 2" "2 1" "2 2"; do
+  set -- $grid
+  np=$(($1 * $2)); g="$1x$2"
+  run "host$g" $np --g-inter "$1" --g-data "$2" && run "dev$g" $np --g-inter "$1" --g-data "$2" \
+    --optimizer device && same_losses "dev$g" "host$g" 0 0
+done
+run hosttp 2 --gx 2 && run devtp 2 --gx 2 --optimizer device && same_losses devtp hosttp 0 0
+CK="--optimizer device --g-inter 2 --g-data 2 --checkpoint-dir $TMP/ck4 --checkpoint-every 6"
+# shellcheck disable=SC2086
+run devhalf4 4 $CK --steps 6 && run devrest4 4 $CK --resume && tail_equal devrest4 host2x2
 
 # what the header says about the order is what the trace shows (rank 0, step 2): with --grad-clip 0
 # some chunk is updated before the last chunk's all-reduce ends (AxoNN's interleaving); with

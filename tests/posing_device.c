@@ -29,6 +29,8 @@ typedef struct {
   int n_ranges, cap_ranges;
   Pending *queue;
   int n_queue, cap_queue;
+  unsigned long long copied[AX_COPY_H2H + 1]; /* bytes, by kind */
+  int eager; /* device-to-device copies run at once */
 } Posing;
 
 static Posing *posing(AxBackend *be) { return (Posing *)be; }
@@ -70,7 +72,13 @@ int tu_posing_is_device(AxBackend *be, const void *p) {
   return r && r->device;
 }
 
+void tu_posing_set_eager(AxBackend *be, int eager) { posing(be)->eager = eager; }
+
 int tu_posing_pending(AxBackend *be) { return posing(be)->n_queue; }
+
+unsigned long long tu_posing_copied(AxBackend *be, AxCopyKind kind) {
+  return posing(be)->copied[kind];
+}
 
 /* Runs the deferred device-to-device copies, in the order they were enqueued. */
 static void drain(Posing *ps) {
@@ -136,7 +144,8 @@ static int posing_copy(AxBackend *be, void *dst, const void *src, size_t bytes, 
   if (!bytes) return AX_OK;
   AX_TRY(check_side(ps, src, bytes, src_dev, kind, "source"));
   AX_TRY(check_side(ps, dst, bytes, dst_dev, kind, "destination"));
-  if (kind == AX_COPY_D2D) {
+  ps->copied[kind] += bytes;
+  if (kind == AX_COPY_D2D && !ps->eager) {
     grow((void **)&ps->queue, &ps->cap_queue, ps->n_queue + 1, sizeof *ps->queue);
     ps->queue[ps->n_queue++] = (Pending){dst, src, bytes};
     return AX_OK;

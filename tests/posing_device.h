@@ -20,7 +20,14 @@
 AxBackend *tu_posing_backend(void);
 /* 1 when p lies in memory this posing backend allocated as device memory. */
 int tu_posing_is_device(AxBackend *be, const void *p);
+/* eager 1: device-to-device copies run at once, as the kernels do (for whole training runs,
+ * where a kernel reads what a copy before it on the stream wrote; every copy's kind is still
+ * checked). 0, the default: they wait for the next sync, as above. */
+void tu_posing_set_eager(AxBackend *be, int eager);
 /* Device-to-device copies enqueued and not yet run. */
 int tu_posing_pending(AxBackend *be);
+/* Bytes copied so far by copies of `kind` (AX_COPY_H2D...: what a path moved between host and
+ * device). */
+unsigned long long tu_posing_copied(AxBackend *be, AxCopyKind kind);
 
 #endif

@@ -175,8 +175,9 @@ static const AxOption OPTIONS[] = {
         "update)", 0, 1),
     CHOICE("optimizer", optim.optimizer_device, "host", "host|device",
            "where the fp32 master weights, Adam moments and AdamW live: host memory (AxoNN's "
-           "offload) or device memory beside the weights (4x the model state there; one rank, "
-           "no memory checkpoints)"),
+           "offload) or device memory beside the weights (4x the model state there; on many "
+           "ranks the gradients are summed first, in device memory with CUDA-aware MPI, else "
+           "staged through host memory; no memory checkpoints, no --compress)"),
     LNG("bucket-size", optim.bucket_size, "16M", "N", "optimizer bucket size in elements", 1, 1e15),
     INT("coarsening", optim.coarsening, "4", "K", "buckets per all-reduce chunk", 1, 1 << 20),
     INT("optimizer-threads", optim.optimizer_threads, "0", "N",
@@ -735,13 +736,10 @@ static int check_memory_checkpoints(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
-/* --optimizer device: one rank's stage, its state copied to the host arena only for files. */
+/* --optimizer device: the state copied to the host arena only for files; on many ranks the
+ * gradients summed first (offload/device_opt.h), codecs excepted. */
 static int check_device_optimizer(const AxTrainConfig *cfg) {
   if (!cfg->optim.optimizer_device) return AX_OK;
-  if (ax_train_ranks(cfg) != 1)
-    return AX_FAIL("--optimizer device runs on one rank (got %lld): the gradients of several "
-                   "ranks are summed in host memory, where --optimizer host updates them",
-                   ax_train_ranks(cfg));
   if (cfg->memckpt.memory_checkpoint_every)
     return AX_FAIL("--memory-checkpoint-every copies the optimizer state from host memory: run "
                    "it with --optimizer host");

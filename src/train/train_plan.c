@@ -49,8 +49,11 @@ void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *fi
   spec.ac = cfg->exec.ac ? cfg->exec.ac : ax_partition_default_ac(spec.l1 - spec.l0, m->layers);
   out->act_ckpt = (double)ax_stage_activation_bytes(m, &spec, esz);
   int host_fp32 = strcmp(cfg->exec.device, "cpu") == 0 && esz == 4;
+  /* --optimizer device on several ranks: the staging copy its host-staged sum needs (a sum in
+   * device memory, with CUDA-aware MPI, needs none: the plan counts the most) */
+  int state_only = cfg->optim.optimizer_device && ax_train_ranks(cfg) == 1;
   out->host = (double)ax_offload_arena_bytes(lay.total, host_fp32, cfg->optim.allreduce_dtype == 1,
-                                             cfg->optim.optimizer_device);
+                                             state_only);
   double bucket = (double)cfg->optim.bucket_size < n ? (double)cfg->optim.bucket_size : n;
   out->paper_plain = 20.0 * n;
   out->paper_offload = 4.0 * n + 16.0 * bucket;

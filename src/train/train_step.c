@@ -81,6 +81,12 @@ static int agree_on_loss(AxTrainer *t, int batches, double *loss) {
   return AX_OK;
 }
 
+/* The gradients' all-reduce algorithm: --allreduce's, or the one that lets CUDA-aware MPI sum
+ * the device optimizer's gradients in device memory (device_opt.h). */
+static AxAllreduceAlgo grads_algo(const AxTrainer *t) {
+  return ax_device_opt_algo(&t->dopt, (AxAllreduceAlgo)t->cfg.grid.allreduce);
+}
+
 /* --fuse-embedding-sync on a rank that holds a tied copy of wte (the ends of a pipeline). */
 static int fuses_embedding(const AxTrainer *t) {
   return t->cfg.compression.fuse_embedding_sync && t->grid.embed != MPI_COMM_NULL;
@@ -104,19 +110,23 @@ static int sync_tied(AxTrainer *t) {
   double t0 = ax_trace_begin(&t->trace);
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_EMBEDDING_SYNC);
   AX_TRY(ax_allreduce(comm, &cc, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
-                      AX_COMM_F32, (AxAllreduceAlgo)t->cfg.grid.allreduce, &t->comm_bytes));
+                      AX_COMM_F32, grads_algo(t), &t->comm_bytes));
   ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
   return AX_OK;
 }
 
-/* Dynamic loss scaling: did any rank's gradients overflow? (--debug-overflow-step poisons
- * one gradient of the last rank to test the path.) Every rank gets the same answer. */
-static int any_overflow(AxTrainer *t, int step, int *overflow) {
-  *overflow = 0;
-  if (!t->loss_scale.enabled && !t->cfg.debug.debug_overflow_step) return AX_OK;
-  if (step == t->cfg.debug.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n)
-    t->off.grads[0] = INFINITY;
-  int local = !isfinite(ax_host_sumsq_pool(t->off.pool, t->off.grads, t->off.n));
+/* Whether overflows are checked for: dynamic loss scaling, or --debug-overflow-step, which
+ * poisons one gradient of the last rank at that step to test the path. */
+static int checks_overflow(const AxTrainer *t) {
+  return t->loss_scale.enabled || t->cfg.debug.debug_overflow_step;
+}
+
+static int poisons(const AxTrainer *t, int step) {
+  return step == t->cfg.debug.debug_overflow_step && t->grid.rank == t->grid.size - 1 && t->off.n;
+}
+
+/* *overflow = 1 on every rank when `local` is 1 on some rank. */
+static int agree_overflow(AxTrainer *t, int local, int *overflow) {
   AX_WD_NOTE(-1, "in the gradient overflow check over all ranks");
   if (t->grid.size == 1) {
     *overflow = local;
@@ -127,11 +137,21 @@ static int any_overflow(AxTrainer *t, int step, int *overflow) {
   return ax_link_wait_collective(&t->grid.comm_cfg, t->grid.world, &req);
 }
 
+/* Dynamic loss scaling: did any rank's (host) gradients overflow? Every rank gets the same
+ * answer. */
+static int any_overflow(AxTrainer *t, int step, int *overflow) {
+  *overflow = 0;
+  if (!checks_overflow(t)) return AX_OK;
+  if (poisons(t, step)) t->off.grads[0] = INFINITY;
+  return agree_overflow(t, !isfinite(ax_host_sumsq_pool(t->off.pool, t->off.grads, t->off.n)),
+                        overflow);
+}
+
 /* cc: the grid's configuration as data_parallel traffic (lives as long as the spec is used). */
 static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
   AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
                     .cc = cc,
-                    .algo = (AxAllreduceAlgo)t->cfg.grid.allreduce, .bytes = &t->comm_bytes,
+                    .algo = grads_algo(t), .bytes = &t->comm_bytes,
                     .window = 2, .trace = &t->trace,
                     .progress = t->cfg.optim.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS,
                     .compress = t->codec ? &t->gc : NULL};
@@ -206,18 +226,42 @@ static int skip_on_overflow(AxTrainer *t, int step, int overflow, AxStepRecord *
   return 1;
 }
 
-/* --optimizer device (one rank): the norm and AdamW where the gradients are, nothing copied. */
+/* --optimizer device: the overflow check, then the gradients' sum where the device optimizer
+ * sums them (device_opt.h): the tied embedding, then the data-parallel column, as the host
+ * optimizer sums them; *sumsq gets the norm's part. *skip = 1: an overflow skips the step. */
+static int device_sum(AxTrainer *t, int step, void *grads, AxStepRecord *rec, double *sumsq,
+                      int *skip) {
+  int overflow = 0;
+  if (checks_overflow(t)) {
+    AX_WD_NOTE(-1, "checking the gradients for an overflow on the device");
+    AX_TRY(ax_device_opt_sumsq(&t->dopt, grads, sumsq));
+    AX_TRY(agree_overflow(t, !isfinite(*sumsq), &overflow));
+  }
+  *skip = skip_on_overflow(t, step, overflow, rec);
+  if (*skip) return AX_OK;
+  if (t->dopt.sum != AX_DEVICE_SUM_NONE) {
+    AX_WD_NOTE(-1, "bringing the gradients where they are summed");
+    AX_TRY(ax_device_opt_grads_to_host(&t->dopt, grads));
+    AX_TRY(ax_trainer_sync_embed_data(t));
+    AX_TRY(sync_tied(t));
+  }
+  AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_DATA_PARALLEL);
+  AxReduceSpec r = reduce_spec(t, &cc);
+  AX_WD_NOTE(-1, "summing the gradients over the data-parallel ranks and taking their norm");
+  return ax_device_opt_reduce(&t->dopt, &r, grads, sumsq);
+}
+
+/* --optimizer device: the norm and AdamW where the gradients are, once they are summed. */
 static int device_optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   void *grads = ax_stage_grads(t->stage);
-  if (step == t->cfg.debug.debug_overflow_step && t->off.n) {
+  if (poisons(t, step)) {
     const float inf = INFINITY;
     AX_TRY(t->be->ops->upload_f32(t->be, grads, &inf, 1, AX_STREAM_COMPUTE));
   }
-  double sumsq;
-  AX_WD_NOTE(-1, "taking the gradient norm on the device");
-  AX_TRY(ax_device_opt_sumsq(&t->dopt, grads, &sumsq));
-  int checks = t->loss_scale.enabled || t->cfg.debug.debug_overflow_step; /* as any_overflow */
-  if (skip_on_overflow(t, step, checks && !isfinite(sumsq), rec)) return AX_OK;
+  double sumsq = 0;
+  int skip;
+  AX_TRY(device_sum(t, step, grads, rec, &sumsq, &skip));
+  if (skip) return AX_OK;
   AX_TRY(finish_norm(t, sumsq, &rec->grad_norm));
   float unscale = 1.0f / t->loss_scale.scale;
   AxAdamWHyper h = adamw_hyper(t, rec->lr, clip_factor(t, rec->grad_norm) * unscale);

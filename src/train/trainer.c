@@ -119,8 +119,11 @@ static int setup_backend(AxTrainer *t) {
                         .local_size = t->grid.local_size,
                         .share_rank = t->grid.share_rank,
                         .share_size = t->grid.share_size};
-  t->be = ax_backend_create(&bc);
+  t->be = t->make_backend ? t->make_backend(&bc, t->make_backend_ctx) : ax_backend_create(&bc);
   if (!t->be) return AX_ERR;
+  /* where MPI gets device memory: the pipeline's messages, the device optimizer's gradients */
+  t->device_buffers = ax_mpi_device_buffers(t->cfg.exec.cuda_aware_mpi, t->be->is_host,
+                                            t->mpi_path_why, sizeof t->mpi_path_why);
   int opt_threads = t->cfg.optim.optimizer_threads ? t->cfg.optim.optimizer_threads : t->be->threads;
   t->opt_pool = ax_pool_create(opt_threads, NULL, NULL);
   return t->opt_pool ? AX_OK : AX_ERR;
@@ -157,15 +160,27 @@ int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
   return n;
 }
 
+/* --optimizer device: where this rank's gradients are summed (offload/device_opt.h): nothing
+ * to sum without data-parallel peers or a tied copy of wte at the other end of the row. */
+static AxDeviceSum device_sum_path(const AxTrainer *t) {
+  int sums = t->grid.D > 1 || (t->grid.P > 1 && (t->spec.first || t->spec.last));
+  int host_only = t->cfg.optim.allreduce_dtype == 1 || ax_train_sparse_embedding_path(&t->cfg) ||
+                  ax_link_emulating(t->links);
+  return ax_device_sum_path(sums, t->be->is_host, t->device_buffers,
+                            t->be->dtype == AX_DTYPE_F32, host_only);
+}
+
 static int setup_stage(AxTrainer *t) {
   AX_TRY(ax_stage_create(&t->stage, t->be, &t->model, &t->spec));
   const AxStageLayout *layout = ax_stage_layout_of(t->stage);
   AxParamSegment segs[AX_N_PARAMS];
+  AxDeviceSum sum = t->cfg.optim.optimizer_device ? device_sum_path(t) : AX_DEVICE_SUM_HOST;
   AxOffloadConfig oc = {.bucket_size = (size_t)t->cfg.optim.bucket_size,
                         .coarsening = t->cfg.optim.coarsening,
                         .wire_bf16 = t->cfg.optim.allreduce_dtype == 1,
                         .single_chunk = !t->cfg.optim.offload,
-                        .state_only = t->cfg.optim.optimizer_device,
+                        .state_only = sum == AX_DEVICE_SUM_NONE,
+                        .grads_on_device = sum == AX_DEVICE_SUM_DEVICE,
                         .segs = segs,
                         .n_segs = ax_trainer_decay_segments(layout, t->cfg.optim.decay_all, segs)};
   AX_TRY(ax_offload_init(&t->off, t->be, layout->total, ax_stage_params(t->stage),
@@ -228,8 +243,6 @@ static int setup_data(AxTrainer *t) {
 }
 
 static int setup_scheduler(AxTrainer *t) {
-  t->device_buffers = ax_mpi_device_buffers(t->cfg.exec.cuda_aware_mpi, t->be->is_host,
-                                            t->mpi_path_why, sizeof t->mpi_path_why);
   AxSchedConfig sc = {.pipe = t->grid.pipe, .stage = t->grid.stage, .P = t->grid.P,
                       .limit = t->limit, .max_micro = t->n_micro,
                       .act_bytes = ax_stage_message_bytes(t->stage),
@@ -298,9 +311,9 @@ static void print_optimizer(const AxTrainer *t) {
   if (t->cfg.optim.optimizer_device) {
     ax_log("optimizer: AdamW and the gradient norm in device memory (--optimizer device): "
            "%.1f MB of fp32 master weights and moments there%s; the host arena holds their "
-           "copy for files; loss scaling %s", t->dopt.mem_bytes / 1e6,
+           "copy for files; %s; loss scaling %s", t->dopt.mem_bytes / 1e6,
            t->be->is_host ? " (the arena itself: device memory is host memory)" : "",
-           t->loss_scale.enabled ? "dynamic" : "off");
+           ax_device_sum_describe(t->dopt.sum), t->loss_scale.enabled ? "dynamic" : "off");
     return;
   }
   ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
@@ -353,7 +366,8 @@ void ax_trainer_print_header(const AxTrainer *t) {
   ax_trainer_print_backprop(t);
   if (t->device_buffers)
     ax_log("MPI path: stage messages sent from and received into device buffers (%s); "
-           "gradients summed in host memory", t->mpi_path_why);
+           "gradients summed in %s memory", t->mpi_path_why,
+           t->dopt.sum == AX_DEVICE_SUM_DEVICE ? "device" : "host");
   else if (!strcmp(t->cfg.exec.device, "cuda"))
     ax_log("MPI path: stage messages and gradients staged through pinned host buffers (%s)",
            t->mpi_path_why);
@@ -515,9 +529,16 @@ static int phase(AxTrainer *t, int (*fn)(AxTrainer *), const char *what) {
 }
 
 int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg) {
+  return ax_trainer_create_on(out, cfg, NULL, NULL);
+}
+
+int ax_trainer_create_on(AxTrainer **out, const AxTrainConfig *cfg, AxBackendMaker make,
+                         void *ctx) {
   *out = NULL;
   AxTrainer *t = ax_calloc(1, sizeof *t);
   if (!t) return AX_ERR;
+  t->make_backend = make;
+  t->make_backend_ctx = ctx;
   t->cfg = *cfg;
   t->ckpt_lock = -1;
   t->lr = (AxLrSchedule){.cosine = cfg->optim.lr_schedule == AX_LR_COSINE, .lr = cfg->optim.lr,

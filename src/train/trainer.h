@@ -12,6 +12,7 @@
 #include "mpi/traffic.h"
 #include "offload/adamw.h"
 #include "offload/grad_compress.h"
+#include "src/backend/backend.h"
 #include "src/backend/peak.h"
 #include "src/core/trace.h"
 #include "src/memckpt/memckpt.h"
@@ -30,6 +31,12 @@ typedef struct {
 
 /* Builds everything the configuration describes (cfg must outlive the trainer). */
 int ax_trainer_create(AxTrainer **out, const AxTrainConfig *cfg);
+/* The same on a backend that `make` builds from the configuration's backend settings instead
+ * of ax_backend_create (tests: the CPU backend posing as a device, tests/posing_device.h); the
+ * trainer destroys it with ax_backend_destroy. */
+typedef AxBackend *(*AxBackendMaker)(const AxBackendConfig *bc, void *ctx);
+int ax_trainer_create_on(AxTrainer **out, const AxTrainConfig *cfg, AxBackendMaker make,
+                         void *ctx);
 void ax_trainer_destroy(AxTrainer *t);
 void ax_trainer_print_header(const AxTrainer *t);
 /* One optimizer step (steps count from 1): fills loss, lr, grad_norm and ms of rec. */

@@ -85,6 +85,8 @@ struct AxTrainer {
   int n_micro;    /* micro-batches per row per step */
   int limit;      /* pipeline limit */
   AxBackend *be;
+  AxBackendMaker make_backend; /* NULL: ax_backend_create (tests hand in another, trainer.h) */
+  void *make_backend_ctx;
   AxGptStage *stage;
   AxScheduler sched;
   int have_sched;

@@ -13,7 +13,10 @@
 #     within 1e-5 at every step (the norm is summed in another order) and the saved model
 #     within 1e-4; bf16 within 2e-3; a run stopped at step 5 and resumed from its checkpoint
 #     (the state goes through the host arena both ways) gives the uninterrupted run's losses
-#     bit for bit.
+#     bit for bit. On 2 ranks sharing the GPU (1x2 and 2x1: the data-parallel and the tied
+#     embedding's sum) the device optimizer gives the host optimizer's losses within 1e-5, its
+#     gradients summed in device memory where MPI is CUDA-aware (auto) and staged through host
+#     memory with --cuda-aware-mpi 0.
 set -u
 TEST=${1:?usage: check_cuda.sh path/to/check_cuda}
 AXONN=${AXONN:-bin/axonn}
@@ -88,6 +91,16 @@ if run ref 1 --device cuda --save "$TMP/ref.bin"; then
       END { if (n != 5) { printf "devrest: %d steps\n", n; bad = 1 } exit bad }' \
       "$TMP/devopt.csv" "$TMP/devrest.csv" || fail "devrest: resumed losses differ from devopt"
   fi
+  # the device optimizer on 2 ranks (issue 50) against the host optimizer on the same grid
+  for g in "1x2 --g-data 2" "2x1 --g-inter 2"; do
+    set -- $g # shellcheck disable=SC2086
+    grid=$1; shift
+    [ -f "$TMP/grid$grid.csv" ] || continue
+    for mpi in auto 0; do
+      run "dev$grid-$mpi" 2 --device cuda "$@" --optimizer device --cuda-aware-mpi "$mpi" &&
+        close "dev$grid-$mpi" "grid$grid" 1e-5
+    done
+  done
 fi
 grep -h -m1 -i "cuda" "$TMP/ref.log" 2>/dev/null | head -n 2
 

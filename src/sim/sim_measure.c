@@ -206,6 +206,10 @@ static int time_beside(Bench *b, int others, int waiters, int bind, int reps, do
   for (; n < others + waiters; n++) {
     if ((kids[n] = fork()) < 0) break;
     if (kids[n] != 0) continue;
+    /* a session of its own, as mpiexec (hydra) starts each rank: where the kernel shares the
+     * CPU fairly between sessions (autogroup), copies left in the profile's session split its
+     * one share among them while the run's ranks each get a share */
+    setsid();
     place_as_rank(n + 1, k, b->be->threads, bind);
     if (n >= others) wait_forever(ax_mpi_polite_for(k));
     for (;;) /* a computing copy: until it is killed */

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,13 +204,17 @@ static int time_beside(Bench *b, int others, int waiters, int bind, int reps, do
   int n = 0, rc = AX_OK, k = 1 + others + waiters;
   fflush(NULL);
   place_as_rank(0, k, b->be->threads, bind);
+  pid_t parent = getpid();
   for (; n < others + waiters; n++) {
     if ((kids[n] = fork()) < 0) break;
     if (kids[n] != 0) continue;
     /* a session of its own, as mpiexec (hydra) starts each rank: where the kernel shares the
      * CPU fairly between sessions (autogroup), copies left in the profile's session split its
-     * one share among them while the run's ranks each get a share */
+     * one share among them while the run's ranks each get a share. Out of the terminal's
+     * process group a ^C no longer reaches it: it dies with the profile instead. */
     setsid();
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1); /* the profile died before the line above */
     place_as_rank(n + 1, k, b->be->threads, bind);
     if (n >= others) wait_forever(ax_mpi_polite_for(k));
     for (;;) /* a computing copy: until it is killed */

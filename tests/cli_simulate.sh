@@ -1,6 +1,6 @@
 #!/bin/sh
 # cli_simulate.sh — `axonn profile` and `axonn simulate` from the command line: a profile
-# written and read back, a simulated summary with every figure consistent (the checks
+# written (its blocks timed in a stage of the run's depth) and read back, a simulated summary with every figure consistent (the checks
 # docs/summary.md states for a real summary) and marked simulated, the trace, the metrics CSV;
 # the paper's 12B run on summit within the paper's band; a 12,288-rank grid simulated (its wall
 # time printed, not asserted: the target of 10 s is a benchmark's, docs/benchmarks.md); and
@@ -19,6 +19,8 @@ printf 'name = ws\ngpus_per_node = 8\nintra_bw = 4GB/s\ninter_bw = 1Gbps\nlatenc
 "$AXONN" profile $TINY --g-inter 2 --out "$TMP/p.txt" >"$TMP/profile.out" 2>&1 ||
   { fail "profile"; cat "$TMP/profile.out"; }
 grep -q '^block_forward_s = ' "$TMP/p.txt" || fail "profile file lacks block_forward_s"
+# a block is timed in a stage as deep as the run's deepest: 4 layers on 2 stages, 2 blocks
+grep -q '^stage_blocks = 2$' "$TMP/p.txt" || fail "profile of 2 blocks a stage: not timed at 2"
 grep -q '^concurrency_speed = 1,' "$TMP/p.txt" || fail "profile file lacks two concurrency speeds"
 grep -q '^waiting_speed = none$' "$TMP/p.txt" || fail "a profile without emulation measured waiting speeds"
 
@@ -121,7 +123,8 @@ expect_error "waiting_speed '1,fast' is not a list of speeds" simulate $TINY --g
 # item 12): a copy bandwidth of 0 deadlocked the simulated pipeline ("internal: ..."); a bandwidth
 # whose unit overflows a double was taken as infinite
 for kv in "copy_bytes_per_s 0:copy_bytes_per_s 0 is out of range" \
-    "precision 7:precision 7 is out of range" "threads 0:threads 0 is out of range"; do
+    "precision 7:precision 7 is out of range" "threads 0:threads 0 is out of range" \
+    "stage_blocks 0:stage_blocks 0 is out of range"; do
   key=${kv%% *}; rest=${kv#* }
   sed "s/^$key = .*/$key = ${rest%%:*}/" "$TMP/p.txt" >"$TMP/range.txt"
   expect_error "${kv#*:}" simulate $TINY --g-inter 2 --machine summit --profile "$TMP/range.txt"

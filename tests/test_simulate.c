@@ -3,7 +3,9 @@
  * link queue, the emulated link's held sends, the interleaved all-reduce and AdamW chunks,
  * processor sharing on a CPU with fewer cores than ranks (pooled, waiters sharing it, and per
  * core when pinned), the trainer's binding rule, one stage; the cost model's tail on a GPU
- * machine (the offload's copies over the host link, the uploads' queue) and on a CPU one. */
+ * machine (the offload's copies over the host link, the uploads' queue) and on a CPU one; the
+ * cost model from a synthetic profile (each stage's compute, sends, links, the tied sum, the
+ * norm and AdamW, priced by hand). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -379,6 +381,58 @@ START_TEST(device_optimizer_in_device_memory) {
 }
 END_TEST
 
+/* The cost model from a synthetic profile, priced by hand: 4 blocks on a 2 x 1 grid (2 blocks a
+ * stage) at the profile's per-block seconds plus what each end adds; a send's copy at the
+ * profile's copy bandwidth and the link within the profiled host at half of it; the tied
+ * embedding's ring of 2 with its local sums; clipping: the norm over the stage before any
+ * update, then AdamW per parameter; the speeds as measured. A profile of another shape is
+ * refused. */
+START_TEST(pricing_from_a_profile) {
+  AxSimProfile p = {.device = "cpu", .threads = 1, .micro_batch = 1, .seq = 16, .hidden = 64,
+                    .heads = 2, .vocab = 256, .stage_blocks = 2, .block_forward_s = 1e-3,
+                    .block_backward_s = 2e-3, .first_forward_s = 0.25e-3,
+                    .first_backward_s = 0.5e-3, .last_forward_s = 0.75e-3,
+                    .last_backward_s = 4e-3, .adamw_s_per_elem = 2e-9, .norm_s_per_elem = 1e-9,
+                    .reduce_s_per_elem = 0.5e-9, .copy_bytes_per_s = 8e9,
+                    .concurrency_speed = "1,0.75", .waiting_speed = "none"};
+  AxMachine m;
+  ax_sim_profile_machine(&p, 2, &m);
+  AxTrainConfig cfg;
+  tu_train_config(&cfg, "--layers 4 --hidden 64 --heads 2 --seq 16 --vocab 256 --batch 4 "
+                        "--micro-batch 1 --g-inter 2 --threads 1 --bucket-size 1000 "
+                        "--coarsening 1");
+  AxSimModel sm;
+  ck_assert_msg(ax_sim_model_build(&sm, &cfg, &m, &p) == AX_OK, "%s", ax_error_message());
+  ck_assert_double_eq_tol(sm.fwd[0], 2 * 1e-3 + 0.25e-3, 1e-15);
+  ck_assert_double_eq_tol(sm.bwd[0], 2 * 2e-3 + 0.5e-3, 1e-15);
+  ck_assert_double_eq_tol(sm.fwd[1], 2 * 1e-3 + 0.75e-3, 1e-15);
+  ck_assert_double_eq_tol(sm.bwd[1], 2 * 2e-3 + 4e-3, 1e-15);
+  double msg = 16 * 64 * 4; /* one micro-batch's activation, fp32 */
+  ck_assert_double_eq_tol(sm.send[0], msg / 8e9, 1e-18);
+  ck_assert_double_eq_tol(sm.link[0].s_per_byte, 1 / 4e9, 1e-21);
+  ck_assert_double_eq(sm.link[0].alpha_s, 0);
+  ck_assert_int_eq(sm.n_speed, 2);
+  ck_assert_double_eq(sm.speed[1], 0.75);
+  for (int s = 0; s < 2; s++) {
+    AxStageLayout lay;
+    ax_stage_layout(&lay, &sm.model, 2 * s, 2 * s + 2, s == 0, s == 1);
+    const AxSimTail *t = &sm.tail[s];
+    double n = (double)lay.total, tied = 256.0 * 64;
+    ck_assert(t->separate);
+    ck_assert_int_eq(t->n_chunks, (int)ceil(n / 1000));
+    ck_assert_double_eq_tol(t->before_s, n * 1e-9, 1e-15);
+    ck_assert_double_eq_tol(t->update_s[0], 1000 * 2e-9, 1e-15);
+    ck_assert_double_eq(t->allreduce_s[0], 0); /* one row */
+    /* a ring of 2: 2 steps of half the embedding over the link, and half of it summed */
+    ck_assert_double_eq_tol(t->tied_s, 2 * (tied * 4 / 2 / 4e9) + tied / 2 * 0.5e-9, 1e-15);
+  }
+  ax_sim_model_free(&sm);
+  p.seq = 32;
+  tu_expect_error(ax_sim_model_build(&sm, &cfg, &m, &p), "measured at --seq 32");
+  ax_train_config_free(&cfg);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("simulate");
   TCase *tc = tu_tcase(s, "simulate", 120);
@@ -394,6 +448,7 @@ int main(void) {
   tcase_add_test(tc, one_stage);
   tcase_add_test(tc, host_copies_and_the_uploads_queue);
   tcase_add_test(tc, device_optimizer_in_device_memory);
+  tcase_add_test(tc, pricing_from_a_profile);
   int rc = tu_run(s);
   tu_cleanup();
   return rc;

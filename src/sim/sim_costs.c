@@ -34,8 +34,8 @@ typedef struct {
 static int from_profile(AxSimModel *sm, const AxSimProfile *p, UnitCosts *u) {
   *u = (UnitCosts){p->block_forward_s, p->block_backward_s, p->first_forward_s,
                    p->first_backward_s, p->last_forward_s, p->last_backward_s};
-  snprintf(sm->costs, sizeof sm->costs, "profile: measured on %s with %d thread(s) a rank",
-           p->device, p->threads);
+  snprintf(sm->costs, sizeof sm->costs, "profile: measured on %s with %d thread(s) a rank, "
+           "blocks timed in a stage of %d", p->device, p->threads, p->stage_blocks);
   return AX_OK;
 }
 

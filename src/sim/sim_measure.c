@@ -1,15 +1,19 @@
-/* sim_measure.c — `axonn profile`'s measurements (sim_profile.h): one-block stages of the run's
- * model (a middle one, the first, the last) timed forward and backward at the run's micro-batch
- * on its device and threads; the gradients' download, the weights' upload and the gradients'
- * zeroing through the same backend; the host AdamW and the gradient's sum of squares with the
- * trainer's optimizer threads; a local sum and a copy; the block again beside
- * forked copies of itself, once per rank count up to the grid's, and (a link emulated) beside
- * computing copies and copies that wait as the emulator's ranks wait. Each figure is the
- * median of several timed repetitions after a warm-up; beside copies, the mean of such medians
- * over several placements of the copies. */
+/* sim_measure.c — `axonn profile`'s measurements (sim_profile.h): a middle stage as deep as the
+ * run's deepest (its blocks' weights, gradients and activations pass through the caches as a
+ * run's stage does, where a one-block stage repeated stays in them), timed forward and backward
+ * at the run's micro-batch on its device and threads; what the first and last stage add, from
+ * one-block stages (a middle one, the first, the last) timed in turn; the gradients' download,
+ * the weights' upload and the gradients' zeroing through the same backend; the host AdamW and
+ * the gradient's sum of squares with the trainer's optimizer threads; a local sum and a copy;
+ * the deep stage again beside forked copies of itself, once per rank count up to the grid's,
+ * and (a link emulated) beside computing copies and copies that wait as the emulator's ranks
+ * wait. Each figure is the median of several timed repetitions after a warm-up; beside copies,
+ * the mean of such medians over several placements of the copies. */
 #include <limits.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +29,7 @@
 #include "offload/adamw.h"
 #include "offload/host_sumsq.h"
 #include "offload/interleave.h"
+#include "pipeline/partition.h"
 #include "sim_profile.h"
 #include "src/backend/binding_rule.h"
 #include "src/backend/peak.h"
@@ -33,19 +38,21 @@
 
 enum { REPS = 7, REPS_BESIDE = 31, ROUNDS = 8, REPS_ROUND = 4, HOST_ELEMS = 1 << 22 };
 
-/* One-block stages and what they run on. */
+/* The stages timed and what they run on. */
+enum { ONE_MIDDLE, ONE_FIRST, ONE_LAST, DEEP, N_STAGES };
 typedef struct {
   AxBackend *be;
   AxGptConfig m;
-  AxGptStage *st[3]; /* middle, first, last */
+  AxGptStage *st[N_STAGES]; /* one-block middle, first and last stages; a middle one of `deep` */
+  int deep;                 /* blocks of the run's deepest stage */
   int32_t *tokens;
   void *act;         /* an activation (device), input of a middle/last forward and a gradient */
   int B, T;
 } Bench;
 
 static int make_stage(Bench *b, int k) {
-  AxStageSpec spec = {.l0 = 0, .l1 = 1, .first = k == 1, .last = k == 2, .B = b->B, .T = b->T,
-                      .n_slots = 1};
+  AxStageSpec spec = {.l0 = 0, .l1 = k == DEEP ? b->deep : 1, .first = k == ONE_FIRST,
+                      .last = k == ONE_LAST, .B = b->B, .T = b->T, .n_slots = 1};
   AX_TRY(ax_stage_create(&b->st[k], b->be, &b->m, &spec));
   AxStageLayout lay = *ax_stage_layout_of(b->st[k]);
   float *host = ax_malloc(lay.total * sizeof *host);
@@ -57,10 +64,24 @@ static int make_stage(Bench *b, int k) {
   return rc;
 }
 
+/* Blocks of the run's deepest pipeline stage (pipeline/partition.h). */
+static int deepest_stage(const AxTrainConfig *cfg, int *deep) {
+  int P = cfg->grid.g_inter > 0 ? cfg->grid.g_inter : 1;
+  int *first = ax_malloc((size_t)(P + 1) * sizeof *first);
+  if (!first) return AX_ERR;
+  int rc = ax_partition(cfg->model.layers, P, cfg->grid.stage_layers, first);
+  *deep = 1;
+  for (int s = 0; rc == AX_OK && s < P; s++)
+    if (first[s + 1] - first[s] > *deep) *deep = first[s + 1] - first[s];
+  free(first);
+  return rc;
+}
+
 static int bench_open(Bench *b, const AxTrainConfig *cfg) {
   memset(b, 0, sizeof *b);
+  AX_TRY(deepest_stage(cfg, &b->deep));
   b->m = ax_train_model_config(cfg);
-  b->m.layers = 1;
+  b->m.layers = b->deep;
   b->B = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
   b->T = cfg->model.seq;
   AxBackendConfig bc = {.device = cfg->exec.device, .dtype = (AxDType)cfg->exec.precision,
@@ -71,7 +92,7 @@ static int bench_open(Bench *b, const AxTrainConfig *cfg) {
   b->tokens = ax_malloc(n * sizeof *b->tokens);
   if (!b->tokens) return AX_ERR;
   for (size_t i = 0; i < n; i++) b->tokens[i] = (int32_t)((i * 7919) % (size_t)cfg->model.vocab);
-  for (int k = 0; k < 3; k++) AX_TRY(make_stage(b, k));
+  for (int k = 0; k < N_STAGES; k++) AX_TRY(make_stage(b, k));
   size_t n_act = ax_stage_message_bytes(b->st[0]) / ax_dtype_size((AxDType)cfg->exec.precision);
   if (!(b->act = ax_alloc(b->be, ax_stage_message_bytes(b->st[0])))) return AX_ERR;
   float *host = ax_malloc(n_act * sizeof *host);
@@ -83,7 +104,7 @@ static int bench_open(Bench *b, const AxTrainConfig *cfg) {
 }
 
 static void bench_close(Bench *b) {
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < N_STAGES; k++)
     if (b->st[k]) ax_stage_destroy(b->st[k]);
   if (b->act) ax_free(b->be, b->act);
   if (b->be) ax_backend_destroy(b->be);
@@ -91,18 +112,29 @@ static void bench_close(Bench *b) {
 }
 
 static int run_forward(Bench *b, int k) {
-  AX_TRY(ax_stage_forward(b->st[k], 0, k == 1 ? b->tokens : NULL, k == 1 ? NULL : b->act,
-                          AX_MEM_DEVICE));
+  AX_TRY(ax_stage_forward(b->st[k], 0, k == ONE_FIRST ? b->tokens : NULL,
+                          k == ONE_FIRST ? NULL : b->act, AX_MEM_DEVICE));
   return ax_sync(b->be);
 }
 
 static int run_backward(Bench *b, int k) {
   double loss;
-  if (k == 2)
+  if (k == ONE_LAST)
     AX_TRY(ax_stage_loss_backward(b->st[k], 0, b->tokens, 1e-3f, &loss));
   else
     AX_TRY(ax_stage_backward(b->st[k], 0, b->act, AX_MEM_DEVICE));
   return ax_sync(b->be);
+}
+
+/* One forward of stage k and the backward after it, timed into *f and *g. */
+static int time_once(Bench *b, int k, double *f, double *g) {
+  double t0 = ax_now();
+  AX_TRY(run_forward(b, k));
+  double t1 = ax_now();
+  AX_TRY(run_backward(b, k));
+  *f = t1 - t0;
+  *g = ax_now() - t1;
+  return AX_OK;
 }
 
 /* Median seconds of `reps` (<= REPS_BESIDE) forwards and of the backwards after them. */
@@ -110,16 +142,31 @@ static int time_pass(Bench *b, int k, int reps, double *fwd_s, double *bwd_s) {
   double f[REPS_BESIDE], g[REPS_BESIDE];
   AX_TRY(run_forward(b, k)); /* warm-up */
   AX_TRY(run_backward(b, k));
-  for (int i = 0; i < reps; i++) {
-    double t0 = ax_now();
-    AX_TRY(run_forward(b, k));
-    double t1 = ax_now();
-    AX_TRY(run_backward(b, k));
-    f[i] = t1 - t0;
-    g[i] = ax_now() - t1;
-  }
+  for (int i = 0; i < reps; i++) AX_TRY(time_once(b, k, &f[i], &g[i]));
   *fwd_s = ax_median(f, reps);
   *bwd_s = ax_median(g, reps);
+  return AX_OK;
+}
+
+/* What the first and the last stage add to a one-block middle one: the median over REPS_BESIDE
+ * rounds of the differences within a round (the three timed one after another, so that what
+ * else the host runs meanwhile weighs on the three alike), never negative. extra[0..3]: first
+ * forward, backward, last forward, backward. */
+static int time_ends(Bench *b, double *extra) {
+  double d[4][REPS_BESIDE];
+  for (int k = ONE_MIDDLE; k <= ONE_LAST; k++) { /* warm-up */
+    AX_TRY(run_forward(b, k));
+    AX_TRY(run_backward(b, k));
+  }
+  for (int i = 0; i < REPS_BESIDE; i++) {
+    double f[3], g[3];
+    for (int k = ONE_MIDDLE; k <= ONE_LAST; k++) AX_TRY(time_once(b, k, &f[k], &g[k]));
+    d[0][i] = f[ONE_FIRST] - f[ONE_MIDDLE];
+    d[1][i] = g[ONE_FIRST] - g[ONE_MIDDLE];
+    d[2][i] = f[ONE_LAST] - f[ONE_MIDDLE];
+    d[3][i] = g[ONE_LAST] - g[ONE_MIDDLE];
+  }
+  for (int j = 0; j < 4; j++) extra[j] = fmax(ax_median(d[j], REPS_BESIDE), 0);
   return AX_OK;
 }
 
@@ -149,7 +196,7 @@ static void wait_forever(int polite) {
   for (;;) ax_link_pause_until(&cc, &w, LLONG_MAX, &bells, 0);
 }
 
-/* A block's forward and backward (median of `reps`) beside `others` forked copies of this
+/* The deep stage's forward and backward (median of `reps`) beside `others` forked copies of this
  * process doing the same and `waiters` copies waiting (all killed after), the 1 + others +
  * waiters placed as the run's ranks of a host would be. */
 static int time_beside(Bench *b, int others, int waiters, int bind, int reps, double *s) {
@@ -157,18 +204,26 @@ static int time_beside(Bench *b, int others, int waiters, int bind, int reps, do
   int n = 0, rc = AX_OK, k = 1 + others + waiters;
   fflush(NULL);
   place_as_rank(0, k, b->be->threads, bind);
+  pid_t parent = getpid();
   for (; n < others + waiters; n++) {
     if ((kids[n] = fork()) < 0) break;
     if (kids[n] != 0) continue;
+    /* a session of its own, as mpiexec (hydra) starts each rank: where the kernel shares the
+     * CPU fairly between sessions (autogroup), copies left in the profile's session split its
+     * one share among them while the run's ranks each get a share. Out of the terminal's
+     * process group a ^C no longer reaches it: it dies with the profile instead. */
+    setsid();
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1); /* the profile died before the line above */
     place_as_rank(n + 1, k, b->be->threads, bind);
     if (n >= others) wait_forever(ax_mpi_polite_for(k));
     for (;;) /* a computing copy: until it is killed */
-      if (run_forward(b, 0) != AX_OK || run_backward(b, 0) != AX_OK) _exit(1);
+      if (run_forward(b, DEEP) != AX_OK || run_backward(b, DEEP) != AX_OK) _exit(1);
   }
   if (n < others + waiters) rc = AX_FAIL("cannot fork the profile's concurrent copies");
   nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* they are running */
-  double f, g;
-  if (rc == AX_OK) rc = time_pass(b, 0, reps, &f, &g);
+  double f = 0, g = 0;
+  if (rc == AX_OK) rc = time_pass(b, DEEP, reps, &f, &g);
   for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
   for (int i = 0; i < n; i++) waitpid(kids[i], NULL, 0);
   *s = f + g;
@@ -294,21 +349,24 @@ static int measure_device_side(AxBackend *be, AxSimProfile *p) {
 static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   Bench b;
   int rc = bench_open(&b, cfg);
-  double f[3] = {0}, g[3] = {0};
-  for (int k = 0; k < 3 && rc == AX_OK; k++) rc = time_pass(&b, k, REPS, &f[k], &g[k]);
+  double f = 0, g = 0, extra[4] = {0};
+  if (rc == AX_OK) rc = time_pass(&b, DEEP, REPS, &f, &g);
+  if (rc == AX_OK) rc = time_ends(&b, extra);
   if (rc == AX_OK) rc = measure_device_side(b.be, p);
   long long ranks = ax_train_ranks(cfg);
   int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
   if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->exec.bind, cfg->grid.emulate_link != NULL, p);
+  int deep = b.deep;
   bench_close(&b);
   AX_TRY(rc);
-  p->block_forward_s = f[0];
-  p->block_backward_s = g[0];
-  /* what an end adds to its blocks; never negative (noise on a tiny head) */
-  p->first_forward_s = f[1] > f[0] ? f[1] - f[0] : 0;
-  p->first_backward_s = g[1] > g[0] ? g[1] - g[0] : 0;
-  p->last_forward_s = f[2] > f[0] ? f[2] - f[0] : 0;
-  p->last_backward_s = g[2] > g[0] ? g[2] - g[0] : 0;
+  /* a block as the run's deepest stage runs it */
+  p->stage_blocks = deep;
+  p->block_forward_s = f / deep;
+  p->block_backward_s = g / deep;
+  p->first_forward_s = extra[0];
+  p->first_backward_s = extra[1];
+  p->last_forward_s = extra[2];
+  p->last_backward_s = extra[3];
   return AX_OK;
 }
 

@@ -28,6 +28,7 @@ static const AxOption KEYS[] = {
     PCOUNT("hidden", hidden, "hidden size"),
     PCOUNT("heads", heads, "attention heads"),
     PCOUNT("vocab", vocab, "vocabulary"),
+    PCOUNT("stage_blocks", stage_blocks, "blocks of the stage a block was timed in"),
     PSEC("block_forward_s", block_forward_s, "a block's forward"),
     PSEC("block_backward_s", block_backward_s, "a block's backward"),
     PSEC("first_forward_s", first_forward_s, "the embedding's forward"),

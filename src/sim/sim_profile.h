@@ -1,12 +1,12 @@
 /* sim_profile.h — what `axonn profile` measures on this machine for the schedule simulator,
- * and its file: one micro-batch's forward and backward of a transformer block, what the first
- * stage adds (the embedding) and the last (the LM head and the loss), the host AdamW per element
- * and the gradient's sum of squares, the all-reduce's local sum per element, the copy bandwidth
- * a pipeline send pays, the gradients' download, the weights' upload and the gradients'
- * zeroing on the device, and how ranks that compute at once on
- * this host slow each other down (shared cores, caches, memory, other users). The file is `key = value` lines in the
- * --config format (src/core/options.h), the shape it was measured at first; the simulator
- * refuses a profile of another shape. */
+ * and its file: one micro-batch's forward and backward of a transformer block (timed in a
+ * stage as deep as the run's deepest), what the first stage adds (the embedding) and the last
+ * (the LM head and the loss), the host AdamW per element and the gradient's sum of squares,
+ * the all-reduce's local sum per element, the copy bandwidth a pipeline send pays, the
+ * gradients' download, the weights' upload and the gradients' zeroing on the device, and how
+ * ranks that compute at once on this host slow each other down (shared cores, caches, memory,
+ * other users). The file is `key = value` lines in the --config format (src/core/options.h),
+ * the shape it was measured at first; the simulator refuses a profile of another shape. */
 #ifndef AX_SIM_PROFILE_H
 #define AX_SIM_PROFILE_H
 
@@ -18,7 +18,9 @@ typedef struct {
   char *device;
   int threads, precision; /* threads per rank; AxPrecision */
   int micro_batch, seq, hidden, heads, vocab;
-  /* seconds of one micro-batch */
+  int stage_blocks; /* blocks of the stage the blocks' times were measured in: the run's
+                     * deepest (a one-block stage repeated keeps its weights in the caches) */
+  /* seconds of one micro-batch: a block (its stage's time over its blocks), what an end adds */
   double block_forward_s, block_backward_s;
   double first_forward_s, first_backward_s; /* the first stage's extra: embedding */
   double last_forward_s, last_backward_s;   /* the last stage's extra: LM head, loss */

@@ -310,6 +310,11 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
   }
   AX_TRY(ax_mpi_agree(b->comm, rc));
   AX_MPI(MPI_Bcast(costs, (int)(b->n_codecs * sizeof *costs), MPI_BYTE, 0, b->comm));
+  for (int i = 0; i < b->n_codecs; i++)
+    ax_log("# profiled %s: encode %.4g us + bytes / %.4g GB/s; decode and merge %.4g us + "
+           "bytes / %.4g GB/s", ax_codec_spec(b->codecs[i]), costs[i].enc.latency_s * 1e6,
+           costs[i].enc.bytes_per_s / 1e9, costs[i].dec.latency_s * 1e6,
+           costs[i].dec.bytes_per_s / 1e9);
   return AX_OK;
 }
 
@@ -334,7 +339,8 @@ static double score_pick(Score *s, int compress, double plain_us, double cpr_us,
 }
 
 static void report(Cb *b, const char *codec, const char *sync, size_t n, const AxLinkSpec *l,
-                   const Measured *m, double plain_us, const char *pick, double loss) {
+                   const Measured *m, double plain_us, const AxCasyncChoice *ch, double loss) {
+  const char *pick = !ch ? "-" : ch->compress ? "compress" : "plain";
   double gbps = l->bytes_per_s * 8 / 1e9;
   char lost[32] = "";
   if (loss > 0) snprintf(lost, sizeof lost, " WRONG (+%.0f%%)", 100 * loss);
@@ -345,11 +351,13 @@ static void report(Cb *b, const char *codec, const char *sync, size_t n, const A
            "\"ranks\":%d,\"bytes\":%zu,\"link_gbps\":%.6g,\"latency_us\":%.6g,"
            "\"emulated\":true,\"time_us\":%.2f,\"plain_us\":%.2f,\"wire_bytes\":%.0f,\"speedup_vs_plain\":%.4f,"
            "\"replicas_identical\":%s,\"model_pick\":\"%s\",\"model_wrong\":%s,"
-           "\"model_loss\":%.4f,\"iters\":%d}",
+           "\"model_loss\":%.4f,\"model_t_orig_us\":%.2f,\"model_t_cpr_us\":%.2f,"
+           "\"model_k\":%d,\"iters\":%d}",
            codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us, plain_us,
            m->wire,
            plain_us / m->us, m->same ? "true" : "false", pick, loss > 0 ? "true" : "false",
-           loss, b->c->iters);
+           loss, ch ? ch->t_orig * 1e6 : 0.0, ch ? ch->t_cpr * 1e6 : 0.0,
+           ch ? ch->cpr_parts : 0, b->c->iters);
 }
 
 /* The virtual nodes of the all-reduce rows: --ranks-per-node, or the job in two halves. */
@@ -373,7 +381,7 @@ static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
                      const AxLinearCost *plain_cost, size_t n, Score *score) {
   Measured plain;
   AX_TRY(measure(b, NULL, AX_CASYNC_RING, n, &plain, NULL));
-  report(b, "none (plain ring)", "ring", n, link, &plain, plain.us, "-", 0);
+  report(b, "none (plain ring)", "ring", n, link, &plain, plain.us, NULL, 0);
   for (int i = 0; i < b->n_codecs; i++)
     for (int s = 0; s < b->n_syncs; s++) {
       Measured m;
@@ -385,7 +393,7 @@ static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
       snprintf(what, sizeof what, "%s %s, %zu bytes, %.3g Gb/s: picked %s", codec, sync,
                n * sizeof(float), link->bytes_per_s * 8 / 1e9, ch.compress ? "compress" : "plain");
       double loss = score_pick(score, ch.compress, plain.us, m.us, what);
-      report(b, codec, sync, n, link, &m, plain.us, ch.compress ? "compress" : "plain", loss);
+      report(b, codec, sync, n, link, &m, plain.us, &ch, loss);
     }
   return AX_OK;
 }

@@ -365,8 +365,10 @@ static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressR
   AxCompressionOptions *c = &cfg->compression;
   char keys[96], added[96] = "";
   int mixed = stages_mixed(cfg);
-  ax_compress_recipe_keys(r, cfg->optim.beta1, !mixed, c->warmup_steps, cfg->optim.steps, keys,
-                          sizeof keys);
+  /* a sparsity warm-up only where the spec gives none of its keys */
+  int own_ramp = ax_codec_spec_has(spec, "ramp") || ax_codec_spec_has(spec, "ramp_from");
+  ax_compress_recipe_keys(r, cfg->optim.beta1, !mixed, c->warmup_steps,
+                          own_ramp ? 0 : cfg->optim.steps, keys, sizeof keys);
   AX_TRY(ax_codec_spec_defaults(spec, keys, c->codec_spec, sizeof c->codec_spec, added,
                                 sizeof added));
   AxCodec *codec;

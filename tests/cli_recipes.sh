@@ -6,7 +6,9 @@
 #    --steps plain (Optimus-CC §9.1) and the 1-D tensors plain; `powersgd:rank=2,ef=0` with
 #    --compress-warmup 5 keeps rank 2, no error feedback and 5 steps;
 #  - `--compress onebit` logs 1-bit Adam's error feedback, 15% of --steps plain and the frozen
-#    variance, `--compress dgc` DGC's with 25% plain and the frozen variance;
+#    variance, `--compress dgc` DGC's with 25% plain, the frozen variance and its sparsity
+#    warm-up (5% of --steps, from the first step after the plain ones, which the user's
+#    --compress-warmup moves);
 #  - the summary's compression object holds the codec in effect, the warm-up, the frozen
 #    variance and every default the recipe set with its source, and only those;
 #  - bad --compress-warmup and --compress-freeze-variance values: one line, non-zero exit.
@@ -50,8 +52,15 @@ expect onebit "^  codec onebit:scale=mean,ef=1,momentum=0.9 (added: ef=1,momentu
   "^  compress-freeze-variance 1: 1-bit Adam"
 # shellcheck disable=SC2086
 "$AXONN" plan $M --compress dgc >"$TMP/dgc.out" 2>&1 || fail "plan --compress dgc"
-expect dgc "^  codec dgc:ratio=0.001,momentum=0.9 (added: momentum=0.9): DGC" \
+expect dgc \
+  "^  codec dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=151 (added: momentum=0.9,ramp=30,ramp_from=151): DGC" \
+  "^  codec ramp=30,ramp_from=151 (the sparsity warm-up: 5% of --steps 600, after the 150 plain steps): DGC §3.4" \
   "^  compress-warmup 150 (25% of --steps 600): DGC" "^  compress-freeze-variance 1: "
+# the sparsity warm-up starts after the plain one the user gives
+# shellcheck disable=SC2086
+"$AXONN" plan $M --compress dgc --compress-warmup 10 >"$TMP/dgcw.out" 2>&1 ||
+  fail "plan --compress dgc --compress-warmup 10"
+expect dgcw "^  codec dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=11 (added: "
 
 # the summary: what ran, and the recipe's defaults with their sources
 S="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 4 --threads 1 --val-steps 0 --quiet \

@@ -148,6 +148,52 @@ START_TEST(fit_recovers_latency_and_bandwidth) {
 }
 END_TEST
 
+/* The plain all-reduce timed at the probe's sizes (1 KB x 16 up to 4 MB) on a ring of N ranks
+ * whose messages cost L + bytes / B: the fit gives back 2(N-1)L and B N / (2(N-1)), and the
+ * message cost it implies is L and B again, on 2, 3 and 4 ranks. */
+START_TEST(plain_fit_recovers_the_message_cost) {
+  const double L = 37e-6, B = 1.1e9;
+  for (int n = 2; n <= 4; n++) {
+    double x[4], y[4], steps = 2.0 * (n - 1);
+    for (int i = 0; i < 4; i++) {
+      x[i] = 1024.0 * pow(16, i);
+      y[i] = steps * (L + x[i] / n / B);
+    }
+    AxLinearCost plain = ax_linear_fit(x, y, 4), send = ax_casync_send_from_plain(&plain, n);
+    ck_assert_double_eq_tol(plain.latency_s, steps * L, steps * L * 1e-9);
+    ck_assert_double_eq_tol(send.latency_s, L, L * 1e-9);
+    ck_assert_double_eq_tol(send.bytes_per_s, B, B * 1e-9);
+    AxCasyncCosts c = {.send = send, .plain = plain};
+    ck_assert_double_eq_tol(ax_casync_t_orig(&c, n, 3e6, n), ax_linear_cost_at(&plain, 3e6),
+                            1e-15);
+  }
+}
+END_TEST
+
+/* With T_orig the measured plain all-reduce a + m / b on 2 ranks (a message: a/2 + m / b) and
+ * a codec of ratio r, encode Le + m / Be, decode Ld + m / Bd, the ring's best K is 2 and
+ *   T_cpr(m) = a + 2 (Le + Ld) + m (r / b + 1 / Be + r / Bd),
+ * so the decision flips at m* = 2 (Le + Ld) / (1/b - r/b - 1/Be - r/Bd): by hand, a = 100 us,
+ * b = 1 GB/s, Le = 20 us, Ld = 5 us, Be = Bd = 4 GB/s, r = 1/32: m* = 50e-6 / 0.7109375e-9 =
+ * 70329.67 bytes. */
+START_TEST(decision_flips_where_t_cpr_crosses_measured_t_orig) {
+  double x[4], y[4];
+  for (int i = 0; i < 4; i++) x[i] = 1024.0 * pow(16, i), y[i] = 100e-6 + x[i] / 1e9;
+  AxCasyncCosts c = {.plain = ax_linear_fit(x, y, 4), .enc = {20e-6, 4e9}, .dec = {5e-6, 4e9},
+                     .ratio = 1.0 / 32};
+  c.send = ax_casync_send_from_plain(&c.plain, 2);
+  const double crossing = 70329.67;
+  AxCasyncChoice below = ax_casync_choose(&c, AX_CASYNC_RING, 2, 0.99 * crossing, 0);
+  AxCasyncChoice above = ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * crossing, 0);
+  ck_assert_int_eq(below.compress, 0);
+  ck_assert_int_eq(above.compress, 1);
+  ck_assert_int_eq(above.parts, 2);
+  ck_assert_double_eq_tol(below.t_orig, 100e-6 + 0.99 * crossing / 1e9, 1e-12);
+  double t_cpr = 150e-6 + 1.01 * crossing * (1.0 / 32 / 1e9 + 1 / 4e9 + 1.0 / 32 / 4e9);
+  ck_assert_double_eq_tol(above.t_cpr, t_cpr, 1e-12);
+}
+END_TEST
+
 /* Points a positive intercept cannot fit (the tiny size measured slow, the line through the
  * large ones below zero at 0): the latency is floored so that the line meets the smallest
  * size's time; a slope that comes out non-positive falls back to the largest size's rate. */
@@ -307,6 +353,8 @@ int main(void) {
   tcase_add_test(tc, the_choice_is_the_minimum_over_k);
   tcase_add_test(tc, fit_recovers_latency_and_bandwidth);
   tcase_add_test(tc, fit_keeps_a_positive_latency);
+  tcase_add_test(tc, plain_fit_recovers_the_message_cost);
+  tcase_add_test(tc, decision_flips_where_t_cpr_crosses_measured_t_orig);
   tcase_add_test(tc, parts_run_their_k);
   tcase_add_test(tc, threshold_policy_and_linear_codecs);
   tcase_add_test(tc, linear_codecs_pay_their_factors_once);

@@ -68,7 +68,7 @@ static size_t encode_ok(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ct
 
 static void decode_ok(const AxCodec *c, const uint8_t *buf, size_t bytes, float *out, size_t n,
                       int add) {
-  AxCodecCtx ctx = {0, 0, 0};
+  AxCodecCtx ctx = {0, 0, 0, NULL};
   EXPECT_MSG(ax_codec_decode(c, &ctx, buf, bytes, out, n, add) == AX_OK, "%s: %s",
                 ax_codec_spec(c), ax_error_message());
 }
@@ -225,6 +225,9 @@ START_TEST(bad_specs_fail_with_one_message_naming_codec_and_key) {
       {"qsgd:levels=128", "qsgd", "levels"},
       {"tbq:tau=0", "tbq", "tau"},
       {"dgc:momentum=1", "dgc", "momentum"},
+      {"dgc:ramp=-1", "dgc", "ramp"},
+      {"dgc:ramp_from=x", "dgc", "ramp_from"},
+      {"topk:ramp=10", "topk", "\"ramp\""},
       {"dgc:ratio", "dgc", "malformed"},
       {"dgc:=3", "dgc", "malformed"},
       {"onebit:", "onebit", "malformed"},
@@ -256,7 +259,7 @@ START_TEST(identity_is_exact_bit_for_bit) {
   float *x = tu_random(n, 5.0f, 1), *y = tu_zeros(n);
   x[3] = -0.0f, x[4] = INFINITY, x[5] = 1e-42f, x[6] = -INFINITY;
   AxCodec *c = parse("identity");
-  AxCodecCtx ctx = {1, 2, 3};
+  AxCodecCtx ctx = {1, 2, 3, NULL};
   roundtrip(c, &ctx, x, n, y);
   ck_assert_int_eq(memcmp(x, y, n * sizeof *x), 0);
   ck_assert_double_eq(ax_codec_ratio(c, n), 1.0);
@@ -276,7 +279,7 @@ START_TEST(onebit_keeps_every_sign_and_the_scales) {
     if (x[i] >= 0) pos += x[i], npos++;
     else neg += x[i];
   }
-  AxCodecCtx ctx = {1, 2, 3};
+  AxCodecCtx ctx = {1, 2, 3, NULL};
   AxCodec *mean = parse("onebit"), *two = parse("onebit:scale=twomeans"), *ef = parse("efsignsgd");
   roundtrip(mean, &ctx, x, n, y);
   for (size_t i = 0; i < n; i++) {
@@ -302,7 +305,7 @@ START_TEST(tbq_is_exact_on_its_levels) {
   size_t n = 1000;
   float *x = tu_random(n, 1.0f, 3), *y = tu_zeros(n);
   x[0] = 0.25f, x[1] = -0.25f, x[2] = 0.2499999f, x[3] = -0.2499999f;
-  AxCodecCtx ctx = {0, 0, 0};
+  AxCodecCtx ctx = {0, 0, 0, NULL};
   roundtrip(c, &ctx, x, n, y);
   for (size_t i = 0; i < n; i++) {
     float want = x[i] >= 0.25f ? 0.25f : x[i] <= -0.25f ? -0.25f : 0.0f;
@@ -327,7 +330,7 @@ static void check_unbiased(const char *spec, int levels, int use_norm) {
   double s = use_norm ? sqrt(sq) : mx, step = s / levels;
   uint8_t *buf = enc_buf(c, N);
   for (uint64_t t = 0; t < TRIALS; t++) {
-    AxCodecCtx ctx = {7, t, 11};
+    AxCodecCtx ctx = {7, t, 11, NULL};
     size_t bytes = encode_ok(c, NULL, &ctx, x, N, buf);
     decode_ok(c, buf, bytes, y, N, 0);
     for (size_t i = 0; i < N; i++) {
@@ -371,7 +374,7 @@ START_TEST(scaled_codecs_pass_non_finite_input_on) {
   for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
     for (int bad = 0; bad < 3; bad++) {
       AxCodec *c = parse(specs[s]);
-      AxCodecCtx ctx = {1, 2, 3};
+      AxCodecCtx ctx = {1, 2, 3, NULL};
       float keep = x[37];
       x[37] = bad == 0 ? NAN : bad == 1 ? INFINITY : -INFINITY;
       roundtrip(c, &ctx, x, n, y);
@@ -391,7 +394,7 @@ START_TEST(stochastic_codecs_are_deterministic_given_the_context) {
   for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
     AxCodec *c = parse(specs[s]);
     uint8_t *a = enc_buf(c, n), *b = enc_buf(c, n), *d = enc_buf(c, n);
-    AxCodecCtx ctx = {3, 4, 5}, other = {3, 5, 5};
+    AxCodecCtx ctx = {3, 4, 5, NULL}, other = {3, 5, 5, NULL};
     size_t na = encode_ok(c, NULL, &ctx, x, n, a), nb = encode_ok(c, NULL, &ctx, x, n, b);
     EXPECT(na == nb && !memcmp(a, b, na));
     if (s < 2) { /* the quantizers draw other roundings at another step */
@@ -427,7 +430,7 @@ START_TEST(topk_keeps_exactly_the_k_largest) {
       char spec[64];
       snprintf(spec, sizeof spec, "topk:k=%zu", ks[q]);
       AxCodec *c = parse(spec);
-      AxCodecCtx ctx = {1, t, 2};
+      AxCodecCtx ctx = {1, t, 2, NULL};
       roundtrip(c, &ctx, x, n, y);
       uint8_t *kept = tu_alloc(n);
       memset(kept, 0, n);
@@ -449,7 +452,7 @@ START_TEST(decode_add_adds) {
         *z = tu_zeros(n);
   for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
     AxCodec *c = parse(specs[s]);
-    AxCodecCtx ctx = {1, 1, 1};
+    AxCodecCtx ctx = {1, 1, 1, NULL};
     uint8_t *buf = enc_buf(c, n);
     size_t bytes = encode_ok(c, NULL, &ctx, x, n, buf);
     for (size_t i = 0; i < n; i++) y[i] = NAN; /* add = 0 overwrites everything */
@@ -490,7 +493,7 @@ START_TEST(encoded_sizes_stay_within_max_bytes) {
         if (input == 3)
           for (size_t i = 0; i < n; i++) x[i] = (i & 1) ? 1e30f : -1e-30f;
         for (int with_state = 0; with_state < 2; with_state++) {
-          AxCodecCtx ctx = {9, (uint64_t)input, t};
+          AxCodecCtx ctx = {9, (uint64_t)input, t, NULL};
           uint8_t *buf = enc_buf(c, n);
           size_t bytes = encode_ok(c, with_state ? st : NULL, &ctx, x, n, buf);
           if (fixed) ck_assert_uint_eq(bytes, ax_codec_max_bytes(c, n));
@@ -523,7 +526,7 @@ static void check_feedback_bounded(const char *spec, double bound) {
   float *x = tu_zeros(N);
   for (uint64_t step = 0; step < STEPS; step++) {
     fill_uniform(g, N, 1000 + step);
-    AxCodecCtx ctx = {1, step, 0};
+    AxCodecCtx ctx = {1, step, 0, NULL};
     memcpy(x, g, N * sizeof *x);
     EXPECT_OK(ax_codec_prepare(c, st, x, N)); /* dgc: its momentum; the others: nothing */
     size_t bytes = encode_ok(c, st, &ctx, x, N, buf);
@@ -559,7 +562,7 @@ START_TEST(error_feedback_residual_is_exactly_what_encoding_lost) {
         float *g = tu_random(n, 1.0f, 80 + step);
         float *res = saved_floats(st, &len, ckpt);
         for (size_t i = 0; i < n; i++) x[i] = res[i] + g[i];
-        AxCodecCtx ctx = {3, step, 1};
+        AxCodecCtx ctx = {3, step, 1, NULL};
         size_t nw = encode_ok(c, st, &ctx, g, n, with), no = encode_ok(c, NULL, &ctx, x, n, without);
         EXPECT_MSG(nw == no && !memcmp(with, without, nw), "%s n=%zu: other bytes", specs[s], n);
         decode_ok(c, without, no, y, n, 0);
@@ -599,6 +602,67 @@ static float kth_largest(float *x, size_t n, size_t k) {
  * |v| (exact: a range of at most 4096 values is its own sample), and clears v and u where it
  * sent. x is what the rank sends: its prepared values, or (a CaSync partial sum) those plus
  * another rank's, which must get no second momentum. */
+/* DGC's sparsity warm-up (ramp=8 from step 11): steps 11-12 keep 25% of the values, 13-14
+ * 6.25%, 15-16 1.5625%, 17-18 0.390625%, then (and before step 11) the ratio, 0.1%; with 4096
+ * values the sample is all of them, so exactly ceil(density x 4096) are sent. The worst case
+ * covers the warm-up's first density, the cost model's ratio is the steady one, and the spec
+ * without the keys is the codec as before. */
+START_TEST(dgc_warms_up_its_sparsity) {
+  enum { N = 4096 };
+  AxCodec *c = parse("dgc:ratio=0.001,momentum=0,ramp=8,ramp_from=11");
+  ck_assert_str_eq(ax_codec_spec(c), "dgc:ratio=0.001,momentum=0,ramp=8,ramp_from=11");
+  static const size_t want[] = {5, 1024, 1024, 256, 256, 64, 64, 16, 16, 5, 5}; /* steps 10-20 */
+  float *x = tu_random(N, 1.0f, 77);
+  uint8_t *buf = enc_buf(c, N);
+  for (uint64_t step = 10; step <= 20; step++) {
+    AxCodecCtx ctx = {5, step, 0, NULL};
+    encode_ok(c, NULL, &ctx, x, N, buf);
+    uint32_t count;
+    memcpy(&count, buf, sizeof count);
+    EXPECT_MSG(count == want[step - 10], "step %d: %u values sent, expected %zu", (int)step,
+               count, want[step - 10]);
+  }
+  ck_assert_uint_ge(ax_codec_max_bytes(c, N), 4 + 8 * 2048);
+  AxCodec *steady = parse("dgc:ratio=0.001,momentum=0");
+  ck_assert_str_eq(ax_codec_spec(steady), "dgc:ratio=0.001,momentum=0");
+  ck_assert_double_eq(ax_codec_ratio(c, N), ax_codec_ratio(steady, N));
+  ax_codec_free(steady);
+  ax_codec_free(c);
+}
+END_TEST
+
+/* Under Adam (the context's adam_v) DGC sends the values of the largest updates |x| / sqrt(v):
+ * with v 1e-4 on the even values and 1 on the odd ones, the 41 sent (1% of 4096; the sample is
+ * all of them, so exactly) are the 41 even values of largest magnitude, sent as they are;
+ * without it, the 41 largest values, odd ones among them. */
+START_TEST(dgc_under_adam_sends_the_largest_updates) {
+  enum { N = 4096, KEEP = 41 };
+  AxCodec *c = parse("dgc:ratio=0.01,momentum=0");
+  float *x = tu_random(N, 1.0f, 78), v[N], mag[N / 2], got[N];
+  for (size_t i = 0; i < N; i++) v[i] = i % 2 ? 1.0f : 1e-4f;
+  for (size_t i = 0; i < N / 2; i++) mag[i] = fabsf(x[2 * i]);
+  float thr = kth_largest(mag, N / 2, KEEP);
+  uint8_t *buf = enc_buf(c, N);
+  AxCodecCtx adam = {5, 1, 0, v}, plain = {5, 1, 0, NULL};
+  size_t bytes = encode_ok(c, NULL, &adam, x, N, buf);
+  decode_ok(c, buf, bytes, got, N, 0);
+  size_t sent = 0;
+  for (size_t i = 0; i < N; i++) {
+    int want = i % 2 == 0 && fabsf(x[i]) >= thr;
+    sent += got[i] != 0;
+    EXPECT_MSG(got[i] == (want ? x[i] : 0.0f), "value %zu: %g, expected %g", i, got[i],
+               want ? x[i] : 0.0f);
+  }
+  ck_assert_uint_eq(sent, KEEP);
+  bytes = encode_ok(c, NULL, &plain, x, N, buf);
+  decode_ok(c, buf, bytes, got, N, 0);
+  size_t odd = 0;
+  for (size_t i = 1; i < N; i += 2) odd += got[i] != 0;
+  ck_assert_uint_gt(odd, 0);
+  ax_codec_free(c);
+}
+END_TEST
+
 START_TEST(dgc_corrects_momentum_once_and_masks_what_it_sends) {
   enum { N = 300, K = 30, STEPS = 4 };
   AxCodec *c = parse("dgc:ratio=0.1,momentum=0.9");
@@ -618,7 +682,7 @@ START_TEST(dgc_corrects_momentum_once_and_masks_what_it_sends) {
       if (step % 2) x[i] += other[i]; /* odd steps: a partial sum holding another rank's */
       v[i] += x[i];
     }
-    AxCodecCtx ctx = {5, step, 0};
+    AxCodecCtx ctx = {5, step, 0, NULL};
     size_t bytes = encode_ok(c, st, &ctx, x, N, buf);
     decode_ok(c, buf, bytes, got, N, 0);
     float mag[N];
@@ -673,7 +737,7 @@ START_TEST(onebit_momentum_is_one_bit_adams) {
       EXPECT_MSG(x[i] == u[i], "step %d: prepared %zu is %g, not u = %g", (int)step, i, x[i],
                  u[i]);
     }
-    AxCodecCtx ctx = {1, step, 0};
+    AxCodecCtx ctx = {1, step, 0, NULL};
     size_t bytes = encode_ok(c, st, &ctx, x, N, buf), rbytes = encode_ok(plain, ref, &ctx, u, N,
                                                                          rbuf);
     ck_assert_uint_eq(bytes, rbytes); /* u with error feedback: what onebit:ef=1 sends of u */
@@ -696,7 +760,7 @@ START_TEST(state_checkpoint_round_trips_exactly) {
     AxCodecState *a = state_of(c, n), *b = state_of(c, n);
     uint8_t *ea = enc_buf(c, n), *eb = enc_buf(c, n);
     for (uint64_t step = 0; step < 5; step++) {
-      AxCodecCtx ctx = {2, step, 3};
+      AxCodecCtx ctx = {2, step, 3, NULL};
       encode_ok(c, a, &ctx, tu_random(n, 1.0f, 50 + step), n, ea);
     }
     size_t bytes = ax_codec_state_bytes(a);
@@ -704,7 +768,7 @@ START_TEST(state_checkpoint_round_trips_exactly) {
     ck_assert_int_eq(ax_codec_state_save(a, ckpt), AX_OK);
     ck_assert_int_eq(ax_codec_state_load(b, ckpt, bytes), AX_OK);
     for (uint64_t step = 5; step < 8; step++) { /* resumed: the same bytes, step after step */
-      AxCodecCtx ctx = {2, step, 3};
+      AxCodecCtx ctx = {2, step, 3, NULL};
       float *g = tu_random(n, 1.0f, 50 + step);
       size_t na = encode_ok(c, a, &ctx, g, n, ea), nb = encode_ok(c, b, &ctx, g, n, eb);
       EXPECT(na == nb && !memcmp(ea, eb, na));
@@ -773,7 +837,7 @@ START_TEST(linear_codecs_handle_every_size) {
         float *x = input == 0 ? tu_random(n + 1, 1.0f, 10 + t) : tu_zeros(n + 1);
         if (input == 2)
           for (size_t i = 0; i < n; i++) x[i] = 0.5f;
-        AxCodecCtx ctx = {9, (uint64_t)input, t};
+        AxCodecCtx ctx = {9, (uint64_t)input, t, NULL};
         linear_sync(c, &st, &ctx, &x, 1, n, &out);
         for (size_t i = 0; i < n; i++) {
           EXPECT_MSG(isfinite(out[i]), "%s n=%zu: %g at %zu", specs[s], n, out[i], i);
@@ -796,7 +860,7 @@ START_TEST(randk_picks_the_same_indices_on_every_rank) {
   AxCodecState *st[2] = {state_of(c, n), state_of(c, n)};
   float *a = tu_random(n, 1.0f, 20), *b = tu_random(n, 1.0f, 21), *ra = tu_zeros(n),
         *rb = tu_zeros(n);
-  AxCodecCtx ctx = {4, 10, 6};
+  AxCodecCtx ctx = {4, 10, 6, NULL};
   linear_sync(c, st, &ctx, (float *[]){a, b}, 2, n, (float *[]){ra, rb});
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
@@ -812,7 +876,7 @@ START_TEST(randk_picks_the_same_indices_on_every_rank) {
   for (size_t i = 0; i < n; i++) ones[i] = (float)(i + 1);
   ck_assert_int_eq(ax_codec_factor(c, st[0], &ctx, ones, n, 0, f1), AX_OK);
   for (size_t j = 0; j < k; j++) EXPECT(ra[(size_t)f1[j] - 1] != 0);
-  AxCodecCtx next = {4, 11, 6};
+  AxCodecCtx next = {4, 11, 6, NULL};
   ck_assert_int_eq(ax_codec_factor(c, st[0], &next, ones, n, 0, f2), AX_OK);
   EXPECT(memcmp(f1, f2, k * sizeof *f1) != 0);
   ax_codec_state_free(st[0]);
@@ -844,7 +908,7 @@ START_TEST(powersgd_rebuilds_a_rank_r_matrix) {
     ck_assert_uint_eq(ax_codec_max_bytes(c, n),
                       4 * (ax_codec_factor_len(c, n, 0) + ax_codec_factor_len(c, n, 1)));
     for (uint64_t step = 0; step < 3; step++) { /* the first Q from the seed, then warm */
-      AxCodecCtx ctx = {5, step, 0};
+      AxCodecCtx ctx = {5, step, 0, NULL};
       linear_sync(c, &st, &ctx, &m, 1, n, &out);
       EXPECT_MSG(tu_max_rel(out, m, n, 1e-5 * mx, 0) <= 1, "%s step %d", specs[s], (int)step);
     }
@@ -858,7 +922,7 @@ START_TEST(powersgd_rebuilds_a_rank_r_matrix) {
   }
   AxCodec *c = parse("powersgd:rank=2,cols=32"); /* rank 2 cannot hold it */
   AxCodecState *st = state_of(c, n);
-  AxCodecCtx ctx = {5, 0, 0};
+  AxCodecCtx ctx = {5, 0, 0, NULL};
   linear_sync(c, &st, &ctx, &m, 1, n, &out);
   EXPECT(tu_max_rel(out, m, n, 1e-3 * mx, 0) > 1);
   ax_codec_state_free(st);
@@ -874,7 +938,7 @@ START_TEST(powersgd_factors_of_two_ranks_rebuild_their_sum) {
   float *ra = tu_zeros(n), *rb = tu_zeros(n), *r1 = tu_zeros(n);
   AxCodecState *two[2] = {state_of(c, n), state_of(c, n)}, *one = state_of(c, n);
   for (uint64_t step = 0; step < 3; step++) {
-    AxCodecCtx ctx = {6, step, 7};
+    AxCodecCtx ctx = {6, step, 7, NULL};
     linear_sync(c, two, &ctx, (float *[]){a, b}, 2, n, (float *[]){ra, rb});
     linear_sync(c, &one, &ctx, &sum, 1, n, &r1);
     ck_assert_int_eq(memcmp(ra, rb, n * sizeof *ra), 0); /* every rank rebuilds the same bits */
@@ -886,7 +950,7 @@ START_TEST(powersgd_factors_of_two_ranks_rebuild_their_sum) {
   AxCodecState *resumed = state_of(c, n);
   ck_assert_int_eq(ax_codec_state_save(two[0], ckpt), AX_OK);
   ck_assert_int_eq(ax_codec_state_load(resumed, ckpt, bytes), AX_OK);
-  AxCodecCtx ctx = {6, 3, 7};
+  AxCodecCtx ctx = {6, 3, 7, NULL};
   float *fa = tu_zeros(32 * 4), *fr = tu_zeros(32 * 4);
   ck_assert_int_eq(ax_codec_factor(c, two[0], &ctx, a, n, 0, fa), AX_OK);
   ck_assert_int_eq(ax_codec_factor(c, resumed, &ctx, a, n, 0, fr), AX_OK);
@@ -910,7 +974,7 @@ START_TEST(powersgd_link_message_is_p_and_q_and_rebuilds_a_rank_r_matrix) {
   ck_assert_uint_eq(ax_codec_p2p_max_bytes(c, n), (rows + cols) * 4 * 4);
   uint8_t *msg = tu_alloc(ax_codec_p2p_max_bytes(c, n));
   for (uint64_t step = 0; step < 2; step++) {
-    AxCodecCtx ctx = {9, step, 1};
+    AxCodecCtx ctx = {9, step, 1, NULL};
     size_t bytes;
     ck_assert_int_eq(ax_codec_p2p_encode(c, st, &ctx, m, n, msg, &bytes), AX_OK);
     ck_assert_uint_eq(bytes, (rows + cols) * 4 * 4); /* (n + m) x r x 4 */
@@ -922,7 +986,7 @@ START_TEST(powersgd_link_message_is_p_and_q_and_rebuilds_a_rank_r_matrix) {
   ax_error_clear();
   AxCodec *r = parse("randk:ratio=0.1"); /* linear, but indices need no message: not a link */
   AxCodecState *rst = state_of(r, n);
-  AxCodecCtx ctx = {9, 0, 1};
+  AxCodecCtx ctx = {9, 0, 1, NULL};
   size_t bytes;
   ck_assert_int_eq(ax_codec_p2p_encode(r, rst, &ctx, m, n, msg, &bytes), AX_ERR);
   EXPECT(strstr(ax_error_message(), "cannot compress a point-to-point link") != NULL);
@@ -952,7 +1016,7 @@ START_TEST(link_error_feedback_telescopes) {
     memset(sum_true, 0, n * sizeof *sum_true);
     for (int mb = 0; mb < 5; mb++) {
       float *g = tu_random(n, 1.0f, 100 + 10 * round + mb);
-      AxCodecCtx ctx = {3, (uint64_t)round, 0};
+      AxCodecCtx ctx = {3, (uint64_t)round, 0, NULL};
       size_t bytes;
       ck_assert_int_eq(ax_codec_p2p_encode(c, st, &ctx, g, n, msg, &bytes), AX_OK);
       ck_assert_int_eq(ax_codec_p2p_decode(c, &ctx, msg, bytes, got, n), AX_OK);
@@ -977,7 +1041,7 @@ START_TEST(linear_and_encode_calls_are_not_mixed_up) {
   float x[8] = {0}, f[8];
   uint8_t buf[64];
   size_t bytes;
-  AxCodecCtx ctx = {0, 0, 0};
+  AxCodecCtx ctx = {0, 0, 0, NULL};
   AxCodecState *st = state_of(p, 8);
   ax_error_clear();
   ck_assert_int_eq(ax_codec_encode(p, st, &ctx, x, 8, buf, &bytes), AX_ERR);
@@ -1099,6 +1163,8 @@ int main(void) {
   tcase_add_test(tc, error_feedback_residual_is_exactly_what_encoding_lost);
   tcase_add_test(tc, error_feedback_stays_bounded);
   tcase_add_test(tc, dgc_corrects_momentum_once_and_masks_what_it_sends);
+  tcase_add_test(tc, dgc_warms_up_its_sparsity);
+  tcase_add_test(tc, dgc_under_adam_sends_the_largest_updates);
   tcase_add_test(tc, onebit_momentum_is_one_bit_adams);
   tcase_add_test(tc, state_checkpoint_round_trips_exactly);
   tcase_add_test(tc, randk_picks_the_same_indices_on_every_rank);

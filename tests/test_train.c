@@ -179,7 +179,8 @@ static void expect_compression(const char *args, const char *spec, int warmup, i
 /* The papers' recipes are the defaults (docs/compression.md, "Recipes"): onebit with error
  * feedback on the momentum (--beta1), 15% of the steps plain and the variance frozen (1-bit
  * Adam); PowerSGD with error
- * feedback, rank=auto and 13% plain (Optimus-CC §9.1); DGC 25% plain with the variance frozen;
+ * feedback, rank=auto and 13% plain (Optimus-CC §9.1); DGC 25% plain with the variance frozen,
+ * then its sparsity warm-up over 5% of the steps (none where that is under one step);
  * codecs without a recipe keep their own defaults and no warm-up. */
 START_TEST(compression_recipes_are_the_defaults) {
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress onebit",
@@ -187,7 +188,11 @@ START_TEST(compression_recipes_are_the_defaults) {
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress powersgd",
                      "powersgd:rank=auto,cols=auto,ef=1", 78, 0);
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc",
-                     "dgc:ratio=0.001,momentum=0.9", 150, 1);
+                     "dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=151", 150, 1);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc --compress-warmup 20",
+                     "dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=21", 20, 1);
+  expect_compression("--g-data 2 --batch 8 --steps 10 --compress dgc", /* floor(0.5): none */
+                     "dgc:ratio=0.001,momentum=0.9", 2, 1);
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress terngrad",
                      "terngrad:bits=2,ef=0", 0, 0);
   expect_compression("--g-data 2 --batch 8 --steps 6 --compress onebit", /* floor(0.9) */
@@ -223,7 +228,10 @@ START_TEST(explicit_flags_override_the_recipe) {
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress powersgd "
                      "--compress-freeze-variance 1", "powersgd:rank=auto,cols=auto,ef=1", 78, 1);
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc:ratio=0.01 "
-                     "--compress-warmup 0", "dgc:ratio=0.01,momentum=0.9", 0, 0);
+                     "--compress-warmup 0", "dgc:ratio=0.01,momentum=0.9,ramp=30,ramp_from=1",
+                     0, 0);
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc:ramp=0 "
+                     "--compress-warmup 0", "dgc:ratio=0.001,momentum=0.9", 0, 0);
   AxTrainConfig cfg;
   tu_train_config(&cfg, "--g-data 2 --batch 8 --steps 600 --compress onebit:ef=1,momentum=0.5 "
                         "--compress-warmup 5 --compress-vectors 1");

@@ -68,7 +68,7 @@ static int start(AxColl *op, const AxCodec *c, AxCasyncAlgo algo, AxCasyncState 
                  const AxCodecCtx *ctx, float *buf, size_t count) {
   if (op->size == 1 || count == 0) return ax_coll_launch(op); /* an empty schedule: done */
   if (!st->linear) AX_TRY(prepare_own(c, st, buf));
-  AxCodecCtx zero = {0, 0, 0};
+  AxCodecCtx zero = {0};
   if (!ctx) ctx = &zero;
   st->busy = 1;
   int rc;

@@ -4,8 +4,10 @@
  * cost through measured points, and the profiling of this machine's encode and decode costs
  * that feeds it.
  *
- * Costs are linear, t(m) = latency + m / bandwidth: T_send of the link (the emulated link's
- * own figures, or a ping-pong measured over a real network), T_enc of m raw bytes and T_dec of
+ * Costs are linear, t(m) = latency + m / bandwidth: T_send of the link (what the plain
+ * all-reduce measured over the run's own path implies per message: ax_casync_measure_plain;
+ * without that measurement the emulated link's own figures, or a ping-pong measured over a
+ * real network), T_enc of m raw bytes and T_dec of
  * m encoded bytes (profiled with the run's codec; the decode merges, as CaSync's aggregation
  * does: the codecs add while they decode). For an m-byte part on N ranks cut into K
  * partitions:
@@ -41,6 +43,11 @@ typedef struct {
   AxLinearCost dec;  /* decoding m encoded bytes and merging them (adding) into the values */
   double ratio;      /* encoded bytes / raw bytes (r) */
   int linear;        /* a linear codec: enc is its factors and rebuild over the whole chunk */
+  /* The plain all-reduce of m bytes as measured over the run's own path
+   * (ax_casync_measure_plain; bytes_per_s 0: not measured). Where it is, send is the
+   * per-message cost it implies (ax_casync_send_from_plain), so T_orig is that measurement and
+   * T_cpr's messages carry the same per-message overhead. */
+  AxLinearCost plain;
 } AxCasyncCosts;
 
 typedef struct {
@@ -105,5 +112,17 @@ int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out);
  * communicator of one rank gets a cost that is never used: zero latency, infinite
  * bandwidth). */
 int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out);
+
+/* casync_probe.c: the plain all-reduce the caller runs (ax_allreduce with algo and cc: its
+ * chunking, waits and emulated link; traffic not counted), timed on comm at 1 KB, 16 KB, 256
+ * KB and 4 MB, each the median over `reps` of the slowest rank's time, fitted by ax_linear_fit
+ * (a positive latency kept): the same figures on every rank of comm (collective). A
+ * communicator of one rank gets zero latency and infinite bandwidth. */
+int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
+                            int reps, AxLinearCost *out);
+/* The per-message cost T_send that a measured plain all-reduce implies on N ranks: the ring's
+ * 2(N-1) messages of m/N bytes, T_orig(m) = 2(N-1) T_send(m/N) = plain(m), so latency / 2(N-1)
+ * and bandwidth x 2(N-1)/N. Fed back into T_orig it gives the measurement exactly. */
+AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
 
 #endif

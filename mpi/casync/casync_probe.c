@@ -1,11 +1,13 @@
-/* casync_probe.c — the link's send cost for the cost model (casync_cost.h): a ping-pong of
- * three sizes between ranks 0 and 1 of a communicator, fitted to latency plus bytes over
- * bandwidth by ax_linear_fit (the codec profile's fit). Plain MPI: it measures the real path,
- * not an emulated one (an emulated link's figures are known without measuring). */
+/* casync_probe.c — the link's costs for the cost model (casync_cost.h), measured: the send
+ * cost by a ping-pong of three sizes between ranks 0 and 1 of a communicator (plain MPI: the
+ * real path, not an emulated one), and the plain all-reduce the trainer runs, timed as it runs
+ * (its algorithm, chunking, waits and emulated link) at four sizes; each fitted to latency plus
+ * bytes over bandwidth by ax_linear_fit (the codec profile's fit). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "casync_cost.h"
+#include "mpi/coll/collectives.h"
 #include "mpi/mpi_util.h"
 #include "src/backend/peak.h"
 #include "src/core/timer.h"
@@ -59,4 +61,58 @@ int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out) {
   AX_MPI(MPI_Bcast(fit, 2, MPI_DOUBLE, 0, comm));
   *out = (AxLinearCost){fit[0], 1.0 / fit[1]};
   return AX_OK;
+}
+
+/* ------------------------------------------------------------------ the plain all-reduce */
+
+/* Median over `reps` of the slowest rank's seconds for one plain all-reduce of `count` floats
+ * (after one untimed run). */
+static int time_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo, float *buf,
+                      size_t count, int reps, double *median) {
+  double t[16];
+  if (reps > 16) reps = 16;
+  if (reps < 1) reps = 1;
+  AX_TRY(ax_allreduce(comm, cc, buf, count, AX_COMM_F32, algo, NULL));
+  for (int i = 0; i < reps; i++) {
+    AX_MPI(MPI_Barrier(comm));
+    double t0 = ax_now();
+    AX_TRY(ax_allreduce(comm, cc, buf, count, AX_COMM_F32, algo, NULL));
+    double mine = ax_now() - t0;
+    AX_MPI(MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, comm));
+  }
+  double m = ax_median(t, reps);
+  *median = m > 1e-9 ? m : 1e-9;
+  return AX_OK;
+}
+
+int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
+                            int reps, AxLinearCost *out) {
+  int size = 1;
+  *out = (AxLinearCost){0, INFINITY};
+  if (comm == MPI_COMM_NULL) return AX_OK;
+  AX_MPI(MPI_Comm_size(comm, &size));
+  if (size < 2) return AX_OK;
+  enum { N_SIZES = 4, SMALLEST = 1024, STEP = 16 };
+  AxCommConfig quiet = ax_comm_config_resolve(cc);
+  quiet.traffic = NULL; /* a probe, not the run's traffic */
+  size_t largest = (size_t)SMALLEST * STEP * STEP * STEP;
+  float *buf = ax_calloc(largest / sizeof(float), sizeof(float));
+  AX_TRY(ax_mpi_agree(comm, buf ? AX_OK : AX_ERR));
+  double bytes[N_SIZES], seconds[N_SIZES];
+  int rc = AX_OK;
+  size_t b = SMALLEST;
+  for (int i = 0; i < N_SIZES && rc == AX_OK; i++, b *= STEP) {
+    bytes[i] = (double)b;
+    rc = time_plain(comm, &quiet, algo, buf, b / sizeof(float), reps, &seconds[i]);
+  }
+  free(buf);
+  AX_TRY(rc);
+  *out = ax_linear_fit(bytes, seconds, N_SIZES); /* the same figures on every rank */
+  return AX_OK;
+}
+
+AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks) {
+  if (ranks < 2) return *plain;
+  double steps = 2.0 * (ranks - 1);
+  return (AxLinearCost){plain->latency_s / steps, plain->bytes_per_s * steps / ranks};
 }

@@ -28,6 +28,7 @@ AxCodecCtx ax_casync_piece_ctx(const AxCasyncOp *o, int seg, size_t k, int encod
   h = mix64(h ^ (uint64_t)(unsigned)seg);
   h = mix64(h ^ (uint64_t)k);
   c.range = mix64(h ^ (uint64_t)(unsigned)encoder);
+  if (c.adam_v) c.adam_v += ax_casync_piece_offset(o->st, seg, k); /* the piece's own values */
   return c;
 }
 

@@ -202,6 +202,23 @@ static int print_cols(const AxCodecParams *p, char *b, size_t l) {
   return p->cols ? snprintf(b, l, "%zu", p->cols) : snprintf(b, l, "auto"), 1;
 }
 
+static const char *parse_steps(const char *v, uint64_t *out) {
+  unsigned long long s;
+  if (parse_count(v, &s) || s > (1ULL << 40)) return "must be an integer from 0 to 2^40";
+  *out = s;
+  return NULL;
+}
+static const char *parse_ramp(const char *v, AxCodecParams *p) { return parse_steps(v, &p->ramp); }
+static int print_ramp(const AxCodecParams *p, char *b, size_t l) {
+  return snprintf(b, l, "%llu", (unsigned long long)p->ramp), 1;
+}
+static const char *parse_ramp_from(const char *v, AxCodecParams *p) {
+  return parse_steps(v, &p->ramp_from);
+}
+static int print_ramp_from(const AxCodecParams *p, char *b, size_t l) {
+  return snprintf(b, l, "%llu", (unsigned long long)p->ramp_from), 1;
+}
+
 static const KeyDef KEYS[] = {
     {"ef", parse_ef, print_ef},
     {"scale", parse_scale, print_scale},
@@ -213,6 +230,8 @@ static const KeyDef KEYS[] = {
     {"levels", parse_levels, print_levels},
     {"rank", parse_rank, print_rank},
     {"cols", parse_cols, print_cols},
+    {"ramp", parse_ramp, print_ramp},
+    {"ramp_from", parse_ramp_from, print_ramp_from},
 };
 enum { N_KEYS = sizeof KEYS / sizeof *KEYS };
 
@@ -358,7 +377,8 @@ double ax_codec_momentum(const AxCodec *c) { return c->p.momentum; }
 
 double ax_codec_ratio(const AxCodec *c, size_t n) {
   if (n == 0) return 1.0;
-  return (double)ax_codec_max_bytes(c, n) / (4.0 * (double)n);
+  size_t bytes = c->impl->steady_bytes ? c->impl->steady_bytes(c, n) : ax_codec_max_bytes(c, n);
+  return (double)bytes / (4.0 * (double)n);
 }
 
 /* ---------------------------------------------------------------- state */

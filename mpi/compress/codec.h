@@ -33,9 +33,12 @@ typedef struct AxCodec AxCodec;           /* a configured codec (immutable, shar
 typedef struct AxCodecState AxCodecState; /* one range's state across steps */
 
 /* What makes stochastic choices reproducible: the run's seed (the same on every rank), the
- * optimizer step, and the range (e.g. its offset in the stage's flat parameters). */
+ * optimizer step, and the range (e.g. its offset in the stage's flat parameters); and, where
+ * the optimizer is Adam, its second moment over the same values (adam_v[i] for value i; NULL:
+ * none), which a sparsifier that selects the largest updates uses (DGC: codec_dgc.c). */
 typedef struct {
   uint64_t seed, step, range;
+  const float *adam_v;
 } AxCodecCtx;
 
 /* Parses a spec; "none" is an error here (the caller handles "no compression"). Unknown

@@ -25,6 +25,8 @@ typedef struct {
   int levels;      /* qsgd: [1, 127] */
   int rank;        /* powersgd: >= 1, or 0: auto (from the matrix's shape, codec_powersgd.c) */
   size_t cols;     /* powersgd: the matrix's columns (0: ceil(sqrt(n))) */
+  uint64_t ramp;      /* dgc: the steps of its sparsity warm-up (0: none; codec_dgc.c) */
+  uint64_t ramp_from; /* dgc: the step the sparsity warm-up starts at */
 } AxCodecParams;
 
 typedef struct AxCodecImpl AxCodecImpl;
@@ -62,6 +64,9 @@ struct AxCodecImpl {
   int (*check)(const AxCodec *c);
   /* Encode/decode codecs: the exact worst case; linear codecs: the factor bytes of every round. */
   size_t (*max_bytes)(const AxCodec *c, size_t n);
+  /* Optional: the worst case once the codec's own warm-up is over (DGC's sparsity warm-up),
+   * what the cost model prices (ax_codec_ratio); NULL: max_bytes. */
+  size_t (*steady_bytes)(const AxCodec *c, size_t n);
   /* The codec's own checkpointed floats and its scratch bytes for a range of n (may be NULL). */
   size_t (*own_floats)(const AxCodec *c, size_t n);
   size_t (*scratch_bytes)(const AxCodec *c, size_t n);

@@ -5,8 +5,10 @@
  *     into two virtual nodes unless --ranks-per-node says otherwise, mpi/link/link_emulator.h): the
  *     plain ring against CaSync ring and CaSync PS with every codec; time = median over --iters
  *     of the slowest rank; wire bytes from the traffic counters (sum over ranks per
- *     all-reduce); speedup_vs_plain = plain time / this time; and HiPress's cost model's pick
- *     (mpi/casync/casync_cost.h, fed by the codec's profiled costs and the link's figures)
+ *     all-reduce); each compressed path timed side by side with the plain ring (a plain run
+ *     before each of its runs, under the same load); speedup_vs_plain = that plain time / this
+ *     time; and HiPress's cost model's pick (mpi/casync/casync_cost.h, fed by the codec's
+ *     profiled costs and the plain ring measured over the link, ax_casync_measure_plain)
  *     against the measured faster of plain and that compressed path: a pick that measured slower
  *     is WRONG, in either direction, with the time it loses against the faster one; the last
  *     line (and a JSON "score" row) gives the fraction of right picks and the largest loss.
@@ -240,34 +242,49 @@ static int same_everywhere(Cb *b, size_t n, int *same) {
   return AX_OK;
 }
 
-static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, Measured *m) {
+/* One timed all-reduce (codec NULL: the plain ring) on fresh gradients: the slowest rank's
+ * seconds, and the bytes this rank sent. */
+static int timed_op(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, AxCasyncState *st, size_t n,
+                    int step, double *seconds, double *sent) {
+  ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank); /* not timed */
+  if (MPI_Barrier(b->comm) != MPI_SUCCESS)
+    return AX_FAIL("MPI_Barrier failed before a timed all-reduce");
+  AxTraffic before = b->sent;
+  double t0 = ax_now();
+  AX_TRY(one_op(b, codec, sync, st, n, step));
+  double mine = ax_now() - t0;
+  *sent = (double)(ax_traffic_bytes(&b->sent, AX_TRAFFIC_N_CLASSES) -
+                   ax_traffic_bytes(&before, AX_TRAFFIC_N_CLASSES));
+  AX_MPI(MPI_Allreduce(&mine, seconds, 1, MPI_DOUBLE, MPI_MAX, b->comm));
+  return AX_OK;
+}
+
+/* The all-reduce with `codec` (NULL: the plain ring); with `plain` non-NULL, each timed run is
+ * followed by a plain ring's, so the two are compared side by side under the same load, and
+ * *plain gets the plain ring's median. */
+static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, Measured *m,
+                   Measured *plain) {
   AxCasyncState *st = NULL;
   if (codec) AX_TRY(ax_casync_state_new(codec, n, b->size, &b->cc, &st));
   int iters = b->c->iters, rc = AX_OK;
-  double *t = ax_malloc((size_t)iters * sizeof *t);
+  double *t = ax_malloc(2 * (size_t)iters * sizeof *t), *tp = t + iters, sent = 0, ignored;
   if (!t) rc = AX_ERR;
   for (int i = 0; i < b->c->warmup && rc == AX_OK; i++) {
-    ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank);
-    rc = one_op(b, codec, sync, st, n, i + 1);
+    if (plain) rc = timed_op(b, NULL, sync, NULL, n, 0, &ignored, &ignored);
+    if (rc == AX_OK) rc = timed_op(b, codec, sync, st, n, i + 1, &ignored, &ignored);
   }
-  AxTraffic before = b->sent;
-  for (int i = 0; i < iters && rc == AX_OK; i++) {
-    ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank); /* not timed */
-    if (MPI_Barrier(b->comm) != MPI_SUCCESS) {
-      rc = AX_FAIL("MPI_Barrier failed before a timed all-reduce");
-      break;
-    }
-    double t0 = ax_now();
-    rc = one_op(b, codec, sync, st, n, b->c->warmup + i + 1);
-    double mine = ax_now() - t0;
-    if (rc == AX_OK) MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, b->comm);
+  for (int i = 0; i < iters && rc == AX_OK; i++) { /* the codec's last: its result is checked */
+    double mine = 0;
+    if (plain) rc = timed_op(b, NULL, sync, NULL, n, 0, &tp[i], &ignored);
+    if (rc == AX_OK) rc = timed_op(b, codec, sync, st, n, b->c->warmup + i + 1, &t[i], &mine);
+    sent += mine;
   }
   if (rc == AX_OK) rc = same_everywhere(b, n, &m->same);
   if (rc == AX_OK) {
-    double mine = (double)(ax_traffic_bytes(&b->sent, AX_TRAFFIC_N_CLASSES) -
-                           ax_traffic_bytes(&before, AX_TRAFFIC_N_CLASSES)) / iters;
+    double mine = sent / iters;
     MPI_Allreduce(&mine, &m->wire, 1, MPI_DOUBLE, MPI_SUM, b->comm);
     m->us = ax_median(t, iters) * 1e6;
+    if (plain) *plain = (Measured){.us = ax_median(tp, iters) * 1e6, .same = 1};
   }
   free(t);
   ax_casync_state_free(st);
@@ -275,11 +292,12 @@ static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, Mea
 }
 
 /* The cost model's decision for this codec, size and link (costs profiled on rank 0). */
-static AxCasyncChoice model_pick(const AxCasyncCosts *profiled, const AxLinkSpec *link,
+static AxCasyncChoice model_pick(const AxCasyncCosts *profiled, const AxLinearCost *plain,
                                  const AxCodec *codec, AxCasyncAlgo sync, int ranks,
                                  size_t n) {
   AxCasyncCosts c = *profiled;
-  c.send = (AxLinearCost){link->latency_s, link->bytes_per_s};
+  c.plain = *plain;
+  c.send = ax_casync_send_from_plain(plain, ranks);
   c.ratio = ax_codec_ratio(codec, c.linear ? n : n / (size_t)ranks + 1);
   return ax_casync_choose(&c, sync, ranks, 4.0 * (double)n, 0);
 }
@@ -292,6 +310,11 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
   }
   AX_TRY(ax_mpi_agree(b->comm, rc));
   AX_MPI(MPI_Bcast(costs, (int)(b->n_codecs * sizeof *costs), MPI_BYTE, 0, b->comm));
+  for (int i = 0; i < b->n_codecs; i++)
+    ax_log("# profiled %s: encode %.4g us + bytes / %.4g GB/s; decode and merge %.4g us + "
+           "bytes / %.4g GB/s", ax_codec_spec(b->codecs[i]), costs[i].enc.latency_s * 1e6,
+           costs[i].enc.bytes_per_s / 1e9, costs[i].dec.latency_s * 1e6,
+           costs[i].dec.bytes_per_s / 1e9);
   return AX_OK;
 }
 
@@ -316,7 +339,8 @@ static double score_pick(Score *s, int compress, double plain_us, double cpr_us,
 }
 
 static void report(Cb *b, const char *codec, const char *sync, size_t n, const AxLinkSpec *l,
-                   const Measured *m, double plain_us, const char *pick, double loss) {
+                   const Measured *m, double plain_us, const AxCasyncChoice *ch, double loss) {
+  const char *pick = !ch ? "-" : ch->compress ? "compress" : "plain";
   double gbps = l->bytes_per_s * 8 / 1e9;
   char lost[32] = "";
   if (loss > 0) snprintf(lost, sizeof lost, " WRONG (+%.0f%%)", 100 * loss);
@@ -325,12 +349,15 @@ static void report(Cb *b, const char *codec, const char *sync, size_t n, const A
          pick, lost);
   json_row(b, "{\"bench\":\"compress\",\"row\":\"allreduce\",\"codec\":\"%s\",\"sync\":\"%s\","
            "\"ranks\":%d,\"bytes\":%zu,\"link_gbps\":%.6g,\"latency_us\":%.6g,"
-           "\"emulated\":true,\"time_us\":%.2f,\"wire_bytes\":%.0f,\"speedup_vs_plain\":%.4f,"
+           "\"emulated\":true,\"time_us\":%.2f,\"plain_us\":%.2f,\"wire_bytes\":%.0f,\"speedup_vs_plain\":%.4f,"
            "\"replicas_identical\":%s,\"model_pick\":\"%s\",\"model_wrong\":%s,"
-           "\"model_loss\":%.4f,\"iters\":%d}",
-           codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us, m->wire,
+           "\"model_loss\":%.4f,\"model_t_orig_us\":%.2f,\"model_t_cpr_us\":%.2f,"
+           "\"model_k\":%d,\"iters\":%d}",
+           codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us, plain_us,
+           m->wire,
            plain_us / m->us, m->same ? "true" : "false", pick, loss > 0 ? "true" : "false",
-           loss, b->c->iters);
+           loss, ch ? ch->t_orig * 1e6 : 0.0, ch ? ch->t_cpr * 1e6 : 0.0,
+           ch ? ch->cpr_parts : 0, b->c->iters);
 }
 
 /* The virtual nodes of the all-reduce rows: --ranks-per-node, or the job in two halves. */
@@ -350,22 +377,23 @@ static int check_nodes(const Cb *b) {
 }
 
 /* One size over one link: plain, then every codec with every sync. */
-static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link, size_t n,
-                     Score *score) {
+static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
+                     const AxLinearCost *plain_cost, size_t n, Score *score) {
   Measured plain;
-  AX_TRY(measure(b, NULL, AX_CASYNC_RING, n, &plain));
-  report(b, "none (plain ring)", "ring", n, link, &plain, plain.us, "-", 0);
+  AX_TRY(measure(b, NULL, AX_CASYNC_RING, n, &plain, NULL));
+  report(b, "none (plain ring)", "ring", n, link, &plain, plain.us, NULL, 0);
   for (int i = 0; i < b->n_codecs; i++)
     for (int s = 0; s < b->n_syncs; s++) {
       Measured m;
-      AX_TRY(measure(b, b->codecs[i], b->syncs[s], n, &m));
-      AxCasyncChoice ch = model_pick(&costs[i], link, b->codecs[i], b->syncs[s], b->size, n);
+      AX_TRY(measure(b, b->codecs[i], b->syncs[s], n, &m, &plain));
+      AxCasyncChoice ch =
+          model_pick(&costs[i], plain_cost, b->codecs[i], b->syncs[s], b->size, n);
       const char *codec = ax_codec_spec(b->codecs[i]), *sync = ax_casync_algo_name(b->syncs[s]);
       char what[160];
       snprintf(what, sizeof what, "%s %s, %zu bytes, %.3g Gb/s: picked %s", codec, sync,
                n * sizeof(float), link->bytes_per_s * 8 / 1e9, ch.compress ? "compress" : "plain");
       double loss = score_pick(score, ch.compress, plain.us, m.us, what);
-      report(b, codec, sync, n, link, &m, plain.us, ch.compress ? "compress" : "plain", loss);
+      report(b, codec, sync, n, link, &m, plain.us, &ch, loss);
     }
   return AX_OK;
 }
@@ -390,9 +418,18 @@ static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
   AxLinkEmuConfig lc = {.ranks_per_node = ranks_per_node(b), .link = *link};
   AX_TRY(ax_link_emu_create(&b->emu, b->comm, &lc));
   b->cc.links = b->emu;
-  int rc = AX_OK;
+  AxLinearCost plain;
+  int rc = ax_casync_measure_plain(b->comm, &b->cc, AX_ALLREDUCE_RING, 5, &plain);
+  if (rc == AX_OK) {
+    AxLinearCost send = ax_casync_send_from_plain(&plain, b->size);
+    ax_log("# %.3g Gb/s, %.3g us: the plain ring measured %.4g us + bytes / %.4g GB/s (a "
+           "message: %.4g us + bytes / %.4g GB/s; the link's own figures: %.4g us, %.4g GB/s)",
+           link->bytes_per_s * 8 / 1e9, link->latency_s * 1e6, plain.latency_s * 1e6,
+           plain.bytes_per_s / 1e9, send.latency_s * 1e6, send.bytes_per_s / 1e9,
+           link->latency_s * 1e6, link->bytes_per_s / 1e9);
+  }
   for (int i = 0; i < b->n_sizes && rc == AX_OK; i++)
-    rc = size_rows(b, costs, link, (size_t)b->sizes[i] / sizeof(float), score);
+    rc = size_rows(b, costs, link, &plain, (size_t)b->sizes[i] / sizeof(float), score);
   b->cc.links = NULL;
   ax_link_emu_destroy(b->emu);
   b->emu = NULL;

@@ -24,16 +24,25 @@ const char *ax_data_link_name(AxDataLink l) {
                                : "shared memory";
 }
 
-/* Costs every rank agrees on: each profiles, then the slowest figure of every term wins. */
+/* Costs every rank agrees on: each profiles its codec, the data-parallel group times the plain
+ * all-reduce it runs over its own path (ax_casync_measure_plain), whose per-message cost is
+ * the send's (the link's figures alone miss what a message costs on top of them), then the
+ * slowest figure of every term wins. */
 static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
+  enum { PLAIN_REPS = 5 };
   AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
   AX_TRY(ax_trainer_link_cost(t, t->grid.data, &c->send));
-  double v[6] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
-                 1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s};
-  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_MAX, t->grid.world));
+  AX_TRY(ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg,
+                                 (AxAllreduceAlgo)t->cfg.grid.allreduce, PLAIN_REPS, &c->plain));
+  double v[8] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
+                 1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
+                 c->plain.latency_s, 1.0 / c->plain.bytes_per_s};
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 8, MPI_DOUBLE, MPI_MAX, t->grid.world));
   c->send = (AxLinearCost){v[0], 1.0 / v[1]};
   c->enc = (AxLinearCost){v[2], 1.0 / v[3]};
   c->dec = (AxLinearCost){v[4], 1.0 / v[5]};
+  c->plain = (AxLinearCost){v[6], 1.0 / v[7]};
+  if (t->grid.D > 1) c->send = ax_casync_send_from_plain(&c->plain, t->grid.D);
   return AX_OK;
 }
 
@@ -352,11 +361,15 @@ static const char *seconds_text(double s, char *buf, size_t cap) {
 
 void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
   char dec[96] = "no decode (a linear codec: the encode is its factors and rebuild)";
+  char plain[160] = "";
   if (!k->linear)
     snprintf(dec, sizeof dec, "decode and merge %.3g us + bytes / %.3g GB/s",
              k->dec.latency_s * 1e6, k->dec.bytes_per_s / 1e9);
-  ax_log("  costs: send %.3g us + bytes / %.3g GB/s (%s); encode %.3g us + bytes / %.3g GB/s; "
-         "%s (profiled on this machine, max over ranks)", k->send.latency_s * 1e6,
+  if (k->plain.bytes_per_s > 0)
+    snprintf(plain, sizeof plain, "plain all-reduce measured %.3g us + bytes / %.3g GB/s; a "
+             "message of it: ", k->plain.latency_s * 1e6, k->plain.bytes_per_s / 1e9);
+  ax_log("  costs: %ssend %.3g us + bytes / %.3g GB/s (%s); encode %.3g us + bytes / %.3g "
+         "GB/s; %s (profiled on this machine, max over ranks)", plain, k->send.latency_s * 1e6,
          k->send.bytes_per_s / 1e9, send_source, k->enc.latency_s * 1e6,
          k->enc.bytes_per_s / 1e9, dec);
 }

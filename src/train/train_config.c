@@ -371,7 +371,10 @@ static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressR
   AxCompressionOptions *c = &cfg->compression;
   char keys[96], added[96] = "";
   int mixed = stages_mixed(cfg);
-  ax_compress_recipe_keys(r, cfg->optim.beta1, !mixed, keys, sizeof keys);
+  /* a sparsity warm-up only where the spec gives none of its keys */
+  int own_ramp = ax_codec_spec_has(spec, "ramp") || ax_codec_spec_has(spec, "ramp_from");
+  ax_compress_recipe_keys(r, cfg->optim.beta1, !mixed, c->warmup_steps,
+                          own_ramp ? 0 : cfg->optim.steps, keys, sizeof keys);
   AX_TRY(ax_codec_spec_defaults(spec, keys, c->codec_spec, sizeof c->codec_spec, added,
                                 sizeof added));
   AxCodec *codec;
@@ -385,6 +388,11 @@ static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressR
     recipe_item(&c->recipe, "codec", r->keys_source, "%s (%s%s)", c->codec_spec,
                 *added ? "added: " : "every key given or the codec's own",
                 *added ? added : "");
+  if (r && r->ramp_fraction > 0 && strstr(added, "ramp="))
+    recipe_item(&c->recipe, "codec", r->ramp_source,
+                "ramp=%d,ramp_from=%d (the sparsity warm-up: %.3g%% of --steps %d, after the %d "
+                "plain steps)", (int)floor(r->ramp_fraction * cfg->optim.steps + 1e-9),
+                c->warmup_steps + 1, 100 * r->ramp_fraction, cfg->optim.steps, c->warmup_steps);
   if (r && r->momentum && mixed && !ax_codec_spec_has(spec, "momentum"))
     recipe_item(&c->recipe, "codec", AX_STAGES_NO_MOMENTUM, "momentum=0 (--compress-stages %s)",
                 c->compress_stages);
@@ -440,9 +448,9 @@ int ax_train_resolve_compression(AxTrainConfig *cfg, const AxOptState *st) {
     char name[32];
     snprintf(name, sizeof name, "%.*s", (int)strcspn(spec, ":"), spec);
     r = ax_compress_recipe(name);
-    AX_TRY(resolve_codec(cfg, spec, r));
   }
-  AX_TRY(resolve_schedule(cfg, r));
+  AX_TRY(resolve_schedule(cfg, r)); /* first: a sparsity warm-up starts after the plain one */
+  if (spec) AX_TRY(resolve_codec(cfg, spec, r));
   if (r && !ax_train_compress_auto(cfg) &&
       !ax_options_was_set(&AX_TRAIN_OPTIONS, st, "compress-vectors"))
     recipe_item(&c->recipe, "compress-vectors", AX_VECTORS_SOURCE, "0");

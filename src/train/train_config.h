@@ -54,7 +54,7 @@ typedef struct {
  * in effect, and the paper and section it comes from. */
 typedef struct {
   const char *what;   /* "compress-warmup", "codec", ... */
-  char value[96];
+  char value[160];
   const char *source; /* static text */
 } AxRecipeItem;
 

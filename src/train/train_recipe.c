@@ -13,14 +13,14 @@ static const AxCompressRecipe RECIPES[] = {
      0.15,
      "1-bit Adam Algorithm 1: plain Adam first; its authors' DeepSpeed tutorial: 15-25% of the "
      "total steps (the lower end)",
-     1, "1-bit Adam Algorithm 1: Adam's variance frozen as the warm-up leaves it"},
+     1, "1-bit Adam Algorithm 1: Adam's variance frozen as the warm-up leaves it", 0, NULL},
     {"powersgd", "ef=1,rank=auto", 0,
      "PowerSGD (Vogels et al., NeurIPS 2019) Algorithm 1: error feedback; rank as Optimus-CC "
      "§9.1: 128, about 10x compression of its GPT layers (rank=auto: at most the rank that "
      "sends a tenth of each matrix)",
      30.0 / 230.0,
      "Optimus-CC §9.1: 30K of its 230K iterations plain, following PowerSGD's practice",
-     0, "none: PowerSGD and Optimus-CC keep Adam's variance updating"},
+     0, "none: PowerSGD and Optimus-CC keep Adam's variance updating", 0, NULL},
     {"dgc", "", 1,
      "DGC (Lin et al., ICLR 2018) §4.1: 99.9% sparsity (the codec's ratio 0.001) and §3.2: "
      "momentum correction (momentum = --beta1, 0.9 as in DGC; in Adam's form: docs/codecs.md)",
@@ -30,7 +30,10 @@ static const AxCompressRecipe RECIPES[] = {
      "leaves most coordinates stale for hundreds of steps (§3.3)",
      1,
      "1-bit Adam Algorithm 1: under Adam, the variance frozen after the warm-up makes the update "
-     "linear in what arrives, the momentum SGD DGC was designed for"},
+     "linear in what arrives, the momentum SGD DGC was designed for",
+     0.05,
+     "DGC §3.4 and §4.1: the sparsity warmed up exponentially, 75%, 93.75%, 98.4375%, 99.6%, "
+     "then 99.9%, over the first 4 of 90 epochs (4.4%; here 5% of the run)"},
 };
 
 const char AX_VECTORS_SOURCE[] =
@@ -53,10 +56,18 @@ const char AX_STAGES_NO_MOMENTUM[] =
     "it compresses, and under --compress-stages the last stage keeps it, so the tied "
     "embedding's two copies would take different updates";
 
-void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int momentum, char *out,
-                             size_t cap) {
-  if (!r) snprintf(out, cap, "%s", "");
-  else if (r->momentum && momentum)
-    snprintf(out, cap, "%s%smomentum=%.9g", r->keys, *r->keys ? "," : "", beta1);
-  else snprintf(out, cap, "%s", r->keys);
+void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int momentum, int warmup,
+                             int steps, char *out, size_t cap) {
+  int len = 0;
+  if (!r) {
+    snprintf(out, cap, "%s", "");
+    return;
+  }
+  len = snprintf(out, cap, "%s", r->keys);
+  if (r->momentum && momentum && len >= 0 && (size_t)len < cap)
+    len += snprintf(out + len, cap - (size_t)len, "%smomentum=%.9g", len ? "," : "", beta1);
+  int ramp = (int)floor(r->ramp_fraction * steps + 1e-9);
+  if (ramp > 0 && len >= 0 && (size_t)len < cap)
+    snprintf(out + len, cap - (size_t)len, "%sramp=%d,ramp_from=%d", len ? "," : "", ramp,
+             warmup + 1);
 }

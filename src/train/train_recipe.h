@@ -19,6 +19,9 @@ typedef struct {
   const char *warmup_source;
   int freeze_variance;        /* --compress-freeze-variance auto (with a warm-up of 1+ steps) */
   const char *freeze_source;
+  double ramp_fraction;       /* DGC's sparsity warm-up after the plain one: floor(fraction x
+                                 --steps) steps (the codec's ramp keys; 0: none) */
+  const char *ramp_source;
 } AxCompressRecipe;
 
 /* The recipe of a codec name (NULL: the codec has none; its defaults are its own, docs/codecs.md). */
@@ -31,9 +34,10 @@ extern const char AX_VECTORS_SOURCE[];
 /* --compress-warmup auto under recipe r (NULL: 0) for a run of `steps`. */
 int ax_compress_recipe_warmup(const AxCompressRecipe *r, int steps);
 /* The codec keys of recipe r (NULL: none) into out[cap], momentum=beta1 included where it has
- * one and `momentum` allows it. */
-void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int momentum, char *out,
-                             size_t cap);
+ * one and `momentum` allows it, and a sparsity warm-up where it has one: ramp=floor(fraction x
+ * steps) steps from the first step after `warmup` plain ones (ramp_from=warmup+1). */
+void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int momentum, int warmup,
+                             int steps, char *out, size_t cap);
 /* Why a recipe leaves its momentum out under --compress-stages F on 2+ stages. */
 extern const char AX_STAGES_NO_MOMENTUM[];
 

@@ -22,6 +22,39 @@ size_t ax_tp_linear_shard(const AxTpComm *c, const AxTpLinear *l) {
   return ax_tp_linear_block(c, l) / c->size[AX_TP_Z];
 }
 
+/* ------------------------------------------------------------------ compute */
+
+enum { TP_GEMM_CHUNKS = 4 };
+
+/* 1 when some group has more than two ranks: its ring needs several calls into the
+ * collectives to finish, which a GEMM in slices makes during the compute. With two ranks or
+ * fewer the GEMMs stay whole (slices change the BLAS's rounding, ~2e-5 relative seen). */
+static int slices_pay(const AxTpComm *c) {
+  return c->ops && (c->size[AX_TP_X] > 2 || c->size[AX_TP_Y] > 2 || c->size[AX_TP_Z] > 2);
+}
+
+/* A layer's GEMM, noted to the communication (what is in flight as it begins), and where
+ * slices_pay run in up to TP_GEMM_CHUNKS slices of its output rows with a progress call
+ * between them: a started collective moves on during the compute, not only at its wait. The
+ * slicing does not depend on what is in flight, so an overlap switched off computes the same. */
+static int tp_gemm(AxBackend *be, AxTpComm *c, const AxGemm *g, const float *a, const float *b,
+                   float *out) {
+  ax_tp_note_gemm(c);
+  if (!slices_pay(c) || g->m < 2) {
+    ax_gemm(be, g, a, b, out);
+    return AX_OK;
+  }
+  int per = (g->m + TP_GEMM_CHUNKS - 1) / TP_GEMM_CHUNKS;
+  for (int r0 = 0; r0 < g->m; r0 += per) {
+    AxGemm slice = *g;
+    slice.m = g->m - r0 < per ? g->m - r0 : per;
+    const float *a0 = a + (g->trans_a ? (size_t)r0 : (size_t)r0 * g->lda);
+    if (r0 > 0) AX_TRY(ax_tp_progress(c));
+    ax_gemm(be, &slice, a0, b, out + (size_t)r0 * g->ldc);
+  }
+  return AX_OK;
+}
+
 /* ------------------------------------------------------------------ fully connected */
 
 int ax_tp_gather_weight(AxTpComm *c, const float *shard, float *block, size_t block_elems,
@@ -49,7 +82,7 @@ int ax_tp_linear_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float 
   AX_TRY(init_output(be, c->coord[gi] == 0, out, b, residual, l->N, oc));
   AxGemm g = {.trans_b = 1, .m = l->N, .n = oc, .k = ic, .alpha = 1, .beta = 1, .lda = ic,
               .ldb = ic, .ldc = oc};
-  ax_gemm(be, &g, x, w_block, out);
+  AX_TRY(tp_gemm(be, c, &g, x, w_block, out));
   return ax_tp_all_reduce(c, gi, out, (size_t)l->N * oc, NULL);
 }
 
@@ -98,13 +131,13 @@ int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float
                           const float *w_block, const AxTpBackwardOpts *o) {
   int ic = ax_tp_linear_in(c, l), oc = ax_tp_linear_out(c, l), N = l->N;
   AxGemm gi = {.m = N, .n = ic, .k = oc, .alpha = 1, .beta = 0, .lda = oc, .ldb = ic, .ldc = ic};
-  ax_gemm(be, &gi, dout, w_block, dx);
+  AX_TRY(tp_gemm(be, c, &gi, dout, w_block, dx));
   AxTpReq *req = NULL;
   AX_TRY(ax_tp_all_reduce(c, ax_tp_out_group(l), dx, (size_t)N * ic, o->oar ? &req : NULL));
   int sharded = c->size[AX_TP_Z] > 1;
   AxGemm gw = {.trans_a = 1, .m = oc, .n = ic, .k = N, .alpha = 1, .beta = sharded ? 0.0f : 1.0f,
                .lda = oc, .ldb = ic, .ldc = ic};
-  ax_gemm(be, &gw, dout, x, sharded ? o->scratch : dw_shard);
+  AX_TRY(tp_gemm(be, c, &gw, dout, x, sharded ? o->scratch : dw_shard));
   if (db) be->ops->bias_backward(be, db, dout, N, oc);
   int rc = AX_OK;
   if (sharded)
@@ -180,7 +213,7 @@ int ax_tp_head_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *lo
   int rows = ax_tp_vocab_rows(c, v), Cl = vocab_cols(c, v);
   AxGemm g = {.trans_b = 1, .m = v->N, .n = rows, .k = Cl, .alpha = 1, .beta = 0, .lda = Cl,
               .ldb = Cl, .ldc = rows};
-  ax_gemm(be, &g, x, wte_block, logits);
+  AX_TRY(tp_gemm(be, c, &g, x, wte_block, logits));
   return ax_tp_all_reduce(c, AX_TP_Y, logits, (size_t)v->N * rows, NULL);
 }
 
@@ -209,10 +242,10 @@ int ax_tp_head_backward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *d
   if (nv > 0) {
     AxGemm gi = {.m = N, .n = Cl, .k = nv, .alpha = 1, .beta = 0, .lda = rows, .ldb = Cl,
                  .ldc = Cl};
-    ax_gemm(be, &gi, dlogits, wte_block, dx);
+    AX_TRY(tp_gemm(be, c, &gi, dlogits, wte_block, dx));
     AxGemm gw = {.trans_a = 1, .m = nv, .n = Cl, .k = N, .alpha = 1, .beta = 1, .lda = rows,
                  .ldb = Cl, .ldc = Cl};
-    ax_gemm(be, &gw, dlogits, x, dwte_block);
+    AX_TRY(tp_gemm(be, c, &gw, dlogits, x, dwte_block));
   } else {
     AX_TRY(be->ops->zero(be, dx, (size_t)N * Cl * sizeof(float), AX_STREAM_COMPUTE));
   }

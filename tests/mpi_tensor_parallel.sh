@@ -6,7 +6,9 @@
 #    losses over 20 steps within 1e-5 relative of 1x1, the first step's within 1e-6, final
 #    weights within 1e-4 (axonn compare: the saved model is whole, whatever the grid); saving
 #    first checks that every tensor-parallel replica is alike bit for bit (the run fails if not);
-#  - each overlap (OAR, ORS, OAG) switched off gives the default's losses bit for bit, and
+#  - each overlap (OAR, ORS, OAG) switched off gives the default's losses bit for bit, while the
+#    summary's counters show its collectives in flight at the GEMMs when on and none when off;
+#    at Gz = 4 (2 x 1 x 4) the GEMMs make progress calls while collectives are in flight;
 #    activation checkpointing with and without the all-gather cache gives the same results;
 #  - the bytes rank 0 sent per step over each group (X, Y, Z) and operation (the summary's
 #    communication.tensor_parallel) equal `axonn plan --rank-grids --grid`'s collectives;
@@ -24,7 +26,8 @@ run ref 1 || exit 1
 for grid in "2 1 1" "1 2 1" "1 1 2" "2 2 1" "2 1 2" "1 2 2" "2 2 2"; do
   set -- $grid
   tp="tp$1$2$3"
-  run "$tp" $(($1 * $2 * $3)) --gx "$1" --gy "$2" --gz "$3" && same_losses "$tp" &&
+  run "$tp" $(($1 * $2 * $3)) --gx "$1" --gy "$2" --gz "$3" --summary "$TMP/$tp.json" &&
+    same_losses "$tp" &&
     first_step_same "$tp"
   [ $(($1 * $2 * $3)) -le 4 ] || continue
   run "${tp}d2" $(($1 * $2 * $3 * 2)) --gx "$1" --gy "$2" --gz "$3" --g-data 2 &&
@@ -33,8 +36,44 @@ done
 # each overlap (all on by default) changes when a collective finishes, not what it computes:
 # switched off, the losses are the default's bit for bit
 for ov in oar ors oag; do
-  run "${ov}0" 8 --gx 2 --gy 2 --gz 2 --tp-$ov 0 && tail_equal "${ov}0" tp222
+  run "${ov}0" 8 --gx 2 --gy 2 --gz 2 --tp-$ov 0 --summary "$TMP/${ov}0.json" &&
+    tail_equal "${ov}0" tp222
 done
+# ... and the counters show that it does change that: with an overlap on, its collectives
+# (OAR: all-reduces, ORS: reduce-scatters, OAG: all-gathers) are still in flight as GEMMs
+# begin; switched off, none is (a switch that did nothing would fail here)
+python3 - "$TMP" <<'EOF' || fail "overlap counters: a switch does not change what is in flight"
+import json, sys
+d = sys.argv[1]
+def ov(name):
+    return json.load(open("%s/%s.json" % (d, name)))["communication"]["tensor_parallel"]["overlap"]
+on, bad = ov("tp222"), 0
+for sw, op in (("oar", "all_reduce"), ("ors", "reduce_scatter"), ("oag", "all_gather")):
+    off = ov(sw + "0")
+    if not (on[op]["started"] > 0 and on[op]["in_flight_at_gemms"] > 0):
+        print("--tp-%s 1: %s started %g, in flight at GEMMs %g" % (sw, op, on[op]["started"],
+                                                                   on[op]["in_flight_at_gemms"]))
+        bad = 1
+    if off[op]["started"] != 0 or off[op]["in_flight_at_gemms"] != 0:
+        print("--tp-%s 0: %s started %g, in flight at GEMMs %g" % (sw, op, off[op]["started"],
+                                                                   off[op]["in_flight_at_gemms"]))
+        bad = 1
+    if off["gemms"] != on["gemms"]:
+        print("--tp-%s 0: %g GEMMs a step, %g with it on" % (sw, off["gemms"], on["gemms"]))
+        bad = 1
+sys.exit(bad)
+EOF
+# progress during compute: a ring of Gz = 4 moves on only when the rank calls into MPI, so the
+# layers' GEMMs run in slices with a progress call between them; the calls made while a
+# collective was in flight are counted (and the grid still gives the single-rank losses)
+run ref4 1 --micro-batch 4 &&
+  run gz4 8 --gx 2 --gz 4 --micro-batch 4 --summary "$TMP/gz4.json" && same_losses gz4 ref4 &&
+  python3 - "$TMP/gz4.json" <<'EOF' || fail "gz4: no progress call made while a collective was in flight"
+import json, sys
+o = json.load(open(sys.argv[1]))["communication"]["tensor_parallel"]["overlap"]
+print("gz4: %g progress calls a step with a collective in flight" % o["progress_calls"])
+sys.exit(0 if o["progress_calls"] > 0 else 1)
+EOF
 run ckact 4 --gx 2 --gz 2 --checkpoint-activations --ac 1 && same_losses ckact
 # 5D: with the pipeline; a stage between two others follows its tensor-parallel rank 0's
 # order of messages (a delayed stage changes the arrival order, not the result)

@@ -11,6 +11,8 @@
 struct AxTpReq {
   AxColl *op;
   AxTpGroup group;
+  AxTpOp kind;
+  AxTpReq *prev, *next; /* in the in-flight list */
 };
 
 static AxTpMpi *self(AxTpComm *c) { return c->impl; }
@@ -24,15 +26,33 @@ static int finish(AxTpComm *c, AxTpGroup g, AxColl *op) {
   return rc;
 }
 
-/* Runs a started collective to the end now (req == NULL) or hands it to the caller. */
-static int finish_or_hand(AxTpComm *c, AxTpGroup g, AxColl *op, AxTpReq **req) {
+static void link_in_flight(AxTpMpi *t, AxTpReq *r) {
+  r->prev = NULL;
+  r->next = t->in_flight;
+  if (t->in_flight) t->in_flight->prev = r;
+  t->in_flight = r;
+  t->n_in_flight[r->kind]++;
+  t->stats.started[r->kind]++;
+}
+
+static void unlink_in_flight(AxTpMpi *t, AxTpReq *r) {
+  if (r->prev) r->prev->next = r->next;
+  else t->in_flight = r->next;
+  if (r->next) r->next->prev = r->prev;
+  t->n_in_flight[r->kind]--;
+}
+
+/* Runs a started collective to the end now (req == NULL) or hands it to the caller, in flight
+ * until it is waited for. */
+static int finish_or_hand(AxTpComm *c, AxTpGroup g, AxTpOp kind, AxColl *op, AxTpReq **req) {
   if (!req) return finish(c, g, op);
   AxTpReq *r = ax_malloc(sizeof *r);
   if (!r) {
     ax_coll_free(op);
     return AX_ERR;
   }
-  *r = (AxTpReq){op, g};
+  *r = (AxTpReq){.op = op, .group = g, .kind = kind};
+  link_in_flight(self(c), r);
   *req = r;
   return AX_OK;
 }
@@ -47,7 +67,7 @@ static int tp_all_reduce(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq
   AxColl *op;
   AX_TRY(ax_allreduce_start(&op, self(c)->grid->tpc[g], &self(c)->cc, buf, n, AX_COMM_F32,
                             AX_ALLREDUCE_RING, count(c, g, AX_TP_OP_ALLREDUCE)));
-  return finish_or_hand(c, g, op, req);
+  return finish_or_hand(c, g, AX_TP_OP_ALLREDUCE, op, req);
 }
 
 static int tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
@@ -55,7 +75,7 @@ static int tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *rec
   AxColl *op;
   AX_TRY(ax_allgather_start(&op, self(c)->grid->tpc[g], &self(c)->cc, send, recv, n,
                             AX_COMM_F32, count(c, g, AX_TP_OP_ALLGATHER)));
-  return finish_or_hand(c, g, op, req);
+  return finish_or_hand(c, g, AX_TP_OP_ALLGATHER, op, req);
 }
 
 static int tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
@@ -63,16 +83,36 @@ static int tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float 
   AxColl *op;
   AX_TRY(ax_reduce_scatter_start(&op, self(c)->grid->tpc[g], &self(c)->cc, send, recv, n,
                                  AX_COMM_F32, count(c, g, AX_TP_OP_REDUCE_SCATTER)));
-  return finish_or_hand(c, g, op, req);
+  return finish_or_hand(c, g, AX_TP_OP_REDUCE_SCATTER, op, req);
 }
 
 static int tp_wait(AxTpComm *c, AxTpReq *req) {
+  unlink_in_flight(self(c), req);
   int rc = finish(c, req->group, req->op);
   free(req);
   return rc;
 }
 
-static const AxTpCommOps TP_MPI_OPS = {tp_all_reduce, tp_all_gather, tp_reduce_scatter, tp_wait};
+static void tp_note_gemm(AxTpComm *c) {
+  AxTpMpi *t = self(c);
+  t->stats.gemms++;
+  for (int k = 0; k < AX_TP_OPS; k++) t->stats.in_flight_at_gemm[k] += t->n_in_flight[k];
+}
+
+/* One test of every collective in flight: each moves on as far as its messages allow. */
+static int tp_progress(AxTpComm *c) {
+  AxTpMpi *t = self(c);
+  if (!t->in_flight) return AX_OK;
+  t->stats.progress_calls++;
+  for (AxTpReq *r = t->in_flight; r; r = r->next) {
+    int done;
+    AX_TRY(ax_coll_test(r->op, &done));
+  }
+  return AX_OK;
+}
+
+static const AxTpCommOps TP_MPI_OPS = {tp_all_reduce, tp_all_gather, tp_reduce_scatter, tp_wait,
+                                       tp_note_gemm, tp_progress};
 
 void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid) {
   memset(t, 0, sizeof *t);
@@ -100,4 +140,10 @@ void ax_tp_stats_add_delta(AxTpStats *sum, const AxTpStats *now, const AxTpStats
     }
     sum->wait_s[g] += now->wait_s[g] - before->wait_s[g];
   }
+  for (int op = 0; op < AX_TP_OPS; op++) {
+    sum->started[op] += now->started[op] - before->started[op];
+    sum->in_flight_at_gemm[op] += now->in_flight_at_gemm[op] - before->in_flight_at_gemm[op];
+  }
+  sum->gemms += now->gemms - before->gemms;
+  sum->progress_calls += now->progress_calls - before->progress_calls;
 }

@@ -15,6 +15,11 @@ typedef struct {
   AxCommBytes bytes[3][AX_TP_OPS]; /* payload bytes sent and received */
   unsigned long long calls[3][AX_TP_OPS];
   double wait_s[3]; /* seconds blocked finishing the group's collectives (not overlapped) */
+  /* The overlaps' evidence (deterministic counts, not times), per operation over all groups */
+  unsigned long long started[AX_TP_OPS]; /* started with a request: left running (overlapped) */
+  unsigned long long gemms;              /* GEMMs the layers began */
+  unsigned long long in_flight_at_gemm[AX_TP_OPS]; /* over those GEMMs: started, not waited */
+  unsigned long long progress_calls;     /* progress calls made with a collective in flight */
 } AxTpStats;
 
 typedef struct {
@@ -22,6 +27,8 @@ typedef struct {
   const AxGrid *grid;    /* must outlive this */
   AxCommConfig cc;       /* the grid's configuration, counting as tensor-parallel traffic */
   AxTpStats stats;
+  AxTpReq *in_flight;          /* the started collectives not yet waited for, newest first */
+  int n_in_flight[AX_TP_OPS];  /* how many of them per operation */
 } AxTpMpi;
 
 /* Binds t to the grid's tensor-parallel communicators (grid->comm_cfg is copied now). */

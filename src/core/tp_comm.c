@@ -34,3 +34,11 @@ int ax_tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *rec
 }
 
 int ax_tp_wait(AxTpComm *c, AxTpReq *req) { return req ? c->ops->wait(c, req) : AX_OK; }
+
+void ax_tp_note_gemm(AxTpComm *c) {
+  if (c->ops && c->ops->note_gemm) c->ops->note_gemm(c);
+}
+
+int ax_tp_progress(AxTpComm *c) {
+  return c->ops && c->ops->progress ? c->ops->progress(c) : AX_OK;
+}

@@ -27,6 +27,10 @@ typedef struct {
   int (*reduce_scatter)(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
                         AxTpReq **req);
   int (*wait)(AxTpComm *c, AxTpReq *req); /* finishes and frees req; NULL is a no-op */
+  /* A GEMM of a layer begins: counts the started collectives not yet waited for. */
+  void (*note_gemm)(AxTpComm *c);
+  /* Drives every started collective on without blocking (between chunks of compute). */
+  int (*progress)(AxTpComm *c);
 } AxTpCommOps;
 
 struct AxTpComm {
@@ -46,5 +50,9 @@ int ax_tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *recv, s
 int ax_tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
                          AxTpReq **req);
 int ax_tp_wait(AxTpComm *c, AxTpReq *req);
+/* The compute's points of contact (no-ops without communication): a GEMM begins; a chunk of
+ * compute ended, so started collectives may move on. */
+void ax_tp_note_gemm(AxTpComm *c);
+int ax_tp_progress(AxTpComm *c);
 
 #endif

@@ -101,6 +101,25 @@ static void link_json(AxJsonW *j, const AxCommSummary *c) {
 
 static int tp_on(const AxCommSummary *c) { return c->tp[0] * c->tp[1] * c->tp[2] > 1; }
 
+/* "overlap": the overlaps' evidence, counted per step over all groups by operation. */
+static void overlap_json(AxJsonW *j, const AxTpStats *s, double per) {
+  static const char *const OPS[AX_TP_OPS] = {"all_reduce", "all_gather", "reduce_scatter"};
+  ax_jsonw_object(j, "overlap");
+  ax_jsonw_str(j, "counted", "rank 0 per training step: collectives started and left running "
+                             "(waited for later), GEMMs of the tensor-parallel layers, the sum "
+                             "over those GEMMs of the started collectives not yet waited for as "
+                             "each began, progress calls made while one was in flight");
+  ax_jsonw_num(j, "gemms", (double)s->gemms / per);
+  ax_jsonw_num(j, "progress_calls", (double)s->progress_calls / per);
+  for (int op = 0; op < AX_TP_OPS; op++) {
+    ax_jsonw_object(j, OPS[op]);
+    ax_jsonw_num(j, "started", (double)s->started[op] / per);
+    ax_jsonw_num(j, "in_flight_at_gemms", (double)s->in_flight_at_gemm[op] / per);
+    ax_jsonw_end(j);
+  }
+  ax_jsonw_end(j);
+}
+
 /* "tensor_parallel": rank 0's collectives per step, by group and operation, and its waits. */
 static void tp_json(AxJsonW *j, const AxCommSummary *c) {
   static const char *const GROUPS[3] = {"x", "y", "z"};
@@ -123,6 +142,7 @@ static void tp_json(AxJsonW *j, const AxCommSummary *c) {
     ax_jsonw_num(j, "wait_s", c->tp_step.wait_s[d] / per);
     ax_jsonw_end(j);
   }
+  overlap_json(j, &c->tp_step, per);
   ax_jsonw_end(j);
 }
 

@@ -3,7 +3,7 @@
 # (data/tinyshakespeare.txt) into byte-level shards, train a small byte-level GPT on it (the
 # validation loss printed as it falls), sample from the model with the prompt "ROMEO:", draw the
 # loss curve (scripts/plot-loss), and say where everything is and what to try next.
-# Sized to take about two minutes on a 2-core machine (docs/benchmarks.md, "make run").
+# Sized to take about two and a half minutes on a 2-core machine (docs/benchmarks.md, "make run").
 #
 # Usage: scripts/run.sh [OUT_DIR]   (default build/run)
 # Environment: AXONN (default bin/axonn); THREADS (default: the cores idle right now, measured

@@ -305,8 +305,7 @@ static Suite *device_opt_suite(void) {
 int main(int argc, char **argv) {
   mt_init(&argc, &argv);
   ax_log_set_quiet(1);
-  g_cc = ax_comm_config_default();
-  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
+  g_cc = mt_comm_config();
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
   if (mt_rank == 0) {
     snprintf(g_dir, sizeof g_dir, "/tmp/axonn-mt-devopt-XXXXXX");
@@ -314,9 +313,7 @@ int main(int argc, char **argv) {
   }
   MPI_Bcast(g_dir, sizeof g_dir, MPI_CHAR, 0, MPI_COMM_WORLD);
   if (!g_dir[0]) return mt_finish(1);
-  mt_watchdog_start(RUN_TIMEOUT_S);
-  int rc = tu_run_nofork(device_opt_suite());
-  mt_watchdog_stop();
+  int rc = mt_run_watched(device_opt_suite(), RUN_TIMEOUT_S);
   MPI_Barrier(MPI_COMM_WORLD);
   if (mt_rank == 0) {
     char cmd[200];

@@ -753,9 +753,7 @@ int main(int argc, char **argv) {
   mt_init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
-  mt_watchdog_start(RUN_TIMEOUT_S);
-  int rc = tu_run_nofork(emulator_suite());
-  mt_watchdog_stop();
+  int rc = mt_run_watched(emulator_suite(), RUN_TIMEOUT_S);
   MPI_Comm_free(&g_comm);
   return mt_finish(rc);
 }

@@ -546,11 +546,8 @@ int main(int argc, char **argv) {
   mt_init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* as axonn train */
   MPI_Comm_dup(MPI_COMM_WORLD, &g_pipe);
-  g_cc = ax_comm_config_default();
-  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
-  mt_watchdog_start(RUN_TIMEOUT_S);
-  int rc = tu_run_nofork(scheduler_suite());
-  mt_watchdog_stop();
+  g_cc = mt_comm_config();
+  int rc = mt_run_watched(scheduler_suite(), RUN_TIMEOUT_S);
   MPI_Comm_free(&g_pipe);
   return mt_finish(rc);
 }

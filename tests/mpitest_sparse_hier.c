@@ -274,12 +274,9 @@ static Suite *hier_suite(void) {
 
 int main(int argc, char **argv) {
   mt_init(&argc, &argv);
-  g_cc = ax_comm_config_default();
-  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
+  g_cc = mt_comm_config();
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
-  mt_watchdog_start(RUN_TIMEOUT_S);
-  int rc = tu_run_nofork(hier_suite());
-  mt_watchdog_stop();
+  int rc = mt_run_watched(hier_suite(), RUN_TIMEOUT_S);
   MPI_Comm_free(&g_comm);
   return mt_finish(rc);
 }

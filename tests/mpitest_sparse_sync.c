@@ -503,12 +503,9 @@ int main(int argc, char **argv) {
             SHAKESPEARE);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  g_cc = ax_comm_config_default();
-  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
+  g_cc = mt_comm_config();
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
-  mt_watchdog_start(RUN_TIMEOUT_S);
-  int rc = tu_run_nofork(sparse_sync_suite());
-  mt_watchdog_stop();
+  int rc = mt_run_watched(sparse_sync_suite(), RUN_TIMEOUT_S);
   MPI_Comm_free(&g_comm);
   free(g_text);
   ax_zipf_free(&g_zipf);

@@ -487,8 +487,6 @@ static Suite *tp_suite(void) {
 
 int main(int argc, char **argv) {
   mt_init(&argc, &argv);
-  mt_watchdog_start(RUN_TIMEOUT_S);
-  int rc = tu_run_nofork(tp_suite());
-  mt_watchdog_stop();
+  int rc = mt_run_watched(tp_suite(), RUN_TIMEOUT_S);
   return mt_finish(rc);
 }

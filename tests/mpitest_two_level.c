@@ -625,14 +625,11 @@ int main(int argc, char **argv) {
     if (mt_rank == 0) fprintf(stderr, "mpitest_two_level: at most %d ranks\n", MAX_RANKS);
     return mt_finish(1);
   }
-  g_cc = ax_comm_config_default();
-  g_cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
+  g_cc = mt_comm_config();
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
   make_layouts();
   print_layouts();
-  mt_watchdog_start(RUN_TIMEOUT_S);
-  int rc = tu_run_nofork(two_level_suite());
-  mt_watchdog_stop();
+  int rc = mt_run_watched(two_level_suite(), RUN_TIMEOUT_S);
   MPI_Comm_free(&g_comm);
   return mt_finish(rc);
 }

@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "lsan_mpi.h" /* once per program: every mpitest links this file */
+#include "mpi/mpi_util.h"
+#include "testutil.h"
 #include "src/core/rng.h"
 #include "src/core/watchdog.h"
 
@@ -88,6 +90,19 @@ void mt_sleep_us(long us) {
   if (us <= 0) return;
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
   nanosleep(&ts, NULL);
+}
+
+int mt_run_watched(Suite *suite, double timeout_s) {
+  mt_watchdog_start(timeout_s);
+  int failed = tu_run_nofork(suite);
+  mt_watchdog_stop();
+  return failed;
+}
+
+AxCommConfig mt_comm_config(void) {
+  AxCommConfig cc = ax_comm_config_default();
+  cc.polite = ax_mpi_auto_polite(MPI_COMM_WORLD);
+  return cc;
 }
 
 int mt_finish(int rc) {

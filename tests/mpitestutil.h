@@ -6,10 +6,12 @@
 #ifndef AX_MPITESTUTIL_H
 #define AX_MPITESTUTIL_H
 
+#include <check.h>
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mpi/comm_config.h"
 #include "src/core/error.h"
 
 extern int mt_rank, mt_size;
@@ -25,6 +27,12 @@ void mt_assert_all_ok(const char *what);
  * (status 124) after printing the watchdog's line and this rank's current run description. */
 void mt_watchdog_start(double timeout_s);
 void mt_watchdog_stop(void);
+/* Runs the suite without forking (tu_run_nofork) inside mt_watchdog_start(timeout_s) ..
+ * mt_watchdog_stop; returns its failure count. */
+int mt_run_watched(Suite *suite, double timeout_s);
+/* The default collective settings, polite where this job's ranks oversubscribe the cores
+ * (ax_mpi_auto_polite over MPI_COMM_WORLD): what the suites' collectives run with. */
+AxCommConfig mt_comm_config(void);
 /* A run begins: its deadline starts and `fmt` describes it in a time-out report. */
 void mt_run_begin(const char *fmt, ...) AX_PRINTF(1, 2);
 void mt_run_end(void);

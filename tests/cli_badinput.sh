@@ -190,6 +190,8 @@ warns "--epilogue-only has no effect without --compress-backprop" "$AXONN" train
 warns "--compress-sync has no effect without --compress (no gradient" "$AXONN" train $T --compress-sync ps
 warns "--compress-min-bytes has no effect without --compress (no gradient" "$AXONN" train $T --compress-min-bytes 4K
 warns "--replica-schedule has no effect without --memory-checkpoint-every" "$AXONN" train $T --replica-schedule end
+warns "--zen-owners has no effect here: Zen sums the first stage's embedding rows only with --g-inter 2+" "$AXONN" train $T --zen-owners hash
+warns "--zen-hierarchy has no effect here: Zen sums" "$AXONN" train $T --zen-hierarchy flat
 warns "--emulate-link has no effect: all 1 rank(s) are on one node, so no message crosses a link (to emulate one, run 2 or more ranks with --ranks-per-node N" "$AXONN" train $T --emulate-link 1Gbps
 # where the flag applies, nothing is said
 run_case "$AXONN" train $T --compress auto --compress-codec identity

@@ -761,6 +761,10 @@ static int check_device_optimizer(const AxTrainConfig *cfg) {
 static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
   int strategy = ax_train_compress_auto(cfg), plain = !ax_train_compresses(cfg);
   int no_memckpt = cfg->memckpt.memory_checkpoint_every == 0;
+  const char *sync = cfg->compression.sparse_embedding_sync;
+  int no_zen = cfg->grid.g_inter < 2 || cfg->grid.g_data < 2 ||
+               cfg->compression.fuse_embedding_sync || !strcmp(sync, "dense") ||
+               !strcmp(sync, "allgather");
   int no_fused = cfg->exec.fused_attention &&
                  (strcmp(cfg->exec.device, "cuda") != 0 || cfg->exec.precision == AX_PREC_FP32);
   const struct { const char *flag; int ignored; const char *why; } flags[] = {
@@ -784,6 +788,12 @@ static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
       {"replica-idle-share",
        !no_memckpt && cfg->memckpt.replica_schedule == AX_REPLICAS_AT_END,
        "with --replica-schedule end (it is the share of idle spans the idle schedule fills)"},
+      {"zen-owners", no_zen,
+       "here: Zen sums the first stage's embedding rows only with --g-inter 2+, --g-data 2+, "
+       "--sparse-embedding-sync auto or zen, and no --fuse-embedding-sync"},
+      {"zen-hierarchy", no_zen,
+       "here: Zen sums the first stage's embedding rows only with --g-inter 2+, --g-data 2+, "
+       "--sparse-embedding-sync auto or zen, and no --fuse-embedding-sync"},
       {"attention", no_fused,
        "here: the fused attention runs on --device cuda in bf16 or fp16 (this run: explicit)"},
   };

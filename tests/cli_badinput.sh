@@ -92,6 +92,7 @@ bad "unknown option --temprature (did you mean --temperature?" "$AXONN" sample -
 bad "--steps needs a value" "$AXONN" train --steps
 bad "--steps expects an integer, got 'ten'" "$AXONN" train --steps ten
 bad "--steps -1 is out of range" "$AXONN" train --steps -1
+bad "--val-steps 'x' is not all or an integer from 0 to" "$AXONN" train --val-steps x
 bad "--layers 0 is out of range" "$AXONN" train --layers 0
 bad "--batch 0 is out of range" "$AXONN" train --batch 0
 bad "--hidden 99999999999 is out of range" "$AXONN" train --hidden 99999999999

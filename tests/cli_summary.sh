@@ -6,7 +6,7 @@
 # tokens); the CPU peak measured at the run's own GEMM shapes; the timing window of full and
 # short runs; a bad --summary path fails at once. The provenance object (the build, MPI, BLAS,
 # hosts, job id, start time, command line); --quiet prints nothing on stdout, the summary
-# reaching --summary only.
+# reaching --summary only. `--val-steps all` validates on every whole batch of the data, counted.
 . "$(dirname "$0")/testlib.sh"
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
@@ -128,6 +128,19 @@ check checkpointing "$TMP/ac.json" 2 3 0.25
 "$AXONN" train $TINY --steps 6 --timing-skip 0 --timing-steps 3 --summary "$TMP/win.json" \
   >/dev/null || fail "window run"
 check window "$TMP/win.json" 1 3
+
+# --val-steps all: every whole batch of the validation data, counted (the built-in corpus's
+# 200,000 validation tokens in batches of 32 x 64: 97), the same loss as asking for 97
+# shellcheck disable=SC2086
+"$AXONN" train $TINY --seq 64 --batch 32 --steps 2 --val-steps all --summary "$TMP/vall.json" \
+  >/dev/null || fail "--val-steps all run"
+# shellcheck disable=SC2086
+"$AXONN" train $TINY --seq 64 --batch 32 --steps 2 --val-steps 97 --summary "$TMP/v97.json" \
+  >/dev/null || fail "--val-steps 97 run"
+"$PYTHON" -c 'import json, sys
+a, b = (json.load(open(f))["run"] for f in sys.argv[1:])
+sys.exit(0 if a["val_batches"] == b["val_batches"] == 97 and a["final_val_loss"] == b["final_val_loss"] else 1)' \
+  "$TMP/vall.json" "$TMP/v97.json" || fail "--val-steps all is not the 97 whole batches"
 
 # a bad path fails before training, with one line, and leaves no metrics file
 # shellcheck disable=SC2086

@@ -131,6 +131,7 @@ static void run_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_int(j, "steps", s->steps_run);
   ax_jsonw_num(j, "final_loss", s->final_loss);
   ax_jsonw_num(j, "final_val_loss", s->final_val_loss);
+  ax_jsonw_int(j, "val_batches", s->val_batches);
   ax_jsonw_end(j);
 }
 

@@ -115,6 +115,7 @@ typedef struct {
   const char *preset, *device, *host;
   int ranks, g_inter, g_data, steps_run;
   double final_loss, final_val_loss; /* NAN when none */
+  int val_batches; /* batches of --val-data behind final_val_loss */
   AxTiming timing;
   AxPeakInfo peak;
   AxFigures fig;

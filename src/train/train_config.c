@@ -226,8 +226,9 @@ static const AxOption OPTIONS[] = {
     STR("save", output.save, NULL, "FILE.bin", "write the trained model (llm.c fp32 format)"),
     INT("val-every", output.val_every, "100", "N", "validation loss every N steps (0: only at the end)",
         0, 1 << 30),
-    INT("val-steps", output.val_steps, "8", "N", "batches per validation (0: no validation)", 0,
-        1 << 20),
+    STR("val-steps", output.val_steps_arg, "8", "N|all",
+        "batches per validation, from the start of the validation data (0: no validation; all: "
+        "every whole batch it holds, so the loss is the whole text's)"),
     STR("trace", output.trace, NULL, "FILE.json",
         "write a Chrome trace (Perfetto) of every rank's events in --trace-steps"),
     STR("trace-steps", output.trace_steps, "2-3", "A-B", "steps to trace"),
@@ -316,10 +317,17 @@ static int apply_preset(AxTrainConfig *cfg, const AxOptState *st) {
   return ax_gpt_preset_apply(cfg->model.preset, &AX_TRAIN_OPTIONS, st, dims);
 }
 
+static int word_or_int(const char *flag, const char *text, const char *word, int max,
+                       int *is_word, int *v);
+
 int ax_train_config_parse(AxTrainConfig *cfg, int argc, char **argv, AxOptState *st) {
   memset(cfg, 0, sizeof *cfg);
   AX_TRY(ax_options_parse(&AX_TRAIN_OPTIONS, cfg, argc, argv, st));
   if (st->help) return AX_OK;
+  int all;
+  AX_TRY(word_or_int("val-steps", cfg->output.val_steps_arg, "all", 1 << 20, &all,
+                     &cfg->output.val_steps));
+  if (all) cfg->output.val_steps = AX_VAL_STEPS_ALL;
   AX_TRY(apply_preset(cfg, st));
   return ax_train_resolve_compression(cfg, st);
 }
@@ -400,16 +408,22 @@ static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressR
 }
 
 /* "auto" (*is_auto), or an integer in [0, max] into *v. */
-static int auto_or_int(const char *flag, const char *text, int max, int *is_auto, int *v) {
-  *is_auto = !strcmp(text, "auto");
-  if (*is_auto) return AX_OK;
+/* text is `word` (*is_word = 1) or an integer from 0 to max (into *v). */
+static int word_or_int(const char *flag, const char *text, const char *word, int max,
+                       int *is_word, int *v) {
+  *is_word = !strcmp(text, word);
+  if (*is_word) return AX_OK;
   char *end;
   errno = 0;
   long x = strtol(text, &end, 10);
   if (end == text || *end || errno || x < 0 || x > max)
-    return AX_FAIL("--%s '%s' is not auto or an integer from 0 to %d", flag, text, max);
+    return AX_FAIL("--%s '%s' is not %s or an integer from 0 to %d", flag, text, word, max);
   *v = (int)x;
   return AX_OK;
+}
+
+static int auto_or_int(const char *flag, const char *text, int max, int *is_auto, int *v) {
+  return word_or_int(flag, text, "auto", max, is_auto, v);
 }
 
 /* --compress-warmup and --compress-freeze-variance: the user's, or the recipe's. */

@@ -120,9 +120,14 @@ typedef struct {
   int checkpoint_activations, ac;
 } AxExecOptions;
 
+/* --val-steps all: every whole batch of the validation data (the trainer counts them). */
+enum { AX_VAL_STEPS_ALL = -1 };
+
 typedef struct {
   char *metrics, *metrics_jsonl, *tensorboard, *save;
-  int val_every, val_steps;
+  int val_every;
+  char *val_steps_arg; /* --val-steps as given: N or all */
+  int val_steps;       /* batches per validation; AX_VAL_STEPS_ALL until the trainer counts them */
   char *trace, *trace_steps;
   int log_every, quiet;
   char *summary;

@@ -214,8 +214,28 @@ static int setup_synthetic(AxTrainer *t) {
   return AX_OK;
 }
 
+/* --val-steps all: the validation data's whole batches, counted from its files (or the built-in
+ * corpus's size) on every rank, so the stages between, which read no data, loop as often. */
+static int count_val_batches(AxTrainer *t) {
+  if (t->cfg.output.val_steps != AX_VAL_STEPS_ALL) return AX_OK;
+  size_t bt = (size_t)t->cfg.data.batch * (size_t)t->cfg.model.seq, n = 0;
+  if (!t->cfg.data.shards) {
+    n = (SYNTH_VAL_TOKENS - 1) / bt;
+  } else if (t->cfg.data.val_shards) {
+    AxLoader count;
+    AX_TRY(ax_loader_open(&count, t->cfg.data.val_shards, t->cfg.data.batch, t->cfg.model.seq,
+                          t->model.vocab, 0, 0));
+    n = ax_loader_windows(&count);
+    ax_loader_close(&count);
+  }
+  if (n > 1 << 20) return AX_FAIL("--val-steps all: %zu batches, more than 2^20", n);
+  t->cfg.output.val_steps = (int)n;
+  return AX_OK;
+}
+
 /* Only the first stage (tokens) and the last (targets) of each row read data. */
 static int setup_data(AxTrainer *t) {
+  AX_TRY(count_val_batches(t));
   t->floor = NAN;
   if (!t->cfg.data.shards) {
     ax_markov_build(&t->markov, (uint64_t)t->cfg.data.seed);
@@ -380,10 +400,10 @@ void ax_trainer_print_header(const AxTrainer *t) {
            "entropy rate = loss floor %.4f nats/token", t->cfg.data.seed, SYNTH_TRAIN_TOKENS,
            SYNTH_VAL_TOKENS, t->floor);
   else if (t->have_data)
-    ax_log("data: %s (%zu tokens, %zu batches/epoch)%s%s", t->cfg.data.shards,
-           ax_loader_tokens(&t->train), ax_loader_windows(&t->train),
+    ax_log("data: %s (%zu tokens, %zu batches/epoch)%s%s (%d batches a validation)",
+           t->cfg.data.shards, ax_loader_tokens(&t->train), ax_loader_windows(&t->train),
            t->have_val ? "; validation: " : "; no validation data",
-           t->have_val ? t->cfg.data.val_shards : "");
+           t->have_val ? t->cfg.data.val_shards : "", t->cfg.output.val_steps);
 }
 
 /* Rank 0 receives the parameters of row 0's other stages (from their tensor-parallel rank 0,
@@ -477,6 +497,7 @@ int ax_trainer_peak_shapes(const AxTrainer *t, int gpu, AxGemmShape out[AX_PEAK_
 double ax_trainer_loss_floor(const AxTrainer *t) { return t->floor; }
 const AxGptConfig *ax_trainer_model(const AxTrainer *t) { return &t->model; }
 const AxGrid *ax_trainer_grid(const AxTrainer *t) { return &t->grid; }
+int ax_trainer_val_batches(const AxTrainer *t) { return t->cfg.output.val_steps; }
 size_t ax_trainer_device_peak_bytes(const AxTrainer *t) { return t->be->device_peak_bytes; }
 const AxTrace *ax_trainer_trace(const AxTrainer *t) { return &t->trace; }
 const AxLinkEmu *ax_trainer_links(const AxTrainer *t) { return t->links; }

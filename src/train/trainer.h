@@ -87,6 +87,8 @@ int ax_trainer_peak_shapes(const AxTrainer *t, int gpu, AxGemmShape out[AX_PEAK_
 double ax_trainer_loss_floor(const AxTrainer *t);
 const AxGptConfig *ax_trainer_model(const AxTrainer *t);
 const AxGrid *ax_trainer_grid(const AxTrainer *t);
+/* Batches a validation takes (--val-steps, with `all` counted from the data). */
+int ax_trainer_val_batches(const AxTrainer *t);
 /* The peak of this rank's device allocations so far (backend.h: device_peak_bytes). */
 size_t ax_trainer_device_peak_bytes(const AxTrainer *t);
 const AxTrace *ax_trainer_trace(const AxTrainer *t);

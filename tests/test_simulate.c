@@ -398,6 +398,7 @@ START_TEST(pricing_from_a_profile) {
                     .concurrency_speed = "1,0.75", .waiting_speed = "none"};
   AxMachine m;
   ax_sim_profile_machine(&p, 2, &m);
+  m.cores_per_node = 2; /* a core a rank, whatever this host has: no hand-off wait */
   AxTrainConfig cfg;
   tu_train_config(&cfg, "--layers 4 --hidden 64 --heads 2 --seq 16 --vocab 256 --batch 4 "
                         "--micro-batch 1 --g-inter 2 --threads 1 --bucket-size 1000 "

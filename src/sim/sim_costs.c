@@ -338,8 +338,11 @@ static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
                "waiting on the emulated link as profiled (waiting_speed)");
     else
       snprintf(sm->costs + used, sizeof sm->costs - used, "; cores oversubscribed: a waiting "
-               "rank weighs %.2g of a computing one; a message waits %.3g ms for its receiver "
-               "to be scheduled", sm->waiter_weight, sm->handoff_s * 1e3);
+               "rank weighs %.2g of a computing one", sm->waiter_weight);
+    used = strlen(sm->costs);
+    if (sm->handoff_s > 0)
+      snprintf(sm->costs + used, sizeof sm->costs - used, "; a message waits %.3g ms for its "
+               "receiver to be scheduled", sm->handoff_s * 1e3);
   }
   int *core = ax_malloc((size_t)sm->P * sizeof *core);
   if (!core) return AX_ERR;

@@ -46,6 +46,12 @@ for case in "2:0" "4:0.33"; do
   grep -q "a waiting rank weighs ${case#*:} of a computing one" "$TMP/sim-w.out" ||
     { fail "G_inter ${case%%:*}: not a waiting weight of ${case#*:}"; cat "$TMP/sim-w.out"; }
 done
+# without the emulated link, 2 ranks on 1 core wait politely: a message waits for its receiver
+# to be scheduled (docs/simulator.md, "Ranks that share a host")
+"$AXONN" simulate $TINY --g-inter 2 --machine "$TMP/one.machine" --profile "$TMP/p.txt" \
+  >"$TMP/sim-h.out" 2>&1 || { fail "simulate, oversubscribed"; cat "$TMP/sim-h.out"; }
+grep -q "a message waits 1 ms for its receiver to be scheduled" "$TMP/sim-h.out" ||
+  { fail "oversubscribed: no hand-off wait"; cat "$TMP/sim-h.out"; }
 
 "$AXONN" simulate $TINY --g-inter 2 --g-data 2 --steps 5 --machine "$TMP/ws.machine" \
   --profile "$TMP/p.txt" --summary "$TMP/s.json" --trace "$TMP/t.json" --trace-steps 2-3 \

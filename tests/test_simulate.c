@@ -5,7 +5,8 @@
  * core when pinned), the trainer's binding rule, one stage; the cost model's tail on a GPU
  * machine (the offload's copies over the host link, the uploads' queue) and on a CPU one; the
  * cost model from a synthetic profile (each stage's compute, sends, links, the tied sum, the
- * norm and AdamW, priced by hand). */
+ * norm and AdamW, priced by hand), and a message's wait for its receiver on an oversubscribed
+ * host. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -397,6 +398,7 @@ START_TEST(pricing_from_a_profile) {
                     .concurrency_speed = "1,0.75", .waiting_speed = "none"};
   AxMachine m;
   ax_sim_profile_machine(&p, 2, &m);
+  m.cores_per_node = 2; /* a core a rank, whatever this host has: no hand-off wait */
   AxTrainConfig cfg;
   tu_train_config(&cfg, "--layers 4 --hidden 64 --heads 2 --seq 16 --vocab 256 --batch 4 "
                         "--micro-batch 1 --g-inter 2 --threads 1 --bucket-size 1000 "
@@ -433,6 +435,50 @@ START_TEST(pricing_from_a_profile) {
 }
 END_TEST
 
+/* An oversubscribed host whose waits poll politely (4 ranks of 1 thread on 2 cores, no emulated
+ * link): every message waits 1 ms for its receiver to be scheduled, priced by hand: the
+ * pipeline link's latency, each of the column ring's 2 (D - 1) steps, each round of the step's
+ * agreements at its end, 2 (log2 P + log2 ranks). With a core a rank, or with the emulated
+ * link (whose waits sleep on a doorbell), no such wait. */
+START_TEST(oversubscribed_handoff) {
+  AxSimProfile p = {.device = "cpu", .threads = 1, .micro_batch = 1, .seq = 16, .hidden = 64,
+                    .heads = 2, .vocab = 256, .stage_blocks = 2, .block_forward_s = 1e-3,
+                    .block_backward_s = 2e-3, .adamw_s_per_elem = 2e-9, .norm_s_per_elem = 1e-9,
+                    .reduce_s_per_elem = 0.5e-9, .copy_bytes_per_s = 8e9,
+                    .concurrency_speed = "1,0.75,0.6,0.5", .waiting_speed = "none"};
+  const char *grid = "--layers 4 --hidden 64 --heads 2 --seq 16 --vocab 256 --batch 4 "
+                     "--micro-batch 1 --g-inter 2 --g-data 2 --threads 1 --bucket-size 1000 "
+                     "--coarsening 1";
+  static const struct {
+    int cores;
+    const char *more;
+    double handoff, column_s_per_byte; /* the ring's: within the host, or the emulated link */
+  } cases[] = {{2, "", 1e-3, 2 / 8e9},
+               {4, "", 0, 2 / 8e9},
+               {2, "--ranks-per-node 2 --emulate-link 1Gbps", 0, 1 / 1.25e8}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    AxMachine m;
+    ax_sim_profile_machine(&p, 4, &m);
+    m.cores_per_node = cases[i].cores;
+    char args[512];
+    snprintf(args, sizeof args, "%s %s", grid, cases[i].more);
+    AxTrainConfig cfg;
+    tu_train_config(&cfg, args);
+    AxSimModel sm;
+    ck_assert_msg(ax_sim_model_build(&sm, &cfg, &m, &p) == AX_OK, "%s", ax_error_message());
+    double h = cases[i].handoff;
+    ck_assert_double_eq_tol(sm.handoff_s, h, 1e-18);
+    ck_assert_double_eq_tol(sm.link[0].alpha_s, h, 1e-18);
+    /* a full chunk of 1000 fp32 elements over the column's ring of 2 */
+    double ring = 2 * (h + 1000 * 4 / 2 * cases[i].column_s_per_byte) + 1000 / 2 * 0.5e-9;
+    ck_assert_double_eq_tol(sm.tail[0].allreduce_s[0], ring, 1e-15);
+    ck_assert_double_eq_tol(sm.sim.end_s, 2 * (1 + 2) * h, 1e-15);
+    ax_sim_model_free(&sm);
+    ax_train_config_free(&cfg);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("simulate");
   TCase *tc = tu_tcase(s, "simulate", 120);
@@ -449,6 +495,7 @@ int main(void) {
   tcase_add_test(tc, host_copies_and_the_uploads_queue);
   tcase_add_test(tc, device_optimizer_in_device_memory);
   tcase_add_test(tc, pricing_from_a_profile);
+  tcase_add_test(tc, oversubscribed_handoff);
   int rc = tu_run(s);
   tu_cleanup();
   return rc;

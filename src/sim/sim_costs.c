@@ -25,6 +25,15 @@ enum { ADAMW_BYTES = 28, NORM_BYTES = 4 };
  * stays runnable and takes a whole share. */
 #define EMULATED_IDLE_WAITER_WEIGHT 0.0
 #define EMULATED_POLLING_WAITER_WEIGHT (1.0 / 3)
+/* A message between ranks of a host whose ranks outnumber its cores, where the waits poll
+ * politely (MPI_Test, then sched_yield: no emulated link), waits for its receiver to be put on
+ * a core: every rank stays runnable, and a rank whose message has come in runs when the
+ * scheduler next picks it. Fitted, not measured: the quiet validation of 2026-11-29 on two of
+ * its four shapes (128x512x256x1 and 32x256x256x1, grids 2x2 and 4x1), about two thirds of the
+ * 1.5 ms slice Linux's EEVDF scheduler gives a task on 2 CPUs (docs/benchmarks.md, "The
+ * simulator on four shapes, quiet"). Charged as the latency of every such message: the
+ * pipeline's, each step of a ring all-reduce, each round of the step's small agreements. */
+#define OVERSUBSCRIBED_HANDOFF_S 1e-3
 
 /* Seconds of one micro-batch on one stage, before the stage's own blocks are counted. */
 typedef struct {
@@ -104,9 +113,9 @@ static int node_of(const AxSimModel *sm, long long rank) { return (int)(rank / s
 static AxSimLink link_between(const AxSimModel *sm, const AxMachine *m, const AxLinkSpec *emu,
                               long long a, long long b) {
   if (node_of(sm, a) == node_of(sm, b))
-    return (AxSimLink){0, 1.0 / m->intra_bytes_per_s, 0};
+    return (AxSimLink){sm->handoff_s, 1.0 / m->intra_bytes_per_s, 0};
   if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s, 1.0 / emu->bytes_per_s, 1};
-  return (AxSimLink){m->latency_s, 1.0 / m->inter_bytes_per_s, 0};
+  return (AxSimLink){m->latency_s + sm->handoff_s, 1.0 / m->inter_bytes_per_s, 0};
 }
 
 /* The link a column's ring of stage s crosses: the slowest between neighbours. */
@@ -284,6 +293,28 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
   return AX_OK;
 }
 
+/* A CPU machine of known cores: 1, with the ranks of one host (gpus_per_node of them, or the
+ * whole grid) and each one's threads; else 0. */
+static int host_shape(const AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
+                      int *host, int *threads) {
+  *host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
+  *threads = cfg->exec.threads > 0 ? cfg->exec.threads : m->cores_per_node / *host;
+  if (*threads < 1) *threads = 1;
+  return m->cores_per_node >= 1 && strcmp(m->device, "cpu") == 0;
+}
+
+/* A host's ranks outnumber its cores: the trainer pins none, and their waits poll. */
+static int oversubscribed(const AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
+  int host, threads;
+  return host_shape(sm, cfg, m, &host, &threads) && (long long)host * threads > m->cores_per_node;
+}
+
+/* The latency a message pays for its receiver to be scheduled (OVERSUBSCRIBED_HANDOFF_S):
+ * on an oversubscribed host whose waits poll politely; 0 elsewhere. */
+static double handoff_s(const AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
+  return oversubscribed(sm, cfg, m) && !cfg->grid.emulate_link ? OVERSUBSCRIBED_HANDOFF_S : 0;
+}
+
 /* The cores the trainer would pin row 0's ranks to (binding_rule.h), with the machine's
  * cores_per_node shared by the ranks of one host (gpus_per_node of them, or the whole grid);
  * none pinned (unknown cores, --bind 0, oversubscribed): sm->core stays NULL. Oversubscribed,
@@ -292,11 +323,9 @@ static int build_speed(AxSimModel *sm, const AxMachine *m, const AxSimProfile *p
  * measured them, when it measured the whole grid as one host (waiting_speed), else at
  * sm->waiter_weight. */
 static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
-  int host = m->gpus_per_node > 0 && m->gpus_per_node < sm->ranks ? m->gpus_per_node : sm->ranks;
-  int threads = cfg->exec.threads > 0 ? cfg->exec.threads : m->cores_per_node / host;
-  if (m->cores_per_node < 1 || strcmp(m->device, "cpu") != 0) return AX_OK;
-  if (threads < 1) threads = 1;
-  if ((long long)host * threads > m->cores_per_node) {
+  int host, threads;
+  if (!host_shape(sm, cfg, m, &host, &threads)) return AX_OK;
+  if (oversubscribed(sm, cfg, m)) {
     if (cfg->grid.emulate_link && host == sm->ranks && sm->n_waiting == sm->ranks)
       sm->sim_waiting = sm->waiting;
     else
@@ -310,6 +339,10 @@ static int build_cores(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
     else
       snprintf(sm->costs + used, sizeof sm->costs - used, "; cores oversubscribed: a waiting "
                "rank weighs %.2g of a computing one", sm->waiter_weight);
+    used = strlen(sm->costs);
+    if (sm->handoff_s > 0)
+      snprintf(sm->costs + used, sizeof sm->costs - used, "; a message waits %.3g ms for its "
+               "receiver to be scheduled", sm->handoff_s * 1e3);
   }
   int *core = ax_malloc((size_t)sm->P * sizeof *core);
   if (!core) return AX_ERR;
@@ -337,6 +370,7 @@ static int build(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
   }
   stage_compute(sm, cfg, &u, first);
   AxLinkSpec emu;
+  sm->handoff_s = handoff_s(sm, cfg, m);
   AX_TRY(build_links(sm, cfg, m, &emu));
   double bytes = (double)sm->micro * cfg->model.seq * sm->model.channels *
                  (double)ax_dtype_size((AxDType)cfg->exec.precision);

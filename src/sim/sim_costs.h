@@ -22,7 +22,8 @@
  *            profile's measured speeds, or cores_per_node shared; rows run in step. With
  *            cores_per_node, ranks are pinned (or not) by the trainer's binding rule
  *            (src/backend/binding_rule.h) and pinned ranks share only their own core; on an
- *            oversubscribed host (not pinned) waiting ranks, which poll, share it too
+ *            oversubscribed host (not pinned) waiting ranks, which poll, share it too, and
+ *            a message waits for its receiver to be scheduled (a latency on every link)
  *
  * What is not simulated: tensor parallelism, compression, memory checkpoints, validation,
  * file checkpoints, loss scaling's overflow check, the CUDA streams' overlap. */
@@ -41,6 +42,8 @@ typedef struct {
   double *fwd, *bwd, *send, *chunk_costs;
   int *core; /* [P]: row 0's cores when the trainer would pin its ranks; else NULL */
   double waiter_weight; /* the host's cores oversubscribed: a waiting rank's share (sim_engine.h) */
+  double handoff_s;     /* the host's cores oversubscribed, waits polite: a message's wait for its
+                         * receiver to be scheduled, added to every link's latency */
   AxSimLink *link;
   AxSimTail *tail;
   double speed[AX_SIM_PROFILE_MAX_K];

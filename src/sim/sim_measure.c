@@ -7,7 +7,8 @@
  * the gradient's sum of squares with the trainer's optimizer threads; a local sum and a copy;
  * the deep stage again beside forked copies of itself, once per rank count up to the grid's,
  * and (a link emulated) beside computing copies and copies that wait as the emulator's ranks
- * wait. Each figure is the median of several timed repetitions after a warm-up; beside copies,
+ * wait. Each figure is the median of several timed repetitions after a warm-up (the stages'
+ * over 31 rounds that time the four in turn, the host's over 31 repetitions); beside copies,
  * the mean of such medians over several placements of the copies. */
 #include <limits.h>
 #include <math.h>
@@ -37,6 +38,10 @@
 #include "src/core/timer.h"
 
 enum { REPS = 7, REPS_BESIDE = 31, ROUNDS = 8, REPS_ROUND = 4, HOST_ELEMS = 1 << 22 };
+/* The host's per-element figures: repetitions of the four in turn, so that their medians span
+ * about a quarter of a second on the 2-core VM (7 spanned 70 ms, and one profile read AdamW
+ * and the norm 2.3 and 2.7 times its shape's four others) */
+enum { HOST_REPS = 31 };
 
 /* The stages timed and what they run on. */
 enum { ONE_MIDDLE, ONE_FIRST, ONE_LAST, DEEP, N_STAGES };
@@ -148,25 +153,37 @@ static int time_pass(Bench *b, int k, int reps, double *fwd_s, double *bwd_s) {
   return AX_OK;
 }
 
-/* What the first and the last stage add to a one-block middle one: the median over REPS_BESIDE
- * rounds of the differences within a round (the three timed one after another, so that what
- * else the host runs meanwhile weighs on the three alike), never negative. extra[0..3]: first
- * forward, backward, last forward, backward. */
-static int time_ends(Bench *b, double *extra) {
-  double d[4][REPS_BESIDE];
-  for (int k = ONE_MIDDLE; k <= ONE_LAST; k++) { /* warm-up */
+/* The deep stage's forward and backward, and what the first and the last stage add to a
+ * one-block middle one, over REPS_BESIDE rounds that time the four stages one after another:
+ * the deep stage's medians over the rounds (each timing it after an untimed pass of its own),
+ * and the medians of the ends' differences within a
+ * round (so that what else the host runs meanwhile weighs on the three alike), never negative.
+ * Spread over the rounds, a disturbance of the host shorter than half of them moves no median
+ * (timed in 7 repetitions of its own, a profile read a block's backward 7.3 times the four
+ * other profiles of its shape: docs/benchmarks.md, "The simulator on four shapes, quiet").
+ * deep[0..1]: forward, backward; extra[0..3]: first forward, backward, last forward,
+ * backward. */
+static int time_rounds(Bench *b, double *deep, double *extra) {
+  double d[6][REPS_BESIDE];
+  for (int k = 0; k < N_STAGES; k++) { /* warm-up */
     AX_TRY(run_forward(b, k));
     AX_TRY(run_backward(b, k));
   }
   for (int i = 0; i < REPS_BESIDE; i++) {
-    double f[3], g[3];
-    for (int k = ONE_MIDDLE; k <= ONE_LAST; k++) AX_TRY(time_once(b, k, &f[k], &g[k]));
-    d[0][i] = f[ONE_FIRST] - f[ONE_MIDDLE];
-    d[1][i] = g[ONE_FIRST] - g[ONE_MIDDLE];
-    d[2][i] = f[ONE_LAST] - f[ONE_MIDDLE];
-    d[3][i] = g[ONE_LAST] - g[ONE_MIDDLE];
+    double f[N_STAGES], g[N_STAGES];
+    for (int k = 0; k < DEEP; k++) AX_TRY(time_once(b, k, &f[k], &g[k]));
+    AX_TRY(run_forward(b, DEEP)); /* timed after a pass of its own, as a run's stage runs */
+    AX_TRY(run_backward(b, DEEP));
+    AX_TRY(time_once(b, DEEP, &f[DEEP], &g[DEEP]));
+    d[0][i] = f[DEEP];
+    d[1][i] = g[DEEP];
+    d[2][i] = f[ONE_FIRST] - f[ONE_MIDDLE];
+    d[3][i] = g[ONE_FIRST] - g[ONE_MIDDLE];
+    d[4][i] = f[ONE_LAST] - f[ONE_MIDDLE];
+    d[5][i] = g[ONE_LAST] - g[ONE_MIDDLE];
   }
-  for (int j = 0; j < 4; j++) extra[j] = fmax(ax_median(d[j], REPS_BESIDE), 0);
+  for (int j = 0; j < 2; j++) deep[j] = ax_median(d[j], REPS_BESIDE);
+  for (int j = 0; j < 4; j++) extra[j] = fmax(ax_median(d[2 + j], REPS_BESIDE), 0);
   return AX_OK;
 }
 
@@ -349,9 +366,8 @@ static int measure_device_side(AxBackend *be, AxSimProfile *p) {
 static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   Bench b;
   int rc = bench_open(&b, cfg);
-  double f = 0, g = 0, extra[4] = {0};
-  if (rc == AX_OK) rc = time_pass(&b, DEEP, REPS, &f, &g);
-  if (rc == AX_OK) rc = time_ends(&b, extra);
+  double deep_s[2] = {0}, extra[4] = {0};
+  if (rc == AX_OK) rc = time_rounds(&b, deep_s, extra);
   if (rc == AX_OK) rc = measure_device_side(b.be, p);
   long long ranks = ax_train_ranks(cfg);
   int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
@@ -361,8 +377,8 @@ static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   AX_TRY(rc);
   /* a block as the run's deepest stage runs it */
   p->stage_blocks = deep;
-  p->block_forward_s = f / deep;
-  p->block_backward_s = g / deep;
+  p->block_forward_s = deep_s[0] / deep;
+  p->block_backward_s = deep_s[1] / deep;
   p->first_forward_s = extra[0];
   p->first_backward_s = extra[1];
   p->last_forward_s = extra[2];
@@ -386,8 +402,8 @@ static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) 
   AxAdamWHyper h = {.lr = (float)cfg->optim.lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                     .weight_decay = 0.1f, .step = 1, .grad_scale = 1.0f};
   int bad = 0; /* a sum of squares that is not finite (it is used: it is not optimized away) */
-  double norm[REPS], opt[REPS], sum[REPS], copy[REPS];
-  for (int i = 0; i < REPS; i++) {
+  double norm[HOST_REPS], opt[HOST_REPS], sum[HOST_REPS], copy[HOST_REPS];
+  for (int i = 0; i < HOST_REPS; i++) {
     double t0 = ax_now();
     bad |= !(ax_host_sumsq_pool(pool, g, n) >= 0);
     double t1 = ax_now();
@@ -404,10 +420,10 @@ static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) 
   ax_pool_destroy(pool);
   free(a);
   if (bad) return AX_FAIL("internal: the profile's gradient has a sum of squares that is not finite");
-  p->norm_s_per_elem = ax_median(norm, REPS) / (double)n;
-  p->adamw_s_per_elem = ax_median(opt, REPS) / (double)n;
-  p->reduce_s_per_elem = ax_median(sum, REPS) / (double)n;
-  p->copy_bytes_per_s = (double)(n * sizeof(float)) / ax_median(copy, REPS);
+  p->norm_s_per_elem = ax_median(norm, HOST_REPS) / (double)n;
+  p->adamw_s_per_elem = ax_median(opt, HOST_REPS) / (double)n;
+  p->reduce_s_per_elem = ax_median(sum, HOST_REPS) / (double)n;
+  p->copy_bytes_per_s = (double)(n * sizeof(float)) / ax_median(copy, HOST_REPS);
   return AX_OK;
 }
 

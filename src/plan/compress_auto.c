@@ -203,8 +203,29 @@ static void timeline_of(const AxAutoCompress *out, int *which, int n, double *by
   }
 }
 
+static int plain_flat(int option) {
+  const AxEspressoOption *o = ax_espresso_option(option);
+  return o->place == AX_ESP_PLAIN && o->levels == AX_ESP_FLAT;
+}
+
+/* All at once (no timeline), the gradient sum runs each maximal run of adjacent flat plain
+ * groups as one all-reduce (offload/interleave.c: a chunk's plain parts), so the model does
+ * too: such a run becomes one tensor of their bytes. Returns the tensors left. */
+static int merge_plain_runs(int n, double *bytes, int *options) {
+  int m = 0;
+  for (int k = 0; k < n; k++) {
+    if (m > 0 && plain_flat(options[k]) && plain_flat(options[m - 1])) {
+      bytes[m - 1] += bytes[k];
+      continue;
+    }
+    bytes[m] = bytes[k], options[m++] = options[k];
+  }
+  return m;
+}
+
 /* The step's predicted sync over every group, the kept-plain ones included (in the order they
- * become ready, on the same links), from the backward's end, into out->sync_s. */
+ * become ready, on the same links; all at once, the adjacent plain ones as one all-reduce), from
+ * the backward's end, into out->sync_s. */
 static int whole_sync(double ratio, const AxAutoCompressInput *in, AxAutoCompress *out) {
   int n = out->n_groups, *options = ax_calloc((size_t)n, sizeof *options);
   int *which = ax_calloc((size_t)n, sizeof *which);
@@ -213,6 +234,7 @@ static int whole_sync(double ratio, const AxAutoCompressInput *in, AxAutoCompres
   for (int a = 0; a < n && rc == AX_OK; a++) which[a] = a;
   if (rc == AX_OK) timeline_of(out, which, n, bytes, compute);
   for (int k = 0; k < n && rc == AX_OK; k++) options[k] = out->decision[which[k]].option;
+  if (rc == AX_OK && out->backward_s == 0) n = merge_plain_runs(n, bytes, options);
   AxEspressoProblem p = problem_of(in, ratio, n, bytes, compute);
   double f = 0;
   if (rc == AX_OK && in->ranks > 1) rc = ax_espresso_iteration_time(&p, options, &f);

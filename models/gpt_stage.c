@@ -8,6 +8,7 @@
 #include "gpt_stage_impl.h"
 #include "layers.h"
 #include "src/core/error.h"
+#include "src/core/timer.h"
 #include "tp_block.h"
 #include "tp_shard.h"
 
@@ -207,7 +208,8 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
   st->grads = st->params ? (char *)st->params + grads_at : NULL;
   st->arena = st->grads ? ax_alloc(be, st->arena_bytes) : NULL;
   st->losses_host = ax_malloc((size_t)spec->B * spec->T * sizeof(float));
-  if (!st->arena || !st->losses_host) {
+  st->bwd_done_s = ax_calloc((size_t)st->n_blocks + 1, sizeof *st->bwd_done_s);
+  if (!st->arena || !st->losses_host || !st->bwd_done_s) {
     ax_stage_destroy(st);
     return ax_error_context("allocating stage of blocks %d-%d (%.1f MB of parameters, %.1f MB "
                             "of activations)", spec->l0, spec->l1 - 1, 2.0 * pbytes / 1e6,
@@ -239,6 +241,7 @@ void ax_stage_destroy(AxGptStage *st) {
   free(st->slots);
   free(st->recompute);
   free(st->losses_host);
+  free(st->bwd_done_s);
   free(st);
 }
 
@@ -380,6 +383,8 @@ static int backward_blocks(AxGptStage *st, int slot) {
       }
     }
     AX_TRY(backward_block(st, slot, b));
+    st->bwd_done_s[b] = ax_now() - st->bwd_t0;
+    if (st->after_block && !st->spec.tp) AX_TRY(st->after_block(st->after_block_ctx, b));
   }
   if (ac) st->held_slot = st->held_segment = -1;
   if (!st->spec.first) return AX_OK;
@@ -449,10 +454,13 @@ static int loss(AxGptStage *st, int slot, float dloss) {
 
 /* The stage's backward from its output gradient in scratch.dres, or from the head. */
 static int backward(AxGptStage *st, int slot, int from_head) {
+  st->bwd_t0 = ax_now();
   if (st->spec.tp) AX_TRY(ax_stage_tp_begin_backward(st));
   if (from_head) AX_TRY(head_backward(st, slot));
   AX_TRY(backward_blocks(st, slot));
-  return st->spec.tp ? ax_stage_tp_end_backward(st) : AX_OK;
+  if (st->spec.tp) AX_TRY(ax_stage_tp_end_backward(st));
+  st->bwd_total_s = ax_now() - st->bwd_t0;
+  return AX_OK;
 }
 
 int ax_stage_loss_backward(AxGptStage *st, int slot, const int32_t *targets_host, float dloss,
@@ -476,6 +484,17 @@ int ax_stage_backward(AxGptStage *st, int slot, const void *doutput, AxMemKind d
 }
 
 void *ax_stage_dinput(AxGptStage *st) { return st->scratch.dres; }
+
+void ax_stage_set_block_hook(AxGptStage *st, AxStageBlockHook after_block, void *ctx) {
+  st->after_block = after_block;
+  st->after_block_ctx = ctx;
+}
+
+int ax_stage_backward_timeline(const AxGptStage *st, const double **done_s, double *total_s) {
+  *done_s = st->bwd_done_s;
+  *total_s = st->bwd_total_s;
+  return st->n_blocks;
+}
 
 int ax_stage_logits_at(AxGptStage *st, int slot, int pos, float *out_host) {
   AX_TRY(check_slot(st, slot));

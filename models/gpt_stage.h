@@ -94,6 +94,18 @@ int ax_stage_backward(AxGptStage *st, int slot, const void *doutput, AxMemKind d
  * call on this stage. */
 void *ax_stage_dinput(AxGptStage *st);
 
+/* The backward's timeline, as the stage records it on every backward (a clock read per block):
+ * when the gradients of each block are final in this micro-batch's backward. `after_block`
+ * (may be NULL), when set, is called after block b's backward (b local, from n_blocks - 1 down
+ * to 0; not with tensor parallelism) with its gradients written: the caller may hand them on
+ * (the trainer's early data-parallel sum); the stage itself never communicates. */
+typedef int (*AxStageBlockHook)(void *ctx, int block);
+void ax_stage_set_block_hook(AxGptStage *st, AxStageBlockHook after_block, void *ctx);
+/* The last backward's timeline: done_s[b] (b local, n_blocks of them) seconds from the
+ * backward's start to block b's end; *total_s the whole backward's (the embedding's
+ * included). Returns the blocks. */
+int ax_stage_backward_timeline(const AxGptStage *st, const double **done_s, double *total_s);
+
 /* Last stage: logits of token position `pos` of sequence 0 after ax_stage_forward(slot)
  * (for sampling), copied to host floats [vocab]. Not with tensor parallelism. */
 int ax_stage_logits_at(AxGptStage *st, int slot, int pos, float *out_host);

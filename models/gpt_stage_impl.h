@@ -62,6 +62,10 @@ struct AxGptStage {
   void *lnf, *logits;
   float *lnf_mean, *lnf_rstd, *losses, *losses_host;
   StageTp tp;
+  /* the last backward's timeline (ax_stage_backward_timeline) and the block hook */
+  double *bwd_done_s, bwd_total_s, bwd_t0;
+  AxStageBlockHook after_block;
+  void *after_block_ctx;
 };
 
 /* Views of the flat parameter (flat = params) or gradient (flat = grads) buffer. */

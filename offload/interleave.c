@@ -13,24 +13,41 @@
 
 enum { SUB_BLOCK = 1 << 18 }; /* elements updated between two progress calls */
 
+/* An early sum's unit (AxEarlySum): a range of one chunk with an operation of its own. */
+typedef struct {
+  size_t lo, hi;
+  int part; /* a part that takes an operation of its own (start_own), or -1: plain */
+} Piece;
+
 typedef struct {
   AxOffload *o;
   const AxReduceSpec *r;
   AxColl **ops; /* per slot (a chunk's group: slot0 / n_slots), NULL when not in flight */
   int active;   /* 1 when there is a group to sum over */
+  /* an early sum: chunk c is pieces [pfirst[c], pfirst[c + 1]), each started on its own */
+  Piece *pieces;
+  int *pfirst, n_pieces, n_started;
+  unsigned char *started;
 } Reducer;
+
+struct AxEarlySum {
+  Reducer rd;
+};
 
 /* A chunk's operations live in its slots, taken in start order: two per chunk without
  * compression (the chunk less the summed range is at most two pieces), one per part and one
  * more with it (a CaSync per compressed part, a plain all-reduce per piece of a run of plain
- * parts: cutting the one summed range out of the runs adds at most one piece). */
+ * parts: cutting the one summed range out of the runs adds at most one piece); in an early
+ * sum two per piece. */
 static int slot0(const Reducer *rd, int c) {
   const AxGradCompress *gc = rd->r->compress;
+  if (rd->pieces) return 2 * rd->pfirst[c];
   return gc ? gc->first[c] + c : 2 * c;
 }
 
 static int n_slots(const Reducer *rd, int c) {
   const AxGradCompress *gc = rd->r->compress;
+  if (rd->pieces) return 2 * (rd->pfirst[c + 1] - rd->pfirst[c]);
   return gc ? gc->first[c + 1] - gc->first[c] + 1 : 2;
 }
 
@@ -85,6 +102,9 @@ static void reducer_free(Reducer *rd) {
     for (int c = 0; c < rd->o->n_chunks; c++)
       for (int k = 0; k < n_slots(rd, c); k++) ax_coll_free(rd->ops[slot0(rd, c) + k]);
   free(rd->ops);
+  free(rd->pieces);
+  free(rd->pfirst);
+  free(rd->started);
 }
 
 /* [lo, hi) less the summed range: a plain all-reduce per piece, in the chunk's next slots
@@ -157,8 +177,23 @@ static int start_group(Reducer *rd, int c) {
   return AX_OK;
 }
 
+/* Piece k of an early sum, in its two slots. */
+static int start_piece(Reducer *rd, int k) {
+  const Piece *pc = &rd->pieces[k];
+  int slot = 2 * k;
+  rd->started[k] = 1;
+  rd->n_started++;
+  if (pc->part >= 0) return start_own(rd, pc->part, &slot);
+  return start_plain(rd, &slot, pc->lo, pc->hi, 0);
+}
+
 static int start_chunk(Reducer *rd, int c) {
   if (!rd->active || c >= rd->o->n_chunks) return AX_OK;
+  if (rd->pieces) {
+    for (int k = rd->pfirst[c]; k < rd->pfirst[c + 1]; k++)
+      if (!rd->started[k]) AX_TRY(start_piece(rd, k));
+    return AX_OK;
+  }
   if (ax_grad_compress_uses(rd->r->compress, c)) return start_group(rd, c);
   size_t lo, hi;
   ax_offload_chunk_range(rd->o, c, &lo, &hi);
@@ -307,6 +342,7 @@ static int mpi_allows_thread(void) {
 static int run_chunks_threaded(AxOffload *o, const AxReduceSpec *r, double *sumsq,
                                void *device_params, const AxAdamWHyper *h) {
   Reducer rd;
+  if (r->early) return AX_FAIL("internal: an early sum progressed by a communication thread");
   AX_TRY(mpi_allows_thread());
   AX_TRY(reducer_init(&rd, o, r));
   CommThread ct = {.rd = &rd};
@@ -338,23 +374,23 @@ static int run_chunks(AxOffload *o, const AxReduceSpec *r, double *sumsq,
                       int (*then)(AxOffload *, Reducer *, int, void *, const AxAdamWHyper *,
                                   AxTrace *),
                       void *device_params, const AxAdamWHyper *h) {
-  Reducer rd;
-  AX_TRY(reducer_init(&rd, o, r));
+  Reducer local, *rd = r->early ? &r->early->rd : &local;
+  if (!r->early) AX_TRY(reducer_init(&local, o, r));
   int rc = AX_OK, window = r->window > 0 ? r->window : 1;
   *sumsq = 0;
-  for (int c = 0; c < window && rc == AX_OK; c++) rc = start_chunk(&rd, c);
+  for (int c = 0; c < window && rc == AX_OK; c++) rc = start_chunk(rd, c);
   int interleaved = then == update_chunk;
   for (int c = 0; c < o->n_chunks && rc == AX_OK; c++) {
-    rc = finish_chunk(&rd, c);
-    if (rc == AX_OK) rc = start_chunk(&rd, c + window);
+    rc = finish_chunk(rd, c);
+    if (rc == AX_OK) rc = start_chunk(rd, c + window);
     if (rc != AX_OK) break;
     if (!then) continue;
     size_t lo, hi;
     ax_offload_chunk_range(o, c, &lo, &hi);
     if (interleaved) *sumsq += chunk_sumsq(o, r, lo, hi);
-    rc = then(o, &rd, c, device_params, h, r->trace);
+    rc = then(o, rd, c, device_params, h, r->trace);
   }
-  reducer_free(&rd);
+  if (!r->early) reducer_free(&local); /* an early sum's owner closes it */
   /* otherwise: one pass over the whole range, so the norm (and the clipping it decides) does
    * not depend on the chunking; none where the host may not read the gradients */
   if (rc == AX_OK && !interleaved) *sumsq = o->grads_on_device ? 0 : chunk_sumsq(o, r, 0, o->n);
@@ -399,4 +435,93 @@ int ax_offload_update_all(AxOffload *o, void *device_params, const AxAdamWHyper 
                           AxTrace *trace) {
   for (int c = 0; c < o->n_chunks; c++) AX_TRY(update_chunk(o, NULL, c, device_params, h, trace));
   return o->be->ops->sync(o->be, AX_STREAM_COPY);
+}
+
+/* ------------------------------------------------------------------ the early sum */
+
+/* Chunk c's pieces into rd->pieces (NULL: counts them): its compressed or two-level parts
+ * whole, its other ranges cut at cuts[n_cuts] (ascending). Returns how many. */
+static int cut_chunk(const Reducer *rd, int c, const size_t *cuts, int n_cuts, Piece *out) {
+  const AxGradCompress *gc = rd->r->compress;
+  size_t lo, hi;
+  ax_offload_chunk_range(rd->o, c, &lo, &hi);
+  int n = 0, p = gc ? gc->first[c] : 0, end = gc ? gc->first[c + 1] : 0;
+  size_t at = lo;
+  while (at < hi) {
+    if (p < end && ax_grad_compress_part_uses(gc, p)) {
+      if (out) out[n] = (Piece){gc->parts[p].lo, gc->parts[p].hi, p};
+      n++, at = gc->parts[p++].hi;
+      continue;
+    }
+    size_t stop = hi; /* the plain run: up to the next part with an operation of its own */
+    while (p < end && !ax_grad_compress_part_uses(gc, p)) p++;
+    if (p < end) stop = gc->parts[p].lo;
+    while (at < stop) {
+      size_t next = stop;
+      for (int j = 0; j < n_cuts; j++)
+        if (cuts[j] > at && cuts[j] < next) next = cuts[j];
+      if (out) out[n] = (Piece){at, next, -1};
+      n++, at = next;
+    }
+  }
+  return n;
+}
+
+static int early_pieces(Reducer *rd, const size_t *cuts, int n_cuts) {
+  int chunks = rd->o->n_chunks;
+  rd->pfirst = ax_calloc((size_t)chunks + 1, sizeof *rd->pfirst);
+  if (!rd->pfirst) return AX_ERR;
+  for (int c = 0; c < chunks; c++)
+    rd->pfirst[c + 1] = rd->pfirst[c] + cut_chunk(rd, c, cuts, n_cuts, NULL);
+  rd->n_pieces = rd->pfirst[chunks];
+  rd->pieces = ax_calloc((size_t)rd->n_pieces + 1, sizeof *rd->pieces);
+  rd->started = ax_calloc((size_t)rd->n_pieces + 1, 1);
+  rd->ops = ax_calloc(2 * (size_t)rd->n_pieces + 1, sizeof *rd->ops);
+  if (!rd->pieces || !rd->started || !rd->ops) return AX_ERR;
+  for (int c = 0; c < chunks; c++) cut_chunk(rd, c, cuts, n_cuts, rd->pieces + rd->pfirst[c]);
+  return AX_OK;
+}
+
+int ax_early_sum_open(AxEarlySum **out, AxOffload *o, const AxReduceSpec *r, const size_t *cuts,
+                      int n_cuts) {
+  *out = NULL;
+  if (r->progress == AX_PROGRESS_THREAD || o->wire || !o->grads_alias)
+    return AX_FAIL("internal: an early sum needs progress calls and the fp32 gradients summed "
+                   "where the backward writes them");
+  AxEarlySum *e = ax_calloc(1, sizeof *e);
+  if (!e) return AX_ERR;
+  int size = 1;
+  if (r->comm != MPI_COMM_NULL) MPI_Comm_size(r->comm, &size);
+  e->rd = (Reducer){.o = o, .r = r, .active = size > 1};
+  int rc = e->rd.active ? early_pieces(&e->rd, cuts, n_cuts) : AX_OK;
+  if (rc != AX_OK) {
+    ax_early_sum_close(e);
+    return rc;
+  }
+  *out = e;
+  return AX_OK;
+}
+
+int ax_early_sum_start(AxEarlySum *e, int (*ready)(void *ctx, size_t lo, size_t hi), void *ctx) {
+  Reducer *rd = &e->rd;
+  if (!rd->active) return AX_OK;
+  for (int k = 0; k < rd->n_pieces; k++)
+    if (!rd->started[k] && ready(ctx, rd->pieces[k].lo, rd->pieces[k].hi))
+      AX_TRY(start_piece(rd, k));
+  for (int k = 0; k < 2 * rd->n_pieces; k++) { /* one progress call on everything in flight */
+    int done;
+    if (rd->ops[k]) AX_TRY(ax_coll_test(rd->ops[k], &done));
+  }
+  return AX_OK;
+}
+
+void ax_early_sum_counts(const AxEarlySum *e, int *started, int *pieces) {
+  *started = e ? e->rd.n_started : 0;
+  *pieces = e ? e->rd.n_pieces : 0;
+}
+
+void ax_early_sum_close(AxEarlySum *e) {
+  if (!e) return;
+  reducer_free(&e->rd);
+  free(e);
 }

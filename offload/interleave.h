@@ -48,6 +48,9 @@ typedef struct {
   /* the layer-wise parts it says so go through CaSync with their codec (grad_compress.h);
    * NULL: all plain */
   const AxGradCompress *compress;
+  /* the sum was opened early (ax_early_sum_open with this spec) and some of it started: the
+   * chunks take its operations; NULL: none */
+  struct AxEarlySum *early;
 } AxReduceSpec;
 
 /* Sums every chunk; *sumsq gets the summed gradient's sum of squares (outside the skip),
@@ -63,6 +66,28 @@ int ax_offload_reduce_upload(AxOffload *o, const AxReduceSpec *r, void *device_g
 /* The sum over [lo, hi) outside r's skipped spans of span(ctx, a, b) over the spans left. */
 double ax_reduce_spec_sumsq(const AxReduceSpec *r, size_t lo, size_t hi,
                             double (*span)(void *ctx, size_t lo, size_t hi), void *ctx);
+/* The early data-parallel sum (--dp-sync-early): the sum of the chunks opened before the
+ * gradients are all final, cut into pieces (each chunk's compressed or two-level parts whole,
+ * its plain ranges cut at cuts[n_cuts], ascending: the tensors' bounds), and each piece
+ * started as soon as the caller says its gradients are final; ax_offload_reduce(_update) with
+ * spec.early set then starts the rest, chunk by chunk, and waits for all of them as usual.
+ * Every rank of the column must start the same pieces in the same order (the same stage's
+ * blocks finishing in the same order do). Needs progress calls (not a communication thread)
+ * and fp32 gradients summed in place in host memory (no bf16 wire, no device sums). With two
+ * ranks every element is summed as a + b either way, so the result equals the late sum's bit
+ * for bit; with more, a plain piece's ring may add in another order than its chunk's did. */
+typedef struct AxEarlySum AxEarlySum;
+/* Opens the sum over r (which must outlive it, with early = the result); nothing started. */
+int ax_early_sum_open(AxEarlySum **out, AxOffload *o, const AxReduceSpec *r, const size_t *cuts,
+                      int n_cuts);
+/* Starts, in range order, every piece not yet started for which ready(ctx, lo, hi) is 1, then
+ * gives every operation in flight one progress call. */
+int ax_early_sum_start(AxEarlySum *e, int (*ready)(void *ctx, size_t lo, size_t hi), void *ctx);
+/* The pieces started so far and all of them (0, 0 for NULL). */
+void ax_early_sum_counts(const AxEarlySum *e, int *started, int *pieces);
+/* Frees the sum, after the reduce that used it waited for every piece. */
+void ax_early_sum_close(AxEarlySum *e);
+
 /* AdamW on every chunk and write-back to the device copy. */
 int ax_offload_update_all(AxOffload *o, void *device_params, const AxAdamWHyper *h,
                           AxTrace *trace);

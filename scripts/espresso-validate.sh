@@ -8,7 +8,10 @@
 # events of the traced steps). Prints one row per case and the error against the target
 # (15%). Not part of `make check`: minutes long, and its figures depend on the machine's load
 # (say so with them).
-#   usage: [LINK=1Gbps,20us] [STEPS=12] [REPS=3] [OUT=dir] [CASES="1x2-a ..."]
+# EXTRA adds flags to every run (EXTRA="--dp-sync-early 1": the sum starts in the last
+# backward, Espresso plans on the stage's measured timeline, and both figures count what is
+# left of the sum after the backward).
+#   usage: [LINK=1Gbps,20us] [STEPS=12] [REPS=3] [OUT=dir] [CASES="1x2-a ..."] [EXTRA=flags]
 #          scripts/espresso-validate.sh [AXONN]
 set -u
 AXONN=${1:-bin/axonn}
@@ -21,7 +24,7 @@ mkdir -p "$OUT"
 MODEL_a="--layers 2 --hidden 64 --heads 2 --seq 32 --batch 8 --micro-batch 2"
 MODEL_b="--layers 4 --hidden 256 --heads 4 --seq 64 --batch 8 --micro-batch 2"
 COMMON="--threads 1 --val-steps 0 --steps $STEPS --trace-steps 4-$STEPS --compress auto \
-  --compress-codec onebit --ranks-per-node 1 --emulate-link $LINK"
+  --compress-codec onebit --ranks-per-node 1 --emulate-link $LINK ${EXTRA:-}"
 
 # LOG TRACE: "predicted_ms measured_ms" of rank 0 (the median over the traced steps)
 figures() {
@@ -39,7 +42,7 @@ EOF
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "espresso-validate: $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); EMULATED $LINK, one rank a node; $REPS repetitions of $STEPS steps"
+echo "espresso-validate: $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); EMULATED $LINK, one rank a node; $REPS repetitions of $STEPS steps${EXTRA:+; $EXTRA}"
 printf '%-5s %-5s %13s %12s %8s %s\n' grid model predicted_ms measured_ms error target
 for g in 1x2 1x4 2x2; do
   for m in a b; do

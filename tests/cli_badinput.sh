@@ -147,6 +147,13 @@ bad "--gz 2 does not divide the 9 rows of a weight block" "$AXONN" plan --layers
 bad "needs 2 ranks, but the job has 1" "$AXONN" train $T --g-data 2 --optimizer device
 bad "run it with --optimizer host" "$AXONN" train $T --optimizer device --memory-checkpoint-every 1
 bad "--compress needs --optimizer host" "$AXONN" train $T --optimizer device --compress onebit
+# --dp-sync-early 1: the sum runs in place on host fp32 gradients, progressed between blocks
+bad "--dp-sync-early 2 is out of range" "$AXONN" train $T --dp-sync-early 2
+bad "--dp-sync-early 1 needs --progress calls" "$AXONN" train $T --dp-sync-early 1 --progress thread
+bad "--dp-sync-early 1 needs --allreduce-dtype fp32" "$AXONN" train $T --dp-sync-early 1 --allreduce-dtype bf16
+bad "--dp-sync-early 1 needs --optimizer host" "$AXONN" train $T --dp-sync-early 1 --optimizer device
+bad "--dp-sync-early 1 needs no loss scaling" "$AXONN" train $T --dp-sync-early 1 --loss-scaling dynamic
+bad "--dp-sync-early 1 needs --device cpu --precision fp32" "$AXONN" train $T --dp-sync-early 1 --precision bf16
 bad "--ac 2 needs --checkpoint-activations" "$AXONN" train $T --ac 2
 bad "--resume needs --checkpoint-dir" "$AXONN" train $T --resume
 bad "--val-data needs --data" "$AXONN" train $T --val-data "$IN/t_val.bin"
@@ -188,6 +195,7 @@ warns "--compress-min-bytes has no effect under --compress auto" "$AXONN" train 
 warns "--compress-codec has no effect without --compress auto" "$AXONN" train $T --compress onebit --compress-codec identity
 warns "--replica-idle-share has no effect with --replica-schedule end" "$AXONN" train $T --replica-schedule end --replica-idle-share 0.5 --memory-checkpoint-every 1 --memory-dir "$IN"
 warns "--epilogue-only has no effect without --compress-backprop" "$AXONN" train $T --epilogue-only 0
+warns "--dp-sync-early has no effect with --g-data 1" "$AXONN" train $T --dp-sync-early 1
 warns "--compress-sync has no effect without --compress (no gradient" "$AXONN" train $T --compress-sync ps
 warns "--compress-min-bytes has no effect without --compress (no gradient" "$AXONN" train $T --compress-min-bytes 4K
 warns "--replica-schedule has no effect without --memory-checkpoint-every" "$AXONN" train $T --replica-schedule end

@@ -94,6 +94,45 @@ START_TEST(slow_link_fuses_and_compresses) {
 }
 END_TEST
 
+/* The backward's timeline (--dp-sync-early): block l's tensors ready when its backward ends
+ * (the last block first, `gap` apart), the others at the end. With gaps the link drains between
+ * blocks: the sum is Espresso's timeline with bubbles, Remove() rules the tensors before the
+ * last one out, and the plan is not the all-at-once plan; the predicted sync counts from the
+ * backward's end. */
+static void timeline(const Stage *s, double gap, double *ready, double *backward) {
+  *backward = 13 * gap;
+  for (int i = 0; i < s->n; i++)
+    ready[i] = s->t[i].layer >= 0 ? (12 - s->t[i].layer) * gap : *backward;
+}
+
+START_TEST(backward_timeline_brings_bubbles) {
+  Stage s;
+  gpt_stage(&s);
+  double ready[MAX_TENSORS];
+  AxAutoCompressInput in = input(10, 4, "none");
+  AxAutoCompress at_once, spread;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &at_once), AX_OK);
+  timeline(&s, 0.5, ready, &in.backward_s);
+  in.ready_s = ready;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &spread), AX_OK);
+  check_plan(&s, &spread);
+  ck_assert_int_eq(at_once.espresso.removed, 0);
+  ck_assert_int_gt(spread.espresso.removed, 0);
+  ck_assert_int_lt(spread.espresso.compressed, at_once.espresso.compressed);
+  ck_assert(spread.backward_s == in.backward_s && at_once.backward_s == 0);
+  for (int g = 0; g < spread.n_groups; g++) /* every group ready no later than the end */
+    ck_assert(spread.ready_s[g] <= in.backward_s);
+  ck_assert(spread.sync_s < spread.espresso.iteration_s);
+  printf("compress_auto timeline: all at once %d compressed, sync %.2f ms; with the backward's "
+         "timeline (%.1f s) %d compressed, %d removed, sync after it %.2f ms\n",
+         at_once.espresso.compressed, at_once.sync_s * 1e3, in.backward_s,
+         spread.espresso.compressed, spread.espresso.removed, spread.sync_s * 1e3);
+  ax_compress_auto_free(&at_once);
+  ax_compress_auto_free(&spread);
+  ax_codec_free(s.codec);
+}
+END_TEST
+
 /* A link faster than the codec: 8 Tb/s moves the whole stage (0.5 GB, 1.5x on the ring) in
  * less time than the CPU takes to encode its largest matrix, so even the all-gather, whose codec
  * work overlaps other tensors' plain sends, gains nothing. (At 800 Gb/s it does: the model
@@ -290,6 +329,7 @@ int main(void) {
   tcase_add_test(tc, two_level_options_only_where_offered);
   tcase_add_test(tc, parts_take_their_groups_decision);
   tcase_add_test(tc, replicated_tensor_is_fused_with_no_other);
+  tcase_add_test(tc, backward_timeline_brings_bubbles);
   int rc = tu_run(s);
   tu_cleanup();
   return rc;

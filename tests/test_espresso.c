@@ -4,7 +4,9 @@
  * against compress-nothing and the exhaustive search on seeded random 8-tensor instances
  * (never worse than compress-nothing; within 5% of the best on all but a few, see
  * greedy_within_5_percent_of_exhaustive), instances with a known answer (a free link, a slow
- * link with a cheap codec, a tensor sent before a bubble), bad inputs, and a 48-layer model
+ * link with a cheap codec, a tensor sent before a bubble; the same tensors with and without
+ * the backward between them plan differently; the offloading moves codec work off a GPU whose
+ * computation it delays), bad inputs, and a 48-layer model
  * decided (its time printed, not asserted). */
 #include <math.h>
 #include <stdio.h>
@@ -351,6 +353,57 @@ START_TEST(tensor_before_a_bubble_needs_no_compression) {
 }
 END_TEST
 
+/* The same three tensors all ready at once (no backward between them, AxoNN's late sum): no
+ * bubble, nothing removed, and T0 compressed as well; with the backward's timeline, Remove()
+ * rules T0 out and the plan differs (Espresso's whole decision too). */
+START_TEST(bubbles_change_the_plan) {
+  double bytes[3] = {4e6, 4e6, 4e6}, compute[3] = {1 * MS, 10 * MS, 0.5 * MS}, none[3] = {0};
+  AxEspressoProblem p = problem(3, bytes, compute, 2, 2), q;
+  p.gpu = (AxEspressoCodecCost){{1e-5, 1e11}, {1e-5, 1e11}};
+  q = p, q.compute_s = none;
+  int S[3], removed[3], T[3], gone[3];
+  ck_assert_int_eq(ax_espresso_greedy(&p, S, removed), AX_OK);
+  ck_assert_int_eq(ax_espresso_greedy(&q, T, gone), AX_OK);
+  ck_assert_int_eq(removed[0], 1);
+  ck_assert_int_eq(gone[0] + gone[1] + gone[2], 0);
+  ck_assert_int_eq(place(S[0]), AX_ESP_PLAIN);
+  ck_assert_int_ne(place(T[0]), AX_ESP_PLAIN);
+  AxEspressoDecision d[3];
+  AxEspressoSummary with, without;
+  ck_assert_int_eq(ax_espresso_decide(&p, d, &with), AX_OK);
+  ck_assert_int_eq(d[0].removed, 1);
+  ck_assert_int_eq(ax_espresso_decide(&q, d, &without), AX_OK);
+  ck_assert_int_eq(with.removed, 1);
+  ck_assert_int_eq(without.removed, 0);
+  ck_assert_int_gt(without.compressed, with.compressed);
+}
+END_TEST
+
+/* Algorithm 4.2 (Fig. 4.2(c)): GPU codec work delays the computation of the tensors after it;
+ * a CPU codec as fast does not, so the offloading moves some GPU-compressed tensors to their
+ * CPU twins and F falls; with every tensor ready at once there is no computation to delay. */
+START_TEST(offload_moves_codec_work_off_the_gpu) {
+  double bytes[4] = {4e6, 4e6, 4e6, 4e6}, compute[4] = {2 * MS, 2 * MS, 2 * MS, 2 * MS};
+  AxEspressoProblem p = problem(4, bytes, compute, 2, 2);
+  p.gpu = (AxEspressoCodecCost){{0, 2e9}, {0, 2e9}};
+  p.cpu = p.gpu;
+  int S[4];
+  ck_assert_int_eq(ax_espresso_greedy(&p, S, NULL), AX_OK);
+  int gpu = 0, cpu = 0;
+  for (int i = 0; i < 4; i++) gpu += place(S[i]) == AX_ESP_GPU;
+  ck_assert_int_gt(gpu, 0);
+  double before = time_of(&p, S);
+  ck_assert_int_eq(ax_espresso_offload(&p, S), AX_OK);
+  for (int i = 0; i < 4; i++) cpu += place(S[i]) == AX_ESP_CPU;
+  ck_assert_int_gt(cpu, 0);
+  ck_assert(time_of(&p, S) < before);
+  AxEspressoDecision d[4];
+  AxEspressoSummary sum;
+  ck_assert_int_eq(ax_espresso_decide(&p, d, &sum), AX_OK);
+  ck_assert_int_gt(sum.offloaded, 0);
+}
+END_TEST
+
 START_TEST(bad_inputs_are_refused) {
   double bytes[13] = {1e6, 1e6}, compute[13] = {1e-3, 1e-3};
   int S[13] = {0};
@@ -435,6 +488,8 @@ int main(void) {
   tcase_add_test(tc, free_link_compresses_nothing);
   tcase_add_test(tc, slow_link_compresses_large_tensors);
   tcase_add_test(tc, tensor_before_a_bubble_needs_no_compression);
+  tcase_add_test(tc, bubbles_change_the_plan);
+  tcase_add_test(tc, offload_moves_codec_work_off_the_gpu);
   tcase_add_test(tc, bad_inputs_are_refused);
   tcase_add_test(tc, greedy_within_5_percent_of_exhaustive);
   tcase_add_test(tc, cpu_only_engine);

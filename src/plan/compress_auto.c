@@ -96,9 +96,14 @@ static int make_groups(const AxTensorRange *t, const int *group_end, int n_group
   out->members = ax_calloc((size_t)n_groups, sizeof *out->members);
   out->decision = ax_calloc((size_t)n_groups, sizeof *out->decision);
   out->alone = ax_calloc((size_t)n_groups, sizeof *out->alone);
-  if (!out->groups || !out->members || !out->decision || !out->alone) return AX_ERR;
+  out->ready_s = ax_calloc((size_t)n_groups, sizeof *out->ready_s);
+  if (!out->groups || !out->members || !out->decision || !out->alone || !out->ready_s)
+    return AX_ERR;
   out->n_groups = n_groups;
+  out->backward_s = in->ready_s ? in->backward_s : 0;
   for (int a = 0, lo = 0; a < n_groups; lo = group_end[a++]) {
+    for (int i = lo; i < group_end[a] && in->ready_s; i++)
+      if (in->ready_s[i] > out->ready_s[a]) out->ready_s[a] = in->ready_s[i];
     const AxTensorRange *first = &t[lo], *last = &t[group_end[a] - 1];
     size_t cols = first->cols;
     for (int i = lo; i < group_end[a]; i++)
@@ -168,7 +173,7 @@ static int forced(const AxEspressoProblem *p, const char *name, AxEspressoDecisi
   return rc;
 }
 
-/* The problem of n groups of the given bytes, all ready at once (compress_auto.h). */
+/* The problem of n groups of the given bytes and computation before each (compress_auto.h). */
 static AxEspressoProblem problem_of(const AxAutoCompressInput *in, double ratio, int n,
                                     const double *bytes, const double *compute) {
   return (AxEspressoProblem){.n = n, .bytes = bytes, .compute_s = compute, .ranks = in->ranks,
@@ -178,23 +183,71 @@ static AxEspressoProblem problem_of(const AxAutoCompressInput *in, double ratio,
                              .allowed = runnable_options(in), .cpu_only = 1};
 }
 
-/* The step's predicted sync over every group, the kept-plain ones included (in their order,
- * on the same links), into out->sync_s. */
+/* which[n] (group indices, ascending) sorted stably by when the groups are ready. */
+static void by_ready(const AxAutoCompress *out, int *which, int n) {
+  for (int i = 1; i < n; i++) /* insertion: stable, and n is a stage's groups */
+    for (int j = i; j > 0 && out->ready_s[which[j]] < out->ready_s[which[j - 1]]; j--) {
+      int x = which[j];
+      which[j] = which[j - 1], which[j - 1] = x;
+    }
+}
+
+/* Espresso's tensors: the groups which[n] in the order they become ready, their bytes, and the
+ * backward's time before each since the previous one (all 0 without a timeline). */
+static void timeline_of(const AxAutoCompress *out, int *which, int n, double *bytes,
+                        double *compute) {
+  by_ready(out, which, n);
+  for (int k = 0; k < n; k++) {
+    bytes[k] = 4.0 * (double)out->groups[which[k]].count;
+    compute[k] = out->ready_s[which[k]] - (k ? out->ready_s[which[k - 1]] : 0);
+  }
+}
+
+static int plain_flat(int option) {
+  const AxEspressoOption *o = ax_espresso_option(option);
+  return o->place == AX_ESP_PLAIN && o->levels == AX_ESP_FLAT;
+}
+
+/* All at once (no timeline), the gradient sum runs each maximal run of adjacent flat plain
+ * groups as one all-reduce (offload/interleave.c: a chunk's plain parts), so the model does
+ * too: such a run becomes one tensor of their bytes. Returns the tensors left. */
+static int merge_plain_runs(int n, double *bytes, int *options) {
+  int m = 0;
+  for (int k = 0; k < n; k++) {
+    if (m > 0 && plain_flat(options[k]) && plain_flat(options[m - 1])) {
+      bytes[m - 1] += bytes[k];
+      continue;
+    }
+    bytes[m] = bytes[k], options[m++] = options[k];
+  }
+  return m;
+}
+
+/* The step's predicted sync over every group, the kept-plain ones included (in the order they
+ * become ready, on the same links; all at once, the adjacent plain ones as one all-reduce), from
+ * the backward's end, into out->sync_s. */
 static int whole_sync(double ratio, const AxAutoCompressInput *in, AxAutoCompress *out) {
   int n = out->n_groups, *options = ax_calloc((size_t)n, sizeof *options);
+  int *which = ax_calloc((size_t)n, sizeof *which);
   double *bytes = ax_calloc((size_t)n, sizeof *bytes), *compute = ax_calloc((size_t)n, sizeof *compute);
-  int rc = options && bytes && compute ? AX_OK : AX_ERR;
-  for (int a = 0; a < n && rc == AX_OK; a++)
-    bytes[a] = 4.0 * (double)out->groups[a].count, options[a] = out->decision[a].option;
+  int rc = options && which && bytes && compute ? AX_OK : AX_ERR;
+  for (int a = 0; a < n && rc == AX_OK; a++) which[a] = a;
+  if (rc == AX_OK) timeline_of(out, which, n, bytes, compute);
+  for (int k = 0; k < n && rc == AX_OK; k++) options[k] = out->decision[which[k]].option;
+  if (rc == AX_OK && out->backward_s == 0) n = merge_plain_runs(n, bytes, options);
   AxEspressoProblem p = problem_of(in, ratio, n, bytes, compute);
-  if (rc == AX_OK && in->ranks > 1) rc = ax_espresso_iteration_time(&p, options, &out->sync_s);
+  double f = 0;
+  if (rc == AX_OK && in->ranks > 1) rc = ax_espresso_iteration_time(&p, options, &f);
+  out->sync_s = f > out->backward_s ? f - out->backward_s : 0;
   free(options);
+  free(which);
   free(bytes);
   free(compute);
   return rc;
 }
 
-/* Espresso on the groups not kept plain (in their order); the others take the plain option. */
+/* Espresso on the groups not kept plain (in the order they become ready); the others take the
+ * plain option. */
 static int decide(double ratio, const AxAutoCompressInput *in, AxAutoCompress *out) {
   int n = 0, *which = ax_calloc((size_t)out->n_groups, sizeof *which);
   double *bytes = ax_calloc((size_t)out->n_groups, sizeof *bytes);
@@ -203,8 +256,9 @@ static int decide(double ratio, const AxAutoCompressInput *in, AxAutoCompress *o
   int rc = which && bytes && compute && dec ? AX_OK : AX_ERR;
   for (int a = 0; a < out->n_groups && rc == AX_OK; a++) {
     out->decision[a] = (AxEspressoDecision){.option = plain_option(in, "flat")};
-    if (!out->alone[a]) bytes[n] = 4.0 * (double)out->groups[a].count, which[n++] = a;
+    if (!out->alone[a]) which[n++] = a;
   }
+  if (rc == AX_OK) timeline_of(out, which, n, bytes, compute);
   AxEspressoProblem p = problem_of(in, ratio, n, bytes, compute);
   int auto_scheme = !in->scheme || !strcmp(in->scheme, "auto");
   if (rc == AX_OK && n > 0)
@@ -245,6 +299,7 @@ void ax_compress_auto_free(AxAutoCompress *a) {
   free(a->members);
   free(a->decision);
   free(a->alone);
+  free(a->ready_s);
   *a = (AxAutoCompress){0};
 }
 
@@ -285,10 +340,14 @@ void ax_compress_auto_print(const AxAutoCompress *a, const char *prefix, int max
   ax_log("%sfusion (Cupcake): %d tensor(s) in %d group(s), f %.3f ms, %s in %.3f s (%lld "
          "node(s))", prefix, tensors, a->n_groups, ms(a->fusion_cost_s),
          f->optimal ? "optimal" : "best found", a->fusion_s, f->nodes);
-  ax_log("%sstrategy (Espresso): %d group(s) compressed; sync predicted %.3f ms for every "
-         "group (the searched ones alone %.3f ms, compress-nothing %.3f ms); decided in %.3f s "
-         "(%lld timeline(s))", prefix, e->compressed, ms(a->sync_s), ms(e->iteration_s),
-         ms(e->nothing_s), a->decide_s, e->evaluations);
+  if (a->backward_s > 0)
+    ax_log("%sbackward timeline (measured on the stage): %.3f ms; the sum starts during it: "
+           "the searched groups' timelines below run from its start", prefix, ms(a->backward_s));
+  ax_log("%sstrategy (Espresso): %d group(s) compressed, %d removed; sync predicted %.3f ms "
+         "for every group after the backward (the searched ones alone end at %.3f ms, "
+         "compress-nothing %.3f ms); decided in %.3f s (%lld timeline(s))", prefix,
+         e->compressed, e->removed, ms(a->sync_s), ms(e->iteration_s), ms(e->nothing_s),
+         a->decide_s, e->evaluations);
   for (int g = 0; g < a->n_groups && g < max_lines; g++) {
     const AxTensorRange *r = &a->groups[g];
     const AxEspressoDecision *d = &a->decision[g];

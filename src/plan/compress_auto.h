@@ -11,6 +11,11 @@
  * forward time are 0 in both models, and what fusion and the strategy trade is per-message
  * latency against pipelining codec work with communication. Tensors go in the order the
  * all-reduce walks them (the stage's flat range), which plays the part of backward order.
+ * With a backward timeline (ready_s: the sum starts during the last backward, --dp-sync-early)
+ * Espresso's groups go in the order they become ready (a group: when its last member is), each
+ * with the backward's time since the previous one as its computation, so its timeline has
+ * bubbles and Remove() and the offloading act; Cupcake still fuses in flat order with no
+ * compute time (a fused group is ready when its last member is).
  *   Cupcake: h(x) = encoding x raw bytes (the profiled enc cost); g(x) = a CaSync ring's
  *     communication of the encoded group, 2 (N - 1) (alpha + r x / (N B)).
  *   Espresso: every group's options are plain (the trainer's all-reduce: ring, or rhd with
@@ -53,6 +58,11 @@ typedef struct {
                             ranks_per_node >= 2 to a node on 2 or more nodes) */
   const char *scheme;    /* NULL or "auto": Espresso decides; else the option (espresso.h)
                             every group not kept plain takes (--compress-scheme) */
+  const double *ready_s; /* NULL: every gradient ready at once (the sum starts after the
+                            backward); else [n] when each tensor's gradient is final, seconds
+                            from the last backward's start (the sum starts during it:
+                            --dp-sync-early), and backward_s that backward's end */
+  double backward_s;
 } AxAutoCompressInput;
 
 typedef struct {
@@ -64,8 +74,11 @@ typedef struct {
   AxEspressoSummary espresso;
   AxFusionStats fusion;
   double fusion_cost_s;         /* Cupcake's f of the grouping */
-  double sync_s;                /* the step's predicted sync: every group, the kept-plain
-                                   ones included, all ready at once (0: one rank) */
+  double *ready_s;              /* [n_groups] when its last member is final (0: all at once) */
+  double backward_s;            /* the timeline's backward (0: none, all ready at once) */
+  double sync_s;                /* the step's predicted sync after the backward's end: every
+                                   group, the kept-plain ones included, each from when it is
+                                   ready (0: one rank) */
   double fusion_s, decide_s;    /* wall time of the two searches */
 } AxAutoCompress;
 

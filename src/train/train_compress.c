@@ -249,7 +249,14 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
   if (!tr) return AX_ERR;
   ax_trainer_tensor_ranges(lay, tr, n_t);
-  int rc = ax_compress_auto_plan(tr, n_t, t->codec, &in, &t->auto_compress);
+  /* --dp-sync-early: the sum starts in the backward, so Espresso gets its timeline */
+  double *ready = ax_trainer_early_on(t) ? ax_calloc((size_t)n_t + 1, sizeof *ready) : NULL;
+  int rc = ax_trainer_early_on(t) && !ready ? AX_ERR : AX_OK;
+  if (rc == AX_OK && ready)
+    rc = ax_trainer_backward_timeline(t, tr, n_t, ready, &in.backward_s);
+  in.ready_s = ready;
+  if (rc == AX_OK) rc = ax_compress_auto_plan(tr, n_t, t->codec, &in, &t->auto_compress);
+  free(ready);
   free(tr);
   if (rc != AX_OK) return rc;
   const AxAutoCompress *a = &t->auto_compress;

@@ -185,6 +185,12 @@ static const AxOption OPTIONS[] = {
     CHOICE("progress", optim.progress, "calls", "calls|thread",
            "how MPI moves the all-reduce while the host AdamW runs: progress calls between "
            "update sub-blocks, or a communication thread"),
+    INT("dp-sync-early", optim.dp_sync_early, "0", "0|1",
+        "start the data-parallel gradient sum during the last micro-batch's backward: each "
+        "block's gradients as soon as they are final (1), or after the whole backward, AxoNN's "
+        "step (0); needs --device cpu --precision fp32, --allreduce-dtype fp32, --progress "
+        "calls, --optimizer host, no tensor parallelism and no loss scaling "
+        "(docs/compression.md, \"The backward timeline\")", 0, 1),
     CHOICE("allreduce-dtype", optim.allreduce_dtype, "fp32", "fp32|bf16",
            "gradient all-reduce payload (bf16 halves the bytes; summed in fp32)"),
     CHOICE("loss-scaling", optim.loss_scaling, "auto", "auto|dynamic|off",
@@ -770,6 +776,22 @@ static int check_device_optimizer(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
+/* --dp-sync-early 1: the gradients summed in place in host memory while the backward runs,
+ * progressed by calls between its blocks (offload/interleave.h, AxEarlySum). */
+static int check_early_sync(const AxTrainConfig *cfg) {
+  if (!cfg->optim.dp_sync_early) return AX_OK;
+  const char *why = NULL;
+  if (strcmp(cfg->exec.device, "cpu") != 0 || cfg->exec.precision != AX_PREC_FP32)
+    why = "--device cpu --precision fp32 (the gradients summed where the backward writes them)";
+  else if (cfg->optim.allreduce_dtype) why = "--allreduce-dtype fp32";
+  else if (cfg->optim.progress) why = "--progress calls (the backward's blocks progress it)";
+  else if (cfg->optim.optimizer_device) why = "--optimizer host";
+  else if (ax_train_tp_ranks(cfg) > 1) why = "no tensor parallelism (--gx/--gy/--gz 1)";
+  else if (cfg->optim.loss_scaling == AX_LOSS_SCALING_DYNAMIC || cfg->debug.debug_overflow_step)
+    why = "no loss scaling (an overflow is checked before the sum)";
+  return why ? AX_FAIL("--dp-sync-early 1 needs %s", why) : AX_OK;
+}
+
 /* Flags the user set that this configuration ignores: one warning each (rank 0), and the run
  * goes on. --emulate-link on one node is warned about by the trainer, which knows the nodes. */
 static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
@@ -808,6 +830,8 @@ static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
       {"zen-hierarchy", no_zen,
        "here: Zen sums the first stage's embedding rows only with --g-inter 2+, --g-data 2+, "
        "--sparse-embedding-sync auto or zen, and no --fuse-embedding-sync"},
+      {"dp-sync-early", cfg->grid.g_data < 2,
+       "with --g-data 1 (there is no data-parallel sum to start early)"},
       {"attention", no_fused,
        "here: the fused attention runs on --device cuda in bf16 or fp16 (this run: explicit)"},
   };
@@ -865,6 +889,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
     return AX_FAIL("--replicas %d: at least 1 (a node's own copy counts)", cfg->memckpt.replicas);
   AX_TRY(check_memory_checkpoints(cfg));
   AX_TRY(check_device_optimizer(cfg));
+  AX_TRY(check_early_sync(cfg));
   if (cfg->data.val_shards && !cfg->data.shards)
     return AX_FAIL("--val-data needs --data (without --data the built-in corpus is used)");
   AX_TRY(check_compress(cfg));

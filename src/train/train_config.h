@@ -107,6 +107,7 @@ typedef struct {
   int optimizer_threads;
   int allreduce_dtype; /* AxCommDtype index: 0 fp32, 1 bf16 */
   int progress;        /* 0: progress calls, 1: communication thread */
+  int dp_sync_early;   /* 1: the data-parallel sum starts in the last micro-batch's backward */
   int loss_scaling;    /* AxLossScaling */
 } AxOptimOptions;
 

@@ -41,6 +41,7 @@ static int cb_backward(void *ctx, int mb, int slot, const void *doutput, AxMemKi
                        const void **dinput) {
   AxTrainer *t = ctx;
   AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_TICK, 0, 0));
+  AX_TRY(ax_trainer_early_begin(t)); /* --dp-sync-early: the step's last backward */
   if (t->spec.last) {
     /* d(step loss)/d(token loss): the loss is the mean over every token of the global batch */
     float dloss = t->loss_scale.scale / ((float)t->cfg.data.batch * (float)t->cfg.model.seq);
@@ -50,6 +51,7 @@ static int cb_backward(void *ctx, int mb, int slot, const void *doutput, AxMemKi
   } else {
     AX_TRY(ax_stage_backward(t->stage, slot, doutput, doutput_mem));
   }
+  ax_trainer_early_end_backward(t);
   *dinput = ax_stage_dinput(t->stage);
   return AX_OK;
 }
@@ -81,12 +83,6 @@ static int agree_on_loss(AxTrainer *t, int batches, double *loss) {
   return AX_OK;
 }
 
-/* The gradients' all-reduce algorithm: --allreduce's, or the one that lets CUDA-aware MPI sum
- * the device optimizer's gradients in device memory (device_opt.h). */
-static AxAllreduceAlgo grads_algo(const AxTrainer *t) {
-  return ax_device_opt_algo(&t->dopt, (AxAllreduceAlgo)t->cfg.grid.allreduce);
-}
-
 /* --fuse-embedding-sync on a rank that holds a tied copy of wte (the ends of a pipeline). */
 static int fuses_embedding(const AxTrainer *t) {
   return t->cfg.compression.fuse_embedding_sync && t->grid.embed != MPI_COMM_NULL;
@@ -110,7 +106,7 @@ static int sync_tied(AxTrainer *t) {
   double t0 = ax_trace_begin(&t->trace);
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_EMBEDDING_SYNC);
   AX_TRY(ax_allreduce(comm, &cc, t->off.grads + lay->offset[AX_P_WTE], lay->count[AX_P_WTE],
-                      AX_COMM_F32, grads_algo(t), &t->comm_bytes));
+                      AX_COMM_F32, ax_trainer_grads_algo(t), &t->comm_bytes));
   ax_trace_end(&t->trace, AX_EV_ALLREDUCE, -1, t0);
   return AX_OK;
 }
@@ -147,32 +143,6 @@ static int any_overflow(AxTrainer *t, int step, int *overflow) {
                         overflow);
 }
 
-/* cc: the grid's configuration as data_parallel traffic (lives as long as the spec is used). */
-static AxReduceSpec reduce_spec(AxTrainer *t, const AxCommConfig *cc) {
-  AxReduceSpec r = {.comm = t->grid.D > 1 ? t->grid.data : MPI_COMM_NULL,
-                    .cc = cc,
-                    .algo = grads_algo(t), .bytes = &t->comm_bytes,
-                    .window = 2, .trace = &t->trace,
-                    .progress = t->cfg.optim.progress ? AX_PROGRESS_THREAD : AX_PROGRESS_CALLS,
-                    .compress = t->codec ? &t->gc : NULL};
-  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
-  size_t wte_lo = lay->offset[AX_P_WTE], wte_hi = wte_lo + lay->count[AX_P_WTE];
-  for (int id = 0; id < AX_N_PARAMS; id++) {
-    if (!lay->has[id]) continue;
-    /* the tied wte counts once, on the first stage; a tensor-parallel replica on one rank */
-    int tied_copy = id == AX_P_WTE && t->grid.P > 1 && t->spec.last;
-    if (tied_copy || (t->spec.tp && !ax_tp_param_counted(t->spec.tp, id))) {
-      r.norm_skip[r.n_norm_skip].lo = lay->offset[id];
-      r.norm_skip[r.n_norm_skip++].hi = lay->offset[id] + lay->count[id];
-    }
-  }
-  if (ax_trainer_wte_presummed(t)) { /* summed over the data column already */
-    r.summed_lo = wte_lo;
-    r.summed_hi = wte_hi;
-  }
-  return r;
-}
-
 static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale) {
   return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)ax_trainer_adam_beta1(t),
                         .beta2 = (float)t->cfg.optim.beta2, .eps = (float)t->cfg.optim.eps,
@@ -201,7 +171,8 @@ static float clip_factor(const AxTrainer *t, double norm) {
  * chunk; interleaved unless clipping needs the whole norm first (or --offload 0). */
 static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_DATA_PARALLEL);
-  AxReduceSpec r = reduce_spec(t, &cc);
+  AxReduceSpec late = ax_trainer_reduce_spec(t, &cc);
+  const AxReduceSpec r = t->early ? t->early_spec : late; /* started in the backward */
   void *params = ax_stage_params(t->stage);
   float unscale = 1.0f / t->loss_scale.scale;
   double sumsq;
@@ -246,7 +217,7 @@ static int device_sum(AxTrainer *t, int step, void *grads, AxStepRecord *rec, do
     AX_TRY(sync_tied(t));
   }
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_DATA_PARALLEL);
-  AxReduceSpec r = reduce_spec(t, &cc);
+  AxReduceSpec r = ax_trainer_reduce_spec(t, &cc);
   AX_WD_NOTE(-1, "summing the gradients over the data-parallel ranks and taking their norm");
   return ax_device_opt_reduce(&t->dopt, &r, grads, sumsq);
 }
@@ -287,7 +258,9 @@ static int optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AX_TRY(ax_trainer_sync_embed_data(t));
   AX_TRY(sync_tied(t));
   ax_trainer_compress_step(t, step);
-  AX_TRY(reduce_and_update(t, rec->lr, &rec->grad_norm));
+  int rc = reduce_and_update(t, rec->lr, &rec->grad_norm);
+  ax_trainer_early_close(t, step);
+  AX_TRY(rc);
   t->adam_steps++;
   return AX_OK;
 }
@@ -330,6 +303,8 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   t->validating = 0;
   debug_hang(t, step);
   ax_trainer_backprop_step(t, step);
+  t->backwards = 0;
+  if (ax_trainer_early_on(t)) ax_trainer_compress_step(t, step); /* before the sum starts */
   AX_TRY(pipeline_phase(t));
   AX_WD_NOTE(-1, "in the all-reduces over Z of the replicated tensors' gradients");
   AX_TRY(ax_stage_reduce_replicas(t->stage));

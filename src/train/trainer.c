@@ -524,6 +524,7 @@ void ax_trainer_destroy(AxTrainer *t) {
   ax_compress_auto_free(&t->auto_compress);
   ax_two_level_free(&t->two_level);
   ax_trainer_free_embed_sync(t);
+  ax_trainer_free_early_sync(t); /* before the offload its sum works on */
   ax_device_opt_free(&t->dopt);
   ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);
@@ -577,6 +578,8 @@ int ax_trainer_create_on(AxTrainer **out, const AxTrainConfig *cfg, AxBackendMak
     rc = phase(t, ax_trainer_setup_compress, "setting up compression (profiling the codec)");
   if (rc == AX_OK)
     rc = phase(t, ax_trainer_setup_embed_sync, "setting up the embedding synchronization");
+  if (rc == AX_OK)
+    rc = phase(t, ax_trainer_setup_early_sync, "setting up the early data-parallel sum");
   if (rc == AX_OK) rc = phase(t, setup_data, "opening the training data");
   if (rc == AX_OK) rc = phase(t, setup_trace, "setting up the trace");
   if (rc == AX_OK) rc = phase(t, ax_trainer_setup_checkpoints, "setting up checkpoints");

@@ -133,6 +133,18 @@ struct AxTrainer {
   char run_name[80];   /* --run-name, or derived from the run (trainer_memckpt.c) */
   char weights_from[1100]; /* a resumed run's checkpoint and step, for the header ("": none) */
   AxStepHooks hooks;   /* who attaches to the step's named points (train_hooks.h) */
+  /* --dp-sync-early (train_early_sync.c) */
+  AxEarlySum *early;          /* the step's early sum: open from its last backward to the sum */
+  AxReduceSpec early_spec;    /* the sum's spec (early set), and its traffic class */
+  AxCommConfig early_cc;
+  AxTensorRange *early_tensors; /* the stage's tensors, and their offsets: the pieces' cuts */
+  size_t *early_cuts;
+  int n_early_tensors;
+  int early_done;             /* blocks [early_done, n_blocks) of the last backward are done */
+  int backwards;              /* backward passes so far in this step */
+  int early_in_backward;      /* pieces the last backward started (this step) */
+  int early_reported;
+  long long early_started;    /* pieces started early, over the steps */
   /* per-step accumulation by the stage callbacks */
   double loss_sum;
   int validating;
@@ -161,6 +173,32 @@ int ax_trainer_setup_memckpt(AxTrainer *t);
 
 /* train_step.c */
 int ax_trainer_make_ops(AxTrainer *t, AxStageOps *ops);
+
+/* train_reduce.c: the gradients' all-reduce algorithm (--allreduce's, or the device
+ * optimizer's) and the data-parallel sum's spec. */
+AxAllreduceAlgo ax_trainer_grads_algo(const AxTrainer *t);
+/* (cc: the grid's configuration as data-parallel traffic, living as long as the spec is used) */
+AxReduceSpec ax_trainer_reduce_spec(AxTrainer *t, const AxCommConfig *cc);
+
+/* --dp-sync-early on where it applies: 2 or more data-parallel ranks. */
+static inline int ax_trainer_early_on(const AxTrainer *t) {
+  return t->cfg.optim.dp_sync_early && t->grid.D > 1;
+}
+/* train_early_sync.c: --dp-sync-early's setup phase and teardown; at each backward's start,
+ * the step's last one opens the sum and hooks the stage's blocks; after that backward, the
+ * hook is taken off; after the sum, the sum is closed (the first step's counts logged). */
+int ax_trainer_setup_early_sync(AxTrainer *t);
+void ax_trainer_free_early_sync(AxTrainer *t);
+int ax_trainer_early_begin(AxTrainer *t);
+void ax_trainer_early_end_backward(AxTrainer *t);
+void ax_trainer_early_close(AxTrainer *t, int step);
+/* train_timeline.c: the local block whose backward makes tensor r final (-1: only the whole
+ * backward: the embeddings, the final LayerNorm, wte); ready[n] of the tensors tr[n], when
+ * each is final from the backward's start, and *total the backward's, measured on this stage
+ * (collective over the data-parallel column). */
+int ax_trainer_final_after(const AxTrainer *t, const AxTensorRange *r);
+int ax_trainer_backward_timeline(AxTrainer *t, const AxTensorRange *tr, int n, double *ready,
+                                 double *total);
 /* trainer_ckpt.c: creates and locks --checkpoint-dir (rank 0) and checks that every rank that
  * writes into it can (a setup phase; nothing when there is no --checkpoint-dir). */
 int ax_trainer_setup_checkpoints(AxTrainer *t);

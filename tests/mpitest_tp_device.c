@@ -50,15 +50,6 @@ typedef struct {
   unsigned long long step_d2h;               /* what the posing device copied down in steps */
 } Run;
 
-/* The posing device with its device-to-device copies run at once, as its kernels are. */
-static AxBackend *make_posing(const AxBackendConfig *bc, void *ctx) {
-  (void)bc;
-  AxBackend *be = tu_posing_backend();
-  tu_posing_set_eager(be, 1);
-  *(AxBackend **)ctx = be;
-  return be;
-}
-
 static void saved_path(char *buf, size_t cap, const char *grid, Path p) {
   snprintf(buf, cap, "%s/%s-%s.bin", g_dir, grid, PATH_NAME[p]);
 }
@@ -75,7 +66,7 @@ static int train(const char *grid, const char *opts, Path p, Run *run) {
   int rc = tu_train_config_try(&cfg, args);
   if (rc == AX_OK)
     rc = p == PATH_CPU ? ax_trainer_create(&t, &cfg)
-                       : ax_trainer_create_on(&t, &cfg, make_posing, &be);
+                       : ax_trainer_create_on(&t, &cfg, tu_posing_make_eager, &be);
   for (int s = 1; s <= STEPS && rc == AX_OK; s++) {
     AxStepRecord rec;
     unsigned long long d2h = be ? tu_posing_copied(be, AX_COPY_D2H) : 0;
@@ -192,18 +183,8 @@ static Suite *tp_device_suite(void) {
 int main(int argc, char **argv) {
   mt_init(&argc, &argv);
   ax_log_set_quiet(1);
-  if (mt_rank == 0) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/axonn-mt-tpdev-XXXXXX");
-    if (!mkdtemp(g_dir)) g_dir[0] = 0;
-  }
-  MPI_Bcast(g_dir, sizeof g_dir, MPI_CHAR, 0, MPI_COMM_WORLD);
-  if (!g_dir[0]) return mt_finish(1);
+  if (!mt_shared_dir(g_dir, sizeof g_dir, "tpdev")) return mt_finish(1);
   int rc = mt_run_watched(tp_device_suite(), RUN_TIMEOUT_S);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (mt_rank == 0) {
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
-  }
+  mt_shared_dir_remove(g_dir);
   return mt_finish(rc);
 }

@@ -67,9 +67,7 @@ static void carve_tp(AxGptStage *st, Carve *c) {
       size_t n = ax_tp_block_dw_scratch(st->spec.tp, st->cfg.channels, id);
       if (n) tp->ors_scratch[id] = carve(c, (size_t)st->n_blocks * n * sizeof(float));
     }
-    /* the arena is host memory under tensor parallelism (ax_backend_has_tp) */
-    tp->ors.cap = st->n_blocks * AX_N_PARAMS;
-    tp->ors.items = carve(c, (size_t)tp->ors.cap * sizeof(AxTpPendingRs));
+    tp->ors.cap = st->n_blocks * AX_N_PARAMS; /* its items: host memory (ax_stage_create) */
   }
   size_t scratch = ax_tp_block_tp_scratch(st->spec.tp, &st->dims);
   if (has_wte && w->Gz > 1 && scratch < wte_shard) scratch = wte_shard;
@@ -191,9 +189,12 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
                     const AxStageSpec *spec) {
   *out = NULL;
   AX_TRY(check_spec(cfg, spec));
-  if (spec->tp && (!ax_backend_has_tp(be) || be->esz != sizeof(float)))
-    return AX_FAIL("tensor parallelism (--gx/--gy/--gz) runs on the CPU backend in fp32 for "
-                   "now (this run: %s, %zu-byte elements)", be->desc, be->esz);
+  if (spec->tp && !ax_backend_has_tp(be))
+    return AX_FAIL("tensor parallelism (--gx/--gy/--gz) needs a backend with its kernels; the "
+                   "%s backend has none", be->ops->name);
+  if (spec->tp && be->esz != sizeof(float))
+    return AX_FAIL("tensor parallelism (--gx/--gy/--gz) computes in fp32 for now (this run: "
+                   "%s)", ax_dtype_name(be->dtype));
   AxGptStage *st = stage_skeleton(cfg, spec);
   if (!st) return AX_ERR;
   st->be = be;
@@ -217,6 +218,12 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
   }
   Carve real = {.base = st->arena};
   carve_all(st, &real, be->esz);
+  /* the queue of deferred reduce-scatters is the host's bookkeeping, not device memory */
+  if (st->tp.ors.cap && !(st->tp.ors.items = ax_calloc((size_t)st->tp.ors.cap,
+                                                       sizeof *st->tp.ors.items))) {
+    ax_stage_destroy(st);
+    return AX_ERR;
+  }
   if (be->ops->zero(be, st->params, pbytes, AX_STREAM_COMPUTE) != AX_OK ||
       be->ops->zero(be, st->grads, pbytes, AX_STREAM_COMPUTE) != AX_OK) {
     ax_stage_destroy(st);
@@ -240,6 +247,7 @@ void ax_stage_destroy(AxGptStage *st) {
   }
   free(st->slots);
   free(st->recompute);
+  free(st->tp.ors.items);
   free(st->losses_host);
   free(st->bwd_done_s);
   free(st);

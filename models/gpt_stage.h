@@ -13,8 +13,8 @@
  * (docs/tensor-parallel.md, tp_layers.h): its flat buffers hold the rank's shards
  * (tp_shard.h's layout), a micro-batch's sequences are split over Z and the stage's input and
  * output activations are [B/Gz · T, C/Gy]; every tensor-parallel collective goes through
- * spec.tp. It needs a backend with the tensor-parallel kernels computing in fp32 in host memory
- * (ax_backend_has_tp). */
+ * spec.tp. It needs a backend with the tensor-parallel kernels (ax_backend_has_tp) computing
+ * in fp32, in host or device memory. */
 #ifndef AX_GPT_STAGE_H
 #define AX_GPT_STAGE_H
 

@@ -5,7 +5,8 @@
  * and calls the communication interface (tp_comm.h) for its collectives; with every group of
  * size 1 each reduces to the serial layer (layers.h, the backend's kernels).
  *
- * Buffers are fp32 in host memory (ax_backend_has_tp): the collectives read them in place.
+ * Buffers are fp32 in the backend's memory, host or device (ax_backend_has_tp); the
+ * communication interface reaches device buffers itself (staged or CUDA-aware).
  * Parameter gradients accumulate (+=), like the serial layers'. */
 #ifndef AX_TP_LAYERS_H
 #define AX_TP_LAYERS_H

@@ -145,16 +145,6 @@ typedef struct {
   unsigned long long step_d2h; /* bytes the steps copied device to host */
 } Run;
 
-/* The posing device with its device-to-device copies run at once: the stage's kernels read
- * what the copies before them wrote (a received pipeline message, in device buffers). */
-static AxBackend *make_posing(const AxBackendConfig *bc, void *ctx) {
-  (void)bc;
-  AxBackend *be = tu_posing_backend();
-  tu_posing_set_eager(be, 1);
-  *(AxBackend **)ctx = be;
-  return be;
-}
-
 static void path_of(char *buf, size_t cap, const char *name) {
   snprintf(buf, cap, "%s/%s", g_dir, name);
 }
@@ -179,7 +169,7 @@ static int train(const char *name, int P, int D, const char *extra, const char *
   AxTrainer *t = NULL;
   AxBackend *be = NULL;
   int rc = tu_train_config_try(&cfg, args), first = 1;
-  if (rc == AX_OK) rc = ax_trainer_create_on(&t, &cfg, make_posing, &be);
+  if (rc == AX_OK) rc = ax_trainer_create_on(&t, &cfg, tu_posing_make_eager, &be);
   if (rc == AX_OK && resume) {
     rc = ax_trainer_resume(t, &first);
     first++;
@@ -307,19 +297,9 @@ int main(int argc, char **argv) {
   ax_log_set_quiet(1);
   g_cc = mt_comm_config();
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
-  if (mt_rank == 0) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/axonn-mt-devopt-XXXXXX");
-    if (!mkdtemp(g_dir)) g_dir[0] = 0;
-  }
-  MPI_Bcast(g_dir, sizeof g_dir, MPI_CHAR, 0, MPI_COMM_WORLD);
-  if (!g_dir[0]) return mt_finish(1);
+  if (!mt_shared_dir(g_dir, sizeof g_dir, "devopt")) return mt_finish(1);
   int rc = mt_run_watched(device_opt_suite(), RUN_TIMEOUT_S);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (mt_rank == 0) {
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
-  }
+  mt_shared_dir_remove(g_dir);
   MPI_Comm_free(&g_comm);
   return mt_finish(rc);
 }

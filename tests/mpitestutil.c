@@ -155,3 +155,20 @@ int mt_replicas_agree(const float *x, size_t n) {
   MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
   return lo == hi;
 }
+
+int mt_shared_dir(char *dir, size_t cap, const char *tag) {
+  if (mt_rank == 0) {
+    snprintf(dir, cap, "/tmp/axonn-mt-%s-XXXXXX", tag);
+    if (!mkdtemp(dir)) dir[0] = 0;
+  }
+  MPI_Bcast(dir, (int)cap, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return dir[0] != 0;
+}
+
+void mt_shared_dir_remove(const char *dir) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (mt_rank != 0) return;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}

@@ -41,6 +41,11 @@ void mt_run_end(void);
  * unknown module; an empty MPI_Init/MPI_Finalize program shows the same bytes), then
  * MPI_Finalize. Free your communicators first. Returns rc, the process's exit status. */
 int mt_finish(int rc);
+/* Collective: rank 0 makes a new directory /tmp/axonn-mt-TAG-XXXXXX and every rank gets its
+ * name in dir (cap bytes); 0 when it could not (dir empty on every rank). */
+int mt_shared_dir(char *dir, size_t cap, const char *tag);
+/* Collective: after every rank is done with it, rank 0 removes the directory and what is in it. */
+void mt_shared_dir_remove(const char *dir);
 /* Sleeps for `us` microseconds. */
 void mt_sleep_us(long us);
 

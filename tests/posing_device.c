@@ -74,6 +74,14 @@ int tu_posing_is_device(AxBackend *be, const void *p) {
 
 void tu_posing_set_eager(AxBackend *be, int eager) { posing(be)->eager = eager; }
 
+AxBackend *tu_posing_make_eager(const AxBackendConfig *bc, void *ctx) {
+  (void)bc;
+  AxBackend *be = tu_posing_backend();
+  tu_posing_set_eager(be, 1);
+  *(AxBackend **)ctx = be;
+  return be;
+}
+
 int tu_posing_pending(AxBackend *be) { return posing(be)->n_queue; }
 
 unsigned long long tu_posing_copied(AxBackend *be, AxCopyKind kind) {

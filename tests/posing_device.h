@@ -24,6 +24,10 @@ int tu_posing_is_device(AxBackend *be, const void *p);
  * where a kernel reads what a copy before it on the stream wrote; every copy's kind is still
  * checked). 0, the default: they wait for the next sync, as above. */
 void tu_posing_set_eager(AxBackend *be, int eager);
+/* A backend maker for ax_trainer_create_on (src/train/trainer.h): a posing backend with eager
+ * device-to-device copies (a training run's kernels read what the copies before them wrote,
+ * such as a received pipeline message), also stored in *(AxBackend **)ctx for its counters. */
+AxBackend *tu_posing_make_eager(const AxBackendConfig *bc, void *ctx);
 /* Device-to-device copies enqueued and not yet run. */
 int tu_posing_pending(AxBackend *be);
 /* Bytes copied so far by copies of `kind` (AX_COPY_H2D...: what a path moved between host and

@@ -1,29 +1,105 @@
 /* tp_mpi.c — tensor-parallel collectives over the grid's X, Y, Z communicators; see
- * tp_mpi.h. An operation is one of our non-blocking collectives; wait drives it to the end. */
+ * tp_mpi.h. An operation is one of our non-blocking collectives; wait drives it to the end.
+ * Device buffers are staged through pinned host buffers of a pool (tp_mpi.h). */
 #include "tp_mpi.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi/link/link_emulator.h"
 #include "src/core/error.h"
 #include "src/core/timer.h"
+
+struct AxTpStage {
+  void *host; /* pinned, from the backend */
+  size_t bytes;
+  int busy;
+};
+
+/* What a staged operation copies back up to the device when it is done. */
+typedef struct {
+  AxTpStage *stage; /* NULL: nothing staged */
+  void *dst;
+  const void *src;
+  size_t bytes;
+} Upload;
 
 struct AxTpReq {
   AxColl *op;
   AxTpGroup group;
   AxTpOp kind;
+  Upload up;
   AxTpReq *prev, *next; /* in the in-flight list */
 };
 
 static AxTpMpi *self(AxTpComm *c) { return c->impl; }
 
-/* Drives a collective to its end, counting the time blocked as the group's. */
-static int finish(AxTpComm *c, AxTpGroup g, AxColl *op) {
+/* ------------------------------------------------------------------ staging */
+
+/* The smallest free pool buffer of at least `bytes`, or a new one; NULL with the error
+ * recorded. */
+static AxTpStage *stage_take(AxTpMpi *t, size_t bytes) {
+  AxTpStage *best = NULL;
+  for (int i = 0; i < t->n_pool; i++) {
+    AxTpStage *s = &t->pool[i];
+    if (!s->busy && s->bytes >= bytes && (!best || s->bytes < best->bytes)) best = s;
+  }
+  if (!best && !t->pool && !(t->pool = ax_calloc((size_t)t->cap_pool, sizeof *t->pool)))
+    return NULL;
+  if (!best) {
+    if (t->n_pool == t->cap_pool) {
+      /* requests point into the pool: it never moves, so its size is fixed at the first use */
+      AX_FAIL("internal: more than %d tensor-parallel collectives staged at once", t->cap_pool);
+      return NULL;
+    }
+    void *host = t->be->ops->host_alloc(t->be, bytes);
+    if (!host) {
+      ax_error_context("a pinned host buffer of %zu bytes to stage a tensor-parallel "
+                       "collective", bytes);
+      return NULL;
+    }
+    best = &t->pool[t->n_pool++];
+    *best = (AxTpStage){.host = host, .bytes = bytes};
+  }
+  best->busy = 1;
+  return best;
+}
+
+/* n bytes of device memory down into host memory, once the compute stream has written them. */
+static int stage_down(AxTpMpi *t, void *host, const void *dev, size_t bytes) {
+  t->stats.staged_down += bytes;
+  return t->be->ops->copy(t->be, host, dev, bytes, AX_COPY_D2H, AX_STREAM_COMPUTE);
+}
+
+/* Before MPI touches a staging buffer or a device buffer: the copies down have landed, and the
+ * copies up of earlier operations (from buffers now reused) have been read. */
+static int compute_done(AxTpMpi *t) { return t->be->ops->sync(t->be, AX_STREAM_COMPUTE); }
+
+/* A finished operation's result back up to the device; the buffer goes back to the pool (the
+ * next operation that takes it synchronizes first). */
+static int upload(AxTpMpi *t, Upload *u, int ok) {
+  if (!u->stage) return AX_OK;
+  int rc = AX_OK;
+  if (ok) {
+    t->stats.staged_up += u->bytes;
+    rc = t->be->ops->copy(t->be, u->dst, u->src, u->bytes, AX_COPY_H2D, AX_STREAM_COMPUTE);
+  }
+  u->stage->busy = 0;
+  u->stage = NULL;
+  return rc;
+}
+
+/* ------------------------------------------------------------------ requests */
+
+/* Drives a collective to its end, counting the time blocked as the group's; then its staged
+ * result goes up. */
+static int finish(AxTpComm *c, AxTpGroup g, AxColl *op, Upload *up) {
   double t0 = ax_now();
   int rc = ax_coll_wait(op);
   self(c)->stats.wait_s[g] += ax_now() - t0;
   ax_coll_free(op);
-  return rc;
+  int up_rc = upload(self(c), up, rc == AX_OK);
+  return rc != AX_OK ? rc : up_rc;
 }
 
 static void link_in_flight(AxTpMpi *t, AxTpReq *r) {
@@ -43,15 +119,21 @@ static void unlink_in_flight(AxTpMpi *t, AxTpReq *r) {
 }
 
 /* Runs a started collective to the end now (req == NULL) or hands it to the caller, in flight
- * until it is waited for. */
-static int finish_or_hand(AxTpComm *c, AxTpGroup g, AxTpOp kind, AxColl *op, AxTpReq **req) {
-  if (!req) return finish(c, g, op);
+ * until it is waited for. A failed start (rc) gives its staging buffer back. */
+static int finish_or_hand(AxTpComm *c, AxTpGroup g, AxTpOp kind, int rc, AxColl *op, Upload *up,
+                          AxTpReq **req) {
+  if (rc != AX_OK) {
+    upload(self(c), up, 0);
+    return rc;
+  }
+  if (!req) return finish(c, g, op, up);
   AxTpReq *r = ax_malloc(sizeof *r);
   if (!r) {
     ax_coll_free(op);
+    upload(self(c), up, 0);
     return AX_ERR;
   }
-  *r = (AxTpReq){.op = op, .group = g, .kind = kind};
+  *r = (AxTpReq){.op = op, .group = g, .kind = kind, .up = *up};
   link_in_flight(self(c), r);
   *req = r;
   return AX_OK;
@@ -63,32 +145,102 @@ static AxCommBytes *count(AxTpComm *c, AxTpGroup g, AxTpOp op) {
   return &self(c)->stats.bytes[g][op];
 }
 
+/* Where an operation's input and output are for MPI: the device buffers themselves (host
+ * memory, or CUDA-aware MPI's all-reduce: direct), else a staging buffer of `bytes` with the
+ * input's `in_bytes` copied down into it at offset `in_at` and, when it is done, `out_bytes` at
+ * offset `out_at` going up to `out`. */
+typedef struct {
+  const void *in;
+  size_t in_bytes, in_at;
+  void *out;
+  size_t out_bytes, out_at, bytes;
+} StagePlan;
+
+static int stage_in(AxTpMpi *t, const StagePlan *p, Upload *up, char **host) {
+  *up = (Upload){0};
+  *host = NULL;
+  AxTpStage *s = stage_take(t, p->bytes);
+  if (!s) return AX_ERR;
+  *up = (Upload){.stage = s, .dst = p->out, .src = (char *)s->host + p->out_at,
+                 .bytes = p->out_bytes};
+  *host = s->host;
+  int rc = stage_down(t, *host + p->in_at, p->in, p->in_bytes);
+  if (rc == AX_OK) rc = compute_done(t);
+  if (rc != AX_OK) upload(t, up, 0);
+  return rc;
+}
+
 static int tp_all_reduce(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq **req) {
-  AxColl *op;
-  AX_TRY(ax_allreduce_start(&op, self(c)->grid->tpc[g], &self(c)->cc, buf, n, AX_COMM_F32,
-                            AX_ALLREDUCE_RING, count(c, g, AX_TP_OP_ALLREDUCE)));
-  return finish_or_hand(c, g, AX_TP_OP_ALLREDUCE, op, req);
+  AxTpMpi *t = self(c);
+  AxColl *op = NULL;
+  Upload up = {0};
+  void *where = buf;
+  AxAllreduceAlgo algo = AX_ALLREDUCE_RING;
+  if (t->on_device && t->device_all_reduce) {
+    AX_TRY(compute_done(t));
+    algo = AX_ALLREDUCE_MPI;
+  } else if (t->on_device) {
+    size_t bytes = n * sizeof *buf;
+    char *host;
+    AX_TRY(stage_in(t, &(StagePlan){buf, bytes, 0, buf, bytes, 0, bytes}, &up, &host));
+    where = host;
+  }
+  int rc = ax_allreduce_start(&op, t->grid->tpc[g], &t->cc, where, n, AX_COMM_F32, algo,
+                              count(c, g, AX_TP_OP_ALLREDUCE));
+  return finish_or_hand(c, g, AX_TP_OP_ALLREDUCE, rc, op, &up, req);
 }
 
 static int tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
                          AxTpReq **req) {
-  AxColl *op;
-  AX_TRY(ax_allgather_start(&op, self(c)->grid->tpc[g], &self(c)->cc, send, recv, n,
-                            AX_COMM_F32, count(c, g, AX_TP_OP_ALLGATHER)));
-  return finish_or_hand(c, g, AX_TP_OP_ALLGATHER, op, req);
+  AxTpMpi *t = self(c);
+  AxColl *op = NULL;
+  Upload up = {0};
+  const void *from = send;
+  void *into = recv;
+  if (t->on_device) { /* in place: this rank's block of the gathered buffer */
+    size_t block = n * sizeof *send, all = block * (size_t)c->size[g], mine = block * c->coord[g];
+    char *host;
+    AX_TRY(stage_in(t, &(StagePlan){send, block, mine, recv, all, 0, all}, &up, &host));
+    from = host + mine;
+    into = host;
+  }
+  int rc = ax_allgather_start(&op, t->grid->tpc[g], &t->cc, from, into, n, AX_COMM_F32,
+                              count(c, g, AX_TP_OP_ALLGATHER));
+  return finish_or_hand(c, g, AX_TP_OP_ALLGATHER, rc, op, &up, req);
 }
 
 static int tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
                              AxTpReq **req) {
-  AxColl *op;
-  AX_TRY(ax_reduce_scatter_start(&op, self(c)->grid->tpc[g], &self(c)->cc, send, recv, n,
-                                 AX_COMM_F32, count(c, g, AX_TP_OP_REDUCE_SCATTER)));
-  return finish_or_hand(c, g, AX_TP_OP_REDUCE_SCATTER, op, req);
+  AxTpMpi *t = self(c);
+  AxColl *op = NULL;
+  Upload up = {0};
+  const void *from = send;
+  void *into = recv;
+  if (t->on_device) { /* the group's blocks, then this rank's sum after them */
+    size_t block = n * sizeof *send, all = block * (size_t)c->size[g];
+    char *host;
+    AX_TRY(stage_in(t, &(StagePlan){send, all, 0, recv, block, all, all + block}, &up, &host));
+    from = host;
+    into = host + all;
+  }
+  int rc = ax_reduce_scatter_start(&op, t->grid->tpc[g], &t->cc, from, into, n, AX_COMM_F32,
+                                   count(c, g, AX_TP_OP_REDUCE_SCATTER));
+  return finish_or_hand(c, g, AX_TP_OP_REDUCE_SCATTER, rc, op, &up, req);
+}
+
+/* A gather or reduce-scatter over a group of one: a copy within the buffers' memory. */
+static int tp_local_copy(AxTpComm *c, float *dst, const float *src, size_t n) {
+  AxTpMpi *t = self(c);
+  if (!t->on_device) {
+    memcpy(dst, src, n * sizeof *dst);
+    return AX_OK;
+  }
+  return t->be->ops->copy(t->be, dst, src, n * sizeof *dst, AX_COPY_D2D, AX_STREAM_COMPUTE);
 }
 
 static int tp_wait(AxTpComm *c, AxTpReq *req) {
   unlink_in_flight(self(c), req);
-  int rc = finish(c, req->group, req->op);
+  int rc = finish(c, req->group, req->op, &req->up);
   free(req);
   return rc;
 }
@@ -111,8 +263,13 @@ static int tp_progress(AxTpComm *c) {
   return AX_OK;
 }
 
-static const AxTpCommOps TP_MPI_OPS = {tp_all_reduce, tp_all_gather, tp_reduce_scatter, tp_wait,
-                                       tp_note_gemm, tp_progress};
+static const AxTpCommOps TP_MPI_OPS = {.all_reduce = tp_all_reduce,
+                                       .all_gather = tp_all_gather,
+                                       .reduce_scatter = tp_reduce_scatter,
+                                       .wait = tp_wait,
+                                       .note_gemm = tp_note_gemm,
+                                       .progress = tp_progress,
+                                       .local_copy = tp_local_copy};
 
 void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid) {
   memset(t, 0, sizeof *t);
@@ -124,6 +281,33 @@ void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid) {
     t->comm.size[d] = grid->tp[d];
     t->comm.coord[d] = grid->tc[d];
   }
+}
+
+/* Staging buffers at most in use at once: every block's 4 deferred reduce-scatters (ORS) and
+ * prefetched gathers (OAG) of a deep stage, with room to spare. */
+enum { TP_STAGE_MAX = 4096 };
+
+void ax_tp_mpi_bind(AxTpMpi *t, AxBackend *be, int device_buffers) {
+  t->be = be;
+  t->on_device = be && !be->is_host;
+  t->device_all_reduce = t->on_device && device_buffers && !ax_link_emulating(t->cc.links);
+  t->cap_pool = t->on_device ? TP_STAGE_MAX : 0;
+}
+
+void ax_tp_mpi_release(AxTpMpi *t) {
+  for (int i = 0; i < t->n_pool; i++) t->be->ops->host_free(t->be, t->pool[i].host);
+  free(t->pool);
+  t->pool = NULL;
+  t->n_pool = 0;
+}
+
+const char *ax_tp_mpi_describe(const AxTpMpi *t) {
+  if (!t->on_device) return "tensor-parallel collectives on the buffers in place (host memory)";
+  if (t->device_all_reduce)
+    return "tensor-parallel all-reduces on device buffers (CUDA-aware MPI_Iallreduce); "
+           "all-gathers and reduce-scatters staged through pinned host buffers";
+  return "tensor-parallel collectives staged through pinned host buffers (MPI takes no device "
+         "buffers here)";
 }
 
 const char *ax_tp_op_name(AxTpOp op) {
@@ -145,5 +329,7 @@ void ax_tp_stats_add_delta(AxTpStats *sum, const AxTpStats *now, const AxTpStats
     sum->in_flight_at_gemm[op] += now->in_flight_at_gemm[op] - before->in_flight_at_gemm[op];
   }
   sum->gemms += now->gemms - before->gemms;
+  sum->staged_down += now->staged_down - before->staged_down;
+  sum->staged_up += now->staged_up - before->staged_up;
   sum->progress_calls += now->progress_calls - before->progress_calls;
 }

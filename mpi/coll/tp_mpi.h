@@ -1,11 +1,21 @@
 /* tp_mpi.h — the tensor-parallel communication interface (src/core/tp_comm.h) over the grid's
  * X, Y and Z communicators and axonn's own collectives (collectives.h), counting every byte sent
- * per group and operation, and as tensor-parallel traffic in the grid's counters. */
+ * per group and operation, and as tensor-parallel traffic in the grid's counters.
+ *
+ * Where the buffers live (ax_tp_mpi_bind): in host memory (no backend bound, or one whose
+ * memory is host memory: the CPU backend), the collectives read and write them in place. In a
+ * device's memory, each operation is host-staged: its input is copied down into pinned host
+ * buffers (kept in a pool for reuse) once the compute stream has written it, the collective
+ * runs on them, and its result is copied back up when it is waited for. With CUDA-aware MPI
+ * (device_buffers) the all-reduces instead hand the device buffers to MPI's own all-reduce
+ * (MPI_Iallreduce; our ring adds on the host, which cannot read device memory), unless the
+ * link is emulated (MPI's collectives cannot be); gathers and reduce-scatters stay staged. */
 #ifndef AX_MPI_TP_MPI_H
 #define AX_MPI_TP_MPI_H
 
 #include "collectives.h"
 #include "mpi/grid.h"
+#include "src/backend/backend.h"
 #include "src/core/tp_comm.h"
 
 typedef enum { AX_TP_OP_ALLREDUCE = 0, AX_TP_OP_ALLGATHER, AX_TP_OP_REDUCE_SCATTER, AX_TP_OPS } AxTpOp;
@@ -20,7 +30,11 @@ typedef struct {
   unsigned long long gemms;              /* GEMMs the layers began */
   unsigned long long in_flight_at_gemm[AX_TP_OPS]; /* over those GEMMs: started, not waited */
   unsigned long long progress_calls;     /* progress calls made with a collective in flight */
+  /* bytes copied between device and host memory to stage the collectives (device backends) */
+  unsigned long long staged_down, staged_up;
 } AxTpStats;
+
+typedef struct AxTpStage AxTpStage; /* one pinned host buffer of the staging pool */
 
 typedef struct {
   AxTpComm comm;         /* hand &comm to the layers */
@@ -29,10 +43,24 @@ typedef struct {
   AxTpStats stats;
   AxTpReq *in_flight;          /* the started collectives not yet waited for, newest first */
   int n_in_flight[AX_TP_OPS];  /* how many of them per operation */
+  AxBackend *be;               /* the buffers' backend; NULL: host memory */
+  int on_device;               /* 1: the buffers are in device memory (staged or CUDA-aware) */
+  int device_all_reduce;       /* 1: all-reduces on device buffers through CUDA-aware MPI */
+  AxTpStage *pool;             /* the staging buffers, busy or free */
+  int n_pool, cap_pool;
 } AxTpMpi;
 
-/* Binds t to the grid's tensor-parallel communicators (grid->comm_cfg is copied now). */
+/* Binds t to the grid's tensor-parallel communicators (grid->comm_cfg is copied now); its
+ * buffers are in host memory until ax_tp_mpi_bind says otherwise. */
 void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid);
+/* The buffers are be's device memory (a backend whose memory is host memory changes nothing);
+ * device_buffers: MPI takes device pointers (mpi/cuda_aware.h). be must outlive t's use; call
+ * ax_tp_mpi_release before destroying it. */
+void ax_tp_mpi_bind(AxTpMpi *t, AxBackend *be, int device_buffers);
+/* Frees the staging pool (no collective may be in flight). */
+void ax_tp_mpi_release(AxTpMpi *t);
+/* One line for the run log: where the collectives' buffers are and how they reach MPI. */
+const char *ax_tp_mpi_describe(const AxTpMpi *t);
 const char *ax_tp_op_name(AxTpOp op);
 /* sum += now - before, field by field (what a step added). */
 void ax_tp_stats_add_delta(AxTpStats *sum, const AxTpStats *now, const AxTpStats *before);

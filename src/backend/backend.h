@@ -243,11 +243,13 @@ static inline void *ax_alloc(AxBackend *be, size_t bytes) { return be->ops->allo
 static inline void ax_free(AxBackend *be, void *p) {
   if (p) be->ops->free(be, p);
 }
-/* 1 when the backend has the kernels of tensor-parallel layers, over host memory: the
- * collectives of src/core/tp_comm.h read and write the buffers directly. */
+/* 1 when the backend has every kernel of the tensor-parallel layers (models/tp_layers.h), over
+ * its own memory, host or device: the collectives of mpi/coll/tp_mpi.h stage device buffers. */
 static inline int ax_backend_has_tp(const AxBackend *be) {
-  return be->is_host && be->ops->row_sums && be->ops->layernorm_apply && be->ops->xent_finish &&
-         be->ops->embed_range_forward;
+  const AxBackendOps *o = be->ops;
+  return o->row_sums && o->layernorm_apply && o->layernorm_backward_sums &&
+         o->layernorm_backward_apply && o->embed_range_forward && o->embed_range_backward &&
+         o->xent_row_max && o->xent_sums && o->xent_finish;
 }
 static inline int ax_sync(AxBackend *be) { return be->ops->sync(be, AX_STREAM_COMPUTE); }
 static inline void ax_gemm(AxBackend *be, const AxGemm *g, const void *a, const void *b,

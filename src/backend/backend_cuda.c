@@ -13,6 +13,7 @@
 #include "backend_cuda.h"
 #include "cuda_attention.h"
 #include "cuda_kernels.h"
+#include "cuda_tp_kernels.h"
 #include "src/core/error.h"
 
 enum { STAGE_ELEMS = 8 << 20 }; /* fp32 staging per stream for conversions: 32 MiB */
@@ -376,6 +377,50 @@ static void cu_crossentropy(AxBackend *be, float *losses, void *logits, const in
                             int N, int V, int ldv, float dloss) {
   LAUNCH(be, axk_crossentropy, losses, logits, targets, N, V, ldv, dloss);
 }
+/* tensor-parallel pieces (models/tp_layers.c) */
+static void cu_row_sums(AxBackend *be, float *out, const void *x, const float *center,
+                        int C_total, int N, int C) {
+  LAUNCH(be, axk_row_sums, out, x, center, C_total, N, C);
+}
+static void cu_layernorm_apply(AxBackend *be, void *out, float *mean, float *rstd, const void *x,
+                               const void *w, const void *b, int C_total, int N, int C) {
+  LAUNCH(be, axk_layernorm_apply, out, mean, rstd, x, w, b, C_total, N, C);
+}
+static void cu_layernorm_backward_sums(AxBackend *be, float *sums, const void *dout,
+                                       const void *x, const void *w, const float *mean,
+                                       const float *rstd, int N, int C) {
+  LAUNCH(be, axk_layernorm_backward_sums, sums, dout, x, w, mean, rstd, N, C);
+}
+static void cu_layernorm_backward_apply(AxBackend *be, void *dinp, void *dw, void *db,
+                                        const void *dout, const void *x, const void *w,
+                                        const float *mean, const float *rstd, const float *sums,
+                                        int C_total, int N, int C) {
+  LAUNCH(be, axk_layernorm_backward_apply, dinp, dw, db, dout, x, w, mean, rstd, sums, C_total,
+         N, C);
+}
+static void cu_embed_range_forward(AxBackend *be, void *out, const int32_t *tokens,
+                                   const void *wte, const void *wpe, int v0, int v1, int N,
+                                   int T, int C) {
+  LAUNCH(be, axk_embed_range_forward, out, tokens, wte, wpe, v0, v1, N, T, C);
+}
+static void cu_embed_range_backward(AxBackend *be, void *dwte, void *dwpe, const void *dout,
+                                    const int32_t *tokens, int v0, int v1, int N, int T, int C) {
+  LAUNCH(be, axk_embed_backward_range, dwte, dwpe, dout, tokens, v0, v1, N, T, C);
+}
+static void cu_xent_row_max(AxBackend *be, float *mx, const void *logits, int N, int nv, int ld) {
+  LAUNCH(be, axk_xent_row_max, mx, logits, N, nv, ld);
+}
+static void cu_xent_sums(AxBackend *be, float *sums, float *mx, const float *maxima,
+                         int n_maxima, const void *logits, const int32_t *targets, int v0, int N,
+                         int nv, int ld) {
+  LAUNCH(be, axk_xent_sums, sums, mx, maxima, n_maxima, logits, targets, v0, N, nv, ld);
+}
+static void cu_xent_finish(AxBackend *be, float *losses, void *logits, const float *mx,
+                           const float *sums, const int32_t *targets, int v0, int N, int nv,
+                           int ld, float dloss) {
+  LAUNCH(be, axk_xent_finish, losses, logits, mx, sums, targets, v0, N, nv, ld, dloss);
+}
+
 static void cu_scale(AxBackend *be, void *x, float s, size_t n) {
   LAUNCH(be, axk_scale, x, s, n);
 }
@@ -456,6 +501,15 @@ static const AxBackendOps CUDA_OPS = {
     .attention_fused_forward = cu_attention_fwd,
     .attention_fused_backward = cu_attention_bwd,
     .crossentropy = cu_crossentropy,
+    .row_sums = cu_row_sums,
+    .layernorm_apply = cu_layernorm_apply,
+    .layernorm_backward_sums = cu_layernorm_backward_sums,
+    .layernorm_backward_apply = cu_layernorm_backward_apply,
+    .embed_range_forward = cu_embed_range_forward,
+    .embed_range_backward = cu_embed_range_backward,
+    .xent_row_max = cu_xent_row_max,
+    .xent_sums = cu_xent_sums,
+    .xent_finish = cu_xent_finish,
     .sumsq = cu_sumsq,
     .scale = cu_scale,
     .add = cu_add,

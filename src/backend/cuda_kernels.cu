@@ -9,88 +9,13 @@
  * thread one column of the rows whose token falls in its residue class (no atomics, rows in
  * order). So every kernel is deterministic. Gradients accumulate (+=) exactly where backend.h
  * says. */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <math.h>
+#include <limits.h>
 
-#include "cuda_kernels.h"
+#include "cuda_device.cuh"
 
 namespace {
 
-const int kBlock = 256;  /* threads per block of element-wise and row kernels */
-const int kWarp = 32;
 const int kTokenGroups = 32; /* residue classes of token ids in the embedding backward */
-
-/* ------------------------------------------------------------------ storage types */
-
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-
-template <typename E> __device__ __forceinline__ E from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <> __device__ __forceinline__ __half from_f<__half>(float x) {
-  return __float2half_rn(x);
-}
-
-/* Runs the statement with E bound to the storage type of `dtype`. */
-#define AXK_DISPATCH(dtype, ...)                                                                 \
-  switch (dtype) {                                                                               \
-  case AX_DTYPE_F32: {                                                                           \
-    typedef float E;                                                                             \
-    __VA_ARGS__;                                                                                 \
-  } break;                                                                                       \
-  case AX_DTYPE_BF16: {                                                                          \
-    typedef __nv_bfloat16 E;                                                                     \
-    __VA_ARGS__;                                                                                 \
-  } break;                                                                                       \
-  case AX_DTYPE_F16: {                                                                           \
-    typedef __half E;                                                                            \
-    __VA_ARGS__;                                                                                 \
-  } break;                                                                                       \
-  default: return cudaErrorInvalidValue;                                                         \
-  }
-
-/* ------------------------------------------------------------------ reductions */
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ double warp_sum_d(double v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-/* Sum (or max) over the block; every thread gets the result. blockDim.x: a multiple of 32. */
-template <bool MAX> __device__ float block_reduce(float v) {
-  __shared__ float part[kWarp];
-  int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n = blockDim.x / kWarp;
-  v = MAX ? warp_max(v) : warp_sum(v);
-  __syncthreads(); /* a previous call's readers are done with part[] */
-  if (lane == 0) part[warp] = v;
-  __syncthreads();
-  float t = lane < n ? part[lane] : (MAX ? -INFINITY : 0.0f);
-  return MAX ? warp_max(t) : warp_sum(t);
-}
-
-__device__ __forceinline__ size_t thread_index() {
-  return (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ size_t thread_count() { return (size_t)gridDim.x * blockDim.x; }
-
-/* Row served by this warp in a one-warp-per-row launch; lane = position in the warp. */
-__device__ __forceinline__ long long warp_row(int *lane) {
-  *lane = threadIdx.x % kWarp;
-  return (long long)blockIdx.x * (blockDim.x / kWarp) + threadIdx.x / kWarp;
-}
 
 /* ------------------------------------------------------------------ embedding */
 
@@ -104,15 +29,17 @@ __global__ void encoder_fwd(E *out, const int32_t *tok, const E *wte, const E *w
 }
 
 /* Thread (column c, class g) adds, in row order, the rows whose token t has t % groups == g:
- * each element of dwte has exactly one writer. */
+ * each element of dwte has exactly one writer. Only tokens in [v0, v1) count; dwte's row 0 is
+ * token v0's (the whole vocabulary: v0 = 0, v1 = INT_MAX). */
 template <typename E>
-__global__ void encoder_bwd_wte(E *dwte, const E *dout, const int32_t *tok, int N, int C) {
+__global__ void encoder_bwd_wte(E *dwte, const E *dout, const int32_t *tok, int v0, int v1,
+                                int N, int C) {
   int c = blockIdx.x * blockDim.x + threadIdx.x, g = blockIdx.y;
   if (c >= C) return;
   for (int i = 0; i < N; i++) {
     int t = tok[i];
-    if (t % kTokenGroups != g) continue;
-    size_t at = (size_t)t * C + c;
+    if (t < v0 || t >= v1 || t % kTokenGroups != g) continue;
+    size_t at = (size_t)(t - v0) * C + c;
     dwte[at] = from_f<E>(to_f(dwte[at]) + to_f(dout[(size_t)i * C + c]));
   }
 }
@@ -383,21 +310,6 @@ __global__ void adamw(float *p, float *m, float *v, const E *g, E *w, size_t n, 
 
 /* ------------------------------------------------------------------ launch shapes */
 
-/* Blocks for a grid-stride loop over n elements: enough to fill the device, no more. */
-unsigned stride_blocks(const AxkCtx *k, size_t n) {
-  size_t want = (n + kBlock - 1) / kBlock, cap = (size_t)(k->sms > 0 ? k->sms : 16) * 32;
-  if (want < 1) want = 1;
-  return (unsigned)(want < cap ? want : cap);
-}
-
-/* Blocks for one warp per row. */
-unsigned row_blocks(long long rows) {
-  long long per = kBlock / kWarp, b = (rows + per - 1) / per;
-  return (unsigned)(b > 0 ? b : 1);
-}
-
-cudaError_t launched() { return cudaGetLastError(); }
-
 /* Spans of rows for a column reduction over N rows of C columns: enough blocks (strips x
  * spans) for two per multiprocessor, spans of at least 256 rows, and partial sums that fit the
  * scratch (2 x spans x C floats). */
@@ -440,16 +352,23 @@ cudaError_t axk_encoder_forward(const AxkCtx *k, void *out, const int32_t *token
   return launched();
 }
 
-cudaError_t axk_encoder_backward(const AxkCtx *k, void *dwte, void *dwpe, const void *dout,
-                                 const int32_t *tokens, int B, int T, int C) {
-  if (B <= 0 || T <= 0 || C <= 0) return cudaSuccess;
+cudaError_t axk_embed_backward_range(const AxkCtx *k, void *dwte, void *dwpe, const void *dout,
+                                     const int32_t *tokens, int v0, int v1, int N, int T,
+                                     int C) {
+  if (N <= 0 || T <= 0 || C <= 0) return cudaSuccess;
   dim3 grid((unsigned)((C + 127) / 128), kTokenGroups);
   AXK_DISPATCH(k->dtype,
                encoder_bwd_wte<E><<<grid, 128, 0, k->stream>>>((E *)dwte, (const E *)dout, tokens,
-                                                              B * T, C);
-               encoder_bwd_wpe<E><<<stride_blocks(k, (size_t)T * C), kBlock, 0, k->stream>>>(
-                   (E *)dwpe, (const E *)dout, B, T, C));
+                                                              v0, v1, N, C);
+               if (dwpe) encoder_bwd_wpe<E><<<stride_blocks(k, (size_t)T * C), kBlock, 0,
+                                              k->stream>>>((E *)dwpe, (const E *)dout, N / T, T,
+                                                           C));
   return launched();
+}
+
+cudaError_t axk_encoder_backward(const AxkCtx *k, void *dwte, void *dwpe, const void *dout,
+                                 const int32_t *tokens, int B, int T, int C) {
+  return axk_embed_backward_range(k, dwte, dwpe, dout, tokens, 0, INT_MAX, B * T, T, C);
 }
 
 cudaError_t axk_layernorm_forward(const AxkCtx *k, void *out, float *mean, float *rstd,
@@ -470,6 +389,16 @@ cudaError_t axk_layernorm_backward(const AxkCtx *k, void *dinp, void *dw, void *
                    (E *)dinp, (const E *)dout, (const E *)inp, (const E *)w, mean, rstd, N, C);
                column_sums<E, true>(k, (E *)dw, (E *)db, (const E *)dout, (const E *)inp, mean,
                                     rstd, N, C));
+  return launched();
+}
+
+cudaError_t axk_layernorm_param_grads(const AxkCtx *k, void *dw, void *db, const void *dout,
+                                      const void *inp, const float *mean, const float *rstd,
+                                      int N, int C) {
+  if (N <= 0 || C <= 0) return cudaSuccess;
+  if (2 * (size_t)C > k->scratch_floats) return cudaErrorInvalidValue;
+  AXK_DISPATCH(k->dtype, column_sums<E, true>(k, (E *)dw, (E *)db, (const E *)dout,
+                                              (const E *)inp, mean, rstd, N, C));
   return launched();
 }
 

@@ -36,11 +36,20 @@ cudaError_t axk_encoder_forward(const AxkCtx *k, void *out, const int32_t *token
                                 const void *wte, const void *wpe, int B, int T, int C);
 cudaError_t axk_encoder_backward(const AxkCtx *k, void *dwte, void *dwpe, const void *dout,
                                  const int32_t *tokens, int B, int T, int C);
+/* The token-embedding gradient of the rows whose token is in [v0, v1) (dwte's row 0 is token
+ * v0's) and, when dwpe is given, the position embedding's; N rows, positions i % T (+=). */
+cudaError_t axk_embed_backward_range(const AxkCtx *k, void *dwte, void *dwpe, const void *dout,
+                                     const int32_t *tokens, int v0, int v1, int N, int T, int C);
 cudaError_t axk_layernorm_forward(const AxkCtx *k, void *out, float *mean, float *rstd,
                                   const void *inp, const void *w, const void *b, int N, int C);
 cudaError_t axk_layernorm_backward(const AxkCtx *k, void *dinp, void *dw, void *db,
                                    const void *dout, const void *inp, const void *w,
                                    const float *mean, const float *rstd, int N, int C);
+/* LayerNorm's weight and bias gradients (+=): dw += sum over rows of dout (inp - mean) rstd,
+ * db += sum of dout (the column reduction of axk_layernorm_backward). */
+cudaError_t axk_layernorm_param_grads(const AxkCtx *k, void *dw, void *db, const void *dout,
+                                      const void *inp, const float *mean, const float *rstd,
+                                      int N, int C);
 cudaError_t axk_bias_residual(const AxkCtx *k, void *out, const void *bias, const void *residual,
                               int N, int C);
 cudaError_t axk_bias_backward(const AxkCtx *k, void *dbias, const void *dout, int N, int C);

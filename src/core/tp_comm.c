@@ -10,9 +10,11 @@ static int trivial(const AxTpComm *c, AxTpGroup g, AxTpReq **req) {
   return c->size[g] == 1;
 }
 
-/* A gather or reduce-scatter over one rank: recv is send. */
-static int copy_alone(const float *send, float *recv, size_t n) {
-  if (send != recv) memcpy(recv, send, n * sizeof *recv);
+/* A gather or reduce-scatter over one rank: recv is send (copied where the buffers live). */
+static int copy_alone(AxTpComm *c, const float *send, float *recv, size_t n) {
+  if (send == recv) return AX_OK;
+  if (c->ops && c->ops->local_copy) return c->ops->local_copy(c, recv, send, n);
+  memcpy(recv, send, n * sizeof *recv);
   return AX_OK;
 }
 
@@ -23,13 +25,13 @@ int ax_tp_all_reduce(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq **r
 
 int ax_tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
                      AxTpReq **req) {
-  if (trivial(c, g, req)) return copy_alone(send, recv, n);
+  if (trivial(c, g, req)) return copy_alone(c, send, recv, n);
   return c->ops->all_gather(c, g, send, recv, n, req);
 }
 
 int ax_tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
                          AxTpReq **req) {
-  if (trivial(c, g, req)) return copy_alone(send, recv, n);
+  if (trivial(c, g, req)) return copy_alone(c, send, recv, n);
   return c->ops->reduce_scatter(c, g, send, recv, n, req);
 }
 

@@ -4,6 +4,11 @@
  * never calls MPI; mpi/coll/tp_mpi.h implements this over axonn's own collectives (the interface
  * lives in core, below both). A group of size 1 is never communicated on.
  *
+ * The buffers are the layers' own: in the memory of the backend they compute on, which may be a
+ * device's (the implementation stages them through host memory or hands them to a CUDA-aware
+ * MPI; the caller's kernels that wrote them need not have finished, and those that read a
+ * result are issued after its wait).
+ *
  * Every rank of a group must issue the same operations on it in the same order. Buffers stay
  * untouched until the operation is waited for. Every function returns AX_OK or AX_ERR with the
  * error recorded (src/core/error.h). */
@@ -31,6 +36,8 @@ typedef struct {
   void (*note_gemm)(AxTpComm *c);
   /* Drives every started collective on without blocking (between chunks of compute). */
   int (*progress)(AxTpComm *c);
+  /* dst = src, n floats in the buffers' memory (a gather over a group of one); NULL: memcpy */
+  int (*local_copy)(AxTpComm *c, float *dst, const float *src, size_t n);
 } AxTpCommOps;
 
 struct AxTpComm {

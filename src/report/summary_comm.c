@@ -143,6 +143,9 @@ static void tp_json(AxJsonW *j, const AxCommSummary *c) {
     ax_jsonw_end(j);
   }
   overlap_json(j, &c->tp_step, per);
+  /* device buffers staged through host memory (mpi/coll/tp_mpi.h); 0 on host memory */
+  ax_jsonw_num(j, "staged_bytes_down", (double)c->tp_step.staged_down / per);
+  ax_jsonw_num(j, "staged_bytes_up", (double)c->tp_step.staged_up / per);
   ax_jsonw_end(j);
 }
 

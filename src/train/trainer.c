@@ -124,6 +124,7 @@ static int setup_backend(AxTrainer *t) {
   /* where MPI gets device memory: the pipeline's messages, the device optimizer's gradients */
   t->device_buffers = ax_mpi_device_buffers(t->cfg.exec.cuda_aware_mpi, t->be->is_host,
                                             t->mpi_path_why, sizeof t->mpi_path_why);
+  ax_tp_mpi_bind(&t->tpm, t->be, t->device_buffers); /* the layers' buffers are the backend's */
   int opt_threads = t->cfg.optim.optimizer_threads ? t->cfg.optim.optimizer_threads : t->be->threads;
   t->opt_pool = ax_pool_create(opt_threads, NULL, NULL);
   return t->opt_pool ? AX_OK : AX_ERR;
@@ -352,10 +353,11 @@ static void print_tensor_parallel(const AxTrainer *t) {
   ax_log("tensor parallel: %d x %d x %d (Gx heads and features, Gy channels, Gz sequences and "
          "weight shards) = %d ranks per stage; rank 0 keeps %.2fM of its stage's %.2fM "
          "parameters; OAR %s, ORS %s, OAG %s%s; collectives over X, Y, Z as tensor_parallel "
-         "traffic", g[0], g[1], g[2], ax_grid_tp_size(&t->grid),
+         "traffic; %s", g[0], g[1], g[2], ax_grid_tp_size(&t->grid),
          ax_stage_layout_of(t->stage)->total / 1e6, whole.total / 1e6, on_off(t->cfg.grid.tp_oar),
          on_off(t->cfg.grid.tp_ors), on_off(t->cfg.grid.tp_oag),
-         !t->spec.ac ? "" : t->cfg.grid.tp_ag_cache ? "; all-gather cache on" : "; all-gather cache off");
+         !t->spec.ac ? "" : t->cfg.grid.tp_ag_cache ? "; all-gather cache on" : "; all-gather cache off",
+         ax_tp_mpi_describe(&t->tpm));
 }
 
 void ax_trainer_print_header(const AxTrainer *t) {
@@ -529,6 +531,7 @@ void ax_trainer_destroy(AxTrainer *t) {
   ax_offload_free(&t->off);
   ax_stage_destroy(t->stage);
   ax_pool_destroy(t->opt_pool);
+  ax_tp_mpi_release(&t->tpm); /* its pinned buffers are the backend's */
   ax_backend_destroy(t->be);
   ax_loader_close(&t->train);
   ax_loader_close(&t->val);

@@ -12,6 +12,10 @@
  * within 1e-4 / 2e-2 / 1e-1 of each tensor's largest gradient; a rerun gives the same bits.
  * The fused (flash-style) attention of bf16 and fp16 is held against the CPU's explicit path
  * and the GPU's own (check_attention); the training step takes it in bf16 and fp16.
+ * The tensor-parallel pieces (row_sums ... xent_finish, cpu_tp_kernels.c against
+ * cuda_tp_kernels.cu) take the same tolerances: compute-type outputs the precision's, their
+ * fp32 row statistics 1e-5 (absolute and relative: sums over a slice of a row, in another
+ * order), column sums (weight gradients) as the serial kernels'.
  *
  * The CUDA backend is reached the way bin/axonn reaches it: through the registry, which loads
  * the plugin libaxonn-cuda.so from $AXONN_PLUGIN_DIR (check_cuda.sh points it at bin/), so this
@@ -490,6 +494,142 @@ START_TEST(crossentropy_losses_and_gradients) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ tensor-parallel pieces */
+
+/* fp32 row statistics of identical inputs, summed in another order. */
+static void same_stats(Ctx *c, const char *what, const float *gpu, const float *cpu, size_t n) {
+  same_tol(c, what, gpu, cpu, n, 1e-5, 1e-5);
+}
+
+/* Positive values (centred sums of squares, softmax sums). */
+static float *positive(size_t n, float lo, uint64_t seed) {
+  float *x = tu_random(n, 1.0f, seed);
+  for (size_t i = 0; i < n; i++) x[i] = lo + fabsf(x[i]) * lo;
+  return x;
+}
+
+START_TEST(tp_layernorm_pieces) {
+  FOR_EACH_PRECISION(c) {
+    int N = 45, C = 70, Ct = 140; /* a slice of 70 of each row's 140 channels */
+    size_t nc = (size_t)N * C;
+    float *x = rnd(&c, nc, 2.0f, 1), *w = rnd(&c, C, 1.0f, 2), *b = rnd(&c, C, 1.0f, 3);
+    void *dx = up(&c, x, nc), *dw = up(&c, w, C), *db = up(&c, b, C);
+    /* row sums, then centred on a whole row's sum */
+    float *sums = tu_zeros(N), *center = tu_random(N, 40.0f, 4);
+    float *dsums = dev(&c, N * sizeof(float)), *dcenter = up_raw(&c, center, N * sizeof(float));
+    c.cpu->ops->row_sums(c.cpu, sums, x, NULL, Ct, N, C);
+    c.gpu->ops->row_sums(c.gpu, dsums, dx, NULL, Ct, N, C);
+    same_stats(&c, "row_sums", down_f32(&c, dsums, N), sums, N);
+    c.cpu->ops->row_sums(c.cpu, sums, x, center, Ct, N, C);
+    c.gpu->ops->row_sums(c.gpu, dsums, dx, dcenter, Ct, N, C);
+    same_stats(&c, "row_sums centred", down_f32(&c, dsums, N), sums, N);
+    /* apply: mean and rstd in as whole-row sums, out as the statistics */
+    float *mean = copy_of(center, N), *rstd = positive(N, 50.0f, 5), *out = tu_zeros(nc);
+    float *dmean = up_raw(&c, mean, N * sizeof(float)), *drstd = up_raw(&c, rstd, N * sizeof(float));
+    void *dout = dev(&c, nc * c.gpu->esz);
+    c.cpu->ops->layernorm_apply(c.cpu, out, mean, rstd, x, w, b, Ct, N, C);
+    c.gpu->ops->layernorm_apply(c.gpu, dout, dmean, drstd, dx, dw, db, Ct, N, C);
+    same(&c, "layernorm_apply out", down(&c, dout, nc), out, nc);
+    same_stats(&c, "layernorm_apply mean", down_f32(&c, dmean, N), mean, N);
+    same_stats(&c, "layernorm_apply rstd", down_f32(&c, drstd, N), rstd, N);
+    /* backward from the CPU's statistics */
+    dmean = up_raw(&c, mean, N * sizeof(float));
+    drstd = up_raw(&c, rstd, N * sizeof(float));
+    float *d = rnd(&c, nc, 1.0f, 6), *bsums = tu_zeros(2 * N);
+    void *dd = up(&c, d, nc);
+    float *dbsums = dev(&c, 2 * N * sizeof(float));
+    c.cpu->ops->layernorm_backward_sums(c.cpu, bsums, d, x, w, mean, rstd, N, C);
+    c.gpu->ops->layernorm_backward_sums(c.gpu, dbsums, dd, dx, dw, dmean, drstd, N, C);
+    same_stats(&c, "layernorm_backward_sums", down_f32(&c, dbsums, 2 * N), bsums, 2 * N);
+    float *wsums = tu_random(2 * N, 10.0f, 7), *dinp = rnd(&c, nc, 1.0f, 8);
+    float *gw = rnd(&c, C, 1.0f, 9), *gb = rnd(&c, C, 1.0f, 10);
+    void *ddinp = up(&c, dinp, nc), *dgw = up(&c, gw, C), *dgb = up(&c, gb, C);
+    c.cpu->ops->layernorm_backward_apply(c.cpu, dinp, gw, gb, d, x, w, mean, rstd, wsums, Ct, N,
+                                         C);
+    c.gpu->ops->layernorm_backward_apply(c.gpu, ddinp, dgw, dgb, dd, dx, dw, dmean, drstd,
+                                         up_raw(&c, wsums, 2 * N * sizeof(float)), Ct, N, C);
+    same(&c, "layernorm_backward_apply dinp (+=)", down(&c, ddinp, nc), dinp, nc);
+    same_sums(&c, "layernorm_backward_apply dw (+=)", down(&c, dgw, C), gw, C, N);
+    same_sums(&c, "layernorm_backward_apply db (+=)", down(&c, dgb, C), gb, C, N);
+  }
+}
+END_TEST
+
+START_TEST(tp_embedding_range) {
+  FOR_EACH_PRECISION(c) for (int with_wpe = 0; with_wpe < 2; with_wpe++) {
+    int T = 16, N = 4 * T, C = 40, v0 = 30, v1 = 60; /* tokens below 90: some in the range */
+    size_t nc = (size_t)N * C, nw = (size_t)(v1 - v0) * C, np = (size_t)T * C;
+    int32_t *tok = tokens(N, 90, 3);
+    float *wte = rnd(&c, nw, 1.0f, 1), *wpe = rnd(&c, np, 1.0f, 2), *out = tu_zeros(nc);
+    void *dtok = up_raw(&c, tok, N * sizeof *tok), *dwte = up(&c, wte, nw), *dwpe = up(&c, wpe, np);
+    void *dout = dev(&c, nc * c.gpu->esz);
+    c.cpu->ops->embed_range_forward(c.cpu, out, tok, wte, with_wpe ? wpe : NULL, v0, v1, N, T, C);
+    c.gpu->ops->embed_range_forward(c.gpu, dout, dtok, dwte, with_wpe ? dwpe : NULL, v0, v1, N, T,
+                                    C);
+    same(&c, with_wpe ? "embed_range_forward" : "embed_range_forward (no wpe)",
+         down(&c, dout, nc), out, nc);
+    float *d = rnd(&c, nc, 1.0f, 4), *gte = rnd(&c, nw, 1.0f, 5), *gpe = rnd(&c, np, 1.0f, 6);
+    void *dd = up(&c, d, nc), *dgte = up(&c, gte, nw), *dgpe = up(&c, gpe, np);
+    c.cpu->ops->embed_range_backward(c.cpu, gte, with_wpe ? gpe : NULL, d, tok, v0, v1, N, T, C);
+    c.gpu->ops->embed_range_backward(c.gpu, dgte, with_wpe ? dgpe : NULL, dd, dtok, v0, v1, N, T,
+                                     C);
+    same_sums(&c, "embed_range_backward dwte (+=)", down(&c, dgte, nw), gte, nw, N);
+    same_sums(&c, "embed_range_backward dwpe (+=)", down(&c, dgpe, np), gpe, np, N / T);
+  }
+}
+END_TEST
+
+/* One vocabulary slice [v0, v0 + nv) of a row of V ids, nv real columns of ld; the other slice's
+ * maxima are random. */
+static void check_xent_slice(Ctx *c, int N, int nv, int ld, int v0, int V, float dloss) {
+  size_t n = (size_t)N * ld;
+  float *logits = rnd(c, n, 4.0f, (uint64_t)nv), *cpu = copy_of(logits, n);
+  int32_t *tgt = tokens((size_t)N, V, 11);
+  void *dlog = up(c, logits, n), *dtgt = up_raw(c, tgt, (size_t)N * sizeof *tgt);
+  float *maxima = tu_random(2 * (size_t)N, 4.0f, 12), *dmaxima = dev(c, 2 * N * sizeof(float));
+  float *dmine = dmaxima; /* the slice's own maxima first, the other slice's after them */
+  float *mx = tu_zeros(N), *sums = tu_zeros(2 * N), *losses = tu_zeros(N);
+  float *dmx = dev(c, N * sizeof(float)), *dsums = dev(c, 2 * N * sizeof(float));
+  float *dlosses = dev(c, N * sizeof(float));
+  char what[96];
+  c->cpu->ops->xent_row_max(c->cpu, maxima, cpu, N, nv, ld);
+  c->gpu->ops->xent_row_max(c->gpu, dmine, dlog, N, nv, ld);
+  snprintf(what, sizeof what, "xent_row_max nv=%d", nv);
+  float *got = down_f32(c, dmine, N);
+  if (nv == 0) /* no column: -inf */
+    for (int i = 0; i < N; i++) ck_assert_msg(isinf(got[i]) && got[i] < 0, "%s: %g", what, got[i]);
+  else
+    same_stats(c, what, got, maxima, N);
+  ck_assert(c->gpu->ops->copy(c->gpu, dmaxima, maxima, 2 * N * sizeof(float), AX_COPY_H2D,
+                              AX_STREAM_COMPUTE) == AX_OK);
+  c->cpu->ops->xent_sums(c->cpu, sums, mx, maxima, 2, cpu, tgt, v0, N, nv, ld);
+  c->gpu->ops->xent_sums(c->gpu, dsums, dmx, dmaxima, 2, dlog, dtgt, v0, N, nv, ld);
+  snprintf(what, sizeof what, "xent_sums nv=%d", nv);
+  same_stats(c, what, down_f32(c, dsums, 2 * N), sums, 2 * N);
+  same_stats(c, what, down_f32(c, dmx, N), mx, N);
+  /* finish from the CPU's sums plus the other slice's (as the all-reduce gives every rank) */
+  float *other = positive((size_t)N, 1.0f, 13);
+  for (int i = 0; i < N; i++) sums[2 * i] += other[i];
+  ck_assert(c->gpu->ops->copy(c->gpu, dsums, sums, 2 * N * sizeof(float), AX_COPY_H2D,
+                              AX_STREAM_COMPUTE) == AX_OK);
+  c->cpu->ops->xent_finish(c->cpu, losses, cpu, mx, sums, tgt, v0, N, nv, ld, dloss);
+  c->gpu->ops->xent_finish(c->gpu, dlosses, dlog, dmx, dsums, dtgt, v0, N, nv, ld, dloss);
+  snprintf(what, sizeof what, "xent_finish nv=%d dloss=%g losses", nv, dloss);
+  same_f32(c, what, down_f32(c, dlosses, N), losses, N);
+  snprintf(what, sizeof what, "xent_finish nv=%d dloss=%g logits", nv, dloss);
+  same(c, what, down(c, dlog, n), cpu, n);
+}
+
+START_TEST(tp_crossentropy_slices) {
+  FOR_EACH_PRECISION(c) {
+    check_xent_slice(&c, 7, 50, 56, 50, 100, 0.0f);   /* the slice of ids 50..99 */
+    check_xent_slice(&c, 7, 50, 56, 0, 100, 0.25f);   /* ids 0..49: half the targets */
+    check_xent_slice(&c, 3, 2500, 2560, 2500, 5000, 1.0f / 3); /* wide rows */
+    check_xent_slice(&c, 5, 0, 64, 100, 100, 0.5f);   /* a slice of padding only */
+  }
+}
+END_TEST
+
 /* ------------------------------------------------------------------ vector ops */
 
 START_TEST(sumsq_scale_add) {
@@ -651,6 +791,9 @@ static int run_suite(void) {
   tcase_add_test(tc, softmax_causal_forward_backward);
   tcase_add_test(tc, attention_fused_matches_explicit);
   tcase_add_test(tc, crossentropy_losses_and_gradients);
+  tcase_add_test(tc, tp_layernorm_pieces);
+  tcase_add_test(tc, tp_embedding_range);
+  tcase_add_test(tc, tp_crossentropy_slices);
   tcase_add_test(tc, sumsq_scale_add);
   tcase_add_test(tc, adamw_matches_the_host_kernel);
   tcase_add_test(tc, training_step_matches_cpu);

@@ -17,6 +17,10 @@
 #     embedding's sum) the device optimizer gives the host optimizer's losses within 1e-5, its
 #     gradients summed in device memory where MPI is CUDA-aware (auto) and staged through host
 #     memory with --cuda-aware-mpi 0.
+#  4. Tensor parallelism on the GPU (issue 50): --gx 2 and --gz 2, two ranks sharing the GPU,
+#     fp32, against the same grids on the CPU backend (1e-3 relative, as 1x1 against the CPU)
+#     and against the 1x1 GPU run (1e-4); --gz 2 staged through host memory
+#     (--cuda-aware-mpi 0), --gx 2 as MPI allows (auto).
 set -u
 TEST=${1:?usage: check_cuda.sh path/to/check_cuda}
 AXONN=${AXONN:-bin/axonn}
@@ -100,6 +104,13 @@ if run ref 1 --device cuda --save "$TMP/ref.bin"; then
       run "dev$grid-$mpi" 2 --device cuda "$@" --optimizer device --cuda-aware-mpi "$mpi" &&
         close "dev$grid-$mpi" "grid$grid" 1e-5
     done
+  done
+  # tensor parallelism: its kernels and collectives on device buffers
+  for g in "tpx --gx 2" "tpz --gz 2 --cuda-aware-mpi 0"; do
+    set -- $g # shellcheck disable=SC2086
+    name=$1; shift
+    run "${name}cpu" 2 --device cpu "$@" &&
+      run "$name" 2 --device cuda "$@" && close "$name" "${name}cpu" 1e-3 && close "$name" ref 1e-4
   done
 fi
 grep -h -m1 -i "cuda" "$TMP/ref.log" 2>/dev/null | head -n 2

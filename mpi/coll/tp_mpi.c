@@ -33,6 +33,7 @@ static void link_in_flight(AxTpMpi *t, AxTpReq *r) {
   t->in_flight = r;
   t->n_in_flight[r->kind]++;
   t->stats.started[r->kind]++;
+  if (t->ahead) t->stats.started_ahead[r->kind]++;
 }
 
 static void unlink_in_flight(AxTpMpi *t, AxTpReq *r) {
@@ -111,8 +112,10 @@ static int tp_progress(AxTpComm *c) {
   return AX_OK;
 }
 
+static void tp_ahead(AxTpComm *c, int on) { self(c)->ahead = on; }
+
 static const AxTpCommOps TP_MPI_OPS = {tp_all_reduce, tp_all_gather, tp_reduce_scatter, tp_wait,
-                                       tp_note_gemm, tp_progress};
+                                       tp_note_gemm, tp_progress, tp_ahead};
 
 void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid) {
   memset(t, 0, sizeof *t);
@@ -142,6 +145,7 @@ void ax_tp_stats_add_delta(AxTpStats *sum, const AxTpStats *now, const AxTpStats
   }
   for (int op = 0; op < AX_TP_OPS; op++) {
     sum->started[op] += now->started[op] - before->started[op];
+    sum->started_ahead[op] += now->started_ahead[op] - before->started_ahead[op];
     sum->in_flight_at_gemm[op] += now->in_flight_at_gemm[op] - before->in_flight_at_gemm[op];
   }
   sum->gemms += now->gemms - before->gemms;

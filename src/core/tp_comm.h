@@ -31,6 +31,9 @@ typedef struct {
   void (*note_gemm)(AxTpComm *c);
   /* Drives every started collective on without blocking (between chunks of compute). */
   int (*progress)(AxTpComm *c);
+  /* on = 1: the collectives started until ahead(c, 0) are prefetches started ahead of the
+   * compute that needs them (a step's first weights), counted apart. */
+  void (*ahead)(AxTpComm *c, int on);
 } AxTpCommOps;
 
 struct AxTpComm {
@@ -54,5 +57,7 @@ int ax_tp_wait(AxTpComm *c, AxTpReq *req);
  * compute ended, so started collectives may move on. */
 void ax_tp_note_gemm(AxTpComm *c);
 int ax_tp_progress(AxTpComm *c);
+/* Brackets collectives started ahead of the step's compute (on = 1, then 0). */
+void ax_tp_note_ahead(AxTpComm *c, int on);
 
 #endif

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Tensor parallelism (--gx/--gy/--gz, docs/tensor-parallel.md) against the single-rank run (real
 # MPI, several ranks):
-#  - every grid with Gx, Gy, Gz in {1, 2}, alone and (but 1 x 2 x 1) with --g-data 2 (up to 8 ranks), and with
-#    --g-inter 2 and 3 (the pipeline's order kept alike across a stage's tensor ranks): per-step
+#  - every grid with Gx, Gy, Gz in {1, 2}, alone and (but 1 x 2 x 1) with --g-data 2 (up to 8
+#    ranks), and with --g-inter 2 and 3 (the pipeline's order kept alike across a stage's tensor ranks): per-step
 #    losses over 20 steps within 1e-5 relative of 1x1, the first step's within 1e-6, final
 #    weights within 1e-4 (axonn compare: the saved model is whole, whatever the grid); saving
 #    first checks that every tensor-parallel replica is alike bit for bit (the run fails if not);

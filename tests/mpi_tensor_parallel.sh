@@ -2,9 +2,9 @@
 # Tensor parallelism (--gx/--gy/--gz, docs/tensor-parallel.md) against the single-rank run (real
 # MPI, several ranks):
 #  - every grid with Gx, Gy, Gz in {1, 2}, alone and (but 1 x 2 x 1) with --g-data 2 (up to 8
-#    ranks), and with --g-inter 2 and 3 (the pipeline's order kept alike across a stage's tensor ranks): per-step
-#    losses over 20 steps within 1e-5 relative of 1x1, the first step's within 1e-6, final
-#    weights within 1e-4 (axonn compare: the saved model is whole, whatever the grid); saving
+#    ranks), and with --g-inter 2 and 3 (the pipeline's order kept alike across a stage's
+#    tensor ranks): per-step losses over 20 steps within 1e-5 relative of 1x1, the first
+#    step's within 1e-6, final weights within 1e-4 (axonn compare: the saved model is whole, whatever the grid); saving
 #    first checks that every tensor-parallel replica is alike bit for bit (the run fails if not);
 #  - each overlap (OAR, ORS, OAG) switched off gives the default's losses bit for bit, while the
 #    summary's counters show its collectives in flight at the GEMMs when on and none when off,
@@ -78,7 +78,8 @@ for sw, op in (("oar", "all_reduce"), ("ors", "reduce_scatter"), ("oag", "all_ga
 # OAG prefetches the step's first weights (the first block's 4 matrices and wte) before the
 # step's compute: 5 all-gathers started ahead with it on, none with it off
 ahead_on, ahead_off = on["all_gather"]["started_ahead"], ov("oag0")["all_gather"]["started_ahead"]
-print("all-gathers started ahead of the step's compute: %g with OAG, %g without" % (ahead_on, ahead_off))
+print("all-gathers started ahead of the step's compute: %g with OAG, %g without"
+      % (ahead_on, ahead_off))
 if ahead_on != 5 or ahead_off != 0:
     bad = 1
 sys.exit(bad)
@@ -95,7 +96,8 @@ run ref8 1 --micro-batch 8 &&
 import json, sys
 bad = 0
 for name in ("gz4", "gz8"):
-    o = json.load(open("%s/%s.json" % (sys.argv[1], name)))["communication"]["tensor_parallel"]["overlap"]
+    tp = json.load(open("%s/%s.json" % (sys.argv[1], name)))["communication"]["tensor_parallel"]
+    o = tp["overlap"]
     rs, ag = o["reduce_scatter"]["in_flight_at_gemms"], o["all_gather"]["in_flight_at_gemms"]
     print("%s: %g progress calls a step with a collective in flight; in flight at GEMMs: "
           "%g reduce-scatters, %g all-gathers" % (name, o["progress_calls"], rs, ag))
@@ -119,7 +121,8 @@ python3 - "$TMP" <<'EOF' || fail "all-gathers a step: the cache does not gather 
 import json, sys
 d = sys.argv[1]
 def gathers(name):
-    return json.load(open("%s/%s.json" % (d, name)))["communication"]["tensor_parallel"]["z"]["all_gather"]["calls"]
+    tp = json.load(open("%s/%s.json" % (d, name)))["communication"]["tensor_parallel"]
+    return tp["z"]["all_gather"]["calls"]
 got = {n: gathers(n) for n in ("tp222", "ckact", "ckact0", "oar0")}
 print("all-gathers over Z a step: %s" % got)
 sys.exit(0 if got["tp222"] == 9 and got["ckact"] == 9 and got["oar0"] == 21 and
@@ -135,7 +138,8 @@ model_bytes() {
   timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON --steps 3 --quiet \
     --summary "$TMP/$name.json" "$@" >"$TMP/$name.log" 2>&1 || { fail "$name: run failed"; return; }
   "$AXONN" plan --rank-grids --layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 \
-    --micro-batch 2 --precision fp32 --ag-cache 1 --grid "$grid" --json "$TMP/$name.plan" >/dev/null ||
+    --micro-batch 2 --precision fp32 --ag-cache 1 --grid "$grid" --json "$TMP/$name.plan" \
+    >/dev/null ||
     { fail "$name: plan failed"; return; }
   python3 - "$TMP/$name.json" "$TMP/$name.plan" <<'EOF' || fail "$name: bytes differ from the model"
 import json, sys

@@ -224,6 +224,14 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
     ax_stage_destroy(st);
     return AX_ERR;
   }
+  if (spec->tp && st->w.Gz > 1) {
+    st->tp.fresh = ax_calloc((size_t)st->n_blocks, 1);
+    if (!st->tp.fresh) {
+      ax_stage_destroy(st);
+      return AX_ERR;
+    }
+    ax_stage_tp_init_cache(st);
+  }
   if (be->ops->zero(be, st->params, pbytes, AX_STREAM_COMPUTE) != AX_OK ||
       be->ops->zero(be, st->grads, pbytes, AX_STREAM_COMPUTE) != AX_OK) {
     ax_stage_destroy(st);
@@ -246,6 +254,7 @@ void ax_stage_destroy(AxGptStage *st) {
     }
   }
   free(st->slots);
+  free(st->tp.fresh);
   free(st->recompute);
   free(st->tp.ors.items);
   free(st->losses_host);
@@ -261,6 +270,15 @@ size_t ax_stage_arena_bytes(const AxGptStage *st) { return st->arena_bytes; }
 
 int ax_stage_zero_grads(AxGptStage *st) {
   return st->be->ops->zero(st->be, st->grads, st->layout.total * st->be->esz, AX_STREAM_COMPUTE);
+}
+
+int ax_stage_begin_pass(AxGptStage *st) {
+  return st->spec.tp && st->w.Gz > 1 ? ax_stage_tp_begin_pass(st) : AX_OK;
+}
+
+int ax_stage_gather_kept(const AxGptStage *st, size_t *bytes) {
+  *bytes = (size_t)st->tp.kept * (st->tp.fresh ? ax_stage_tp_block_bytes(st) : 0);
+  return st->tp.fresh ? st->tp.kept : 0;
 }
 
 int ax_stage_reduce_replicas(AxGptStage *st) {

@@ -45,7 +45,11 @@ typedef struct {
                     * (ORS; a dŴ buffer per matrix per block) */
   int oag;         /* tensor parallel: the next block's all-gathers start before a block's
                     * forward (OAG) */
-  int ag_cache;    /* tensor parallel: a recompute reuses the forward's gathered weights */
+  int ag_cache;    /* tensor parallel: a recompute reuses the forward's gathered weights, and
+                    * the weights gathered in a pass are kept for its later micro-batches */
+  double gather_budget_mb; /* tensor parallel with ag_cache: MB (1e6 bytes) of gathered block
+                            * weights kept across micro-batches, the first blocks first; < 0:
+                            * every block. Blocks beyond it are gathered every micro-batch. */
 } AxStageSpec;
 
 /* Bytes of device memory for activations (arena) with this spec, without allocating; with the
@@ -67,6 +71,13 @@ size_t ax_stage_arena_bytes(const AxGptStage *st);
 size_t ax_stage_message_bytes(const AxGptStage *st);
 
 int ax_stage_zero_grads(AxGptStage *st);
+/* Before a pass of forwards (a training step, a validation) whose parameters may have changed
+ * since the last: forgets the weights gathered over Z and, with spec.oag, starts gathering the
+ * first block's and wte's now, ahead of the compute. Nothing without spec.tp or where Gz = 1. */
+int ax_stage_begin_pass(AxGptStage *st);
+/* Tensor parallel: the blocks whose gathered weights are kept across the micro-batches of a
+ * pass (0 where Gz = 1 or the cache is off) and their bytes. */
+int ax_stage_gather_kept(const AxGptStage *st, size_t *bytes);
 /* Tensor parallel, once a step after the last backward: sums the gradients of the tensors
  * replicated over Z (partial sums over this rank's sequences) over Z. Nothing otherwise. */
 int ax_stage_reduce_replicas(AxGptStage *st);

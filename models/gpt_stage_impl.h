@@ -42,6 +42,12 @@ typedef struct {
   /* OAG (spec.oag, Gz > 1): the all-gathers started for block `prefetched` (-1: none) */
   AxTpReq *prefetch[AX_N_PARAMS];
   int prefetched;
+  AxTpReq *wte_prefetch; /* wte's all-gather started at the pass's beginning (OAG) */
+  /* The gathered-weight cache (spec.ag_cache, Gz > 1): which blocks' gathered buffers hold the
+   * pass's weights (n_blocks flags, cleared by ax_stage_begin_pass), the first `kept` blocks'
+   * of them reused by later micro-batches; wte's block likewise */
+  unsigned char *fresh;
+  int kept, wte_fresh;
 } StageTp;
 
 struct AxGptStage {
@@ -89,5 +95,9 @@ int ax_stage_tp_head_backward(AxGptStage *st, int slot);
  * reduce-scatters (ORS) finished, wte's block gradient reduce-scattered into its shard. */
 int ax_stage_tp_begin_backward(AxGptStage *st);
 int ax_stage_tp_end_backward(AxGptStage *st);
+/* ax_stage_begin_pass and ax_stage_gather_kept's setup: the blocks the budget keeps. */
+int ax_stage_tp_begin_pass(AxGptStage *st);
+void ax_stage_tp_init_cache(AxGptStage *st);
+size_t ax_stage_tp_block_bytes(const AxGptStage *st);
 
 #endif

@@ -1,11 +1,14 @@
 /* gpt_stage_tp.c — a stage's compute on a tensor-parallel grid (gpt_stage.h with spec.tp): the
  * vocabulary-parallel embedding, the blocks and the head over tp_layers.h and tp_block.h. Each
  * micro-batch's forward all-gathers every Ŵ shard over Z into the stage's gathered buffers and
- * its backward uses them (Algorithm 1 caches W; where Gz = 1 the shard is the block); a
- * checkpointed segment's recompute gathers again unless spec.ag_cache. Under OAG a block's
- * forward first starts the next block's all-gathers; under ORS the blocks' dŴ reduce-scatters
- * run until the end of the micro-batch's backward. wte's block gradient is reduce-scattered
- * over Z after each micro-batch's backward. */
+ * its backward uses them (Algorithm 1 caches W; where Gz = 1 the shard is the block). With
+ * spec.ag_cache the weights gathered in a pass (ax_stage_begin_pass: a training step, a
+ * validation) are kept for its later micro-batches, for the first blocks within
+ * spec.gather_budget_mb and for wte, and a checkpointed segment's recompute reuses them;
+ * without it every forward and recompute gathers. Under OAG the pass's beginning starts the
+ * first block's and wte's all-gathers and a block's forward the next block's; under ORS the
+ * blocks' dŴ reduce-scatters run until the end of the micro-batch's backward. wte's block
+ * gradient is reduce-scattered over Z after each micro-batch's backward. */
 #include <string.h>
 
 #include "gpt_stage_impl.h"
@@ -30,10 +33,26 @@ static const float *wte_block(AxGptStage *st) {
   return st->tp.wte_block ? st->tp.wte_block : param(st, AX_P_WTE);
 }
 
-static int gather_wte(AxGptStage *st) {
-  if (!st->tp.wte_block) return AX_OK;
+/* wte's block all-gathered now (req NULL) or started. */
+static int start_wte_gather(AxGptStage *st, AxTpReq **req) {
   return ax_tp_gather_weight(st->spec.tp, param(st, AX_P_WTE), st->tp.wte_block,
-                             wte_block_elems(st), NULL);
+                             wte_block_elems(st), req);
+}
+
+/* wte's block holds the pass's weights: by the prefetch started for it, kept from an earlier
+ * micro-batch (spec.ag_cache), else gathered now. */
+static int gather_wte(AxGptStage *st) {
+  StageTp *tp = &st->tp;
+  if (!tp->wte_block) return AX_OK;
+  if (tp->wte_prefetch) {
+    AxTpReq *r = tp->wte_prefetch;
+    tp->wte_prefetch = NULL;
+    AX_TRY(ax_tp_wait(st->spec.tp, r));
+  } else if (!(tp->wte_fresh && st->spec.ag_cache)) {
+    AX_TRY(start_wte_gather(st, NULL));
+  }
+  tp->wte_fresh = 1;
+  return AX_OK;
 }
 
 /* Where wte's block gradient accumulates: the stage's block buffer, or the shard's gradient. */
@@ -83,10 +102,15 @@ static int gather_block(AxGptStage *st, int b, AxTpReq **reqs) {
   return AX_OK;
 }
 
-/* Block b's weights gathered: by the prefetch started for it (OAG), else now. */
-static int gather_or_finish_prefetch(AxGptStage *st, int b) {
+/* Block b's gathered buffers hold the pass's weights and the cache keeps them for this and
+ * later micro-batches (within the budget). */
+static int kept_fresh(const AxGptStage *st, int b) {
+  return st->tp.fresh && st->tp.fresh[b] && st->spec.ag_cache && b < st->tp.kept;
+}
+
+/* Waits for the all-gathers started for block `prefetched`. */
+static int finish_prefetch(AxGptStage *st) {
   StageTp *tp = &st->tp;
-  if (tp->prefetched != b) return gather_block(st, b, NULL);
   tp->prefetched = -1;
   int rc = AX_OK;
   for (int id = 0; id < AX_N_PARAMS; id++) {
@@ -97,13 +121,58 @@ static int gather_or_finish_prefetch(AxGptStage *st, int b) {
   return rc;
 }
 
+/* Block b's weights gathered: by the prefetch started for it (OAG), kept from an earlier
+ * micro-batch of the pass, else now. */
+static int gather_or_finish_prefetch(AxGptStage *st, int b) {
+  StageTp *tp = &st->tp;
+  if (tp->prefetched == b)
+    AX_TRY(finish_prefetch(st));
+  else if (!kept_fresh(st, b))
+    AX_TRY(gather_block(st, b, NULL));
+  if (tp->fresh) tp->fresh[b] = 1;
+  return AX_OK;
+}
+
+/* OAG: starts block b's all-gathers unless the cache already holds them. */
+static int prefetch_block(AxGptStage *st, int b) {
+  if (kept_fresh(st, b)) return AX_OK;
+  AX_TRY(gather_block(st, b, st->tp.prefetch));
+  st->tp.prefetched = b;
+  return AX_OK;
+}
+
+int ax_stage_tp_begin_pass(AxGptStage *st) {
+  StageTp *tp = &st->tp;
+  if (tp->prefetched >= 0) AX_TRY(finish_prefetch(st)); /* a pass without forwards */
+  if (tp->wte_prefetch) AX_TRY(gather_wte(st));
+  memset(tp->fresh, 0, (size_t)st->n_blocks);
+  tp->wte_fresh = 0;
+  if (!st->spec.oag) return AX_OK;
+  ax_tp_note_ahead(st->spec.tp, 1);
+  int rc = tp->wte_block ? start_wte_gather(st, &tp->wte_prefetch) : AX_OK;
+  if (rc == AX_OK) rc = prefetch_block(st, 0);
+  ax_tp_note_ahead(st->spec.tp, 0);
+  return rc;
+}
+
+size_t ax_stage_tp_block_bytes(const AxGptStage *st) {
+  size_t n = 0;
+  for (int id = 0; id < AX_N_PARAMS; id++)
+    n += ax_tp_block_gathered(st->spec.tp, st->cfg.channels, id);
+  return n * sizeof(float);
+}
+
+void ax_stage_tp_init_cache(AxGptStage *st) {
+  double budget = st->spec.gather_budget_mb * 1e6, per = (double)ax_stage_tp_block_bytes(st);
+  st->tp.kept = !st->spec.ag_cache ? 0
+                : budget < 0 || budget >= per * st->n_blocks ? st->n_blocks
+                : (int)(budget / per);
+}
+
 int ax_stage_tp_block_forward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
                               int gather, int next) {
   if (gather) AX_TRY(gather_or_finish_prefetch(st, b));
-  if (gather && st->spec.oag && next >= 0 && st->w.Gz > 1) {
-    AX_TRY(gather_block(st, next, st->tp.prefetch));
-    st->tp.prefetched = next;
-  }
+  if (gather && st->spec.oag && next >= 0 && st->w.Gz > 1) AX_TRY(prefetch_block(st, next));
   AxBlockParams p;
   AxTpBlockWeights w;
   ax_stage_block_params(st, st->params, b, &p);

@@ -100,6 +100,7 @@ bad "--lr expects a number, got 'nan'" "$AXONN" train --lr nan
 bad "--lr expects a number, got 'inf'" "$AXONN" train --lr inf
 bad "--lr -0.1 is out of range" "$AXONN" train --lr -0.1
 bad "--beta1 1 is out of range" "$AXONN" train --beta1 1
+bad "--tp-gather-budget -2 is out of range" "$AXONN" train --tp-gather-budget -2
 bad "--grad-clip expects a number" "$AXONN" train --grad-clip 1e999
 bad "--seed 17179869184G is out of range" "$AXONN" train --seed 17179869184G
 bad "--seed 9223372036854775808 is out of range" "$AXONN" train --seed 9223372036854775808

@@ -144,6 +144,22 @@ START_TEST(checkpointing_repeats_the_forward) {
 }
 END_TEST
 
+/* The cache keeps the gathered weights for the step's later micro-batches: with 4 micro-batches
+ * a step the blocks' and wte's all-gathers run once a step, a quarter of the bytes. */
+START_TEST(cache_gathers_once_a_step) {
+  AxCommSetup s = small_setup();
+  s.micro_batch = 2;
+  AxRankGrid g = {1, 2, 2, 2, 1};
+  AxCommPrediction plain = predict(&s, g);
+  s.ag_cache = 1;
+  AxCommPrediction cached = predict(&s, g);
+  ck_assert_int_eq(plain.n_micro, 4);
+  ck_assert_uint_gt(cached.class_bytes[AX_CLASS_AG_Z], 0);
+  ck_assert_uint_eq(plain.class_bytes[AX_CLASS_AG_Z], 4 * cached.class_bytes[AX_CLASS_AG_Z]);
+  ck_assert_uint_eq(cached.class_bytes[AX_CLASS_RS_Z], plain.class_bytes[AX_CLASS_RS_Z]);
+}
+END_TEST
+
 START_TEST(one_rank_sends_nothing) {
   AxCommSetup s = small_setup();
   AxCommPrediction p = predict(&s, (AxRankGrid){1, 1, 1, 1, 1});
@@ -332,6 +348,7 @@ int main(void) {
   tcase_add_test(tc, x_y_z);
   tcase_add_test(tc, pipeline_and_data);
   tcase_add_test(tc, checkpointing_repeats_the_forward);
+  tcase_add_test(tc, cache_gathers_once_a_step);
   tcase_add_test(tc, one_rank_sends_nothing);
   tcase_add_test(tc, uneven_allreduce_takes_the_busiest_rank);
   tcase_add_test(tc, eq10_bandwidths);

@@ -109,6 +109,7 @@ static void link_in_flight(AxTpMpi *t, AxTpReq *r) {
   t->in_flight = r;
   t->n_in_flight[r->kind]++;
   t->stats.started[r->kind]++;
+  if (t->ahead) t->stats.started_ahead[r->kind]++;
 }
 
 static void unlink_in_flight(AxTpMpi *t, AxTpReq *r) {
@@ -263,13 +264,16 @@ static int tp_progress(AxTpComm *c) {
   return AX_OK;
 }
 
+static void tp_ahead(AxTpComm *c, int on) { self(c)->ahead = on; }
+
 static const AxTpCommOps TP_MPI_OPS = {.all_reduce = tp_all_reduce,
                                        .all_gather = tp_all_gather,
                                        .reduce_scatter = tp_reduce_scatter,
                                        .wait = tp_wait,
                                        .note_gemm = tp_note_gemm,
                                        .progress = tp_progress,
-                                       .local_copy = tp_local_copy};
+                                       .local_copy = tp_local_copy,
+                                       .ahead = tp_ahead};
 
 void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid) {
   memset(t, 0, sizeof *t);
@@ -326,6 +330,7 @@ void ax_tp_stats_add_delta(AxTpStats *sum, const AxTpStats *now, const AxTpStats
   }
   for (int op = 0; op < AX_TP_OPS; op++) {
     sum->started[op] += now->started[op] - before->started[op];
+    sum->started_ahead[op] += now->started_ahead[op] - before->started_ahead[op];
     sum->in_flight_at_gemm[op] += now->in_flight_at_gemm[op] - before->in_flight_at_gemm[op];
   }
   sum->gemms += now->gemms - before->gemms;

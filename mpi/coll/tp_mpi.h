@@ -27,6 +27,8 @@ typedef struct {
   double wait_s[3]; /* seconds blocked finishing the group's collectives (not overlapped) */
   /* The overlaps' evidence (deterministic counts, not times), per operation over all groups */
   unsigned long long started[AX_TP_OPS]; /* started with a request: left running (overlapped) */
+  unsigned long long started_ahead[AX_TP_OPS]; /* of those, prefetches started ahead of the
+                                                * step's compute (the first weights, OAG) */
   unsigned long long gemms;              /* GEMMs the layers began */
   unsigned long long in_flight_at_gemm[AX_TP_OPS]; /* over those GEMMs: started, not waited */
   unsigned long long progress_calls;     /* progress calls made with a collective in flight */
@@ -48,6 +50,7 @@ typedef struct {
   int device_all_reduce;       /* 1: all-reduces on device buffers through CUDA-aware MPI */
   AxTpStage *pool;             /* the staging buffers, busy or free */
   int n_pool, cap_pool;
+  int ahead;                   /* starting prefetches ahead of the compute (ahead(c, 1)) */
 } AxTpMpi;
 
 /* Binds t to the grid's tensor-parallel communicators (grid->comm_cfg is copied now); its

@@ -66,8 +66,9 @@ static const AxOption OPTIONS[] = {
     {"checkpoint-activations", AX_OPT_FLAG, OFF(checkpoint), "0", NULL,
      "the blocks' forward runs again in the backward pass (its collectives twice)", 1, 0, NULL},
     NUM("ag-cache", AX_OPT_INT, ag_cache, "0", "0|1",
-        "with checkpointing, the recompute reuses the all-gathered weights (only its "
-        "all-reduces repeat)", 0, 1),
+        "the all-gathered weights are kept for the step's later micro-batches and the "
+        "recompute of checkpointing (gathered once a step, as the trainer's default "
+        "--tp-ag-cache 1 with every block within --tp-gather-budget)", 0, 1),
     {"placement", AX_OPT_CHOICE, OFF(placement), "aware", NULL,
      "aware: Eq. 10 bandwidths by where groups sit; agnostic: every group at the inter-node "
      "bandwidth", 1, 0, "agnostic|aware"},

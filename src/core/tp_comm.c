@@ -44,3 +44,7 @@ void ax_tp_note_gemm(AxTpComm *c) {
 int ax_tp_progress(AxTpComm *c) {
   return c->ops && c->ops->progress ? c->ops->progress(c) : AX_OK;
 }
+
+void ax_tp_note_ahead(AxTpComm *c, int on) {
+  if (c->ops && c->ops->ahead) c->ops->ahead(c, on);
+}

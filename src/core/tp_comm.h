@@ -38,6 +38,9 @@ typedef struct {
   int (*progress)(AxTpComm *c);
   /* dst = src, n floats in the buffers' memory (a gather over a group of one); NULL: memcpy */
   int (*local_copy)(AxTpComm *c, float *dst, const float *src, size_t n);
+  /* on = 1: the collectives started until ahead(c, 0) are prefetches started ahead of the
+   * compute that needs them (a step's first weights), counted apart. */
+  void (*ahead)(AxTpComm *c, int on);
 } AxTpCommOps;
 
 struct AxTpComm {
@@ -61,5 +64,7 @@ int ax_tp_wait(AxTpComm *c, AxTpReq *req);
  * compute ended, so started collectives may move on. */
 void ax_tp_note_gemm(AxTpComm *c);
 int ax_tp_progress(AxTpComm *c);
+/* Brackets collectives started ahead of the step's compute (on = 1, then 0). */
+void ax_tp_note_ahead(AxTpComm *c, int on);
 
 #endif

@@ -39,7 +39,8 @@ typedef struct {
 typedef struct {
   u64 micro;  /* micro-batches per step */
   u64 fwd;    /* forward all-reduces: micro x blocks, twice with checkpointing */
-  u64 gather; /* forward all-gathers: twice with checkpointing unless the cache keeps them */
+  u64 gather; /* forward all-gathers: micro x blocks, twice with checkpointing; blocks with
+               * the cache */
   u64 bwd;    /* backward: micro x blocks */
   u64 blocks; /* once per step per block */
 } Counts;
@@ -300,9 +301,9 @@ static void add_blocks(AxCommPrediction *out, const AxRankGrid *g, double lat, c
 
 /* The first stage: the embedding lookup, wte's all-gather and gradient, wpe. */
 static void add_embedding(AxCommPrediction *out, const AxRankGrid *g, double lat,
-                          const Shapes *sh, u64 micro) {
+                          const Shapes *sh, u64 micro, u64 wte_gathers) {
   const Coll list[] = {
-      {"AG_z wte", AX_COLL_ALLGATHER, AX_GROUP_Z, sh->wte, sh->e, micro},
+      {"AG_z wte", AX_COLL_ALLGATHER, AX_GROUP_Z, sh->wte, sh->e, wte_gathers},
       {"AR_x embedding", AX_COLL_ALLREDUCE, AX_GROUP_X, sh->rows * sh->cy, sh->e, micro},
       {"RS_z wte", AX_COLL_REDUCE_SCATTER, AX_GROUP_Z, sh->wte, sh->e, micro},
       {"AR_z wpe", AX_COLL_ALLREDUCE, AX_GROUP_Z, sh->wpe, sh->e, 1},
@@ -313,11 +314,12 @@ static void add_embedding(AxCommPrediction *out, const AxRankGrid *g, double lat
 /* The last stage: lnf, the LM head (its wte all-gather and reduce-scatter are the embedding's
  * when one stage holds both: counted there once), the vocabulary-parallel loss. */
 static void add_head(AxCommPrediction *out, const AxRankGrid *g, double lat, const Shapes *sh,
-                     u64 micro, int owns_embedding) {
+                     u64 micro, u64 wte_gathers, int owns_embedding) {
   const u64 r = sh->rows, own_wte = owns_embedding ? 0 : micro;
   const Coll list[] = {
       {"AR_y lnf fwd", AX_COLL_ALLREDUCE, AX_GROUP_Y, r, F32, 2 * micro},
-      {"AG_z wte (head)", AX_COLL_ALLGATHER, AX_GROUP_Z, sh->wte, sh->e, own_wte},
+      {"AG_z wte (head)", AX_COLL_ALLGATHER, AX_GROUP_Z, sh->wte, sh->e,
+       owns_embedding ? 0 : wte_gathers},
       {"AR_y logits", AX_COLL_ALLREDUCE, AX_GROUP_Y, r * sh->vx, sh->e, micro},
       {"AG_x loss row max", AX_COLL_ALLGATHER, AX_GROUP_X, r, F32, micro},
       {"AR_x loss row sums", AX_COLL_ALLREDUCE, AX_GROUP_X, 2 * r, F32, micro},
@@ -352,19 +354,22 @@ static void add_between(AxCommPrediction *out, const AxRankGrid *g, double lat, 
 static void predict_stage(const AxCommSetup *s, const AxRankGrid *g, double latency,
                           const Shapes *sh, u64 micro, int stage, int blocks,
                           AxCommPrediction *out) {
-  const u64 twice = s->checkpoint ? 2 : 1, gather_twice = s->checkpoint && !s->ag_cache ? 2 : 1;
+  /* the cache keeps the gathered weights for the step's later micro-batches and the recompute
+   * (every block: the trainer's default --tp-gather-budget) */
+  const u64 twice = s->checkpoint ? 2 : 1, gather_twice = s->checkpoint ? 2 : 1;
+  const u64 wte_gathers = s->ag_cache ? 1 : micro;
   const Counts n = {.micro = micro, .fwd = micro * (u64)blocks * twice,
-                    .gather = micro * (u64)blocks * gather_twice, .bwd = micro * (u64)blocks,
-                    .blocks = (u64)blocks};
+                    .gather = s->ag_cache ? (u64)blocks : micro * (u64)blocks * gather_twice,
+                    .bwd = micro * (u64)blocks, .blocks = (u64)blocks};
   out->stage = stage;
   out->n_entries = 0;
   out->seconds = 0;
   out->bytes = 0;
   memset(out->class_seconds, 0, sizeof out->class_seconds);
   memset(out->class_bytes, 0, sizeof out->class_bytes);
-  if (stage == 0) add_embedding(out, g, latency, sh, micro);
+  if (stage == 0) add_embedding(out, g, latency, sh, micro, wte_gathers);
   add_blocks(out, g, latency, sh, &n);
-  if (stage == g->inter - 1) add_head(out, g, latency, sh, micro, stage == 0);
+  if (stage == g->inter - 1) add_head(out, g, latency, sh, micro, wte_gathers, stage == 0);
   add_between(out, g, latency, sh, micro, stage, blocks);
 }
 

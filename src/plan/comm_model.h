@@ -52,7 +52,8 @@ typedef struct {
   int micro_batch;   /* Bm: sequences per micro-batch of a row; 0: ax_comm_micro_batch's rule */
   int elem_size;     /* bytes of a weight, activation or gradient element: 4, or 2 (bf16, fp16) */
   int checkpoint;    /* activation checkpointing: the blocks' forward collectives run twice */
-  int ag_cache;      /* with checkpointing, the recompute reuses the all-gathered weights */
+  int ag_cache;      /* the all-gathered weights are kept for the step's later micro-batches
+                      * and the recompute: gathered once a step */
   int placement_aware; /* Eq. 10; 0: every group at beta_inter */
 } AxCommSetup;
 

@@ -24,9 +24,9 @@ void ax_rank_grids_print_header(FILE *out, const AxGridQuery *q) {
           q->model_name ? q->model_name : "", q->model_name ? " " : "", m->layers,
           m->channels, m->heads, s->seq, m->vocab, m->padded_vocab, q->ranks, machine,
           s->batch, micro, q->precision_name, s->checkpoint ? "on" : "off",
-          s->checkpoint ? (s->ag_cache ? " with the all-gather cache" : " without the "
-                                                                        "all-gather cache")
-                        : "",
+          s->ag_cache     ? "; all-gather cache on (weights gathered once a step)"
+          : s->checkpoint ? " without the all-gather cache"
+                          : "",
           s->placement_aware ? "aware" : "agnostic",
           q->max_inter ? "; G_inter capped" : "", q->optimizer_device ? "device" : "host",
           q->flops_per_s / 1e12, memory);

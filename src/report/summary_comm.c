@@ -106,7 +106,8 @@ static void overlap_json(AxJsonW *j, const AxTpStats *s, double per) {
   static const char *const OPS[AX_TP_OPS] = {"all_reduce", "all_gather", "reduce_scatter"};
   ax_jsonw_object(j, "overlap");
   ax_jsonw_str(j, "counted", "rank 0 per training step: collectives started and left running "
-                             "(waited for later), GEMMs of the tensor-parallel layers, the sum "
+                             "(waited for later), of those the prefetches started ahead of "
+                             "the step's compute (its first weights), GEMMs of the tensor-parallel layers, the sum "
                              "over those GEMMs of the started collectives not yet waited for as "
                              "each began, progress calls made while one was in flight");
   ax_jsonw_num(j, "gemms", (double)s->gemms / per);
@@ -114,6 +115,7 @@ static void overlap_json(AxJsonW *j, const AxTpStats *s, double per) {
   for (int op = 0; op < AX_TP_OPS; op++) {
     ax_jsonw_object(j, OPS[op]);
     ax_jsonw_num(j, "started", (double)s->started[op] / per);
+    ax_jsonw_num(j, "started_ahead", (double)s->started_ahead[op] / per);
     ax_jsonw_num(j, "in_flight_at_gemms", (double)s->in_flight_at_gemm[op] / per);
     ax_jsonw_end(j);
   }

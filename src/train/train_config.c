@@ -73,8 +73,13 @@ static const AxOption OPTIONS[] = {
         "reduce-scatters at the end of the backward (ORS; one more weight-sized buffer)", 0, 1),
     INT("tp-oag", grid.tp_oag, "1", "0|1", "tensor parallelism: start the next block's weight "
         "all-gathers before a block's forward (OAG)", 0, 1),
-    INT("tp-ag-cache", grid.tp_ag_cache, "1", "0|1", "tensor parallelism with "
-        "--checkpoint-activations: the recompute reuses the forward's all-gathered weights", 0, 1),
+    INT("tp-ag-cache", grid.tp_ag_cache, "1", "0|1", "tensor parallelism: the weights "
+        "all-gathered over Z are kept for the step's later micro-batches (gathered once a step, "
+        "within --tp-gather-budget) and for the recompute of --checkpoint-activations", 0, 1),
+    FLT("tp-gather-budget", grid.tp_gather_budget, "-1", "MB",
+        "tensor parallelism with --tp-ag-cache 1: MB of gathered block weights kept across "
+        "micro-batches, the first blocks first (-1: every block); blocks beyond it are gathered "
+        "every micro-batch", -1, 1e12),
     INT("pipeline-limit", grid.pipeline_limit, "0", "N",
         "micro-batches in flight in the pipeline (0: --g-inter)", 0, 1 << 20),
     STR("stage-layers", grid.stage_layers, NULL, "N,N,...",

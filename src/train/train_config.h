@@ -41,7 +41,9 @@ typedef struct {
   int tp_oar;     /* tensor parallel: OAR on */
   int tp_ors;     /* tensor parallel: ORS on */
   int tp_oag;     /* tensor parallel: OAG on */
-  int tp_ag_cache; /* tensor parallel: the recompute reuses the gathered weights */
+  int tp_ag_cache; /* tensor parallel: gathered weights kept across micro-batches and for the
+                   * recompute */
+  double tp_gather_budget; /* MB of gathered block weights kept (< 0: every block) */
   int pipeline_limit;
   char *stage_layers;
   int allreduce; /* AxAllreduceAlgo */

@@ -297,6 +297,8 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   ax_trace_set_step(&t->trace, step);
   double t0 = ax_now(), tr0 = ax_trace_begin(&t->trace);
   AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_BEGIN, step, 0));
+  /* the weights changed in the last step: their first all-gathers start before the batch */
+  AX_TRY(ax_stage_begin_pass(t->stage));
   AX_TRY(ax_stage_zero_grads(t->stage));
   AX_TRY(load_batch(t, &t->train));
   t->loss_sum = 0;
@@ -338,6 +340,7 @@ static int validate(AxTrainer *t, double *val_loss) {
   if (t->have_data) ax_loader_set_position(&t->val, 0); /* same batches every time */
   t->loss_sum = 0;
   t->validating = 1;
+  AX_TRY(ax_stage_begin_pass(t->stage));
   for (int i = 0; i < t->cfg.output.val_steps; i++) {
     AX_TRY(load_batch(t, &t->val));
     AX_TRY(ax_sched_forward(&t->sched, t->n_micro));

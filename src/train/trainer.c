@@ -3,6 +3,7 @@
  * tearing it all down. Every setup phase ends with an agreement across ranks, so a failure on
  * one rank stops every rank with that rank's message. The step itself is in train_step.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,7 +106,8 @@ static int setup_partition(AxTrainer *t) {
                           .n_slots = ax_sched_slots(s, P, t->limit), .ac = ac,
                           .tp = ax_trainer_tp_on(t) ? &t->tpm.comm : NULL,
                           .oar = t->cfg.grid.tp_oar, .ors = t->cfg.grid.tp_ors, .oag = t->cfg.grid.tp_oag,
-                          .ag_cache = t->cfg.grid.tp_ag_cache};
+                          .ag_cache = t->cfg.grid.tp_ag_cache,
+                          .gather_budget_mb = t->cfg.grid.tp_gather_budget};
   return AX_OK;
 }
 
@@ -344,6 +346,26 @@ static void print_optimizer(const AxTrainer *t) {
          t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
 }
 
+/* Gz > 1: the gathered weights kept across micro-batches (--tp-ag-cache, --tp-gather-budget). */
+static void print_gather_cache(const AxTrainer *t) {
+  if (t->grid.tp[2] == 1) return;
+  size_t bytes;
+  int kept = ax_stage_gather_kept(t->stage, &bytes), n = t->spec.l1 - t->spec.l0;
+  char budget[48];
+  if (t->cfg.grid.tp_gather_budget < 0)
+    snprintf(budget, sizeof budget, "-1, the default: every block");
+  else
+    snprintf(budget, sizeof budget, "%g MB", t->cfg.grid.tp_gather_budget);
+  if (!t->cfg.grid.tp_ag_cache) {
+    ax_log("tensor parallel: all-gather cache off (--tp-ag-cache 0): the weights are gathered "
+           "over Z every micro-batch");
+    return;
+  }
+  ax_log("tensor parallel: gathered weights kept across a step's micro-batches for %d of rank "
+         "0's %d blocks (%.2f MB; --tp-gather-budget %s)%s", kept, n, bytes / 1e6, budget,
+         kept < n ? "; the others gathered every micro-batch" : "");
+}
+
 /* --gx/--gy/--gz: the grid and what each rank keeps of the model. */
 static void print_tensor_parallel(const AxTrainer *t) {
   if (!ax_trainer_tp_on(t)) return;
@@ -358,6 +380,7 @@ static void print_tensor_parallel(const AxTrainer *t) {
          on_off(t->cfg.grid.tp_ors), on_off(t->cfg.grid.tp_oag),
          !t->spec.ac ? "" : t->cfg.grid.tp_ag_cache ? "; all-gather cache on" : "; all-gather cache off",
          ax_tp_mpi_describe(&t->tpm));
+  print_gather_cache(t);
 }
 
 void ax_trainer_print_header(const AxTrainer *t) {

@@ -146,6 +146,8 @@ bad "--gz 2 does not divide the 9 rows of a weight block" "$AXONN" plan --layers
 bad "needs 2 ranks, but the job has 1" "$AXONN" train $T --g-data 2 --optimizer device
 bad "run it with --optimizer host" "$AXONN" train $T --optimizer device --memory-checkpoint-every 1
 bad "--compress needs --optimizer host" "$AXONN" train $T --optimizer device --compress onebit
+bad "--compress-local-clip 'yes' is not auto or an integer from 0 to 1" "$AXONN" train $T --compress dgc --compress-local-clip yes
+bad "--compress-local-clip 1 needs --grad-clip above 0" "$AXONN" train $T --compress dgc --compress-local-clip 1 --grad-clip 0
 bad "--ac 2 needs --checkpoint-activations" "$AXONN" train $T --ac 2
 bad "--resume needs --checkpoint-dir" "$AXONN" train $T --resume
 bad "--val-data needs --data" "$AXONN" train $T --val-data "$IN/t_val.bin"
@@ -189,6 +191,7 @@ warns "--replica-idle-share has no effect with --replica-schedule end" "$AXONN" 
 warns "--epilogue-only has no effect without --compress-backprop" "$AXONN" train $T --epilogue-only 0
 warns "--compress-sync has no effect without --compress (no gradient" "$AXONN" train $T --compress-sync ps
 warns "--compress-min-bytes has no effect without --compress (no gradient" "$AXONN" train $T --compress-min-bytes 4K
+warns "--compress-local-clip has no effect without --compress (no gradient" "$AXONN" train $T --compress-local-clip 1
 warns "--replica-schedule has no effect without --memory-checkpoint-every" "$AXONN" train $T --replica-schedule end
 warns "--zen-owners has no effect here: Zen sums the first stage's embedding rows only with --g-inter 2+" "$AXONN" train $T --zen-owners hash
 warns "--zen-hierarchy has no effect here: Zen sums" "$AXONN" train $T --zen-hierarchy flat

@@ -26,7 +26,8 @@
  * T_cpr(m, K) = T_enc(m) + T_orig(r m, K) + E(m). E is CaSync's engine: the fixed per-call
  * cost (task set-up, waits between its steps, the extra messages' overheads) and any per-byte
  * cost the codec calls and the link do not contain, fitted from CaSync itself timed at start-up
- * (ax_casync_measure_engine; 0 where nothing was timed). A part is compressed only where
+ * side by side with the plain all-reduce (ax_casync_measure_paths, ax_casync_engine_from; 0
+ * where nothing was timed). A part is compressed only where
  * min_K T_cpr < T_orig. */
 #ifndef AX_CASYNC_COST_H
 #define AX_CASYNC_COST_H
@@ -53,7 +54,7 @@ typedef struct {
    * T_cpr's messages carry the same per-message overhead. */
   AxLinearCost plain;
   /* CaSync's own cost beyond the terms above: what a compressed all-reduce timed over the
-   * run's own path (ax_casync_measure_engine, at K = N) took more than alpha T_send + beta
+   * run's own path (ax_casync_measure_paths, at K = N) took more than alpha T_send + beta
    * T_enc + gamma T_dec predict, as a per-call latency and a per-byte rate (of the part's raw
    * bytes); added to every T_cpr. {0, 0}: not measured, nothing added. */
   AxLinearCost engine;
@@ -132,7 +133,7 @@ int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out);
 
 /* casync_probe.c: the plain all-reduce the caller runs (ax_allreduce with algo and cc: its
  * chunking, waits and emulated link; traffic not counted), timed on comm at 1 KB, 16 KB, 256
- * KB and 4 MB, each the median over `reps` of the slowest rank's time, fitted by ax_linear_fit
+ * KB and 4 MB, each the least over `reps` of the slowest rank's time, fitted by ax_linear_fit
  * (a positive latency kept): the same figures on every rank of comm (collective). A
  * communicator of one rank gets zero latency and infinite bandwidth. */
 int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
@@ -142,15 +143,17 @@ int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAl
  * and bandwidth x 2(N-1)/N. Fed back into T_orig it gives the measurement exactly. */
 AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
 
-/* casync_probe.c: CaSync's engine term (AxCasyncCosts.engine) on comm: codec c (a codec with a
- * rank at most 128, as its profile: ax_casync_profile_codec) through the CaSync algorithm
- * `algo` in K = N partitions over cc's path (emulated link, waits; traffic not counted), timed
- * at 1 KB, 16 KB, 256 KB and 4 MB (median over `reps` of the slowest rank, fresh values each),
- * fitted by ax_linear_fit, and ax_casync_engine_from against `model` (its send, enc, dec; the
- * ratio is taken at each size). *measured gets the fit (NULL: not wanted). Collective; the same
- * figures on every rank of comm. One rank: {0, 0}. */
-int ax_casync_measure_engine(MPI_Comm comm, const AxCommConfig *cc, const AxCodec *c,
-                             AxCasyncAlgo algo, const AxCasyncCosts *model, int reps,
-                             AxLinearCost *engine, AxLinearCost *measured);
+/* casync_probe.c: the two paths a part can take, timed side by side over cc's path (emulated
+ * link, waits; traffic not counted) at 1 KB, 16 KB, 256 KB and 4 MB: in each round the plain
+ * all-reduce (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
+ * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, on fresh
+ * values, so both see the same load; each size the least over `reps` rounds of the slowest
+ * rank's time (other work only adds time); each path fitted by ax_linear_fit (a positive latency kept). *plain is T_orig's
+ * measurement (as ax_casync_measure_plain's), *casync what CaSync's engine term is fitted from
+ * (ax_casync_engine_from, once the send is known). Collective; the same figures on every rank
+ * of comm. One rank: zero latency, infinite bandwidth. */
+int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
+                            const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
+                            AxLinearCost *casync);
 
 #endif

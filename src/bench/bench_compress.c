@@ -4,13 +4,13 @@
  *  2. the data-parallel all-reduce of every --sizes over every --links (EMULATED: the job split
  *     into two virtual nodes unless --ranks-per-node says otherwise, mpi/link/link_emulator.h): the
  *     plain ring against CaSync ring and CaSync PS with every codec, each in every partition
- *     count K from 1 to N (as the trainer runs a part: exactly K partitions); time = median
- *     over --iters of the slowest rank; wire bytes from the traffic counters (sum over ranks per
+ *     count K from 1 to N (as the trainer runs a part: exactly K partitions); time = the least
+ *     over --iters of the slowest rank's (other work on a shared machine only adds time); wire bytes from the traffic counters (sum over ranks per
  *     all-reduce); each round runs the plain ring and then every K side by side, under the same
  *     load; speedup_vs_plain = that plain time / the time at K = N; and HiPress's cost model's
  *     pick, plain or compressed in K (mpi/casync/casync_cost.h, fed by the codec's profiled
  *     costs, the plain ring measured over the link, ax_casync_measure_plain, and CaSync's
- *     engine term timed over it, ax_casync_measure_engine) against the fastest measured of
+ *     engine term, each codec's timed side by side with the plain ring, ax_casync_measure_paths) against the fastest measured of
  *     plain and every K: a pick more than NOISE (5%) slower than that is WRONG, with the time
  *     it loses; the last line (and a JSON "score" row) gives the fraction of right picks, the
  *     fraction right on plain-or-compressed alone, and the largest loss.
@@ -60,7 +60,7 @@ static const AxOption CB_OPTS[] = {
      "virtual nodes of N consecutive ranks (0: half the job, two nodes)", 0, 1 << 20, NULL},
     {"codec-bytes", AX_OPT_LONG, COFF(codec_bytes), "64M", "BYTES",
      "buffer of the one-core codec rows", 1024, (double)(1LL << 34), NULL},
-    {"iters", AX_OPT_INT, COFF(iters), "5", "N", "timed runs per row (median)", 1, 1000, NULL},
+    {"iters", AX_OPT_INT, COFF(iters), "5", "N", "timed runs per row (codec rows: the median; all-reduce rows: the least)", 1, 1000, NULL},
     {"warmup", AX_OPT_INT, COFF(warmup), "1", "N", "untimed runs first", 0, 100, NULL},
     {"codec-rows", AX_OPT_INT, COFF(codec_rows), "1", "0|1", "the one-core codec rows", 0, 1,
      NULL},
@@ -214,7 +214,7 @@ static int codec_rows(Cb *b) {
 /* ---------------------------------------------------------------- all-reduce rows */
 
 typedef struct {
-  double us, wire; /* median time of the slowest rank; bytes on the wire per op, all ranks */
+  double us, wire; /* least time of the slowest rank; bytes on the wire per op, all ranks */
   int same;        /* every rank holds bitwise the same result */
 } Measured;
 
@@ -284,7 +284,7 @@ static int k_candidates(const AxCodec *codec, int ranks, int model_k, int *k) {
 /* The all-reduce with `codec` (NULL: the plain ring, one candidate) in each of the nk
  * partition counts k[] (CaSync runs exactly K, as the trainer does: ax_casync_state_new_parts);
  * with `plain` non-NULL, each timed round runs the plain ring first and then every K, so all
- * are compared side by side under the same load, and *plain gets the plain ring's median.
+ * are compared side by side under the same load, and *plain gets the plain ring's least.
  * m[i] gets K = k[i]'s. */
 static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, const int *k,
                    int nk, Measured *m, Measured *plain) {
@@ -319,9 +319,9 @@ static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, con
     if (rc != AX_OK) break;
     double mine = sent[j] / iters;
     MPI_Allreduce(&mine, &m[j].wire, 1, MPI_DOUBLE, MPI_SUM, b->comm);
-    m[j].us = ax_median(t + j * iters, iters) * 1e6;
+    m[j].us = ax_least(t + j * iters, iters) * 1e6;
   }
-  if (rc == AX_OK && plain) *plain = (Measured){.us = ax_median(tp, iters) * 1e6, .same = 1};
+  if (rc == AX_OK && plain) *plain = (Measured){.us = ax_least(tp, iters) * 1e6, .same = 1};
   free(t);
   for (int j = 0; j < MAX_K; j++) ax_casync_state_free(st[j]);
   return rc;
@@ -362,18 +362,22 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
   return AX_OK;
 }
 
-/* CaSync's engine term for codec i and sync s over the current link (timed as the trainer
- * times it at start-up: ax_casync_measure_engine), printed. */
-static int engine_cost(Cb *b, const AxCasyncCosts *costs, const AxLinearCost *plain, int i,
-                       AxCasyncAlgo sync, AxLinearCost *engine) {
-  AxCasyncCosts c = link_costs(&costs[i], plain, NULL, b->size);
-  AxLinearCost measured;
-  AX_TRY(ax_casync_measure_engine(b->comm, &b->cc, b->codecs[i], sync, &c, 5, engine,
-                                  &measured));
-  ax_log("# %s %s: CaSync measured %.4g us + bytes / %.4g GB/s; its engine beyond the model's "
-         "terms: %.4g us + bytes / %.4g GB/s", ax_codec_spec(b->codecs[i]),
-         ax_casync_algo_name(sync), measured.latency_s * 1e6, measured.bytes_per_s / 1e9,
-         engine->latency_s * 1e6, engine->bytes_per_s > 0 ? engine->bytes_per_s / 1e9 : INFINITY);
+/* The model's costs of codec i through sync s over the current link: the plain ring and
+ * CaSync timed side by side as the trainer times them at start-up (ax_casync_measure_paths),
+ * the send the plain ring implies and CaSync's engine term beyond the model; printed. */
+static int path_costs(Cb *b, const AxCasyncCosts *costs, int i, AxCasyncAlgo sync,
+                      AxCasyncCosts *out) {
+  AxLinearCost plain, casync;
+  AX_TRY(ax_casync_measure_paths(b->comm, &b->cc, AX_ALLREDUCE_RING, b->codecs[i], sync, 5,
+                                 &plain, &casync));
+  *out = link_costs(&costs[i], &plain, NULL, b->size);
+  out->engine = ax_casync_engine_from(out, sync, b->size, &casync);
+  const AxLinearCost *e = &out->engine;
+  ax_log("# %s %s: plain ring %.4g us + bytes / %.4g GB/s, CaSync %.4g us + bytes / %.4g GB/s "
+         "side by side; its engine beyond the model's terms: %.4g us + bytes / %.4g GB/s",
+         ax_codec_spec(b->codecs[i]), ax_casync_algo_name(sync), plain.latency_s * 1e6,
+         plain.bytes_per_s / 1e9, casync.latency_s * 1e6, casync.bytes_per_s / 1e9,
+         e->latency_s * 1e6, e->bytes_per_s > 0 ? e->bytes_per_s / 1e9 : INFINITY);
   return AX_OK;
 }
 
@@ -500,18 +504,17 @@ static int check_nodes(const Cb *b) {
 }
 
 /* One size over one link: plain, then every codec with every sync in each candidate K. */
-static int size_rows(Cb *b, const AxCasyncCosts *linked, const AxLinearCost *engines,
-                     const AxLinkSpec *link, size_t n, Score *score) {
+static int size_rows(Cb *b, const AxCasyncCosts *linked, const AxLinkSpec *link, size_t n,
+                     Score *score) {
   Measured plain;
   int one = 1;
   AX_TRY(measure(b, NULL, AX_CASYNC_RING, n, &one, 1, &plain, NULL));
   report_plain(b, n, link, &plain);
   for (int i = 0; i < b->n_codecs; i++)
     for (int s = 0; s < b->n_syncs; s++) {
-      const AxLinearCost *engine = &engines[i * 2 + s];
-      AxCasyncCosts c = linked[i];
-      c.engine = *engine;
-      AxCasyncChoice ch = model_pick(&c, b->codecs[i], b->syncs[s], b->size, n);
+      const AxCasyncCosts *c = &linked[i * 2 + s];
+      const AxLinearCost *engine = &c->engine;
+      AxCasyncChoice ch = model_pick(c, b->codecs[i], b->syncs[s], b->size, n);
       Case cs = {0};
       cs.nk = k_candidates(b->codecs[i], b->size, ch.cpr_parts, cs.k);
       Measured side;
@@ -552,14 +555,11 @@ static void report_score(Cb *b, const Score *s) {
            s->cases - s->right ? s->sum_loss / (s->cases - s->right) : 0.0);
 }
 
-/* Every codec's costs over this link and CaSync's engine term for each codec and sync. */
-static int link_engines(Cb *b, const AxCasyncCosts *costs, const AxLinearCost *plain,
-                        AxCasyncCosts *linked, AxLinearCost *engines) {
-  for (int i = 0; i < b->n_codecs; i++) {
-    linked[i] = link_costs(&costs[i], plain, NULL, b->size);
+/* Every codec's costs through every sync over this link (path_costs). */
+static int link_engines(Cb *b, const AxCasyncCosts *costs, AxCasyncCosts *linked) {
+  for (int i = 0; i < b->n_codecs; i++)
     for (int s = 0; s < b->n_syncs; s++)
-      AX_TRY(engine_cost(b, costs, plain, i, b->syncs[s], &engines[i * 2 + s]));
-  }
+      AX_TRY(path_costs(b, costs, i, b->syncs[s], &linked[i * 2 + s]));
   return AX_OK;
 }
 
@@ -569,8 +569,7 @@ static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
   AX_TRY(ax_link_emu_create(&b->emu, b->comm, &lc));
   b->cc.links = b->emu;
   AxLinearCost plain;
-  AxCasyncCosts linked[MAX_ITEMS];
-  AxLinearCost engines[2 * MAX_ITEMS];
+  AxCasyncCosts linked[2 * MAX_ITEMS];
   int rc = ax_casync_measure_plain(b->comm, &b->cc, AX_ALLREDUCE_RING, 5, &plain);
   if (rc == AX_OK) {
     AxLinearCost send = ax_casync_send_from_plain(&plain, b->size);
@@ -579,10 +578,10 @@ static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
            link->bytes_per_s * 8 / 1e9, link->latency_s * 1e6, plain.latency_s * 1e6,
            plain.bytes_per_s / 1e9, send.latency_s * 1e6, send.bytes_per_s / 1e9,
            link->latency_s * 1e6, link->bytes_per_s / 1e9);
-    rc = link_engines(b, costs, &plain, linked, engines);
+    rc = link_engines(b, costs, linked);
   }
   for (int i = 0; i < b->n_sizes && rc == AX_OK; i++)
-    rc = size_rows(b, linked, engines, link, (size_t)b->sizes[i] / sizeof(float), score);
+    rc = size_rows(b, linked, link, (size_t)b->sizes[i] / sizeof(float), score);
   b->cc.links = NULL;
   ax_link_emu_destroy(b->emu);
   b->emu = NULL;
@@ -597,7 +596,7 @@ static int allreduce_rows(Cb *b) {
   int rc = b->buf ? AX_OK : AX_ERR;
   rc = ax_mpi_agree(b->comm, rc);
   if (rc == AX_OK) rc = codec_costs(b, costs);
-  ax_log("# all-reduce on %d ranks in two virtual nodes over EMULATED links: time = median of %d "
+  ax_log("# all-reduce on %d ranks in two virtual nodes over EMULATED links: time = least of %d "
          "(slowest rank), time, wire and speedup (plain ring time / this) at K = N partitions, "
          "every K timed side by side with the plain ring; pick = the cost model's choice (plain "
          "or K; profiled codec costs, the plain ring and CaSync's engine measured over the link), "

@@ -24,37 +24,48 @@ const char *ax_data_link_name(AxDataLink l) {
                                : "shared memory";
 }
 
+/* The plain all-reduce the run takes (T_orig) and, with `engine`, CaSync with the run's codec
+ * and algorithm timed side by side with it (ax_casync_measure_paths) on the data-parallel
+ * group; *casync stays {0, 0} without. */
+static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxLinearCost *casync) {
+  enum { REPS = 5 };
+  AxAllreduceAlgo algo = (AxAllreduceAlgo)t->cfg.grid.allreduce;
+  *casync = (AxLinearCost){0, 0};
+  if (!engine)
+    return ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg, algo, REPS, plain);
+  return ax_casync_measure_paths(t->grid.data, &t->grid.comm_cfg, algo, t->codec,
+                                 (AxCasyncAlgo)t->cfg.compression.compress_sync, REPS, plain,
+                                 casync);
+}
+
 /* Costs every rank agrees on: each profiles its codec, the data-parallel group times the plain
- * all-reduce it runs over its own path (ax_casync_measure_plain), whose per-message cost is
- * the send's (the link's figures alone miss what a message costs on top of them), then the
- * slowest figure of every term wins; then the group times CaSync itself with the codec over
- * the same path, and what it took beyond the model's terms is the engine term
- * (ax_casync_measure_engine), again the slowest over every rank; not under --compress auto
- * (`engine` 0), whose Espresso prices its own schemes. */
+ * all-reduce it runs over its own path, whose per-message cost is the send's (the link's
+ * figures alone miss what a message costs on top of them), and CaSync with the codec side by
+ * side with it, then the slowest figure of every term wins; CaSync's time beyond the model's
+ * terms is the engine term (ax_casync_engine_from). Not under --compress auto (`engine` 0),
+ * whose Espresso prices its own schemes. */
 static int agreed_costs(AxTrainer *t, AxCasyncCosts *c, int engine) {
-  enum { PLAIN_REPS = 5, ENGINE_REPS = 5 };
   AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
   AX_TRY(ax_trainer_link_cost(t, t->grid.data, &c->send));
-  AX_TRY(ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg,
-                                 (AxAllreduceAlgo)t->cfg.grid.allreduce, PLAIN_REPS, &c->plain));
-  double v[8] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
-                 1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
-                 c->plain.latency_s, 1.0 / c->plain.bytes_per_s};
-  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 8, MPI_DOUBLE, MPI_MAX, t->grid.world));
+  AxLinearCost casync;
+  AX_TRY(measure_paths(t, engine && t->grid.D > 1, &c->plain, &casync));
+  double v[10] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
+                  1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
+                  c->plain.latency_s, 1.0 / c->plain.bytes_per_s, casync.latency_s,
+                  casync.bytes_per_s > 0 ? 1.0 / casync.bytes_per_s : 0};
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 10, MPI_DOUBLE, MPI_MAX, t->grid.world));
   c->send = (AxLinearCost){v[0], 1.0 / v[1]};
   c->enc = (AxLinearCost){v[2], 1.0 / v[3]};
   c->dec = (AxLinearCost){v[4], 1.0 / v[5]};
   c->plain = (AxLinearCost){v[6], 1.0 / v[7]};
+  c->engine = (AxLinearCost){0, 0};
   if (t->grid.D < 2) return AX_OK;
   c->send = ax_casync_send_from_plain(&c->plain, t->grid.D);
-  if (!engine) return AX_OK;
-  AX_TRY(ax_casync_measure_engine(t->grid.data, &t->grid.comm_cfg, t->codec,
-                                  (AxCasyncAlgo)t->cfg.compression.compress_sync, c, ENGINE_REPS,
-                                  &c->engine, NULL));
-  double e[2] = {c->engine.latency_s,
-                 c->engine.bytes_per_s > 0 ? 1.0 / c->engine.bytes_per_s : 0};
-  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, e, 2, MPI_DOUBLE, MPI_MAX, t->grid.world));
-  c->engine = (AxLinearCost){e[0], e[1] > 0 ? 1.0 / e[1] : 0};
+  if (v[9] > 0) {
+    casync = (AxLinearCost){v[8], 1.0 / v[9]};
+    c->engine = ax_casync_engine_from(c, (AxCasyncAlgo)t->cfg.compression.compress_sync,
+                                      t->grid.D, &casync);
+  }
   return AX_OK;
 }
 

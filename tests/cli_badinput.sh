@@ -158,6 +158,8 @@ bad "--dp-sync-early 1 needs --allreduce-dtype fp32" "$AXONN" train $T --dp-sync
 bad "--dp-sync-early 1 needs --optimizer host" "$AXONN" train $T --dp-sync-early 1 --optimizer device
 bad "--dp-sync-early 1 needs no loss scaling" "$AXONN" train $T --dp-sync-early 1 --loss-scaling dynamic
 bad "--dp-sync-early 1 needs --device cpu --precision fp32" "$AXONN" train $T --dp-sync-early 1 --precision bf16
+bad "--compress-local-clip 'yes' is not auto or an integer from 0 to 1" "$AXONN" train $T --compress dgc --compress-local-clip yes
+bad "--compress-local-clip 1 needs --grad-clip above 0" "$AXONN" train $T --compress dgc --compress-local-clip 1 --grad-clip 0
 bad "--ac 2 needs --checkpoint-activations" "$AXONN" train $T --ac 2
 bad "--resume needs --checkpoint-dir" "$AXONN" train $T --resume
 bad "--val-data needs --data" "$AXONN" train $T --val-data "$IN/t_val.bin"
@@ -202,6 +204,7 @@ warns "--epilogue-only has no effect without --compress-backprop" "$AXONN" train
 warns "--dp-sync-early has no effect with --g-data 1" "$AXONN" train $T --dp-sync-early 1
 warns "--compress-sync has no effect without --compress (no gradient" "$AXONN" train $T --compress-sync ps
 warns "--compress-min-bytes has no effect without --compress (no gradient" "$AXONN" train $T --compress-min-bytes 4K
+warns "--compress-local-clip has no effect without --compress (no gradient" "$AXONN" train $T --compress-local-clip 1
 warns "--replica-schedule has no effect without --memory-checkpoint-every" "$AXONN" train $T --replica-schedule end
 warns "--zen-owners has no effect here: Zen sums the first stage's embedding rows only with --g-inter 2+" "$AXONN" train $T --zen-owners hash
 warns "--zen-hierarchy has no effect here: Zen sums" "$AXONN" train $T --zen-hierarchy flat

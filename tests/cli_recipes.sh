@@ -8,7 +8,7 @@
 #  - `--compress onebit` logs 1-bit Adam's error feedback, 15% of --steps plain and the frozen
 #    variance, `--compress dgc` DGC's with 25% plain, the frozen variance and its sparsity
 #    warm-up (5% of --steps, from the first step after the plain ones, which the user's
-#    --compress-warmup moves);
+#    --compress-warmup moves) and its local gradient clipping at --grad-clip / sqrt(G_data);
 #  - the summary's compression object holds the codec in effect, the warm-up, the frozen
 #    variance and every default the recipe set with its source, and only those;
 #  - bad --compress-warmup and --compress-freeze-variance values: one line, non-zero exit.
@@ -55,7 +55,9 @@ expect onebit "^  codec onebit:scale=mean,ef=1,momentum=0.9 (added: ef=1,momentu
 expect dgc \
   "^  codec dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=151 (added: momentum=0.9,ramp=30,ramp_from=151): DGC" \
   "^  codec ramp=30,ramp_from=151 (the sparsity warm-up: 5% of --steps 600, after the 150 plain steps): DGC §3.4" \
-  "^  compress-warmup 150 (25% of --steps 600): DGC" "^  compress-freeze-variance 1: "
+  "^  compress-warmup 150 (25% of --steps 600): DGC" "^  compress-freeze-variance 1: " \
+  "^  compress-local-clip 1 (each rank's gradient norm clipped to --grad-clip 1 / sqrt(2) = 0.7071): DGC §3.3"
+grep -q "compress-local-clip" "$TMP/onebit.out" && fail "onebit: local clipping listed"
 # the sparsity warm-up starts after the plain one the user gives
 # shellcheck disable=SC2086
 "$AXONN" plan $M --compress dgc --compress-warmup 10 >"$TMP/dgcw.out" 2>&1 ||

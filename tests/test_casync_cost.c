@@ -194,6 +194,70 @@ START_TEST(decision_flips_where_t_cpr_crosses_measured_t_orig) {
 }
 END_TEST
 
+/* CaSync's engine term: compressed all-reduces timed at the probe's sizes (1 KB x 16 up to 4
+ * MB) that take the model's T_cpr(m, N) plus a known E0 + m / Eb give E0 and Eb back, for the
+ * ring and the PS on 2 and 4 ranks and a linear codec; timings the model already over-predicts
+ * give no engine term at all. */
+START_TEST(engine_fit_recovers_known_terms) {
+  AxCasyncCosts c = {.send = {7e-6, 1.1e9}, .enc = {0.3e-6, 4e9}, .dec = {0.1e-6, 2e9},
+                     .ratio = 1.0 / 32};
+  const double E0 = 850e-6, Eb = 0.6e9;
+  for (int linear = 0; linear <= 1; linear++)
+    for (int n = 2; n <= 4; n += 2)
+      for (int algo = AX_CASYNC_RING; algo <= AX_CASYNC_PS; algo++) {
+        c.linear = linear;
+        c.engine = (AxLinearCost){0, 0};
+        double x[4], y[4];
+        for (int i = 0; i < 4; i++) {
+          x[i] = 1024.0 * pow(16, i);
+          y[i] = ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, x[i], n) + E0 + x[i] / Eb;
+        }
+        AxLinearCost fit = ax_linear_fit(x, y, 4);
+        AxLinearCost e = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, &fit);
+        ck_assert_double_eq_tol(e.latency_s, E0, E0 * 1e-6);
+        ck_assert_double_eq_tol(e.bytes_per_s, Eb, Eb * 1e-6);
+        c.engine = e; /* and T_cpr then meets the measurement */
+        for (int i = 0; i < 4; i++)
+          ck_assert_double_eq_tol(ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, x[i], n), y[i],
+                                  y[i] * 1e-6);
+        for (int i = 0; i < 4; i++) y[i] = 0.5 * (y[i] - E0 - x[i] / Eb); /* faster than the model */
+        fit = ax_linear_fit(x, y, 4);
+        e = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, &fit);
+        ck_assert(e.latency_s == 0 && e.bytes_per_s == 0);
+        c.engine = e;
+        ck_assert(ax_casync_engine_at(&c, 1e6) == 0);
+      }
+}
+END_TEST
+
+/* The engine term moves the decision by hand: with the costs of the test above (T_orig =
+ * 100 us + m / 1 GB/s measured on 2 ranks; T_cpr = 150 us + m (r / b + 1 / Be + r / Bd)),
+ * the crossing is m* = 50 us / 0.7109375e-9 = 70329.67 bytes; an engine of 50 us a call moves
+ * it to m* = 100 us / 0.7109375e-9 = 140659.34 bytes, and one with a per-byte cost of 1 /
+ * (2 GB/s) as well to 100 us / 0.2109375e-9 = 474074.07 bytes: parts between stay plain. */
+START_TEST(engine_term_moves_the_decision_by_hand) {
+  double x[4], y[4];
+  for (int i = 0; i < 4; i++) x[i] = 1024.0 * pow(16, i), y[i] = 100e-6 + x[i] / 1e9;
+  AxCasyncCosts c = {.plain = ax_linear_fit(x, y, 4), .enc = {20e-6, 4e9}, .dec = {5e-6, 4e9},
+                     .ratio = 1.0 / 32};
+  c.send = ax_casync_send_from_plain(&c.plain, 2);
+  ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * 70329.67, 0).compress, 1);
+  c.engine = (AxLinearCost){50e-6, 0};
+  const double m1 = 140659.34;
+  ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * 70329.67, 0).compress, 0);
+  ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 0.99 * m1, 0).compress, 0);
+  AxCasyncChoice above = ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * m1, 0);
+  ck_assert_int_eq(above.compress, 1);
+  ck_assert_double_eq_tol(above.t_cpr,
+                          200e-6 + 1.01 * m1 * (1.0 / 32 / 1e9 + 1 / 4e9 + 1.0 / 32 / 4e9),
+                          1e-12);
+  c.engine = (AxLinearCost){50e-6, 2e9};
+  const double m2 = 474074.07;
+  ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 0.99 * m2, 0).compress, 0);
+  ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * m2, 0).compress, 1);
+}
+END_TEST
+
 /* Points a positive intercept cannot fit (the tiny size measured slow, the line through the
  * large ones below zero at 0): the latency is floored so that the line meets the smallest
  * size's time; a slope that comes out non-positive falls back to the largest size's rate. */
@@ -355,6 +419,8 @@ int main(void) {
   tcase_add_test(tc, fit_keeps_a_positive_latency);
   tcase_add_test(tc, plain_fit_recovers_the_message_cost);
   tcase_add_test(tc, decision_flips_where_t_cpr_crosses_measured_t_orig);
+  tcase_add_test(tc, engine_fit_recovers_known_terms);
+  tcase_add_test(tc, engine_term_moves_the_decision_by_hand);
   tcase_add_test(tc, parts_run_their_k);
   tcase_add_test(tc, threshold_policy_and_linear_codecs);
   tcase_add_test(tc, linear_codecs_pay_their_factors_once);

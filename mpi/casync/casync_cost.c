@@ -15,6 +15,11 @@ double ax_linear_cost_at(const AxLinearCost *c, double bytes) {
   return c->latency_s + bytes / c->bytes_per_s;
 }
 
+double ax_casync_engine_at(const AxCasyncCosts *c, double bytes) {
+  const AxLinearCost *e = &c->engine;
+  return e->latency_s + (e->bytes_per_s > 0 ? bytes / e->bytes_per_s : 0);
+}
+
 /* Weighted least squares of y = a + b x with weights 1 / y^2 (relative error). */
 static void relative_least_squares(const double *x, const double *y, int n, double *a,
                                    double *b) {
@@ -76,8 +81,9 @@ double ax_casync_t_orig(const AxCasyncCosts *c, int ranks, double bytes, int par
   return rounds_of(ranks, parts) * alpha * ax_linear_cost_at(&c->send, bytes / parts);
 }
 
-double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
-                       int parts) {
+/* T_cpr without the engine term: HiPress's alpha, beta, gamma terms (or a linear codec's). */
+static double model_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
+                          int parts) {
   if (c->linear)
     return ax_linear_cost_at(&c->enc, bytes) + ax_casync_t_orig(c, ranks, c->ratio * bytes, parts);
   double alpha, beta, gamma;
@@ -88,6 +94,20 @@ double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, dou
                beta * ax_linear_cost_at(&c->enc, part) +
                gamma * ax_linear_cost_at(&c->dec, encoded);
   return rounds_of(ranks, parts) * one;
+}
+
+double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
+                       int parts) {
+  return model_t_cpr(c, algo, ranks, bytes, parts) + ax_casync_engine_at(c, bytes);
+}
+
+AxLinearCost ax_casync_engine_from(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
+                                   const AxLinearCost *measured) {
+  enum { SPAN = 1 << 24 }; /* the model is a line in m: its slope over 16 MB */
+  double at0 = model_t_cpr(c, algo, ranks, 0, ranks);
+  double slope = (model_t_cpr(c, algo, ranks, SPAN, ranks) - at0) / SPAN;
+  double lat = measured->latency_s - at0, per_byte = 1.0 / measured->bytes_per_s - slope;
+  return (AxLinearCost){lat > 0 ? lat : 0, per_byte > 0 ? 1.0 / per_byte : 0};
 }
 
 AxCasyncChoice ax_casync_choose(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,

@@ -14,6 +14,7 @@
  *   T_orig(m)    = 2(N-1) * T_send(m / N)   the plain ring all-reduce the part otherwise takes
  *                                           (Table 3's ring, N segments)
  *   T_cpr(m, K)  = alpha * T_send(r m / K) + beta * T_enc(m / K) + gamma * T_dec(r m / K)
+ *                  + E(m)
  * with r the codec's ratio and the coefficients of HiPress §6 (the CaSync that runs executes):
  * ring alpha = 2(N-1), beta = N, gamma = N; co-located PS alpha = 2(N-1) (no message from a
  * rank to itself), beta = K, gamma = N; and ours for the all-gather, which the paper lacks:
@@ -22,8 +23,12 @@
  * by ceil(K / N); with linear costs the rounds never pay (two rounds of m/K cost at least one
  * of m/N), so the choice searches K in [1, N]. A linear codec (PowerSGD, rand-k) computes its
  * factors and rebuilds once over the whole part and sums the factors with the plain ring:
- * T_cpr(m, K) = T_enc(m) + T_orig(r m, K). A part is compressed only where min_K T_cpr <
- * T_orig. */
+ * T_cpr(m, K) = T_enc(m) + T_orig(r m, K) + E(m). E is CaSync's engine: the fixed per-call
+ * cost (task set-up, waits between its steps, the extra messages' overheads) and any per-byte
+ * cost the codec calls and the link do not contain, fitted from CaSync itself timed at start-up
+ * side by side with the plain all-reduce (ax_casync_measure_paths, ax_casync_engine_from; 0
+ * where nothing was timed). A part is compressed only where
+ * min_K T_cpr < T_orig. */
 #ifndef AX_CASYNC_COST_H
 #define AX_CASYNC_COST_H
 
@@ -48,6 +53,11 @@ typedef struct {
    * per-message cost it implies (ax_casync_send_from_plain), so T_orig is that measurement and
    * T_cpr's messages carry the same per-message overhead. */
   AxLinearCost plain;
+  /* CaSync's own cost beyond the terms above: what a compressed all-reduce timed over the
+   * run's own path (ax_casync_measure_paths, at K = N) took more than alpha T_send + beta
+   * T_enc + gamma T_dec predict, as a per-call latency and a per-byte rate (of the part's raw
+   * bytes); added to every T_cpr. {0, 0}: not measured, nothing added. */
+  AxLinearCost engine;
 } AxCasyncCosts;
 
 typedef struct {
@@ -65,6 +75,14 @@ typedef struct {
 } AxCasyncChoice;
 
 double ax_linear_cost_at(const AxLinearCost *c, double bytes);
+/* The engine term of c (AxCasyncCosts.engine) for a part of `bytes`: 0 where not measured. */
+double ax_casync_engine_at(const AxCasyncCosts *c, double bytes);
+/* The engine term that makes the model's T_cpr(m, N) (c's other terms, algo, N ranks) meet a
+ * compressed all-reduce measured as the line `measured`: the excess of its latency and of its
+ * per-byte cost over the model's, each floored at 0 (where the model already predicts more,
+ * nothing is added). Points on model + E give E back. */
+AxLinearCost ax_casync_engine_from(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
+                                   const AxLinearCost *measured);
 /* The line through n >= 1 measured points (bytes[i], seconds[i] > 0): least squares on the
  * relative error (each point weighted by 1 / seconds^2, so a tiny size counts as much as a
  * large one); a slope that noise made non-positive becomes the largest size's rate (the line
@@ -115,7 +133,7 @@ int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out);
 
 /* casync_probe.c: the plain all-reduce the caller runs (ax_allreduce with algo and cc: its
  * chunking, waits and emulated link; traffic not counted), timed on comm at 1 KB, 16 KB, 256
- * KB and 4 MB, each the median over `reps` of the slowest rank's time, fitted by ax_linear_fit
+ * KB and 4 MB, each the least over `reps` of the slowest rank's time, fitted by ax_linear_fit
  * (a positive latency kept): the same figures on every rank of comm (collective). A
  * communicator of one rank gets zero latency and infinite bandwidth. */
 int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
@@ -124,5 +142,18 @@ int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAl
  * 2(N-1) messages of m/N bytes, T_orig(m) = 2(N-1) T_send(m/N) = plain(m), so latency / 2(N-1)
  * and bandwidth x 2(N-1)/N. Fed back into T_orig it gives the measurement exactly. */
 AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
+
+/* casync_probe.c: the two paths a part can take, timed side by side over cc's path (emulated
+ * link, waits; traffic not counted) at 1 KB, 16 KB, 256 KB and 4 MB: in each round the plain
+ * all-reduce (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
+ * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, on fresh
+ * values, so both see the same load; each size the least over `reps` rounds of the slowest
+ * rank's time (other work only adds time); each path fitted by ax_linear_fit (a positive latency kept). *plain is T_orig's
+ * measurement (as ax_casync_measure_plain's), *casync what CaSync's engine term is fitted from
+ * (ax_casync_engine_from, once the send is known). Collective; the same figures on every rank
+ * of comm. One rank: zero latency, infinite bandwidth. */
+int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
+                            const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
+                            AxLinearCost *casync);
 
 #endif

@@ -1,8 +1,9 @@
 /* casync_probe.c — the link's costs for the cost model (casync_cost.h), measured: the send
  * cost by a ping-pong of three sizes between ranks 0 and 1 of a communicator (plain MPI: the
  * real path, not an emulated one), and the plain all-reduce the trainer runs, timed as it runs
- * (its algorithm, chunking, waits and emulated link) at four sizes; each fitted to latency plus
- * bytes over bandwidth by ax_linear_fit (the codec profile's fit). */
+ * (its algorithm, chunking, waits and emulated link) at four sizes, alone or side by side with
+ * CaSync and the run's codec (for CaSync's engine term); each fitted to latency plus bytes over
+ * bandwidth by ax_linear_fit (the codec profile's fit). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -65,10 +66,10 @@ int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out) {
 
 /* ------------------------------------------------------------------ the plain all-reduce */
 
-/* Median over `reps` of the slowest rank's seconds for one plain all-reduce of `count` floats
- * (after one untimed run). */
+/* The least over `reps` runs of the slowest rank's seconds for one plain all-reduce of `count`
+ * floats (after one untimed run): other work on a shared machine only adds time. */
 static int time_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo, float *buf,
-                      size_t count, int reps, double *median) {
+                      size_t count, int reps, double *least) {
   double t[16];
   if (reps > 16) reps = 16;
   if (reps < 1) reps = 1;
@@ -80,8 +81,8 @@ static int time_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo alg
     double mine = ax_now() - t0;
     AX_MPI(MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, comm));
   }
-  double m = ax_median(t, reps);
-  *median = m > 1e-9 ? m : 1e-9;
+  double m = ax_least(t, reps);
+  *least = m > 1e-9 ? m : 1e-9;
   return AX_OK;
 }
 
@@ -115,4 +116,91 @@ AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks) {
   if (ranks < 2) return *plain;
   double steps = 2.0 * (ranks - 1);
   return (AxLinearCost){plain->latency_s / steps, plain->bytes_per_s * steps / ranks};
+}
+
+/* ------------------------------------------------------------------ plain and CaSync, side by side */
+
+/* Fresh values for a probe run (the same on every call, different on every rank). */
+static void probe_values(float *buf, size_t count, int rank) {
+  for (size_t j = 0; j < count; j++)
+    buf[j] = (float)((j * 2654435761u + (size_t)rank) % 997) * 1e-6f - 5e-4f;
+}
+
+/* One timed run, the slowest rank's seconds into *t (NULL: untimed): the plain all-reduce (st
+ * NULL) or CaSync with codec c in st's partitions, on fresh values. */
+static int probe_run(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
+                     const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st, float *buf,
+                     size_t count, double *t) {
+  int rank;
+  AX_MPI(MPI_Comm_rank(comm, &rank));
+  probe_values(buf, count, rank);
+  /* a step past any sparsity warm-up (dgc:ramp), so the codec's own ratio runs */
+  AxCodecCtx ctx = {.seed = 1, .step = 1u << 30};
+  AX_MPI(MPI_Barrier(comm));
+  double t0 = ax_now();
+  AX_TRY(st ? ax_casync_allreduce(comm, cc, c, algo, st, &ctx, buf, count, NULL)
+            : ax_allreduce(comm, cc, buf, count, AX_COMM_F32, plain_algo, NULL));
+  double mine = ax_now() - t0;
+  if (t) AX_MPI(MPI_Allreduce(&mine, t, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return AX_OK;
+}
+
+/* The least over `reps` rounds of the plain all-reduce's and CaSync's (in K = N partitions)
+ * seconds for `count` floats, each round the plain run first, then CaSync, after one untimed
+ * round: other work on a shared machine only adds time, so the best round is the paths' own
+ * cost. */
+static int time_pair(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
+                     const AxCodec *c, AxCasyncAlgo algo, float *buf, size_t count, int reps,
+                     double *plain_s, double *casync_s) {
+  int size;
+  AX_MPI(MPI_Comm_size(comm, &size));
+  AxCasyncState *st;
+  AX_TRY(ax_casync_state_new_parts(c, count, size, size, &st));
+  double tp[16], tc[16];
+  if (reps > 16) reps = 16;
+  if (reps < 1) reps = 1;
+  int rc = AX_OK;
+  for (int i = -1; i < reps && rc == AX_OK; i++) {
+    rc = probe_run(comm, cc, plain_algo, c, algo, NULL, buf, count, i < 0 ? NULL : &tp[i]);
+    if (rc == AX_OK)
+      rc = probe_run(comm, cc, plain_algo, c, algo, st, buf, count, i < 0 ? NULL : &tc[i]);
+  }
+  ax_casync_state_free(st);
+  AX_TRY(rc);
+  double p = ax_least(tp, reps), q = ax_least(tc, reps);
+  *plain_s = p > 1e-9 ? p : 1e-9;
+  *casync_s = q > 1e-9 ? q : 1e-9;
+  return AX_OK;
+}
+
+int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
+                            const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
+                            AxLinearCost *casync) {
+  int size = 1;
+  *plain = *casync = (AxLinearCost){0, INFINITY};
+  if (comm == MPI_COMM_NULL) return AX_OK;
+  AX_MPI(MPI_Comm_size(comm, &size));
+  if (size < 2) return AX_OK;
+  enum { N_SIZES = 4, SMALLEST = 1024, STEP = 16, PROFILE_RANK = 128 };
+  AxCodec *probe;
+  int rank;
+  AX_TRY(ax_codec_cap_rank(c, PROFILE_RANK, &probe, &rank));
+  AxCommConfig quiet = ax_comm_config_resolve(cc);
+  quiet.traffic = NULL; /* a probe, not the run's traffic */
+  size_t largest = (size_t)SMALLEST * STEP * STEP * STEP;
+  float *buf = ax_calloc(largest / sizeof(float), sizeof(float));
+  int rc = ax_mpi_agree(comm, buf ? AX_OK : AX_ERR);
+  double bytes[N_SIZES], tp[N_SIZES], tc[N_SIZES];
+  size_t b = SMALLEST;
+  for (int i = 0; i < N_SIZES && rc == AX_OK; i++, b *= STEP) {
+    bytes[i] = (double)b;
+    rc = ax_mpi_agree(comm, time_pair(comm, &quiet, plain_algo, probe, algo, buf,
+                                      b / sizeof(float), reps, &tp[i], &tc[i]));
+  }
+  free(buf);
+  ax_codec_free(probe);
+  AX_TRY(rc);
+  *plain = ax_linear_fit(bytes, tp, N_SIZES); /* the same figures on every rank */
+  *casync = ax_linear_fit(bytes, tc, N_SIZES);
+  return AX_OK;
 }

@@ -21,6 +21,12 @@ double ax_median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double ax_least(const double *v, int n) {
+  double m = n > 0 ? v[0] : 0;
+  for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+  return m;
+}
+
 /* ---------------------------------------------------------------- GEMM buffers and timing */
 
 typedef struct {

@@ -57,5 +57,8 @@ int ax_peak_gpu_name(char *name, size_t cap);
 
 /* Median of n values (sorts v in place). */
 double ax_median(double *v, int n);
+/* The smallest of n values (0 for none): a timing's best round, where other work on a shared
+ * machine can only have added time. */
+double ax_least(const double *v, int n);
 
 #endif

@@ -3,15 +3,17 @@
  *     the compression ratio (bench_codecs.c);
  *  2. the data-parallel all-reduce of every --sizes over every --links (EMULATED: the job split
  *     into two virtual nodes unless --ranks-per-node says otherwise, mpi/link/link_emulator.h): the
- *     plain ring against CaSync ring and CaSync PS with every codec; time = median over --iters
- *     of the slowest rank; wire bytes from the traffic counters (sum over ranks per
- *     all-reduce); each compressed path timed side by side with the plain ring (a plain run
- *     before each of its runs, under the same load); speedup_vs_plain = that plain time / this
- *     time; and HiPress's cost model's pick (mpi/casync/casync_cost.h, fed by the codec's
- *     profiled costs and the plain ring measured over the link, ax_casync_measure_plain)
- *     against the measured faster of plain and that compressed path: a pick that measured slower
- *     is WRONG, in either direction, with the time it loses against the faster one; the last
- *     line (and a JSON "score" row) gives the fraction of right picks and the largest loss.
+ *     plain ring against CaSync ring and CaSync PS with every codec, each in every partition
+ *     count K from 1 to N (as the trainer runs a part: exactly K partitions); time = the least
+ *     over --iters of the slowest rank's (other work on a shared machine only adds time); wire bytes from the traffic counters (sum over ranks per
+ *     all-reduce); each round runs the plain ring and then every K side by side, under the same
+ *     load; speedup_vs_plain = that plain time / the time at K = N; and HiPress's cost model's
+ *     pick, plain or compressed in K (mpi/casync/casync_cost.h, fed by the codec's profiled
+ *     costs, the plain ring measured over the link, ax_casync_measure_plain, and CaSync's
+ *     engine term, each codec's timed side by side with the plain ring, ax_casync_measure_paths) against the fastest measured of
+ *     plain and every K: a pick more than NOISE (5%) slower than that is WRONG, with the time
+ *     it loses; the last line (and a JSON "score" row) gives the fraction of right picks, the
+ *     fraction right on plain-or-compressed alone, and the largest loss.
  * --json FILE appends one JSON object per row (codec, sync, ranks, bytes, link_gbps, time_us,
  * wire_bytes, speedup_vs_plain, ...). Every CaSync result is checked to be bitwise identical
  * on all ranks. Initializes and finalizes MPI itself. */
@@ -58,7 +60,7 @@ static const AxOption CB_OPTS[] = {
      "virtual nodes of N consecutive ranks (0: half the job, two nodes)", 0, 1 << 20, NULL},
     {"codec-bytes", AX_OPT_LONG, COFF(codec_bytes), "64M", "BYTES",
      "buffer of the one-core codec rows", 1024, (double)(1LL << 34), NULL},
-    {"iters", AX_OPT_INT, COFF(iters), "5", "N", "timed runs per row (median)", 1, 1000, NULL},
+    {"iters", AX_OPT_INT, COFF(iters), "5", "N", "timed runs per row (codec rows: the median; all-reduce rows: the least)", 1, 1000, NULL},
     {"warmup", AX_OPT_INT, COFF(warmup), "1", "N", "untimed runs first", 0, 100, NULL},
     {"codec-rows", AX_OPT_INT, COFF(codec_rows), "1", "0|1", "the one-core codec rows", 0, 1,
      NULL},
@@ -212,15 +214,19 @@ static int codec_rows(Cb *b) {
 /* ---------------------------------------------------------------- all-reduce rows */
 
 typedef struct {
-  double us, wire; /* median time of the slowest rank; bytes on the wire per op, all ranks */
+  double us, wire; /* least time of the slowest rank; bytes on the wire per op, all ranks */
   int same;        /* every rank holds bitwise the same result */
 } Measured;
 
-/* The cost model's record over the rows: picks against the measured faster path. */
+/* The cost model's record over the rows: picks (plain, or compressed in K partitions) against
+ * the measured fastest of plain and every K. A pick is right when its measured time is within
+ * NOISE of the fastest (two side-by-side runs of one path differ by about that much). */
+static const double NOISE = 0.05;
 typedef struct {
-  int cases, right, compress_slower, plain_slower;
-  double max_loss, sum_loss; /* (picked time - faster time) / faster time, over wrong picks */
-  char worst[160];           /* the case of max_loss */
+  int cases, right, compress_slower, plain_slower, wrong_k;
+  int choice_right;          /* plain or compressed right, whatever the K */
+  double max_loss, sum_loss; /* (picked time - fastest time) / fastest time, over wrong picks */
+  char worst[200];           /* the case of max_loss */
 } Score;
 
 /* codec NULL: the plain ring. */
@@ -259,45 +265,83 @@ static int timed_op(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, AxCasyncStat
   return AX_OK;
 }
 
-/* The all-reduce with `codec` (NULL: the plain ring); with `plain` non-NULL, each timed run is
- * followed by a plain ring's, so the two are compared side by side under the same load, and
- * *plain gets the plain ring's median. */
-static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, Measured *m,
-                   Measured *plain) {
-  AxCasyncState *st = NULL;
-  if (codec) AX_TRY(ax_casync_state_new(codec, n, b->size, &b->cc, &st));
-  int iters = b->c->iters, rc = AX_OK;
-  double *t = ax_malloc(2 * (size_t)iters * sizeof *t), *tp = t + iters, sent = 0, ignored;
+/* The K candidates of a compressed path on N ranks: every K in [1, N] (at most MAX_K: then the
+ * model's K and its neighbours); a linear codec sums its factors with the plain ring, whatever
+ * K: one candidate, N. */
+enum { MAX_K = 8 };
+static int k_candidates(const AxCodec *codec, int ranks, int model_k, int *k) {
+  if (ax_codec_rounds(codec) > 0) return k[0] = ranks, 1;
+  int n = 0;
+  if (ranks <= MAX_K) {
+    for (int i = 1; i <= ranks; i++) k[n++] = i;
+    return n;
+  }
+  for (int i = model_k - 1; i <= model_k + 1; i++)
+    if (i >= 1 && i <= ranks) k[n++] = i;
+  return n;
+}
+
+/* The all-reduce with `codec` (NULL: the plain ring, one candidate) in each of the nk
+ * partition counts k[] (CaSync runs exactly K, as the trainer does: ax_casync_state_new_parts);
+ * with `plain` non-NULL, each timed round runs the plain ring first and then every K, so all
+ * are compared side by side under the same load, and *plain gets the plain ring's least.
+ * m[i] gets K = k[i]'s. */
+static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, const int *k,
+                   int nk, Measured *m, Measured *plain) {
+  AxCasyncState *st[MAX_K] = {0};
+  int rc = AX_OK;
+  if (!codec) nk = 1;
+  for (int j = 0; codec && j < nk && rc == AX_OK; j++)
+    rc = ax_casync_state_new_parts(codec, n, b->size, k[j], &st[j]);
+  int iters = b->c->iters;
+  double *t = ax_malloc((size_t)(MAX_K + 1) * (size_t)iters * sizeof *t), *tp = t + MAX_K * iters;
+  double sent[MAX_K] = {0}, ignored;
   if (!t) rc = AX_ERR;
   for (int i = 0; i < b->c->warmup && rc == AX_OK; i++) {
     if (plain) rc = timed_op(b, NULL, sync, NULL, n, 0, &ignored, &ignored);
-    if (rc == AX_OK) rc = timed_op(b, codec, sync, st, n, i + 1, &ignored, &ignored);
+    for (int j = 0; j < nk && rc == AX_OK; j++)
+      rc = timed_op(b, codec, sync, st[j], n, i + 1, &ignored, &ignored);
   }
-  for (int i = 0; i < iters && rc == AX_OK; i++) { /* the codec's last: its result is checked */
-    double mine = 0;
+  for (int i = 0; i < iters && rc == AX_OK; i++) {
     if (plain) rc = timed_op(b, NULL, sync, NULL, n, 0, &tp[i], &ignored);
-    if (rc == AX_OK) rc = timed_op(b, codec, sync, st, n, b->c->warmup + i + 1, &t[i], &mine);
-    sent += mine;
+    for (int j = 0; j < nk && rc == AX_OK; j++) {
+      double mine = 0;
+      rc = timed_op(b, codec, sync, st[j], n, b->c->warmup + i + 1, &t[j * iters + i], &mine);
+      sent[j] += mine;
+    }
   }
-  if (rc == AX_OK) rc = same_everywhere(b, n, &m->same);
-  if (rc == AX_OK) {
-    double mine = sent / iters;
-    MPI_Allreduce(&mine, &m->wire, 1, MPI_DOUBLE, MPI_SUM, b->comm);
-    m->us = ax_median(t, iters) * 1e6;
-    if (plain) *plain = (Measured){.us = ax_median(tp, iters) * 1e6, .same = 1};
+  for (int j = 0; j < nk && rc == AX_OK; j++) { /* each K's result is checked */
+    if (j < nk - 1) { /* the buffer holds the last K's: run this one again */
+      ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank);
+      rc = one_op(b, codec, sync, st[j], n, b->c->warmup + iters + 1);
+    }
+    if (rc == AX_OK) rc = same_everywhere(b, n, &m[j].same);
+    if (rc != AX_OK) break;
+    double mine = sent[j] / iters;
+    MPI_Allreduce(&mine, &m[j].wire, 1, MPI_DOUBLE, MPI_SUM, b->comm);
+    m[j].us = ax_least(t + j * iters, iters) * 1e6;
   }
+  if (rc == AX_OK && plain) *plain = (Measured){.us = ax_least(tp, iters) * 1e6, .same = 1};
   free(t);
-  ax_casync_state_free(st);
+  for (int j = 0; j < MAX_K; j++) ax_casync_state_free(st[j]);
   return rc;
 }
 
-/* The cost model's decision for this codec, size and link (costs profiled on rank 0). */
-static AxCasyncChoice model_pick(const AxCasyncCosts *profiled, const AxLinearCost *plain,
-                                 const AxCodec *codec, AxCasyncAlgo sync, int ranks,
-                                 size_t n) {
+/* The model's costs of a codec over one link: its profiled encode and decode, the plain ring
+ * measured over the link, the send that implies, and (engine) CaSync's own cost beyond them. */
+static AxCasyncCosts link_costs(const AxCasyncCosts *profiled, const AxLinearCost *plain,
+                                const AxLinearCost *engine, int ranks) {
   AxCasyncCosts c = *profiled;
   c.plain = *plain;
   c.send = ax_casync_send_from_plain(plain, ranks);
+  c.engine = engine ? *engine : (AxLinearCost){0, 0};
+  return c;
+}
+
+/* The cost model's decision for this codec, size and link. */
+static AxCasyncChoice model_pick(const AxCasyncCosts *linked, const AxCodec *codec,
+                                 AxCasyncAlgo sync, int ranks, size_t n) {
+  AxCasyncCosts c = *linked;
   c.ratio = ax_codec_ratio(codec, c.linear ? n : n / (size_t)ranks + 1);
   return ax_casync_choose(&c, sync, ranks, 4.0 * (double)n, 0);
 }
@@ -318,18 +362,66 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
   return AX_OK;
 }
 
-/* Scores one pick (compress or not) against the measured times of plain and the compressed
- * path; returns the time the pick loses against the faster one (0: right). */
-static double score_pick(Score *s, int compress, double plain_us, double cpr_us,
-                         const char *what) {
-  double picked = compress ? cpr_us : plain_us, best = fmin(plain_us, cpr_us);
-  double loss = (picked - best) / best;
+/* The model's costs of codec i through sync s over the current link: the plain ring and
+ * CaSync timed side by side as the trainer times them at start-up (ax_casync_measure_paths),
+ * the send the plain ring implies and CaSync's engine term beyond the model; printed. */
+static int path_costs(Cb *b, const AxCasyncCosts *costs, int i, AxCasyncAlgo sync,
+                      AxCasyncCosts *out) {
+  AxLinearCost plain, casync;
+  AX_TRY(ax_casync_measure_paths(b->comm, &b->cc, AX_ALLREDUCE_RING, b->codecs[i], sync, 5,
+                                 &plain, &casync));
+  *out = link_costs(&costs[i], &plain, NULL, b->size);
+  out->engine = ax_casync_engine_from(out, sync, b->size, &casync);
+  const AxLinearCost *e = &out->engine;
+  ax_log("# %s %s: plain ring %.4g us + bytes / %.4g GB/s, CaSync %.4g us + bytes / %.4g GB/s "
+         "side by side; its engine beyond the model's terms: %.4g us + bytes / %.4g GB/s",
+         ax_codec_spec(b->codecs[i]), ax_casync_algo_name(sync), plain.latency_s * 1e6,
+         plain.bytes_per_s / 1e9, casync.latency_s * 1e6, casync.bytes_per_s / 1e9,
+         e->latency_s * 1e6, e->bytes_per_s > 0 ? e->bytes_per_s / 1e9 : INFINITY);
+  return AX_OK;
+}
+
+/* One case's measurements: the plain ring, and the compressed path in each candidate K. */
+typedef struct {
+  double plain_us;
+  int nk, k[MAX_K];
+  Measured m[MAX_K];
+  int best_k;      /* 0: plain is the fastest; else the fastest K */
+  double best_us;
+} Case;
+
+static void find_best(Case *cs) {
+  cs->best_k = 0;
+  cs->best_us = cs->plain_us;
+  for (int j = 0; j < cs->nk; j++)
+    if (cs->m[j].us < cs->best_us) cs->best_us = cs->m[j].us, cs->best_k = cs->k[j];
+}
+
+/* The measured time of the model's pick: plain, or its K (a linear codec: its one path). */
+static double picked_us(const Case *cs, const AxCasyncChoice *ch) {
+  if (!ch->compress) return cs->plain_us;
+  for (int j = 0; j < cs->nk; j++)
+    if (cs->k[j] == ch->cpr_parts || cs->nk == 1) return cs->m[j].us;
+  return cs->m[cs->nk - 1].us;
+}
+
+/* Scores the pick against the fastest measured path; returns the time it loses against it
+ * (0 where it is within NOISE: right). */
+static double score_pick(Score *s, const Case *cs, const AxCasyncChoice *ch, const char *what) {
+  double picked = picked_us(cs, ch), loss = (picked - cs->best_us) / cs->best_us;
+  double best_cpr = INFINITY;
+  for (int j = 0; j < cs->nk; j++) best_cpr = fmin(best_cpr, cs->m[j].us);
+  double choice_best = fmin(cs->plain_us, best_cpr);
+  double choice_picked = ch->compress ? best_cpr : cs->plain_us;
   s->cases++;
-  if (loss <= 0) {
+  if (choice_picked <= choice_best * (1 + NOISE)) s->choice_right++;
+  if (picked <= cs->best_us * (1 + NOISE)) {
     s->right++;
     return 0;
   }
-  *(compress ? &s->compress_slower : &s->plain_slower) += 1;
+  if (ch->compress && cs->plain_us <= cs->best_us * (1 + NOISE)) s->compress_slower++;
+  else if (!ch->compress) s->plain_slower++;
+  else s->wrong_k++;
   s->sum_loss += loss;
   if (loss > s->max_loss) {
     s->max_loss = loss;
@@ -338,26 +430,61 @@ static double score_pick(Score *s, int compress, double plain_us, double cpr_us,
   return loss;
 }
 
-static void report(Cb *b, const char *codec, const char *sync, size_t n, const AxLinkSpec *l,
-                   const Measured *m, double plain_us, const AxCasyncChoice *ch, double loss) {
-  const char *pick = !ch ? "-" : ch->compress ? "compress" : "plain";
+/* "[1234.5,987.6]" of the K times, and the K list. */
+static void k_lists(const Case *cs, char *ks, char *us, size_t cap) {
+  size_t a = 0, b = 0;
+  ks[0] = us[0] = 0;
+  for (int j = 0; j < cs->nk; j++) {
+    a += (size_t)snprintf(ks + a, cap - a, "%s%d", j ? "," : "", cs->k[j]);
+    b += (size_t)snprintf(us + b, cap - b, "%s%.2f", j ? "," : "", cs->m[j].us);
+  }
+}
+
+static void report_plain(Cb *b, size_t n, const AxLinkSpec *l, const Measured *m) {
   double gbps = l->bytes_per_s * 8 / 1e9;
-  char lost[32] = "";
+  ax_log("  %-30s %-5s %11zu %7.3g %12.1f %14.0f %8.2fx %5s", "none (plain ring)", "ring",
+         n * sizeof(float), gbps, m->us, m->wire, 1.0, m->same ? "ok" : "DIFF");
+  json_row(b, "{\"bench\":\"compress\",\"row\":\"allreduce\",\"codec\":\"none (plain ring)\","
+           "\"sync\":\"ring\",\"ranks\":%d,\"bytes\":%zu,\"link_gbps\":%.6g,\"latency_us\":%.6g,"
+           "\"emulated\":true,\"time_us\":%.2f,\"plain_us\":%.2f,\"wire_bytes\":%.0f,"
+           "\"speedup_vs_plain\":1,\"replicas_identical\":%s,\"iters\":%d}",
+           b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us, m->us, m->wire,
+           m->same ? "true" : "false", b->c->iters);
+}
+
+/* A compressed case: its line (the time at K = N, the largest measured, and every K's) and
+ * JSON row. */
+static void report(Cb *b, const char *codec, const char *sync, size_t n, const AxLinkSpec *l,
+                   const Case *cs, const AxCasyncChoice *ch, const AxLinearCost *engine,
+                   double loss) {
+  const Measured *m = &cs->m[cs->nk - 1];
+  double gbps = l->bytes_per_s * 8 / 1e9;
+  char lost[32] = "", pick[24], best[24], ks[96], us[256];
+  int same = 1;
+  for (int j = 0; j < cs->nk; j++) same &= cs->m[j].same;
   if (loss > 0) snprintf(lost, sizeof lost, " WRONG (+%.0f%%)", 100 * loss);
-  ax_log("  %-30s %-5s %11zu %7.3g %12.1f %14.0f %8.2fx %5s %-8s%s", codec, sync,
-         n * sizeof(float), gbps, m->us, m->wire, plain_us / m->us, m->same ? "ok" : "DIFF",
-         pick, lost);
+  if (ch->compress) snprintf(pick, sizeof pick, "K=%d", ch->cpr_parts);
+  else snprintf(pick, sizeof pick, "plain");
+  if (cs->best_k) snprintf(best, sizeof best, "K=%d", cs->best_k);
+  else snprintf(best, sizeof best, "plain");
+  k_lists(cs, ks, us, sizeof us);
+  ax_log("  %-30s %-5s %11zu %7.3g %12.1f %14.0f %8.2fx %5s %-6s %-6s%s  (K %s: %s us)", codec,
+         sync, n * sizeof(float), gbps, m->us, m->wire, cs->plain_us / m->us,
+         same ? "ok" : "DIFF", pick, best, lost, ks, us);
   json_row(b, "{\"bench\":\"compress\",\"row\":\"allreduce\",\"codec\":\"%s\",\"sync\":\"%s\","
            "\"ranks\":%d,\"bytes\":%zu,\"link_gbps\":%.6g,\"latency_us\":%.6g,"
-           "\"emulated\":true,\"time_us\":%.2f,\"plain_us\":%.2f,\"wire_bytes\":%.0f,\"speedup_vs_plain\":%.4f,"
-           "\"replicas_identical\":%s,\"model_pick\":\"%s\",\"model_wrong\":%s,"
-           "\"model_loss\":%.4f,\"model_t_orig_us\":%.2f,\"model_t_cpr_us\":%.2f,"
-           "\"model_k\":%d,\"iters\":%d}",
-           codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us, plain_us,
-           m->wire,
-           plain_us / m->us, m->same ? "true" : "false", pick, loss > 0 ? "true" : "false",
-           loss, ch ? ch->t_orig * 1e6 : 0.0, ch ? ch->t_cpr * 1e6 : 0.0,
-           ch ? ch->cpr_parts : 0, b->c->iters);
+           "\"emulated\":true,\"time_us\":%.2f,\"plain_us\":%.2f,\"wire_bytes\":%.0f,"
+           "\"speedup_vs_plain\":%.4f,\"replicas_identical\":%s,\"k\":[%s],\"k_us\":[%s],"
+           "\"best\":\"%s\",\"best_k\":%d,\"best_us\":%.2f,\"model_pick\":\"%s\","
+           "\"model_k\":%d,\"model_us\":%.2f,\"model_wrong\":%s,\"model_loss\":%.4f,"
+           "\"noise\":%.2f,\"model_t_orig_us\":%.2f,\"model_t_cpr_us\":%.2f,"
+           "\"engine_latency_us\":%.3f,\"engine_gbs\":%.6g,\"iters\":%d}",
+           codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us,
+           cs->plain_us, m->wire, cs->plain_us / m->us, same ? "true" : "false", ks, us,
+           best, cs->best_k, cs->best_us, ch->compress ? "compress" : "plain",
+           ch->compress ? ch->cpr_parts : 0, picked_us(cs, ch), loss > 0 ? "true" : "false",
+           loss, NOISE, ch->t_orig * 1e6, ch->t_cpr * 1e6, engine->latency_s * 1e6,
+           engine->bytes_per_s > 0 ? engine->bytes_per_s / 1e9 : 0.0, b->c->iters);
 }
 
 /* The virtual nodes of the all-reduce rows: --ranks-per-node, or the job in two halves. */
@@ -376,24 +503,33 @@ static int check_nodes(const Cb *b) {
   return AX_OK;
 }
 
-/* One size over one link: plain, then every codec with every sync. */
-static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
-                     const AxLinearCost *plain_cost, size_t n, Score *score) {
+/* One size over one link: plain, then every codec with every sync in each candidate K. */
+static int size_rows(Cb *b, const AxCasyncCosts *linked, const AxLinkSpec *link, size_t n,
+                     Score *score) {
   Measured plain;
-  AX_TRY(measure(b, NULL, AX_CASYNC_RING, n, &plain, NULL));
-  report(b, "none (plain ring)", "ring", n, link, &plain, plain.us, NULL, 0);
+  int one = 1;
+  AX_TRY(measure(b, NULL, AX_CASYNC_RING, n, &one, 1, &plain, NULL));
+  report_plain(b, n, link, &plain);
   for (int i = 0; i < b->n_codecs; i++)
     for (int s = 0; s < b->n_syncs; s++) {
-      Measured m;
-      AX_TRY(measure(b, b->codecs[i], b->syncs[s], n, &m, &plain));
-      AxCasyncChoice ch =
-          model_pick(&costs[i], plain_cost, b->codecs[i], b->syncs[s], b->size, n);
+      const AxCasyncCosts *c = &linked[i * 2 + s];
+      const AxLinearCost *engine = &c->engine;
+      AxCasyncChoice ch = model_pick(c, b->codecs[i], b->syncs[s], b->size, n);
+      Case cs = {0};
+      cs.nk = k_candidates(b->codecs[i], b->size, ch.cpr_parts, cs.k);
+      Measured side;
+      AX_TRY(measure(b, b->codecs[i], b->syncs[s], n, cs.k, cs.nk, cs.m, &side));
+      cs.plain_us = side.us;
+      find_best(&cs);
       const char *codec = ax_codec_spec(b->codecs[i]), *sync = ax_casync_algo_name(b->syncs[s]);
-      char what[160];
-      snprintf(what, sizeof what, "%s %s, %zu bytes, %.3g Gb/s: picked %s", codec, sync,
-               n * sizeof(float), link->bytes_per_s * 8 / 1e9, ch.compress ? "compress" : "plain");
-      double loss = score_pick(score, ch.compress, plain.us, m.us, what);
-      report(b, codec, sync, n, link, &m, plain.us, &ch, loss);
+      char what[200], k[16] = "", best[16] = "plain";
+      if (ch.compress) snprintf(k, sizeof k, " K=%d", ch.cpr_parts);
+      if (cs.best_k) snprintf(best, sizeof best, "K=%d", cs.best_k);
+      snprintf(what, sizeof what, "%s %s, %zu bytes, %.3g Gb/s: picked %s%s, fastest %s", codec,
+               sync, n * sizeof(float), link->bytes_per_s * 8 / 1e9,
+               ch.compress ? "compress" : "plain", k, best);
+      double loss = score_pick(score, &cs, &ch, what);
+      report(b, codec, sync, n, link, &cs, &ch, engine, loss);
     }
   return AX_OK;
 }
@@ -401,16 +537,30 @@ static int size_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
 /* The score's last line and JSON row. */
 static void report_score(Cb *b, const Score *s) {
   double fraction = s->cases ? (double)s->right / s->cases : 1;
-  ax_log("# cost model: right in %d of %d cases (%.0f%%); wrong picks: %d of compression that "
-         "measured slower than plain, %d of plain that measured slower than compression; the "
-         "largest loss %.1f%% of the faster time", s->right, s->cases, 100 * fraction,
-         s->compress_slower, s->plain_slower, 100 * s->max_loss);
+  double choice = s->cases ? (double)s->choice_right / s->cases : 1;
+  ax_log("# cost model: right in %d of %d cases (%.1f%%: plain or compressed AND K within %.0f%% "
+         "of the fastest measured); plain or compressed alone right in %d (%.1f%%); wrong picks: "
+         "%d of compression where plain was fastest, %d of plain where compression was, %d of "
+         "the wrong K; the largest loss %.1f%% of the fastest time", s->right, s->cases,
+         100 * fraction, 100 * NOISE, s->choice_right, 100 * choice, s->compress_slower,
+         s->plain_slower, s->wrong_k, 100 * s->max_loss);
   if (s->worst[0]) ax_log("# (the largest loss: %s)", s->worst);
   json_row(b, "{\"bench\":\"compress\",\"row\":\"score\",\"ranks\":%d,\"cases\":%d,"
-           "\"right\":%d,\"fraction_right\":%.4f,\"compress_slower\":%d,\"plain_slower\":%d,"
-           "\"max_loss\":%.4f,\"mean_loss_when_wrong\":%.4f,\"emulated\":true}",
-           b->size, s->cases, s->right, fraction, s->compress_slower, s->plain_slower,
-           s->max_loss, s->cases - s->right ? s->sum_loss / (s->cases - s->right) : 0.0);
+           "\"right\":%d,\"fraction_right\":%.4f,\"choice_right\":%d,"
+           "\"fraction_choice_right\":%.4f,\"compress_slower\":%d,\"plain_slower\":%d,"
+           "\"wrong_k\":%d,\"noise\":%.2f,\"max_loss\":%.4f,\"mean_loss_when_wrong\":%.4f,"
+           "\"emulated\":true}",
+           b->size, s->cases, s->right, fraction, s->choice_right, choice, s->compress_slower,
+           s->plain_slower, s->wrong_k, NOISE, s->max_loss,
+           s->cases - s->right ? s->sum_loss / (s->cases - s->right) : 0.0);
+}
+
+/* Every codec's costs through every sync over this link (path_costs). */
+static int link_engines(Cb *b, const AxCasyncCosts *costs, AxCasyncCosts *linked) {
+  for (int i = 0; i < b->n_codecs; i++)
+    for (int s = 0; s < b->n_syncs; s++)
+      AX_TRY(path_costs(b, costs, i, b->syncs[s], &linked[i * 2 + s]));
+  return AX_OK;
 }
 
 static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
@@ -419,6 +569,7 @@ static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
   AX_TRY(ax_link_emu_create(&b->emu, b->comm, &lc));
   b->cc.links = b->emu;
   AxLinearCost plain;
+  AxCasyncCosts linked[2 * MAX_ITEMS];
   int rc = ax_casync_measure_plain(b->comm, &b->cc, AX_ALLREDUCE_RING, 5, &plain);
   if (rc == AX_OK) {
     AxLinearCost send = ax_casync_send_from_plain(&plain, b->size);
@@ -427,9 +578,10 @@ static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
            link->bytes_per_s * 8 / 1e9, link->latency_s * 1e6, plain.latency_s * 1e6,
            plain.bytes_per_s / 1e9, send.latency_s * 1e6, send.bytes_per_s / 1e9,
            link->latency_s * 1e6, link->bytes_per_s / 1e9);
+    rc = link_engines(b, costs, linked);
   }
   for (int i = 0; i < b->n_sizes && rc == AX_OK; i++)
-    rc = size_rows(b, costs, link, &plain, (size_t)b->sizes[i] / sizeof(float), score);
+    rc = size_rows(b, linked, link, (size_t)b->sizes[i] / sizeof(float), score);
   b->cc.links = NULL;
   ax_link_emu_destroy(b->emu);
   b->emu = NULL;
@@ -444,13 +596,14 @@ static int allreduce_rows(Cb *b) {
   int rc = b->buf ? AX_OK : AX_ERR;
   rc = ax_mpi_agree(b->comm, rc);
   if (rc == AX_OK) rc = codec_costs(b, costs);
-  ax_log("# all-reduce on %d ranks in two virtual nodes over EMULATED links: time = median of %d "
-         "(slowest rank), wire = bytes sent per all-reduce by all ranks, speedup = plain ring "
-         "time / this; pick = the cost model's choice (profiled codec costs, the link's "
-         "figures); WRONG (+L%%) = the other path measured faster, by L%% of its time", b->size,
-         b->c->iters);
-  ax_log("# %-30s %-5s %11s %7s %12s %14s %9s %5s %-8s", "codec", "sync", "bytes", "Gb/s",
-         "time(us)", "wire(B)", "speedup", "same", "pick");
+  ax_log("# all-reduce on %d ranks in two virtual nodes over EMULATED links: time = least of %d "
+         "(slowest rank), time, wire and speedup (plain ring time / this) at K = N partitions, "
+         "every K timed side by side with the plain ring; pick = the cost model's choice (plain "
+         "or K; profiled codec costs, the plain ring and CaSync's engine measured over the link), "
+         "best = the fastest measured; WRONG (+L%%) = the pick measured more than %.0f%% slower "
+         "than the fastest, by L%% of its time", b->size, b->c->iters, 100 * NOISE);
+  ax_log("# %-30s %-5s %11s %7s %12s %14s %9s %5s %-6s %-6s", "codec", "sync", "bytes", "Gb/s",
+         "time(us)", "wire(B)", "speedup", "same", "pick", "best");
   Score score = {0};
   for (int l = 0; l < b->n_links && rc == AX_OK; l++)
     rc = link_rows(b, costs, &b->links[l], &score);

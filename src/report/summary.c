@@ -214,7 +214,12 @@ static void compression_json(AxJsonW *j, const AxCompressReport *r,
   ax_jsonw_str(j, "link", r->link);
   if (r->costed) {
     ax_jsonw_object(j, "costs");
-    if (r->costs.plain.bytes_per_s > 0) linear_cost_json(j, "plain_allreduce", &r->costs.plain);
+    if (r->costs.plain.bytes_per_s > 0) {
+      linear_cost_json(j, "plain_allreduce", &r->costs.plain);
+      AxLinearCost e = r->costs.engine; /* per byte 0: none, written as infinite (null) */
+      if (!(e.bytes_per_s > 0)) e.bytes_per_s = INFINITY;
+      linear_cost_json(j, "casync_engine", &e);
+    }
     linear_cost_json(j, "send", &r->costs.send);
     linear_cost_json(j, "encode", &r->costs.enc);
     linear_cost_json(j, "decode", &r->costs.dec);

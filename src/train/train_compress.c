@@ -24,25 +24,48 @@ const char *ax_data_link_name(AxDataLink l) {
                                : "shared memory";
 }
 
+/* The plain all-reduce the run takes (T_orig) and, with `engine`, CaSync with the run's codec
+ * and algorithm timed side by side with it (ax_casync_measure_paths) on the data-parallel
+ * group; *casync stays {0, 0} without. */
+static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxLinearCost *casync) {
+  enum { REPS = 5 };
+  AxAllreduceAlgo algo = (AxAllreduceAlgo)t->cfg.grid.allreduce;
+  *casync = (AxLinearCost){0, 0};
+  if (!engine)
+    return ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg, algo, REPS, plain);
+  return ax_casync_measure_paths(t->grid.data, &t->grid.comm_cfg, algo, t->codec,
+                                 (AxCasyncAlgo)t->cfg.compression.compress_sync, REPS, plain,
+                                 casync);
+}
+
 /* Costs every rank agrees on: each profiles its codec, the data-parallel group times the plain
- * all-reduce it runs over its own path (ax_casync_measure_plain), whose per-message cost is
- * the send's (the link's figures alone miss what a message costs on top of them), then the
- * slowest figure of every term wins. */
-static int agreed_costs(AxTrainer *t, AxCasyncCosts *c) {
-  enum { PLAIN_REPS = 5 };
+ * all-reduce it runs over its own path, whose per-message cost is the send's (the link's
+ * figures alone miss what a message costs on top of them), and CaSync with the codec side by
+ * side with it, then the slowest figure of every term wins; CaSync's time beyond the model's
+ * terms is the engine term (ax_casync_engine_from). Not under --compress auto (`engine` 0),
+ * whose Espresso prices its own schemes. */
+static int agreed_costs(AxTrainer *t, AxCasyncCosts *c, int engine) {
   AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
   AX_TRY(ax_trainer_link_cost(t, t->grid.data, &c->send));
-  AX_TRY(ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg,
-                                 (AxAllreduceAlgo)t->cfg.grid.allreduce, PLAIN_REPS, &c->plain));
-  double v[8] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
-                 1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
-                 c->plain.latency_s, 1.0 / c->plain.bytes_per_s};
-  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 8, MPI_DOUBLE, MPI_MAX, t->grid.world));
+  AxLinearCost casync;
+  AX_TRY(measure_paths(t, engine && t->grid.D > 1, &c->plain, &casync));
+  double v[10] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
+                  1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
+                  c->plain.latency_s, 1.0 / c->plain.bytes_per_s, casync.latency_s,
+                  casync.bytes_per_s > 0 ? 1.0 / casync.bytes_per_s : 0};
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 10, MPI_DOUBLE, MPI_MAX, t->grid.world));
   c->send = (AxLinearCost){v[0], 1.0 / v[1]};
   c->enc = (AxLinearCost){v[2], 1.0 / v[3]};
   c->dec = (AxLinearCost){v[4], 1.0 / v[5]};
   c->plain = (AxLinearCost){v[6], 1.0 / v[7]};
-  if (t->grid.D > 1) c->send = ax_casync_send_from_plain(&c->plain, t->grid.D);
+  c->engine = (AxLinearCost){0, 0};
+  if (t->grid.D < 2) return AX_OK;
+  c->send = ax_casync_send_from_plain(&c->plain, t->grid.D);
+  if (v[9] > 0) {
+    casync = (AxLinearCost){v[8], 1.0 / v[9]};
+    c->engine = ax_casync_engine_from(c, (AxCasyncAlgo)t->cfg.compression.compress_sync,
+                                      t->grid.D, &casync);
+  }
   return AX_OK;
 }
 
@@ -306,7 +329,7 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   t->compress_in_memory = is_auto && !strategy && t->grid.D > 1 &&
                           t->compress_link == AX_DP_MEMORY && !ax_train_stages_requested(&t->cfg);
   t->compress_profiled = (is_auto || strategy) && t->grid.D > 1 && !t->compress_in_memory;
-  if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs));
+  if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs, !strategy));
   t->compress_costs = costs;
   if (drop_codec_unless_selected(t)) return AX_OK;
   AxGradPart *parts = NULL;
@@ -354,6 +377,15 @@ static int codec_carries_momentum(const AxTrainer *t) {
   return compresses_now(t) && ax_codec_momentum(t->codec) > 0;
 }
 
+int ax_trainer_clips_locally(const AxTrainer *t) {
+  return t->cfg.compression.local_clip && t->cfg.optim.grad_clip > 0 && t->grid.D > 1 &&
+         compresses_now(t);
+}
+
+double ax_trainer_local_clip_threshold(const AxTrainer *t) {
+  return t->cfg.optim.grad_clip / sqrt((double)t->grid.D);
+}
+
 double ax_trainer_adam_beta1(const AxTrainer *t) {
   return codec_carries_momentum(t) ? 0.0 : t->cfg.optim.beta1;
 }
@@ -368,17 +400,21 @@ static const char *seconds_text(double s, char *buf, size_t cap) {
 
 void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
   char dec[96] = "no decode (a linear codec: the encode is its factors and rebuild)";
-  char plain[160] = "";
+  char plain[160] = "", engine[160] = "";
   if (!k->linear)
     snprintf(dec, sizeof dec, "decode and merge %.3g us + bytes / %.3g GB/s",
              k->dec.latency_s * 1e6, k->dec.bytes_per_s / 1e9);
   if (k->plain.bytes_per_s > 0)
     snprintf(plain, sizeof plain, "plain all-reduce measured %.3g us + bytes / %.3g GB/s; a "
              "message of it: ", k->plain.latency_s * 1e6, k->plain.bytes_per_s / 1e9);
+  if (k->plain.bytes_per_s > 0 && (k->engine.latency_s > 0 || k->engine.bytes_per_s > 0))
+    snprintf(engine, sizeof engine, "; CaSync's engine (timed, beyond those terms) %.3g us + "
+             "bytes / %.3g GB/s a call", k->engine.latency_s * 1e6,
+             k->engine.bytes_per_s > 0 ? k->engine.bytes_per_s / 1e9 : INFINITY);
   ax_log("  costs: %ssend %.3g us + bytes / %.3g GB/s (%s); encode %.3g us + bytes / %.3g "
-         "GB/s; %s (profiled on this machine, max over ranks)", plain, k->send.latency_s * 1e6,
-         k->send.bytes_per_s / 1e9, send_source, k->enc.latency_s * 1e6,
-         k->enc.bytes_per_s / 1e9, dec);
+         "GB/s; %s%s (profiled on this machine, max over ranks)", plain,
+         k->send.latency_s * 1e6, k->send.bytes_per_s / 1e9, send_source,
+         k->enc.latency_s * 1e6, k->enc.bytes_per_s / 1e9, dec, engine);
 }
 
 /* A part's line: its figures (the cost model's when is_auto) and the verdict. */

@@ -142,6 +142,11 @@ static const AxOption OPTIONS[] = {
         "1-bit Adam's recipe: Adam's second moment stops updating when compression starts "
         "(after --compress-warmup steps, which must be at least 1; auto: 1 for onebit and dgc "
         "when there is a warm-up, else 0)"),
+    STR("compress-local-clip", compression.compress_local_clip, "auto", "auto|0|1",
+        "DGC's local gradient clipping (Lin et al. §3.3): while the gradients are compressed, "
+        "each data-parallel rank clips its own gradient's norm to --grad-clip / sqrt(G_data) "
+        "before the codec accumulates it, in place of clipping the summed gradient (auto: 1 "
+        "for dgc, else 0; needs --grad-clip > 0)"),
     INT("compress-vectors", compression.compress_vectors, "0", "0|1",
         "compress the 1-D tensors (biases, LayerNorm weights) too (0: they are summed plain, "
         "as PowerSGD's reference implementation does)", 0, 1),
@@ -457,6 +462,16 @@ static int resolve_schedule(AxTrainConfig *cfg, const AxCompressRecipe *r) {
                   c->freeze_variance,
                   r->freeze_variance && !c->freeze_variance ? " (no warm-up to freeze after)" : "");
   }
+  AX_TRY(auto_or_int("compress-local-clip", c->compress_local_clip, 1, &is_auto, &c->local_clip));
+  if (is_auto) {
+    c->local_clip = r && r->local_clip && cfg->optim.grad_clip > 0;
+    if (r && r->local_clip)
+      recipe_item(&c->recipe, "compress-local-clip", r->local_clip_source,
+                  "%d (each rank's gradient norm clipped to --grad-clip %g / sqrt(%d) = %.4g)%s",
+                  c->local_clip, cfg->optim.grad_clip, cfg->grid.g_data,
+                  cfg->optim.grad_clip / sqrt(cfg->grid.g_data > 0 ? cfg->grid.g_data : 1),
+                  c->local_clip ? "" : " (--grad-clip 0: no clipping)");
+  }
   return AX_OK;
 }
 
@@ -717,6 +732,9 @@ static int check_compress(const AxTrainConfig *cfg) {
   ax_codec_free(codec);
   if (cfg->optim.allreduce_dtype != 0)
     return AX_FAIL("--compress needs --allreduce-dtype fp32 (codecs encode fp32 gradients)");
+  if (cfg->compression.local_clip && !(cfg->optim.grad_clip > 0))
+    return AX_FAIL("--compress-local-clip 1 needs --grad-clip above 0 (the local threshold is "
+                   "--grad-clip / sqrt(G_data))");
   if (cfg->compression.freeze_variance && cfg->compression.warmup_steps < 1)
     return AX_FAIL("--compress-freeze-variance needs --compress-warmup of at least 1 step (the "
                    "variance is frozen as the warm-up leaves it)");
@@ -821,6 +839,7 @@ static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
       {"compress-min-bytes", strategy,
        "under --compress auto (Espresso decides which groups to compress)"},
       {"compress-vectors", plain, "without --compress (no gradient is compressed)"},
+      {"compress-local-clip", plain, "without --compress (no gradient is compressed)"},
       {"compress-vectors", strategy,
        "under --compress auto (Espresso keeps every vector alone and plain)"},
       {"compress-codec", !strategy,

@@ -81,6 +81,7 @@ typedef struct {
   char *compress_min_bytes; /* "auto" or a size */
   char *compress_warmup;    /* "auto" (the codec's recipe) or steps */
   char *compress_freeze_variance; /* "auto" (the recipe), 0 or 1 (1-bit Adam's frozen v) */
+  char *compress_local_clip; /* "auto" (the recipe), 0 or 1 (DGC's local gradient clipping) */
   int compress_vectors;     /* 1: parts of at most one row (1-D tensors) may compress too */
   char *compress_stages;    /* "all" or F: the earliest fraction F of stages (Optimus-CC SC) */
   char *compress_backprop;  /* "none" or powersgd[:rank=R] */
@@ -91,6 +92,9 @@ typedef struct {
   char codec_spec[192];     /* the codec's canonical spec, recipe keys added ("": none) */
   int warmup_steps;         /* plain steps first (data-parallel and backward messages) */
   int freeze_variance;      /* Adam's variance frozen after them */
+  int local_clip;           /* DGC's local gradient clipping while compressing: each rank's
+                               gradient clipped to --grad-clip / sqrt(G_data) before the codec,
+                               in place of the global clip of the sum */
   AxRecipeApplied recipe;
 } AxCompressionOptions;
 

@@ -13,14 +13,14 @@ static const AxCompressRecipe RECIPES[] = {
      0.15,
      "1-bit Adam Algorithm 1: plain Adam first; its authors' DeepSpeed tutorial: 15-25% of the "
      "total steps (the lower end)",
-     1, "1-bit Adam Algorithm 1: Adam's variance frozen as the warm-up leaves it", 0, NULL},
+     1, "1-bit Adam Algorithm 1: Adam's variance frozen as the warm-up leaves it", 0, NULL, 0, NULL},
     {"powersgd", "ef=1,rank=auto", 0,
      "PowerSGD (Vogels et al., NeurIPS 2019) Algorithm 1: error feedback; rank as Optimus-CC "
      "§9.1: 128, about 10x compression of its GPT layers (rank=auto: at most the rank that "
      "sends a tenth of each matrix)",
      30.0 / 230.0,
      "Optimus-CC §9.1: 30K of its 230K iterations plain, following PowerSGD's practice",
-     0, "none: PowerSGD and Optimus-CC keep Adam's variance updating", 0, NULL},
+     0, "none: PowerSGD and Optimus-CC keep Adam's variance updating", 0, NULL, 0, NULL},
     {"dgc", "", 1,
      "DGC (Lin et al., ICLR 2018) §4.1: 99.9% sparsity (the codec's ratio 0.001) and §3.2: "
      "momentum correction (momentum = --beta1, 0.9 as in DGC; in Adam's form: docs/codecs.md)",
@@ -33,7 +33,11 @@ static const AxCompressRecipe RECIPES[] = {
      "linear in what arrives, the momentum SGD DGC was designed for",
      0.05,
      "DGC §3.4 and §4.1: the sparsity warmed up exponentially, 75%, 93.75%, 98.4375%, 99.6%, "
-     "then 99.9%, over the first 4 of 90 epochs (4.4%; here 5% of the run)"},
+     "then 99.9%, over the first 4 of 90 epochs (4.4%; here 5% of the run)",
+     1,
+     "DGC §3.3 (local gradient clipping): each node clips its gradient before adding it to "
+     "its accumulation, at the global threshold scaled by N^-1/2, its share if the N nodes' "
+     "gradients were alike, in place of clipping the aggregate"},
 };
 
 const char AX_VECTORS_SOURCE[] =

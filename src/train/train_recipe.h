@@ -22,6 +22,8 @@ typedef struct {
   double ramp_fraction;       /* DGC's sparsity warm-up after the plain one: floor(fraction x
                                  --steps) steps (the codec's ramp keys; 0: none) */
   const char *ramp_source;
+  int local_clip;             /* --compress-local-clip auto: each rank's gradient clipped */
+  const char *local_clip_source;
 } AxCompressRecipe;
 
 /* The recipe of a codec name (NULL: the codec has none; its defaults are its own, docs/codecs.md). */

@@ -12,6 +12,7 @@
 
 #include "models/tp_shard.h"
 #include "mpi/mpi_util.h"
+#include "offload/host_sumsq.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/core/timer.h"
@@ -167,8 +168,27 @@ static float clip_factor(const AxTrainer *t, double norm) {
                                                           : 1.0f;
 }
 
+static double grads_span(void *ctx, size_t lo, size_t hi) {
+  const AxOffload *o = ctx;
+  return ax_host_sumsq_pool(o->pool, o->grads + lo, hi - lo);
+}
+
+/* DGC's local gradient clipping (ax_trainer_clips_locally): this rank's gradient, the norm of
+ * its pipeline row's (and tensor-parallel grid's) like the global one, scaled down to the local
+ * threshold before the codec accumulates it. */
+static int clip_locally(AxTrainer *t, const AxReduceSpec *r) {
+  double norm, limit = ax_trainer_local_clip_threshold(t);
+  double sumsq = ax_reduce_spec_sumsq(r, 0, t->off.n, grads_span, &t->off);
+  AX_TRY(finish_norm(t, sumsq, &norm));
+  if (!(norm > limit)) return AX_OK;
+  float f = (float)(limit / norm);
+  for (size_t i = 0; i < t->off.n; i++) t->off.grads[i] *= f;
+  return AX_OK;
+}
+
 /* Sum the gradients over the data-parallel column and update the master weights, chunk by
- * chunk; interleaved unless clipping needs the whole norm first (or --offload 0). */
+ * chunk; interleaved unless clipping needs the whole norm first (or --offload 0). With DGC's
+ * local clipping each rank's gradient is clipped before the sum and the sum is not. */
 static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   AxCommConfig cc = ax_comm_config_as(&t->grid.comm_cfg, AX_TRAFFIC_DATA_PARALLEL);
   AxReduceSpec late = ax_trainer_reduce_spec(t, &cc);
@@ -182,9 +202,11 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
     AX_TRY(ax_offload_reduce_update(&t->off, &r, params, &h, &sumsq));
     return finish_norm(t, sumsq, norm);
   }
+  int local = ax_trainer_clips_locally(t);
+  if (local) AX_TRY(clip_locally(t, &r));
   AX_TRY(ax_offload_reduce(&t->off, &r, &sumsq));
   AX_TRY(finish_norm(t, sumsq, norm));
-  AxAdamWHyper h = adamw_hyper(t, lr, clip_factor(t, *norm) * unscale);
+  AxAdamWHyper h = adamw_hyper(t, lr, (local ? 1.0f : clip_factor(t, *norm)) * unscale);
   return ax_offload_update_all(&t->off, params, &h, &t->trace);
 }
 

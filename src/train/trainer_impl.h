@@ -243,5 +243,12 @@ int ax_trainer_v_frozen_at(const AxTrainer *t);
  * momentum correction) compresses some of the stage's gradients (Lin et al.: the momentum
  * moves into the codec, the optimizer applies what arrives). */
 double ax_trainer_adam_beta1(const AxTrainer *t);
+/* DGC's local gradient clipping this step (--compress-local-clip, Lin et al. §3.3): 1 while
+ * the stage compresses, with --grad-clip > 0 and 2+ data-parallel ranks; each rank then clips
+ * its own gradient (its pipeline row's norm) to ax_trainer_local_clip_threshold before the sum,
+ * and the summed gradient is not clipped again. */
+int ax_trainer_clips_locally(const AxTrainer *t);
+/* --grad-clip / sqrt(G_data): the global threshold scaled by N^-1/2 (DGC §3.3). */
+double ax_trainer_local_clip_threshold(const AxTrainer *t);
 
 #endif

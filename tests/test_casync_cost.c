@@ -170,6 +170,17 @@ START_TEST(plain_fit_recovers_the_message_cost) {
 }
 END_TEST
 
+/* The hand-computed costs of the two tests below: T_orig measured on 2 ranks as 100 us + m / 1
+ * GB/s, a codec of ratio 1/32 with encode 20 us + m / 4 GB/s and decode 5 us + m / 4 GB/s. */
+static AxCasyncCosts hand_costs(void) {
+  double x[4], y[4];
+  for (int i = 0; i < 4; i++) x[i] = 1024.0 * pow(16, i), y[i] = 100e-6 + x[i] / 1e9;
+  AxCasyncCosts c = {.plain = ax_linear_fit(x, y, 4), .enc = {20e-6, 4e9}, .dec = {5e-6, 4e9},
+                     .ratio = 1.0 / 32};
+  c.send = ax_casync_send_from_plain(&c.plain, 2);
+  return c;
+}
+
 /* With T_orig the measured plain all-reduce a + m / b on 2 ranks (a message: a/2 + m / b) and
  * a codec of ratio r, encode Le + m / Be, decode Ld + m / Bd, the ring's best K is 2 and
  *   T_cpr(m) = a + 2 (Le + Ld) + m (r / b + 1 / Be + r / Bd),
@@ -177,11 +188,7 @@ END_TEST
  * b = 1 GB/s, Le = 20 us, Ld = 5 us, Be = Bd = 4 GB/s, r = 1/32: m* = 50e-6 / 0.7109375e-9 =
  * 70329.67 bytes. */
 START_TEST(decision_flips_where_t_cpr_crosses_measured_t_orig) {
-  double x[4], y[4];
-  for (int i = 0; i < 4; i++) x[i] = 1024.0 * pow(16, i), y[i] = 100e-6 + x[i] / 1e9;
-  AxCasyncCosts c = {.plain = ax_linear_fit(x, y, 4), .enc = {20e-6, 4e9}, .dec = {5e-6, 4e9},
-                     .ratio = 1.0 / 32};
-  c.send = ax_casync_send_from_plain(&c.plain, 2);
+  AxCasyncCosts c = hand_costs();
   const double crossing = 70329.67;
   AxCasyncChoice below = ax_casync_choose(&c, AX_CASYNC_RING, 2, 0.99 * crossing, 0);
   AxCasyncChoice above = ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * crossing, 0);
@@ -236,11 +243,7 @@ END_TEST
  * it to m* = 100 us / 0.7109375e-9 = 140659.34 bytes, and one with a per-byte cost of 1 /
  * (2 GB/s) as well to 100 us / 0.2109375e-9 = 474074.07 bytes: parts between stay plain. */
 START_TEST(engine_term_moves_the_decision_by_hand) {
-  double x[4], y[4];
-  for (int i = 0; i < 4; i++) x[i] = 1024.0 * pow(16, i), y[i] = 100e-6 + x[i] / 1e9;
-  AxCasyncCosts c = {.plain = ax_linear_fit(x, y, 4), .enc = {20e-6, 4e9}, .dec = {5e-6, 4e9},
-                     .ratio = 1.0 / 32};
-  c.send = ax_casync_send_from_plain(&c.plain, 2);
+  AxCasyncCosts c = hand_costs();
   ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * 70329.67, 0).compress, 1);
   c.engine = (AxLinearCost){50e-6, 0};
   const double m1 = 140659.34;

@@ -158,6 +158,7 @@ bad "--dp-sync-early 1 needs --allreduce-dtype fp32" "$AXONN" train $T --dp-sync
 bad "--dp-sync-early 1 needs --optimizer host" "$AXONN" train $T --dp-sync-early 1 --optimizer device
 bad "--dp-sync-early 1 needs no loss scaling" "$AXONN" train $T --dp-sync-early 1 --loss-scaling dynamic
 bad "--dp-sync-early 1 needs --device cpu --precision fp32" "$AXONN" train $T --dp-sync-early 1 --precision bf16
+bad "--dp-sync-early 1 needs --compress-local-clip 0" "$AXONN" train $T --dp-sync-early 1 --compress dgc
 bad "--compress-local-clip 'yes' is not auto or an integer from 0 to 1" "$AXONN" train $T --compress dgc --compress-local-clip yes
 bad "--compress-local-clip 1 needs --grad-clip above 0" "$AXONN" train $T --compress dgc --compress-local-clip 1 --grad-clip 0
 bad "--ac 2 needs --checkpoint-activations" "$AXONN" train $T --ac 2

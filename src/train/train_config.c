@@ -813,6 +813,9 @@ static int check_early_sync(const AxTrainConfig *cfg) {
   else if (ax_train_tp_ranks(cfg) > 1) why = "no tensor parallelism (--gx/--gy/--gz 1)";
   else if (cfg->optim.loss_scaling == AX_LOSS_SCALING_DYNAMIC || cfg->debug.debug_overflow_step)
     why = "no loss scaling (an overflow is checked before the sum)";
+  else if (cfg->compression.local_clip)
+    why = "--compress-local-clip 0 (local clipping scales each rank's whole gradient before the "
+          "sum starts)";
   return why ? AX_FAIL("--dp-sync-early 1 needs %s", why) : AX_OK;
 }
 

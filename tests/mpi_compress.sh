@@ -17,7 +17,8 @@
 #    weights), where --compress-min-bytes 0 forces compression and the losses differ; across an
 #    emulated link the cost model compresses, and the summary carries the costs it used, every
 #    call's latency positive, the plain all-reduce timed over the link and the send's cost the
-#    per-message cost it implies;
+#    per-message cost it implies; DGC's local clipping, with a threshold every gradient exceeds,
+#    changes the losses against the global clip (a switch that did nothing would fail);
 #  - `axonn plan` prints the cost model's decision table: per part T_orig, T_cpr, K, decision;
 #  - bad --compress input (and --compress-codec, --fusion, --sparse-embedding-sync): one clear
 #    line, non-zero exit, nothing written.
@@ -98,6 +99,15 @@ run forced 2 --g-data 2 --steps 12 --compress onebit:ef=1 --compress-min-bytes 0
   { awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { d = 1 } END { exit !d }' \
       "$TMP/refg12.csv" "$TMP/forced.csv" ||
       fail "forced: --compress-min-bytes 0 left the losses of the uncompressed run"; }
+
+# DGC's local clipping (each rank's gradient clipped before the codec, the sum not again) acts:
+# with a threshold every step's gradient exceeds, on and off give different losses
+DGC="--g-data 2 --steps 4 --compress dgc --compress-min-bytes 0 --compress-warmup 0 --grad-clip 0.05"
+# shellcheck disable=SC2086
+run localclip 2 $DGC --compress-local-clip 1 && run globalclip 2 $DGC --compress-local-clip 0 &&
+  { awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { d = 1 } END { exit !d }' \
+      "$TMP/globalclip.csv" "$TMP/localclip.csv" ||
+      fail "localclip: --compress-local-clip 1 left the losses of the global clip"; }
 
 # across an emulated link the cost model compresses, from measured costs the summary reports:
 # the plain all-reduce timed over the link (never faster than the link's 1 Gb/s), whose

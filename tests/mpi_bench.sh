@@ -131,7 +131,7 @@ score = [r for r in rows if r["row"] == "score"]
 cases = [r for r in ar if not r["codec"].startswith("none")]
 assert len(score) == 1 and score[0]["cases"] == len(cases) == 12, (score, len(cases))
 s = score[0]
-assert s["right"] + s["compress_slower"] + s["plain_slower"] == s["cases"]
+assert s["right"] + s["compress_slower"] + s["plain_slower"] + s["wrong_k"] == s["cases"], s
 assert s["right"] == sum(1 for r in cases if not r["model_wrong"])
 assert all((r["model_loss"] > 0) == r["model_wrong"] for r in cases)
 assert abs(s["max_loss"] - max([r["model_loss"] for r in cases])) < 1e-3

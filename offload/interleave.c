@@ -201,6 +201,15 @@ static int start_chunk(Reducer *rd, int c) {
   return start_plain(rd, &k, lo, hi, rd->o->wire != NULL);
 }
 
+/* start_chunk on the main thread, traced as part of the chunk's all-reduce: a compressed
+ * group's first encodes run in its start. */
+static int start_chunk_traced(Reducer *rd, int c) {
+  double t0 = ax_trace_begin(rd->r->trace);
+  AX_TRY(start_chunk(rd, c));
+  if (rd->active && c < rd->o->n_chunks) ax_trace_end(rd->r->trace, AX_EV_ALLREDUCE, c, t0);
+  return AX_OK;
+}
+
 /* One progress call on every operation of chunk c's group; *first gets the first slot still
  * unfinished, or -1 when the whole group is done. */
 static int test_group(Reducer *rd, int c, int *first) {
@@ -378,11 +387,11 @@ static int run_chunks(AxOffload *o, const AxReduceSpec *r, double *sumsq,
   if (!r->early) AX_TRY(reducer_init(&local, o, r));
   int rc = AX_OK, window = r->window > 0 ? r->window : 1;
   *sumsq = 0;
-  for (int c = 0; c < window && rc == AX_OK; c++) rc = start_chunk(rd, c);
+  for (int c = 0; c < window && rc == AX_OK; c++) rc = start_chunk_traced(rd, c);
   int interleaved = then == update_chunk;
   for (int c = 0; c < o->n_chunks && rc == AX_OK; c++) {
     rc = finish_chunk(rd, c);
-    if (rc == AX_OK) rc = start_chunk(rd, c + window);
+    if (rc == AX_OK) rc = start_chunk_traced(rd, c + window);
     if (rc != AX_OK) break;
     if (!then) continue;
     size_t lo, hi;

@@ -4,8 +4,10 @@
 # 1x2, 1x4 and 2x2 (one rank a node, an EMULATED link) and two models, train with
 # `--compress auto` (Cupcake's groups, Espresso's strategy; onebit) and `--trace`, and compare
 # rank 0's predicted sync over every group (the header's "sync predicted X ms for every
-# group") with the median duration of rank 0's data-parallel sum (the trace's `allreduce`
-# events of the traced steps). Prints one row per case and the error against the target
+# group") with the median over the traced steps of rank 0's data-parallel sum (the trace's
+# `allreduce` events of its chunks: their start, where the first encodes run, and their wait),
+# timed from the moment the last rank of its group starts it (the model
+# has the ranks leave the backward together; the wait for a late rank is not the sum's). Prints one row per case and the error against the target
 # (15%). Not part of `make check`: minutes long, and its figures depend on the machine's load
 # (say so with them).
 # EXTRA adds flags to every run (EXTRA="--dp-sync-early 1": the sum starts in the last
@@ -36,7 +38,20 @@ for line in open(sys.argv[1]):
     if m: pred = float(m.group(1))
 d = json.load(open(sys.argv[2]))
 ev = d["traceEvents"] if isinstance(d, dict) else d
-dur = [e["dur"] / 1e3 for e in ev if e.get("name") == "allreduce" and e.get("pid") == 0]
+# rank 0's data-parallel group: the ranks of its stage (thread names "rank R (stage S, row D)")
+stage0 = {e["tid"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"
+          and "(stage 0," in e["args"]["name"]}
+# a rank's data-parallel sum of a step: its chunks' all-reduce events (their start, which
+# runs the first encodes, and the wait; the tied embedding's sums have chunk -1)
+steps = {}
+for e in ev:
+    if e.get("name") == "allreduce" and e.get("tid") in stage0 and e["args"]["mb"] >= 0:
+        s, t = steps.setdefault(e["args"]["step"], {}).get(e["tid"], (float("inf"), 0))
+        steps[e["args"]["step"]][e["tid"]] = (min(s, e["ts"]), max(t, e["ts"] + e["dur"]))
+# a step's sum: from the last rank's start (Espresso's model has the ranks leave the backward
+# together; a rank that comes late is imbalance, not the sum) to rank 0's end
+dur = [(v[0][1] - max(s for s, _ in v.values())) / 1e3 for v in steps.values()
+       if 0 in v and len(v) == len(stage0)]
 print(pred if pred is not None else "nan", statistics.median(dur) if dur else "nan")
 EOF
 }

@@ -311,10 +311,11 @@ START_TEST(free_link_compresses_nothing) {
 END_TEST
 
 /* A slow link (1 Gb/s, 50 us) and a cheap GPU codec (100 GB/s, 50 us a launch): the large
- * tensors are compressed; the tiny ones are not, their latencies being the plain rhd
- * all-reduce's 6 against at least 7 for every compressed scheme, plus the codec's. */
+ * tensors are compressed; the tiny ones, first (each finds the link free), are not, their
+ * latencies being the plain rhd all-reduce's 6 against at least 7 for every compressed
+ * scheme, plus the codec's. */
 START_TEST(slow_link_compresses_large_tensors) {
-  double bytes[8] = {256, 64e6, 512, 32e6, 128, 16e6, 64e6, 64}, compute[8];
+  double bytes[8] = {256, 512, 128, 64, 64e6, 32e6, 16e6, 64e6}, compute[8];
   for (int i = 0; i < 8; i++) compute[i] = 0.5 * MS;
   AxEspressoProblem p = problem(8, bytes, compute, 8, 8);
   p.intra = (AxLinearCost){50e-6, 125e6};
@@ -328,6 +329,26 @@ START_TEST(slow_link_compresses_large_tensors) {
                   "tensor %d of %g bytes: %s", i, bytes[i],
                   ax_espresso_option(d[i].option)->name);
   ck_assert(sum.iteration_s < 0.25 * sum.nothing_s);
+}
+END_TEST
+
+/* A tensor queued behind another on the link has its messages' latency in flight while it
+ * waits (the trainer progresses a chunk's operations together): a tiny plain tensor ready
+ * while a large one is on the link ends its bytes after it, not its ring's 14 latencies;
+ * ready after the link is free, it pays them. */
+START_TEST(queued_tensor_hides_its_latency) {
+  double bytes[2] = {8e6, 64}, compute[2] = {1 * MS, 0};
+  AxEspressoProblem p = problem(2, bytes, compute, 8, 8);
+  p.intra = (AxLinearCost){50e-6, 1e9};
+  int S[2] = {0, 0};
+  AxEspressoDecision d[2];
+  timeline(&p, S, d);
+  double ring_latency = 14 * 50e-6, tiny_bytes = 14 * 8 / 1e9; /* 2(p-1) steps of m/p */
+  ck_assert_double_eq_tol(d[0].done_s, 1 * MS + ring_latency + 14 * 1e6 / 1e9, 1e-12);
+  ck_assert_double_eq_tol(d[1].done_s, d[0].done_s + tiny_bytes, 1e-12);
+  compute[1] = 20 * MS; /* ready once the link is free: all of its latency */
+  timeline(&p, S, d);
+  ck_assert_double_eq_tol(d[1].done_s, 21 * MS + ring_latency + tiny_bytes, 1e-12);
 }
 END_TEST
 
@@ -487,6 +508,7 @@ int main(void) {
   tcase_add_test(tc, timeline_invariants);
   tcase_add_test(tc, free_link_compresses_nothing);
   tcase_add_test(tc, slow_link_compresses_large_tensors);
+  tcase_add_test(tc, queued_tensor_hides_its_latency);
   tcase_add_test(tc, tensor_before_a_bubble_needs_no_compression);
   tcase_add_test(tc, bubbles_change_the_plan);
   tcase_add_test(tc, offload_moves_codec_work_off_the_gpu);

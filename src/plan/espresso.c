@@ -152,11 +152,14 @@ static double rhd_allreduce(const Net *n, double m) {
   return t;
 }
 
-static void push(Stages *s, double dur, double work, int links, int dev) {
-  s->v[s->n++] = (AxEspressoStage){dur, work, links, dev};
+static void push(Stages *s, double dur, double work, double lat, int links, int dev) {
+  s->v[s->n++] = (AxEspressoStage){dur, work, lat, links, dev};
 }
 
-static void link_stage(Stages *s, const Net *n, double t) { push(s, t, 0, n->links, -1); }
+/* A stage on the links taking t, of which lat is its messages' latency. */
+static void link_stage(Stages *s, const Net *n, double t, double lat) {
+  push(s, t, 0, lat, n->links, -1);
+}
 
 /* The codec's encode and decode on one device. */
 typedef struct {
@@ -167,25 +170,27 @@ typedef struct {
 
 static double enc(const Codec *k, double b) { return at(&k->c->enc, b); }
 static double dec(const Codec *k, double b) { return at(&k->c->dec, b); }
-static void dev_stage(Stages *s, const Codec *k, double t) { push(s, t, t, 0, k->dev); }
+static void dev_stage(Stages *s, const Codec *k, double t) { push(s, t, t, 0, 0, k->dev); }
 
 /* HiPress's T_cpr (§6's coefficients, K = p): one stage on the link, its codec part on the
  * device. */
 static void casync(Stages *s, const Net *n, const Codec *k, AxCasyncAlgo algo, double m) {
   double alpha, beta, gamma, b = m / n->p, e = k->r * b;
   ax_casync_coefficients(algo, n->p, n->p, &alpha, &beta, &gamma);
-  double msg = algo == AX_CASYNC_RING ? ring_msg(n, e) : exchange(n, e) / (n->p - 1);
+  int ring = algo == AX_CASYNC_RING;
+  double msg = ring ? ring_msg(n, e) : exchange(n, e) / (n->p - 1);
+  double lat = ring ? ring_msg(n, 0) : exchange(n, 0) / (n->p - 1);
   double work = beta * enc(k, b) + gamma * dec(k, e);
-  push(s, alpha * msg + work, work, n->links, k->dev);
+  push(s, alpha * msg + work, work, alpha * lat, n->links, k->dev);
 }
 
 /* Fig. 4.4: all-to-all of the encoded parts, then all-gather of the encoded aggregates. */
 static void divisible(Stages *s, const Net *n, const Codec *k, double m) {
   double b = m / n->p, e = k->r * b;
   dev_stage(s, k, n->p * enc(k, b));
-  link_stage(s, n, exchange(n, e));
+  link_stage(s, n, exchange(n, e), exchange(n, 0));
   dev_stage(s, k, (n->p - 1) * dec(k, e) + enc(k, b));
-  link_stage(s, n, (n->p - 1) * ring_msg(n, e));
+  link_stage(s, n, (n->p - 1) * ring_msg(n, e), (n->p - 1) * ring_msg(n, 0));
   dev_stage(s, k, (n->p - 1) * dec(k, e));
 }
 
@@ -193,14 +198,14 @@ static void divisible(Stages *s, const Net *n, const Codec *k, double m) {
 static void indivisible(Stages *s, const Net *n, const Codec *k, double m) {
   double e = k->r * m;
   dev_stage(s, k, enc(k, m));
-  link_stage(s, n, (n->p - 1) * ring_msg(n, e));
+  link_stage(s, n, (n->p - 1) * ring_msg(n, e), (n->p - 1) * ring_msg(n, 0));
   dev_stage(s, k, (n->p - 1) * dec(k, e));
 }
 
 static void scheme(Stages *s, const Net *n, const Codec *k, AxEspressoScheme sc, double m) {
   switch (sc) {
-  case AX_ESP_AR_RING: link_stage(s, n, ring_allreduce(n, m)); break;
-  case AX_ESP_AR_RHD: link_stage(s, n, rhd_allreduce(n, m)); break;
+  case AX_ESP_AR_RING: link_stage(s, n, ring_allreduce(n, m), ring_allreduce(n, 0)); break;
+  case AX_ESP_AR_RHD: link_stage(s, n, rhd_allreduce(n, m), rhd_allreduce(n, 0)); break;
   case AX_ESP_CASYNC_RING: casync(s, n, k, AX_CASYNC_RING, m); break;
   case AX_ESP_CASYNC_PS: casync(s, n, k, AX_CASYNC_PS, m); break;
   case AX_ESP_A2A_AG: divisible(s, n, k, m); break;
@@ -214,7 +219,9 @@ static void intra_half(Stages *s, const Net *in, const Codec *k, int compressed,
                        double m) {
   double b = m / in->p, e = compressed ? k->r * b : b;
   if (compressed) dev_stage(s, k, first ? in->p * enc(k, b) : enc(k, b));
-  link_stage(s, in, first && compressed ? exchange(in, e) : (in->p - 1) * ring_msg(in, e));
+  int a2a = first && compressed;
+  link_stage(s, in, a2a ? exchange(in, e) : (in->p - 1) * ring_msg(in, e),
+             a2a ? exchange(in, 0) : (in->p - 1) * ring_msg(in, 0));
   if (compressed) dev_stage(s, k, (in->p - 1) * dec(k, e));
 }
 
@@ -267,7 +274,7 @@ static void fill_cell(AxEspressoCtx *c, int i, int o, const Stages *s) {
     c->stages[at0 + j] = *st;
     chain += st->dur;
     for (int l = 0; l < 2; l++)
-      if (st->links & (1 << l)) c->link[l][cell] += st->dur;
+      if (st->links & (1 << l)) c->link[l][cell] += st->dur - st->lat;
     if (st->dev >= 0) c->work[st->dev][cell] += st->work;
   }
   c->first[cell + 1] = at0 + s->n;
@@ -448,8 +455,11 @@ void ax_espresso_step(const AxEspressoCtx *c, AxEspressoState *s, int i, int o,
     double start = t;
     for (int l = 0; l < 2; l++)
       if (st->links & (1 << l)) start = fmax(start, s->link_free[l]);
+    /* its messages' latency runs while it waits for the link (in flight behind the transfer
+     * ahead of it), so a queued stage holds the link only for what is left of it */
+    double hidden = fmin(st->lat, start - t);
     if (st->dev >= 0) start = busy_place(&s->dev[st->dev], start, st->work);
-    t = start + st->dur;
+    t = start + st->dur - hidden;
     if (!st->links) continue;
     for (int l = 0; l < 2; l++)
       if (st->links & (1 << l)) s->link_free[l] = t;

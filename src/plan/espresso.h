@@ -58,7 +58,11 @@
  *      tensor order: communication is serialized in order, so a tensor sent late makes the
  *      next ones wait) and its device (GPU or CPU) has a free slot for its codec work (codec
  *      work is never split; it takes the earliest free slot, also before work placed earlier
- *      when a gap fits it); it ends `duration` later.
+ *      when a gap fits it); it ends `duration` later, less the latency of its messages that
+ *      ran while it waited for its links (ours: the trainer starts a chunk's operations at
+ *      once and progresses them together, so a queued message is in flight behind the
+ *      transfer ahead of it and only its bytes wait; the link's latency is paid once for a
+ *      queue, not once for each tensor in it).
  * The iteration time F(S) is when the last computation or stage ends. The forward pass and the
  * optimizer are the same under every strategy and are left out.
  *

@@ -10,9 +10,10 @@ enum { ESP_MAX_STAGES = 12, ESP_GPU = 0, ESP_CPU = 1, ESP_INTRA = 1, ESP_INTER =
 
 /* One step of a tensor's synchronization: it holds the links of `links` (ESP_INTRA |
  * ESP_INTER) for `dur` seconds, and device dev (ESP_GPU, ESP_CPU; -1: none) for the first
- * `work` of them. */
+ * `work` of them; `lat` of `dur` is its messages' latency, which runs while the stage waits
+ * for its links (so a link is held at least dur - lat by it). */
 typedef struct {
-  double dur, work;
+  double dur, work, lat;
   int links, dev;
 } AxEspressoStage;
 

@@ -202,9 +202,9 @@ START_TEST(decision_flips_where_t_cpr_crosses_measured_t_orig) {
 END_TEST
 
 /* CaSync's engine term: compressed all-reduces timed at the probe's sizes (1 KB x 16 up to 4
- * MB) that take the model's T_cpr(m, N) plus a known E0 + m / Eb give E0 and Eb back, for the
- * ring and the PS on 2 and 4 ranks and a linear codec; timings the model already over-predicts
- * give no engine term at all. */
+ * MB) that take the model's T_cpr(m, N) plus a known E0 + m / Eb give E back at those sizes,
+ * for the ring and the PS on 2 and 4 ranks and a linear codec, and (a line between them)
+ * between and beyond them; timings the model already over-predicts give no engine term. */
 START_TEST(engine_fit_recovers_known_terms) {
   AxCasyncCosts c = {.send = {7e-6, 1.1e9}, .enc = {0.3e-6, 4e9}, .dec = {0.1e-6, 2e9},
                      .ratio = 1.0 / 32};
@@ -213,27 +213,43 @@ START_TEST(engine_fit_recovers_known_terms) {
     for (int n = 2; n <= 4; n += 2)
       for (int algo = AX_CASYNC_RING; algo <= AX_CASYNC_PS; algo++) {
         c.linear = linear;
-        c.engine = (AxLinearCost){0, 0};
-        double x[4], y[4];
+        c.engine.n = 0;
+        AxSizedTimes y = {.n = 4};
         for (int i = 0; i < 4; i++) {
-          x[i] = 1024.0 * pow(16, i);
-          y[i] = ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, x[i], n) + E0 + x[i] / Eb;
+          y.bytes[i] = 1024.0 * pow(16, i);
+          y.seconds[i] = ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, y.bytes[i], n) + E0 +
+                         y.bytes[i] / Eb;
         }
-        AxLinearCost fit = ax_linear_fit(x, y, 4);
-        AxLinearCost e = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, &fit);
-        ck_assert_double_eq_tol(e.latency_s, E0, E0 * 1e-6);
-        ck_assert_double_eq_tol(e.bytes_per_s, Eb, Eb * 1e-6);
-        c.engine = e; /* and T_cpr then meets the measurement */
-        for (int i = 0; i < 4; i++)
-          ck_assert_double_eq_tol(ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, x[i], n), y[i],
-                                  y[i] * 1e-6);
-        for (int i = 0; i < 4; i++) y[i] = 0.5 * (y[i] - E0 - x[i] / Eb); /* faster than the model */
-        fit = ax_linear_fit(x, y, 4);
-        e = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, &fit);
-        ck_assert(e.latency_s == 0 && e.bytes_per_s == 0);
-        c.engine = e;
-        ck_assert(ax_casync_engine_at(&c, 1e6) == 0);
+        c.engine = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, &y);
+        for (double m = 1024; m <= 64e6; m *= 3) /* at, between and beyond the sizes */
+          ck_assert_double_eq_tol(ax_casync_engine_at(&c, m), E0 + m / Eb, 1e-9);
+        for (int i = 0; i < 4; i++) /* and T_cpr then meets the measurement */
+          ck_assert_double_eq_tol(ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, y.bytes[i], n),
+                                  y.seconds[i], y.seconds[i] * 1e-9);
+        c.engine.n = 0;
+        for (int i = 0; i < 4; i++) /* faster than the model */
+          y.seconds[i] = 0.5 * ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, y.bytes[i], n);
+        c.engine = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, &y);
+        for (double m = 512; m <= 64e6; m *= 3) ck_assert(ax_casync_engine_at(&c, m) == 0);
       }
+}
+END_TEST
+
+/* The engine per size band, by hand: an excess of 0 at 1 KB, 300 us at 16 KB, 0 at 256 KB and
+ * 4 MB (a per-call cost that only mid-sized parts show) prices a 64 KB part at 300 us x
+ * (256 - 64) / (256 - 16) = 240 us, a 512-byte one at 0 and a 16 MB one at 0 (the last two
+ * sizes' line extended). One line through the four points, the old fit, would have spread
+ * the 300 us over every size. */
+START_TEST(engine_interpolates_between_sizes) {
+  AxCasyncCosts c = {.engine = {.n = 4, .bytes = {1024, 16384, 262144, 4194304},
+                                .seconds = {0, 300e-6, 0, 0}}};
+  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 65536), 240e-6, 1e-15);
+  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 16384), 300e-6, 1e-15);
+  ck_assert(ax_casync_engine_at(&c, 512) == 0);
+  ck_assert(ax_casync_engine_at(&c, 16 << 20) == 0);
+  c.engine.seconds[3] = 100e-6; /* rising at the end: the line goes on rising */
+  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 8388608.0 - 262144),
+                          200e-6, 1e-12);
 }
 END_TEST
 
@@ -245,7 +261,8 @@ END_TEST
 START_TEST(engine_term_moves_the_decision_by_hand) {
   AxCasyncCosts c = hand_costs();
   ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * 70329.67, 0).compress, 1);
-  c.engine = (AxLinearCost){50e-6, 0};
+  c.engine = (AxSizedTimes){.n = 4, .bytes = {1024, 16384, 262144, 4194304},
+                            .seconds = {50e-6, 50e-6, 50e-6, 50e-6}};
   const double m1 = 140659.34;
   ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * 70329.67, 0).compress, 0);
   ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 0.99 * m1, 0).compress, 0);
@@ -254,7 +271,7 @@ START_TEST(engine_term_moves_the_decision_by_hand) {
   ck_assert_double_eq_tol(above.t_cpr,
                           200e-6 + 1.01 * m1 * (1.0 / 32 / 1e9 + 1 / 4e9 + 1.0 / 32 / 4e9),
                           1e-12);
-  c.engine = (AxLinearCost){50e-6, 2e9};
+  for (int i = 0; i < 4; i++) c.engine.seconds[i] = 50e-6 + c.engine.bytes[i] / 2e9;
   const double m2 = 474074.07;
   ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 0.99 * m2, 0).compress, 0);
   ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, 1.01 * m2, 0).compress, 1);
@@ -423,6 +440,7 @@ int main(void) {
   tcase_add_test(tc, plain_fit_recovers_the_message_cost);
   tcase_add_test(tc, decision_flips_where_t_cpr_crosses_measured_t_orig);
   tcase_add_test(tc, engine_fit_recovers_known_terms);
+  tcase_add_test(tc, engine_interpolates_between_sizes);
   tcase_add_test(tc, engine_term_moves_the_decision_by_hand);
   tcase_add_test(tc, parts_run_their_k);
   tcase_add_test(tc, threshold_policy_and_linear_codecs);

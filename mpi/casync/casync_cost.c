@@ -15,9 +15,20 @@ double ax_linear_cost_at(const AxLinearCost *c, double bytes) {
   return c->latency_s + bytes / c->bytes_per_s;
 }
 
+/* The line through points i and i + 1 of e at `bytes`. */
+static double between(const AxSizedTimes *e, int i, double bytes) {
+  double slope = (e->seconds[i + 1] - e->seconds[i]) / (e->bytes[i + 1] - e->bytes[i]);
+  return e->seconds[i] + (bytes - e->bytes[i]) * slope;
+}
+
 double ax_casync_engine_at(const AxCasyncCosts *c, double bytes) {
-  const AxLinearCost *e = &c->engine;
-  return e->latency_s + (e->bytes_per_s > 0 ? bytes / e->bytes_per_s : 0);
+  const AxSizedTimes *e = &c->engine;
+  if (e->n < 1) return 0;
+  if (e->n == 1 || bytes <= e->bytes[0]) return e->seconds[0];
+  int i = 0;
+  while (i < e->n - 2 && bytes > e->bytes[i + 1]) i++;
+  double t = between(e, i, bytes);
+  return t > 0 ? t : 0;
 }
 
 /* Weighted least squares of y = a + b x with weights 1 / y^2 (relative error). */
@@ -101,13 +112,14 @@ double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, dou
   return model_t_cpr(c, algo, ranks, bytes, parts) + ax_casync_engine_at(c, bytes);
 }
 
-AxLinearCost ax_casync_engine_from(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
-                                   const AxLinearCost *measured) {
-  enum { SPAN = 1 << 24 }; /* the model is a line in m: its slope over 16 MB */
-  double at0 = model_t_cpr(c, algo, ranks, 0, ranks);
-  double slope = (model_t_cpr(c, algo, ranks, SPAN, ranks) - at0) / SPAN;
-  double lat = measured->latency_s - at0, per_byte = 1.0 / measured->bytes_per_s - slope;
-  return (AxLinearCost){lat > 0 ? lat : 0, per_byte > 0 ? 1.0 / per_byte : 0};
+AxSizedTimes ax_casync_engine_from(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
+                                   const AxSizedTimes *measured) {
+  AxSizedTimes e = *measured;
+  for (int i = 0; i < e.n; i++) {
+    double excess = measured->seconds[i] - model_t_cpr(c, algo, ranks, measured->bytes[i], ranks);
+    e.seconds[i] = excess > 0 ? excess : 0;
+  }
+  return e;
 }
 
 AxCasyncChoice ax_casync_choose(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,

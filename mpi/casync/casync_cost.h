@@ -25,9 +25,11 @@
  * factors and rebuilds once over the whole part and sums the factors with the plain ring:
  * T_cpr(m, K) = T_enc(m) + T_orig(r m, K) + E(m). E is CaSync's engine: the fixed per-call
  * cost (task set-up, waits between its steps, the extra messages' overheads) and any per-byte
- * cost the codec calls and the link do not contain, fitted from CaSync itself timed at start-up
- * side by side with the plain all-reduce (ax_casync_measure_paths, ax_casync_engine_from; 0
- * where nothing was timed). A part is compressed only where
+ * cost the codec calls and the link do not contain, from CaSync itself timed at start-up side
+ * by side with the plain all-reduce at the probe's sizes (ax_casync_measure_paths,
+ * ax_casync_engine_from): its excess over the model at each size, interpolated between them
+ * (per size band: one line through them missed a 64 KB part's overhead that the other sizes
+ * did not show); 0 where nothing was timed. A part is compressed only where
  * min_K T_cpr < T_orig. */
 #ifndef AX_CASYNC_COST_H
 #define AX_CASYNC_COST_H
@@ -42,6 +44,14 @@ typedef struct {
   double bytes_per_s; /* > 0 */
 } AxLinearCost;
 
+enum { AX_PROBE_SIZES = 4 }; /* the start-up probes' sizes: 1 KB, 16 KB, 256 KB, 4 MB */
+
+/* Seconds measured (or derived) at n sizes, ascending bytes; n = 0: none. */
+typedef struct {
+  int n;
+  double bytes[AX_PROBE_SIZES], seconds[AX_PROBE_SIZES];
+} AxSizedTimes;
+
 typedef struct {
   AxLinearCost send; /* one message of m bytes over the link */
   AxLinearCost enc;  /* encoding m raw bytes (fp32) */
@@ -55,9 +65,9 @@ typedef struct {
   AxLinearCost plain;
   /* CaSync's own cost beyond the terms above: what a compressed all-reduce timed over the
    * run's own path (ax_casync_measure_paths, at K = N) took more than alpha T_send + beta
-   * T_enc + gamma T_dec predict, as a per-call latency and a per-byte rate (of the part's raw
-   * bytes); added to every T_cpr. {0, 0}: not measured, nothing added. */
-  AxLinearCost engine;
+   * T_enc + gamma T_dec predict, at each probe size (of the part's raw bytes, floored at 0);
+   * added to every T_cpr (ax_casync_engine_at). n = 0: not measured, nothing added. */
+  AxSizedTimes engine;
 } AxCasyncCosts;
 
 typedef struct {
@@ -75,14 +85,16 @@ typedef struct {
 } AxCasyncChoice;
 
 double ax_linear_cost_at(const AxLinearCost *c, double bytes);
-/* The engine term of c (AxCasyncCosts.engine) for a part of `bytes`: 0 where not measured. */
+/* The engine term of c (AxCasyncCosts.engine) for a part of `bytes`: linear between the two
+ * measured sizes around it, the smallest size's below them, the last two's line extended
+ * above them (floored at 0); 0 where not measured. */
 double ax_casync_engine_at(const AxCasyncCosts *c, double bytes);
-/* The engine term that makes the model's T_cpr(m, N) (c's other terms, algo, N ranks) meet a
- * compressed all-reduce measured as the line `measured`: the excess of its latency and of its
- * per-byte cost over the model's, each floored at 0 (where the model already predicts more,
- * nothing is added). Points on model + E give E back. */
-AxLinearCost ax_casync_engine_from(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
-                                   const AxLinearCost *measured);
+/* The engine term that makes the model's T_cpr(m, N) (c's other terms, algo, N ranks) meet
+ * compressed all-reduces measured at some sizes: at each, the measured time less the model's,
+ * floored at 0 (where the model already predicts more, nothing is added). Points on model + E
+ * give E back at them. */
+AxSizedTimes ax_casync_engine_from(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
+                                   const AxSizedTimes *measured);
 /* The line through n >= 1 measured points (bytes[i], seconds[i] > 0): least squares on the
  * relative error (each point weighted by 1 / seconds^2, so a tiny size counts as much as a
  * large one); a slope that noise made non-positive becomes the largest size's rate (the line
@@ -148,12 +160,13 @@ AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
  * all-reduce (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
  * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, on fresh
  * values, so both see the same load; each size the least over `reps` rounds of the slowest
- * rank's time (other work only adds time); each path fitted by ax_linear_fit (a positive latency kept). *plain is T_orig's
- * measurement (as ax_casync_measure_plain's), *casync what CaSync's engine term is fitted from
- * (ax_casync_engine_from, once the send is known). Collective; the same figures on every rank
- * of comm. One rank: zero latency, infinite bandwidth. */
+ * rank's time (other work only adds time). *plain is the plain path fitted by ax_linear_fit
+ * (a positive latency kept): T_orig's measurement (as ax_casync_measure_plain's); *casync the
+ * CaSync times at the four sizes, from which the engine term comes (ax_casync_engine_from,
+ * once the send is known). Collective; the same figures on every rank of comm. One rank: zero
+ * latency, infinite bandwidth, no CaSync times (n = 0). */
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
                             const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
-                            AxLinearCost *casync);
+                            AxSizedTimes *casync);
 
 #endif

@@ -175,13 +175,14 @@ static int time_pair(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plai
 
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
                             const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
-                            AxLinearCost *casync) {
+                            AxSizedTimes *casync) {
   int size = 1;
-  *plain = *casync = (AxLinearCost){0, INFINITY};
+  *plain = (AxLinearCost){0, INFINITY};
+  casync->n = 0;
   if (comm == MPI_COMM_NULL) return AX_OK;
   AX_MPI(MPI_Comm_size(comm, &size));
   if (size < 2) return AX_OK;
-  enum { N_SIZES = 4, SMALLEST = 1024, STEP = 16, PROFILE_RANK = 128 };
+  enum { N_SIZES = AX_PROBE_SIZES, SMALLEST = 1024, STEP = 16, PROFILE_RANK = 128 };
   AxCodec *probe;
   int rank;
   AX_TRY(ax_codec_cap_rank(c, PROFILE_RANK, &probe, &rank));
@@ -190,17 +191,17 @@ int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAl
   size_t largest = (size_t)SMALLEST * STEP * STEP * STEP;
   float *buf = ax_calloc(largest / sizeof(float), sizeof(float));
   int rc = ax_mpi_agree(comm, buf ? AX_OK : AX_ERR);
-  double bytes[N_SIZES], tp[N_SIZES], tc[N_SIZES];
+  double tp[N_SIZES];
   size_t b = SMALLEST;
   for (int i = 0; i < N_SIZES && rc == AX_OK; i++, b *= STEP) {
-    bytes[i] = (double)b;
+    casync->bytes[i] = (double)b;
     rc = ax_mpi_agree(comm, time_pair(comm, &quiet, plain_algo, probe, algo, buf,
-                                      b / sizeof(float), reps, &tp[i], &tc[i]));
+                                      b / sizeof(float), reps, &tp[i], &casync->seconds[i]));
   }
   free(buf);
   ax_codec_free(probe);
   AX_TRY(rc);
-  *plain = ax_linear_fit(bytes, tp, N_SIZES); /* the same figures on every rank */
-  *casync = ax_linear_fit(bytes, tc, N_SIZES);
+  *plain = ax_linear_fit(casync->bytes, tp, N_SIZES); /* the same figures on every rank */
+  casync->n = N_SIZES;
   return AX_OK;
 }

@@ -330,12 +330,21 @@ static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, con
 /* The model's costs of a codec over one link: its profiled encode and decode, the plain ring
  * measured over the link, the send that implies, and (engine) CaSync's own cost beyond them. */
 static AxCasyncCosts link_costs(const AxCasyncCosts *profiled, const AxLinearCost *plain,
-                                const AxLinearCost *engine, int ranks) {
+                                int ranks) {
   AxCasyncCosts c = *profiled;
   c.plain = *plain;
   c.send = ax_casync_send_from_plain(plain, ranks);
-  c.engine = engine ? *engine : (AxLinearCost){0, 0};
+  c.engine.n = 0;
   return c;
+}
+
+/* "a, b, c us at 1, 16, 256 KB" lists of an engine term (list: seconds; else the sizes). */
+static void engine_list(const AxSizedTimes *e, int seconds, char *out, size_t cap) {
+  int at = 0;
+  out[0] = 0;
+  for (int i = 0; i < e->n && at >= 0 && (size_t)at < cap; i++)
+    at += snprintf(out + at, cap - (size_t)at, "%s%.6g", i ? "," : "",
+                   seconds ? e->seconds[i] * 1e6 : e->bytes[i]);
 }
 
 /* The cost model's decision for this codec, size and link. */
@@ -367,17 +376,20 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
  * the send the plain ring implies and CaSync's engine term beyond the model; printed. */
 static int path_costs(Cb *b, const AxCasyncCosts *costs, int i, AxCasyncAlgo sync,
                       AxCasyncCosts *out) {
-  AxLinearCost plain, casync;
+  AxLinearCost plain;
+  AxSizedTimes casync;
   AX_TRY(ax_casync_measure_paths(b->comm, &b->cc, AX_ALLREDUCE_RING, b->codecs[i], sync, 5,
                                  &plain, &casync));
-  *out = link_costs(&costs[i], &plain, NULL, b->size);
+  *out = link_costs(&costs[i], &plain, b->size);
   out->engine = ax_casync_engine_from(out, sync, b->size, &casync);
-  const AxLinearCost *e = &out->engine;
-  ax_log("# %s %s: plain ring %.4g us + bytes / %.4g GB/s, CaSync %.4g us + bytes / %.4g GB/s "
-         "side by side; its engine beyond the model's terms: %.4g us + bytes / %.4g GB/s",
-         ax_codec_spec(b->codecs[i]), ax_casync_algo_name(sync), plain.latency_s * 1e6,
-         plain.bytes_per_s / 1e9, casync.latency_s * 1e6, casync.bytes_per_s / 1e9,
-         e->latency_s * 1e6, e->bytes_per_s > 0 ? e->bytes_per_s / 1e9 : INFINITY);
+  char sizes[96], taken[96], engine[96];
+  engine_list(&casync, 0, sizes, sizeof sizes);
+  engine_list(&casync, 1, taken, sizeof taken);
+  engine_list(&out->engine, 1, engine, sizeof engine);
+  ax_log("# %s %s: plain ring %.4g us + bytes / %.4g GB/s, CaSync %s us side by side at %s "
+         "bytes; its engine beyond the model's terms there: %s us", ax_codec_spec(b->codecs[i]),
+         ax_casync_algo_name(sync), plain.latency_s * 1e6, plain.bytes_per_s / 1e9, taken,
+         sizes, engine);
   return AX_OK;
 }
 
@@ -455,11 +467,11 @@ static void report_plain(Cb *b, size_t n, const AxLinkSpec *l, const Measured *m
 /* A compressed case: its line (the time at K = N, the largest measured, and every K's) and
  * JSON row. */
 static void report(Cb *b, const char *codec, const char *sync, size_t n, const AxLinkSpec *l,
-                   const Case *cs, const AxCasyncChoice *ch, const AxLinearCost *engine,
+                   const Case *cs, const AxCasyncChoice *ch, const AxSizedTimes *engine,
                    double loss) {
   const Measured *m = &cs->m[cs->nk - 1];
   double gbps = l->bytes_per_s * 8 / 1e9;
-  char lost[32] = "", pick[24], best[24], ks[96], us[256];
+  char lost[32] = "", pick[24], best[24], ks[96], us[256], eb[96], es[96];
   int same = 1;
   for (int j = 0; j < cs->nk; j++) same &= cs->m[j].same;
   if (loss > 0) snprintf(lost, sizeof lost, " WRONG (+%.0f%%)", 100 * loss);
@@ -468,6 +480,8 @@ static void report(Cb *b, const char *codec, const char *sync, size_t n, const A
   if (cs->best_k) snprintf(best, sizeof best, "K=%d", cs->best_k);
   else snprintf(best, sizeof best, "plain");
   k_lists(cs, ks, us, sizeof us);
+  engine_list(engine, 0, eb, sizeof eb);
+  engine_list(engine, 1, es, sizeof es);
   ax_log("  %-30s %-5s %11zu %7.3g %12.1f %14.0f %8.2fx %5s %-6s %-6s%s  (K %s: %s us)", codec,
          sync, n * sizeof(float), gbps, m->us, m->wire, cs->plain_us / m->us,
          same ? "ok" : "DIFF", pick, best, lost, ks, us);
@@ -478,13 +492,12 @@ static void report(Cb *b, const char *codec, const char *sync, size_t n, const A
            "\"best\":\"%s\",\"best_k\":%d,\"best_us\":%.2f,\"model_pick\":\"%s\","
            "\"model_k\":%d,\"model_us\":%.2f,\"model_wrong\":%s,\"model_loss\":%.4f,"
            "\"noise\":%.2f,\"model_t_orig_us\":%.2f,\"model_t_cpr_us\":%.2f,"
-           "\"engine_latency_us\":%.3f,\"engine_gbs\":%.6g,\"iters\":%d}",
+           "\"engine_bytes\":[%s],\"engine_us\":[%s],\"iters\":%d}",
            codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us,
            cs->plain_us, m->wire, cs->plain_us / m->us, same ? "true" : "false", ks, us,
            best, cs->best_k, cs->best_us, ch->compress ? "compress" : "plain",
            ch->compress ? ch->cpr_parts : 0, picked_us(cs, ch), loss > 0 ? "true" : "false",
-           loss, NOISE, ch->t_orig * 1e6, ch->t_cpr * 1e6, engine->latency_s * 1e6,
-           engine->bytes_per_s > 0 ? engine->bytes_per_s / 1e9 : 0.0, b->c->iters);
+           loss, NOISE, ch->t_orig * 1e6, ch->t_cpr * 1e6, eb, es, b->c->iters);
 }
 
 /* The virtual nodes of the all-reduce rows: --ranks-per-node, or the job in two halves. */
@@ -513,7 +526,7 @@ static int size_rows(Cb *b, const AxCasyncCosts *linked, const AxLinkSpec *link,
   for (int i = 0; i < b->n_codecs; i++)
     for (int s = 0; s < b->n_syncs; s++) {
       const AxCasyncCosts *c = &linked[i * 2 + s];
-      const AxLinearCost *engine = &c->engine;
+      const AxSizedTimes *engine = &c->engine;
       AxCasyncChoice ch = model_pick(c, b->codecs[i], b->syncs[s], b->size, n);
       Case cs = {0};
       cs.nk = k_candidates(b->codecs[i], b->size, ch.cpr_parts, cs.k);

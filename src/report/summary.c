@@ -216,9 +216,14 @@ static void compression_json(AxJsonW *j, const AxCompressReport *r,
     ax_jsonw_object(j, "costs");
     if (r->costs.plain.bytes_per_s > 0) {
       linear_cost_json(j, "plain_allreduce", &r->costs.plain);
-      AxLinearCost e = r->costs.engine; /* per byte 0: none, written as infinite (null) */
-      if (!(e.bytes_per_s > 0)) e.bytes_per_s = INFINITY;
-      linear_cost_json(j, "casync_engine", &e);
+      ax_jsonw_array(j, "casync_engine"); /* [] where not timed */
+      for (int i = 0; i < r->costs.engine.n; i++) {
+        ax_jsonw_object(j, NULL);
+        ax_jsonw_num(j, "bytes", r->costs.engine.bytes[i]);
+        ax_jsonw_num(j, "seconds", r->costs.engine.seconds[i]);
+        ax_jsonw_end(j);
+      }
+      ax_jsonw_end(j);
     }
     linear_cost_json(j, "send", &r->costs.send);
     linear_cost_json(j, "encode", &r->costs.enc);

@@ -27,10 +27,10 @@ const char *ax_data_link_name(AxDataLink l) {
 /* The plain all-reduce the run takes (T_orig) and, with `engine`, CaSync with the run's codec
  * and algorithm timed side by side with it (ax_casync_measure_paths) on the data-parallel
  * group; *casync stays {0, 0} without. */
-static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxLinearCost *casync) {
+static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxSizedTimes *casync) {
   enum { REPS = 5 };
   AxAllreduceAlgo algo = (AxAllreduceAlgo)t->cfg.grid.allreduce;
-  *casync = (AxLinearCost){0, 0};
+  casync->n = 0;
   if (!engine)
     return ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg, algo, REPS, plain);
   return ax_casync_measure_paths(t->grid.data, &t->grid.comm_cfg, algo, t->codec,
@@ -45,24 +45,25 @@ static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxLinear
  * terms is the engine term (ax_casync_engine_from). Not under --compress auto (`engine` 0),
  * whose Espresso prices its own schemes. */
 static int agreed_costs(AxTrainer *t, AxCasyncCosts *c, int engine) {
+  enum { N = 8 + AX_PROBE_SIZES };
   AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
   AX_TRY(ax_trainer_link_cost(t, t->grid.data, &c->send));
-  AxLinearCost casync;
+  AxSizedTimes casync;
   AX_TRY(measure_paths(t, engine && t->grid.D > 1, &c->plain, &casync));
-  double v[10] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
-                  1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
-                  c->plain.latency_s, 1.0 / c->plain.bytes_per_s, casync.latency_s,
-                  casync.bytes_per_s > 0 ? 1.0 / casync.bytes_per_s : 0};
-  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 10, MPI_DOUBLE, MPI_MAX, t->grid.world));
+  double v[N] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
+                 1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
+                 c->plain.latency_s, 1.0 / c->plain.bytes_per_s};
+  for (int i = 0; i < casync.n; i++) v[8 + i] = casync.seconds[i];
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_MAX, t->grid.world));
   c->send = (AxLinearCost){v[0], 1.0 / v[1]};
   c->enc = (AxLinearCost){v[2], 1.0 / v[3]};
   c->dec = (AxLinearCost){v[4], 1.0 / v[5]};
   c->plain = (AxLinearCost){v[6], 1.0 / v[7]};
-  c->engine = (AxLinearCost){0, 0};
+  c->engine.n = 0;
   if (t->grid.D < 2) return AX_OK;
   c->send = ax_casync_send_from_plain(&c->plain, t->grid.D);
-  if (v[9] > 0) {
-    casync = (AxLinearCost){v[8], 1.0 / v[9]};
+  if (casync.n) {
+    for (int i = 0; i < casync.n; i++) casync.seconds[i] = v[8 + i];
     c->engine = ax_casync_engine_from(c, (AxCasyncAlgo)t->cfg.compression.compress_sync,
                                       t->grid.D, &casync);
   }
@@ -400,17 +401,19 @@ static const char *seconds_text(double s, char *buf, size_t cap) {
 
 void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
   char dec[96] = "no decode (a linear codec: the encode is its factors and rebuild)";
-  char plain[160] = "", engine[160] = "";
+  char plain[160] = "", engine[200] = "";
   if (!k->linear)
     snprintf(dec, sizeof dec, "decode and merge %.3g us + bytes / %.3g GB/s",
              k->dec.latency_s * 1e6, k->dec.bytes_per_s / 1e9);
   if (k->plain.bytes_per_s > 0)
     snprintf(plain, sizeof plain, "plain all-reduce measured %.3g us + bytes / %.3g GB/s; a "
              "message of it: ", k->plain.latency_s * 1e6, k->plain.bytes_per_s / 1e9);
-  if (k->plain.bytes_per_s > 0 && (k->engine.latency_s > 0 || k->engine.bytes_per_s > 0))
-    snprintf(engine, sizeof engine, "; CaSync's engine (timed, beyond those terms) %.3g us + "
-             "bytes / %.3g GB/s a call", k->engine.latency_s * 1e6,
-             k->engine.bytes_per_s > 0 ? k->engine.bytes_per_s / 1e9 : INFINITY);
+  if (k->plain.bytes_per_s > 0 && k->engine.n) {
+    int at = snprintf(engine, sizeof engine, "; CaSync's engine (timed, beyond those terms)");
+    for (int i = 0; i < k->engine.n && at > 0 && (size_t)at < sizeof engine; i++)
+      at += snprintf(engine + at, sizeof engine - (size_t)at, "%s %.3g us at %.0f KB",
+                     i ? "," : "", k->engine.seconds[i] * 1e6, k->engine.bytes[i] / 1024);
+  }
   ax_log("  costs: %ssend %.3g us + bytes / %.3g GB/s (%s); encode %.3g us + bytes / %.3g "
          "GB/s; %s%s (profiled on this machine, max over ranks)", plain,
          k->send.latency_s * 1e6, k->send.bytes_per_s / 1e9, send_source,

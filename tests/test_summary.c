@@ -230,7 +230,8 @@ START_TEST(cpu_peak_is_measured) {
   AxGemmShape sh[2] = {{64, 96, 32, "small"}, {128, 128, 128, "square"}};
   AxPeakResult r;
   ck_assert_int_eq(ax_peak_cpu(1, 0, 0, 1, sh, 2, &r), AX_OK);
-  ck_assert_msg(r.gflops > 0.1 && r.gflops < 1e5, "GEMM peak %g GFLOP/s", r.gflops);
+  /* from 1 MFLOP/s: under qemu-ppc64le on a loaded machine it measured 0.033 GFLOP/s */
+  ck_assert_msg(r.gflops > 1e-3 && r.gflops < 1e5, "GEMM peak %g GFLOP/s", r.gflops);
   ck_assert_int_eq(r.n_shapes, 2);
   ck_assert(r.best.m == 64 || r.best.m == 128);
 }

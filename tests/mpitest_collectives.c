@@ -1,9 +1,8 @@
 /* mpitest_collectives.c — the collectives of mpi/coll/collectives.h against MPI's own
  * (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather) on whatever number of ranks it runs
  * on, with integer-valued data (fp32, bf16, and fp16 with the default chunks) so that every
- * algorithm must agree exactly; byte counters
- * against the ring's formula; several operations in flight at once; the local reductions and
- * bf16 rounding against scalar references.
+ * algorithm must agree exactly; byte counters against the ring's formula; several operations
+ * in flight at once; the local reductions and bf16 rounding against scalar references.
  * Every rank checks its own results and prints what failed with its rank; then all ranks agree
  * on pass/fail (so none is left waiting in a collective when another one fails). */
 #include <check.h>

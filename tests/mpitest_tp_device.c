@@ -24,7 +24,8 @@
  * storage, src/backend/cpu_storage16.h, under the posing device too), the grids 1x1x2, 2x1x1,
  * 1x2x1 (2 ranks) and 2x1x1 with --g-data 2 (4 ranks) train on the CPU path and the staged
  * device path over 3 steps: the same losses and final weights bit for bit, the staging
- * counted as above, and losses unlike the fp32 run's of the same grid (more than 1e-6 relative
+ * counted as above, 16-bit payloads (fewer bytes sent than in fp32, exactly half over Z's
+ * gathers and reduce-scatters), and losses unlike the fp32 run's of the same grid (more than 1e-6 relative
  * apart at some step: the precision applied; measured 9e-6 to 8e-5). fp16 with its dynamic loss scaling on 1x1x2: a gradient overflow forced
  * at step 2 (--debug-overflow-step) skips that step on every rank of the grid (its gradient
  * norm NaN) on both paths, and the next step's loss differs from the run without it. The
@@ -59,6 +60,7 @@ typedef struct {
   double loss[MAX_STEPS + 1], grad_norm[MAX_STEPS + 1];
   unsigned long long staged_down, staged_up; /* the TP collectives' staging, over the steps */
   unsigned long long step_d2h;               /* what the posing device copied down in steps */
+  unsigned long long sent[3][AX_TP_OPS];     /* the TP collectives' bytes sent, by group and op */
 } Run;
 
 static void saved_path(char *buf, size_t cap, const char *grid, Path p) {
@@ -89,6 +91,9 @@ static int train_steps(const char *grid, const char *opts, Path p, int steps, Ru
   if (rc == AX_OK) {
     run->staged_down = ax_trainer_step_tp(t)->staged_down;
     run->staged_up = ax_trainer_step_tp(t)->staged_up;
+    for (int g = 0; g < 3; g++)
+      for (int op = 0; op < AX_TP_OPS; op++)
+        run->sent[g][op] = ax_trainer_step_tp(t)->bytes[g][op].sent;
     rc = ax_trainer_save(t, save);
   }
   mt_expect(rc == AX_OK, "%s on %s (%s): %s", grid, PATH_NAME[p], args, ax_error_message());
@@ -205,6 +210,22 @@ static double most_apart(const Run *a, const Run *ref, int steps) {
   return most;
 }
 
+/* The 16-bit payloads on the wire: fewer bytes in all than fp32's, and over Z, where every
+ * gather and reduce-scatter carries weights or their gradients, exactly half. */
+static void check_wire(const char *grid, int gz, const Run *r16, const Run *r32) {
+  unsigned long long all16 = 0, all32 = 0;
+  for (int g = 0; g < 3; g++)
+    for (int op = 0; op < AX_TP_OPS; op++) {
+      all16 += r16->sent[g][op];
+      all32 += r32->sent[g][op];
+    }
+  mt_expect(all16 < all32, "%s: the collectives sent %llu bytes, fp32 %llu", grid, all16, all32);
+  for (int op = AX_TP_OP_ALLGATHER; op <= AX_TP_OP_REDUCE_SCATTER && gz > 1; op++)
+    mt_expect(2 * r16->sent[AX_TP_Z][op] == r32->sent[AX_TP_Z][op] && r16->sent[AX_TP_Z][op],
+              "%s: %s over Z sent %llu bytes, fp32 %llu (not half)", grid, ax_tp_op_name(op),
+              r16->sent[AX_TP_Z][op], r32->sent[AX_TP_Z][op]);
+}
+
 /* One grid of ranks Gx x Gy x Gz x D in `prec`: the staged device path equals the CPU path bit
  * for bit, with its staging counted, and the losses are not the fp32 run's. */
 static void check_precision_grid(const char *prec, int gx, int gy, int gz, int D) {
@@ -226,6 +247,7 @@ static void check_precision_grid(const char *prec, int gx, int gy, int gz, int D
   same_losses_over(grid, PATH_STAGED, &run[PATH_STAGED], &run[PATH_CPU], MAX_STEPS);
   same_model(grid, PATH_STAGED, PATH_CPU);
   check_copies(grid, run, PATH_DEVBUF);
+  check_wire(grid, gz, &run[PATH_CPU], &fp32);
   double apart = most_apart(&run[PATH_CPU], &fp32, MAX_STEPS);
   mt_expect(apart > 1e-6, "%s: losses at most %.3g relative from the fp32 run's (the precision "
             "did not apply?)", grid, apart);

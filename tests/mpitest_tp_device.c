@@ -25,11 +25,12 @@
  * 1x2x1 (2 ranks) and 2x1x1 with --g-data 2 (4 ranks) train on the CPU path and the staged
  * device path over 3 steps: the same losses and final weights bit for bit, the staging
  * counted as above, 16-bit payloads (fewer bytes sent than in fp32, exactly half over Z's
- * gathers and reduce-scatters), and losses unlike the fp32 run's of the same grid (more than 1e-6 relative
- * apart at some step: the precision applied; measured 9e-6 to 8e-5). fp16 with its dynamic loss scaling on 1x1x2: a gradient overflow forced
- * at step 2 (--debug-overflow-step) skips that step on every rank of the grid (its gradient
- * norm NaN) on both paths, and the next step's loss differs from the run without it. The
- * losses against the single-rank run of the same precision are tests/mpi_tp_precision.sh's. */
+ * gathers and reduce-scatters), and losses unlike the fp32 run's of the same grid (more than
+ * 1e-6 relative apart at some step: the precision applied; measured 9e-6 to 8e-5). fp16 with
+ * its dynamic loss scaling on 1x1x2: a gradient overflow forced at step 2
+ * (--debug-overflow-step) skips that step on every rank of the grid (its gradient norm NaN) on
+ * both paths, and the next step's loss differs from the run without it. The losses against the
+ * single-rank run of the same precision are tests/mpi_tp_precision.sh's. */
 #include <check.h>
 #include <math.h>
 #include <mpi.h>

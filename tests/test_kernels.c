@@ -270,7 +270,8 @@ START_TEST(storage16_rounds_the_fp32_kernels_once) {
     same_rounded(t, dev, up, 3);
     ck_assert_int_eq(be->ops->download_f32(be, down, dev, 3, AX_STREAM_COMPUTE), AX_OK);
     for (int i = 0; i < 3; i++)
-      ck_assert_float_eq(down[i], t == AX_DTYPE_BF16 ? ax_bf16_to_f32(dev[i]) : ax_f16_to_f32(dev[i]));
+      ck_assert_float_eq(down[i],
+                         t == AX_DTYPE_BF16 ? ax_bf16_to_f32(dev[i]) : ax_f16_to_f32(dev[i]));
     ax_backend_destroy(be);
   }
   ax_backend_destroy(f32);

@@ -84,7 +84,8 @@ static int ready(const Operands *s) { return !s->failed; }
 /* The kernel ran (or was skipped): its outputs rounded back, the scratch freed. */
 static void end(Operands *s) {
   for (int i = 0; i < s->k; i++) {
-    if (s->op[i].out && !s->failed) narrow(s->be->dtype, (void *)s->op[i].dev, s->op[i].f, s->op[i].n);
+    if (s->op[i].out && !s->failed)
+      narrow(s->be->dtype, (void *)s->op[i].dev, s->op[i].f, s->op[i].n);
     free(s->op[i].f);
   }
   if (s->failed && !half(s->be)->failed) {
@@ -450,7 +451,10 @@ AxBackend *ax_backend_cpu16_create(const AxBackendConfig *cfg) {
   h->f32 = f32;
   *be = (AxBackend){.ops = &CPU16_OPS, .dtype = cfg->dtype, .esz = ax_dtype_size(cfg->dtype),
                     .threads = f32->threads, .is_host = 1, .impl = h};
-  snprintf(be->desc, sizeof be->desc, "%s storage over the fp32 arithmetic of %.200s",
-           ax_dtype_name(cfg->dtype), f32->desc);
+  static const char F32_DESC[] = "cpu, fp32, "; /* the fp32 backend's, before threads */
+  const char *rest = f32->desc;
+  if (!strncmp(rest, F32_DESC, sizeof F32_DESC - 1)) rest += sizeof F32_DESC - 1;
+  snprintf(be->desc, sizeof be->desc, "cpu, %s storage over fp32 arithmetic (emulated), %.200s",
+           ax_dtype_name(cfg->dtype), rest);
   return be;
 }

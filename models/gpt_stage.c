@@ -46,7 +46,7 @@ static void carve_block(Carve *c, AxBlockActs *a, const StageWidths *w, size_t e
 /* The tensor-parallel buffers: where Gz > 1 every block's gathered weights (kept from a
  * micro-batch's forward for its backward), wte's block, and under ORS every block's dŴ
  * scratch and the queue of deferred reduce-scatters; scratch. */
-static void carve_tp(AxGptStage *st, Carve *c) {
+static void carve_tp(AxGptStage *st, Carve *c, size_t esz) {
   const StageWidths *w = &st->w;
   StageTp *tp = &st->tp;
   size_t wte_block = (size_t)w->vocab_rows * w->cy, wte_shard = wte_block / w->Gz;
@@ -54,24 +54,24 @@ static void carve_tp(AxGptStage *st, Carve *c) {
   if (w->Gz > 1) {
     for (int id = 0; id < AX_N_PARAMS; id++) {
       size_t n = ax_tp_block_gathered(st->spec.tp, st->cfg.channels, id);
-      if (n) tp->gathered[id] = carve(c, (size_t)st->n_blocks * n * sizeof(float));
+      if (n) tp->gathered[id] = carve(c, (size_t)st->n_blocks * n * esz);
     }
     if (has_wte) {
-      tp->wte_block = carve(c, wte_block * sizeof(float));
-      tp->dwte_block = carve(c, wte_block * sizeof(float));
+      tp->wte_block = carve(c, wte_block * esz);
+      tp->dwte_block = carve(c, wte_block * esz);
     }
   }
   tp->prefetched = -1;
   if (w->Gz > 1 && st->spec.ors) {
     for (int id = 0; id < AX_N_PARAMS; id++) {
       size_t n = ax_tp_block_dw_scratch(st->spec.tp, st->cfg.channels, id);
-      if (n) tp->ors_scratch[id] = carve(c, (size_t)st->n_blocks * n * sizeof(float));
+      if (n) tp->ors_scratch[id] = carve(c, (size_t)st->n_blocks * n * esz);
     }
     tp->ors.cap = st->n_blocks * AX_N_PARAMS; /* its items: host memory (ax_stage_create) */
   }
   size_t scratch = ax_tp_block_tp_scratch(st->spec.tp, &st->dims);
   if (has_wte && w->Gz > 1 && scratch < wte_shard) scratch = wte_shard;
-  tp->scratch = carve(c, (scratch + 1) * sizeof(float));
+  tp->scratch = carve(c, (scratch + 1) * esz);
   if (st->spec.last) tp->xent = carve(c, (size_t)(w->Gx + 4) * w->rows * sizeof(float));
 }
 
@@ -108,7 +108,7 @@ static void carve_all(AxGptStage *st, Carve *c, size_t esz) {
     st->logits = carve(c, N * (size_t)w->vocab_rows * esz);
     st->losses = carve(c, N * sizeof(float));
   }
-  if (st->spec.tp) carve_tp(st, c);
+  if (st->spec.tp) carve_tp(st, c, esz);
 }
 
 static int check_spec(const AxGptConfig *cfg, const AxStageSpec *s) {
@@ -192,9 +192,6 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
   if (spec->tp && !ax_backend_has_tp(be))
     return AX_FAIL("tensor parallelism (--gx/--gy/--gz) needs a backend with its kernels; the "
                    "%s backend has none", be->ops->name);
-  if (spec->tp && be->esz != sizeof(float))
-    return AX_FAIL("tensor parallelism (--gx/--gy/--gz) computes in fp32 for now (this run: "
-                   "%s)", ax_dtype_name(be->dtype));
   AxGptStage *st = stage_skeleton(cfg, spec);
   if (!st) return AX_ERR;
   st->be = be;

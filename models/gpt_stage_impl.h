@@ -28,16 +28,17 @@ typedef struct {
   int vocab_rows;     /* Vp/Gx */
 } StageWidths;
 
-/* Tensor-parallel buffers (spec.tp only; NULL where the shard itself serves, Gz = 1). */
+/* Tensor-parallel buffers (spec.tp only; NULL where the shard itself serves, Gz = 1), of the
+ * compute type but for xent's fp32 statistics. */
 typedef struct {
-  float *gathered[AX_N_PARAMS]; /* every block's matrices gathered over Z (qkvw .. fcprojw),
-                                 * block after block */
-  float *wte_block, *dwte_block; /* wte's [Vp/Gx, C/Gy] block and its gradient */
-  float *scratch;               /* ax_tp_block_tp_scratch, and the wte reduce-scatter's */
+  void *gathered[AX_N_PARAMS]; /* every block's matrices gathered over Z (qkvw .. fcprojw),
+                                * block after block */
+  void *wte_block, *dwte_block; /* wte's [Vp/Gx, C/Gy] block and its gradient */
+  void *scratch;                /* ax_tp_block_tp_scratch, and the wte reduce-scatter's */
   float *xent;                  /* (Gx + 4) · rows: the parallel cross-entropy's */
   /* ORS (spec.ors, Gz > 1): every block's dŴ scratch per matrix (ax_tp_block_dw_scratch,
    * block after block) and the reduce-scatters a micro-batch's backward left running */
-  float *ors_scratch[AX_N_PARAMS];
+  void *ors_scratch[AX_N_PARAMS];
   AxTpRsQueue ors;
   /* OAG (spec.oag, Gz > 1): the all-gathers started for block `prefetched` (-1: none) */
   AxTpReq *prefetch[AX_N_PARAMS];

@@ -16,8 +16,8 @@
 #include "tp_block.h"
 #include "tp_layers.h"
 
-static float *param(AxGptStage *st, int id) { return ax_stage_param_view(st, st->params, id); }
-static float *grad(AxGptStage *st, int id) { return ax_stage_param_view(st, st->grads, id); }
+static void *param(AxGptStage *st, int id) { return ax_stage_param_view(st, st->params, id); }
+static void *grad(AxGptStage *st, int id) { return ax_stage_param_view(st, st->grads, id); }
 
 static AxTpVocab vocab_of(const AxGptStage *st) {
   return (AxTpVocab){.N = st->w.rows, .T = st->dims.T, .C = st->cfg.channels,
@@ -29,7 +29,7 @@ static size_t wte_block_elems(const AxGptStage *st) {
 }
 
 /* wte's [Vp/Gx, C/Gy] block as last gathered (the shard itself where Gz = 1). */
-static const float *wte_block(AxGptStage *st) {
+static const void *wte_block(AxGptStage *st) {
   return st->tp.wte_block ? st->tp.wte_block : param(st, AX_P_WTE);
 }
 
@@ -56,7 +56,7 @@ static int gather_wte(AxGptStage *st) {
 }
 
 /* Where wte's block gradient accumulates: the stage's block buffer, or the shard's gradient. */
-static float *dwte_block(AxGptStage *st) {
+static void *dwte_block(AxGptStage *st) {
   return st->tp.dwte_block ? st->tp.dwte_block : grad(st, AX_P_WTE);
 }
 
@@ -82,7 +82,8 @@ static void block_weight_views(AxGptStage *st, int b, const AxBlockParams *p,
   memset(w, 0, sizeof *w);
   for (int id = 0; id < AX_N_PARAMS; id++) {
     size_t n = ax_tp_block_gathered(st->spec.tp, st->cfg.channels, id);
-    if (n) w->t[id] = st->tp.gathered[id] ? st->tp.gathered[id] + (size_t)b * n : p->t[id];
+    if (n)
+      w->t[id] = st->tp.gathered[id] ? ax_at(st->be, st->tp.gathered[id], (size_t)b * n) : p->t[id];
   }
 }
 
@@ -159,7 +160,7 @@ size_t ax_stage_tp_block_bytes(const AxGptStage *st) {
   size_t n = 0;
   for (int id = 0; id < AX_N_PARAMS; id++)
     n += ax_tp_block_gathered(st->spec.tp, st->cfg.channels, id);
-  return n * sizeof(float);
+  return n * st->be->esz;
 }
 
 void ax_stage_tp_init_cache(AxGptStage *st) {
@@ -186,7 +187,8 @@ static AxTpBlockBackwardOpts backward_opts(AxGptStage *st, int b) {
   AxTpBlockBackwardOpts o = {.ors = st->tp.ors.items ? &st->tp.ors : NULL, .oar = st->spec.oar};
   for (int id = 0; id < AX_N_PARAMS; id++) {
     size_t n = ax_tp_block_dw_scratch(st->spec.tp, st->cfg.channels, id);
-    o.scratch[id] = o.ors && n ? st->tp.ors_scratch[id] + (size_t)b * n : st->tp.scratch;
+    o.scratch[id] =
+        o.ors && n ? ax_at(st->be, st->tp.ors_scratch[id], (size_t)b * n) : st->tp.scratch;
   }
   return o;
 }
@@ -224,7 +226,7 @@ int ax_stage_tp_head_backward(AxGptStage *st, int slot) {
   AxTpVocab v = vocab_of(st);
   AX_TRY(ax_tp_head_backward(be, st->spec.tp, &v, st->scratch.dtmp, dwte_block(st), st->logits,
                              st->lnf, wte_block(st)));
-  AX_TRY(be->ops->zero(be, st->scratch.dres, (size_t)st->w.rows * st->w.cy * sizeof(float),
+  AX_TRY(be->ops->zero(be, st->scratch.dres, (size_t)st->w.rows * st->w.cy * be->esz,
                        AX_STREAM_COMPUTE));
   return ax_tp_layernorm_backward(be, st->spec.tp, st->scratch.dres, grad(st, AX_P_LNFW),
                                   grad(st, AX_P_LNFB), st->scratch.dtmp,
@@ -235,7 +237,7 @@ int ax_stage_tp_head_backward(AxGptStage *st, int slot) {
 
 int ax_stage_tp_begin_backward(AxGptStage *st) {
   if (!st->tp.dwte_block) return AX_OK;
-  return st->be->ops->zero(st->be, st->tp.dwte_block, wte_block_elems(st) * sizeof(float),
+  return st->be->ops->zero(st->be, st->tp.dwte_block, wte_block_elems(st) * st->be->esz,
                            AX_STREAM_COMPUTE);
 }
 

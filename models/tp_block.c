@@ -5,9 +5,9 @@
 #include "src/core/error.h"
 #include "tp_layers.h"
 
-#define P(x) ((const float *)p->t[AX_P_##x])
-#define G(x) ((float *)g->t[AX_P_##x])
-#define W(x) ((const float *)w->t[AX_P_##x])
+#define P(x) ((const void *)p->t[AX_P_##x])
+#define G(x) (g->t[AX_P_##x])
+#define W(x) ((const void *)w->t[AX_P_##x])
 
 enum { QKV, ATTPROJ, FC, FCPROJ, N_LINEAR };
 
@@ -90,7 +90,7 @@ int ax_tp_qkv_row(const AxTpComm *c, int C, int r) {
 }
 
 int ax_tp_block_forward(AxBackend *be, AxTpComm *c, const AxBlockParams *p,
-                        const AxTpBlockWeights *w, const AxBlockActs *a, const float *in,
+                        const AxTpBlockWeights *w, const AxBlockActs *a, const void *in,
                         const AxBlockDims *d) {
   int B = d->B / c->size[AX_TP_Z], n = B * d->T, C = d->C, Gx = c->size[AX_TP_X];
   AxTpLinear qkv = linear_of(QKV, n, C), proj = linear_of(ATTPROJ, n, C);
@@ -114,7 +114,7 @@ static AxTpBackwardOpts opts_of(const AxTpBlockBackwardOpts *o, int id) {
 }
 
 int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxBlockParams *g,
-                         const AxTpBlockWeights *w, const AxBlockActs *a, const float *in,
+                         const AxTpBlockWeights *w, const AxBlockActs *a, const void *in,
                          const AxBlockScratch *s, const AxBlockDims *d,
                          const AxTpBlockBackwardOpts *o) {
   int B = d->B / c->size[AX_TP_Z], n = B * d->T, C = d->C, Gx = c->size[AX_TP_X];
@@ -122,7 +122,7 @@ int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxB
   AxTpLinear fc = linear_of(FC, n, C), fcproj = linear_of(FCPROJ, n, C);
   AxTpBackwardOpts o_qkv = opts_of(o, AX_P_QKVW), o_proj = opts_of(o, AX_P_ATTPROJW);
   AxTpBackwardOpts o_fc = opts_of(o, AX_P_FCW), o_fcproj = opts_of(o, AX_P_FCPROJW);
-  float *dres = s->dres, *dtmp = s->dtmp, *dbig = s->dbig;
+  void *dres = s->dres, *dtmp = s->dtmp, *dbig = s->dbig;
   /* MLP: dres = d(out) also flows unchanged to res2 through the residual */
   AX_TRY(ax_tp_linear_backward(be, c, &fcproj, dbig, G(FCPROJW), G(FCPROJB), dres, a->fch_gelu,
                                W(FCPROJW), &o_fcproj));

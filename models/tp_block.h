@@ -30,7 +30,7 @@ size_t ax_tp_block_gathered(const AxTpComm *c, int C, int id); /* matrices; 0 ot
 /* The grid fits the block: heads over X, channels over X and Y, every Ŵ over Z, sequences over
  * Z. One clear error naming what does not divide. */
 int ax_tp_block_check(const AxTpComm *c, const AxBlockDims *d);
-/* The floats of tensor-parallel scratch one matrix's backward needs (ax_tp_block_gathered +
+/* The elements of tensor-parallel scratch one matrix's backward needs (ax_tp_block_gathered +
  * ax_tp_block_shard; 0 when Gz = 1 or id is not a matrix), and the largest of them. The
  * activations a rank keeps are gpt_block.h's, at B/Gz sequences, with ln1, res2, ln2, out and
  * dres of C/Gy channels, qkv 3C/Gx, atty and attproj's input gradient C/Gx, fch and fch_gelu
@@ -39,10 +39,10 @@ size_t ax_tp_block_dw_scratch(const AxTpComm *c, int C, int id);
 size_t ax_tp_block_tp_scratch(const AxTpComm *c, const AxBlockDims *d);
 
 /* How the block's backward communicates: each matrix's scratch (by AxParamId, ax_tp_block_
- * dw_scratch floats; they may all be one buffer unless ors is given), the queue of deferred
- * reduce-scatters (ORS) or NULL, and OAR. */
+ * dw_scratch elements of the compute type; they may all be one buffer unless ors is given), the
+ * queue of deferred reduce-scatters (ORS) or NULL, and OAR. */
 typedef struct {
-  float *scratch[AX_N_PARAMS];
+  void *scratch[AX_N_PARAMS];
   AxTpRsQueue *ors;
   int oar;
 } AxTpBlockBackwardOpts;
@@ -51,11 +51,11 @@ typedef struct {
 int ax_tp_qkv_row(const AxTpComm *c, int C, int r);
 
 int ax_tp_block_forward(AxBackend *be, AxTpComm *c, const AxBlockParams *p,
-                        const AxTpBlockWeights *w, const AxBlockActs *a, const float *in,
+                        const AxTpBlockWeights *w, const AxBlockActs *a, const void *in,
                         const AxBlockDims *d);
 /* s->dres in: d(block output); out: d(block input). */
 int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxBlockParams *g,
-                         const AxTpBlockWeights *w, const AxBlockActs *a, const float *in,
+                         const AxTpBlockWeights *w, const AxBlockActs *a, const void *in,
                          const AxBlockScratch *s, const AxBlockDims *d,
                          const AxTpBlockBackwardOpts *o);
 

@@ -37,8 +37,8 @@ static int slices_pay(const AxTpComm *c) {
  * slices_pay run in up to TP_GEMM_CHUNKS slices of its output rows with a progress call
  * between them: a started collective moves on during the compute, not only at its wait. The
  * slicing does not depend on what is in flight, so an overlap switched off computes the same. */
-static int tp_gemm(AxBackend *be, AxTpComm *c, const AxGemm *g, const float *a, const float *b,
-                   float *out) {
+static int tp_gemm(AxBackend *be, AxTpComm *c, const AxGemm *g, const void *a, const void *b,
+                   void *out) {
   ax_tp_note_gemm(c);
   if (!slices_pay(c) || g->m < 2) {
     ax_gemm(be, g, a, b, out);
@@ -48,24 +48,24 @@ static int tp_gemm(AxBackend *be, AxTpComm *c, const AxGemm *g, const float *a, 
   for (int r0 = 0; r0 < g->m; r0 += per) {
     AxGemm slice = *g;
     slice.m = g->m - r0 < per ? g->m - r0 : per;
-    const float *a0 = a + (g->trans_a ? (size_t)r0 : (size_t)r0 * g->lda);
+    const void *a0 = ax_at(be, (void *)a, g->trans_a ? (size_t)r0 : (size_t)r0 * g->lda);
     if (r0 > 0) AX_TRY(ax_tp_progress(c));
-    ax_gemm(be, &slice, a0, b, out + (size_t)r0 * g->ldc);
+    ax_gemm(be, &slice, a0, b, ax_at(be, out, (size_t)r0 * g->ldc));
   }
   return AX_OK;
 }
 
 /* ------------------------------------------------------------------ fully connected */
 
-int ax_tp_gather_weight(AxTpComm *c, const float *shard, float *block, size_t block_elems,
+int ax_tp_gather_weight(AxTpComm *c, const void *shard, void *block, size_t block_elems,
                         AxTpReq **req) {
   return ax_tp_all_gather(c, AX_TP_Z, shard, block, block_elems / c->size[AX_TP_Z], req);
 }
 
 /* out = b + residual on the group's first rank (the all-reduce adds it once), 0 elsewhere. */
-static int init_output(AxBackend *be, int lead, float *out, const float *b, const float *residual,
+static int init_output(AxBackend *be, int lead, void *out, const void *b, const void *residual,
                        int N, int C) {
-  size_t bytes = (size_t)N * C * sizeof(float);
+  size_t bytes = (size_t)N * C * be->esz;
   if (lead && b) {
     be->ops->bias_residual(be, out, b, residual, N, C);
     return AX_OK;
@@ -74,9 +74,9 @@ static int init_output(AxBackend *be, int lead, float *out, const float *b, cons
   return be->ops->zero(be, out, bytes, AX_STREAM_COMPUTE);
 }
 
-int ax_tp_linear_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *out,
-                         const float *x, const float *w_block, const float *b,
-                         const float *residual) {
+int ax_tp_linear_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, void *out,
+                         const void *x, const void *w_block, const void *b,
+                         const void *residual) {
   AxTpGroup gi = ax_tp_in_group(l);
   int ic = ax_tp_linear_in(c, l), oc = ax_tp_linear_out(c, l);
   AX_TRY(init_output(be, c->coord[gi] == 0, out, b, residual, l->N, oc));
@@ -86,8 +86,8 @@ int ax_tp_linear_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float 
   return ax_tp_all_reduce(c, gi, out, (size_t)l->N * oc, NULL);
 }
 
-int ax_tp_reduce_scatter_add(AxBackend *be, AxTpComm *c, const float *block, float *shard,
-                             float *tmp, size_t n) {
+int ax_tp_reduce_scatter_add(AxBackend *be, AxTpComm *c, const void *block, void *shard,
+                             void *tmp, size_t n) {
   if (c->size[AX_TP_Z] == 1) {
     be->ops->add(be, shard, block, n);
     return AX_OK;
@@ -98,8 +98,8 @@ int ax_tp_reduce_scatter_add(AxBackend *be, AxTpComm *c, const float *block, flo
 }
 
 /* dw_shard += block summed over Z: now, or started and queued (ORS). */
-static int reduce_scatter_dw(AxBackend *be, AxTpComm *c, const float *block, float *dw_shard,
-                             float *part, size_t n, AxTpRsQueue *q) {
+static int reduce_scatter_dw(AxBackend *be, AxTpComm *c, const void *block, void *dw_shard,
+                             void *part, size_t n, AxTpRsQueue *q) {
   if (!q) return ax_tp_reduce_scatter_add(be, c, block, dw_shard, part, n);
   if (q->n == q->cap)
     return AX_FAIL("internal: more than %d reduce-scatters deferred in one backward", q->cap);
@@ -126,9 +126,9 @@ int ax_tp_rs_queue_finish(AxBackend *be, AxTpComm *c, AxTpRsQueue *q) {
   return rc;
 }
 
-int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *dx,
-                          float *dw_shard, float *db, const float *dout, const float *x,
-                          const float *w_block, const AxTpBackwardOpts *o) {
+int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, void *dx,
+                          void *dw_shard, void *db, const void *dout, const void *x,
+                          const void *w_block, const AxTpBackwardOpts *o) {
   int ic = ax_tp_linear_in(c, l), oc = ax_tp_linear_out(c, l), N = l->N;
   AxGemm gi = {.m = N, .n = ic, .k = oc, .alpha = 1, .beta = 0, .lda = oc, .ldb = ic, .ldc = ic};
   AX_TRY(tp_gemm(be, c, &gi, dout, w_block, dx));
@@ -141,7 +141,8 @@ int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float
   if (db) be->ops->bias_backward(be, db, dout, N, oc);
   int rc = AX_OK;
   if (sharded)
-    rc = reduce_scatter_dw(be, c, o->scratch, dw_shard, o->scratch + ax_tp_linear_block(c, l),
+    rc = reduce_scatter_dw(be, c, o->scratch, dw_shard,
+                           ax_at(be, o->scratch, ax_tp_linear_block(c, l)),
                            ax_tp_linear_shard(c, l), o->ors);
   int wait_rc = ax_tp_wait(c, req);
   return rc != AX_OK ? rc : wait_rc;
@@ -149,23 +150,23 @@ int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float
 
 /* ------------------------------------------------------------------ LayerNorm */
 
-int ax_tp_layernorm_forward(AxBackend *be, AxTpComm *c, float *out, float *mean, float *rstd,
-                            const float *x, const float *w, const float *b, int N, int C_total) {
+int ax_tp_layernorm_forward(AxBackend *be, AxTpComm *c, void *out, float *mean, float *rstd,
+                            const void *x, const void *w, const void *b, int N, int C_total) {
   int C = C_total / c->size[AX_TP_Y];
   if (c->size[AX_TP_Y] == 1) {
     be->ops->layernorm_forward(be, out, mean, rstd, x, w, b, N, C);
     return AX_OK;
   }
   be->ops->row_sums(be, mean, x, NULL, C_total, N, C);
-  AX_TRY(ax_tp_all_reduce(c, AX_TP_Y, mean, (size_t)N, NULL));
+  AX_TRY(ax_tp_all_reduce_f32(c, AX_TP_Y, mean, (size_t)N, NULL));
   be->ops->row_sums(be, rstd, x, mean, C_total, N, C);
-  AX_TRY(ax_tp_all_reduce(c, AX_TP_Y, rstd, (size_t)N, NULL));
+  AX_TRY(ax_tp_all_reduce_f32(c, AX_TP_Y, rstd, (size_t)N, NULL));
   be->ops->layernorm_apply(be, out, mean, rstd, x, w, b, C_total, N, C);
   return AX_OK;
 }
 
-int ax_tp_layernorm_backward(AxBackend *be, AxTpComm *c, float *dx, float *dw, float *db,
-                             const float *dout, const float *x, const float *w,
+int ax_tp_layernorm_backward(AxBackend *be, AxTpComm *c, void *dx, void *dw, void *db,
+                             const void *dout, const void *x, const void *w,
                              const float *mean, const float *rstd, float *sums, int N,
                              int C_total) {
   int C = C_total / c->size[AX_TP_Y];
@@ -174,7 +175,7 @@ int ax_tp_layernorm_backward(AxBackend *be, AxTpComm *c, float *dx, float *dw, f
     return AX_OK;
   }
   be->ops->layernorm_backward_sums(be, sums, dout, x, w, mean, rstd, N, C);
-  AX_TRY(ax_tp_all_reduce(c, AX_TP_Y, sums, 2 * (size_t)N, NULL));
+  AX_TRY(ax_tp_all_reduce_f32(c, AX_TP_Y, sums, 2 * (size_t)N, NULL));
   be->ops->layernorm_backward_apply(be, dx, dw, db, dout, x, w, mean, rstd, sums, C_total, N, C);
   return AX_OK;
 }
@@ -192,8 +193,8 @@ int ax_tp_vocab_real(const AxTpComm *c, const AxTpVocab *v) {
 
 static int vocab_cols(const AxTpComm *c, const AxTpVocab *v) { return v->C / c->size[AX_TP_Y]; }
 
-int ax_tp_embed_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *out,
-                        const int32_t *tokens, const float *wte_block, const float *wpe) {
+int ax_tp_embed_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, void *out,
+                        const int32_t *tokens, const void *wte_block, const void *wpe) {
   int v0 = ax_tp_vocab_first(c, v), Cl = vocab_cols(c, v);
   be->ops->embed_range_forward(be, out, tokens, wte_block, c->coord[AX_TP_X] == 0 ? wpe : NULL,
                                v0, v0 + ax_tp_vocab_rows(c, v), v->N, v->T, Cl);
@@ -201,15 +202,15 @@ int ax_tp_embed_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *o
 }
 
 void ax_tp_embed_backward(AxBackend *be, const AxTpComm *c, const AxTpVocab *v,
-                          float *dwte_block, float *dwpe, const float *dout,
+                          void *dwte_block, void *dwpe, const void *dout,
                           const int32_t *tokens) {
   int v0 = ax_tp_vocab_first(c, v);
   be->ops->embed_range_backward(be, dwte_block, dwpe, dout, tokens, v0,
                                 v0 + ax_tp_vocab_rows(c, v), v->N, v->T, vocab_cols(c, v));
 }
 
-int ax_tp_head_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *logits,
-                       const float *x, const float *wte_block) {
+int ax_tp_head_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, void *logits,
+                       const void *x, const void *wte_block) {
   int rows = ax_tp_vocab_rows(c, v), Cl = vocab_cols(c, v);
   AxGemm g = {.trans_b = 1, .m = v->N, .n = rows, .k = Cl, .alpha = 1, .beta = 0, .lda = Cl,
               .ldb = Cl, .ldc = rows};
@@ -218,7 +219,7 @@ int ax_tp_head_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *lo
 }
 
 int ax_tp_cross_entropy(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *losses,
-                        float *logits, const int32_t *targets, float dloss, float *scratch) {
+                        void *logits, const int32_t *targets, float dloss, float *scratch) {
   int rows = ax_tp_vocab_rows(c, v), nv = ax_tp_vocab_real(c, v), v0 = ax_tp_vocab_first(c, v);
   int N = v->N, Gx = c->size[AX_TP_X];
   if (Gx == 1) {
@@ -227,16 +228,16 @@ int ax_tp_cross_entropy(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *l
   }
   float *mine = scratch, *all = mine + N, *mx = all + (size_t)Gx * N, *sums = mx + N;
   be->ops->xent_row_max(be, mine, logits, N, nv, rows);
-  AX_TRY(ax_tp_all_gather(c, AX_TP_X, mine, all, (size_t)N, NULL));
+  AX_TRY(ax_tp_all_gather_f32(c, AX_TP_X, mine, all, (size_t)N, NULL));
   be->ops->xent_sums(be, sums, mx, all, Gx, logits, targets, v0, N, nv, rows);
-  AX_TRY(ax_tp_all_reduce(c, AX_TP_X, sums, 2 * (size_t)N, NULL));
+  AX_TRY(ax_tp_all_reduce_f32(c, AX_TP_X, sums, 2 * (size_t)N, NULL));
   be->ops->xent_finish(be, losses, logits, mx, sums, targets, v0, N, nv, rows, dloss);
   return AX_OK;
 }
 
-int ax_tp_head_backward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *dx,
-                        float *dwte_block, const float *dlogits, const float *x,
-                        const float *wte_block) {
+int ax_tp_head_backward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, void *dx,
+                        void *dwte_block, const void *dlogits, const void *x,
+                        const void *wte_block) {
   int rows = ax_tp_vocab_rows(c, v), nv = ax_tp_vocab_real(c, v), Cl = vocab_cols(c, v);
   int N = v->N;
   if (nv > 0) {
@@ -247,7 +248,7 @@ int ax_tp_head_backward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *d
                  .ldb = Cl, .ldc = Cl};
     AX_TRY(tp_gemm(be, c, &gw, dlogits, x, dwte_block));
   } else {
-    AX_TRY(be->ops->zero(be, dx, (size_t)N * Cl * sizeof(float), AX_STREAM_COMPUTE));
+    AX_TRY(be->ops->zero(be, dx, (size_t)N * Cl * be->esz, AX_STREAM_COMPUTE));
   }
   return ax_tp_all_reduce(c, AX_TP_X, dx, (size_t)N * Cl, NULL);
 }

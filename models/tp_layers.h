@@ -5,8 +5,12 @@
  * and calls the communication interface (tp_comm.h) for its collectives; with every group of
  * size 1 each reduces to the serial layer (layers.h, the backend's kernels).
  *
- * Buffers are fp32 in the backend's memory, host or device (ax_backend_has_tp); the
- * communication interface reaches device buffers itself (staged or CUDA-aware).
+ * Buffers are in the backend's memory, host or device (ax_backend_has_tp), and hold its compute
+ * type (fp32, bf16 or fp16: activations, weights, their gradients and the scratch that holds
+ * them) as the serial layers' do; LayerNorm's mean, rstd and row sums, the losses and the
+ * cross-entropy's scratch are fp32, as the backend's kernels keep them. The communication
+ * interface is the backend's compute type too (AxTpComm.type) and reaches device buffers
+ * itself (staged or CUDA-aware).
  * Parameter gradients accumulate (+=), like the serial layers'. */
 #ifndef AX_TP_LAYERS_H
 #define AX_TP_LAYERS_H
@@ -37,19 +41,19 @@ size_t ax_tp_linear_block(const AxTpComm *c, const AxTpLinear *l);
 
 /* block = the Ŵ shards of the Z group in order (all-gather over Z; with Gz = 1 a copy unless
  * block == shard). Started now and finished by ax_tp_wait when req is given (prefetching). */
-int ax_tp_gather_weight(AxTpComm *c, const float *shard, float *block, size_t block_elems,
+int ax_tp_gather_weight(AxTpComm *c, const void *shard, void *block, size_t block_elems,
                         AxTpReq **req);
 /* out[N, out_local] = x[N, in_local]·w_blockᵀ summed over the input group, + b (may be NULL)
  * + residual (may be NULL). */
-int ax_tp_linear_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *out,
-                         const float *x, const float *w_block, const float *b,
-                         const float *residual);
+int ax_tp_linear_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, void *out,
+                         const void *x, const void *w_block, const void *b,
+                         const void *residual);
 /* Reduce-scatters of dŴ over Z left running until the end of a backward (ORS, §IV-B): each
  * is finished, and its part added to its shard, by ax_tp_rs_queue_finish. */
 typedef struct {
   AxTpReq *req;
-  const float *part; /* this rank's rows summed over Z, once finished */
-  float *dw_shard;   /* += part */
+  const void *part; /* this rank's rows summed over Z, once finished */
+  void *dw_shard;   /* += part */
   size_t n;
 } AxTpPendingRs;
 
@@ -64,7 +68,7 @@ int ax_tp_rs_queue_finish(AxBackend *be, AxTpComm *c, AxTpRsQueue *q);
 
 /* How a fully-connected layer's backward communicates. */
 typedef struct {
-  float *scratch;   /* ax_tp_linear_block + ax_tp_linear_shard floats; unused when Gz = 1 */
+  void *scratch;    /* ax_tp_linear_block + ax_tp_linear_shard elements; unused when Gz = 1 */
   AxTpRsQueue *ors; /* NULL: dŴ reduce-scattered now; else started and queued (ORS), scratch
                      * then left untouched until the queue is finished */
   int oar;          /* the dI all-reduce overlaps the weight-gradient GEMM (OAR, §IV-A) */
@@ -73,16 +77,16 @@ typedef struct {
 /* dx[N, in_local] = (written) dout·w_block summed over the output group; dw_shard += this
  * rank's rows of doutᵀ·x summed over Z (reduce-scatter); db (may be NULL) += column sums of
  * dout. */
-int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, float *dx,
-                          float *dw_shard, float *db, const float *dout, const float *x,
-                          const float *w_block, const AxTpBackwardOpts *o);
+int ax_tp_linear_backward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, void *dx,
+                          void *dw_shard, void *db, const void *dout, const void *x,
+                          const void *w_block, const AxTpBackwardOpts *o);
 
 /* LayerNorm of N rows of C_total channels split over Y (C_total / Gy here). mean and rstd
  * [N] are kept for the backward; sums is scratch of 2N floats. dx accumulates (+=). */
-int ax_tp_layernorm_forward(AxBackend *be, AxTpComm *c, float *out, float *mean, float *rstd,
-                            const float *x, const float *w, const float *b, int N, int C_total);
-int ax_tp_layernorm_backward(AxBackend *be, AxTpComm *c, float *dx, float *dw, float *db,
-                             const float *dout, const float *x, const float *w,
+int ax_tp_layernorm_forward(AxBackend *be, AxTpComm *c, void *out, float *mean, float *rstd,
+                            const void *x, const void *w, const void *b, int N, int C_total);
+int ax_tp_layernorm_backward(AxBackend *be, AxTpComm *c, void *dx, void *dw, void *db,
+                             const void *dout, const void *x, const void *w,
                              const float *mean, const float *rstd, float *sums, int N,
                              int C_total);
 
@@ -100,29 +104,29 @@ int ax_tp_vocab_real(const AxTpComm *c, const AxTpVocab *v);  /* of those, ids b
 
 /* out[N, C/Gy] = wte[token] + wpe[position], summed over X from each rank's vocabulary rows
  * (wte_block: [Vp/Gx, C/Gy], gathered over Z; wpe [T.., C/Gy]). */
-int ax_tp_embed_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *out,
-                        const int32_t *tokens, const float *wte_block, const float *wpe);
+int ax_tp_embed_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, void *out,
+                        const int32_t *tokens, const void *wte_block, const void *wpe);
 /* dwte_block += the rows of this rank's vocabulary; dwpe += position rows (no communication:
  * dout is the same on every X rank). */
 void ax_tp_embed_backward(AxBackend *be, const AxTpComm *c, const AxTpVocab *v,
-                          float *dwte_block, float *dwpe, const float *dout,
+                          void *dwte_block, void *dwpe, const void *dout,
                           const int32_t *tokens);
 
 /* logits[N, Vp/Gx] = x[N, C/Gy]·wte_blockᵀ summed over Y. */
-int ax_tp_head_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *logits,
-                       const float *x, const float *wte_block);
+int ax_tp_head_forward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, void *logits,
+                       const void *x, const void *wte_block);
 /* losses[N] of the rows against targets, the softmax over X; with dloss != 0 the logits
  * become dloss·(softmax - onehot). scratch: (Gx + 4)·N floats. */
 int ax_tp_cross_entropy(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *losses,
-                        float *logits, const int32_t *targets, float dloss, float *scratch);
+                        void *logits, const int32_t *targets, float dloss, float *scratch);
 /* dx[N, C/Gy] = (written) dlogits·wte_block summed over X; dwte_block += dlogitsᵀ·x. */
-int ax_tp_head_backward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, float *dx,
-                        float *dwte_block, const float *dlogits, const float *x,
-                        const float *wte_block);
+int ax_tp_head_backward(AxBackend *be, AxTpComm *c, const AxTpVocab *v, void *dx,
+                        void *dwte_block, const void *dlogits, const void *x,
+                        const void *wte_block);
 
-/* shard += this rank's block of `block` ([Gz · n] floats) summed over Z; tmp holds n floats
- * (unused when Gz = 1, when the whole block is added). */
-int ax_tp_reduce_scatter_add(AxBackend *be, AxTpComm *c, const float *block, float *shard,
-                             float *tmp, size_t n);
+/* shard += this rank's block of `block` ([Gz · n] elements) summed over Z; tmp holds n
+ * elements (unused when Gz = 1, when the whole block is added). */
+int ax_tp_reduce_scatter_add(AxBackend *be, AxTpComm *c, const void *block, void *shard,
+                             void *tmp, size_t n);
 
 #endif

@@ -45,7 +45,9 @@ int ax_device_opt_init(AxDeviceOpt *d, AxOffload *home, void *device_params) {
                                  : AX_DEVICE_SUM_NONE;
   if (state_is_home(be)) {
     if (be->dtype != AX_DTYPE_F32 || !home->params_alias)
-      return AX_FAIL("internal: a host-memory backend keeps fp32 weights as the master");
+      return AX_FAIL("--optimizer device on the %s backend needs --precision fp32 (its %s "
+                     "storage keeps no fp32 master weights of its own): use --optimizer host",
+                     be->ops->name, ax_dtype_name(be->dtype));
     d->master = home->master;
     d->m = home->m;
     d->v = home->v;

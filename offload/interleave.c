@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "mpi/coll/bf16.h"
+#include "src/core/bf16.h"
 #include "src/core/error.h"
 #include "src/core/watchdog.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/coll/bf16.h"
+#include "src/core/bf16.h"
 #include "src/core/error.h"
 #include "src/core/threadpool.h"
 

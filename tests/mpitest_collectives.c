@@ -1,8 +1,8 @@
 /* mpitest_collectives.c — the collectives of mpi/coll/collectives.h against MPI's own
  * (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather) on whatever number of ranks it runs
- * on, with integer-valued data so that every algorithm must agree exactly; byte counters
- * against the ring's formula; several operations in flight at once; the local reductions and
- * bf16 rounding against scalar references.
+ * on, with integer-valued data (fp32, bf16, and fp16 with the default chunks) so that every
+ * algorithm must agree exactly; byte counters against the ring's formula; several operations
+ * in flight at once; the local reductions and bf16 rounding against scalar references.
  * Every rank checks its own results and prints what failed with its rank; then all ranks agree
  * on pass/fail (so none is left waiting in a collective when another one fails). */
 #include <check.h>
@@ -34,10 +34,12 @@ static const AxAllreduceAlgo ALGOS[] = {AX_ALLREDUCE_MPI, AX_ALLREDUCE_RING, AX_
 enum { N_ALGOS = sizeof ALGOS / sizeof ALGOS[0] };
 
 static size_t esz(AxCommType t) { return t == AX_COMM_F32 ? sizeof(float) : sizeof(uint16_t); }
-static const char *type_name(AxCommType t) { return t == AX_COMM_F32 ? "f32" : "bf16"; }
+static const char *type_name(AxCommType t) {
+  return t == AX_COMM_F32 ? "f32" : t == AX_COMM_BF16 ? "bf16" : "fp16";
+}
 
 /* Small integers that depend on the element, the rank and a salt: sums over 4 ranks stay
- * exact in bf16 (|sum| <= 36 < 256). */
+ * exact in bf16 and fp16 (|sum| <= 36 < 256). */
 static float value(size_t i, int rank, int salt) {
   return (float)((int)((i * 7 + (size_t)rank * 13 + (size_t)salt * 5) % 19) - 9);
 }
@@ -46,13 +48,17 @@ static void fill(AxCommType t, void *buf, size_t n, int rank, int salt) {
   for (size_t i = 0; i < n; i++) {
     if (t == AX_COMM_F32)
       ((float *)buf)[i] = value(i, rank, salt);
-    else
+    else if (t == AX_COMM_BF16)
       ((uint16_t *)buf)[i] = ax_f32_to_bf16(value(i, rank, salt));
+    else
+      ((uint16_t *)buf)[i] = ax_f32_to_f16(value(i, rank, salt));
   }
 }
 
 static float get(AxCommType t, const void *buf, size_t i) {
-  return t == AX_COMM_F32 ? ((const float *)buf)[i] : ax_bf16_to_f32(((const uint16_t *)buf)[i]);
+  if (t == AX_COMM_F32) return ((const float *)buf)[i];
+  const uint16_t h = ((const uint16_t *)buf)[i];
+  return t == AX_COMM_BF16 ? ax_bf16_to_f32(h) : ax_f16_to_f32(h);
 }
 
 /* Index of the first element where got differs from the fp32 reference, n if none. */
@@ -126,6 +132,8 @@ START_TEST(allreduce_matches_mpi) {
       for (int c = 0; c < nc; c++) {
         check_allreduce(ALGOS[a], AX_COMM_F32, g_counts[c], c, TUNINGS[u].name);
         check_allreduce(ALGOS[a], AX_COMM_BF16, g_counts[c], c + 1, TUNINGS[u].name);
+        if (u == 0) /* fp16 (tensor parallelism's payloads) shares the 16-bit paths */
+          check_allreduce(ALGOS[a], AX_COMM_F16, g_counts[c], c + 2, TUNINGS[u].name);
       }
   }
   set_tuning(0, 0);

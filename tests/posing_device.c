@@ -75,8 +75,7 @@ int tu_posing_is_device(AxBackend *be, const void *p) {
 void tu_posing_set_eager(AxBackend *be, int eager) { posing(be)->eager = eager; }
 
 AxBackend *tu_posing_make_eager(const AxBackendConfig *bc, void *ctx) {
-  (void)bc;
-  AxBackend *be = tu_posing_backend();
+  AxBackend *be = tu_posing_backend_of(bc->dtype);
   tu_posing_set_eager(be, 1);
   *(AxBackend **)ctx = be;
   return be;
@@ -169,12 +168,29 @@ static int posing_sync(AxBackend *be, AxStream s) {
   return AX_OK;
 }
 
+/* fp32 host <-> compute type device: a copy of its kind, checked and counted (the device's
+ * bytes) as posing_copy's; a 16-bit device converts as the CPU backend under it does. */
+static int posing_convert(AxBackend *be, void *dst, const void *src, size_t n, AxCopyKind kind,
+                          AxStream s) {
+  Posing *ps = posing(be);
+  if (be->dtype == AX_DTYPE_F32) return posing_copy(be, dst, src, n * sizeof(float), kind, s);
+  int up = kind == AX_COPY_H2D;
+  size_t bytes = n * be->esz;
+  if (!n) return AX_OK;
+  AX_TRY(check_side(ps, up ? src : dst, n * sizeof(float), 0, kind, up ? "source" : "destination"));
+  AX_TRY(check_side(ps, up ? dst : src, bytes, 1, kind, up ? "destination" : "source"));
+  ps->copied[kind] += bytes;
+  drain(ps);
+  return up ? ps->cpu->ops->upload_f32(ps->cpu, dst, src, n, s)
+            : ps->cpu->ops->download_f32(ps->cpu, dst, src, n, s);
+}
+
 static int posing_upload_f32(AxBackend *be, void *dst, const float *src, size_t n, AxStream s) {
-  return posing_copy(be, dst, src, n * sizeof(float), AX_COPY_H2D, s);
+  return posing_convert(be, dst, src, n, AX_COPY_H2D, s);
 }
 
 static int posing_download_f32(AxBackend *be, float *dst, const void *src, size_t n, AxStream s) {
-  return posing_copy(be, dst, src, n * sizeof(float), AX_COPY_D2H, s);
+  return posing_convert(be, dst, src, n, AX_COPY_D2H, s);
 }
 
 /* The device AdamW (backend.h), here on host memory with the host's kernel: fp32 only. */
@@ -194,10 +210,15 @@ static void posing_destroy(AxBackend *be) {
   free(ps);
 }
 
-AxBackend *tu_posing_backend(void) {
+AxBackend *tu_posing_backend(void) { return tu_posing_backend_of(AX_DTYPE_F32); }
+
+AxBackend *tu_posing_backend_of(AxDType t) {
   Posing *ps = calloc(1, sizeof *ps);
   ck_assert_ptr_nonnull(ps);
-  ps->cpu = tu_backend(1);
+  AxBackendConfig bc = {.device = "cpu", .dtype = t, .threads = 1, .local_size = 1,
+                        .cpu_storage16 = 1};
+  ps->cpu = t == AX_DTYPE_F32 ? tu_backend(1) : ax_backend_create(&bc);
+  ck_assert_msg(ps->cpu != NULL, "backend: %s", ax_error_message());
   ps->be = *ps->cpu;
   ps->ops = *ps->cpu->ops;
   ps->ops.name = "posing-device";

@@ -18,13 +18,17 @@
 /* A posing CPU backend (one thread); aborts the test on failure. Destroy with
  * ax_backend_destroy. */
 AxBackend *tu_posing_backend(void);
+/* The same over the CPU backend of compute type t: fp32, or bf16/fp16 storage
+ * (src/backend/cpu_storage16.h; its kernels, and upload_f32/download_f32 converting). */
+AxBackend *tu_posing_backend_of(AxDType t);
 /* 1 when p lies in memory this posing backend allocated as device memory. */
 int tu_posing_is_device(AxBackend *be, const void *p);
 /* eager 1: device-to-device copies run at once, as the kernels do (for whole training runs,
  * where a kernel reads what a copy before it on the stream wrote; every copy's kind is still
  * checked). 0, the default: they wait for the next sync, as above. */
 void tu_posing_set_eager(AxBackend *be, int eager);
-/* A backend maker for ax_trainer_create_on (src/train/trainer.h): a posing backend with eager
+/* A backend maker for ax_trainer_create_on (src/train/trainer.h): a posing backend of the run's
+ * compute type (bc->dtype) with eager
  * device-to-device copies (a training run's kernels read what the copies before them wrote,
  * such as a received pipeline message), also stored in *(AxBackend **)ctx for its counters. */
 AxBackend *tu_posing_make_eager(const AxBackendConfig *bc, void *ctx);

@@ -8,6 +8,9 @@
 #include "models/layers.h"
 #include "offload/adamw.h"
 #include "src/backend/vecmath.h"
+#include "src/core/bf16.h"
+#include "src/core/error.h"
+#include "src/core/fp16.h"
 #include "src/core/threadpool.h"
 #include "testutil.h"
 
@@ -175,6 +178,106 @@ START_TEST(kernels_independent_of_thread_count) {
 }
 END_TEST
 
+/* fp16 conversions: every finite fp16 comes back exactly; fp32 values round to nearest even,
+ * subnormals included, and past 65504 to infinity; NaN stays NaN. */
+START_TEST(fp16_conversions_round_to_nearest_even) {
+  for (unsigned h = 0; h < 0x10000u; h++) {
+    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) { /* NaN */
+      ck_assert(isnan(ax_f16_to_f32((uint16_t)h)));
+      ck_assert(isnan(ax_f16_to_f32(ax_f32_to_f16(ax_f16_to_f32((uint16_t)h)))));
+      continue;
+    }
+    ck_assert_uint_eq(ax_f32_to_f16(ax_f16_to_f32((uint16_t)h)), h);
+  }
+  static const struct { float x; uint16_t h; } CASES[] = {
+      {1.0f, 0x3c00}, {-2.0f, 0xc000}, {65504.0f, 0x7bff}, {65519.0f, 0x7bff},
+      {65520.0f, 0x7c00}, {1e9f, 0x7c00}, {-1e9f, 0xfc00}, {0x1p-24f, 0x0001},
+      {0x1p-25f, 0x0000}, {0x3p-25f, 0x0002}, {0x1p-14f, 0x0400}, {0x1.ffcp-15f, 0x0400},
+      {1.0f + 0x1p-11f, 0x3c00}, {1.0f + 0x3p-11f, 0x3c02}, {0.1f, 0x2e66}};
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+    ck_assert_msg(ax_f32_to_f16(CASES[i].x) == CASES[i].h, "%a -> 0x%04x, not 0x%04x", CASES[i].x,
+                  ax_f32_to_f16(CASES[i].x), CASES[i].h);
+  ck_assert(isnan(ax_f16_to_f32(ax_f32_to_f16(NAN))));
+  ck_assert_float_eq(ax_f16_to_f32(0x0001), 0x1p-24f);
+}
+END_TEST
+
+static AxBackend *backend16(AxDType t) {
+  AxBackendConfig bc = {.device = "cpu", .dtype = t, .threads = 1, .local_size = 1,
+                        .cpu_storage16 = 1};
+  AxBackend *be = ax_backend_create(&bc);
+  ck_assert_msg(be != NULL, "backend: %s", ax_error_message());
+  ck_assert_uint_eq(be->esz, 2);
+  return be;
+}
+
+/* n random values as the 16-bit type (dev) and widened back to fp32 (wide). */
+static void random16(AxDType t, size_t n, uint64_t seed, uint16_t **dev, float **wide) {
+  float *x = tu_random(n, 2.0f, seed);
+  *dev = tu_alloc(n * 2);
+  *wide = tu_alloc(n * 4);
+  for (size_t i = 0; i < n; i++) {
+    (*dev)[i] = t == AX_DTYPE_BF16 ? ax_f32_to_bf16(x[i]) : ax_f32_to_f16(x[i]);
+    (*wide)[i] = t == AX_DTYPE_BF16 ? ax_bf16_to_f32((*dev)[i]) : ax_f16_to_f32((*dev)[i]);
+  }
+}
+
+/* Each 16-bit result is the fp32 result rounded once, bit for bit. */
+static void same_rounded(AxDType t, const uint16_t *got, const float *f32, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint16_t want = t == AX_DTYPE_BF16 ? ax_f32_to_bf16(f32[i]) : ax_f32_to_f16(f32[i]);
+    ck_assert_msg(got[i] == want, "%s element %zu: 0x%04x, not 0x%04x (%g)", ax_dtype_name(t),
+                  i, got[i], want, f32[i]);
+  }
+}
+
+/* The CPU backend's bf16/fp16 storage: a GEMM accumulating into C (beta 1) and the LayerNorm
+ * backward, whose three outputs accumulate, give the fp32 kernels' results on the widened
+ * operands, rounded once; the conversions to and from fp32 are the scalar ones. */
+START_TEST(storage16_rounds_the_fp32_kernels_once) {
+  static const AxDType TYPES[] = {AX_DTYPE_BF16, AX_DTYPE_F16};
+  AxBackend *f32 = tu_backend(1);
+  for (int k = 0; k < 2; k++) {
+    AxDType t = TYPES[k];
+    AxBackend *be = backend16(t);
+    int M = 7, N = 5, K = 6;
+    uint16_t *a, *b, *c, *x, *w, *d, *dx, *dw, *db;
+    float *fa, *fb, *fc, *fx, *fw, *fd, *fdx, *fdw, *fdb;
+    random16(t, (size_t)M * K, 1, &a, &fa);
+    random16(t, (size_t)N * K, 2, &b, &fb);
+    random16(t, (size_t)M * N, 3, &c, &fc);
+    AxGemm g = {.trans_b = 1, .m = M, .n = N, .k = K, .alpha = 1, .beta = 1, .lda = K, .ldb = K,
+                .ldc = N};
+    ax_gemm(be, &g, a, b, c);
+    ax_gemm(f32, &g, fa, fb, fc);
+    same_rounded(t, c, fc, (size_t)M * N);
+    random16(t, (size_t)M * N, 4, &x, &fx);
+    random16(t, (size_t)N, 5, &w, &fw);
+    random16(t, (size_t)M * N, 6, &d, &fd);
+    random16(t, (size_t)M * N, 7, &dx, &fdx);
+    random16(t, (size_t)N, 8, &dw, &fdw);
+    random16(t, (size_t)N, 9, &db, &fdb);
+    float *mean = tu_zeros((size_t)M), *rstd = tu_zeros((size_t)M), *out = tu_zeros((size_t)M * N);
+    f32->ops->layernorm_forward(f32, out, mean, rstd, fx, fw, fw, M, N);
+    be->ops->layernorm_backward(be, dx, dw, db, d, x, w, mean, rstd, M, N);
+    f32->ops->layernorm_backward(f32, fdx, fdw, fdb, fd, fx, fw, mean, rstd, M, N);
+    same_rounded(t, dx, fdx, (size_t)M * N);
+    same_rounded(t, dw, fdw, (size_t)N);
+    same_rounded(t, db, fdb, (size_t)N);
+    float up[3] = {1.0f / 3, -65536.0f, 1e-9f}, down[3];
+    uint16_t dev[3];
+    ck_assert_int_eq(be->ops->upload_f32(be, dev, up, 3, AX_STREAM_COMPUTE), AX_OK);
+    same_rounded(t, dev, up, 3);
+    ck_assert_int_eq(be->ops->download_f32(be, down, dev, 3, AX_STREAM_COMPUTE), AX_OK);
+    for (int i = 0; i < 3; i++)
+      ck_assert_float_eq(down[i],
+                         t == AX_DTYPE_BF16 ? ax_bf16_to_f32(dev[i]) : ax_f16_to_f32(dev[i]));
+    ax_backend_destroy(be);
+  }
+  ax_backend_destroy(f32);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("kernels");
   TCase *tc = tu_tcase(s, "kernels", 60);
@@ -183,5 +286,7 @@ int main(void) {
   tcase_add_test(tc, adamw_out_of_place_matches_in_place);
   tcase_add_test(tc, gemm_transposes_and_batches);
   tcase_add_test(tc, kernels_independent_of_thread_count);
+  tcase_add_test(tc, fp16_conversions_round_to_nearest_even);
+  tcase_add_test(tc, storage16_rounds_the_fp32_kernels_once);
   return tu_run(s);
 }

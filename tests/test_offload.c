@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "models/gpt_config.h"
-#include "mpi/coll/bf16.h"
+#include "src/core/bf16.h"
 #include "offload/device_opt.h"
 #include "offload/interleave.h"
 #include "offload/loss_scale.h"

@@ -1,7 +1,7 @@
 /* coll_mpi.c — AX_ALLREDUCE_MPI: the library's MPI_Iallreduce behind the same start/test/wait
  * interface (and its blocking MPI_Allreduce, the benchmark's baseline). fp32 uses MPI_SUM;
- * bf16 a user-defined commutative sum (fp32 add, round to nearest even) created on first use
- * and freed when MPI finalizes. The bytes it moves are
+ * bf16 and fp16 user-defined commutative sums (fp32 add, round to nearest even) created on
+ * first use and freed when MPI finalizes. The bytes it moves are
  * invisible to us, so it counts what the ring would have moved (also as traffic, traffic.h), and
  * it cannot run over the emulated link (link_emulator.h). */
 #include <limits.h>
@@ -11,28 +11,35 @@
 #include "mpi/world_rank.h"
 #include "reduce_local.h"
 
-static MPI_Op g_bf16_sum = MPI_OP_NULL;
+/* The 16-bit sums, by AxCommType (AX_COMM_BF16, AX_COMM_F16; fp32 has MPI_SUM) */
+static MPI_Op g_sum16[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
 
 static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
   (void)type;
   ax_reduce_add_bf16(inout, in, (size_t)*len);
 }
 
+static void f16_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  ax_reduce_add_f16(inout, in, (size_t)*len);
+}
+
 /* Delete callback of an attribute on MPI_COMM_SELF: runs at the start of MPI_Finalize. */
-static int free_bf16_sum(MPI_Comm comm, int keyval, void *value, void *extra) {
+static int free_sum16(MPI_Comm comm, int keyval, void *value, void *extra) {
   (void)comm, (void)keyval, (void)value, (void)extra;
-  if (g_bf16_sum != MPI_OP_NULL) MPI_Op_free(&g_bf16_sum);
+  for (int t = 0; t < 3; t++)
+    if (g_sum16[t] != MPI_OP_NULL) MPI_Op_free(&g_sum16[t]);
   return MPI_SUCCESS;
 }
 
-static int bf16_sum_op(MPI_Op *out) {
-  if (g_bf16_sum == MPI_OP_NULL) {
+static int sum16_op(AxCommType type, MPI_Op *out) {
+  if (g_sum16[type] == MPI_OP_NULL) {
     int keyval;
-    AX_MPI(MPI_Op_create(bf16_sum, 1, &g_bf16_sum));
-    AX_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_bf16_sum, &keyval, NULL));
+    AX_MPI(MPI_Op_create(type == AX_COMM_BF16 ? bf16_sum : f16_sum, 1, &g_sum16[type]));
+    AX_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_sum16, &keyval, NULL));
     AX_MPI(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL));
   }
-  *out = g_bf16_sum;
+  *out = g_sum16[type];
   return AX_OK;
 }
 
@@ -41,7 +48,7 @@ static int sum_op(AxCommType type, size_t count, MPI_Op *sum) {
   if (count > INT_MAX)
     return AX_FAIL("all-reduce (mpi): %zu elements exceed MPI's int count", count);
   *sum = MPI_SUM;
-  return type == AX_COMM_BF16 ? bf16_sum_op(sum) : AX_OK;
+  return type == AX_COMM_F32 ? AX_OK : sum16_op(type, sum);
 }
 
 int ax_mpi_allreduce_blocking(MPI_Comm comm, void *buf, size_t count, AxCommType type) {

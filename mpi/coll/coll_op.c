@@ -23,7 +23,7 @@ int ax_coll_create(AxColl **out, MPI_Comm comm, const AxCommConfig *cc, AxCommTy
 int ax_coll_create_on_tag(AxColl **out, MPI_Comm comm, const AxCommConfig *cc, AxCommType type,
                           AxCommBytes *bytes, int tag) {
   *out = NULL;
-  if (type != AX_COMM_F32 && type != AX_COMM_BF16)
+  if (type != AX_COMM_F32 && type != AX_COMM_BF16 && type != AX_COMM_F16)
     return AX_FAIL("collective: unknown element type %d", (int)type);
   if (comm == MPI_COMM_NULL) return AX_FAIL("collective: MPI_COMM_NULL");
   int rank, size;

@@ -115,8 +115,10 @@ static void reduce_chunk(const AxColl *op, const AxCollStep *s, size_t k, size_t
   const char *slot = recv_target(op, s, k, i);
   if (op->type == AX_COMM_F32)
     ax_reduce_sum_f32((float *)dst, (const float *)slot, (const float *)other, n);
-  else
+  else if (op->type == AX_COMM_BF16)
     ax_reduce_sum_bf16((uint16_t *)dst, (const uint16_t *)slot, (const uint16_t *)other, n);
+  else
+    ax_reduce_sum_f16((uint16_t *)dst, (const uint16_t *)slot, (const uint16_t *)other, n);
 }
 
 /* Receives are retired (and reduced) in the order they were posted. */

@@ -17,9 +17,9 @@
  * and all-gather use the ring. Any count works (0, and counts p does not divide), and so does
  * a group of one rank (nothing to send).
  *
- * Types: AX_COMM_F32 (float) and AX_COMM_BF16 (uint16_t storage; every partial sum is formed
- * in fp32 and rounded to nearest even, so bf16 results depend on the algorithm's summation
- * order, fp32 results only through fp32 rounding).
+ * Types: AX_COMM_F32 (float), AX_COMM_BF16 and AX_COMM_F16 (uint16_t storage of bfloat16 and
+ * IEEE half; every partial sum is formed in fp32 and rounded to nearest even, so 16-bit results
+ * depend on the algorithm's summation order, fp32 results only through fp32 rounding).
  *
  * Byte counters: every operation ADDS the payload bytes this rank sent and received to
  * *bytes (when given) as its messages complete. The ring all-reduce of n elements of size e
@@ -50,7 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bf16.h"
+#include "src/core/bf16.h"
+#include "src/core/fp16.h"
 #include "mpi/comm_config.h"
 
 typedef enum {
@@ -59,7 +60,7 @@ typedef enum {
   AX_ALLREDUCE_RING,
   AX_ALLREDUCE_RHD
 } AxAllreduceAlgo;
-typedef enum { AX_COMM_F32 = 0, AX_COMM_BF16 } AxCommType;
+typedef enum { AX_COMM_F32 = 0, AX_COMM_BF16, AX_COMM_F16 } AxCommType;
 typedef struct {
   unsigned long long sent, received; /* payload bytes; operations ADD to them */
 } AxCommBytes;

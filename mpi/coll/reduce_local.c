@@ -1,8 +1,9 @@
 /* reduce_local.c — vectorized element-wise sums for the collectives; see reduce_local.h. */
 #include "reduce_local.h"
 
-#include "bf16.h"
-#include "bf16_simd.h"
+#include "src/core/bf16.h"
+#include "src/core/bf16_simd.h"
+#include "src/core/fp16.h"
 
 /* Each vector helper handles a prefix of the arrays and returns how many elements it did. */
 #ifdef AX_SIMD_AVX512
@@ -85,10 +86,18 @@ void ax_reduce_sum_bf16(uint16_t *dst, const uint16_t *a, const uint16_t *b, siz
   for (; i < n; i++) dst[i] = ax_f32_to_bf16(ax_bf16_to_f32(a[i]) + ax_bf16_to_f32(b[i]));
 }
 
+void ax_reduce_sum_f16(uint16_t *dst, const uint16_t *a, const uint16_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = ax_f32_to_f16(ax_f16_to_f32(a[i]) + ax_f16_to_f32(b[i]));
+}
+
 void ax_reduce_add_f32(float *dst, const float *src, size_t n) {
   ax_reduce_sum_f32(dst, dst, src, n);
 }
 
 void ax_reduce_add_bf16(uint16_t *dst, const uint16_t *src, size_t n) {
   ax_reduce_sum_bf16(dst, dst, src, n);
+}
+
+void ax_reduce_add_f16(uint16_t *dst, const uint16_t *src, size_t n) {
+  ax_reduce_sum_f16(dst, dst, src, n);
 }

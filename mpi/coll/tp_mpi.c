@@ -171,72 +171,79 @@ static int stage_in(AxTpMpi *t, const StagePlan *p, Upload *up, char **host) {
   return rc;
 }
 
-static int tp_all_reduce(AxTpComm *c, AxTpGroup g, float *buf, size_t n, AxTpReq **req) {
+/* The collectives' element type of a tensor-parallel one. */
+static AxCommType comm_type(AxTpType t) {
+  return t == AX_TP_BF16 ? AX_COMM_BF16 : t == AX_TP_F16 ? AX_COMM_F16 : AX_COMM_F32;
+}
+
+static int tp_all_reduce(AxTpComm *c, AxTpGroup g, void *buf, size_t n, AxTpType type,
+                         AxTpReq **req) {
   AxTpMpi *t = self(c);
   AxColl *op = NULL;
   Upload up = {0};
   void *where = buf;
   AxAllreduceAlgo algo = AX_ALLREDUCE_RING;
-  if (t->on_device && t->device_all_reduce) {
+  if (t->on_device && t->device_all_reduce && type == AX_TP_F32) {
     AX_TRY(compute_done(t));
     algo = AX_ALLREDUCE_MPI;
   } else if (t->on_device) {
-    size_t bytes = n * sizeof *buf;
+    size_t bytes = n * ax_tp_type_size(type);
     char *host;
     AX_TRY(stage_in(t, &(StagePlan){buf, bytes, 0, buf, bytes, 0, bytes}, &up, &host));
     where = host;
   }
-  int rc = ax_allreduce_start(&op, t->grid->tpc[g], &t->cc, where, n, AX_COMM_F32, algo,
+  int rc = ax_allreduce_start(&op, t->grid->tpc[g], &t->cc, where, n, comm_type(type), algo,
                               count(c, g, AX_TP_OP_ALLREDUCE));
   return finish_or_hand(c, g, AX_TP_OP_ALLREDUCE, rc, op, &up, req);
 }
 
-static int tp_all_gather(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
-                         AxTpReq **req) {
+static int tp_all_gather(AxTpComm *c, AxTpGroup g, const void *send, void *recv, size_t n,
+                         AxTpType type, AxTpReq **req) {
   AxTpMpi *t = self(c);
   AxColl *op = NULL;
   Upload up = {0};
   const void *from = send;
   void *into = recv;
   if (t->on_device) { /* in place: this rank's block of the gathered buffer */
-    size_t block = n * sizeof *send, all = block * (size_t)c->size[g], mine = block * c->coord[g];
+    size_t block = n * ax_tp_type_size(type), all = block * (size_t)c->size[g];
+    size_t mine = block * (size_t)c->coord[g];
     char *host;
     AX_TRY(stage_in(t, &(StagePlan){send, block, mine, recv, all, 0, all}, &up, &host));
     from = host + mine;
     into = host;
   }
-  int rc = ax_allgather_start(&op, t->grid->tpc[g], &t->cc, from, into, n, AX_COMM_F32,
+  int rc = ax_allgather_start(&op, t->grid->tpc[g], &t->cc, from, into, n, comm_type(type),
                               count(c, g, AX_TP_OP_ALLGATHER));
   return finish_or_hand(c, g, AX_TP_OP_ALLGATHER, rc, op, &up, req);
 }
 
-static int tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const float *send, float *recv, size_t n,
-                             AxTpReq **req) {
+static int tp_reduce_scatter(AxTpComm *c, AxTpGroup g, const void *send, void *recv, size_t n,
+                             AxTpType type, AxTpReq **req) {
   AxTpMpi *t = self(c);
   AxColl *op = NULL;
   Upload up = {0};
   const void *from = send;
   void *into = recv;
   if (t->on_device) { /* the group's blocks, then this rank's sum after them */
-    size_t block = n * sizeof *send, all = block * (size_t)c->size[g];
+    size_t block = n * ax_tp_type_size(type), all = block * (size_t)c->size[g];
     char *host;
     AX_TRY(stage_in(t, &(StagePlan){send, all, 0, recv, block, all, all + block}, &up, &host));
     from = host;
     into = host + all;
   }
-  int rc = ax_reduce_scatter_start(&op, t->grid->tpc[g], &t->cc, from, into, n, AX_COMM_F32,
+  int rc = ax_reduce_scatter_start(&op, t->grid->tpc[g], &t->cc, from, into, n, comm_type(type),
                                    count(c, g, AX_TP_OP_REDUCE_SCATTER));
   return finish_or_hand(c, g, AX_TP_OP_REDUCE_SCATTER, rc, op, &up, req);
 }
 
 /* A gather or reduce-scatter over a group of one: a copy within the buffers' memory. */
-static int tp_local_copy(AxTpComm *c, float *dst, const float *src, size_t n) {
+static int tp_local_copy(AxTpComm *c, void *dst, const void *src, size_t bytes) {
   AxTpMpi *t = self(c);
   if (!t->on_device) {
-    memcpy(dst, src, n * sizeof *dst);
+    memcpy(dst, src, bytes);
     return AX_OK;
   }
-  return t->be->ops->copy(t->be, dst, src, n * sizeof *dst, AX_COPY_D2D, AX_STREAM_COMPUTE);
+  return t->be->ops->copy(t->be, dst, src, bytes, AX_COPY_D2D, AX_STREAM_COMPUTE);
 }
 
 static int tp_wait(AxTpComm *c, AxTpReq *req) {
@@ -291,8 +298,13 @@ void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid) {
  * prefetched gathers (OAG) of a deep stage, with room to spare. */
 enum { TP_STAGE_MAX = 4096 };
 
+_Static_assert(AX_TP_BF16 == (int)AX_DTYPE_BF16 && AX_TP_F16 == (int)AX_DTYPE_F16 &&
+                   AX_TP_F32 == (int)AX_DTYPE_F32,
+               "tp_comm.h's element types are numbered as backend.h's");
+
 void ax_tp_mpi_bind(AxTpMpi *t, AxBackend *be, int device_buffers) {
   t->be = be;
+  t->comm.type = be ? (AxTpType)be->dtype : AX_TP_F32;
   t->on_device = be && !be->is_host;
   t->device_all_reduce = t->on_device && device_buffers && !ax_link_emulating(t->cc.links);
   t->cap_pool = t->on_device ? TP_STAGE_MAX : 0;

@@ -9,7 +9,11 @@
  * runs on them, and its result is copied back up when it is waited for. With CUDA-aware MPI
  * (device_buffers) the all-reduces instead hand the device buffers to MPI's own all-reduce
  * (MPI_Iallreduce; our ring adds on the host, which cannot read device memory), unless the
- * link is emulated (MPI's collectives cannot be); gathers and reduce-scatters stay staged. */
+ * link is emulated (MPI's collectives cannot be); gathers and reduce-scatters stay staged.
+ * The layers' buffers hold the bound backend's compute type (fp32 before any bind): bf16 and
+ * fp16 travel as such, summed in fp32 and rounded at each step (AX_COMM_BF16, AX_COMM_F16) by
+ * our ring, staged also under CUDA-aware MPI (its all-reduce would run our 16-bit sum, a
+ * user-defined operation, on device pointers); the fp32 row statistics go direct there. */
 #ifndef AX_MPI_TP_MPI_H
 #define AX_MPI_TP_MPI_H
 
@@ -56,9 +60,9 @@ typedef struct {
 /* Binds t to the grid's tensor-parallel communicators (grid->comm_cfg is copied now); its
  * buffers are in host memory until ax_tp_mpi_bind says otherwise. */
 void ax_tp_mpi_init(AxTpMpi *t, const AxGrid *grid);
-/* The buffers are be's device memory (a backend whose memory is host memory changes nothing);
- * device_buffers: MPI takes device pointers (mpi/cuda_aware.h). be must outlive t's use; call
- * ax_tp_mpi_release before destroying it. */
+/* The buffers are in be's memory, of its compute type (where that memory is host memory, the
+ * collectives read them in place); device_buffers: MPI takes device pointers
+ * (mpi/cuda_aware.h). be must outlive t's use; call ax_tp_mpi_release before destroying it. */
 void ax_tp_mpi_bind(AxTpMpi *t, AxBackend *be, int device_buffers);
 /* Frees the staging pool (no collective may be in flight). */
 void ax_tp_mpi_release(AxTpMpi *t);

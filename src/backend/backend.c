@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend_impl.h"
+#include "cpu_storage16.h"
 #include "plugin_load.h"
 #include "src/core/error.h"
 
@@ -23,7 +24,8 @@ static const AxBackendPlugin *plugin_for(const char *name) {
 AxBackend *ax_backend_create(const AxBackendConfig *cfg) {
   AxBackend *be = NULL;
   if (!strcmp(cfg->device, "cpu")) {
-    be = ax_backend_cpu_create(cfg);
+    int storage16 = cfg->cpu_storage16 && cfg->dtype != AX_DTYPE_F32;
+    be = storage16 ? ax_backend_cpu16_create(cfg) : ax_backend_cpu_create(cfg);
   } else {
     const AxBackendPlugin *p = plugin_for(cfg->device);
     be = p ? p->create(cfg) : NULL;

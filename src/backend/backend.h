@@ -2,8 +2,8 @@
  * copies, streams, GEMMs and the element-wise kernels the GPT model needs.
  *
  * Pointers the kernels take are device pointers. Tensors of activations, weights and their
- * gradients hold the backend's compute type (`be->dtype`: fp32 on the CPU backend, bf16/fp16/
- * fp32 on CUDA) and are passed as void *; small per-row statistics (LayerNorm mean/rstd,
+ * gradients hold the backend's compute type (`be->dtype`: fp32 on the CPU backend, or bf16/fp16
+ * storage over its fp32 arithmetic (cpu_storage16.h); bf16/fp16/fp32 on CUDA) and are passed as void *; small per-row statistics (LayerNorm mean/rstd,
  * per-token losses) are always fp32, token ids always int32.
  *
  * Kernels are enqueued on the compute stream and may run asynchronously (CUDA); errors surface
@@ -205,6 +205,8 @@ typedef struct {
   int bind;            /* pin threads with hwloc */
   int fused_attention; /* attention through the backend's fused ops where it has them
                           (--attention fused); else GEMMs and a stored T x T softmax */
+  int cpu_storage16;   /* "cpu" with dtype bf16/fp16: 16-bit storage over fp32 arithmetic
+                          (cpu_storage16.h; training runs); 0: the CPU backend refuses them */
   int local_rank, local_size; /* this rank among the ranks on its node (its GPU) */
   int share_rank, share_size; /* this rank among those of its node that started with the same
                                  CPU set (core binding, binding.h); share_size 0: local_* */

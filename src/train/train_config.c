@@ -760,15 +760,10 @@ AxTpComm ax_train_tp_sizes(const AxTrainConfig *cfg) {
   return (AxTpComm){.size = {cfg->grid.gx, cfg->grid.gy, cfg->grid.gz}};
 }
 
-/* --gx/--gy/--gz: what tensor parallelism runs with so far. */
+/* --gx/--gy/--gz: what tensor parallelism runs with so far (every --precision, as without it:
+ * the layers and their collectives carry the compute type). */
 static int check_tensor_parallel(const AxTrainConfig *cfg) {
   if (ax_train_tp_ranks(cfg) == 1) return AX_OK;
-  /* the backends have its kernels in every type (cpu: fp32 only, as always), but its layers and
-   * collectives carry fp32 activations only */
-  if (cfg->exec.precision != AX_PREC_FP32)
-    return AX_FAIL("tensor parallelism (--gx %d --gy %d --gz %d) needs --precision fp32 for now "
-                   "(its layers and collectives carry fp32 activations; bf16 and fp16 are not "
-                   "there yet)", cfg->grid.gx, cfg->grid.gy, cfg->grid.gz);
   int micro = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
   if (micro % cfg->grid.gz)
     return AX_FAIL("--gz %d does not divide the %d sequences of a micro-batch", cfg->grid.gz, micro);

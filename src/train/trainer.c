@@ -117,6 +117,7 @@ static int setup_backend(AxTrainer *t) {
                         .threads = t->cfg.exec.threads,
                         .bind = t->cfg.exec.bind,
                         .fused_attention = t->cfg.exec.fused_attention,
+                        .cpu_storage16 = 1, /* --device cpu --precision bf16|fp16 */
                         .local_rank = t->grid.local_rank,
                         .local_size = t->grid.local_size,
                         .share_rank = t->grid.share_rank,

@@ -1,5 +1,5 @@
-/* bf16_simd.h — vector bf16 <-> fp32 conversions shared by bf16.c and reduce_local.c (internal
- * to mpi/). Each rounds exactly like ax_f32_to_bf16: to nearest, ties to even, NaN kept quiet. */
+/* bf16_simd.h — vector bf16 <-> fp32 conversions shared by bf16.c and
+ * mpi/coll/reduce_local.c. Each rounds exactly like ax_f32_to_bf16: to nearest, ties to even, NaN kept quiet. */
 #ifndef AX_BF16_SIMD_H
 #define AX_BF16_SIMD_H
 

@@ -195,6 +195,5 @@ expect_job_error "does not divide the 2 attention heads" 4 --gx 4 && one_error_l
 expect_job_error "must divide the hidden size 32" 3 --gy 3 && one_error_line
 expect_job_error "--gz 4 does not divide the 2 sequences of a micro-batch" 4 --gz 4 && one_error_line
 expect_job_error "needs 8 ranks, but the job has 4" 4 --gx 2 --gy 2 --gz 2 && one_error_line
-expect_job_error "needs --precision fp32 for now" 2 --gx 2 --precision bf16 && one_error_line
 
 finish

@@ -123,7 +123,7 @@ wait_steps() { i=0; while [ "$(csv_steps "$1")" -lt "$2" ] && [ $i -lt 600 ]; do
 
 # stop signals: finish the step, checkpoint, exit 0
 for sig in USR1 TERM; do
-  timeout 120 $MPIEXEC -n 2 "$AXONN" train $COMMON --quiet=0 --g-inter 2 --steps 100000 \
+  timeout 120 $MPIEXEC -n 2 "$AXONN" train $COMMON $PEAK --quiet=0 --g-inter 2 --steps 100000 \
     --checkpoint-dir "$TMP/sig$sig" --metrics "$TMP/sig$sig.csv" >"$TMP/sig$sig.log" 2>&1 &
   job=$!
   wait_steps "$TMP/sig$sig.csv" 3

@@ -34,15 +34,16 @@ for s in cpu/flat/ag cpu/flat/a2a+ag plain/2l/ar-ring cpu/2l/casync-ring cpu/2l/
   echo "  identity through $s: the uncompressed run's losses"
 done
 
-# onebit through the two-level all-gather learns as the flat CaSync ring does
-L="--steps 40 $AUTO --compress-codec onebit:ef=1"
+# onebit through the two-level all-gather learns as the flat CaSync ring does (20 steps: the
+# loss is then about 0.6 of the first step's on both, 1% apart, against the bars' 0.9 and 5%)
+L="--steps 20 $AUTO --compress-codec onebit:ef=1"
 # shellcheck disable=SC2086
 if run flat1 4 $NODES $L --compress-scheme cpu/flat/casync-ring &&
    run twol1 4 $NODES $L --compress-scheme cpu/2l/ag; then
   a=$(awk -F, 'NR > 1 { v = $2 } END { print v }' "$TMP/twol1.csv")
   b=$(awk -F, 'NR > 1 { v = $2 } END { print v }' "$TMP/flat1.csv")
   f=$(awk -F, 'NR == 2 { print $2 }' "$TMP/twol1.csv")
-  echo "  onebit:ef=1 40 steps: two-level all-gather loss $a, flat CaSync ring $b (from $f)"
+  echo "  onebit:ef=1 20 steps: two-level all-gather loss $a, flat CaSync ring $b (from $f)"
   awk -v a="$a" -v b="$b" -v f="$f" 'BEGIN { exit !(a < 0.9 * f && a <= 1.05 * b) }' ||
     fail "onebit through cpu/2l/ag: loss $a did not fall like the flat ring's $b (from $f)"
 fi

@@ -37,7 +37,7 @@ no_leftovers() {
 start() {
   name=$1; shift
   # shellcheck disable=SC2086
-  timeout $LIMIT $MPIEXEC -n 4 "$AXONN" train $COMMON --steps 100000 --metrics "$TMP/$name.csv" \
+  timeout $LIMIT $MPIEXEC -n 4 "$AXONN" train $COMMON $PEAK --steps 100000 --metrics "$TMP/$name.csv" \
     "$@" >"$TMP/$name.log" 2>&1 &
   job=$!
 }
@@ -91,7 +91,7 @@ run ckref 4 --steps 8 && "$AXONN" compare "$TMP/ckref.bin" "$TMP/ckres.bin" --to
 T6="--layers 2 --hidden 64 --heads 2 --seq 32 --batch 4 --steps 3 --threads 1 --val-steps 0 \
   --quiet --g-data 2"
 # shellcheck disable=SC2086
-timeout -s KILL 60 $MPIEXEC -n 2 "$AXONN" train $T6 --compress powersgd:rank=1024 \
+timeout -s KILL 60 $MPIEXEC -n 2 "$AXONN" train $T6 $PEAK --compress powersgd:rank=1024 \
   --step-timeout 10 --metrics "$TMP/rank1024.csv" >"$TMP/rank1024.log" 2>&1; rc1=$?
 [ $rc1 -eq 0 ] || { fail "--compress powersgd:rank=1024: exit $rc1 (137: not done after 60 s)"
   cat "$TMP/rank1024.log"; }

@@ -36,7 +36,8 @@ if ! [ -d "$SHM" ] || ! [ -w "$SHM" ]; then
 fi
 NAME=t$$
 derived=
-cleanup_shm() { rm -rf "$SHM/axonn-$NAME" ${derived:+"$derived"}; }
+# (this trap replaces testlib.sh's, so it removes $TMP too)
+cleanup_shm() { rm -rf "$SHM/axonn-$NAME" ${derived:+"$derived"}; chmod -R u+w "$TMP" 2>/dev/null; rm -rf "$TMP"; }
 LOCK_NAME=lock
 trap cleanup_shm EXIT
 
@@ -55,6 +56,10 @@ killed() {
   [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { fail "$name: exit $rc, expected a killed job"; return 1; }
 }
 expect_log() { grep -q -- "$2" "$TMP/$1.log" || { fail "$1: no '$2' in its output"; cat "$TMP/$1.log"; }; }
+# keep_tree KEY: a copy of what a killed job left in memory, so that one killed job serves
+# several recoveries; put_back KEY: that memory as the job left it, in place of the current one
+keep_tree() { cp -a "$SHM/axonn-$NAME" "$TMP/tree-$1" || fail "$1: cannot keep the killed job's tree"; }
+put_back() { rm -rf "$SHM/axonn-$NAME"; cp -a "$TMP/tree-$1" "$SHM/axonn-$NAME"; }
 
 # summary_ckpt NAME WANT: the summary's memory_checkpoints object holds WANT (JSON; its key
 # "_positive" lists members that must be above 0), and each rank's costs are positive where it
@@ -165,19 +170,22 @@ run grid22_resume 4 $G22 --run-name "$NAME" --resume && tail_equal grid22_resume
 expect_log grid22_resume "step 5 recovered from memory (every node its own)"
 
 # a rank dies as step 7 begins: step 6's copy never finished, step 5 is whole in memory
-killed kill $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+# (what this job leaves serves the node loss and the corrupt copy below too: the same job, the
+# same step, put back before each)
+killed kill $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill &&
+  keep_tree kill
 run kill_resume 4 $P4 --run-name "$NAME" --resume && tail_equal kill_resume ref
 expect_log kill_resume "step 5 recovered from memory (every node its own)"
 [ -e "$SHM/axonn-$NAME" ] && fail "the resumed run's normal end left $SHM/axonn-$NAME"
 
 # node loss: node 1's memory is gone with it; node 0's replicas of stages 2 and 3 go over MPI
-killed node $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+put_back kill
 rm -rf "$SHM/axonn-$NAME/node-1"
 run node_resume 4 $P4 --run-name "$NAME" --resume && tail_equal node_resume ref
 expect_log node_resume "stage-3.bin of step 5: node 0's memory; sent from node 0 to node 1"
 
 # node 1's copy of stage 3 corrupt (one byte flipped in its data): the CRC rejects it
-killed corrupt $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+put_back kill
 f="$SHM/axonn-$NAME/node-1/slot-1/stage-3.bin"
 [ -f "$f" ] || fail "corrupt: no $f"
 b=$(od -An -tu1 -j2000 -N1 "$f" | tr -d ' ')  # byte 2000, replaced by its complement
@@ -250,8 +258,10 @@ run starved_resume 4 $P4 --run-name "$NAME" $STARVED --resume && tail_equal star
 expect_log starved_resume "step 5 recovered from memory (every node its own)"
 
 # shm-clean removes what a dead job left
+# (the same killed job's tree serves the links planted below: put back there)
 killed clean $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 3 --debug-hang-mode kill
 [ -d "$SHM/axonn-$NAME" ] || fail "clean: the killed job left no memory checkpoints"
+keep_tree clean
 "$AXONN" shm-clean --run-name "$NAME" --memory-dir "$SHM" >/dev/null || fail "shm-clean failed"
 [ -e "$SHM/axonn-$NAME" ] && fail "shm-clean left $SHM/axonn-$NAME"
 
@@ -293,7 +303,7 @@ fi
 rm -rf "$TREE"
 # --resume with a killed job's slots replaced by links to another directory: refused, and
 # that directory's files are all still there
-killed links $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 3 --debug-hang-mode kill
+put_back clean  # a job killed in step 3 (above)
 for i in 0 1 2; do rm -rf "$TREE/node-1/slot-$i"; ln -s "$VICTIM" "$TREE/node-1/slot-$i"; done
 expect_job_error "node-1/slot-0 is a symbolic link or not a directory" 4 $P4 --run-name "$NAME" --resume
 victims_intact "resume through links"

@@ -23,7 +23,8 @@ COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 12 --micro-batch 2 --s
 G="--g-inter 2 --g-data 2"
 
 run ref 1 || exit 1
-run dense 4 $G --sparse-embedding-sync dense || exit 1
+# (dense is also the bytes baseline and the plain sum of --compress auto below)
+run dense 4 $G --sparse-embedding-sync dense --summary "$TMP/dense.json" || exit 1
 if run zen 4 $G --sparse-embedding-sync zen --summary "$TMP/zen.json"; then
   same_losses zen dense 1e-6 1e-6
   same_losses zen ref 1e-5
@@ -98,9 +99,8 @@ PY
 # bytes: the first stage's sum of wte over the column per step, Zen vs the dense all-reduce
 # (printed, not asserted: the touched rows depend on the batch; mpitest_sparse_sync holds the
 # byte formulas). Zen's embedding_sync holds its sparse sum and the tied pair's V bytes; dense
-# sums wte over the column inside data_parallel, V bytes on two ranks.
-run dbytes 4 $G --sparse-embedding-sync dense --summary "$TMP/dense.json" &&
-  python3 - "$TMP/zen.json" "$TMP/dense.json" <<'PY'
+# sums wte over the column inside data_parallel, V bytes on two ranks. (dense's own run)
+python3 - "$TMP/zen.json" "$TMP/dense.json" <<'PY'
 import json, sys
 z, d = (json.load(open(p))["communication"]["per_step"]["ranks"] for p in sys.argv[1:3])
 V = d[0]["embedding_sync"]["bytes"]  # the pair's sum on two ranks: wte's bytes
@@ -113,8 +113,9 @@ expect_job_error "needs --g-inter 2 or more" 2 --g-data 2 --sparse-embedding-syn
 expect_job_error "--fusion 4M needs --compress auto" 2 --g-data 2 --fusion 4M
 
 # --compress auto: identity decides plain everywhere, over regrouped parts: the plain sum
-run plain2 4 $G --sparse-embedding-sync dense && run autoid 4 $G --sparse-embedding-sync dense \
-  --compress auto --compress-codec identity --fusion 2K && same_losses autoid plain2 0 0
+# (the plain sum: the dense run above, the same options)
+run autoid 4 $G --sparse-embedding-sync dense --compress auto --compress-codec identity \
+  --fusion 2K && same_losses autoid dense 0 0
 grep -q "^  fusion (Cupcake): .* tensor(s) in [0-9]* group(s)" "$TMP/autoid.log" ||
   { fail "autoid: no fusion line"; cat "$TMP/autoid.log"; }
 run pipe21 2 --g-inter 2 && run auto21 2 --g-inter 2 --compress auto && same_losses auto21 pipe21 0 0
@@ -123,7 +124,7 @@ SLOW="--ranks-per-node 1 --emulate-link 100Mbps"
 if run auto1 4 $G $SLOW --compress auto --compress-codec onebit:ef=1; then
   n=$(sed -n 's/^  strategy (Espresso): \([0-9]*\) group(s) compressed.*/\1/p' "$TMP/auto1.log")
   [ "${n:-0}" -gt 0 ] || { fail "auto1: Espresso compressed nothing over 100 Mb/s"; cat "$TMP/auto1.log"; }
-  a=$(tail -1 "$TMP/auto1.csv" | cut -d, -f2); b=$(tail -1 "$TMP/plain2.csv" | cut -d, -f2)
+  a=$(tail -1 "$TMP/auto1.csv" | cut -d, -f2); b=$(tail -1 "$TMP/dense.csv" | cut -d, -f2)
   echo "  onebit auto over 100 Mb/s: $n group(s) of stage 0 compressed; loss at step 5 $a, plain $b"
   awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 0.05 * b) }' ||
     fail "auto1: loss $a at step 5 is more than 5% from plain's $b"

@@ -11,13 +11,18 @@
 #   tail_equal NAME REF            NAME's losses (a resumed run's steps) equal REF's exactly
 #   expect_job_error NEEDLE NP ARGS...   training on NP ranks fails, in bounded time, with
 #                                  NEEDLE on stderr
+#   PEAK        what run and expect_job_error give for the summary's peak: --peak-tflops 1, so
+#               no run measures the CPU peak at its end (every rank's GEMMs at the run's shapes
+#               and 1024^3, a third of a second of each rank's CPU, more than a small run's
+#               training; the measurement is tests/cli_summary.sh's); ARGS may give another
 . "$(dirname "$0")/testlib.sh"
 MPIEXEC=${MPIEXEC:-mpiexec}
+PEAK="--peak-tflops 1"
 
 run() {
   name=$1; np=$2; shift 2
   # shellcheck disable=SC2086
-  if ! timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON --metrics "$TMP/$name.csv" \
+  if ! timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON $PEAK --metrics "$TMP/$name.csv" \
       --save "$TMP/$name.bin" "$@" >"$TMP/$name.log" 2>&1; then
     fail "$name: training failed"; cat "$TMP/$name.log"; return 1
   fi
@@ -61,7 +66,7 @@ expect_job_error() {
   needle=$1; np=$2; shift 2
   start=$(date +%s)
   # shellcheck disable=SC2086
-  timeout 120 $MPIEXEC -n "$np" "$AXONN" train $COMMON "$@" >"$TMP/f.out" 2>"$TMP/f.err"; rc=$?
+  timeout 120 $MPIEXEC -n "$np" "$AXONN" train $COMMON $PEAK "$@" >"$TMP/f.out" 2>"$TMP/f.err"; rc=$?
   took=$(($(date +%s) - start))
   if [ "$rc" -eq 0 ]; then fail "'$*' succeeded"; return; fi
   if [ "$rc" -eq 124 ]; then fail "'$*' hung (killed after 120 s)"; return; fi

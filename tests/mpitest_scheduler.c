@@ -1,6 +1,6 @@
 /* mpitest_scheduler.c — the message-driven pipeline scheduler (pipeline/scheduler.h) on its own,
  * with P = the number of ranks as stages and a mock stage instead of a model. The mock's
- * forward and backward record what they were called with, sleep a seeded random 0-2 ms, and
+ * forward and backward record what they were called with, sleep a seeded random 0-0.5 ms, and
  * produce messages whose every word encodes (run, sending stage, micro-batch, direction), so
  * the receiving stage verifies it got the right one, intact. For many seeds, micro-batch counts
  * 1..9 and pipeline limits 1..n_micro, training passes (ax_sched_train) interleaved with
@@ -44,7 +44,7 @@ enum {
   WORDS_LARGE = 16411,  /* 64 KiB + 44 bytes: MPI's rendezvous protocol */
   SEEDS = 6,            /* training runs: SEEDS x 45 (n_micro, limit) pairs */
   RUN_TIMEOUT_S = 60,
-  NAP_MAX_US = 2000,
+  NAP_MAX_US = 500, /* far above a message's time between ranks (microseconds) */
   CB_COLS = 16, CB_ROWS = 32, CB_RANK = 2, /* compressed backpropagation: rank-2 gradients */
 };
 enum { FWD = 0, BWD = 1 }; /* a message's direction: activation, gradient */

@@ -204,9 +204,7 @@ END_TEST
 /* CaSync's engine term: compressed all-reduces timed at the probe's sizes (1 KB x 16 up to 4
  * MB) that take the model's T_cpr(m, N) plus a known E0 + m / Eb give E back at those sizes,
  * for the ring and the PS on 2 and 4 ranks and a linear codec, and (a line between them)
- * between and beyond them; timed in one partition with 3 E0 on top, K = 1 gets 3 E0 and a K
- * between 1 and N the line between the two; timings the model already over-predicts give no
- * engine term. */
+ * between and beyond them; timings the model already over-predicts give no engine term. */
 START_TEST(engine_fit_recovers_known_terms) {
   AxCasyncCosts c = {.send = {7e-6, 1.1e9}, .enc = {0.3e-6, 4e9}, .dec = {0.1e-6, 2e9},
                      .ratio = 1.0 / 32};
@@ -222,29 +220,17 @@ START_TEST(engine_fit_recovers_known_terms) {
           y.seconds[i] = ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, y.bytes[i], n) + E0 +
                          y.bytes[i] / Eb;
         }
-        c.engine = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, n, &y);
+        c.engine = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, &y);
         for (double m = 1024; m <= 64e6; m *= 3) /* at, between and beyond the sizes */
-          ck_assert_double_eq_tol(ax_casync_engine_at(&c, n, n, m), E0 + m / Eb, 1e-9);
+          ck_assert_double_eq_tol(ax_casync_engine_at(&c, m), E0 + m / Eb, 1e-9);
         for (int i = 0; i < 4; i++) /* and T_cpr then meets the measurement */
           ck_assert_double_eq_tol(ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, y.bytes[i], n),
                                   y.seconds[i], y.seconds[i] * 1e-9);
-        AxSizedTimes one = y; /* in one partition: 3 E0 and no per-byte excess */
-        for (int i = 0; i < 4; i++)
-          one.seconds[i] = ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, y.bytes[i], 1) -
-                           ax_casync_engine_at(&c, n, 1, y.bytes[i]) + 3 * E0;
-        c.engine_one = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, 1, &one);
-        for (double m = 1024; m <= 64e6; m *= 3) {
-          ck_assert_double_eq_tol(ax_casync_engine_at(&c, n, 1, m), 3 * E0, 1e-9);
-          ck_assert_double_eq_tol(ax_casync_engine_at(&c, n, n, m), E0 + m / Eb, 1e-9);
-          double w = 1.0 / (n - 1); /* K = 2, between: linear in K */
-          ck_assert_double_eq_tol(ax_casync_engine_at(&c, n, 2, m),
-                                  (1 - w) * 3 * E0 + w * (E0 + m / Eb), 1e-9);
-        }
-        c.engine.n = c.engine_one.n = 0;
+        c.engine.n = 0;
         for (int i = 0; i < 4; i++) /* faster than the model */
           y.seconds[i] = 0.5 * ax_casync_t_cpr(&c, (AxCasyncAlgo)algo, n, y.bytes[i], n);
-        c.engine = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, n, &y);
-        for (double m = 512; m <= 64e6; m *= 3) ck_assert(ax_casync_engine_at(&c, n, n, m) == 0);
+        c.engine = ax_casync_engine_from(&c, (AxCasyncAlgo)algo, n, &y);
+        for (double m = 512; m <= 64e6; m *= 3) ck_assert(ax_casync_engine_at(&c, m) == 0);
       }
 }
 END_TEST
@@ -257,35 +243,13 @@ END_TEST
 START_TEST(engine_interpolates_between_sizes) {
   AxCasyncCosts c = {.engine = {.n = 4, .bytes = {1024, 16384, 262144, 4194304},
                                 .seconds = {0, 300e-6, 0, 0}}};
-  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 2, 2, 65536), 240e-6, 1e-15);
-  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 2, 2, 16384), 300e-6, 1e-15);
-  ck_assert(ax_casync_engine_at(&c, 2, 2, 512) == 0);
-  ck_assert(ax_casync_engine_at(&c, 2, 2, 16 << 20) == 0);
+  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 65536), 240e-6, 1e-15);
+  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 16384), 300e-6, 1e-15);
+  ck_assert(ax_casync_engine_at(&c, 512) == 0);
+  ck_assert(ax_casync_engine_at(&c, 16 << 20) == 0);
   c.engine.seconds[3] = 100e-6; /* rising at the end: the line goes on rising */
-  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 2, 2, 8388608.0 - 262144), 200e-6, 1e-12);
-  /* not timed in one partition: K = 1 takes K = N's */
-  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 2, 1, 65536), 240e-6, 1e-15);
-}
-END_TEST
-
-/* The engine in one partition picks K by hand: on 2 ranks with the hand costs (the ring's
- * alpha = 2, beta = gamma = 2 whatever K, on m / K bytes), a 1 MB part costs T_cpr(K) = 150 us
- * + (2 / K) m (r / b + 1 / Be + r / Bd): the model alone picks K = 2, by m (r / b + 1 / Be +
- * r / Bd) = 303.4 us. An engine of 500 us at K = 2 and none at K = 1 makes K = 1 cheaper by
- * 500 us less that: K = 1 is picked. */
-START_TEST(engine_in_one_part_picks_k) {
-  AxCasyncCosts c = hand_costs();
-  const double m = 1 << 20;
-  ck_assert_int_eq(ax_casync_choose(&c, AX_CASYNC_RING, 2, m, 0).cpr_parts, 2);
-  AxSizedTimes flat = {.n = 4, .bytes = {1024, 16384, 262144, 4194304}};
-  c.engine = c.engine_one = flat;
-  for (int i = 0; i < 4; i++) c.engine.seconds[i] = 500e-6;
-  AxCasyncChoice ch = ax_casync_choose(&c, AX_CASYNC_RING, 2, m, 0);
-  ck_assert_int_eq(ch.cpr_parts, 1);
-  ck_assert_double_eq_tol(ch.t_cpr, 150e-6 + 2 * m * (1.0 / 32 / 1e9 + 1 / 4e9 + 1.0 / 32 / 4e9),
-                          1e-12);
-  ck_assert_double_eq_tol(ax_casync_t_cpr(&c, AX_CASYNC_RING, 2, m, 2) - ch.t_cpr,
-                          500e-6 - m * (1.0 / 32 / 1e9 + 1 / 4e9 + 1.0 / 32 / 4e9), 1e-12);
+  ck_assert_double_eq_tol(ax_casync_engine_at(&c, 8388608.0 - 262144),
+                          200e-6, 1e-12);
 }
 END_TEST
 
@@ -477,7 +441,6 @@ int main(void) {
   tcase_add_test(tc, decision_flips_where_t_cpr_crosses_measured_t_orig);
   tcase_add_test(tc, engine_fit_recovers_known_terms);
   tcase_add_test(tc, engine_interpolates_between_sizes);
-  tcase_add_test(tc, engine_in_one_part_picks_k);
   tcase_add_test(tc, engine_term_moves_the_decision_by_hand);
   tcase_add_test(tc, parts_run_their_k);
   tcase_add_test(tc, threshold_policy_and_linear_codecs);

@@ -21,21 +21,14 @@ static double between(const AxSizedTimes *e, int i, double bytes) {
   return e->seconds[i] + (bytes - e->bytes[i]) * slope;
 }
 
-/* Times e at `bytes`: between its sizes, below and above them (ax_casync_engine_at). */
-static double sized_at(const AxSizedTimes *e, double bytes) {
+double ax_casync_engine_at(const AxCasyncCosts *c, double bytes) {
+  const AxSizedTimes *e = &c->engine;
   if (e->n < 1) return 0;
   if (e->n == 1 || bytes <= e->bytes[0]) return e->seconds[0];
   int i = 0;
   while (i < e->n - 2 && bytes > e->bytes[i + 1]) i++;
   double t = between(e, i, bytes);
   return t > 0 ? t : 0;
-}
-
-double ax_casync_engine_at(const AxCasyncCosts *c, int ranks, int parts, double bytes) {
-  double at_n = sized_at(&c->engine, bytes);
-  if (!c->engine_one.n || ranks < 2 || parts >= ranks) return at_n;
-  double w = parts <= 1 ? 0.0 : (double)(parts - 1) / (ranks - 1);
-  return (1 - w) * sized_at(&c->engine_one, bytes) + w * at_n;
 }
 
 /* Weighted least squares of y = a + b x with weights 1 / y^2 (relative error). */
@@ -116,14 +109,14 @@ static double model_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, 
 
 double ax_casync_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
                        int parts) {
-  return model_t_cpr(c, algo, ranks, bytes, parts) + ax_casync_engine_at(c, ranks, parts, bytes);
+  return model_t_cpr(c, algo, ranks, bytes, parts) + ax_casync_engine_at(c, bytes);
 }
 
 AxSizedTimes ax_casync_engine_from(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
-                                   int parts, const AxSizedTimes *measured) {
+                                   const AxSizedTimes *measured) {
   AxSizedTimes e = *measured;
   for (int i = 0; i < e.n; i++) {
-    double excess = measured->seconds[i] - model_t_cpr(c, algo, ranks, measured->bytes[i], parts);
+    double excess = measured->seconds[i] - model_t_cpr(c, algo, ranks, measured->bytes[i], ranks);
     e.seconds[i] = excess > 0 ? excess : 0;
   }
   return e;

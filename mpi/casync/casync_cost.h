@@ -64,11 +64,10 @@ typedef struct {
    * T_cpr's messages carry the same per-message overhead. */
   AxLinearCost plain;
   /* CaSync's own cost beyond the terms above: what a compressed all-reduce timed over the
-   * run's own path (ax_casync_measure_paths) took more than alpha T_send + beta T_enc + gamma
-   * T_dec predict, at each probe size (of the part's raw bytes, floored at 0), in K = N
-   * partitions (engine) and in one (engine_one); added to every T_cpr (ax_casync_engine_at).
-   * n = 0: not measured (engine_one's: engine's at every K; both: nothing added). */
-  AxSizedTimes engine, engine_one;
+   * run's own path (ax_casync_measure_paths, at K = N) took more than alpha T_send + beta
+   * T_enc + gamma T_dec predict, at each probe size (of the part's raw bytes, floored at 0);
+   * added to every T_cpr (ax_casync_engine_at). n = 0: not measured, nothing added. */
+  AxSizedTimes engine;
 } AxCasyncCosts;
 
 typedef struct {
@@ -86,18 +85,16 @@ typedef struct {
 } AxCasyncChoice;
 
 double ax_linear_cost_at(const AxLinearCost *c, double bytes);
-/* The engine term of c for a part of `bytes` in K = parts partitions on N = ranks ranks: each
- * timed K's (AxCasyncCosts.engine at N, engine_one at 1) linear between the two measured
- * sizes around `bytes`, the smallest size's below them, the last two's line extended above
- * them (floored at 0); a K between 1 and N linear between the two (K > N: N's); 0 where not
- * measured. */
-double ax_casync_engine_at(const AxCasyncCosts *c, int ranks, int parts, double bytes);
-/* The engine term that makes the model's T_cpr(m, K) (c's other terms, algo, N ranks, K =
- * parts) meet compressed all-reduces measured at some sizes: at each, the measured time less
- * the model's, floored at 0 (where the model already predicts more, nothing is added). Points
- * on model + E give E back at them. */
+/* The engine term of c (AxCasyncCosts.engine) for a part of `bytes`: linear between the two
+ * measured sizes around it, the smallest size's below them, the last two's line extended
+ * above them (floored at 0); 0 where not measured. */
+double ax_casync_engine_at(const AxCasyncCosts *c, double bytes);
+/* The engine term that makes the model's T_cpr(m, N) (c's other terms, algo, N ranks) meet
+ * compressed all-reduces measured at some sizes: at each, the measured time less the model's,
+ * floored at 0 (where the model already predicts more, nothing is added). Points on model + E
+ * give E back at them. */
 AxSizedTimes ax_casync_engine_from(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks,
-                                   int parts, const AxSizedTimes *measured);
+                                   const AxSizedTimes *measured);
 /* The line through n >= 1 measured points (bytes[i], seconds[i] > 0): least squares on the
  * relative error (each point weighted by 1 / seconds^2, so a tiny size counts as much as a
  * large one); a slope that noise made non-positive becomes the largest size's rate (the line
@@ -158,19 +155,18 @@ int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAl
  * and bandwidth x 2(N-1)/N. Fed back into T_orig it gives the measurement exactly. */
 AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
 
-/* casync_probe.c: the paths a part can take, timed side by side over cc's path (emulated
+/* casync_probe.c: the two paths a part can take, timed side by side over cc's path (emulated
  * link, waits; traffic not counted) at 1 KB, 16 KB, 256 KB and 4 MB: in each round the plain
  * all-reduce (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
- * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions and in one,
- * on fresh values, so all see the same load; each size the least over `reps` rounds of the
- * slowest rank's time (other work only adds time). *plain is the plain path fitted by
- * ax_linear_fit (a positive latency kept): T_orig's measurement (as ax_casync_measure_plain's);
- * casync[0] the CaSync times at the four sizes in K = N partitions, casync[1] in one, from which
- * the engine terms come (ax_casync_engine_from, once the send is known). Collective; the same
- * figures on every rank of comm. One rank: zero latency, infinite bandwidth, no CaSync times
- * (n = 0). */
+ * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, on fresh
+ * values, so both see the same load; each size the least over `reps` rounds of the slowest
+ * rank's time (other work only adds time). *plain is the plain path fitted by ax_linear_fit
+ * (a positive latency kept): T_orig's measurement (as ax_casync_measure_plain's); *casync the
+ * CaSync times at the four sizes, from which the engine term comes (ax_casync_engine_from,
+ * once the send is known). Collective; the same figures on every rank of comm. One rank: zero
+ * latency, infinite bandwidth, no CaSync times (n = 0). */
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
                             const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
-                            AxSizedTimes casync[2]);
+                            AxSizedTimes *casync);
 
 #endif

@@ -145,40 +145,40 @@ static int probe_run(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plai
   return AX_OK;
 }
 
-/* The least over `reps` rounds of the plain all-reduce's and CaSync's (in K = N partitions,
- * then in one) seconds for `count` floats: out[0] plain, out[1] K = N, out[2] K = 1; each
- * round the three in that order, after one untimed round: other work on a shared machine only
- * adds time, so the best round is the paths' own cost. */
-static int time_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
-                      const AxCodec *c, AxCasyncAlgo algo, float *buf, size_t count, int reps,
-                      double out[3]) {
+/* The least over `reps` rounds of the plain all-reduce's and CaSync's (in K = N partitions)
+ * seconds for `count` floats, each round the plain run first, then CaSync, after one untimed
+ * round: other work on a shared machine only adds time, so the best round is the paths' own
+ * cost. */
+static int time_pair(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
+                     const AxCodec *c, AxCasyncAlgo algo, float *buf, size_t count, int reps,
+                     double *plain_s, double *casync_s) {
   int size;
   AX_MPI(MPI_Comm_size(comm, &size));
-  AxCasyncState *st[3] = {NULL, NULL, NULL};
-  int rc = ax_casync_state_new_parts(c, count, size, size, &st[1]);
-  if (rc == AX_OK) rc = ax_casync_state_new_parts(c, count, size, 1, &st[2]);
-  double t[3][16];
+  AxCasyncState *st;
+  AX_TRY(ax_casync_state_new_parts(c, count, size, size, &st));
+  double tp[16], tc[16];
   if (reps > 16) reps = 16;
   if (reps < 1) reps = 1;
-  for (int i = -1; i < reps && rc == AX_OK; i++)
-    for (int p = 0; p < 3 && rc == AX_OK; p++)
-      rc = probe_run(comm, cc, plain_algo, c, algo, st[p], buf, count, i < 0 ? NULL : &t[p][i]);
-  ax_casync_state_free(st[1]);
-  ax_casync_state_free(st[2]);
-  AX_TRY(rc);
-  for (int p = 0; p < 3; p++) {
-    double least = ax_least(t[p], reps);
-    out[p] = least > 1e-9 ? least : 1e-9;
+  int rc = AX_OK;
+  for (int i = -1; i < reps && rc == AX_OK; i++) {
+    rc = probe_run(comm, cc, plain_algo, c, algo, NULL, buf, count, i < 0 ? NULL : &tp[i]);
+    if (rc == AX_OK)
+      rc = probe_run(comm, cc, plain_algo, c, algo, st, buf, count, i < 0 ? NULL : &tc[i]);
   }
+  ax_casync_state_free(st);
+  AX_TRY(rc);
+  double p = ax_least(tp, reps), q = ax_least(tc, reps);
+  *plain_s = p > 1e-9 ? p : 1e-9;
+  *casync_s = q > 1e-9 ? q : 1e-9;
   return AX_OK;
 }
 
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
                             const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
-                            AxSizedTimes casync[2]) {
+                            AxSizedTimes *casync) {
   int size = 1;
   *plain = (AxLinearCost){0, INFINITY};
-  casync[0].n = casync[1].n = 0;
+  casync->n = 0;
   if (comm == MPI_COMM_NULL) return AX_OK;
   AX_MPI(MPI_Comm_size(comm, &size));
   if (size < 2) return AX_OK;
@@ -191,21 +191,17 @@ int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAl
   size_t largest = (size_t)SMALLEST * STEP * STEP * STEP;
   float *buf = ax_calloc(largest / sizeof(float), sizeof(float));
   int rc = ax_mpi_agree(comm, buf ? AX_OK : AX_ERR);
-  double tp[N_SIZES], t[3];
+  double tp[N_SIZES];
   size_t b = SMALLEST;
   for (int i = 0; i < N_SIZES && rc == AX_OK; i++, b *= STEP) {
-    rc = ax_mpi_agree(comm, time_paths(comm, &quiet, plain_algo, probe, algo, buf,
-                                       b / sizeof(float), reps, t));
-    tp[i] = t[0];
-    for (int k = 0; k < 2; k++) {
-      casync[k].bytes[i] = (double)b;
-      casync[k].seconds[i] = t[1 + k];
-    }
+    casync->bytes[i] = (double)b;
+    rc = ax_mpi_agree(comm, time_pair(comm, &quiet, plain_algo, probe, algo, buf,
+                                      b / sizeof(float), reps, &tp[i], &casync->seconds[i]));
   }
   free(buf);
   ax_codec_free(probe);
   AX_TRY(rc);
-  *plain = ax_linear_fit(casync[0].bytes, tp, N_SIZES); /* the same figures on every rank */
-  casync[0].n = casync[1].n = N_SIZES;
+  *plain = ax_linear_fit(casync->bytes, tp, N_SIZES); /* the same figures on every rank */
+  casync->n = N_SIZES;
   return AX_OK;
 }

@@ -334,7 +334,7 @@ static AxCasyncCosts link_costs(const AxCasyncCosts *profiled, const AxLinearCos
   AxCasyncCosts c = *profiled;
   c.plain = *plain;
   c.send = ax_casync_send_from_plain(plain, ranks);
-  c.engine.n = c.engine_one.n = 0;
+  c.engine.n = 0;
   return c;
 }
 
@@ -377,22 +377,19 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
 static int path_costs(Cb *b, const AxCasyncCosts *costs, int i, AxCasyncAlgo sync,
                       AxCasyncCosts *out) {
   AxLinearCost plain;
-  AxSizedTimes casync[2];
+  AxSizedTimes casync;
   AX_TRY(ax_casync_measure_paths(b->comm, &b->cc, AX_ALLREDUCE_RING, b->codecs[i], sync, 5,
-                                 &plain, casync));
+                                 &plain, &casync));
   *out = link_costs(&costs[i], &plain, b->size);
-  out->engine = ax_casync_engine_from(out, sync, b->size, b->size, &casync[0]);
-  out->engine_one = ax_casync_engine_from(out, sync, b->size, 1, &casync[1]);
-  char sizes[96], taken[2][96], engine[2][96];
-  engine_list(&casync[0], 0, sizes, sizeof sizes);
-  engine_list(&casync[0], 1, taken[0], sizeof taken[0]);
-  engine_list(&casync[1], 1, taken[1], sizeof taken[1]);
-  engine_list(&out->engine, 1, engine[0], sizeof engine[0]);
-  engine_list(&out->engine_one, 1, engine[1], sizeof engine[1]);
-  ax_log("# %s %s: plain ring %.4g us + bytes / %.4g GB/s, CaSync in K = N / 1 partitions "
-         "%s / %s us side by side at %s bytes; its engine beyond the model's terms there: %s / "
-         "%s us", ax_codec_spec(b->codecs[i]), ax_casync_algo_name(sync), plain.latency_s * 1e6,
-         plain.bytes_per_s / 1e9, taken[0], taken[1], sizes, engine[0], engine[1]);
+  out->engine = ax_casync_engine_from(out, sync, b->size, &casync);
+  char sizes[96], taken[96], engine[96];
+  engine_list(&casync, 0, sizes, sizeof sizes);
+  engine_list(&casync, 1, taken, sizeof taken);
+  engine_list(&out->engine, 1, engine, sizeof engine);
+  ax_log("# %s %s: plain ring %.4g us + bytes / %.4g GB/s, CaSync %s us side by side at %s "
+         "bytes; its engine beyond the model's terms there: %s us", ax_codec_spec(b->codecs[i]),
+         ax_casync_algo_name(sync), plain.latency_s * 1e6, plain.bytes_per_s / 1e9, taken,
+         sizes, engine);
   return AX_OK;
 }
 
@@ -471,10 +468,10 @@ static void report_plain(Cb *b, size_t n, const AxLinkSpec *l, const Measured *m
  * JSON row. */
 static void report(Cb *b, const char *codec, const char *sync, size_t n, const AxLinkSpec *l,
                    const Case *cs, const AxCasyncChoice *ch, const AxSizedTimes *engine,
-                   const AxSizedTimes *engine_one, double loss) {
+                   double loss) {
   const Measured *m = &cs->m[cs->nk - 1];
   double gbps = l->bytes_per_s * 8 / 1e9;
-  char lost[32] = "", pick[24], best[24], ks[96], us[256], eb[96], es[96], e1[96];
+  char lost[32] = "", pick[24], best[24], ks[96], us[256], eb[96], es[96];
   int same = 1;
   for (int j = 0; j < cs->nk; j++) same &= cs->m[j].same;
   if (loss > 0) snprintf(lost, sizeof lost, " WRONG (+%.0f%%)", 100 * loss);
@@ -485,7 +482,6 @@ static void report(Cb *b, const char *codec, const char *sync, size_t n, const A
   k_lists(cs, ks, us, sizeof us);
   engine_list(engine, 0, eb, sizeof eb);
   engine_list(engine, 1, es, sizeof es);
-  engine_list(engine_one, 1, e1, sizeof e1);
   ax_log("  %-30s %-5s %11zu %7.3g %12.1f %14.0f %8.2fx %5s %-6s %-6s%s  (K %s: %s us)", codec,
          sync, n * sizeof(float), gbps, m->us, m->wire, cs->plain_us / m->us,
          same ? "ok" : "DIFF", pick, best, lost, ks, us);
@@ -496,13 +492,12 @@ static void report(Cb *b, const char *codec, const char *sync, size_t n, const A
            "\"best\":\"%s\",\"best_k\":%d,\"best_us\":%.2f,\"model_pick\":\"%s\","
            "\"model_k\":%d,\"model_us\":%.2f,\"model_wrong\":%s,\"model_loss\":%.4f,"
            "\"noise\":%.2f,\"model_t_orig_us\":%.2f,\"model_t_cpr_us\":%.2f,"
-           "\"engine_bytes\":[%s],\"engine_us\":[%s],\"engine_one_part_us\":[%s],"
-           "\"iters\":%d}",
+           "\"engine_bytes\":[%s],\"engine_us\":[%s],\"iters\":%d}",
            codec, sync, b->size, n * sizeof(float), gbps, l->latency_s * 1e6, m->us,
            cs->plain_us, m->wire, cs->plain_us / m->us, same ? "true" : "false", ks, us,
            best, cs->best_k, cs->best_us, ch->compress ? "compress" : "plain",
            ch->compress ? ch->cpr_parts : 0, picked_us(cs, ch), loss > 0 ? "true" : "false",
-           loss, NOISE, ch->t_orig * 1e6, ch->t_cpr * 1e6, eb, es, e1, b->c->iters);
+           loss, NOISE, ch->t_orig * 1e6, ch->t_cpr * 1e6, eb, es, b->c->iters);
 }
 
 /* The virtual nodes of the all-reduce rows: --ranks-per-node, or the job in two halves. */
@@ -547,7 +542,7 @@ static int size_rows(Cb *b, const AxCasyncCosts *linked, const AxLinkSpec *link,
                sync, n * sizeof(float), link->bytes_per_s * 8 / 1e9,
                ch.compress ? "compress" : "plain", k, best);
       double loss = score_pick(score, &cs, &ch, what);
-      report(b, codec, sync, n, link, &cs, &ch, engine, &c->engine_one, loss);
+      report(b, codec, sync, n, link, &cs, &ch, engine, loss);
     }
   return AX_OK;
 }

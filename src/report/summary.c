@@ -202,18 +202,6 @@ static void linear_cost_json(AxJsonW *j, const char *key, const AxLinearCost *c)
 /* The gradient compression: what ran (the codec, the recipe's warm-up and frozen variance,
  * vectors, stages, the recipe's defaults), what decided rank 0's stage's parts, the costs the
  * cost model used (agreed by every rank), and the parts. null: the run compresses nothing. */
-/* [{"bytes", "seconds"}, ...]; [] where nothing was timed. */
-static void sized_times_json(AxJsonW *j, const char *key, const AxSizedTimes *t) {
-  ax_jsonw_array(j, key);
-  for (int i = 0; i < t->n; i++) {
-    ax_jsonw_object(j, NULL);
-    ax_jsonw_num(j, "bytes", t->bytes[i]);
-    ax_jsonw_num(j, "seconds", t->seconds[i]);
-    ax_jsonw_end(j);
-  }
-  ax_jsonw_end(j);
-}
-
 static void compression_json(AxJsonW *j, const AxCompressReport *r,
                              const AxCompressionOptions *o) {
   if (!r->codec && (!o || !o->codec_spec[0])) {
@@ -228,8 +216,14 @@ static void compression_json(AxJsonW *j, const AxCompressReport *r,
     ax_jsonw_object(j, "costs");
     if (r->costs.plain.bytes_per_s > 0) {
       linear_cost_json(j, "plain_allreduce", &r->costs.plain);
-      sized_times_json(j, "casync_engine", &r->costs.engine);
-      sized_times_json(j, "casync_engine_one_part", &r->costs.engine_one);
+      ax_jsonw_array(j, "casync_engine"); /* [] where not timed */
+      for (int i = 0; i < r->costs.engine.n; i++) {
+        ax_jsonw_object(j, NULL);
+        ax_jsonw_num(j, "bytes", r->costs.engine.bytes[i]);
+        ax_jsonw_num(j, "seconds", r->costs.engine.seconds[i]);
+        ax_jsonw_end(j);
+      }
+      ax_jsonw_end(j);
     }
     linear_cost_json(j, "send", &r->costs.send);
     linear_cost_json(j, "encode", &r->costs.enc);

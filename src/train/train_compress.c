@@ -27,10 +27,10 @@ const char *ax_data_link_name(AxDataLink l) {
 /* The plain all-reduce the run takes (T_orig) and, with `engine`, CaSync with the run's codec
  * and algorithm timed side by side with it (ax_casync_measure_paths) on the data-parallel
  * group; *casync stays {0, 0} without. */
-static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxSizedTimes casync[2]) {
+static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxSizedTimes *casync) {
   enum { REPS = 5 };
   AxAllreduceAlgo algo = (AxAllreduceAlgo)t->cfg.grid.allreduce;
-  casync[0].n = casync[1].n = 0;
+  casync->n = 0;
   if (!engine)
     return ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg, algo, REPS, plain);
   return ax_casync_measure_paths(t->grid.data, &t->grid.comm_cfg, algo, t->codec,
@@ -45,29 +45,28 @@ static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxSizedT
  * terms is the engine term (ax_casync_engine_from). Not under --compress auto (`engine` 0),
  * whose Espresso prices its own schemes. */
 static int agreed_costs(AxTrainer *t, AxCasyncCosts *c, int engine) {
-  enum { N = 8 + 2 * AX_PROBE_SIZES };
+  enum { N = 8 + AX_PROBE_SIZES };
   AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
   AX_TRY(ax_trainer_link_cost(t, t->grid.data, &c->send));
-  AxSizedTimes casync[2];
-  AX_TRY(measure_paths(t, engine && t->grid.D > 1, &c->plain, casync));
+  AxSizedTimes casync;
+  AX_TRY(measure_paths(t, engine && t->grid.D > 1, &c->plain, &casync));
   double v[N] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
                  1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
                  c->plain.latency_s, 1.0 / c->plain.bytes_per_s};
-  for (int k = 0; k < 2; k++)
-    for (int i = 0; i < casync[k].n; i++) v[8 + k * AX_PROBE_SIZES + i] = casync[k].seconds[i];
+  for (int i = 0; i < casync.n; i++) v[8 + i] = casync.seconds[i];
   AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_MAX, t->grid.world));
   c->send = (AxLinearCost){v[0], 1.0 / v[1]};
   c->enc = (AxLinearCost){v[2], 1.0 / v[3]};
   c->dec = (AxLinearCost){v[4], 1.0 / v[5]};
   c->plain = (AxLinearCost){v[6], 1.0 / v[7]};
-  c->engine.n = c->engine_one.n = 0;
+  c->engine.n = 0;
   if (t->grid.D < 2) return AX_OK;
   c->send = ax_casync_send_from_plain(&c->plain, t->grid.D);
-  AxCasyncAlgo algo = (AxCasyncAlgo)t->cfg.compression.compress_sync;
-  for (int k = 0; k < 2; k++)
-    for (int i = 0; i < casync[k].n; i++) casync[k].seconds[i] = v[8 + k * AX_PROBE_SIZES + i];
-  if (casync[0].n) c->engine = ax_casync_engine_from(c, algo, t->grid.D, t->grid.D, &casync[0]);
-  if (casync[1].n) c->engine_one = ax_casync_engine_from(c, algo, t->grid.D, 1, &casync[1]);
+  if (casync.n) {
+    for (int i = 0; i < casync.n; i++) casync.seconds[i] = v[8 + i];
+    c->engine = ax_casync_engine_from(c, (AxCasyncAlgo)t->cfg.compression.compress_sync,
+                                      t->grid.D, &casync);
+  }
   return AX_OK;
 }
 
@@ -402,7 +401,7 @@ static const char *seconds_text(double s, char *buf, size_t cap) {
 
 void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
   char dec[96] = "no decode (a linear codec: the encode is its factors and rebuild)";
-  char plain[160] = "", engine[320] = "";
+  char plain[160] = "", engine[200] = "";
   if (!k->linear)
     snprintf(dec, sizeof dec, "decode and merge %.3g us + bytes / %.3g GB/s",
              k->dec.latency_s * 1e6, k->dec.bytes_per_s / 1e9);
@@ -410,13 +409,10 @@ void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
     snprintf(plain, sizeof plain, "plain all-reduce measured %.3g us + bytes / %.3g GB/s; a "
              "message of it: ", k->plain.latency_s * 1e6, k->plain.bytes_per_s / 1e9);
   if (k->plain.bytes_per_s > 0 && k->engine.n) {
-    int at = snprintf(engine, sizeof engine, "; CaSync's engine (timed, beyond those terms) "
-                      "in K = N partitions / in one:");
+    int at = snprintf(engine, sizeof engine, "; CaSync's engine (timed, beyond those terms)");
     for (int i = 0; i < k->engine.n && at > 0 && (size_t)at < sizeof engine; i++)
-      at += snprintf(engine + at, sizeof engine - (size_t)at, "%s %.3g / %.3g us at %.0f KB",
-                     i ? "," : "", k->engine.seconds[i] * 1e6,
-                     k->engine_one.n ? k->engine_one.seconds[i] * 1e6 : NAN,
-                     k->engine.bytes[i] / 1024);
+      at += snprintf(engine + at, sizeof engine - (size_t)at, "%s %.3g us at %.0f KB",
+                     i ? "," : "", k->engine.seconds[i] * 1e6, k->engine.bytes[i] / 1024);
   }
   ax_log("  costs: %ssend %.3g us + bytes / %.3g GB/s (%s); encode %.3g us + bytes / %.3g "
          "GB/s; %s%s (profiled on this machine, max over ranks)", plain,

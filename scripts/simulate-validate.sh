@@ -22,8 +22,6 @@ OUT=${1:-build/simulate-validate}
 SHAPES=${SHAPES:-128x512x256x1 32x256x256x1 64x4096x128x2 256x1024x192x1}
 GRIDS=${GRIDS:-1x1 2x1 1x2 2x2 4x1}
 LINKS=${LINKS:-none 1Gbps}
-SESSION=""
-if command -v setsid >/dev/null 2>&1; then SESSION="setsid -w"; fi
 mkdir -p "$OUT"
 
 batch_time() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['timing']['batch_time_s'])" "$1"; }
@@ -45,11 +43,12 @@ run_case() {
   pred=""; meas=""; each=""; load0=$(load)
   for r in $(seq "$REPS"); do
     tag="$prefix-$g-$emu-$r"
-    # in a session of its own, as mpiexec (hydra) starts each rank: Linux shares the CPU
-    # between sessions (autogroup), and a profile in this script's session would share its one
-    # share with whatever else runs there (docs/simulator.md, "Ranks that share a host")
+    # on 2 ranks (rank 0 measures the compute alone, then both time the all-reduce between
+    # them), each in a session of its own as mpiexec (hydra) starts every rank: Linux shares the
+    # CPU between sessions (autogroup), and a profile in this script's session would share its
+    # one share with whatever else runs there (docs/simulator.md, "Ranks that share a host")
     # shellcheck disable=SC2086
-    $SESSION "$AXONN" profile $common $link --out "$tag.profile" >"$tag.profile.log" 2>&1 || { echo "profile failed: $tag"; continue; }
+    $MPIEXEC -n 2 "$AXONN" profile $common $link --out "$tag.profile" >"$tag.profile.log" 2>&1 || { echo "profile failed: $tag"; continue; }
     # no --machine: the host the profile measured (one node, half the copy bandwidth, its cores)
     # shellcheck disable=SC2086
     "$AXONN" simulate $common $link --profile "$tag.profile" \

@@ -6,7 +6,7 @@
 # times: the machine may be loaded). Backward twice forward keeps the arrivals a stage chooses
 # between apart: in the simulated step no message a stage did not take arrives within 50 ms
 # (one forward) of the compute it took instead, so a run whose ranks are held up by less than
-# that keeps the order.
+# that keeps the order. Also: a profile on 2 ranks times the all-reduce between them.
 . "$(dirname "$0")/mpilib.sh"
 
 T="--layers 4 --hidden 32 --heads 2 --seq 16 --vocab 128 --batch 8 --micro-batch 1 --g-inter 4
@@ -21,6 +21,21 @@ printf 'name = ws\ngpus_per_node = 8\nintra_bw = 4GB/s\ninter_bw = 4GB/s\n' >"$T
 # shellcheck disable=SC2086
 timeout 300 $MPIEXEC -n 4 "$AXONN" train $T --trace "$TMP/real.json" </dev/null \
   >"$TMP/real.out" 2>&1 || { fail "train"; cat "$TMP/real.out"; }
+# the profile on 2 ranks times the all-reduce between them (rank 0 writes the file, which
+# the 1-rank profile above leaves at 0, not measured); the tiny model's shape is all it needs
+# shellcheck disable=SC2086
+timeout 300 $MPIEXEC -n 2 "$AXONN" profile $T --out "$TMP/p2.txt" >"$TMP/p2.out" 2>&1 ||
+  { fail "profile on 2 ranks"; cat "$TMP/p2.out"; }
+grep -q '^allreduce_ranks = 2$' "$TMP/p2.txt" || fail "a 2-rank profile did not time the all-reduce"
+awk '$1 == "allreduce_bytes_per_s" { ok = $3 > 0 } END { exit !ok }' "$TMP/p2.txt" ||
+  fail "a 2-rank profile's all-reduce has no bandwidth"
+grep -q '^allreduce_ranks = 0$' "$TMP/p.txt" || fail "a 1-rank profile claims an all-reduce"
+[ "$(grep -c 'the all-reduce on 2 ranks' "$TMP/p2.out")" -eq 1 ] ||
+  { fail "the 2-rank profile's line is not printed once"; cat "$TMP/p2.out"; }
+# an error found on the command line is said once, by rank 0
+timeout 60 $MPIEXEC -n 2 "$AXONN" profile $T >"$TMP/p3.out" 2>&1 && fail "profile without --out ran"
+[ "$(grep -c 'axonn: error: profile needs --out FILE' "$TMP/p3.out")" -eq 1 ] ||
+  { fail "a 2-rank profile's bad command line: not one error line"; cat "$TMP/p3.out"; }
 python3 - "$TMP/real.json" "$TMP/sim.json" <<'PY' || fail "simulated order differs from the run's"
 import json, sys
 def order(path):

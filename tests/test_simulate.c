@@ -435,6 +435,46 @@ START_TEST(pricing_from_a_profile) {
 }
 END_TEST
 
+/* A profile that timed the host's all-reduce (2 ranks, 100 us + bytes / 2 GB/s; sums at 0.4
+ * ns an element): a ring message's share of it by hand, 1 / 2e9 - (1/2) 0.4e-9 / 4 = 0.45 ns a
+ * byte, over 2 (N - 1) / N = 1: the column ring of a 1 x 2 grid takes it, where half the
+ * memcpy bandwidth (1 / 4e9 = 0.25 ns) priced it before; on 4 ranks, 0.5 ns - (3/4) 0.1 ns
+ * over 6/4; not measured (or sums above the measurement): the machine's link, as before. */
+START_TEST(column_ring_from_the_measured_allreduce) {
+  AxSimProfile p = {.device = "cpu", .threads = 1, .micro_batch = 1, .seq = 16, .hidden = 64,
+                    .heads = 2, .vocab = 256, .stage_blocks = 4, .block_forward_s = 1e-3,
+                    .block_backward_s = 2e-3, .adamw_s_per_elem = 2e-9, .norm_s_per_elem = 1e-9,
+                    .reduce_s_per_elem = 0.4e-9, .copy_bytes_per_s = 8e9,
+                    .concurrency_speed = "1,1", .waiting_speed = "none", .allreduce_ranks = 2,
+                    .allreduce_latency_s = 100e-6, .allreduce_bytes_per_s = 2e9};
+  ck_assert_double_eq_tol(ax_sim_profile_ring_s_per_byte(&p), 0.45e-9, 1e-21);
+  AxMachine m;
+  ax_sim_profile_machine(&p, 2, &m);
+  m.cores_per_node = 2;
+  AxTrainConfig cfg;
+  tu_train_config(&cfg, "--layers 4 --hidden 64 --heads 2 --seq 16 --vocab 256 --batch 4 "
+                        "--micro-batch 1 --g-data 2 --threads 1 --bucket-size 1000 "
+                        "--coarsening 1");
+  AxSimModel sm;
+  ck_assert_msg(ax_sim_model_build(&sm, &cfg, &m, &p) == AX_OK, "%s", ax_error_message());
+  /* a full chunk of 1000 elements: 2 messages of 2000 bytes, 500 elements summed */
+  ck_assert_double_eq_tol(sm.tail[0].allreduce_s[0], 2 * 2000 * 0.45e-9 + 500 * 0.4e-9, 1e-15);
+  ax_sim_model_free(&sm);
+  p.allreduce_ranks = 4;
+  ck_assert_double_eq_tol(ax_sim_profile_ring_s_per_byte(&p),
+                          (0.5e-9 - 0.75 * 0.1e-9) * 4 / 6, 1e-21);
+  p.allreduce_bytes_per_s = 1e12; /* the sums alone take longer: nothing left for a message */
+  ck_assert(ax_sim_profile_ring_s_per_byte(&p) == 0);
+  p.allreduce_ranks = 0;
+  p.allreduce_bytes_per_s = 2e9;
+  ck_assert(ax_sim_profile_ring_s_per_byte(&p) == 0);
+  ck_assert_msg(ax_sim_model_build(&sm, &cfg, &m, &p) == AX_OK, "%s", ax_error_message());
+  ck_assert_double_eq_tol(sm.tail[0].allreduce_s[0], 2 * 2000 / 4e9 + 500 * 0.4e-9, 1e-15);
+  ax_sim_model_free(&sm);
+  ax_train_config_free(&cfg);
+}
+END_TEST
+
 /* An oversubscribed host whose waits poll politely (4 ranks of 1 thread on 2 cores, no emulated
  * link): every message waits 1 ms for its receiver to be scheduled, priced by hand: the
  * pipeline link's latency, each of the column ring's 2 (D - 1) steps, each round of the step's
@@ -495,6 +535,7 @@ int main(void) {
   tcase_add_test(tc, host_copies_and_the_uploads_queue);
   tcase_add_test(tc, device_optimizer_in_device_memory);
   tcase_add_test(tc, pricing_from_a_profile);
+  tcase_add_test(tc, column_ring_from_the_measured_allreduce);
   tcase_add_test(tc, oversubscribed_handoff);
   int rc = tu_run(s);
   tu_cleanup();

@@ -30,4 +30,8 @@ int ax_cmd_profile(int argc, char **argv);  /* src/cli/profile.c: costs for simu
 int ax_cmd_shm_clean(int argc, char **argv); /* src/cli/shm_clean.c */
 int ax_cmd_version(int argc, char **argv);
 
+/* src/cli/train.c: MPI started for a command that runs on several ranks (threads serialized,
+ * MPI errors returned to the caller, this rank known to the error reports). */
+int ax_cli_start_mpi(int *argc, char ***argv);
+
 #endif

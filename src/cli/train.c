@@ -152,7 +152,7 @@ static int run(AxTrainer *t, const AxTrainConfig *cfg) {
   return finish(t, cfg, &m);
 }
 
-static int start_mpi(int *argc, char ***argv) {
+int ax_cli_start_mpi(int *argc, char ***argv) {
   int provided, rank;
   if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     return AX_FAIL("MPI_Init failed");
@@ -183,7 +183,7 @@ int ax_cmd_train(int argc, char **argv) {
     ax_train_config_free(&cfg);
     return 1;
   }
-  if (start_mpi(&argc, &argv) != AX_OK) {
+  if (ax_cli_start_mpi(&argc, &argv) != AX_OK) {
     ax_print_error();
     return 1;
   }

@@ -218,6 +218,17 @@ static void chunk_updates(double *up, int n_chunks, double chunk, double total, 
   if (n_chunks > 0) up[n_chunks - 1] += upload_end - adamw_end;
 }
 
+/* A column's ring within one host, where the profile timed the host's all-reduce: its
+ * messages cost what that measurement leaves them (ax_sim_profile_ring_s_per_byte), never less
+ * than the machine's link says. */
+static AxSimLink measured_column(const AxSimModel *sm, const AxSimProfile *prof, AxSimLink col,
+                                 int s) {
+  int one_node = node_of(sm, s) == node_of(sm, (long long)(sm->D - 1) * sm->P + s);
+  if (prof && one_node && !col.held)
+    col.s_per_byte = fmax(col.s_per_byte, ax_sim_profile_ring_s_per_byte(prof));
+  return col;
+}
+
 static int build_tails(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m,
                        const AxLinkSpec *emu, const AxSimProfile *prof, const int *first) {
   double wire = cfg->optim.allreduce_dtype == 1 ? 2 : 4;
@@ -241,7 +252,7 @@ static int build_tails(AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine
     AxStageLayout lay;
     ax_stage_layout(&lay, &sm->model, first[s], first[s + 1], s == 0, s == sm->P - 1);
     AxSimTail *t = &sm->tail[s];
-    AxSimLink col = column_link(sm, m, emu, s);
+    AxSimLink col = measured_column(sm, prof, column_link(sm, m, emu, s), s);
     double *ar = at, *up = at + t->n_chunks, n = (double)lay.total, chunk = chunk_elems(cfg, n);
     for (int c = 0; c < t->n_chunks; c++)
       ar[c] = ring_s(fmin(chunk, n - c * chunk), wire, sm->D, col, h.sum_per_elem);

@@ -52,6 +52,12 @@ static const AxOption KEYS[] = {
     {"waiting_speed", AX_OPT_STRING, OFF(waiting_speed), NULL, "S1,S2,...",
      "speed of each of k ranks computing while the host's other ranks wait on the emulated "
      "link (none: not measured)", 1, 0, NULL},
+    {"allreduce_ranks", AX_OPT_INT, OFF(allreduce_ranks), NULL, "N",
+     "ranks the all-reduce was timed on (0: not measured)", 0, 1 << 20, NULL},
+    {"allreduce_latency_s", AX_OPT_FLOAT, OFF(allreduce_latency_s), NULL, "X",
+     "the measured all-reduce's latency", 0, 1e18, NULL},
+    {"allreduce_bytes_per_s", AX_OPT_FLOAT, OFF(allreduce_bytes_per_s), NULL, "X",
+     "the measured all-reduce's bytes per second (0: not measured)", 0, 1e18, NULL},
 };
 static const AxOptionTable PROFILE_FILE = {"simulate --profile", "a profile file", KEYS,
                                            (int)(sizeof KEYS / sizeof KEYS[0])};
@@ -144,6 +150,14 @@ int ax_sim_profile_waiting_speeds(const AxSimProfile *p, double *speed) {
 }
 
 void ax_sim_profile_free(AxSimProfile *p) { ax_options_free(&PROFILE_FILE, p); }
+
+double ax_sim_profile_ring_s_per_byte(const AxSimProfile *p) {
+  int n = p->allreduce_ranks;
+  if (n < 2 || !(p->allreduce_bytes_per_s > 0)) return 0;
+  double sums = (n - 1.0) / n * p->reduce_s_per_elem / sizeof(float);
+  double left = 1.0 / p->allreduce_bytes_per_s - sums;
+  return left > 0 ? left * n / (2.0 * (n - 1)) : 0;
+}
 
 void ax_sim_profile_machine(const AxSimProfile *p, int ranks, AxMachine *m) {
   memset(m, 0, sizeof *m);

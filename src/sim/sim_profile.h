@@ -3,12 +3,14 @@
  * stage as deep as the run's deepest), what the first stage adds (the embedding) and the last
  * (the LM head and the loss), the host AdamW per element and the gradient's sum of squares,
  * the all-reduce's local sum per element, the copy bandwidth a pipeline send pays, the
- * gradients' download, the weights' upload and the gradients' zeroing on the device, and how
+ * gradients' download, the weights' upload and the gradients' zeroing on the device, how
  * ranks that compute at once on this host slow each other down (shared cores, caches, memory,
- * other users). The file is `key = value` lines in the --config format (src/core/options.h),
+ * other users), and, profiled on several ranks, the all-reduce between them. The file is `key = value` lines in the --config format (src/core/options.h),
  * the shape it was measured at first; the simulator refuses a profile of another shape. */
 #ifndef AX_SIM_PROFILE_H
 #define AX_SIM_PROFILE_H
+
+#include <mpi.h>
 
 #include "src/plan/machine.h"
 #include "src/train/train_config.h"
@@ -46,6 +48,12 @@ typedef struct {
    * link_emulator.h): a block's time alone over its time beside k - 1 computing and K - k
    * waiting copies, the mean of several placements; "none" without emulation */
   char *waiting_speed;
+  /* the data-parallel all-reduce between ranks of this host, as the run sums (its --allreduce
+   * algorithm, chunking and waits), timed when the profile runs on several ranks (`mpiexec -n
+   * 2 axonn profile`; ax_sim_profile_measure_allreduce): a line fitted through sizes 1 KB to 4
+   * MB, the least of 5 timings each; allreduce_ranks 0 where it was not measured (one rank) */
+  int allreduce_ranks;
+  double allreduce_latency_s, allreduce_bytes_per_s;
 } AxSimProfile;
 
 enum { AX_SIM_PROFILE_MAX_K = 16 };
@@ -58,6 +66,17 @@ int ax_sim_profile_waiting_speeds(const AxSimProfile *p, double *speed);
 
 /* Measures cfg's model at its micro-batch on its device and threads (one process, no MPI). */
 int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p);
+/* sim_measure_comm.c: the all-reduce fields above, timed over comm (collective; every rank
+ * gets the same figures): cfg's --allreduce algorithm with the trainer's chunking and its
+ * waits (polite where comm's ranks outnumber this host's cores). A communicator of one rank
+ * leaves them 0 (not measured). */
+int ax_sim_profile_measure_allreduce(MPI_Comm comm, const AxTrainConfig *cfg, AxSimProfile *p);
+/* The seconds per byte a message of a ring all-reduce between this host's ranks costs, from
+ * the measured all-reduce: on N ranks a ring takes 2 (N - 1) messages of m / N bytes and sums
+ * (N - 1) / N of the values (at the profile's reduce_s_per_elem), so a message's share of the
+ * measured m / bytes_per_s is what is left of it after the sums, over 2 (N - 1) / N. 0 where
+ * the all-reduce was not measured (or the sums alone exceed it). */
+double ax_sim_profile_ring_s_per_byte(const AxSimProfile *p);
 int ax_sim_profile_save(const AxSimProfile *p, const char *path);
 /* A profile file; an unknown key, a missing one, a bad number or one out of its key's range
  * (a count below 1, a copy bandwidth below 1 byte/s, a list of speeds that are not all

@@ -20,7 +20,9 @@
 #include "src/core/stream_copy.h"
 #include "src/io/checkpoint.h"
 #include "src/io/ckpt_blob.h"
+#include "src/core/rng.h"
 #include "src/io/dataloader.h"
+#include "src/io/markov.h"
 #include "src/io/model_file.h"
 #include "src/io/shard.h"
 #include "testutil.h"
@@ -687,6 +689,43 @@ START_TEST(crc32_parts_combine_into_the_whole) {
 }
 END_TEST
 
+/* The built-in corpus: every token the chain draws is, for its seed, the one a plain scan of
+ * the context's probabilities picks (the first whose running sum exceeds the uniform draw; the
+ * last when none does), and every triple is one the chain can emit. */
+static int scan_successor(const AxMarkov *m, int ctx, double u) {
+  double acc = 0;
+  for (int i = 0; i < m->n_next[ctx]; i++) {
+    acc += m->prob[ctx][i];
+    if (u < acc) return m->next[ctx][i];
+  }
+  return m->next[ctx][m->n_next[ctx] - 1];
+}
+
+START_TEST(markov_corpus_is_the_chains_scan) {
+  enum { N = 200000 };
+  AxMarkov m;
+  uint16_t *out = malloc(N * sizeof *out);
+  uint8_t *text = malloc(N);
+  ck_assert(out && text);
+  for (uint64_t seed = 1; seed <= 1337; seed += 668) {
+    ax_markov_build(&m, seed);
+    ax_markov_generate(&m, seed + 1, out, N);
+    AxRng r;
+    ax_rng_seed(&r, seed + 1);
+    int a = 0, b = 0;
+    for (size_t i = 0; i < N; i++) {
+      int c = scan_successor(&m, a * AX_MARKOV_SYMBOLS + b, ax_rng_double(&r));
+      ck_assert_uint_eq(out[i], m.symbol[c]);
+      text[i] = (uint8_t)out[i];
+      a = b, b = c;
+    }
+    ck_assert_double_eq(ax_markov_valid_fraction(&m, text, N), 1.0);
+  }
+  free(out);
+  free(text);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("formats");
   TCase *tc = tu_tcase(s, "formats", 30);
@@ -694,6 +733,7 @@ int main(void) {
   tcase_add_test(tc, crc32c_check_value);
   tcase_add_test(tc, crc32_large_buffers_agree);
   tcase_add_test(tc, crc32_parts_combine_into_the_whole);
+  tcase_add_test(tc, markov_corpus_is_the_chains_scan);
   tcase_add_test(tc, mappings_keep_the_file_and_round_trip);
   tcase_add_test(tc, stream_copy_equals_memcpy);
   tcase_add_loop_test(tc, stage_file_filled_in_memory_equals_the_written_one, 0, 2);

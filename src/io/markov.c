@@ -84,21 +84,39 @@ void ax_markov_build(AxMarkov *m, uint64_t seed) {
   compute_entropy_rate(m);
 }
 
-static int sample_next(const AxMarkov *m, int ctx, AxRng *r) {
-  double u = ax_rng_double(r), acc = 0;
-  for (int i = 0; i < m->n_next[ctx]; i++) {
-    acc += m->prob[ctx][i];
-    if (u < acc) return m->next[ctx][i];
+/* A context's successor for a uniform u: the first whose running sum of probabilities exceeds
+ * u (the last when rounding leaves u above them all). The running sums are added once a context
+ * in the order a scan would add them, and the successor is the count of the sums u has reached
+ * among the first n - 1 (the rest +inf): the same choice as the scan, bit for bit (the sums
+ * strictly increase: every probability is above 0), without a branch a token to mispredict. */
+typedef struct {
+  double sum[AX_MARKOV_MAX_NEXT - 1];
+} RunningSums;
+
+static void running_sums(const AxMarkov *m, RunningSums *rs) {
+  for (int c = 0; c < CTX; c++) {
+    double acc = 0;
+    for (int i = 0; i < AX_MARKOV_MAX_NEXT - 1; i++) {
+      if (i < m->n_next[c] - 1) acc += m->prob[c][i];
+      rs[c].sum[i] = i < m->n_next[c] - 1 ? acc : INFINITY;
+    }
   }
-  return m->next[ctx][m->n_next[ctx] - 1];
+}
+
+static int successor(const RunningSums *rs, double u) {
+  int k = 0;
+  for (int i = 0; i < AX_MARKOV_MAX_NEXT - 1; i++) k += u >= rs->sum[i];
+  return k;
 }
 
 void ax_markov_generate(const AxMarkov *m, uint64_t seed, uint16_t *out, size_t n) {
+  RunningSums rs[CTX];
+  running_sums(m, rs);
   AxRng r;
   ax_rng_seed(&r, seed);
   int a = 0, b = 0;
   for (size_t i = 0; i < n; i++) {
-    int c = sample_next(m, a * S + b, &r);
+    int ctx = a * S + b, c = m->next[ctx][successor(&rs[ctx], ax_rng_double(&r))];
     out[i] = m->symbol[c];
     a = b;
     b = c;

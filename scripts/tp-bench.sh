@@ -35,7 +35,10 @@ flops = json.load(open(sys.argv[1]))["throughput"]["flops_per_s"]
 print("%.6g" % (flops / 1e12 * min(1.0, int(sys.argv[2]) / int(sys.argv[3]))))' \
   "$OUT/rate.json" "$(nproc)" "$RANKS")
 # the emulated machine: 2 ranks a node; between nodes the emulated link; inside a node shared
-# memory (nominal 5 GB/s: what MPICH's shared-memory path moves here, roughly)
+# memory (nominal 5 GB/s: what MPICH's shared-memory path moves here, roughly); a node's share
+# of this host's cores (at least 1): where its 2 ranks outnumber them, the planner does not
+# charge the pipeline's bubble (a waiting stage's core goes to the other ranks)
+CORES=$(( $(nproc) * 2 / RANKS )); [ "$CORES" -ge 1 ] || CORES=1
 cat >"$OUT/emulated.machine" <<EOF
 name = emulated-10g
 gpus_per_node = 2
@@ -43,6 +46,7 @@ intra_bw = 5GB/s
 inter_bw = 10Gb/s
 peak_tflops = $TFLOPS
 efficiency = 1
+cores_per_node = $CORES
 EOF
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -104,7 +104,8 @@ START_TEST(a_grid_over_device_memory_is_listed_apart) {
 }
 END_TEST
 
-/* step = communication + compute + bubble, the bubble (P - 1) / m of the compute */
+/* step = communication + compute + bubble, the bubble (P - 1) / m of the compute (the share of it
+ * that costs on a CPU machine with fewer cores than ranks a node below) */
 START_TEST(the_bubble_and_compute_are_priced) {
   AxCommSetup s = small_setup();
   AxPlanGridCtx ctx;
@@ -119,6 +120,17 @@ START_TEST(the_bubble_and_compute_are_priced) {
   ck_assert_double_eq(e.step_s, e.comm.seconds + e.compute_s + e.bubble_s);
   ck_assert_int_eq(ax_rank_grid_estimate(&q, &(AxRankGrid){1, 1, 1, 1, 2}, &e), AX_OK);
   ck_assert_double_eq(e.bubble_s, 0);
+  /* a CPU machine whose node's ranks outnumber its cores: a waiting stage's core goes to the
+   * others; 2 ranks a node on 1 core, no bubble; 3 on 2, half of it; a core a rank, all */
+  const struct { int ranks, cores; double share; } cpu[] = {{2, 1, 0}, {3, 2, 0.5}, {2, 2, 1},
+                                                           {2, 0, 1}, {8, 2, 0}};
+  for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
+    q.machine.gpus_per_node = cpu[i].ranks;
+    q.machine.cores_per_node = cpu[i].cores;
+    ck_assert_double_eq(ax_rank_grids_bubble_share(&q.machine), cpu[i].share);
+    ck_assert_int_eq(ax_rank_grid_estimate(&q, &(AxRankGrid){2, 1, 1, 1, 1}, &e), AX_OK);
+    ck_assert_double_eq_tol(e.bubble_s, e.compute_s / 4 * cpu[i].share, 1e-15);
+  }
   ax_plan_grid_ctx_free(&ctx);
 }
 END_TEST

@@ -24,6 +24,16 @@ static int grow(AxGridEstimate **list, int n, int *cap) {
   return AX_OK;
 }
 
+/* The share of the pipeline's idle time that costs a node whose ranks outnumber its cores
+ * (a CPU machine's cores_per_node): a stage that waits for its neighbour gives its core to the
+ * node's other ranks, which have work, so with twice as many ranks as cores the fill and drain
+ * cost nothing, with a core a rank all of it, linearly between (module header). */
+double ax_rank_grids_bubble_share(const AxMachine *m) {
+  if (m->cores_per_node <= 0 || m->gpus_per_node <= m->cores_per_node) return 1;
+  double share = 2.0 - (double)m->gpus_per_node / m->cores_per_node;
+  return share > 0 ? share : 0;
+}
+
 /* compute and bubble seconds of g (module header) */
 static void price_compute(const AxGridQuery *q, const AxCommSetup *s, AxGridEstimate *e) {
   e->compute_s = e->bubble_s = 0;
@@ -31,7 +41,8 @@ static void price_compute(const AxGridQuery *q, const AxCommSetup *s, AxGridEsti
   double flops = ax_gpt_train_flops(&s->model, s->batch, s->seq, s->checkpoint);
   e->compute_s = flops / q->ranks / q->flops_per_s;
   if (e->comm.n_micro > 0)
-    e->bubble_s = e->compute_s * (e->comm.grid.inter - 1) / (double)e->comm.n_micro;
+    e->bubble_s = e->compute_s * (e->comm.grid.inter - 1) / (double)e->comm.n_micro *
+                  ax_rank_grids_bubble_share(&q->machine);
 }
 
 static int fits(const AxGridQuery *q, const AxGridMemory *m) {

@@ -6,7 +6,10 @@
  * Step time = communication (comm_model.h, not overlapped) + compute + the pipeline's bubble:
  * compute = the step's training FLOPs (ax_gpt_train_flops, the recomputed forward with
  * checkpointing) / ranks / the rank's FLOP/s; bubble = compute x (G_inter - 1) / m for m
- * micro-batches, i.e. (G_inter - 1) / (m + G_inter - 1) of the pipelined compute. Without
+ * micro-batches, i.e. (G_inter - 1) / (m + G_inter - 1) of the pipelined compute, times the
+ * share of it that costs (ax_rank_grids_bubble_share: 1 with a device or core a rank; on a CPU
+ * machine whose nodes' ranks outnumber their cores, cores_per_node, a waiting stage's core goes
+ * to the node's other ranks: 0 from twice as many ranks as cores, linear between). Without
  * FLOP/s (flops_per_s 0) both are 0 and the ranking is communication's alone.
  *
  * Memory: a grid whose device bytes per rank (the busiest stage's, from the query's memory
@@ -26,6 +29,9 @@
 #define AX_RANK_GRIDS_TIE_RULE                                                              \
   "ties (step times within 1e-9 relative): less device memory per rank first, then smaller "  \
   "G_inter, Gx, Gy, Gz"
+
+/* The share of the pipeline's bubble that costs time on machine m (module header). */
+double ax_rank_grids_bubble_share(const AxMachine *m);
 
 /* One rank's device memory under a grid (its busiest stage), bytes. */
 typedef struct {

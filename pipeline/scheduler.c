@@ -243,7 +243,12 @@ static int wait_message(AxScheduler *s, AxP2PDir *dir, int *tag, const void **da
     side = (int)*dir;
   }
   AX_WD_NOTE(-1, "agreeing with the stage's tensor-parallel ranks on the next message's side");
-  AX_MPI(MPI_Bcast(&side, 1, MPI_INT, 0, s->lockstep));
+  /* waited as the engines wait: over an emulated link this rank's held sends go out meanwhile
+   * (a blocking MPI_Bcast kept them: a follower that had just sent waited for its lead, whose
+   * next message needed that send, a deadlock of 4 x 2 x 1 over --emulate-link) */
+  MPI_Request req;
+  AX_MPI(MPI_Ibcast(&side, 1, MPI_INT, 0, s->lockstep, &req));
+  AX_TRY(ax_link_wait_collective(&s->p2p.cc, s->lockstep, &req));
   if (lead_rank == 0) return AX_OK;
   note_wait(s);
   return ax_p2p_wait_from(&s->p2p, side, dir, tag, data);

@@ -4,7 +4,7 @@
 #    file left behind (train and the three MPI benchmarks), misspelled flags too;
 #  - training over an emulated link computes exactly what it computes without one (the same
 #    losses and weights, bit for bit, on 2x2 and on a 4-stage pipeline, with the communication
-#    thread too);
+#    thread too), and a 4-stage pipeline of tensor-parallel pairs runs over it (no hang);
 #  - the summary's `communication` object of a 2x2 run: per rank and step, pipeline_forward
 #    and pipeline_backward bytes = the micro-batches' activations, data_parallel bytes = the
 #    ring all-reduce's formula (mpi/coll/collectives.h) for the stage's parameter count, exactly
@@ -79,6 +79,13 @@ run thread 4 --g-inter 2 --g-data 2 --micro-batch 1 --ranks-per-node 1 --emulate
 run pipe4ref 4 --layers 4 --g-inter 4 --micro-batch 1 --quiet &&
   run pipe4 4 --layers 4 --g-inter 4 --micro-batch 1 --ranks-per-node 1 --emulate-link $LINK \
     --quiet && same_losses pipe4 pipe4ref 0 0
+# with tensor parallelism too (4 x 2 x 1, a stage's pair on a virtual node): a middle stage's
+# second rank follows its first's order of messages; that agreement once waited in a blocking
+# MPI_Bcast, which kept the link's held sends back, and the job hung in its first step every
+# time (--step-timeout ends it here, a failure, instead of the suite's timeout); the losses are
+# 4x1's within the tensor-parallel sums' reordering
+run pipe4x2 8 --layers 4 --g-inter 4 --gx 2 --micro-batch 1 --ranks-per-node 2 \
+  --emulate-link $LINK --step-timeout 60 --quiet && same_losses pipe4x2 pipe4ref 1e-5
 
 # ---- the communication object of the summary, against the formulas
 # check_comm FILE RANKS_PER_NODE ELEMENT_BYTES

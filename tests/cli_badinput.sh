@@ -15,23 +15,43 @@ cases=0
 RUN="--seq 16 --batch 4 --steps 3 --val-steps 0 --quiet"   # with --init
 T="--layers 2 --hidden 32 --heads 2 $RUN"
 
-snapshot() { (cd "$OUT" && find . -print | sort && find . -type f -exec md5sum {} + | sort); }
+# What is in $OUT: one line per entry, a file's with its type, size, modification and change
+# times (to the nanosecond), inode, mode and link target. Any write to a file changes its
+# times (and a file put in its place, its inode), and every case's binary runs for more than
+# one tick of the file-time clock before it could write, so a change the old listing of every
+# file's md5sum caught shows here too, with one process instead of six. A directory's line
+# leaves out its times: a file made and removed again leaves nothing, as before. (find's order
+# is the directories' own, the same while nothing changes, so no sort.)
+snapshot() {
+  find "$OUT" -type d -printf '%P %y %m\n' -o -printf '%P %y %s %T@ %C@ %i %m %l\n'
+}
+# $OUT as the last case left it, which the next case starts from (nothing else writes there
+# between cases); empty where something else may have (fresh_out), so that the next case takes
+# its own snapshot first
+last=
+fresh_out() { last=; }
 
-# run_case CMD...: one case, its exit status in $rc, $OUT snapshotted before and after
+# run_case CMD...: one case, its exit status in $rc, $OUT snapshotted before ($before) and after
 run_case() {
   cases=$((cases + 1))
-  snapshot >"$TMP/before"
+  before=${last:-$(snapshot)}
   timeout 120 "$@" >"$TMP/stdout" 2>"$TMP/stderr"; rc=$?
-  snapshot >"$TMP/after"
+  after=$(snapshot)
+  last=$after
   what="case $cases: $*"
 }
 
 # one_line NEEDLE: the case printed one line on stderr, with NEEDLE, and left $OUT as it was
 one_line() {
-  lines=$(wc -l <"$TMP/stderr")
+  lines=0 # (wc -l without a process: the lines that end in a newline)
+  while IFS= read -r _; do lines=$((lines + 1)); done <"$TMP/stderr"
   if [ "$lines" -ne 1 ]; then fail "$what: $lines lines on stderr:"; cat "$TMP/stderr"; return; fi
   grep -q -- "$1" "$TMP/stderr" || { fail "$what: stderr lacks '$1':"; cat "$TMP/stderr"; }
-  cmp -s "$TMP/before" "$TMP/after" || { fail "$what: changed $OUT:"; diff "$TMP/before" "$TMP/after"; }
+  [ "$before" = "$after" ] || {
+    fail "$what: changed $OUT:"
+    printf '%s\n' "$before" >"$TMP/before"; printf '%s\n' "$after" >"$TMP/after"
+    diff "$TMP/before" "$TMP/after"
+  }
 }
 
 bad() {
@@ -351,7 +371,7 @@ bad "cannot append to metrics file $IN/other.csv: its first line is not the head
 
 # ---------------------------------------------------------------- checkpoints
 CK=$OUT/ck
-ckpt() { "$AXONN" train $T --quiet=0 --checkpoint-dir "$CK" "$@" >"$TMP/ck.log" 2>&1; }
+ckpt() { fresh_out; "$AXONN" train $T --quiet=0 --checkpoint-dir "$CK" "$@" >"$TMP/ck.log" 2>&1; }
 steps() { (cd "$CK" && ls -d step-* 2>/dev/null | tr '\n' ' '); }
 # --keep counts complete checkpoints only and never deletes the one just written; incomplete
 # directories older than the newest complete one go
@@ -393,6 +413,7 @@ rm -rf "$CK"
 owner=$!
 i=0; while [ ! -e "$CK/lock" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 sleep 0.5
+fresh_out # (the owner made $CK)
 bad "is in use by another run (pid $owner on" "$AXONN" train $T --checkpoint-dir "$CK" --checkpoint-every 1
 kill -9 $owner; wait $owner 2>/dev/null
 ckpt --steps 2 --checkpoint-every 1 || fail "a dead run's lock blocked the next run"

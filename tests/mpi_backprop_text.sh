@@ -5,8 +5,10 @@
 #    ends within 1% of the uncompressed validation loss;
 #  - CB + fused embedding sync + selective stage compression (--compress powersgd:rank=4,ef=1
 #    on the earliest half of the stages, 20 plain warm-up steps) ends within 3%, on 4x1 (one
-#    row: no data-parallel sum, so SC has nothing to compress there) and on 2x2 (against 2x2
-#    uncompressed).
+#    row: no data-parallel sum, so SC has nothing to compress there) and on 2x2. Both against the
+#    one uncompressed run on 4x1: the uncompressed loss does not depend on the layout (the same
+#    sums in another order: mpi_grid.sh holds every layout to 1x1's losses within 1e-5; here 4x1
+#    and 2x2 ended 4e-7 apart), so a second uncompressed run on 2x2 is not needed.
 . "$(dirname "$0")/mpilib.sh"
 
 "$AXONN" prep --input data/tinyshakespeare.txt --output "$TMP/shak" >"$TMP/prep.log" 2>&1 ||
@@ -33,6 +35,5 @@ gap() {
 run base 4 --g-inter 4 || finish
 run cb 4 --g-inter 4 $CB && gap cb base 0.01
 run cb_fe_sc 4 --g-inter 4 $CB $SC && gap cb_fe_sc base 0.03
-run base22 4 --g-inter 2 --g-data 2 && run cb_fe_sc22 4 --g-inter 2 --g-data 2 $CB $SC &&
-  gap cb_fe_sc22 base22 0.03
+run cb_fe_sc22 4 --g-inter 2 --g-data 2 $CB $SC && gap cb_fe_sc22 base 0.03
 finish

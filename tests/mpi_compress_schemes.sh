@@ -49,10 +49,12 @@ if run flat1 4 $NODES $L --compress-scheme cpu/flat/casync-ring &&
 fi
 
 expect_job_error "--compress-scheme" 4 $NODES --steps 1 --compress auto --compress-scheme cpu/3l/ag
-expect_job_error "model only" 4 $NODES --steps 1 --compress auto \
+# (the model-only and GPU schemes are refused whatever the layout, after the start-up's cost
+# probes: on 2 ranks, one to a node, which probe in about half the time of 4)
+expect_job_error "model only" 2 --g-data 2 --ranks-per-node 1 --steps 1 --compress auto \
   --compress-scheme cpu/2l+intra/ag
 expect_job_error "does not apply" 4 --steps 1 --compress auto --compress-scheme cpu/2l/ag
-expect_job_error "no GPU codec engine" 4 $NODES --steps 1 --compress auto \
+expect_job_error "no GPU codec engine" 2 --g-data 2 --ranks-per-node 1 --steps 1 --compress auto \
   --compress-scheme gpu/2l/ag
 expect_job_error "needs --compress auto" 4 $NODES --steps 1 --compress onebit \
   --compress-scheme cpu/flat/ag

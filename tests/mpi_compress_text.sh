@@ -17,7 +17,10 @@
 #    groups, Espresso's decisions, onebit with its recipe's error feedback on the momentum, and
 #    50 plain steps then the variance frozen, given) together with
 #    --sparse-embedding-sync zen ends within 3% of the uncompressed run's validation loss
-#    (issue 20's bar), with at least one group compressed.
+#    (issue 20's bar), with at least one group compressed. The uncompressed loss is the 1x2
+#    run's above: it does not depend on the layout or the link (the same sums in another order:
+#    mpi_grid.sh holds every layout to 1x1's losses within 1e-5; an uncompressed 2x2 run over
+#    this link ended 2.7e-7 apart from 1x2), so no second uncompressed run on 2x2.
 . "$(dirname "$0")/mpilib.sh"
 
 "$AXONN" prep --input data/tinyshakespeare.txt --output "$TMP/shak" >"$TMP/prep.log" 2>&1 ||
@@ -57,11 +60,10 @@ check dgc:ratio=0.01 learns --compress-warmup 0 --compress-freeze-variance 0
 G22="--g-inter 2 --ranks-per-node 1 --emulate-link 1Gbps,50us"
 COMMON=$(echo "$COMMON" | sed 's/--quiet//') # the header holds Espresso's decisions
 # shellcheck disable=SC2086
-if run plain22 4 $G22 --sparse-embedding-sync dense &&
-   run auto22 4 $G22 --compress auto --compress-codec onebit:ef=1 --sparse-embedding-sync zen \
+if run auto22 4 $G22 --compress auto --compress-codec onebit:ef=1 --sparse-embedding-sync zen \
      --compress-warmup 50 --compress-freeze-variance 1; then
   n=$(sed -n 's/^  strategy (Espresso): \([0-9]*\) group(s) compressed.*/\1/p' "$TMP/auto22.log")
-  a=$(val_loss auto22); b=$(val_loss plain22)
+  a=$(val_loss auto22); b=$base
   echo "  2x2 --compress auto --sparse-embedding-sync zen: $n group(s) of stage 0 compressed," \
     "val loss $a, uncompressed $b"
   [ "${n:-0}" -gt 0 ] || fail "auto22: Espresso compressed nothing over 1 Gb/s"

@@ -238,13 +238,14 @@ rm -rf "$SHM/axonn-$NAME/node-1"
 run idle_resume 4 $P4 --run-name "$NAME" $IDLE --resume && tail_equal idle_resume ref
 expect_log idle_resume "recovered from memory (own nodes and peer replicas)"
 
-# a link never idle long enough (8 Mb/s and mu 0.01: a stage file of 0.2 MB takes 0.2 s, so
-# only a span of 20 s would hold it, far longer than any step here, however loaded): no chunk
+# a link never idle long enough (32 Mb/s and mu 0.01: a stage file of 0.2 MB takes 0.05 s, so
+# only a span of 5 s would hold it, far longer than any step here, however loaded; 8 Mb/s, as
+# before, made the run 8.0 s against 5.5 s, under load, with the same losses): no chunk
 # fits, the run says so, and each copy's replicas go at the settle of the next step, before
 # the next checkpoint (late). So every step is checkpointed (none skipped), the copies of
 # steps 1-9 are late (step 10's is sent at the end), nothing travels in idle spans, and a
 # rank killed as step 7 begins leaves step 5 (step 6's copy in flight).
-STARVED="--replica-schedule idle --emulate-link 8Mbps --replica-idle-share 0.01"
+STARVED="--replica-schedule idle --emulate-link 32Mbps --replica-idle-share 0.01"
 run starved 4 $P4 --run-name "$NAME" $STARVED --summary "$TMP/starved.json" &&
   tail_equal starved ref
 expect_log starved "no idle span of the link holds a chunk of 256 KB"

@@ -150,6 +150,11 @@ int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out);
  * communicator of one rank gets zero latency and infinite bandwidth. */
 int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
                             int reps, AxLinearCost *out);
+/* casync_probe.c: `reps` timings of one plain all-reduce of `count` floats of buf (ax_allreduce
+ * with algo and cc), after one untimed run, each begun together (a barrier) and each the
+ * slowest rank's seconds, into seconds[reps] (the same on every rank of comm; collective). */
+int ax_casync_time_allreduce(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
+                             float *buf, size_t count, int reps, double *seconds);
 /* The per-message cost T_send that a measured plain all-reduce implies on N ranks: the ring's
  * 2(N-1) messages of m/N bytes, T_orig(m) = 2(N-1) T_send(m/N) = plain(m), so latency / 2(N-1)
  * and bandwidth x 2(N-1)/N. Fed back into T_orig it gives the measurement exactly. */

@@ -66,21 +66,27 @@ int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out) {
 
 /* ------------------------------------------------------------------ the plain all-reduce */
 
-/* The least over `reps` runs of the slowest rank's seconds for one plain all-reduce of `count`
- * floats (after one untimed run): other work on a shared machine only adds time. */
-static int time_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo, float *buf,
-                      size_t count, int reps, double *least) {
-  double t[16];
-  if (reps > 16) reps = 16;
-  if (reps < 1) reps = 1;
+int ax_casync_time_allreduce(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
+                             float *buf, size_t count, int reps, double *seconds) {
   AX_TRY(ax_allreduce(comm, cc, buf, count, AX_COMM_F32, algo, NULL));
   for (int i = 0; i < reps; i++) {
     AX_MPI(MPI_Barrier(comm));
     double t0 = ax_now();
     AX_TRY(ax_allreduce(comm, cc, buf, count, AX_COMM_F32, algo, NULL));
     double mine = ax_now() - t0;
-    AX_MPI(MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, comm));
+    AX_MPI(MPI_Allreduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, comm));
   }
+  return AX_OK;
+}
+
+/* The least over `reps` runs of the slowest rank's seconds for one plain all-reduce of `count`
+ * floats: other work on a shared machine only adds time. */
+static int time_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo, float *buf,
+                      size_t count, int reps, double *least) {
+  double t[16];
+  if (reps > 16) reps = 16;
+  if (reps < 1) reps = 1;
+  AX_TRY(ax_casync_time_allreduce(comm, cc, algo, buf, count, reps, t));
   double m = ax_least(t, reps);
   *least = m > 1e-9 ? m : 1e-9;
   return AX_OK;

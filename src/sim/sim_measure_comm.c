@@ -4,35 +4,26 @@
  * gradient at 1.9 ms where the trainer took 4.5-6.6 ms: MPI's shared-memory path, the chunking
  * and the waits cost more than a copy (docs/benchmarks.md, "Why 1x2 is predicted too fast").
  * Timed at the sizes a gradient has (1, 4 and 16 MB), each the median over a few rounds of the
- * slowest rank, the buffer written before each round as a backward writes the gradient. */
+ * slowest rank (a typical step's cost, where the start-up probes of casync_probe.c take the
+ * least: the paths' own cost for a decision). */
 #include "sim_profile.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "mpi/casync/casync_cost.h"
-#include "mpi/coll/collectives.h"
 #include "mpi/comm_config.h"
 #include "mpi/mpi_util.h"
 #include "src/backend/peak.h"
 #include "src/core/error.h"
-#include "src/core/timer.h"
 
 enum { ALLREDUCE_ROUNDS = 7, N_SIZES = 3 };
 static const size_t SIZES[N_SIZES] = {1 << 20, 4 << 20, 16 << 20};
 
-/* The median over ALLREDUCE_ROUNDS (after an untimed one) of the slowest rank's seconds. */
+/* The median over ALLREDUCE_ROUNDS of the slowest rank's seconds. */
 static int time_allreduce(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
                           float *buf, size_t count, double *seconds) {
   double t[ALLREDUCE_ROUNDS];
-  for (int i = -1; i < ALLREDUCE_ROUNDS; i++) {
-    memset(buf, 0, count * sizeof *buf);
-    AX_MPI(MPI_Barrier(comm));
-    double t0 = ax_now();
-    AX_TRY(ax_allreduce(comm, cc, buf, count, AX_COMM_F32, algo, NULL));
-    double mine = ax_now() - t0;
-    if (i >= 0) AX_MPI(MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, comm));
-  }
+  AX_TRY(ax_casync_time_allreduce(comm, cc, algo, buf, count, ALLREDUCE_ROUNDS, t));
   *seconds = ax_median(t, ALLREDUCE_ROUNDS);
   return AX_OK;
 }
@@ -45,7 +36,7 @@ int ax_sim_profile_measure_allreduce(MPI_Comm comm, const AxTrainConfig *cfg, Ax
   if (size < 2) return AX_OK;
   AxCommConfig cc = ax_comm_config_default();
   cc.polite = ax_mpi_auto_polite(comm);
-  float *buf = ax_malloc(SIZES[N_SIZES - 1]);
+  float *buf = ax_calloc(SIZES[N_SIZES - 1] / sizeof(float), sizeof(float));
   AX_TRY(ax_mpi_agree(comm, buf ? AX_OK : AX_ERR));
   double bytes[N_SIZES], seconds[N_SIZES];
   int rc = AX_OK;

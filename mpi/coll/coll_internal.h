@@ -90,7 +90,7 @@ struct AxColl {
   AxLinkSend *send_req;  /* [window]; chunk number i uses entry i % window (link_emulator.h) */
   MPI_Request *recv_req; /* [window], likewise */
   char *slots;                      /* window * slot_elems elements */
-  size_t slot_elems;
+  size_t slot_elems, slots_capacity; /* slots_capacity: bytes (src/core/spare_buffers.h) */
   /* AX_ALLREDUCE_MPI */
   MPI_Request mpi_req;
   int uses_mpi;

@@ -7,6 +7,7 @@
 #include "coll_internal.h"
 #include "mpi/mpi_util.h"
 #include "mpi/world_rank.h"
+#include "src/core/spare_buffers.h"
 
 /* A chained step trails the one before it by this many windows of chunks. */
 enum { LAG_WINDOWS = 2 };
@@ -142,8 +143,8 @@ int ax_coll_launch(AxColl *op) {
   op->send_req = null_sends(op->window);
   op->recv_req = null_requests(op->window);
   if (!op->send_req || !op->recv_req) return AX_ERR;
-  if (op->slot_elems) {
-    op->slots = ax_malloc((size_t)op->window * op->slot_elems * op->esz);
+  if (op->slot_elems) { /* kept between operations: src/core/spare_buffers.h says why */
+    op->slots = ax_spare_take((size_t)op->window * op->slot_elems * op->esz, &op->slots_capacity);
     if (!op->slots) return AX_ERR;
   }
   int done;
@@ -173,7 +174,7 @@ void ax_coll_free(AxColl *op) {
   if (op->mpi_req != MPI_REQUEST_NULL) MPI_Request_free(&op->mpi_req);
   free(op->send_req);
   free(op->recv_req);
-  free(op->slots);
+  ax_spare_give(op->slots, op->slots_capacity);
   free(op->send_order);
   free(op->recv_order);
   free(op->send_chunks);

@@ -17,6 +17,7 @@
 #include "mpi/coll/reduce_local.h"
 #include "src/core/error.h"
 #include "src/core/rng.h"
+#include "src/core/spare_buffers.h"
 #include "mpitestutil.h"
 #include "testutil.h"
 
@@ -146,6 +147,28 @@ START_TEST(allreduce_large_matches_mpi) {
   for (int a = 0; a < N_ALGOS; a++) check_allreduce(ALGOS[a], AX_COMM_F32, n, 3, "default");
   check_allreduce(AX_ALLREDUCE_RING, AX_COMM_BF16, n, 4, "default");
   mt_assert_all_ok("large all-reduce against MPI_Allreduce");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ receive slots kept */
+
+/* The ring's receive slots go back to the keep (src/core/spare_buffers.h) when an operation is
+ * freed and the next operation of that size takes them again: after two all-reduces one
+ * after the other, the keep holds exactly one buffer (none when the slots were freed, two
+ * when the second did not reuse the first's). One rank has no slots. */
+START_TEST(ring_slots_are_kept_and_reused) {
+  const size_t n = (size_t)1 << 20;
+  float *buf = mt_xmalloc(n * sizeof *buf);
+  fill(AX_COMM_F32, buf, n, mt_rank, 0);
+  ax_spare_release_all(); /* what earlier tests left */
+  for (int i = 0; i < 2; i++)
+    mt_expect(ax_allreduce(g_comm, &g_cc, buf, n, AX_COMM_F32, AX_ALLREDUCE_RING, NULL) == AX_OK,
+              "ring all-reduce %d: %s", i, ax_error_message());
+  int kept = ax_spare_release_all(), want = mt_size > 1;
+  mt_expect(kept == want, "after two ring all-reduces the keep held %d buffer(s), expected %d",
+            kept, want);
+  free(buf);
+  mt_assert_all_ok("the ring's receive slots kept and reused");
 }
 END_TEST
 
@@ -557,6 +580,7 @@ static Suite *collectives_suite(void) {
   tcase_add_test(coll, reduce_scatter_and_allgather_match_mpi);
   tcase_add_test(coll, several_operations_in_flight);
   tcase_add_test(coll, agreement_forwards_the_lowest_failure);
+  tcase_add_test(coll, ring_slots_are_kept_and_reused);
   return s;
 }
 

@@ -8,7 +8,9 @@
 #  - `--compress onebit` logs 1-bit Adam's error feedback, 15% of --steps plain and the frozen
 #    variance, `--compress dgc` DGC's with 25% plain, the frozen variance and its sparsity
 #    warm-up (5% of --steps, from the first step after the plain ones, which the user's
-#    --compress-warmup moves) and its local gradient clipping at --grad-clip / sqrt(G_data);
+#    --compress-warmup moves), its local gradient clipping at --grad-clip / sqrt(G_data), and
+#    the ratio that sends each coordinate about 4 times after the plain steps (4 / 450 in 600
+#    steps; the paper's 0.001 from 4000 such steps; the user's ratio wins);
 #  - the summary's compression object holds the codec in effect, the warm-up, the frozen
 #    variance and every default the recipe set with its source, and only those;
 #  - bad --compress-warmup and --compress-freeze-variance values: one line, non-zero exit.
@@ -53,7 +55,8 @@ expect onebit "^  codec onebit:scale=mean,ef=1,momentum=0.9 (added: ef=1,momentu
 # shellcheck disable=SC2086
 "$AXONN" plan $M --compress dgc >"$TMP/dgc.out" 2>&1 || fail "plan --compress dgc"
 expect dgc \
-  "^  codec dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=151 (added: momentum=0.9,ramp=30,ramp_from=151): DGC" \
+  "^  codec dgc:ratio=0.00889,momentum=0.9,ramp=30,ramp_from=151 (added: ratio=0.00889,momentum=0.9,ramp=30,ramp_from=151): DGC" \
+  "^  codec ratio=0.00889 (a short run: the paper's 0.001 would send each coordinate about 0.45 times in the 450 steps after the 150 plain ones, this ratio about 4): DGC §4.1" \
   "^  codec ramp=30,ramp_from=151 (the sparsity warm-up: 5% of --steps 600, after the 150 plain steps): DGC §3.4" \
   "^  compress-warmup 150 (25% of --steps 600): DGC" "^  compress-freeze-variance 1: " \
   "^  compress-local-clip 1 (each rank's gradient norm clipped to --grad-clip 1 / sqrt(2) = 0.7071): DGC §3.3"
@@ -62,7 +65,15 @@ grep -q "compress-local-clip" "$TMP/onebit.out" && fail "onebit: local clipping 
 # shellcheck disable=SC2086
 "$AXONN" plan $M --compress dgc --compress-warmup 10 >"$TMP/dgcw.out" 2>&1 ||
   fail "plan --compress dgc --compress-warmup 10"
-expect dgcw "^  codec dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=11 (added: "
+expect dgcw "^  codec dgc:ratio=0.00678,momentum=0.9,ramp=30,ramp_from=11 (added: "
+# a run long enough keeps the paper's 99.9%; a ratio the user gives wins
+# shellcheck disable=SC2086
+"$AXONN" plan $M --steps 20000 --compress dgc >"$TMP/dgcl.out" 2>&1 || fail "plan --steps 20000"
+expect dgcl "^  codec ratio=0.001 (the paper's: each coordinate sent about 15 times in the 15000 steps after the 5000 plain ones, at least 4): DGC"
+# shellcheck disable=SC2086
+"$AXONN" plan $M --compress dgc:ratio=0.01 >"$TMP/dgcr.out" 2>&1 || fail "plan dgc:ratio=0.01"
+expect dgcr "^  codec dgc:ratio=0.01,momentum=0.9,ramp=30,ramp_from=151 (added: momentum=0.9,ramp=30,ramp_from=151)"
+grep -q "^  codec ratio=" "$TMP/dgcr.out" && fail "dgcr: the user's ratio listed as a default"
 
 # the summary: what ran, and the recipe's defaults with their sources
 S="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 4 --threads 1 --val-steps 0 --quiet \

@@ -12,6 +12,7 @@
 #include "src/core/error.h"
 #include "src/core/log.h"
 #include "src/train/train_lr.h"
+#include "src/train/train_recipe.h"
 #include "src/train/train_config.h"
 #include "src/train/trainer.h"
 #include "testutil.h"
@@ -180,7 +181,9 @@ static void expect_compression(const char *args, const char *spec, int warmup, i
  * feedback on the momentum (--beta1), 15% of the steps plain and the variance frozen (1-bit
  * Adam); PowerSGD with error
  * feedback, rank=auto and 13% plain (Optimus-CC §9.1); DGC 25% plain with the variance frozen,
- * then its sparsity warm-up over 5% of the steps (none where that is under one step);
+ * then its sparsity warm-up over 5% of the steps (none where that is under one step), at the
+ * ratio that sends each coordinate about 4 times after the plain steps, never below the
+ * paper's 0.001 (4 / 450 = 0.00889 in 600 steps);
  * codecs without a recipe keep their own defaults and no warm-up. */
 START_TEST(compression_recipes_are_the_defaults) {
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress onebit",
@@ -188,11 +191,14 @@ START_TEST(compression_recipes_are_the_defaults) {
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress powersgd",
                      "powersgd:rank=auto,cols=auto,ef=1", 78, 0);
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc",
-                     "dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=151", 150, 1);
+                     "dgc:ratio=0.00889,momentum=0.9,ramp=30,ramp_from=151", 150, 1);
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc --compress-warmup 20",
-                     "dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=21", 20, 1);
+                     "dgc:ratio=0.0069,momentum=0.9,ramp=30,ramp_from=21", 20, 1);
   expect_compression("--g-data 2 --batch 8 --steps 10 --compress dgc", /* floor(0.5): none */
-                     "dgc:ratio=0.001,momentum=0.9", 2, 1);
+                     "dgc:ratio=0.5,momentum=0.9", 2, 1);
+  /* a run long enough for the paper's 99.9%: 15000 steps after the 5000 plain ones */
+  expect_compression("--g-data 2 --batch 8 --steps 20000 --compress dgc",
+                     "dgc:ratio=0.001,momentum=0.9,ramp=1000,ramp_from=5001", 5000, 1);
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress terngrad",
                      "terngrad:bits=2,ef=0", 0, 0);
   expect_compression("--g-data 2 --batch 8 --steps 6 --compress onebit", /* floor(0.9) */
@@ -218,6 +224,24 @@ START_TEST(compression_recipes_are_the_defaults) {
 }
 END_TEST
 
+/* DGC's ratio by hand: max(0.001, 4 / (steps - warmup)), at most 1; no recipe ratio for a
+ * codec whose recipe sets none. */
+START_TEST(dgc_ratio_follows_the_run_length) {
+  const AxCompressRecipe *dgc = ax_compress_recipe("dgc");
+  ck_assert_double_eq_tol(ax_compress_recipe_ratio(dgc, 600, 150), 4.0 / 450, 1e-15);
+  ck_assert_double_eq_tol(ax_compress_recipe_ratio(dgc, 1200, 300), 4.0 / 900, 1e-15);
+  ck_assert_double_eq(ax_compress_recipe_ratio(dgc, 4000, 0), 0.001);  /* 4 / 4000 exactly */
+  ck_assert_double_eq(ax_compress_recipe_ratio(dgc, 20000, 5000), 0.001); /* the paper's */
+  ck_assert_double_eq(ax_compress_recipe_ratio(dgc, 10, 8), 1);        /* 4 / 2: all of it */
+  ck_assert_double_eq(ax_compress_recipe_ratio(dgc, 10, 10), 1);       /* no step after */
+  ck_assert_double_eq(ax_compress_recipe_ratio(ax_compress_recipe("onebit"), 600, 90), 0);
+  ck_assert_double_eq(ax_compress_recipe_ratio(NULL, 600, 90), 0);
+  /* the user's ratio wins */
+  expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc:ratio=0.001",
+                     "dgc:ratio=0.001,momentum=0.9,ramp=30,ramp_from=151", 150, 1);
+}
+END_TEST
+
 /* Every flag and codec key the user gives wins over the recipe's default. */
 START_TEST(explicit_flags_override_the_recipe) {
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress powersgd:rank=4,ef=0",
@@ -231,7 +255,7 @@ START_TEST(explicit_flags_override_the_recipe) {
                      "--compress-warmup 0", "dgc:ratio=0.01,momentum=0.9,ramp=30,ramp_from=1",
                      0, 0);
   expect_compression("--g-data 2 --batch 8 --steps 600 --compress dgc:ramp=0 "
-                     "--compress-warmup 0", "dgc:ratio=0.001,momentum=0.9", 0, 0);
+                     "--compress-warmup 0", "dgc:ratio=0.00667,momentum=0.9", 0, 0);
   AxTrainConfig cfg;
   tu_train_config(&cfg, "--g-data 2 --batch 8 --steps 600 --compress onebit:ef=1,momentum=0.5 "
                         "--compress-warmup 5 --compress-vectors 1");
@@ -307,6 +331,7 @@ int main(void) {
   tcase_add_test(tc, options_are_checked);
   tcase_add_test(tc, compression_recipes_are_the_defaults);
   tcase_add_test(tc, explicit_flags_override_the_recipe);
+  tcase_add_test(tc, dgc_ratio_follows_the_run_length);
   tcase_add_test(tc, lr_schedule_shapes);
   TCase *real = tu_tcase(s, "real-text", 600);
   tcase_add_test(real, tiny_shakespeare_learns);

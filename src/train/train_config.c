@@ -395,10 +395,12 @@ static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressR
   AxCompressionOptions *c = &cfg->compression;
   char keys[96], added[96] = "";
   int mixed = stages_mixed(cfg);
-  /* a sparsity warm-up only where the spec gives none of its keys */
+  /* a sparsity warm-up only where the spec gives none of its keys, a ratio where it gives
+   * neither ratio nor k */
   int own_ramp = ax_codec_spec_has(spec, "ramp") || ax_codec_spec_has(spec, "ramp_from");
-  ax_compress_recipe_keys(r, cfg->optim.beta1, !mixed, c->warmup_steps,
-                          own_ramp ? 0 : cfg->optim.steps, keys, sizeof keys);
+  int own_ratio = ax_codec_spec_has(spec, "ratio") || ax_codec_spec_has(spec, "k");
+  ax_compress_recipe_keys(r, cfg->optim.beta1, !mixed, c->warmup_steps, cfg->optim.steps,
+                          !own_ramp, !own_ratio, keys, sizeof keys);
   AX_TRY(ax_codec_spec_defaults(spec, keys, c->codec_spec, sizeof c->codec_spec, added,
                                 sizeof added));
   AxCodec *codec;
@@ -412,6 +414,20 @@ static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressR
     recipe_item(&c->recipe, "codec", r->keys_source, "%s (%s%s)", c->codec_spec,
                 *added ? "added: " : "every key given or the codec's own",
                 *added ? added : "");
+  if (r && r->sends > 0 && strstr(added, "ratio=")) {
+    double ratio = ax_compress_recipe_ratio(r, cfg->optim.steps, c->warmup_steps);
+    int after = cfg->optim.steps - c->warmup_steps;
+    if (ratio > r->paper_ratio)
+      recipe_item(&c->recipe, "codec", r->ratio_source,
+                  "ratio=%.3g (a short run: the paper's %g would send each coordinate about %.2g "
+                  "times in the %d steps after the %d plain ones, this ratio about %g)", ratio,
+                  r->paper_ratio, r->paper_ratio * after, after, c->warmup_steps, r->sends);
+    else
+      recipe_item(&c->recipe, "codec", r->ratio_source,
+                  "ratio=%g (the paper's: each coordinate sent about %.3g times in the %d steps "
+                  "after the %d plain ones, at least %g)", ratio, ratio * after, after,
+                  c->warmup_steps, r->sends);
+  }
   if (r && r->ramp_fraction > 0 && strstr(added, "ramp="))
     recipe_item(&c->recipe, "codec", r->ramp_source,
                 "ramp=%d,ramp_from=%d (the sparsity warm-up: %.3g%% of --steps %d, after the %d "

@@ -24,6 +24,11 @@ typedef struct {
   const char *ramp_source;
   int local_clip;             /* --compress-local-clip auto: each rank's gradient clipped */
   const char *local_clip_source;
+  double sends;               /* DGC: the codec's ratio is sends / (the steps after the plain
+                                 warm-up), so a coordinate is sent about that often in the run,
+                                 and never below paper_ratio (0: the codec's own ratio) */
+  double paper_ratio;
+  const char *ratio_source;
 } AxCompressRecipe;
 
 /* The recipe of a codec name (NULL: the codec has none; its defaults are its own, docs/codecs.md). */
@@ -36,10 +41,15 @@ extern const char AX_VECTORS_SOURCE[];
 /* --compress-warmup auto under recipe r (NULL: 0) for a run of `steps`. */
 int ax_compress_recipe_warmup(const AxCompressRecipe *r, int steps);
 /* The codec keys of recipe r (NULL: none) into out[cap], momentum=beta1 included where it has
- * one and `momentum` allows it, and a sparsity warm-up where it has one: ramp=floor(fraction x
- * steps) steps from the first step after `warmup` plain ones (ramp_from=warmup+1). */
+ * one and `momentum` allows it, a sparsity warm-up where it has one and `ramp` allows it:
+ * ramp=floor(fraction x steps) steps from the first step after `warmup` plain ones
+ * (ramp_from=warmup+1), and where it sets the ratio and `ratio` allows it, that of
+ * ax_compress_recipe_ratio. */
 void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int momentum, int warmup,
-                             int steps, char *out, size_t cap);
+                             int steps, int ramp, int ratio, char *out, size_t cap);
+/* The ratio recipe r gives a run of `steps` with `warmup` plain ones: max(paper_ratio, sends /
+ * (steps - warmup)), at most 1 (0: r sets none). */
+double ax_compress_recipe_ratio(const AxCompressRecipe *r, int steps, int warmup);
 /* Why a recipe leaves its momentum out under --compress-stages F on 2+ stages. */
 extern const char AX_STAGES_NO_MOMENTUM[];
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "src/core/simd.h"
+#include "src/core/start_cpus.h"
 
 static int polite(const AxCommConfig *cc) { return cc && cc->polite; }
 
@@ -61,10 +62,10 @@ int ax_mpi_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index,
 }
 
 /* The CPU affinity set this process runs on; empty when it cannot be read. */
+/* The CPU set this rank started with (unknown: empty, all alike), not our binding since. */
 static cpu_set_t my_cpus(void) {
   cpu_set_t mine;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine); /* unknown: all alike */
+  ax_start_cpus(&mine);
   return mine;
 }
 

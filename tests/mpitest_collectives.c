@@ -7,6 +7,7 @@
  * on pass/fail (so none is left waiting in a collective when another one fails). */
 #include <check.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -567,6 +568,33 @@ START_TEST(agreement_forwards_the_lowest_failure) {
 }
 END_TEST
 
+/* The ranks that share this rank's cores are those that started with its CPU set, whatever
+ * binding came since: each rank here binds its thread to one CPU of its set (rank r to the
+ * (r mod n)-th of n), and ax_mpi_node_ranks still finds the share it found before. Judged by
+ * the binding instead, rank 1 of 2 on 2 CPUs found itself alone, and the next trainer of its
+ * process bound it to the first core beside rank 0 (mpitest_tp_device on 2 ranks ran at half
+ * speed). On one CPU every rank binds to it and nothing can differ. */
+START_TEST(node_ranks_ignore_our_own_binding) {
+  AxNodeRanks before, after;
+  mt_expect(ax_mpi_node_ranks(MPI_COMM_WORLD, &before) == AX_OK, "%s", ax_error_message());
+  cpu_set_t was, one;
+  ck_assert_int_eq(sched_getaffinity(0, sizeof was, &was), 0);
+  int n = CPU_COUNT(&was), want = before.local_rank % (n > 0 ? n : 1), cpu = -1;
+  for (int c = 0, seen = 0; c < CPU_SETSIZE && cpu < 0; c++)
+    if (CPU_ISSET(c, &was) && seen++ == want) cpu = c;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+  int rc = ax_mpi_node_ranks(MPI_COMM_WORLD, &after);
+  ck_assert_int_eq(sched_setaffinity(0, sizeof was, &was), 0);
+  mt_expect(rc == AX_OK, "%s", ax_error_message());
+  mt_expect(after.share_rank == before.share_rank && after.share_size == before.share_size,
+            "bound to CPU %d of %d: share rank %d of %d, %d of %d before binding", cpu, n,
+            after.share_rank, after.share_size, before.share_rank, before.share_size);
+  mt_assert_all_ok("the ranks sharing the cores");
+}
+END_TEST
+
 static Suite *collectives_suite(void) {
   Suite *s = suite_create("collectives");
   TCase *local = tu_tcase(s, "local", 60);
@@ -581,6 +609,7 @@ static Suite *collectives_suite(void) {
   tcase_add_test(coll, several_operations_in_flight);
   tcase_add_test(coll, agreement_forwards_the_lowest_failure);
   tcase_add_test(coll, ring_slots_are_kept_and_reused);
+  tcase_add_test(coll, node_ranks_ignore_our_own_binding);
   return s;
 }
 

@@ -2,12 +2,14 @@
 #include "binding.h"
 
 #include <hwloc.h>
+#include <hwloc/glibc-sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "binding_rule.h"
 #include "src/core/error.h"
+#include "src/core/start_cpus.h"
 
 struct AxBinding {
   hwloc_topology_t topo;
@@ -20,16 +22,14 @@ struct AxBinding {
   char desc[512];
 };
 
-/* The main thread's CPU set at the first call, before any binding of ours: the launcher's
- * (srun --cpu-bind, mpirun --bind-to, jsrun -b, taskset) or the whole machine. Kept for the
- * life of the process, since later backends (benchmarks, the end-of-run peak) would
- * otherwise see our own binding. */
-static hwloc_const_bitmap_t start_set(hwloc_topology_t topo) {
-  static hwloc_bitmap_t set;
-  if (!set && (set = hwloc_bitmap_alloc()) != NULL &&
-      hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0)
+/* The CPU set the process started with (src/core/start_cpus.h: the launcher's or the whole
+ * machine), as hwloc's bitmap into set: later backends (benchmarks, the end-of-run peak, a
+ * second trainer) would otherwise see our own binding. */
+static void start_set(hwloc_topology_t topo, hwloc_bitmap_t set) {
+  cpu_set_t start;
+  if (!ax_start_cpus(&start) || CPU_COUNT(&start) == 0 ||
+      hwloc_cpuset_from_glibc_sched_affinity(topo, set, &start, sizeof start) != 0)
     hwloc_bitmap_fill(set);
-  return set;
 }
 
 static hwloc_obj_t core_obj(const AxBinding *b, int tid) {
@@ -92,14 +92,14 @@ AxBinding *ax_binding_create(int nthreads, int share_rank, int share_size, int e
     return NULL;
   }
   hwloc_const_bitmap_t machine = hwloc_topology_get_topology_cpuset(b->topo);
-  hwloc_const_bitmap_t start = start_set(b->topo);
   b->set = hwloc_bitmap_alloc();
-  if (!b->set || !start) {
+  if (!b->set) {
     ax_binding_destroy(b);
     AX_FAIL("out of memory");
     return NULL;
   }
-  hwloc_bitmap_and(b->set, start, machine);
+  start_set(b->topo, b->set);
+  hwloc_bitmap_and(b->set, b->set, machine);
   if (hwloc_bitmap_iszero(b->set)) hwloc_bitmap_copy(b->set, machine);
   b->launcher = !hwloc_bitmap_isequal(b->set, machine);
   b->ncores = hwloc_get_nbobjs_inside_cpuset_by_type(b->topo, b->set, HWLOC_OBJ_CORE);

@@ -61,7 +61,6 @@ int ax_mpi_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index,
   }
 }
 
-/* The CPU affinity set this process runs on; empty when it cannot be read. */
 /* The CPU set this rank started with (unknown: empty, all alike), not our binding since. */
 static cpu_set_t my_cpus(void) {
   cpu_set_t mine;

@@ -28,8 +28,9 @@ static const AxCompressRecipe RECIPES[] = {
      0, "none: PowerSGD and Optimus-CC keep Adam's variance updating", 0, NULL, 0, NULL, 0, 0,
      NULL},
     {"dgc", "", 1,
-     "DGC (Lin et al., ICLR 2018) §4.1: 99.9% sparsity (the codec's ratio 0.001) and §3.2: "
-     "momentum correction (momentum = --beta1, 0.9 as in DGC; in Adam's form: docs/codecs.md)",
+     "DGC (Lin et al., ICLR 2018) §4.1: 99.9% sparsity (ratio 0.001; a short run's below) and "
+     "§3.2: momentum correction (momentum = --beta1, 0.9 as in DGC; in Adam's form: "
+     "docs/codecs.md)",
      0.25,
      "DGC §3.4: a warm-up (§4.1: 1 of 40 to 4 of 90 epochs, with rising sparsity); here plain, "
      "and long enough for 1-bit Adam's frozen variance: the upper end of its 15-25%, as DGC "

@@ -8,7 +8,8 @@
 
 /* DGC's sends per coordinate in a run too short for 99.9% (docs/compression.md, "Recipes") */
 #define DGC_SENDS 4
-#define DGC_SENDS_TEXT "4"
+#define TEXT_OF(x) #x
+#define TEXT(x) TEXT_OF(x)
 
 static const AxCompressRecipe RECIPES[] = {
     {"onebit", "ef=1", 1,
@@ -48,7 +49,7 @@ static const AxCompressRecipe RECIPES[] = {
      DGC_SENDS, 0.001,
      "DGC §4.1: 99.9% sparsity, where §3.3 has most coordinates sent once in 600-1000 of its "
      "tens of thousands of iterations; a shorter run keeps the ratio at which each coordinate is "
-     "still sent about " DGC_SENDS_TEXT " times after the plain warm-up (the count chosen on a "
+     "still sent about " TEXT(DGC_SENDS) " times after the plain warm-up (the count chosen on a "
      "model the docs' bars do not use: docs/compression.md, \"Recipes\")"},
 };
 

@@ -557,6 +557,41 @@ START_TEST(an_idle_wait_sleeps_on_its_bell) {
 }
 END_TEST
 
+/* The timing harnesses' barrier and maximum (ax_link_barrier, ax_link_max), polite, wait as
+ * the engines do: the last rank joins 30 ms late, and every other rank's wait in the barrier slept
+ * (MPI_Barrier spins, and where ranks outnumber cores that spin took the core of a rank still
+ * timing: each timed operation then grew by a scheduler's time slice). The maximum is every
+ * rank's largest figure, with and without the link. */
+START_TEST(timing_barrier_and_max_sleep_while_waiting) {
+  if (mt_size < 2) return;
+  AxLinkEmu *e = make_emu(1, "1Gbps");
+  AxCommConfig cc = config(e, NULL), plain = config(NULL, NULL);
+  cc.polite = plain.polite = 1; /* as where ranks outnumber cores */
+  mt_run_begin("the timing barrier");
+  AxLinkStats before = ax_link_stats(e);
+  if (mt_rank == mt_size - 1) nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
+  mt_expect(ax_link_barrier(&cc, g_comm) == AX_OK, "ax_link_barrier: %s", ax_error_message());
+  AxLinkStats after = ax_link_stats(e);
+  if (mt_rank != mt_size - 1)
+    mt_expect(after.sleeps > before.sleeps, "rank %d waited 30 ms in the barrier without "
+              "sleeping (%llu sleeps, %llu spins)", mt_rank, after.sleeps - before.sleeps,
+              after.spins - before.spins);
+  const AxCommConfig *ways[2] = {&cc, &plain};
+  for (int w = 0; w < 2; w++) {
+    double max = -1;
+    mt_expect(ax_link_max(ways[w], g_comm, 1.5 + mt_rank, &max) == AX_OK, "ax_link_max: %s",
+              ax_error_message());
+    mt_expect(max == 0.5 + mt_size, "%s: the maximum is %g, not %g", w ? "no link" : "the link",
+              max, 0.5 + mt_size);
+  }
+  mt_expect(ax_link_barrier(&plain, g_comm) == AX_OK, "ax_link_barrier, polite, no link: %s",
+            ax_error_message());
+  mt_run_end();
+  ax_link_emu_destroy(e);
+  mt_assert_all_ok("the timing barrier");
+}
+END_TEST
+
 /* Both ranks hand a held send over, then wait only for their receive: the wait posts the held
  * send, or neither would ever arrive. */
 START_TEST(held_sends_go_out_while_waiting_for_a_receive) {
@@ -742,6 +777,7 @@ static Suite *emulator_suite(void) {
   tcase_add_test(multi, messages_within_a_node_are_not_delayed);
   tcase_add_test(multi, waiting_sleeps_instead_of_spinning);
   tcase_add_test(multi, an_idle_wait_sleeps_on_its_bell);
+  tcase_add_test(multi, timing_barrier_and_max_sleep_while_waiting);
   tcase_add_test(multi, held_sends_go_out_while_waiting_for_a_receive);
   tcase_add_test(multi, a_dropped_held_send_never_arrives);
   tcase_add_test(multi, collectives_over_the_link_are_exact_and_counted);

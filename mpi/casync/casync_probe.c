@@ -1,7 +1,8 @@
 /* casync_probe.c — the link's costs for the cost model (casync_cost.h), measured: the send
  * cost by a ping-pong of three sizes between ranks 0 and 1 of a communicator (plain MPI: the
  * real path, not an emulated one), and the plain all-reduce the trainer runs, timed as it runs
- * (its algorithm, chunking, waits and emulated link) at four sizes, alone or side by side with
+ * (its algorithm, chunking, waits and emulated link; the ranks start together and report
+ * their times without spinning, ax_link_barrier and ax_link_max) at four sizes, alone or side by side with
  * CaSync and the run's codec (for CaSync's engine term); each fitted to latency plus bytes over
  * bandwidth by ax_linear_fit (the codec profile's fit). */
 #include <math.h>
@@ -9,6 +10,7 @@
 
 #include "casync_cost.h"
 #include "mpi/coll/collectives.h"
+#include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
 #include "src/backend/peak.h"
 #include "src/core/timer.h"
@@ -70,11 +72,10 @@ int ax_casync_time_allreduce(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceA
                              float *buf, size_t count, int reps, double *seconds) {
   AX_TRY(ax_allreduce(comm, cc, buf, count, AX_COMM_F32, algo, NULL));
   for (int i = 0; i < reps; i++) {
-    AX_MPI(MPI_Barrier(comm));
+    AX_TRY(ax_link_barrier(cc, comm));
     double t0 = ax_now();
     AX_TRY(ax_allreduce(comm, cc, buf, count, AX_COMM_F32, algo, NULL));
-    double mine = ax_now() - t0;
-    AX_MPI(MPI_Allreduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, comm));
+    AX_TRY(ax_link_max(cc, comm, ax_now() - t0, &seconds[i]));
   }
   return AX_OK;
 }
@@ -142,13 +143,12 @@ static int probe_run(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plai
   probe_values(buf, count, rank);
   /* a step past any sparsity warm-up (dgc:ramp), so the codec's own ratio runs */
   AxCodecCtx ctx = {.seed = 1, .step = 1u << 30};
-  AX_MPI(MPI_Barrier(comm));
+  AX_TRY(ax_link_barrier(cc, comm));
   double t0 = ax_now();
   AX_TRY(st ? ax_casync_allreduce(comm, cc, c, algo, st, &ctx, buf, count, NULL)
             : ax_allreduce(comm, cc, buf, count, AX_COMM_F32, plain_algo, NULL));
-  double mine = ax_now() - t0;
-  if (t) AX_MPI(MPI_Allreduce(&mine, t, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return AX_OK;
+  double mine = ax_now() - t0, ignored;
+  return ax_link_max(cc, comm, mine, t ? t : &ignored);
 }
 
 /* The least over `reps` rounds of the plain all-reduce's and CaSync's (in K = N partitions)

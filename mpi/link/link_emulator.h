@@ -134,9 +134,18 @@ int ax_link_wait_recv(const AxCommConfig *cc, MPI_Request *req, MPI_Status *stat
  * With an emulated link it waits as the waits above do (MPI's blocking wait spins, taking a
  * core from ranks still computing, where the emulator's ranks sleep), and with the doorbells
  * it first rings every other rank of comm, as a message to each would: one asleep in the same
- * wait wakes and polls while the collective moves. Without, MPI_Wait, as the blocking
- * collective it stands for. */
+ * wait wakes and polls while the collective moves. Without, ax_mpi_wait: MPI_Wait, as the
+ * blocking collective it stands for, or polls that yield the core where cc->polite. */
 int ax_link_wait_collective(const AxCommConfig *cc, MPI_Comm comm, MPI_Request *req);
+/* A barrier and the slowest rank's figure over comm for timing harnesses. Where cc->polite
+ * (ranks outnumber cores) they wait as ax_link_wait_collective does: MPI's blocking
+ * MPI_Barrier and MPI_Allreduce spin, and a rank spinning in them before or after its timed
+ * operation took the core of a rank still in it, whose time then grew by a scheduler's time
+ * slice (4 ranks on 2 cores, a 64 KB ring over an EMULATED 10 Gb/s link: median 4.0 ms, 161
+ * of 200 runs over twice the fastest, against 0.64 ms waiting so; docs/benchmarks.md).
+ * Elsewhere MPI's own calls: spinning ranks leave the barrier closest together. */
+int ax_link_barrier(const AxCommConfig *cc, MPI_Comm comm);
+int ax_link_max(const AxCommConfig *cc, MPI_Comm comm, double mine, double *max);
 /* One pause between two polls of a wait (as above; without emulation ax_mpi_relax). */
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w);
 /* The emulator's pause with this rank's earliest held send due at next_due (LLONG_MAX: none),

@@ -76,10 +76,8 @@ int ax_link_wait_recv(const AxCommConfig *cc, MPI_Request *req, MPI_Status *stat
 
 int ax_link_wait_collective(const AxCommConfig *cc, MPI_Comm comm, MPI_Request *req) {
   AxLinkEmu *e = emulator(cc);
-  if (!e) { /* MPI's own wait, as the blocking collective it stands for */
-    AX_MPI(MPI_Wait(req, MPI_STATUS_IGNORE));
-    return AX_OK;
-  }
+  if (!e) /* MPI's own wait as the blocking collective it stands for, or polite (cc->polite) */
+    return ax_mpi_wait(cc, req, NULL);
   if (ax_link_bells_on(&e->bells)) {
     const int *world;
     int size, rank;
@@ -91,6 +89,28 @@ int ax_link_wait_collective(const AxCommConfig *cc, MPI_Comm comm, MPI_Request *
       if (r != rank) ax_link_queue_posted(&e->queue, &e->bells, world[r], 0, now);
   }
   return ax_link_wait_recv(cc, req, MPI_STATUS_IGNORE);
+}
+
+static int polite(const AxCommConfig *cc) { return cc && cc->polite; }
+
+int ax_link_barrier(const AxCommConfig *cc, MPI_Comm comm) {
+  MPI_Request req;
+  if (!polite(cc)) {
+    AX_MPI(MPI_Barrier(comm));
+    return AX_OK;
+  }
+  AX_MPI(MPI_Ibarrier(comm, &req));
+  return ax_link_wait_collective(cc, comm, &req);
+}
+
+int ax_link_max(const AxCommConfig *cc, MPI_Comm comm, double mine, double *max) {
+  MPI_Request req;
+  if (!polite(cc)) {
+    AX_MPI(MPI_Allreduce(&mine, max, 1, MPI_DOUBLE, MPI_MAX, comm));
+    return AX_OK;
+  }
+  AX_MPI(MPI_Iallreduce(&mine, max, 1, MPI_DOUBLE, MPI_MAX, comm, &req));
+  return ax_link_wait_collective(cc, comm, &req);
 }
 
 /* Sleeps until t_ns or a ring of the bell past `seen`, with the thread's timer slack at

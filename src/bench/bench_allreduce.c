@@ -205,10 +205,11 @@ static int wire_bytes(ArBench *b, const AxTraffic *before, int ops, ArResult *re
   return AX_OK;
 }
 
-/* One all-reduce as the slowest rank saw it, ranks started together. */
+/* One all-reduce as the slowest rank saw it, ranks started together (without spinning:
+ * ax_link_barrier, ax_link_max). */
 static int timed_allreduce(ArBench *b, size_t n, ArColumn col, double *sec) {
   if (col.kind != AR_BOUND) fill(b, n);
-  AX_MPI(MPI_Barrier(b->comm));
+  AX_TRY(ax_link_barrier(&b->cc, b->comm));
   double t0 = ax_now();
   if (col.kind == AR_BLOCKING)
     AX_TRY(ax_mpi_allreduce_blocking(b->comm, b->buf, n, b->type));
@@ -216,9 +217,7 @@ static int timed_allreduce(ArBench *b, size_t n, ArColumn col, double *sec) {
     AX_TRY(ax_allreduce(b->comm, &b->cc, b->buf, n, b->type, col.algo, NULL));
   else
     traffic_op(b, n);
-  double mine = ax_now() - t0;
-  AX_MPI(MPI_Allreduce(&mine, sec, 1, MPI_DOUBLE, MPI_MAX, b->comm));
-  return AX_OK;
+  return ax_link_max(&b->cc, b->comm, ax_now() - t0, sec);
 }
 
 static int measure(ArBench *b, size_t bytes, ArColumn col, ArResult *res) {

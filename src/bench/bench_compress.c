@@ -249,20 +249,20 @@ static int same_everywhere(Cb *b, size_t n, int *same) {
 }
 
 /* One timed all-reduce (codec NULL: the plain ring) on fresh gradients: the slowest rank's
- * seconds, and the bytes this rank sent. */
+ * seconds, and the bytes this rank sent; started together and reported without spinning
+ * (ax_link_barrier, ax_link_max: where ranks outnumber cores, MPI's spinning calls took the
+ * core of a rank still timing). */
 static int timed_op(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, AxCasyncState *st, size_t n,
                     int step, double *seconds, double *sent) {
   ax_bench_gradient(b->buf, n, 100 + (uint64_t)b->rank); /* not timed */
-  if (MPI_Barrier(b->comm) != MPI_SUCCESS)
-    return AX_FAIL("MPI_Barrier failed before a timed all-reduce");
+  AX_TRY(ax_link_barrier(&b->cc, b->comm));
   AxTraffic before = b->sent;
   double t0 = ax_now();
   AX_TRY(one_op(b, codec, sync, st, n, step));
   double mine = ax_now() - t0;
   *sent = (double)(ax_traffic_bytes(&b->sent, AX_TRAFFIC_N_CLASSES) -
                    ax_traffic_bytes(&before, AX_TRAFFIC_N_CLASSES));
-  AX_MPI(MPI_Allreduce(&mine, seconds, 1, MPI_DOUBLE, MPI_MAX, b->comm));
-  return AX_OK;
+  return ax_link_max(&b->cc, b->comm, mine, seconds);
 }
 
 /* The K candidates of a compressed path on N ranks: every K in [1, N] (at most MAX_K: then the

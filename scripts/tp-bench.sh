@@ -5,6 +5,7 @@
 # step (`plan --rank-grids`: communication, compute and the pipeline's bubble) for the same
 # setup (a machine file of that link whose compute rate a rank is measured first: a 1-rank run
 # of the model, its executed FLOP/s, times cores / RANKS where the ranks outnumber the cores;
+# and whose latency per message step is measured too: a 4 KB ring all-reduce over the link;
 # each grid run with the planner's micro-batch), the model's top 3 against the measured top 3
 # (over all grids and over the G_inter 1 grids the paper's model is for; issue 48 item 4's
 # target: at least 2 of 3 in both, and the measured best among the model's top 3); then the overlaps (OAR, ORS, OAG) all on, each off, and all off on the measured best
@@ -34,6 +35,15 @@ TFLOPS=$(python3 -c 'import json, sys
 flops = json.load(open(sys.argv[1]))["throughput"]["flops_per_s"]
 print("%.6g" % (flops / 1e12 * min(1.0, int(sys.argv[2]) / int(sys.argv[3]))))' \
   "$OUT/rate.json" "$(nproc)" "$RANKS")
+# a collective's message step: a 4 KB ring all-reduce over all RANKS ranks and the same link
+# (its time is latency-bound), divided by its 2 (RANKS - 1) steps; the planner charges it per
+# ring step of every collective call (the machine's `latency`)
+rm -f "$OUT/latency.jsonl"
+$MPIEXEC -n "$RANKS" "$AXONN" bench allreduce --algos ring --min-bytes 4K --max-bytes 4K \
+  --iters 50 --ranks-per-node 2 --emulate-link 10Gbps --json "$OUT/latency.jsonl" </dev/null >/dev/null
+LATENCY_US=$(python3 -c 'import json, sys
+row = json.loads(open(sys.argv[1]).readline())
+print("%.4g" % (row["time_us"] / (2 * (int(sys.argv[2]) - 1))))' "$OUT/latency.jsonl" "$RANKS")
 # the emulated machine: 2 ranks a node; between nodes the emulated link; inside a node shared
 # memory (nominal 5 GB/s: what MPICH's shared-memory path moves here, roughly); a node's share
 # of this host's cores (at least 1): where its 2 ranks outnumber them, the planner does not
@@ -47,6 +57,7 @@ inter_bw = 10Gb/s
 peak_tflops = $TFLOPS
 efficiency = 1
 cores_per_node = $CORES
+latency = ${LATENCY_US}us
 EOF
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -59,7 +70,7 @@ python3 -c 'import json, sys
 for g in json.load(open(sys.argv[1]))["grids"]:
     k = [g[f] for f in ("g_inter", "gx", "gy", "gz", "g_data", "micro_batch")]
     print("g%d%d%d%d%d" % tuple(k[:5]), *k)' "$OUT/plan.json" >"$OUT/grids.txt"
-echo "model: $MODEL, batch 8, fp32, one thread per rank, $RANKS ranks on $(nproc) cores; --ranks-per-node 2 --emulate-link 10Gbps (EMULATED); compute priced at $TFLOPS TFLOP/s a rank"
+echo "model: $MODEL, batch 8, fp32, one thread per rank, $RANKS ranks on $(nproc) cores; --ranks-per-node 2 --emulate-link 10Gbps (EMULATED); compute priced at $TFLOPS TFLOP/s a rank, a collective's message step at $LATENCY_US us (measured)"
 # train NAME P X Y Z D MB [flags...]: one run, its median step appended to times.txt
 train() {
   name=$1 p=$2 x=$3 y=$4 z=$5 d=$6 mb=$7

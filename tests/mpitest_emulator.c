@@ -558,8 +558,8 @@ START_TEST(an_idle_wait_sleeps_on_its_bell) {
 END_TEST
 
 /* The timing harnesses' barrier and maximum (ax_link_barrier, ax_link_max), polite, wait as
- * the engines do: the last rank joins 30 ms late, and every other rank's wait in the barrier slept
- * (MPI_Barrier spins, and where ranks outnumber cores that spin took the core of a rank still
+ * the engines do: the last rank joins 30 ms late, and every other rank's wait in the barrier
+ * slept (MPI_Barrier spins, and where ranks outnumber cores that spin took the core of a rank still
  * timing: each timed operation then grew by a scheduler's time slice). The maximum is every
  * rank's largest figure, with and without the link. */
 START_TEST(timing_barrier_and_max_sleep_while_waiting) {

@@ -2,9 +2,9 @@
  * cost by a ping-pong of three sizes between ranks 0 and 1 of a communicator (plain MPI: the
  * real path, not an emulated one), and the plain all-reduce the trainer runs, timed as it runs
  * (its algorithm, chunking, waits and emulated link; the ranks start together and report
- * their times without spinning, ax_link_barrier and ax_link_max) at four sizes, alone or side by side with
- * CaSync and the run's codec (for CaSync's engine term); each fitted to latency plus bytes over
- * bandwidth by ax_linear_fit (the codec profile's fit). */
+ * their times without spinning, ax_link_barrier and ax_link_max) at four sizes, alone or side
+ * by side with CaSync and the run's codec (for CaSync's engine term); each fitted to latency
+ * plus bytes over bandwidth by ax_linear_fit (the codec profile's fit). */
 #include <math.h>
 #include <stdlib.h>
 

@@ -141,8 +141,8 @@ int ax_link_wait_collective(const AxCommConfig *cc, MPI_Comm comm, MPI_Request *
  * (ranks outnumber cores) they wait as ax_link_wait_collective does: MPI's blocking
  * MPI_Barrier and MPI_Allreduce spin, and a rank spinning in them before or after its timed
  * operation took the core of a rank still in it, whose time then grew by a scheduler's time
- * slice (4 ranks on 2 cores, a 64 KB ring over an EMULATED 10 Gb/s link: median 4.0 ms, 161
- * of 200 runs over twice the fastest, against 0.64 ms waiting so; docs/benchmarks.md).
+ * slice (4 ranks on 2 cores, `bench allreduce` of a 64 KB ring over an EMULATED 10 Gb/s link:
+ * medians 3.9-4.0 ms, against 0.38-0.54 ms waiting so; docs/benchmarks.md).
  * Elsewhere MPI's own calls: spinning ranks leave the barrier closest together. */
 int ax_link_barrier(const AxCommConfig *cc, MPI_Comm comm);
 int ax_link_max(const AxCommConfig *cc, MPI_Comm comm, double mine, double *max);

@@ -50,7 +50,7 @@ done
 # to be scheduled (docs/simulator.md, "Ranks that share a host")
 "$AXONN" simulate $TINY --g-inter 2 --machine "$TMP/one.machine" --profile "$TMP/p.txt" \
   >"$TMP/sim-h.out" 2>&1 || { fail "simulate, oversubscribed"; cat "$TMP/sim-h.out"; }
-grep -q "a message waits 1 ms for its receiver to be scheduled" "$TMP/sim-h.out" ||
+grep -q "a message waits 0.5 ms for its receiver to be scheduled" "$TMP/sim-h.out" ||
   { fail "oversubscribed: no hand-off wait"; cat "$TMP/sim-h.out"; }
 
 "$AXONN" simulate $TINY --g-inter 2 --g-data 2 --steps 5 --machine "$TMP/ws.machine" \

@@ -28,12 +28,14 @@ enum { ADAMW_BYTES = 28, NORM_BYTES = 4 };
 /* A message between ranks of a host whose ranks outnumber its cores, where the waits poll
  * politely (MPI_Test, then sched_yield: no emulated link), waits for its receiver to be put on
  * a core: every rank stays runnable, and a rank whose message has come in runs when the
- * scheduler next picks it. Fitted, not measured: the quiet validation of 2026-11-29 on two of
- * its four shapes (128x512x256x1 and 32x256x256x1, grids 2x2 and 4x1), about two thirds of the
- * 1.5 ms slice Linux's EEVDF scheduler gives a task on 2 CPUs (docs/benchmarks.md, "The
- * simulator on four shapes, quiet"). Charged as the latency of every such message: the
- * pipeline's, each step of a ring all-reduce, each round of the step's small agreements. */
-#define OVERSUBSCRIBED_HANDOFF_S 1e-3
+ * scheduler next picks it. Fitted, not measured, on two of the validation's four shapes
+ * (128x512x256x1 and 32x256x256x1, grids 2x2 and 4x1; the other two held out): 1 ms on the
+ * quiet pass of 2026-11-29 14:27, then 0.5 ms on the pass of 20:30, after the step's small
+ * agreements stopped spinning in MPI_Wait (mpi/link/link_wait.c; the trainers got faster and
+ * 1 ms overpriced them by 1-21%). docs/benchmarks.md, "The simulator after the timing fix".
+ * Charged as the latency of every such message: the pipeline's, each step of a ring
+ * all-reduce, each round of the step's small agreements. */
+#define OVERSUBSCRIBED_HANDOFF_S 0.5e-3
 
 /* Seconds of one micro-batch on one stage, before the stage's own blocks are counted. */
 typedef struct {

@@ -558,7 +558,7 @@ START_TEST(an_idle_wait_sleeps_on_its_bell) {
 END_TEST
 
 /* The timing harnesses' barrier and maximum (ax_link_barrier, ax_link_max), polite, wait as
- * the engines do: the last rank joins 30 ms late, and every other rank's wait in the barrier
+ * the engines do: the last rank joins 200 ms late, and every other rank's wait in the barrier
  * slept (MPI_Barrier spins, and where ranks outnumber cores that spin took the core of a rank still
  * timing: each timed operation then grew by a scheduler's time slice). The maximum is every
  * rank's largest figure, with and without the link. */
@@ -569,11 +569,13 @@ START_TEST(timing_barrier_and_max_sleep_while_waiting) {
   cc.polite = plain.polite = 1; /* as where ranks outnumber cores */
   mt_run_begin("the timing barrier");
   AxLinkStats before = ax_link_stats(e);
-  if (mt_rank == mt_size - 1) nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
+  /* long past the 50 us spin: a waiting rank never sleeping here would need to be kept off
+   * its core for all of it (a 30 ms wait could be, on a loaded machine) */
+  if (mt_rank == mt_size - 1) nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
   mt_expect(ax_link_barrier(&cc, g_comm) == AX_OK, "ax_link_barrier: %s", ax_error_message());
   AxLinkStats after = ax_link_stats(e);
   if (mt_rank != mt_size - 1)
-    mt_expect(after.sleeps > before.sleeps, "rank %d waited 30 ms in the barrier without "
+    mt_expect(after.sleeps > before.sleeps, "rank %d waited 200 ms in the barrier without "
               "sleeping (%llu sleeps, %llu spins)", mt_rank, after.sleeps - before.sleeps,
               after.spins - before.spins);
   const AxCommConfig *ways[2] = {&cc, &plain};

@@ -519,6 +519,38 @@ START_TEST(oversubscribed_handoff) {
 }
 END_TEST
 
+/* The profile times AdamW, the norm and the copies over the largest stage's parameters (a
+ * rank's share), counted here by hand: the embedding 50304 x 512 (the padded vocabulary), the
+ * positions 64 x 512, a block 12 C^2 + 13 C, the final LayerNorm 2 C; the last of two stages
+ * holds its copy of the tied embedding. Clamped to [4M, 128M]. */
+START_TEST(profile_elements_follow_the_largest_stage) {
+  const size_t wte = 50304 * 512, wpe = 64 * 512, block = 12 * 512 * 512 + 13 * 512, lnf = 1024;
+  static const char *shape = "--layers 4 --hidden 512 --heads 8 --seq 64 --vocab 50257 "
+                             "--batch 4 --micro-batch 2";
+  const struct {
+    const char *more;
+    size_t elems;
+  } cases[] = {{"", wte + wpe + 4 * block + lnf},
+               {"--g-inter 2", wte + wpe + 2 * block},
+               {"--g-inter 2 --stage-layers 1,3", 3 * block + lnf + wte},
+               {"--gx 2", (wte + wpe + 4 * block + lnf) / 2},
+               {"--gx 8 --gy 4", AX_SIM_PROFILE_MIN_ELEMS}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char args[256];
+    snprintf(args, sizeof args, "%s %s", shape, cases[i].more);
+    AxTrainConfig cfg;
+    tu_train_config(&cfg, args);
+    ck_assert_msg(ax_sim_profile_elems(&cfg) == cases[i].elems, "%s: %zu, not %zu", args,
+                  ax_sim_profile_elems(&cfg), cases[i].elems);
+    ax_train_config_free(&cfg);
+  }
+  AxTrainConfig big;
+  tu_train_config(&big, "--layers 24 --hidden 2048 --heads 16 --seq 1024 --vocab 50257 --batch 8");
+  ck_assert_uint_eq(ax_sim_profile_elems(&big), AX_SIM_PROFILE_MAX_ELEMS);
+  ax_train_config_free(&big);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("simulate");
   TCase *tc = tu_tcase(s, "simulate", 120);
@@ -537,6 +569,7 @@ int main(void) {
   tcase_add_test(tc, pricing_from_a_profile);
   tcase_add_test(tc, column_ring_from_the_measured_allreduce);
   tcase_add_test(tc, oversubscribed_handoff);
+  tcase_add_test(tc, profile_elements_follow_the_largest_stage);
   int rc = tu_run(s);
   tu_cleanup();
   return rc;

@@ -37,7 +37,7 @@
 #include "src/core/error.h"
 #include "src/core/timer.h"
 
-enum { REPS = 7, REPS_BESIDE = 31, ROUNDS = 8, REPS_ROUND = 4, HOST_ELEMS = 1 << 22 };
+enum { REPS = 7, REPS_BESIDE = 31, ROUNDS = 8, REPS_ROUND = 4 };
 /* The host's per-element figures: repetitions of the four in turn, so that their medians span
  * about a quarter of a second on the 2-core VM (7 spanned 70 ms, and one profile read AdamW
  * and the norm 2.3 and 2.7 times its shape's four others) */
@@ -80,6 +80,24 @@ static int deepest_stage(const AxTrainConfig *cfg, int *deep) {
     if (first[s + 1] - first[s] > *deep) *deep = first[s + 1] - first[s];
   free(first);
   return rc;
+}
+
+size_t ax_sim_profile_elems(const AxTrainConfig *cfg) {
+  int P = cfg->grid.g_inter > 0 ? cfg->grid.g_inter : 1;
+  int *first = ax_malloc((size_t)(P + 1) * sizeof *first);
+  size_t most = 0;
+  if (first && ax_partition(cfg->model.layers, P, cfg->grid.stage_layers, first) == AX_OK) {
+    AxGptConfig m = ax_train_model_config(cfg);
+    for (int s = 0; s < P; s++) {
+      AxStageLayout lay;
+      ax_stage_layout(&lay, &m, first[s], first[s + 1], s == 0, s == P - 1);
+      if (lay.total > most) most = lay.total;
+    }
+  }
+  free(first);
+  most /= (size_t)ax_train_tp_ranks(cfg);
+  if (most < AX_SIM_PROFILE_MIN_ELEMS) return AX_SIM_PROFILE_MIN_ELEMS;
+  return most > AX_SIM_PROFILE_MAX_ELEMS ? AX_SIM_PROFILE_MAX_ELEMS : most;
 }
 
 static int bench_open(Bench *b, const AxTrainConfig *cfg) {
@@ -324,12 +342,11 @@ static int measure_device_optimizer(AxBackend *be, size_t n, AxSimProfile *p) {
 }
 
 /* Median seconds per element of the trainer's copies between the device and the host arena
- * (offload.c) and of zeroing the device's gradients, over HOST_ELEMS elements (the CPU
+ * (offload.c) and of zeroing the device's gradients, over n elements (the CPU
  * backend's fp32 weights and gradients are the arena's own: no copies there); and of the
  * device optimizer. bf16 gradients come down as they are (offload.c), widened to fp32 on the
  * optimizer threads beside the next piece's copy: the copy alone is timed. */
-static int measure_device_side(AxBackend *be, AxSimProfile *p) {
-  size_t n = HOST_ELEMS;
+static int measure_device_side(AxBackend *be, size_t n, AxSimProfile *p) {
   void *dev = ax_alloc(be, n * be->esz);
   float *host = dev ? be->ops->host_alloc(be, n * sizeof *host) : NULL;
   int rc = host ? AX_OK : AX_ERR, copies = !(be->is_host && be->dtype == AX_DTYPE_F32);
@@ -368,7 +385,7 @@ static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
   int rc = bench_open(&b, cfg);
   double deep_s[2] = {0}, extra[4] = {0};
   if (rc == AX_OK) rc = time_rounds(&b, deep_s, extra);
-  if (rc == AX_OK) rc = measure_device_side(b.be, p);
+  if (rc == AX_OK) rc = measure_device_side(b.be, ax_sim_profile_elems(cfg), p);
   long long ranks = ax_train_ranks(cfg);
   int kmax = ranks < AX_SIM_PROFILE_MAX_K ? (int)ranks : AX_SIM_PROFILE_MAX_K;
   if (rc == AX_OK) rc = measure_concurrency(&b, kmax, cfg->exec.bind, cfg->grid.emulate_link != NULL, p);
@@ -387,9 +404,9 @@ static int measure_stages(const AxTrainConfig *cfg, AxSimProfile *p) {
 }
 
 /* The host side: the sum of squares and AdamW on the optimizer's threads (the trainer's norm,
- * then interleave.c's update of a chunk), a local sum, a copy; over HOST_ELEMS elements. */
+ * then interleave.c's update of a chunk), a local sum, a copy; over ax_sim_profile_elems. */
 static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) {
-  size_t n = HOST_ELEMS;
+  size_t n = ax_sim_profile_elems(cfg);
   float *a = ax_calloc(4 * n + 64, sizeof *a);
   AxPool *pool = a ? ax_pool_create(threads, NULL, NULL) : NULL;
   if (!pool) {

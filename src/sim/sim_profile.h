@@ -64,6 +64,14 @@ enum { AX_SIM_PROFILE_MAX_K = 16 };
 int ax_sim_profile_speeds(const AxSimProfile *p, double *speed);
 int ax_sim_profile_waiting_speeds(const AxSimProfile *p, double *speed);
 
+/* The elements the per-parameter figures (the host's AdamW, norm, sum and copy; the device's
+ * copies, zeroing and optimizer) are timed over: the parameters of cfg's largest stage (a
+ * rank's tensor-parallel share), as the trainer streams its whole arena through them, never
+ * fewer than AX_SIM_PROFILE_MIN_ELEMS (4M) nor more than AX_SIM_PROFILE_MAX_ELEMS (128M:
+ * 2 GiB of fp32 arrays, beyond any cache). Timed over 4M alone the arrays stayed in the H200
+ * host's cache and AdamW read 0.10 ns a parameter where a 1.3B run's took ~3x that. */
+enum { AX_SIM_PROFILE_MIN_ELEMS = 1 << 22, AX_SIM_PROFILE_MAX_ELEMS = 1 << 27 };
+size_t ax_sim_profile_elems(const AxTrainConfig *cfg);
 /* Measures cfg's model at its micro-batch on its device and threads (one process, no MPI). */
 int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p);
 /* sim_measure_comm.c: the all-reduce fields above, timed over comm (collective; every rank

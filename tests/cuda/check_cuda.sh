@@ -44,11 +44,11 @@ COMMON="--layers 4 --hidden 64 --heads 4 --seq 32 --batch 8 --micro-batch 2 --st
 
 # run NAME NP ARGS...: trains, leaving $TMP/NAME.csv
 run() {
-  name=$1; np=$2; shift 2
+  run_name=$1; run_np=$2; shift 2 # its own names: the loops below keep theirs in $name
   # shellcheck disable=SC2086
-  if ! timeout 300 $MPIEXEC -n "$np" "$AXONN" train $COMMON --metrics "$TMP/$name.csv" "$@" \
-      >"$TMP/$name.log" 2>&1; then
-    fail "$name: training failed"; cat "$TMP/$name.log"; return 1
+  if ! timeout 300 $MPIEXEC -n "$run_np" "$AXONN" train $COMMON --metrics "$TMP/$run_name.csv" "$@" \
+      >"$TMP/$run_name.log" 2>&1; then
+    fail "$run_name: training failed"; cat "$TMP/$run_name.log"; return 1
   fi
 }
 
@@ -97,7 +97,8 @@ if run ref 1 --device cuda --save "$TMP/ref.bin"; then
   fi
   # the device optimizer on 2 ranks (issue 50) against the host optimizer on the same grid
   for g in "1x2 --g-data 2" "2x1 --g-inter 2"; do
-    set -- $g # shellcheck disable=SC2086
+    # shellcheck disable=SC2086
+    set -- $g
     grid=$1; shift
     [ -f "$TMP/grid$grid.csv" ] || continue
     for mpi in auto 0; do
@@ -107,7 +108,8 @@ if run ref 1 --device cuda --save "$TMP/ref.bin"; then
   done
   # tensor parallelism: its kernels and collectives on device buffers
   for g in "tpx --gx 2" "tpz --gz 2 --cuda-aware-mpi 0"; do
-    set -- $g # shellcheck disable=SC2086
+    # shellcheck disable=SC2086
+    set -- $g
     name=$1; shift
     run "${name}cpu" 2 --device cpu "$@" &&
       run "$name" 2 --device cuda "$@" && close "$name" "${name}cpu" 1e-3 && close "$name" ref 1e-4

@@ -191,6 +191,13 @@ print("%s: simulated %.1f ms, measured %.1f ms, %+.1f%%" % (sys.argv[3], 1e3 * p
   }
   sim_case gpt2s-b16 $GPT2S --batch 16 --micro-batch 8
   sim_case 1p3b-b8 $GPT1B --batch 8 --micro-batch 2
+  # a block's time as the profile reads it in a stage of 12 blocks and in a stage of one
+  # (--g-inter 12): on an H200 the deep stage read GPT-2 small's block ~40% slower than the run
+  # (docs/benchmarks.md, "Fourth session"), where the earlier one-block profile matched it
+  for stages in 1 12; do
+    "$AXONN" profile --device cuda --precision bf16 $GPT2S --batch 16 --micro-batch 8 \
+      --g-inter $stages --out "$OUT/gpt2s-b16-stages$stages.profile" 2>&1 | tail -n 1 | cut -c1-100
+  done
   if [ "${SIMULATE_VALIDATE:-1}" = 1 ]; then
     say "simulate: scripts/simulate-validate.sh, one rank a core ($(nproc) cores)"
     AXONN="$AXONN" MPIEXEC="$MPIEXEC" scripts/simulate-validate.sh "$OUT/simulate-validate"

@@ -23,7 +23,9 @@
 #     outside them (the summary's memory_checkpoints), the copies late, the checkpoints
 #     skipped and the interval taken.
 # Figures are EMULATED: ranks share one machine's memory and cores.
-#   usage: [STEPS=12] [SKIP=4] [REPEAT=3] [GRIDS="2x2 1x4 4x1"] [RETRIEVAL_ONLY=1 | RETRIEVAL=0]
+# BATCH (default 8 sequences of 64 tokens) sets the step's compute against the fixed bytes of a
+# checkpoint (the model's state): the overhead is the replicas' copies over the step's time.
+#   usage: [STEPS=12] [SKIP=4] [REPEAT=3] [BATCH=8] [GRIDS="2x2 1x4 4x1"] [RETRIEVAL_ONLY=1 | RETRIEVAL=0]
 #          [TRAVEL=1 [LINKS="10Gbps 100Gbps"] [SHAPES="4x1/2 4x1/1 2x2/1"]] [OUT=dir]
 #          scripts/gemini-bench.sh [AXONN]
 set -eu
@@ -39,7 +41,7 @@ mkdir -p "$OUT"
 NAME=gemini-bench-$$
 trap 'rm -rf "$SHM/axonn-$NAME"' EXIT
 MODEL="--layers 4 --hidden 512 --heads 8 --seq 64 --vocab 256"
-BASE="$MODEL --batch 8 --steps $STEPS --val-steps 0 --threads 1 --lr-schedule constant \
+BASE="$MODEL --batch ${BATCH:-8} --steps $STEPS --val-steps 0 --threads 1 --lr-schedule constant \
   --warmup 0 --timing-skip $SKIP --timing-steps $((STEPS - SKIP)) --run-name $NAME"
 COMMON="$BASE --ranks-per-node 2 --emulate-link 10Gbps"
 

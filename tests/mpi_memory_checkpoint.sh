@@ -169,6 +169,20 @@ copies_whole grid22_kill 4  # step 5's copies of stages 0 and 1 on each of the t
 run grid22_resume 4 $G22 --run-name "$NAME" --resume && tail_equal grid22_resume grid22
 expect_log grid22_resume "step 5 recovered from memory (every node its own)"
 
+# 2x2 with one rank a node: nodes 0 and 2 write stage 0, nodes 1 and 3 stage 1, so the replica
+# groups are drawn along the data-parallel rows ({0, 2}, {1, 3}) and no replica is sent (in
+# groups of consecutive nodes each node sent its file to a node of the other stage); node 0's
+# memory lost, its stage comes from node 2's own copy
+run grid22n 4 $G22 --ranks-per-node 1 --run-name "$NAME" --summary "$TMP/grid22n.json" &&
+  summary_ckpt grid22n '{"nodes": 4, "copies": 10, "copies_complete": 10,
+  "replica_bytes_in_spans": 0, "replica_bytes_outside_spans": 0}'
+killed grid22n_kill $G22 --ranks-per-node 1 --run-name "$NAME" --debug-hang-rank 3 \
+  --debug-hang-step 7 --debug-hang-mode kill
+rm -rf "$SHM/axonn-$NAME/node-0"
+run grid22n_resume 4 $G22 --ranks-per-node 1 --run-name "$NAME" --resume &&
+  tail_equal grid22n_resume grid22n
+expect_log grid22n_resume "stage-0.bin of step 5: node 2's memory; sent from node 2 to node 0"
+
 # a rank dies as step 7 begins: step 6's copy never finished, step 5 is whole in memory
 # (what this job leaves serves the node loss and the corrupt copy below too: the same job, the
 # same step, put back before each)

@@ -8,8 +8,9 @@
  * Who writes: in every data-parallel row the stage's tensor-parallel rank 0 holds the stage
  * whole (as for file checkpoints), and the lowest such rank of a stage on a node writes that
  * stage's file into the node's slot; so every node holds the stages its own ranks train. A
- * replica goes from node K to a holder H of K's files (failure_odds.h's group placement) only
- * where H does not hold that stage already. The copy of a step runs on a thread while the
+ * replica goes from node K to a holder H of K's files (failure_odds.h's group placement, over
+ * nodes ordered so that those writing the same stages share a group) only where H does not
+ * hold that stage already. The copy of a step runs on a thread while the
  * next step computes; the state it reads changes only in the optimizer, before which the next
  * step joins it; it writes into the slot file through a mapping the rank keeps from copy to
  * copy (ax_memckpt_slot_map), as the replicas' receivers do. The replicas travel as
@@ -450,28 +451,48 @@ static int node_writes(const AxMemCkpt *mc, int size, int node, int s) {
   return writer_of(mc, size, node, s) >= 0;
 }
 
-/* The replica transfers of a step: node K's files to the other holders of K's files that do
- * not hold that stage already. */
+/* The order the replica groups are drawn from (order[position] = node): nodes that write the
+ * same stages side by side, at the place of the first of them, the others as numbered. Where
+ * data parallelism already keeps a stage on several nodes (2x2 with one rank a node: nodes 0
+ * and 2 write stage 0, 1 and 3 stage 1), a group of such nodes holds its files M times with no
+ * replica sent; where every node writes other stages the groups are §6.4's, unchanged. */
+static void group_order(const unsigned char *held, int N, int P, int *order) {
+  int n = 0;
+  for (int k = 0; k < N; k++) {
+    int first = 0;
+    while (memcmp(held + (size_t)first * P, held + (size_t)k * P, (size_t)P)) first++;
+    if (first != k) continue; /* placed with the first of its kind */
+    for (int j = k; j < N; j++)
+      if (!memcmp(held + (size_t)j * P, held + (size_t)k * P, (size_t)P)) order[n++] = j;
+  }
+}
+
+/* The replica transfers of a step: node K's files to the other holders of K's files (its
+ * group in group_order) that do not hold that stage already. */
 static int plan_replicas(const AxMemCkpt *mc, int P, Transfer **out, int *n) {
   int size = world_size(mc), N = mc->n_nodes, m = mc->replicas;
   unsigned char *held = ax_calloc((size_t)N * P, 1);
   int *holders = ax_calloc((size_t)m, sizeof *holders);
+  int *order = ax_calloc((size_t)N, sizeof *order);
   *out = ax_calloc((size_t)N * P * m + 1, sizeof **out);
   *n = 0;
-  if (!held || !holders || !*out) {
+  if (!held || !holders || !order || !*out) {
     free(held);
     free(holders);
+    free(order);
     return AX_ERR;
   }
   for (int k = 0; k < N; k++)
     for (int s = 0; s < P; s++) held[k * P + s] = (unsigned char)node_writes(mc, size, k, s);
+  group_order(held, N, P, order);
   int rc = AX_OK;
-  for (int k = 0; k < N && rc == AX_OK; k++) {
-    rc = ax_replica_holders(N, m, AX_PLACE_GROUP, k, holders);
+  for (int at = 0; at < N && rc == AX_OK; at++) {
+    int k = order[at];
+    rc = ax_replica_holders(N, m, AX_PLACE_GROUP, at, holders);
     for (int s = 0; s < P && rc == AX_OK; s++) {
       if (!node_writes(mc, size, k, s)) continue;
       for (int j = 1; j < m; j++) {
-        int h = holders[j];
+        int h = order[holders[j]];
         if (held[h * P + s]) continue;
         held[h * P + s] = 1;
         (*out)[(*n)++] = (Transfer){s, writer_of(mc, size, k, s), leader_of(mc, size, h)};
@@ -480,6 +501,7 @@ static int plan_replicas(const AxMemCkpt *mc, int P, Transfer **out, int *n) {
   }
   free(held);
   free(holders);
+  free(order);
   return rc;
 }
 

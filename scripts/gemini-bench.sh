@@ -15,9 +15,10 @@
 #     memory, from the peer's replicas (the dead node's memory deleted), and from the file
 #     checkpoint (--checkpoint-every 4 in OUT, on this machine's disk: not remote storage); the
 #     seconds the resume printed, and the lost work (steps done that the restart redoes).
-#  3. TRAVEL=1 instead (issue 48): only grids whose nodes lack stages, so that replicas cross
-#     the link: 4x1 on 2 virtual nodes (--ranks-per-node 2) and on 4 (--ranks-per-node 1), 2x2
-#     with one rank a node, over EMULATED LINKS (default "10Gbps 100Gbps"), checkpointing every
+#  3. TRAVEL=1 instead (issue 48): only grids whose nodes lack stages: 4x1 on 2 virtual nodes
+#     (--ranks-per-node 2) and on 4 (--ranks-per-node 1), where replicas cross the link, and 2x2
+#     with one rank a node (its data-parallel rows hold each stage on two nodes and the replica
+#     groups follow them, so nothing crosses: the nodes' own copies alone), over EMULATED LINKS (default "10Gbps 100Gbps"), checkpointing every
 #     step with the idle-span schedule against none, the two alternating: per configuration
 #     the median step time, the overhead, the replica bytes a step sent in idle spans and
 #     outside them (the summary's memory_checkpoints), the copies late, the checkpoints

@@ -207,7 +207,8 @@ void ax_memckpt_print(const AxMemCkpt *mc) {
   else
     snprintf(how, sizeof how, "replicas are sent at its end");
   ax_log("memory checkpoints: every %d step(s) into %s/node-K (%d node(s)); %d cop%s of each "
-         "node's files (groups of %d consecutive nodes); the copy overlaps the next step, %s",
+         "node's files (groups of %d nodes, those writing the same stages together); the copy "
+         "overlaps the next step, %s",
          mc->v.opt.memory_checkpoint_every, ax_memckpt_run_dir(mc->v.opt.memory_dir, mc->name, dir),
          mc->n_nodes, mc->replicas, mc->replicas == 1 ? "y" : "ies", mc->replicas, how);
 }

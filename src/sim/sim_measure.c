@@ -69,30 +69,37 @@ static int make_stage(Bench *b, int k) {
   return rc;
 }
 
+/* The first block of each of cfg's P stages (first[P] = the layers), as the trainer
+ * partitions them: an array to free, or NULL with the error recorded. */
+static int *stage_starts(const AxTrainConfig *cfg, int *P) {
+  *P = cfg->grid.g_inter > 0 ? cfg->grid.g_inter : 1;
+  int *first = ax_malloc((size_t)(*P + 1) * sizeof *first);
+  if (first && ax_partition(cfg->model.layers, *P, cfg->grid.stage_layers, first) != AX_OK) {
+    free(first);
+    return NULL;
+  }
+  return first;
+}
+
 /* Blocks of the run's deepest pipeline stage (pipeline/partition.h). */
 static int deepest_stage(const AxTrainConfig *cfg, int *deep) {
-  int P = cfg->grid.g_inter > 0 ? cfg->grid.g_inter : 1;
-  int *first = ax_malloc((size_t)(P + 1) * sizeof *first);
+  int P, *first = stage_starts(cfg, &P);
   if (!first) return AX_ERR;
-  int rc = ax_partition(cfg->model.layers, P, cfg->grid.stage_layers, first);
   *deep = 1;
-  for (int s = 0; rc == AX_OK && s < P; s++)
+  for (int s = 0; s < P; s++)
     if (first[s + 1] - first[s] > *deep) *deep = first[s + 1] - first[s];
   free(first);
-  return rc;
+  return AX_OK;
 }
 
 size_t ax_sim_profile_elems(const AxTrainConfig *cfg) {
-  int P = cfg->grid.g_inter > 0 ? cfg->grid.g_inter : 1;
-  int *first = ax_malloc((size_t)(P + 1) * sizeof *first);
+  int P, *first = stage_starts(cfg, &P);
   size_t most = 0;
-  if (first && ax_partition(cfg->model.layers, P, cfg->grid.stage_layers, first) == AX_OK) {
-    AxGptConfig m = ax_train_model_config(cfg);
-    for (int s = 0; s < P; s++) {
-      AxStageLayout lay;
-      ax_stage_layout(&lay, &m, first[s], first[s + 1], s == 0, s == P - 1);
-      if (lay.total > most) most = lay.total;
-    }
+  AxGptConfig m = ax_train_model_config(cfg);
+  for (int s = 0; first && s < P; s++) {
+    AxStageLayout lay;
+    ax_stage_layout(&lay, &m, first[s], first[s + 1], s == 0, s == P - 1);
+    if (lay.total > most) most = lay.total;
   }
   free(first);
   most /= (size_t)ax_train_tp_ranks(cfg);

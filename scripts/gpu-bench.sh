@@ -8,9 +8,9 @@
 #            a trace of one step of each
 #   loss     GPT-2 small on tiny Shakespeare (GPT-2 BPE), bf16 and fp32, 200 steps: the curves
 #            (bf16 with either optimizer against fp32)
-#   tp       tensor parallelism on the one GPU (ranks sharing it), bf16, 200 steps of tiny
-#            Shakespeare: GPT-2 small and the 1.3B GPT on grids Gx x Gy x Gz of 2 and 4 ranks
-#            against their 1x1 run (issue 50: within 1%); and the device optimizer on 2 ranks
+#   tp       tensor parallelism on the one GPU (ranks sharing it), bf16, --optimizer device,
+#            200 steps of tiny Shakespeare: GPT-2 small and the 1.3B GPT on grids Gx x Gy x Gz
+#            of 2 and 4 ranks against their 1x1 run (issue 50: within 1%)
 #   ncu      kernel times of one GPT-2 small step (Nsight Compute, where it is installed)
 #   torch    PyTorch on the same models, optimizer on the GPU (scripts/torch_reference.py)
 #   simulate `axonn profile --device cuda`, `axonn simulate --profile` and `axonn train` of the
@@ -191,13 +191,13 @@ print("%s: simulated %.1f ms, measured %.1f ms, %+.1f%%" % (sys.argv[3], 1e3 * p
   }
   sim_case gpt2s-b16 $GPT2S --batch 16 --micro-batch 8
   sim_case 1p3b-b8 $GPT1B --batch 8 --micro-batch 2
-  # a block's time as the profile reads it in a stage of 12 blocks and in a stage of one
-  # (--g-inter 12): on an H200 the deep stage read GPT-2 small's block ~40% slower than the run
-  # (docs/benchmarks.md, "Fourth session"), where the earlier one-block profile matched it
-  for stages in 1 12; do
-    "$AXONN" profile --device cuda --precision bf16 $GPT2S --batch 16 --micro-batch 8 \
-      --g-inter $stages --out "$OUT/gpt2s-b16-stages$stages.profile" 2>&1 | tail -n 1 | cut -c1-100
-  done
+  # a block's time as the profile reads it in a stage of 12 blocks (gpt2s-b16's, above) and in
+  # a stage of one (--g-inter 12): on an H200 the deep stage read GPT-2 small's block ~40% slower
+  # than the run (docs/benchmarks.md, "Fourth session"), where the earlier one-block profile
+  # matched it
+  tail -n 1 "$OUT/gpt2s-b16-profile.log" | cut -c1-100
+  "$AXONN" profile --device cuda --precision bf16 $GPT2S --batch 16 --micro-batch 8 \
+    --g-inter 12 --out "$OUT/gpt2s-b16-one-block.profile" 2>&1 | tail -n 1 | cut -c1-100
   if [ "${SIMULATE_VALIDATE:-1}" = 1 ]; then
     say "simulate: scripts/simulate-validate.sh, one rank a core ($(nproc) cores)"
     AXONN="$AXONN" MPIEXEC="$MPIEXEC" scripts/simulate-validate.sh "$OUT/simulate-validate"

@@ -3,6 +3,8 @@
  * algorithm compresses; equations 1 and 2, the grouping of K beyond N), the decisions it must
  * make at the extremes (and the PS's K below N where a call's latency outweighs its bytes), the
  * fit of a linear cost through synthetic points (it recovers a known latency and bandwidth),
+ * measured costs read between their points (the plain all-reduce's T_orig, a codec's encode
+ * that jumps between two sizes and the decision it moves),
  * that the K a part chose is the number of partitions its CaSync state lays out, the
  * trainer's threshold policy, the per-rank checkpoint state file (round trip, another label,
  * damage), and that profiling a codec gives usable positive costs. No timing is judged:
@@ -294,6 +296,97 @@ START_TEST(fit_keeps_a_positive_latency) {
 }
 END_TEST
 
+/* A measured cost by hand: points of a per-call cost that jumps between 16 KB and 64 KB (a
+ * sparse codec's threshold sample) on a line of 1 us + m / 1 GB/s. At the points the cost is
+ * the point, between two it is the line through them, above the largest that point plus the
+ * line's rate, below the smallest that point less the line's rate (floored at the smaller of
+ * the line's latency and that point); no points: the line. */
+START_TEST(cost_reads_between_measured_sizes) {
+  AxLinearCost line = {1e-6, 1e9};
+  AxSizedTimes at = {.n = 3, .bytes = {16384, 65536, 262144},
+                     .seconds = {20e-6, 120e-6, 300e-6}};
+  for (int i = 0; i < at.n; i++)
+    ck_assert_double_eq_tol(ax_cost_at(&line, &at, at.bytes[i]), at.seconds[i], 1e-15);
+  ck_assert_double_eq_tol(ax_cost_at(&line, &at, 32768), 20e-6 + 100e-6 / 3, 1e-15);
+  ck_assert_double_eq_tol(ax_cost_at(&line, &at, 1 << 20),
+                          300e-6 + (1048576.0 - 262144) / 1e9, 1e-15);
+  ck_assert_double_eq_tol(ax_cost_at(&line, &at, 8192), 20e-6 - 8192 / 1e9, 1e-15);
+  ck_assert_double_eq_tol(ax_cost_at(&line, &at, 0), 20e-6 - 16384 / 1e9, 1e-15);
+  AxLinearCost slow = {1e-6, 1e8}; /* the line's rate would go below its latency: floored */
+  ck_assert_double_eq_tol(ax_cost_at(&slow, &at, 0), 1e-6, 1e-18);
+  AxSizedTimes none = {0};
+  ck_assert_double_eq_tol(ax_cost_at(&line, &none, 65536), 1e-6 + 65536 / 1e9, 1e-18);
+  ck_assert_double_eq_tol(ax_cost_at(&line, NULL, 65536), 1e-6 + 65536 / 1e9, 1e-18);
+}
+END_TEST
+
+/* Points from measurements: sizes that do not grow (a sparse codec's encoded length, the same
+ * at two raw sizes) merge into one point with the larger time; at most AX_SIZED_MAX kept. */
+START_TEST(sized_times_merge_sizes_that_do_not_grow) {
+  double b[] = {12, 12, 28, 92, 92, 332}, t[] = {1e-6, 3e-6, 4e-6, 6e-6, 5e-6, 9e-6};
+  AxSizedTimes at = ax_sized_times(b, t, 6);
+  ck_assert_int_eq(at.n, 4);
+  double want_b[] = {12, 28, 92, 332}, want_t[] = {3e-6, 4e-6, 6e-6, 9e-6};
+  for (int i = 0; i < 4; i++) {
+    ck_assert(at.bytes[i] == want_b[i]);
+    ck_assert(at.seconds[i] == want_t[i]);
+  }
+  double many_b[AX_SIZED_MAX + 3], many_t[AX_SIZED_MAX + 3];
+  for (int i = 0; i < AX_SIZED_MAX + 3; i++) many_b[i] = 1024.0 * (i + 1), many_t[i] = 1e-6;
+  ck_assert_int_eq(ax_sized_times(many_b, many_t, AX_SIZED_MAX + 3).n, AX_SIZED_MAX);
+}
+END_TEST
+
+/* The plain all-reduce measured at the probe's sizes, off its fitted line (a 64 KB ring that
+ * waited for woken ranks, a 1 MB one that took twice the line): T_orig(m, N) is the measurement
+ * at those sizes and the line through each two between them, on 2 and 4 ranks; without points
+ * it is the line (the message cost the line implies, 2(N-1) times). */
+START_TEST(t_orig_is_the_measured_plain_all_reduce) {
+  double b[AX_PROBE_SIZES], t[AX_PROBE_SIZES];
+  AxLinearCost line = {30e-6, 3.5e9};
+  for (int i = 0; i < AX_PROBE_SIZES; i++) {
+    b[i] = 1024.0 * pow(4, i);
+    t[i] = ax_linear_cost_at(&line, b[i]) * (i == 3 ? 4.0 : i == 5 ? 2.0 : 1.0);
+  }
+  for (int n = 2; n <= 4; n += 2) {
+    AxCasyncCosts c = {.plain = line, .send = ax_casync_send_from_plain(&line, n),
+                       .enc = {1e-6, 1e9}, .dec = {1e-6, 1e9}, .ratio = 0.1};
+    ck_assert_double_eq_tol(ax_casync_t_orig(&c, n, 65536, n),
+                            ax_linear_cost_at(&line, 65536), 1e-12);
+    c.plain_at = ax_sized_times(b, t, AX_PROBE_SIZES);
+    for (int i = 0; i < AX_PROBE_SIZES; i++)
+      ck_assert_double_eq_tol(ax_casync_t_orig(&c, n, b[i], n), t[i], 1e-12);
+    double mid = 0.5 * (b[3] + b[4]);
+    ck_assert_double_eq_tol(ax_casync_t_orig(&c, n, mid, n), 0.5 * (t[3] + t[4]), 1e-12);
+  }
+}
+END_TEST
+
+/* A measured encode moves a decision the line would get wrong, by hand: on 2 ranks over a link
+ * of 5 us + m / 1.25 GB/s a message (the plain ring T_orig(64 KB) = 2 (5 us + 32768 / 1.25e9)
+ * = 62.43 us), a codec of ratio 1/100 whose line says encode 1 us + m / 5 GB/s and decode
+ * 0.1 us + m / 5 GB/s: T_cpr(64 KB, K = 2) = 2 sends of 327.68 B, 2 encodes of 32 KB, 2 decodes
+ * = 25.96 us: compressed. Measured, the encode of 32 KB takes 40 us (a threshold sample), not
+ * the line's 7.55: T_cpr 90.86 us > T_orig: plain. */
+START_TEST(measured_encode_moves_the_decision_by_hand) {
+  AxCasyncCosts c = {.send = {5e-6, 1.25e9}, .enc = {1e-6, 5e9}, .dec = {0.1e-6, 5e9},
+                     .ratio = 0.01};
+  double m = 65536, part = m / 2, enc_line = 1e-6 + part / 5e9;
+  double rest = 2 * (5e-6 + 0.01 * part / 1.25e9) + 2 * (0.1e-6 + 0.01 * part / 5e9);
+  AxCasyncChoice line = ax_casync_choose(&c, AX_CASYNC_RING, 2, m, 0);
+  ck_assert_double_eq_tol(line.t_orig, 2 * (5e-6 + part / 1.25e9), 1e-15);
+  ck_assert_double_eq_tol(ax_casync_t_cpr(&c, AX_CASYNC_RING, 2, m, 2), rest + 2 * enc_line,
+                          1e-15);
+  ck_assert_int_eq(line.compress, 1);
+  c.enc_at = (AxSizedTimes){.n = 3, .bytes = {16384, 32768, 65536},
+                            .seconds = {4.3e-6, 40e-6, 60e-6}};
+  ck_assert_double_eq_tol(ax_casync_t_cpr(&c, AX_CASYNC_RING, 2, m, 2), rest + 2 * 40e-6, 1e-15);
+  AxCasyncChoice measured = ax_casync_choose(&c, AX_CASYNC_RING, 2, m, 0);
+  ck_assert_int_eq(measured.compress, 0); /* K = 1 (one encode of 64 KB, 60 us) loses too */
+  ck_assert(measured.t_cpr > measured.t_orig);
+}
+END_TEST
+
 /* The K a part chose is what its CaSync state lays out: K partitions on N ranks (fewer than N
  * fill K segments, more cut each segment into its share), and a part without a K (the
  * threshold policy) takes the comm's pieces. */
@@ -374,11 +467,21 @@ START_TEST(profiled_costs_are_usable) {
   ck_assert(isfinite(c.dec.bytes_per_s) && c.dec.bytes_per_s > 0 && c.dec.latency_s > 0);
   ck_assert(c.ratio > 0 && c.ratio < 0.05); /* sign bits and a scale: about 1/32 */
   ck_assert(!c.linear);
+  /* the points behind the lines: 64 values x 4 up to 4M (256 B to 16 MB raw), each positive;
+   * the decode's at the encoded lengths, ascending */
+  ck_assert_int_eq(c.enc_at.n, 9);
+  for (int i = 0; i < c.enc_at.n; i++) {
+    ck_assert(c.enc_at.bytes[i] == 256.0 * pow(4, i));
+    ck_assert(c.enc_at.seconds[i] > 0 && isfinite(c.enc_at.seconds[i]));
+  }
+  ck_assert(c.dec_at.n >= 2 && c.dec_at.n <= 9);
+  for (int i = 1; i < c.dec_at.n; i++) ck_assert(c.dec_at.bytes[i] > c.dec_at.bytes[i - 1]);
   AxCodec *power;
   ck_assert_int_eq(ax_codec_parse("powersgd:rank=2", &power), AX_OK);
   ck_assert_int_eq(ax_casync_profile_codec(power, 3, &c), AX_OK);
   ck_assert(c.linear && isfinite(c.enc.bytes_per_s) && c.enc.bytes_per_s > 0);
   ck_assert(c.enc.latency_s > 0);
+  ck_assert(c.enc_at.n >= 2 && c.dec_at.n == 0); /* a linear codec decodes nothing */
   ck_assert(c.ratio > 0 && c.ratio < 0.01); /* (1024 + 1024) x 2 floats of 1M */
   ax_codec_free(power);
   ax_codec_free(onebit);
@@ -442,6 +545,10 @@ int main(void) {
   tcase_add_test(tc, engine_fit_recovers_known_terms);
   tcase_add_test(tc, engine_interpolates_between_sizes);
   tcase_add_test(tc, engine_term_moves_the_decision_by_hand);
+  tcase_add_test(tc, cost_reads_between_measured_sizes);
+  tcase_add_test(tc, sized_times_merge_sizes_that_do_not_grow);
+  tcase_add_test(tc, t_orig_is_the_measured_plain_all_reduce);
+  tcase_add_test(tc, measured_encode_moves_the_decision_by_hand);
   tcase_add_test(tc, parts_run_their_k);
   tcase_add_test(tc, threshold_policy_and_linear_codecs);
   tcase_add_test(tc, linear_codecs_pay_their_factors_once);

@@ -21,6 +21,35 @@ static double between(const AxSizedTimes *e, int i, double bytes) {
   return e->seconds[i] + (bytes - e->bytes[i]) * slope;
 }
 
+double ax_cost_at(const AxLinearCost *line, const AxSizedTimes *at, double bytes) {
+  if (!at || at->n < 1) return ax_linear_cost_at(line, bytes);
+  int last = at->n - 1;
+  if (bytes >= at->bytes[last])
+    return at->seconds[last] + (bytes - at->bytes[last]) / line->bytes_per_s;
+  if (bytes <= at->bytes[0]) {
+    double t = at->seconds[0] - (at->bytes[0] - bytes) / line->bytes_per_s;
+    double floor = line->latency_s < at->seconds[0] ? line->latency_s : at->seconds[0];
+    return t > floor ? t : floor;
+  }
+  int i = 0;
+  while (bytes > at->bytes[i + 1]) i++;
+  return between(at, i, bytes);
+}
+
+AxSizedTimes ax_sized_times(const double *bytes, const double *seconds, int n) {
+  AxSizedTimes at = {0};
+  for (int i = 0; i < n; i++) {
+    if (at.n > 0 && bytes[i] <= at.bytes[at.n - 1]) {
+      if (seconds[i] > at.seconds[at.n - 1]) at.seconds[at.n - 1] = seconds[i];
+      continue;
+    }
+    if (at.n == AX_SIZED_MAX) break;
+    at.bytes[at.n] = bytes[i];
+    at.seconds[at.n++] = seconds[i];
+  }
+  return at;
+}
+
 double ax_casync_engine_at(const AxCasyncCosts *c, double bytes) {
   const AxSizedTimes *e = &c->engine;
   if (e->n < 1) return 0;
@@ -85,25 +114,35 @@ static double rounds_of(int ranks, int parts) {
   return parts <= ranks ? 1.0 : ceil((double)parts / ranks);
 }
 
+/* What the plain all-reduce measured at `bytes` beyond its line (either sign; 0 where it was
+ * not measured at several sizes). */
+static double plain_beyond_line(const AxCasyncCosts *c, double bytes) {
+  if (c->plain_at.n < 1 || !(c->plain.bytes_per_s > 0)) return 0;
+  return ax_cost_at(&c->plain, &c->plain_at, bytes) - ax_linear_cost_at(&c->plain, bytes);
+}
+
 double ax_casync_t_orig(const AxCasyncCosts *c, int ranks, double bytes, int parts) {
   double alpha, beta, gamma;
   int in_round = parts < ranks ? parts : ranks;
   ax_casync_coefficients(AX_CASYNC_RING, ranks, in_round, &alpha, &beta, &gamma);
-  return rounds_of(ranks, parts) * alpha * ax_linear_cost_at(&c->send, bytes / parts);
+  double t = rounds_of(ranks, parts) * alpha * ax_linear_cost_at(&c->send, bytes / parts) +
+             plain_beyond_line(c, bytes);
+  return t > 0 ? t : 0;
 }
 
 /* T_cpr without the engine term: HiPress's alpha, beta, gamma terms (or a linear codec's). */
 static double model_t_cpr(const AxCasyncCosts *c, AxCasyncAlgo algo, int ranks, double bytes,
                           int parts) {
   if (c->linear)
-    return ax_linear_cost_at(&c->enc, bytes) + ax_casync_t_orig(c, ranks, c->ratio * bytes, parts);
+    return ax_cost_at(&c->enc, &c->enc_at, bytes) +
+           ax_casync_t_orig(c, ranks, c->ratio * bytes, parts);
   double alpha, beta, gamma;
   int in_round = parts < ranks ? parts : ranks;
   ax_casync_coefficients(algo, ranks, in_round, &alpha, &beta, &gamma);
   double part = bytes / parts, encoded = c->ratio * part;
   double one = alpha * ax_linear_cost_at(&c->send, encoded) +
-               beta * ax_linear_cost_at(&c->enc, part) +
-               gamma * ax_linear_cost_at(&c->dec, encoded);
+               beta * ax_cost_at(&c->enc, &c->enc_at, part) +
+               gamma * ax_cost_at(&c->dec, &c->dec_at, encoded);
   return rounds_of(ranks, parts) * one;
 }
 
@@ -242,7 +281,8 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
 }
 
 /* The sample sizes: TINY_N values (the size of a small LayerNorm gain, where the per-call cost
- * is all there is), then x SIZE_STEP up to the large sample. The large sample is 4M values (16
+ * is all there is), then x SIZE_STEP up to the large sample (close enough that a cost read
+ * between two of them holds: a sparse codec's threshold sample starts at 4096 values). The large sample is 4M values (16
  * MB: out of the caches), and the bound on a rank's work: the 128 x 128 matrix of 16K values
  * (PowerSGD's shape) allows no rank above 128, so a codec with a rank is profiled at
  * min(rank, 128) in every sample (one codec, one fit; the tiny samples' smaller matrices cap
@@ -250,8 +290,8 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
  * shrinks to PROFILE_WORK / rank values: its products cost values x rank, and 4M values at
  * rank 8 is what the profile spends at the default rank (at 4M values and rank 1024 it spent
  * minutes). A rank above 128 is priced as 128: its encode costs more than the profile says. */
-enum { TINY_N = 64, SIZE_STEP = 16, LARGE_N = 4 * 1024 * 1024, PROFILE_RANK = 128,
-       PROFILE_WORK = 8 * LARGE_N, MAX_SAMPLES = 8 };
+enum { TINY_N = 64, SIZE_STEP = 4, LARGE_N = 4 * 1024 * 1024, PROFILE_RANK = 128,
+       PROFILE_WORK = 8 * LARGE_N, MAX_SAMPLES = AX_SIZED_MAX };
 
 /* The sample sizes up to large_n: TINY_N, x SIZE_STEP, ..., large_n. */
 static int sample_sizes(size_t large_n, size_t *n) {
@@ -281,7 +321,9 @@ int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out) 
   }
   out->linear = ax_codec_rounds(codec) > 0;
   out->enc = ax_linear_fit(raw, enc, k);
+  out->enc_at = ax_sized_times(raw, enc, k);
   out->dec = out->linear ? (AxLinearCost){0, INFINITY} : ax_linear_fit(encoded, dec, k);
+  out->dec_at = out->linear ? (AxSizedTimes){0} : ax_sized_times(encoded, dec, k);
   out->ratio = encoded[k - 1] / raw[k - 1];
   return AX_OK;
 }

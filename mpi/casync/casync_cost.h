@@ -4,15 +4,22 @@
  * cost through measured points, and the profiling of this machine's encode and decode costs
  * that feeds it.
  *
- * Costs are linear, t(m) = latency + m / bandwidth: T_send of the link (what the plain
- * all-reduce measured over the run's own path implies per message: ax_casync_measure_plain;
- * without that measurement the emulated link's own figures, or a ping-pong measured over a
- * real network), T_enc of m raw bytes and T_dec of
+ * Each cost has a line, t(m) = latency + m / bandwidth, and where it was measured the points
+ * behind it: T_send of the link (what the plain all-reduce measured over the run's own path
+ * implies per message: ax_casync_measure_plain; without that measurement the emulated link's
+ * own figures, or a ping-pong measured over a real network), T_enc of m raw bytes and T_dec of
  * m encoded bytes (profiled with the run's codec; the decode merges, as CaSync's aggregation
- * does: the codecs add while they decode). For an m-byte part on N ranks cut into K
+ * does: the codecs add while they decode), and the plain all-reduce itself. A cost with
+ * measured points is read off them (ax_cost_at: linear between the two measured sizes around
+ * m, the line's rate beyond the largest), since one line through sizes a factor of 16 000
+ * apart misses costs that jump between them: a sparse codec's threshold sample of 4096 values
+ * costs a 64 KB part 100 us where the line says 25, and a 1 MB plain ring on 2 ranks over an
+ * EMULATED 100 Gb/s link took 1.3-2x its line's time. For an m-byte part on N ranks cut into K
  * partitions:
  *   T_orig(m)    = 2(N-1) * T_send(m / N)   the plain ring all-reduce the part otherwise takes
- *                                           (Table 3's ring, N segments)
+ *                                           (Table 3's ring, N segments), plus what the plain
+ *                                           all-reduce measured at m beyond its line (so at
+ *                                           K = N it is the measurement read at m)
  *   T_cpr(m, K)  = alpha * T_send(r m / K) + beta * T_enc(m / K) + gamma * T_dec(r m / K)
  *                  + E(m)
  * with r the codec's ratio and the coefficients of HiPress §6 (the CaSync that runs executes):
@@ -44,12 +51,14 @@ typedef struct {
   double bytes_per_s; /* > 0 */
 } AxLinearCost;
 
-enum { AX_PROBE_SIZES = 4 }; /* the start-up probes' sizes: 1 KB, 16 KB, 256 KB, 4 MB */
+/* The start-up probes' sizes: 1 KB x 4 up to 4 MB (1, 4, 16, 64, 256 KB, 1, 4 MB); the most
+ * points a measured cost keeps (the codec profile's 64 values x 4 up to 4M values: 9). */
+enum { AX_PROBE_SIZES = 7, AX_SIZED_MAX = 10 };
 
-/* Seconds measured (or derived) at n sizes, ascending bytes; n = 0: none. */
+/* Seconds measured (or derived) at n sizes, strictly ascending bytes; n = 0: none. */
 typedef struct {
   int n;
-  double bytes[AX_PROBE_SIZES], seconds[AX_PROBE_SIZES];
+  double bytes[AX_SIZED_MAX], seconds[AX_SIZED_MAX];
 } AxSizedTimes;
 
 typedef struct {
@@ -68,6 +77,9 @@ typedef struct {
    * T_enc + gamma T_dec predict, at each probe size (of the part's raw bytes, floored at 0);
    * added to every T_cpr (ax_casync_engine_at). n = 0: not measured, nothing added. */
   AxSizedTimes engine;
+  /* The measured points behind enc (raw bytes), dec (encoded bytes) and plain (raw bytes):
+   * the profile's samples and the probe's sizes; n = 0: the line alone (ax_cost_at). */
+  AxSizedTimes enc_at, dec_at, plain_at;
 } AxCasyncCosts;
 
 typedef struct {
@@ -85,6 +97,15 @@ typedef struct {
 } AxCasyncChoice;
 
 double ax_linear_cost_at(const AxLinearCost *c, double bytes);
+/* A measured cost at `bytes`: linear between the two points of `at` around it; above the
+ * largest point that point's time plus the line's rate for the rest; below the smallest, that
+ * point's time less the line's rate for the difference, never below the smaller of the line's
+ * latency and that time. at NULL or n = 0: the line. */
+double ax_cost_at(const AxLinearCost *line, const AxSizedTimes *at, double bytes);
+/* Points (bytes[i], seconds[i]) of n measurements (ascending bytes) as AxSizedTimes: a point
+ * whose bytes do not exceed the last kept one's (two sizes with the same encoded length) is
+ * merged into it, the larger time kept; at most AX_SIZED_MAX points. */
+AxSizedTimes ax_sized_times(const double *bytes, const double *seconds, int n);
 /* The engine term of c (AxCasyncCosts.engine) for a part of `bytes`: linear between the two
  * measured sizes around it, the smallest size's below them, the last two's line extended
  * above them (floored at 0); 0 where not measured. */
@@ -125,11 +146,11 @@ int ax_casync_linear_pass(const AxCodec *c, AxCodecState *st, const AxCodecCtx *
 size_t ax_casync_factor_cap(const AxCodec *c, size_t n);
 
 /* Profiles codec c on this core: encode and decode (merging) at sizes from 64 values (256
- * bytes: a call's own cost) by factors of 16 up to 4M values (16 MB), each the median of
+ * bytes: a call's own cost) by factors of 4 up to 4M values (16 MB), each the median of
  * `reps` timings of back-to-back calls (at least 50 us of them, divided by their number); a
- * linear codec: its factors and rebuild as the encode, no decode. Fitted into c's enc and dec
- * costs by ax_linear_fit (per raw byte encoded, per encoded byte decoded), and its ratio at
- * the largest size. A codec with a rank (PowerSGD) is profiled at a rank of at most 128 on a
+ * linear codec: its factors and rebuild as the encode, no decode. Kept as c's enc_at and
+ * dec_at points (per raw byte encoded, per encoded byte decoded) and fitted into its enc and
+ * dec lines by ax_linear_fit, and its ratio at the largest size. A codec with a rank (PowerSGD) is profiled at a rank of at most 128 on a
  * largest sample that shrinks as the rank grows (casync_cost.c), so the profile takes about as
  * long at any rank; a rank above 128 is priced as 128. Random gradients from a fixed seed;
  * uses wall time, so the figures vary from run to run (a caller that needs every rank to
@@ -144,12 +165,13 @@ int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out);
 int ax_casync_measure_send(MPI_Comm comm, AxLinearCost *out);
 
 /* casync_probe.c: the plain all-reduce the caller runs (ax_allreduce with algo and cc: its
- * chunking, waits and emulated link; traffic not counted), timed on comm at 1 KB, 16 KB, 256
- * KB and 4 MB, each the least over `reps` of the slowest rank's time, fitted by ax_linear_fit
- * (a positive latency kept): the same figures on every rank of comm (collective). A
- * communicator of one rank gets zero latency and infinite bandwidth. */
+ * chunking, waits and emulated link; traffic not counted), timed on comm at the probe's sizes
+ * (AX_PROBE_SIZES), each the least over `reps` of the slowest rank's time, into *at (NULL: not
+ * kept) and fitted by ax_linear_fit (a positive latency kept) into *out: the same figures on
+ * every rank of comm (collective). A communicator of one rank gets zero latency, infinite
+ * bandwidth and no points. */
 int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
-                            int reps, AxLinearCost *out);
+                            int reps, AxLinearCost *out, AxSizedTimes *at);
 /* casync_probe.c: `reps` timings of one plain all-reduce of `count` floats of buf (ax_allreduce
  * with algo and cc), after one untimed run, each begun together (a barrier) and each the
  * slowest rank's seconds, into seconds[reps] (the same on every rank of comm; collective). */
@@ -161,17 +183,17 @@ int ax_casync_time_allreduce(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceA
 AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
 
 /* casync_probe.c: the two paths a part can take, timed side by side over cc's path (emulated
- * link, waits; traffic not counted) at 1 KB, 16 KB, 256 KB and 4 MB: in each round the plain
+ * link, waits; traffic not counted) at the probe's sizes: in each round the plain
  * all-reduce (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
  * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, on fresh
  * values, so both see the same load; each size the least over `reps` rounds of the slowest
- * rank's time (other work only adds time). *plain is the plain path fitted by ax_linear_fit
- * (a positive latency kept): T_orig's measurement (as ax_casync_measure_plain's); *casync the
- * CaSync times at the four sizes, from which the engine term comes (ax_casync_engine_from,
- * once the send is known). Collective; the same figures on every rank of comm. One rank: zero
- * latency, infinite bandwidth, no CaSync times (n = 0). */
+ * rank's time (other work only adds time). *plain_at gets the plain path's times (NULL: not
+ * kept) and *plain their ax_linear_fit (a positive latency kept): T_orig's measurement (as
+ * ax_casync_measure_plain's); *casync the CaSync times at the same sizes, from which the
+ * engine term comes (ax_casync_engine_from, once the send is known). Collective; the same
+ * figures on every rank of comm. One rank: zero latency, infinite bandwidth, no times (n = 0). */
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
                             const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
-                            AxSizedTimes *casync);
+                            AxSizedTimes *plain_at, AxSizedTimes *casync);
 
 #endif

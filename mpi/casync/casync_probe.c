@@ -2,9 +2,9 @@
  * cost by a ping-pong of three sizes between ranks 0 and 1 of a communicator (plain MPI: the
  * real path, not an emulated one), and the plain all-reduce the trainer runs, timed as it runs
  * (its algorithm, chunking, waits and emulated link; the ranks start together and report
- * their times without spinning, ax_link_barrier and ax_link_max) at four sizes, alone or side
- * by side with CaSync and the run's codec (for CaSync's engine term); each fitted to latency
- * plus bytes over bandwidth by ax_linear_fit (the codec profile's fit). */
+ * their times without spinning, ax_link_barrier and ax_link_max) at seven sizes, alone or side
+ * by side with CaSync and the run's codec (for CaSync's engine term); each kept as measured
+ * and fitted to latency plus bytes over bandwidth by ax_linear_fit (the codec profile's fit). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -93,29 +93,39 @@ static int time_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo alg
   return AX_OK;
 }
 
+/* The probe's sizes: 1 KB x PROBE_STEP, AX_PROBE_SIZES of them (4 MB the largest). */
+enum { PROBE_SMALLEST = 1024, PROBE_STEP = 4 };
+
+static double probe_bytes(int i) {
+  double b = PROBE_SMALLEST;
+  while (i-- > 0) b *= PROBE_STEP;
+  return b;
+}
+
 int ax_casync_measure_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
-                            int reps, AxLinearCost *out) {
+                            int reps, AxLinearCost *out, AxSizedTimes *at) {
   int size = 1;
   *out = (AxLinearCost){0, INFINITY};
+  if (at) at->n = 0;
   if (comm == MPI_COMM_NULL) return AX_OK;
   AX_MPI(MPI_Comm_size(comm, &size));
   if (size < 2) return AX_OK;
-  enum { N_SIZES = 4, SMALLEST = 1024, STEP = 16 };
+  enum { N_SIZES = AX_PROBE_SIZES };
   AxCommConfig quiet = ax_comm_config_resolve(cc);
   quiet.traffic = NULL; /* a probe, not the run's traffic */
-  size_t largest = (size_t)SMALLEST * STEP * STEP * STEP;
-  float *buf = ax_calloc(largest / sizeof(float), sizeof(float));
+  float *buf = ax_calloc((size_t)probe_bytes(N_SIZES - 1) / sizeof(float), sizeof(float));
   AX_TRY(ax_mpi_agree(comm, buf ? AX_OK : AX_ERR));
   double bytes[N_SIZES], seconds[N_SIZES];
   int rc = AX_OK;
-  size_t b = SMALLEST;
-  for (int i = 0; i < N_SIZES && rc == AX_OK; i++, b *= STEP) {
-    bytes[i] = (double)b;
-    rc = time_plain(comm, &quiet, algo, buf, b / sizeof(float), reps, &seconds[i]);
+  for (int i = 0; i < N_SIZES && rc == AX_OK; i++) {
+    bytes[i] = probe_bytes(i);
+    rc = time_plain(comm, &quiet, algo, buf, (size_t)bytes[i] / sizeof(float), reps,
+                    &seconds[i]);
   }
   free(buf);
   AX_TRY(rc);
   *out = ax_linear_fit(bytes, seconds, N_SIZES); /* the same figures on every rank */
+  if (at) *at = ax_sized_times(bytes, seconds, N_SIZES);
   return AX_OK;
 }
 
@@ -181,33 +191,34 @@ static int time_pair(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plai
 
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
                             const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
-                            AxSizedTimes *casync) {
+                            AxSizedTimes *plain_at, AxSizedTimes *casync) {
   int size = 1;
   *plain = (AxLinearCost){0, INFINITY};
   casync->n = 0;
+  if (plain_at) plain_at->n = 0;
   if (comm == MPI_COMM_NULL) return AX_OK;
   AX_MPI(MPI_Comm_size(comm, &size));
   if (size < 2) return AX_OK;
-  enum { N_SIZES = AX_PROBE_SIZES, SMALLEST = 1024, STEP = 16, PROFILE_RANK = 128 };
+  enum { N_SIZES = AX_PROBE_SIZES, PROFILE_RANK = 128 };
   AxCodec *probe;
   int rank;
   AX_TRY(ax_codec_cap_rank(c, PROFILE_RANK, &probe, &rank));
   AxCommConfig quiet = ax_comm_config_resolve(cc);
   quiet.traffic = NULL; /* a probe, not the run's traffic */
-  size_t largest = (size_t)SMALLEST * STEP * STEP * STEP;
-  float *buf = ax_calloc(largest / sizeof(float), sizeof(float));
+  float *buf = ax_calloc((size_t)probe_bytes(N_SIZES - 1) / sizeof(float), sizeof(float));
   int rc = ax_mpi_agree(comm, buf ? AX_OK : AX_ERR);
   double tp[N_SIZES];
-  size_t b = SMALLEST;
-  for (int i = 0; i < N_SIZES && rc == AX_OK; i++, b *= STEP) {
-    casync->bytes[i] = (double)b;
+  for (int i = 0; i < N_SIZES && rc == AX_OK; i++) {
+    casync->bytes[i] = probe_bytes(i);
     rc = ax_mpi_agree(comm, time_pair(comm, &quiet, plain_algo, probe, algo, buf,
-                                      b / sizeof(float), reps, &tp[i], &casync->seconds[i]));
+                                      (size_t)casync->bytes[i] / sizeof(float), reps, &tp[i],
+                                      &casync->seconds[i]));
   }
   free(buf);
   ax_codec_free(probe);
   AX_TRY(rc);
   *plain = ax_linear_fit(casync->bytes, tp, N_SIZES); /* the same figures on every rank */
+  if (plain_at) *plain_at = ax_sized_times(casync->bytes, tp, N_SIZES);
   casync->n = N_SIZES;
   return AX_OK;
 }

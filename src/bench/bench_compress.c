@@ -330,9 +330,10 @@ static int measure(Cb *b, const AxCodec *codec, AxCasyncAlgo sync, size_t n, con
 /* The model's costs of a codec over one link: its profiled encode and decode, the plain ring
  * measured over the link, the send that implies, and (engine) CaSync's own cost beyond them. */
 static AxCasyncCosts link_costs(const AxCasyncCosts *profiled, const AxLinearCost *plain,
-                                int ranks) {
+                                const AxSizedTimes *plain_at, int ranks) {
   AxCasyncCosts c = *profiled;
   c.plain = *plain;
+  c.plain_at = *plain_at;
   c.send = ax_casync_send_from_plain(plain, ranks);
   c.engine.n = 0;
   return c;
@@ -365,9 +366,10 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
   AX_MPI(MPI_Bcast(costs, (int)(b->n_codecs * sizeof *costs), MPI_BYTE, 0, b->comm));
   for (int i = 0; i < b->n_codecs; i++)
     ax_log("# profiled %s: encode %.4g us + bytes / %.4g GB/s; decode and merge %.4g us + "
-           "bytes / %.4g GB/s", ax_codec_spec(b->codecs[i]), costs[i].enc.latency_s * 1e6,
+           "bytes / %.4g GB/s (the lines through %d and %d sizes, the costs read between "
+           "them)", ax_codec_spec(b->codecs[i]), costs[i].enc.latency_s * 1e6,
            costs[i].enc.bytes_per_s / 1e9, costs[i].dec.latency_s * 1e6,
-           costs[i].dec.bytes_per_s / 1e9);
+           costs[i].dec.bytes_per_s / 1e9, costs[i].enc_at.n, costs[i].dec_at.n);
   return AX_OK;
 }
 
@@ -377,12 +379,12 @@ static int codec_costs(Cb *b, AxCasyncCosts *costs) {
 static int path_costs(Cb *b, const AxCasyncCosts *costs, int i, AxCasyncAlgo sync,
                       AxCasyncCosts *out) {
   AxLinearCost plain;
-  AxSizedTimes casync;
+  AxSizedTimes plain_at, casync;
   AX_TRY(ax_casync_measure_paths(b->comm, &b->cc, AX_ALLREDUCE_RING, b->codecs[i], sync, 5,
-                                 &plain, &casync));
-  *out = link_costs(&costs[i], &plain, b->size);
+                                 &plain, &plain_at, &casync));
+  *out = link_costs(&costs[i], &plain, &plain_at, b->size);
   out->engine = ax_casync_engine_from(out, sync, b->size, &casync);
-  char sizes[96], taken[96], engine[96];
+  char sizes[160], taken[160], engine[160];
   engine_list(&casync, 0, sizes, sizeof sizes);
   engine_list(&casync, 1, taken, sizeof taken);
   engine_list(&out->engine, 1, engine, sizeof engine);
@@ -583,7 +585,7 @@ static int link_rows(Cb *b, const AxCasyncCosts *costs, const AxLinkSpec *link,
   b->cc.links = b->emu;
   AxLinearCost plain;
   AxCasyncCosts linked[2 * MAX_ITEMS];
-  int rc = ax_casync_measure_plain(b->comm, &b->cc, AX_ALLREDUCE_RING, 5, &plain);
+  int rc = ax_casync_measure_plain(b->comm, &b->cc, AX_ALLREDUCE_RING, 5, &plain, NULL);
   if (rc == AX_OK) {
     AxLinearCost send = ax_casync_send_from_plain(&plain, b->size);
     ax_log("# %.3g Gb/s, %.3g us: the plain ring measured %.4g us + bytes / %.4g GB/s (a "

@@ -192,10 +192,25 @@ static void peak_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_end(j);
 }
 
-static void linear_cost_json(AxJsonW *j, const char *key, const AxLinearCost *c) {
+/* [{bytes, seconds}, ...] of measured (or derived) points; [] where there are none. */
+static void sized_times_json(AxJsonW *j, const char *key, const AxSizedTimes *at) {
+  ax_jsonw_array(j, key);
+  for (int i = 0; i < at->n; i++) {
+    ax_jsonw_object(j, NULL);
+    ax_jsonw_num(j, "bytes", at->bytes[i]);
+    ax_jsonw_num(j, "seconds", at->seconds[i]);
+    ax_jsonw_end(j);
+  }
+  ax_jsonw_end(j);
+}
+
+/* A cost's line, and the measured points it is read off (at NULL: a line alone). */
+static void linear_cost_json(AxJsonW *j, const char *key, const AxLinearCost *c,
+                             const AxSizedTimes *at) {
   ax_jsonw_object(j, key);
   ax_jsonw_num(j, "latency_s", c->latency_s);
   ax_jsonw_num(j, "bytes_per_s", c->bytes_per_s);
+  if (at) sized_times_json(j, "measured", at);
   ax_jsonw_end(j);
 }
 
@@ -215,19 +230,12 @@ static void compression_json(AxJsonW *j, const AxCompressReport *r,
   if (r->costed) {
     ax_jsonw_object(j, "costs");
     if (r->costs.plain.bytes_per_s > 0) {
-      linear_cost_json(j, "plain_allreduce", &r->costs.plain);
-      ax_jsonw_array(j, "casync_engine"); /* [] where not timed */
-      for (int i = 0; i < r->costs.engine.n; i++) {
-        ax_jsonw_object(j, NULL);
-        ax_jsonw_num(j, "bytes", r->costs.engine.bytes[i]);
-        ax_jsonw_num(j, "seconds", r->costs.engine.seconds[i]);
-        ax_jsonw_end(j);
-      }
-      ax_jsonw_end(j);
+      linear_cost_json(j, "plain_allreduce", &r->costs.plain, &r->costs.plain_at);
+      sized_times_json(j, "casync_engine", &r->costs.engine); /* [] where not timed */
     }
-    linear_cost_json(j, "send", &r->costs.send);
-    linear_cost_json(j, "encode", &r->costs.enc);
-    linear_cost_json(j, "decode", &r->costs.dec);
+    linear_cost_json(j, "send", &r->costs.send, NULL);
+    linear_cost_json(j, "encode", &r->costs.enc, &r->costs.enc_at);
+    linear_cost_json(j, "decode", &r->costs.dec, &r->costs.dec_at);
     ax_jsonw_num(j, "ratio", r->costs.ratio);
     ax_jsonw_end(j);
   } else {

@@ -27,15 +27,27 @@ const char *ax_data_link_name(AxDataLink l) {
 /* The plain all-reduce the run takes (T_orig) and, with `engine`, CaSync with the run's codec
  * and algorithm timed side by side with it (ax_casync_measure_paths) on the data-parallel
  * group; *casync stays {0, 0} without. */
-static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxSizedTimes *casync) {
+static int measure_paths(AxTrainer *t, int engine, AxCasyncCosts *c, AxSizedTimes *casync) {
   enum { REPS = 5 };
   AxAllreduceAlgo algo = (AxAllreduceAlgo)t->cfg.grid.allreduce;
   casync->n = 0;
   if (!engine)
-    return ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg, algo, REPS, plain);
+    return ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg, algo, REPS, &c->plain,
+                                   &c->plain_at);
   return ax_casync_measure_paths(t->grid.data, &t->grid.comm_cfg, algo, t->codec,
-                                 (AxCasyncAlgo)t->cfg.compression.compress_sync, REPS, plain,
-                                 casync);
+                                 (AxCasyncAlgo)t->cfg.compression.compress_sync, REPS,
+                                 &c->plain, &c->plain_at, casync);
+}
+
+/* The seconds of every measured point of c and of casync into out (back 1: from out into
+ * them), in one list: what the ranks agree on, point by point. */
+static void measured_seconds(AxCasyncCosts *c, AxSizedTimes *casync, double *out, int back) {
+  AxSizedTimes *sets[] = {&c->enc_at, &c->dec_at, &c->plain_at, casync};
+  int n = 0;
+  for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++)
+    for (int i = 0; i < sets[s]->n; i++, n++)
+      if (back) sets[s]->seconds[i] = out[n];
+      else out[n] = sets[s]->seconds[i];
 }
 
 /* Costs every rank agrees on: each profiles its codec, the data-parallel group times the plain
@@ -45,28 +57,28 @@ static int measure_paths(AxTrainer *t, int engine, AxLinearCost *plain, AxSizedT
  * terms is the engine term (ax_casync_engine_from). Not under --compress auto (`engine` 0),
  * whose Espresso prices its own schemes. */
 static int agreed_costs(AxTrainer *t, AxCasyncCosts *c, int engine) {
-  enum { N = 8 + AX_PROBE_SIZES };
+  enum { LINES = 8, N = LINES + 2 * AX_SIZED_MAX + 2 * AX_PROBE_SIZES };
   AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
   AX_TRY(ax_trainer_link_cost(t, t->grid.data, &c->send));
   AxSizedTimes casync;
-  AX_TRY(measure_paths(t, engine && t->grid.D > 1, &c->plain, &casync));
+  AX_TRY(measure_paths(t, engine && t->grid.D > 1, c, &casync));
   double v[N] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
                  1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
                  c->plain.latency_s, 1.0 / c->plain.bytes_per_s};
-  for (int i = 0; i < casync.n; i++) v[8 + i] = casync.seconds[i];
+  /* the points' sizes are the same on every rank (the profile's and the probe's) */
+  measured_seconds(c, &casync, v + LINES, 0);
   AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_MAX, t->grid.world));
   c->send = (AxLinearCost){v[0], 1.0 / v[1]};
   c->enc = (AxLinearCost){v[2], 1.0 / v[3]};
   c->dec = (AxLinearCost){v[4], 1.0 / v[5]};
   c->plain = (AxLinearCost){v[6], 1.0 / v[7]};
+  measured_seconds(c, &casync, v + LINES, 1);
   c->engine.n = 0;
   if (t->grid.D < 2) return AX_OK;
   c->send = ax_casync_send_from_plain(&c->plain, t->grid.D);
-  if (casync.n) {
-    for (int i = 0; i < casync.n; i++) casync.seconds[i] = v[8 + i];
+  if (casync.n)
     c->engine = ax_casync_engine_from(c, (AxCasyncAlgo)t->cfg.compression.compress_sync,
                                       t->grid.D, &casync);
-  }
   return AX_OK;
 }
 
@@ -88,6 +100,7 @@ static AxCasyncCosts at_part_rank(const AxCodec *codec, const AxCasyncCosts *c, 
   double scale = (double)part / profiled;
   k.enc.latency_s *= scale;
   k.enc.bytes_per_s /= scale;
+  for (int i = 0; i < k.enc_at.n; i++) k.enc_at.seconds[i] *= scale;
   return k;
 }
 
@@ -415,9 +428,11 @@ void ax_compress_print_costs(const AxCasyncCosts *k, const char *send_source) {
                      i ? "," : "", k->engine.seconds[i] * 1e6, k->engine.bytes[i] / 1024);
   }
   ax_log("  costs: %ssend %.3g us + bytes / %.3g GB/s (%s); encode %.3g us + bytes / %.3g "
-         "GB/s; %s%s (profiled on this machine, max over ranks)", plain,
+         "GB/s; %s%s (profiled on this machine, max over ranks; the lines through %d encode, "
+         "%d decode and %d all-reduce sizes, each cost read off its sizes)", plain,
          k->send.latency_s * 1e6, k->send.bytes_per_s / 1e9, send_source,
-         k->enc.latency_s * 1e6, k->enc.bytes_per_s / 1e9, dec, engine);
+         k->enc.latency_s * 1e6, k->enc.bytes_per_s / 1e9, dec, engine, k->enc_at.n,
+         k->dec_at.n, k->plain_at.n);
 }
 
 /* A part's line: its figures (the cost model's when is_auto) and the verdict. */
@@ -481,8 +496,8 @@ void ax_compress_explain_none(const AxGradPart *parts, int n, const AxCompressPo
   static const char *const why[KINDS] = {
       "1-D (--compress-vectors 0)", "not shrunk by the codec",
       "below --compress-min-bytes",
-      "priced plain by the cost model (T_cpr >= T_orig; --compress-min-bytes N compresses "
-      "parts of N bytes or more)",
+      ("priced plain by the cost model (T_cpr >= T_orig; --compress-min-bytes N compresses "
+       "parts of N bytes or more)"),
       "the tied wte (summed plain)"};
   int count[KINDS] = {0};
   if (pol->ranks < 2) return; /* one rank: nothing to sum */

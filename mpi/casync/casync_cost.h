@@ -185,8 +185,8 @@ AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
 /* casync_probe.c: the two paths a part can take, timed side by side over cc's path (emulated
  * link, waits; traffic not counted) at the probe's sizes: in each round the plain
  * all-reduce (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
- * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, on fresh
- * values, so both see the same load; each size the least over `reps` rounds of the slowest
+ * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, each run
+ * on the same normal, gradient-like values (a rank's own), so both see the same load; each size the least over `reps` rounds of the slowest
  * rank's time (other work only adds time). *plain_at gets the plain path's times (NULL: not
  * kept) and *plain their ax_linear_fit (a positive latency kept): T_orig's measurement (as
  * ax_casync_measure_plain's); *casync the CaSync times at the same sizes, from which the

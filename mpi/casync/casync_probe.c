@@ -7,12 +7,14 @@
  * and fitted to latency plus bytes over bandwidth by ax_linear_fit (the codec profile's fit). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "casync_cost.h"
 #include "mpi/coll/collectives.h"
 #include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
 #include "src/backend/peak.h"
+#include "src/core/rng.h"
 #include "src/core/timer.h"
 
 enum { PROBE_REPS = 5, PROBE_TAG = 31 };
@@ -137,20 +139,24 @@ AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks) {
 
 /* ------------------------------------------------------------------ plain and CaSync, side by side */
 
-/* Fresh values for a probe run (the same on every call, different on every rank). */
-static void probe_values(float *buf, size_t count, int rank) {
-  for (size_t j = 0; j < count; j++)
-    buf[j] = (float)((j * 2654435761u + (size_t)rank) % 997) * 1e-6f - 5e-4f;
+/* Gradient-like values for the probe runs, different on every rank: normal, as the codec
+ * profile's and `bench compress`'s. A pattern of 997 values that repeats (before 2026-11-30)
+ * made the sparse codecs' selection several times cheaper than on gradients: topk's CaSync of
+ * 64 KB over 10 Gb/s took 75-103 us on it and 336-382 us on these, as `bench compress`'s rows
+ * take (docs/benchmarks.md, "The probe's values"). */
+static void probe_values(float *values, size_t count, int rank) {
+  AxRng rng;
+  ax_rng_seed(&rng, 0x9e3779b9u + (uint64_t)rank);
+  for (size_t j = 0; j < count; j++) values[j] = (float)(ax_rng_normal(&rng) * 1e-3);
 }
 
 /* One timed run, the slowest rank's seconds into *t (NULL: untimed): the plain all-reduce (st
- * NULL) or CaSync with codec c in st's partitions, on fresh values. */
+ * NULL) or CaSync with codec c in st's partitions, on buf refilled from `values` (the same
+ * values every run: what the last run summed in place is not what the next one sums). */
 static int probe_run(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
                      const AxCodec *c, AxCasyncAlgo algo, AxCasyncState *st, float *buf,
-                     size_t count, double *t) {
-  int rank;
-  AX_MPI(MPI_Comm_rank(comm, &rank));
-  probe_values(buf, count, rank);
+                     const float *values, size_t count, double *t) {
+  memcpy(buf, values, count * sizeof *buf);
   /* a step past any sparsity warm-up (dgc:ramp), so the codec's own ratio runs */
   AxCodecCtx ctx = {.seed = 1, .step = 1u << 30};
   AX_TRY(ax_link_barrier(cc, comm));
@@ -170,17 +176,24 @@ static int time_pair(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plai
                      double *plain_s, double *casync_s) {
   int size;
   AX_MPI(MPI_Comm_size(comm, &size));
+  int rank;
+  AX_MPI(MPI_Comm_rank(comm, &rank));
   AxCasyncState *st;
   AX_TRY(ax_casync_state_new_parts(c, count, size, size, &st));
   double tp[16], tc[16];
   if (reps > 16) reps = 16;
   if (reps < 1) reps = 1;
-  int rc = AX_OK;
+  float *values = ax_malloc((count ? count : 1) * sizeof *values);
+  int rc = ax_mpi_agree(comm, values ? AX_OK : AX_ERR);
+  if (rc == AX_OK) probe_values(values, count, rank);
   for (int i = -1; i < reps && rc == AX_OK; i++) {
-    rc = probe_run(comm, cc, plain_algo, c, algo, NULL, buf, count, i < 0 ? NULL : &tp[i]);
+    rc = probe_run(comm, cc, plain_algo, c, algo, NULL, buf, values, count,
+                   i < 0 ? NULL : &tp[i]);
     if (rc == AX_OK)
-      rc = probe_run(comm, cc, plain_algo, c, algo, st, buf, count, i < 0 ? NULL : &tc[i]);
+      rc = probe_run(comm, cc, plain_algo, c, algo, st, buf, values, count,
+                     i < 0 ? NULL : &tc[i]);
   }
+  free(values);
   ax_casync_state_free(st);
   AX_TRY(rc);
   double p = ax_least(tp, reps), q = ax_least(tc, reps);

@@ -282,14 +282,15 @@ static int sample_size(const AxCodec *codec, int reps, size_t n, Timing *out) {
 
 /* The sample sizes: TINY_N values (the size of a small LayerNorm gain, where the per-call cost
  * is all there is), then x SIZE_STEP up to the large sample (close enough that a cost read
- * between two of them holds: a sparse codec's threshold sample starts at 4096 values). The large sample is 4M values (16
- * MB: out of the caches), and the bound on a rank's work: the 128 x 128 matrix of 16K values
- * (PowerSGD's shape) allows no rank above 128, so a codec with a rank is profiled at
- * min(rank, 128) in every sample (one codec, one fit; the tiny samples' smaller matrices cap
- * the rank used in them, as they cap it for a tensor that small), and its large sample
- * shrinks to PROFILE_WORK / rank values: its products cost values x rank, and 4M values at
- * rank 8 is what the profile spends at the default rank (at 4M values and rank 1024 it spent
- * minutes). A rank above 128 is priced as 128: its encode costs more than the profile says. */
+ * between two of them holds: a sparse codec's threshold sample starts at 4096 values). The
+ * large sample is 4M values (16 MB: out of the caches), and the bound on a rank's work: the 128
+ * x 128 matrix of 16K values (PowerSGD's shape) allows no rank above 128, so a codec with a
+ * rank is profiled at min(rank, 128) in every sample (one codec, one fit; the tiny samples'
+ * smaller matrices cap the rank used in them, as they cap it for a tensor that small), and its
+ * large sample shrinks to PROFILE_WORK / rank values: its products cost values x rank, and 4M
+ * values at rank 8 is what the profile spends at the default rank (at 4M values and rank 1024
+ * it spent minutes). A rank above 128 is priced as 128: its encode costs more than the profile
+ * says. */
 enum { TINY_N = 64, SIZE_STEP = 4, LARGE_N = 4 * 1024 * 1024, PROFILE_RANK = 128,
        PROFILE_WORK = 8 * LARGE_N, MAX_SAMPLES = AX_SIZED_MAX };
 

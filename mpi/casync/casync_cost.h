@@ -146,15 +146,15 @@ int ax_casync_linear_pass(const AxCodec *c, AxCodecState *st, const AxCodecCtx *
 size_t ax_casync_factor_cap(const AxCodec *c, size_t n);
 
 /* Profiles codec c on this core: encode and decode (merging) at sizes from 64 values (256
- * bytes: a call's own cost) by factors of 4 up to 4M values (16 MB), each the median of
- * `reps` timings of back-to-back calls (at least 50 us of them, divided by their number); a
- * linear codec: its factors and rebuild as the encode, no decode. Kept as c's enc_at and
- * dec_at points (per raw byte encoded, per encoded byte decoded) and fitted into its enc and
- * dec lines by ax_linear_fit, and its ratio at the largest size. A codec with a rank (PowerSGD) is profiled at a rank of at most 128 on a
- * largest sample that shrinks as the rank grows (casync_cost.c), so the profile takes about as
- * long at any rank; a rank above 128 is priced as 128. Random gradients from a fixed seed;
- * uses wall time, so the figures vary from run to run (a caller that needs every rank to
- * decide alike must agree on them, e.g. by a maximum over ranks). */
+ * bytes: a call's own cost) by factors of 4 up to 4M values (16 MB), each the median of `reps`
+ * timings of back-to-back calls (at least 50 us of them, divided by their number); a linear
+ * codec: its factors and rebuild as the encode, no decode. Kept as c's enc_at and dec_at points
+ * (per raw byte encoded, per encoded byte decoded) and fitted into its enc and dec lines by
+ * ax_linear_fit, and its ratio at the largest size. A codec with a rank (PowerSGD) is profiled
+ * at a rank of at most 128 on a largest sample that shrinks as the rank grows (casync_cost.c),
+ * so the profile takes about as long at any rank; a rank above 128 is priced as 128. Random
+ * gradients from a fixed seed; uses wall time, so the figures vary from run to run (a caller
+ * that needs every rank to decide alike must agree on them, e.g. by a maximum over ranks). */
 int ax_casync_profile_codec(const AxCodec *codec, int reps, AxCasyncCosts *out);
 
 /* casync_probe.c: the send cost of comm's link, measured by a ping-pong of three sizes (8 B,
@@ -183,15 +183,16 @@ int ax_casync_time_allreduce(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceA
 AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
 
 /* casync_probe.c: the two paths a part can take, timed side by side over cc's path (emulated
- * link, waits; traffic not counted) at the probe's sizes: in each round the plain
- * all-reduce (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
- * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, each run
- * on the same normal, gradient-like values (a rank's own), so both see the same load; each size the least over `reps` rounds of the slowest
- * rank's time (other work only adds time). *plain_at gets the plain path's times (NULL: not
- * kept) and *plain their ax_linear_fit (a positive latency kept): T_orig's measurement (as
- * ax_casync_measure_plain's); *casync the CaSync times at the same sizes, from which the
- * engine term comes (ax_casync_engine_from, once the send is known). Collective; the same
- * figures on every rank of comm. One rank: zero latency, infinite bandwidth, no times (n = 0). */
+ * link, waits; traffic not counted) at the probe's sizes: in each round the plain all-reduce
+ * (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
+ * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, each run on
+ * the same normal, gradient-like values (a rank's own), so both see the same load; each size
+ * the least over `reps` rounds of the slowest rank's time (other work only adds time).
+ * *plain_at gets the plain path's times (NULL: not kept) and *plain their ax_linear_fit (a
+ * positive latency kept): T_orig's measurement (as ax_casync_measure_plain's); *casync the
+ * CaSync times at the same sizes, from which the engine term comes (ax_casync_engine_from, once
+ * the send is known). Collective; the same figures on every rank of comm. One rank: zero
+ * latency, infinite bandwidth, no times (n = 0). */
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
                             const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
                             AxSizedTimes *plain_at, AxSizedTimes *casync);

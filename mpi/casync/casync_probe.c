@@ -142,8 +142,8 @@ AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks) {
 /* Gradient-like values for the probe runs, different on every rank: normal, as the codec
  * profile's and `bench compress`'s. A pattern of 997 values that repeats (before 2026-11-30)
  * made the sparse codecs' selection several times cheaper than on gradients: topk's CaSync of
- * 64 KB over 10 Gb/s took 75-103 us on it and 336-382 us on these, as `bench compress`'s rows
- * take (docs/benchmarks.md, "The probe's values"). */
+ * 64 KB over 10 Gb/s took 75-103 us on it and 336-382 us on normal values, as `bench
+ * compress`'s rows take (docs/benchmarks.md, "The probe's values"). */
 static void probe_values(float *values, size_t count, int rank) {
   AxRng rng;
   ax_rng_seed(&rng, 0x9e3779b9u + (uint64_t)rank);

@@ -12,10 +12,10 @@
  * does: the codecs add while they decode), and the plain all-reduce itself. A cost with
  * measured points is read off them (ax_cost_at: linear between the two measured sizes around
  * m, the line's rate beyond the largest), since one line through sizes a factor of 16 000
- * apart misses costs that jump between them: a sparse codec's threshold sample of 4096 values
- * costs a 64 KB part 100 us where the line says 25, and a 1 MB plain ring on 2 ranks over an
- * EMULATED 100 Gb/s link took 1.3-2x its line's time. For an m-byte part on N ranks cut into K
- * partitions:
+ * apart misses costs that jump between them: a sparse codec's threshold sample of 4096
+ * values costs topk 95 us to encode 64 KB where the line said 13, and a 1 MB plain ring on 2
+ * ranks over an EMULATED 100 Gb/s link took 1.3-2.7x its line's time. For an m-byte part on N
+ * ranks cut into K partitions:
  *   T_orig(m)    = 2(N-1) * T_send(m / N)   the plain ring all-reduce the part otherwise takes
  *                                           (Table 3's ring, N segments), plus what the plain
  *                                           all-reduce measured at m beyond its line (so at

@@ -169,6 +169,22 @@ START_TEST(tied_embedding_stays_alone_and_plain) {
   ck_assert_int_eq(a.members[0], 1);
   ck_assert_str_eq(ax_espresso_option(a.decision[0].option)->name, "plain/flat/ar-ring");
   ck_assert_int_gt(a.espresso.compressed, 0);
+  /* summed before the gradient sum (the embedding sync): the same plan, and the predicted
+   * sync is that of the stage without it */
+  AxAutoCompress pre, rest;
+  in.first_presummed = 1;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t, s.n, s.codec, &in, &pre), AX_OK);
+  AxAutoCompressInput others = in;
+  others.plain_first = others.first_presummed = 0;
+  ck_assert_int_eq(ax_compress_auto_plan(s.t + 1, s.n - 1, s.codec, &others, &rest), AX_OK);
+  ck_assert_int_eq(pre.n_groups, a.n_groups);
+  ck_assert_int_eq(rest.n_groups, a.n_groups - 1);
+  for (int g = 1; g < a.n_groups; g++)
+    ck_assert_int_eq(rest.decision[g - 1].option, pre.decision[g].option);
+  ck_assert(pre.sync_s < a.sync_s);
+  ck_assert_double_eq_tol(pre.sync_s, rest.sync_s, 1e-12);
+  ax_compress_auto_free(&pre);
+  ax_compress_auto_free(&rest);
   ax_compress_auto_free(&a);
   ax_codec_free(s.codec);
 }

@@ -34,7 +34,8 @@ static AxEspressoProblem problem(int n, const double *bytes, const double *compu
   AxLinearCost gb = {0, 1e9};
   return (AxEspressoProblem){.n = n, .bytes = bytes, .compute_s = compute, .ranks = ranks,
                              .ranks_per_node = per_node, .intra = gb, .inter = gb,
-                             .gpu = {{0, 1e10}, {0, 1e10}}, .cpu = {gb, gb}, .ratio = 0.25};
+                             .gpu = {.enc = {0, 1e10}, .dec = {0, 1e10}},
+                             .cpu = {.enc = gb, .dec = gb}, .ratio = 0.25};
 }
 
 static double time_of(const AxEspressoProblem *p, const int *S) {
@@ -154,8 +155,8 @@ static AxEspressoProblem random_problem(AxRng *r, double *bytes, double *compute
   p.intra = (AxLinearCost){5e-6, 1e9 * pow(10, 2 * ax_rng_double(r))};
   p.inter = (AxLinearCost){2e-5, 1e8 * pow(10, 2 * ax_rng_double(r))};
   double gpu = 5e10 * pow(10, ax_rng_double(r)), cpu = 1e9 * pow(10, 1.3 * ax_rng_double(r));
-  p.gpu = (AxEspressoCodecCost){{2e-5, gpu}, {1e-5, 2 * gpu}};
-  p.cpu = (AxEspressoCodecCost){{5e-5, cpu}, {2e-5, 2 * cpu}};
+  p.gpu = (AxEspressoCodecCost){.enc = {2e-5, gpu}, .dec = {1e-5, 2 * gpu}};
+  p.cpu = (AxEspressoCodecCost){.enc = {5e-5, cpu}, .dec = {2e-5, 2 * cpu}};
   p.ratio = pow(2, -1 - 5 * ax_rng_double(r));
   for (int o = 0; nodes > 1 && o < AX_ESPRESSO_N_OPTIONS; o++) {
     AxEspressoScheme sc = ax_espresso_option(o)->scheme;
@@ -319,7 +320,7 @@ START_TEST(slow_link_compresses_large_tensors) {
   for (int i = 0; i < 8; i++) compute[i] = 0.5 * MS;
   AxEspressoProblem p = problem(8, bytes, compute, 8, 8);
   p.intra = (AxLinearCost){50e-6, 125e6};
-  p.gpu = (AxEspressoCodecCost){{50e-6, 1e11}, {50e-6, 1e11}};
+  p.gpu = (AxEspressoCodecCost){.enc = {50e-6, 1e11}, .dec = {50e-6, 1e11}};
   p.ratio = 1.0 / 32;
   AxEspressoDecision d[8];
   AxEspressoSummary sum;
@@ -335,8 +336,9 @@ END_TEST
 /* A tensor queued behind another on the link has its messages' latency in flight while it
  * waits (the trainer progresses a chunk's operations together): a tiny plain tensor ready
  * while a large one is on the link ends its bytes after it, not its ring's 14 latencies;
- * ready after the link is free, it pays them. */
-START_TEST(queued_tensor_hides_its_latency) {
+ * ready after the link is free, it pays them; with a share of its latency paid while
+ * queued, that share. */
+START_TEST(queued_tensor_pays_its_share_of_latency) {
   double bytes[2] = {8e6, 64}, compute[2] = {1 * MS, 0};
   AxEspressoProblem p = problem(2, bytes, compute, 8, 8);
   p.intra = (AxLinearCost){50e-6, 1e9};
@@ -349,6 +351,75 @@ START_TEST(queued_tensor_hides_its_latency) {
   compute[1] = 20 * MS; /* ready once the link is free: all of its latency */
   timeline(&p, S, d);
   ck_assert_double_eq_tol(d[1].done_s, 21 * MS + ring_latency + tiny_bytes, 1e-12);
+  /* the share of it a queued tensor still pays (measured by the trainer at start-up,
+   * ax_casync_measure_overlap): a quarter, then all of it (the thesis's model) */
+  compute[1] = 0;
+  for (int k = 0; k < 2; k++) {
+    p.latency_paid = k ? 1 : 0.25;
+    timeline(&p, S, d);
+    ck_assert_double_eq_tol(d[1].done_s, d[0].done_s + tiny_bytes + p.latency_paid * ring_latency,
+                            1e-12);
+  }
+  p.latency_paid = 1.5;
+  ck_assert_int_eq(ax_espresso_check(&p), AX_ERR);
+  ax_error_clear();
+}
+END_TEST
+
+/* One tensor of `bytes` alone under option o: its time (nothing before it, nothing after). */
+static double alone(AxEspressoProblem *p, double bytes, int o) {
+  double compute = 0;
+  p->n = 1, p->bytes = &bytes, p->compute_s = &compute;
+  return time_of(p, &o);
+}
+
+/* A compressed scheme timed alone at three sizes (as the trainer times CaSync at start-up)
+ * takes what was measured there, alone, with its stages scaled by measured / modelled: at 2x
+ * and 0.5x the model's time at 1 KB and 100 KB, the factor runs linearly between them, stays
+ * at the nearest size's beyond them; another scheme and the plain ones are not touched. */
+START_TEST(timed_scheme_takes_its_measured_time_alone) {
+  double b = 1;
+  AxEspressoProblem p = problem(1, &b, &b, 4, 1);
+  p.inter = (AxLinearCost){20e-6, 1e9};
+  int ring = ax_espresso_option_find("cpu/flat/casync-ring");
+  int ps = ax_espresso_option_find("cpu/flat/casync-ps");
+  double sizes[3] = {1e3, 1e5, 1e7}, ratio[3] = {2, 0.5, 1}, model[3];
+  double ps_before = alone(&p, 5e4, ps), plain_before = alone(&p, 5e4, 0);
+  AxSizedTimes *t = &p.timed[AX_ESP_CASYNC_RING];
+  for (int i = 0; i < 3; i++) model[i] = alone(&p, sizes[i], ring);
+  for (int i = 0; i < 3; i++) t->bytes[i] = sizes[i], t->seconds[i] = ratio[i] * model[i];
+  t->n = 3;
+  AxEspressoProblem untimed = p;
+  untimed.timed[AX_ESP_CASYNC_RING].n = 0;
+  for (int i = 0; i < 3; i++)
+    expect_near(alone(&p, sizes[i], ring), t->seconds[i], "alone at a timed size");
+  double m = 0.25 * sizes[0] + 0.75 * sizes[1], w = 0.75;
+  double factor = (1 - w) * ratio[0] + w * ratio[1];
+  expect_near(ax_espresso_timed_factor(&p, ring, m), factor, "factor between sizes");
+  expect_near(alone(&p, m, ring), factor * alone(&untimed, m, ring), "alone between sizes");
+  expect_near(alone(&p, 100, ring), 2 * alone(&untimed, 100, ring), "below the smallest");
+  expect_near(alone(&p, 4e7, ring), alone(&untimed, 4e7, ring), "beyond the largest");
+  expect_near(alone(&p, 5e4, ps), ps_before, "an untimed scheme");
+  expect_near(alone(&p, 5e4, 0), plain_before, "the plain ring");
+  expect_near(ax_espresso_timed_factor(&p, 0, 5e4), 1, "the plain ring's factor");
+}
+END_TEST
+
+/* Messages read off measured points: with a message's points the plain all-reduce's measured
+ * ones imply (ax_casync_send_points: m / N bytes, t / 2(N-1) seconds), the plain flat ring
+ * takes exactly the measured all-reduce at each measured size and runs linearly between
+ * them. */
+START_TEST(plain_ring_takes_the_measured_all_reduce) {
+  double b = 1;
+  AxEspressoProblem p = problem(1, &b, &b, 4, 1);
+  p.inter = (AxLinearCost){20e-6, 1e9};
+  AxSizedTimes plain = {.n = 3, .bytes = {1024, 65536, 4194304}, .seconds = {300e-6, 900e-6, 40e-3}};
+  p.inter_at = ax_casync_send_points(&plain, 4);
+  ck_assert_int_eq(p.inter_at.n, 3);
+  expect_near(p.inter_at.bytes[1], 65536 / 4.0, "a message's bytes");
+  expect_near(p.inter_at.seconds[1], 900e-6 / 6, "a message's seconds");
+  for (int i = 0; i < 3; i++) expect_near(alone(&p, plain.bytes[i], 0), plain.seconds[i], "measured");
+  expect_near(alone(&p, (1024 + 65536) / 2.0, 0), 600e-6, "halfway");
 }
 END_TEST
 
@@ -357,7 +428,7 @@ END_TEST
 START_TEST(tensor_before_a_bubble_needs_no_compression) {
   double bytes[3] = {4e6, 4e6, 4e6}, compute[3] = {1 * MS, 10 * MS, 0.5 * MS};
   AxEspressoProblem p = problem(3, bytes, compute, 2, 2);
-  p.gpu = (AxEspressoCodecCost){{1e-5, 1e11}, {1e-5, 1e11}};
+  p.gpu = (AxEspressoCodecCost){.enc = {1e-5, 1e11}, .dec = {1e-5, 1e11}};
   int nothing[3], removed[3], greedy[3];
   AxEspressoDecision d[3];
   ck_assert_int_eq(ax_espresso_nothing(&p, nothing), AX_OK);
@@ -380,7 +451,7 @@ END_TEST
 START_TEST(bubbles_change_the_plan) {
   double bytes[3] = {4e6, 4e6, 4e6}, compute[3] = {1 * MS, 10 * MS, 0.5 * MS}, none[3] = {0};
   AxEspressoProblem p = problem(3, bytes, compute, 2, 2), q;
-  p.gpu = (AxEspressoCodecCost){{1e-5, 1e11}, {1e-5, 1e11}};
+  p.gpu = (AxEspressoCodecCost){.enc = {1e-5, 1e11}, .dec = {1e-5, 1e11}};
   q = p, q.compute_s = none;
   int S[3], removed[3], T[3], gone[3];
   ck_assert_int_eq(ax_espresso_greedy(&p, S, removed), AX_OK);
@@ -406,7 +477,7 @@ END_TEST
 START_TEST(offload_moves_codec_work_off_the_gpu) {
   double bytes[4] = {4e6, 4e6, 4e6, 4e6}, compute[4] = {2 * MS, 2 * MS, 2 * MS, 2 * MS};
   AxEspressoProblem p = problem(4, bytes, compute, 2, 2);
-  p.gpu = (AxEspressoCodecCost){{0, 2e9}, {0, 2e9}};
+  p.gpu = (AxEspressoCodecCost){.enc = {0, 2e9}, .dec = {0, 2e9}};
   p.cpu = p.gpu;
   int S[4];
   ck_assert_int_eq(ax_espresso_greedy(&p, S, NULL), AX_OK);
@@ -481,8 +552,8 @@ START_TEST(forty_eight_layers_decided) {
   AxEspressoProblem p = problem(N, bytes, compute, 16, 8);
   p.intra = (AxLinearCost){5e-6, 100e9};
   p.inter = (AxLinearCost){2e-5, 12.5e9};
-  p.gpu = (AxEspressoCodecCost){{2e-5, 200e9}, {1e-5, 400e9}};
-  p.cpu = (AxEspressoCodecCost){{5e-5, 5e9}, {2e-5, 10e9}};
+  p.gpu = (AxEspressoCodecCost){.enc = {2e-5, 200e9}, .dec = {1e-5, 400e9}};
+  p.cpu = (AxEspressoCodecCost){.enc = {5e-5, 5e9}, .dec = {2e-5, 10e9}};
   p.ratio = 1.0 / 32;
   AxEspressoSummary sum;
   double t0 = ax_now();
@@ -508,7 +579,9 @@ int main(void) {
   tcase_add_test(tc, timeline_invariants);
   tcase_add_test(tc, free_link_compresses_nothing);
   tcase_add_test(tc, slow_link_compresses_large_tensors);
-  tcase_add_test(tc, queued_tensor_hides_its_latency);
+  tcase_add_test(tc, queued_tensor_pays_its_share_of_latency);
+  tcase_add_test(tc, timed_scheme_takes_its_measured_time_alone);
+  tcase_add_test(tc, plain_ring_takes_the_measured_all_reduce);
   tcase_add_test(tc, tensor_before_a_bubble_needs_no_compression);
   tcase_add_test(tc, bubbles_change_the_plan);
   tcase_add_test(tc, offload_moves_codec_work_off_the_gpu);

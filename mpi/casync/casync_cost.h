@@ -52,8 +52,9 @@ typedef struct {
 } AxLinearCost;
 
 /* The start-up probes' sizes: 1 KB x 4 up to 4 MB (1, 4, 16, 64, 256 KB, 1, 4 MB); the most
- * points a measured cost keeps (the codec profile's 64 values x 4 up to 4M values: 9). */
-enum { AX_PROBE_SIZES = 7, AX_SIZED_MAX = 10 };
+ * points a measured cost keeps (the codec profile's 64 values x 4 up to 4M values: 9); the
+ * most CaSync algorithms one probe times (ring, PS, all-gather). */
+enum { AX_PROBE_SIZES = 7, AX_SIZED_MAX = 10, AX_PROBE_ALGOS = 3 };
 
 /* Seconds measured (or derived) at n sizes, strictly ascending bytes; n = 0: none. */
 typedef struct {
@@ -181,20 +182,33 @@ int ax_casync_time_allreduce(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceA
  * 2(N-1) messages of m/N bytes, T_orig(m) = 2(N-1) T_send(m/N) = plain(m), so latency / 2(N-1)
  * and bandwidth x 2(N-1)/N. Fed back into T_orig it gives the measurement exactly. */
 AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks);
+/* casync_probe.c: how much of a message's latency an operation pays when it is started
+ * together with others ahead of it (as the gradient sum starts a chunk's operations, then
+ * waits for them in order): in each of `reps` rounds one plain all-reduce of 1 KB (algo, cc's
+ * path) takes t1 and 4 started together t4 (the slowest rank's times), and *paid is the
+ * median over the rounds of (t4 - t1) / (3 t1), clamped to [0, 1]: 0 when the three behind
+ * run entirely in the shadow of the first, 1 when they follow it one by one. Collective; the
+ * same on every rank of comm; one rank: 0. */
+int ax_casync_measure_overlap(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
+                              int reps, double *paid);
+/* The same for the measured points of the plain all-reduce: a point (m, t) becomes the
+ * message's (m / N, t / 2(N-1)); one rank: the points as they are. */
+AxSizedTimes ax_casync_send_points(const AxSizedTimes *plain_at, int ranks);
 
-/* casync_probe.c: the two paths a part can take, timed side by side over cc's path (emulated
+/* casync_probe.c: the paths a part can take, timed side by side over cc's path (emulated
  * link, waits; traffic not counted) at the probe's sizes: in each round the plain all-reduce
  * (plain_algo), then codec c (a codec with a rank at most 128, as its profile:
- * ax_casync_profile_codec) through the CaSync algorithm `algo` in K = N partitions, each run on
- * the same normal, gradient-like values (a rank's own), so both see the same load; each size
- * the least over `reps` rounds of the slowest rank's time (other work only adds time).
- * *plain_at gets the plain path's times (NULL: not kept) and *plain their ax_linear_fit (a
- * positive latency kept): T_orig's measurement (as ax_casync_measure_plain's); *casync the
- * CaSync times at the same sizes, from which the engine term comes (ax_casync_engine_from, once
- * the send is known). Collective; the same figures on every rank of comm. One rank: zero
- * latency, infinite bandwidth, no times (n = 0). */
+ * ax_casync_profile_codec) through each CaSync algorithm of algos[n_algos] (1 to
+ * AX_PROBE_ALGOS) in K = N partitions, each run on the same normal, gradient-like values (a
+ * rank's own), so all see the same load; each size the least over `reps` rounds of the slowest
+ * rank's time (other work only adds time). *plain_at gets the plain path's times (NULL: not
+ * kept) and *plain their ax_linear_fit (a positive latency kept): T_orig's measurement (as
+ * ax_casync_measure_plain's); casync[a] the CaSync times of algos[a] at the same sizes, from
+ * which an engine term comes (ax_casync_engine_from, once the send is known). Collective; the
+ * same figures on every rank of comm. One rank: zero latency, infinite bandwidth, no times
+ * (n = 0). */
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
-                            const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
-                            AxSizedTimes *plain_at, AxSizedTimes *casync);
+                            const AxCodec *c, const AxCasyncAlgo *algos, int n_algos, int reps,
+                            AxLinearCost *plain, AxSizedTimes *plain_at, AxSizedTimes *casync);
 
 #endif

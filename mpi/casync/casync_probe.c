@@ -95,6 +95,54 @@ static int time_plain(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo alg
   return AX_OK;
 }
 
+/* The slowest rank's seconds for `ops` plain all-reduces of `count` floats each (in bufs,
+ * one after another), started together and waited for in order, as the gradient sum runs a
+ * chunk's operations (offload/interleave.c: start_group, wait_chunk). */
+static int time_started_together(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
+                                 float *bufs, size_t count, int ops, double *seconds) {
+  enum { MAX_OPS = 8 };
+  AxColl *op[MAX_OPS] = {0};
+  AX_TRY(ax_link_barrier(cc, comm));
+  double t0 = ax_now();
+  int rc = AX_OK;
+  for (int k = 0; k < ops && rc == AX_OK; k++)
+    rc = ax_allreduce_start(&op[k], comm, cc, bufs + (size_t)k * count, count, AX_COMM_F32,
+                            algo, NULL);
+  for (int k = 0; k < ops && rc == AX_OK; k++) rc = ax_coll_wait(op[k]);
+  for (int k = 0; k < ops; k++) ax_coll_free(op[k]);
+  AX_TRY(rc);
+  return ax_link_max(cc, comm, ax_now() - t0, seconds);
+}
+
+int ax_casync_measure_overlap(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo algo,
+                              int reps, double *paid) {
+  enum { OPS = 4, COUNT = 256, MAX_REPS = 32 };
+  int size = 1;
+  *paid = 0;
+  if (comm == MPI_COMM_NULL) return AX_OK;
+  AX_MPI(MPI_Comm_size(comm, &size));
+  if (size < 2) return AX_OK;
+  reps = reps > MAX_REPS ? MAX_REPS : reps < 1 ? 1 : reps;
+  AxCommConfig quiet = ax_comm_config_resolve(cc);
+  quiet.traffic = NULL; /* a probe, not the run's traffic */
+  float *bufs = ax_calloc(OPS * COUNT, sizeof *bufs);
+  AX_TRY(ax_mpi_agree(comm, bufs ? AX_OK : AX_ERR));
+  double one, together, share[MAX_REPS];
+  int rc = time_started_together(comm, &quiet, algo, bufs, COUNT, OPS, &together);
+  for (int i = 0; i < reps && rc == AX_OK; i++) {
+    rc = time_started_together(comm, &quiet, algo, bufs, COUNT, 1, &one);
+    if (rc == AX_OK) rc = time_started_together(comm, &quiet, algo, bufs, COUNT, OPS, &together);
+    share[i] = (together - one) / ((OPS - 1) * one);
+  }
+  free(bufs);
+  AX_TRY(rc);
+  /* each round's pair side by side, the median round: on ranks that share cores a round's
+   * times swing several-fold, and a least of each (the other probes') pairs unlike rounds */
+  double m = ax_median(share, reps);
+  *paid = m < 0 ? 0 : m > 1 ? 1 : m;
+  return AX_OK;
+}
+
 /* The probe's sizes: 1 KB x PROBE_STEP, AX_PROBE_SIZES of them (4 MB the largest). */
 enum { PROBE_SMALLEST = 1024, PROBE_STEP = 4 };
 
@@ -137,6 +185,13 @@ AxLinearCost ax_casync_send_from_plain(const AxLinearCost *plain, int ranks) {
   return (AxLinearCost){plain->latency_s / steps, plain->bytes_per_s * steps / ranks};
 }
 
+AxSizedTimes ax_casync_send_points(const AxSizedTimes *plain_at, int ranks) {
+  AxSizedTimes send = *plain_at;
+  double steps = ranks < 2 ? 1 : 2.0 * (ranks - 1), per = ranks < 2 ? 1 : ranks;
+  for (int i = 0; i < send.n; i++) send.bytes[i] /= per, send.seconds[i] /= steps;
+  return send;
+}
+
 /* ------------------------------------------------------------------ plain and CaSync, side by side */
 
 /* Gradient-like values for the probe runs, different on every rank: normal, as the codec
@@ -167,47 +222,51 @@ static int probe_run(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plai
   return ax_link_max(cc, comm, mine, t ? t : &ignored);
 }
 
-/* The least over `reps` rounds of the plain all-reduce's and CaSync's (in K = N partitions)
- * seconds for `count` floats, each round the plain run first, then CaSync, after one untimed
- * round: other work on a shared machine only adds time, so the best round is the paths' own
- * cost. */
-static int time_pair(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
-                     const AxCodec *c, AxCasyncAlgo algo, float *buf, size_t count, int reps,
-                     double *plain_s, double *casync_s) {
-  int size;
+/* The least over `reps` rounds of the plain all-reduce's and CaSync's (in K = N partitions,
+ * under each of algos[n_algos]) seconds for `count` floats, each round the plain run first,
+ * then CaSync under each algorithm, after one untimed round: other work on a shared machine
+ * only adds time, so the best round is the paths' own cost. casync_s[n_algos]. */
+static int time_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
+                      const AxCodec *c, const AxCasyncAlgo *algos, int n_algos, float *buf,
+                      size_t count, int reps, double *plain_s, double *casync_s) {
+  enum { MAX_REPS = 16 };
+  int size, rank;
   AX_MPI(MPI_Comm_size(comm, &size));
-  int rank;
   AX_MPI(MPI_Comm_rank(comm, &rank));
   AxCasyncState *st;
   AX_TRY(ax_casync_state_new_parts(c, count, size, size, &st));
-  double tp[16], tc[16];
-  if (reps > 16) reps = 16;
-  if (reps < 1) reps = 1;
+  double tp[MAX_REPS], tc[AX_PROBE_ALGOS][MAX_REPS];
+  reps = reps > MAX_REPS ? MAX_REPS : reps < 1 ? 1 : reps;
   float *values = ax_malloc((count ? count : 1) * sizeof *values);
   int rc = ax_mpi_agree(comm, values ? AX_OK : AX_ERR);
   if (rc == AX_OK) probe_values(values, count, rank);
   for (int i = -1; i < reps && rc == AX_OK; i++) {
-    rc = probe_run(comm, cc, plain_algo, c, algo, NULL, buf, values, count,
+    rc = probe_run(comm, cc, plain_algo, c, algos[0], NULL, buf, values, count,
                    i < 0 ? NULL : &tp[i]);
-    if (rc == AX_OK)
-      rc = probe_run(comm, cc, plain_algo, c, algo, st, buf, values, count,
-                     i < 0 ? NULL : &tc[i]);
+    for (int a = 0; a < n_algos && rc == AX_OK; a++)
+      rc = probe_run(comm, cc, plain_algo, c, algos[a], st, buf, values, count,
+                     i < 0 ? NULL : &tc[a][i]);
   }
   free(values);
   ax_casync_state_free(st);
   AX_TRY(rc);
-  double p = ax_least(tp, reps), q = ax_least(tc, reps);
+  double p = ax_least(tp, reps);
   *plain_s = p > 1e-9 ? p : 1e-9;
-  *casync_s = q > 1e-9 ? q : 1e-9;
+  for (int a = 0; a < n_algos; a++) {
+    double q = ax_least(tc[a], reps);
+    casync_s[a] = q > 1e-9 ? q : 1e-9;
+  }
   return AX_OK;
 }
 
 int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAlgo plain_algo,
-                            const AxCodec *c, AxCasyncAlgo algo, int reps, AxLinearCost *plain,
-                            AxSizedTimes *plain_at, AxSizedTimes *casync) {
+                            const AxCodec *c, const AxCasyncAlgo *algos, int n_algos, int reps,
+                            AxLinearCost *plain, AxSizedTimes *plain_at, AxSizedTimes *casync) {
   int size = 1;
   *plain = (AxLinearCost){0, INFINITY};
-  casync->n = 0;
+  if (n_algos < 1 || n_algos > AX_PROBE_ALGOS)
+    return AX_FAIL("CaSync probe: %d algorithms, expected 1 to %d", n_algos, AX_PROBE_ALGOS);
+  for (int a = 0; a < n_algos; a++) casync[a].n = 0;
   if (plain_at) plain_at->n = 0;
   if (comm == MPI_COMM_NULL) return AX_OK;
   AX_MPI(MPI_Comm_size(comm, &size));
@@ -220,18 +279,19 @@ int ax_casync_measure_paths(MPI_Comm comm, const AxCommConfig *cc, AxAllreduceAl
   quiet.traffic = NULL; /* a probe, not the run's traffic */
   float *buf = ax_calloc((size_t)probe_bytes(N_SIZES - 1) / sizeof(float), sizeof(float));
   int rc = ax_mpi_agree(comm, buf ? AX_OK : AX_ERR);
-  double tp[N_SIZES];
+  double bytes[N_SIZES], tp[N_SIZES], tc[AX_PROBE_ALGOS];
   for (int i = 0; i < N_SIZES && rc == AX_OK; i++) {
-    casync->bytes[i] = probe_bytes(i);
-    rc = ax_mpi_agree(comm, time_pair(comm, &quiet, plain_algo, probe, algo, buf,
-                                      (size_t)casync->bytes[i] / sizeof(float), reps, &tp[i],
-                                      &casync->seconds[i]));
+    bytes[i] = probe_bytes(i);
+    rc = ax_mpi_agree(comm, time_paths(comm, &quiet, plain_algo, probe, algos, n_algos, buf,
+                                       (size_t)bytes[i] / sizeof(float), reps, &tp[i], tc));
+    for (int a = 0; a < n_algos; a++)
+      casync[a].bytes[i] = bytes[i], casync[a].seconds[i] = tc[a];
   }
   free(buf);
   ax_codec_free(probe);
   AX_TRY(rc);
-  *plain = ax_linear_fit(casync->bytes, tp, N_SIZES); /* the same figures on every rank */
-  if (plain_at) *plain_at = ax_sized_times(casync->bytes, tp, N_SIZES);
-  casync->n = N_SIZES;
+  *plain = ax_linear_fit(bytes, tp, N_SIZES); /* the same figures on every rank */
+  if (plain_at) *plain_at = ax_sized_times(bytes, tp, N_SIZES);
+  for (int a = 0; a < n_algos; a++) casync[a].n = N_SIZES;
   return AX_OK;
 }

@@ -380,8 +380,8 @@ static int path_costs(Cb *b, const AxCasyncCosts *costs, int i, AxCasyncAlgo syn
                       AxCasyncCosts *out) {
   AxLinearCost plain;
   AxSizedTimes plain_at, casync;
-  AX_TRY(ax_casync_measure_paths(b->comm, &b->cc, AX_ALLREDUCE_RING, b->codecs[i], sync, 5,
-                                 &plain, &plain_at, &casync));
+  AX_TRY(ax_casync_measure_paths(b->comm, &b->cc, AX_ALLREDUCE_RING, b->codecs[i], &sync, 1,
+                                 5, &plain, &plain_at, &casync));
   *out = link_costs(&costs[i], &plain, &plain_at, b->size);
   out->engine = ax_casync_engine_from(out, sync, b->size, &casync);
   char sizes[160], taken[160], engine[160];

@@ -10,6 +10,9 @@
 #include "src/core/log.h"
 #include "src/core/timer.h"
 
+static const char *const SCHEME_NAMES[AX_ESP_N_SCHEMES] = {"ar-ring", "ar-rhd", "casync-ring",
+                                                           "casync-ps", "a2a+ag", "ag"};
+
 /* The link a flat collective's steps cross: the node's own when every rank shares it. */
 static AxLinearCost flat_link(const AxAutoCompressInput *in) {
   return in->ranks_per_node >= in->ranks ? in->intra : in->costs.send;
@@ -173,14 +176,34 @@ static int forced(const AxEspressoProblem *p, const char *name, AxEspressoDecisi
   return rc;
 }
 
-/* The problem of n groups of the given bytes and computation before each (compress_auto.h). */
+/* The CaSync algorithm whose start-up timing stands for each flat compressed scheme alone
+ * (espresso.h: its stages are scaled to it): a2a+ag is the PS with whole segments, timed as
+ * the PS in pieces. */
+static const struct {
+  AxEspressoScheme scheme;
+  AxCasyncAlgo algo;
+} TIMED_AS[] = {{AX_ESP_CASYNC_RING, AX_CASYNC_RING},
+                {AX_ESP_CASYNC_PS, AX_CASYNC_PS},
+                {AX_ESP_A2A_AG, AX_CASYNC_PS},
+                {AX_ESP_AG, AX_CASYNC_AG}};
+enum { N_TIMED = sizeof TIMED_AS / sizeof TIMED_AS[0] };
+
+/* The problem of n groups of the given bytes and computation before each (compress_auto.h):
+ * the messages, encodes and decodes read off their measured points, the compressed schemes
+ * scaled to CaSync as timed. */
 static AxEspressoProblem problem_of(const AxAutoCompressInput *in, double ratio, int n,
                                     const double *bytes, const double *compute) {
-  return (AxEspressoProblem){.n = n, .bytes = bytes, .compute_s = compute, .ranks = in->ranks,
-                             .ranks_per_node = ranks_per_node(in), .intra = in->intra,
-                             .inter = in->costs.send, .gpu = {in->costs.enc, in->costs.dec},
-                             .cpu = {in->costs.enc, in->costs.dec}, .ratio = ratio,
-                             .allowed = runnable_options(in), .cpu_only = 1};
+  const AxCasyncCosts *c = &in->costs;
+  AxEspressoCodecCost codec = {c->enc, c->dec, c->enc_at, c->dec_at};
+  AxEspressoProblem p = {.n = n, .bytes = bytes, .compute_s = compute, .ranks = in->ranks,
+                         .ranks_per_node = ranks_per_node(in), .intra = in->intra,
+                         .inter = c->send,
+                         .inter_at = ax_casync_send_points(&c->plain_at, in->ranks),
+                         .gpu = codec, .cpu = codec, .ratio = ratio,
+                         .latency_paid = in->latency_paid,
+                         .allowed = runnable_options(in), .cpu_only = 1};
+  for (int i = 0; i < N_TIMED; i++) p.timed[TIMED_AS[i].scheme] = in->casync_at[TIMED_AS[i].algo];
+  return p;
 }
 
 /* which[n] (group indices, ascending) sorted stably by when the groups are ready. */
@@ -223,27 +246,44 @@ static int merge_plain_runs(int n, double *bytes, int *options) {
   return m;
 }
 
-/* The step's predicted sync over every group, the kept-plain ones included (in the order they
- * become ready, on the same links; all at once, the adjacent plain ones as one all-reduce), from
- * the backward's end, into out->sync_s. */
+/* The step's predicted sync over every group the gradient sum runs, the kept-plain ones
+ * included (in the order they become ready, on the same links; all at once, the adjacent plain
+ * ones as one all-reduce), from the backward's end, into out->sync_s; a presummed first tensor
+ * is not in it. */
 static int whole_sync(double ratio, const AxAutoCompressInput *in, AxAutoCompress *out) {
   int n = out->n_groups, *options = ax_calloc((size_t)n, sizeof *options);
   int *which = ax_calloc((size_t)n, sizeof *which);
   double *bytes = ax_calloc((size_t)n, sizeof *bytes), *compute = ax_calloc((size_t)n, sizeof *compute);
-  int rc = options && which && bytes && compute ? AX_OK : AX_ERR;
-  for (int a = 0; a < n && rc == AX_OK; a++) which[a] = a;
+  int rc = options && which && bytes && compute ? AX_OK : AX_ERR, summed = 0;
+  /* a presummed first tensor is alone in group 0 (plain_first) and not in this sum */
+  int skip = in->first_presummed && in->plain_first ? 1 : 0;
+  for (int a = skip; a < out->n_groups && rc == AX_OK; a++) which[summed++] = a;
+  n = summed;
   if (rc == AX_OK) timeline_of(out, which, n, bytes, compute);
   for (int k = 0; k < n && rc == AX_OK; k++) options[k] = out->decision[which[k]].option;
   if (rc == AX_OK && out->backward_s == 0) n = merge_plain_runs(n, bytes, options);
   AxEspressoProblem p = problem_of(in, ratio, n, bytes, compute);
   double f = 0;
-  if (rc == AX_OK && in->ranks > 1) rc = ax_espresso_iteration_time(&p, options, &f);
+  if (rc == AX_OK && in->ranks > 1 && n > 0) rc = ax_espresso_iteration_time(&p, options, &f);
   out->sync_s = f > out->backward_s ? f - out->backward_s : 0;
   free(options);
   free(which);
   free(bytes);
   free(compute);
   return rc;
+}
+
+/* What each timed scheme's stages were scaled by at its timed sizes, into out->timed_factor. */
+static void timed_factors(const AxEspressoProblem *p, AxAutoCompress *out) {
+  for (int i = 0; i < N_TIMED; i++) {
+    AxEspressoScheme sc = TIMED_AS[i].scheme;
+    char name[40];
+    snprintf(name, sizeof name, "cpu/flat/%s", SCHEME_NAMES[sc]);
+    int o = ax_espresso_option_find(name);
+    AxSizedTimes *f = &out->timed_factor[sc];
+    *f = p->timed[sc];
+    for (int j = 0; j < f->n; j++) f->seconds[j] = ax_espresso_timed_factor(p, o, f->bytes[j]);
+  }
 }
 
 /* Espresso on the groups not kept plain (in the order they become ready); the others take the
@@ -260,6 +300,8 @@ static int decide(double ratio, const AxAutoCompressInput *in, AxAutoCompress *o
   }
   if (rc == AX_OK) timeline_of(out, which, n, bytes, compute);
   AxEspressoProblem p = problem_of(in, ratio, n, bytes, compute);
+  timed_factors(&p, out);
+  out->latency_paid = in->latency_paid;
   int auto_scheme = !in->scheme || !strcmp(in->scheme, "auto");
   if (rc == AX_OK && n > 0)
     rc = auto_scheme ? ax_espresso_decide(&p, dec, &out->espresso)
@@ -332,6 +374,26 @@ void ax_compress_auto_apply(const AxAutoCompress *a, int ranks, AxGradPart *part
 /* "12.3 ms" */
 static double ms(double s) { return s * 1e3; }
 
+/* One line of what Espresso priced from start-up measurements: the latency a queued
+ * operation pays, and what each timed scheme's stages were scaled by ("casync-ring x0.71,
+ * ...; ag ..."). */
+static void print_measured(const AxAutoCompress *a, const char *prefix) {
+  char line[640] = "";
+  int at = 0;
+  for (int s = 0; s < AX_ESP_N_SCHEMES; s++) {
+    const AxSizedTimes *f = &a->timed_factor[s];
+    for (int i = 0; i < f->n && at >= 0 && (size_t)at < sizeof line; i++)
+      at += i ? snprintf(line + at, sizeof line - (size_t)at, " %.2f", f->seconds[i])
+              : snprintf(line + at, sizeof line - (size_t)at, "%s%s x%.2f", at ? "; " : "",
+                         SCHEME_NAMES[s], f->seconds[i]);
+  }
+  if (at > 0)
+    ax_log("%smeasured at start-up: a queued operation pays %.0f%% of its latency (4 plain "
+           "all-reduces of 1 KB started together against one); each compressed scheme's "
+           "stages scaled to CaSync timed alone, at 1, 4, 16, 64, 256 KB, 1, 4 MB: %s", prefix,
+           100 * a->latency_paid, line);
+}
+
 void ax_compress_auto_print(const AxAutoCompress *a, const char *prefix, int max_lines) {
   const AxFusionStats *f = &a->fusion;
   const AxEspressoSummary *e = &a->espresso;
@@ -348,6 +410,7 @@ void ax_compress_auto_print(const AxAutoCompress *a, const char *prefix, int max
          "compress-nothing %.3f ms); decided in %.3f s (%lld timeline(s))", prefix,
          e->compressed, e->removed, ms(a->sync_s), ms(e->iteration_s), ms(e->nothing_s),
          a->decide_s, e->evaluations);
+  print_measured(a, prefix);
   for (int g = 0; g < a->n_groups && g < max_lines; g++) {
     const AxTensorRange *r = &a->groups[g];
     const AxEspressoDecision *d = &a->decision[g];

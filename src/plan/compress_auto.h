@@ -46,14 +46,25 @@
 #include "offload/grad_compress.h"
 
 typedef struct {
-  AxCasyncCosts costs;   /* enc, dec (the CPU's) and send: the link between nodes */
+  AxCasyncCosts costs;   /* enc, dec (the CPU's) and send: the link between nodes; where
+                            measured, the points they are read off (enc_at, dec_at, and
+                            plain_at, the plain all-reduce over the N ranks, whose ring implies
+                            a message's: ax_casync_send_points) */
+  AxSizedTimes casync_at[AX_PROBE_ALGOS]; /* CaSync with the codec in N partitions under each
+                            AxCasyncAlgo (ring, PS, all-gather), timed over the N ranks
+                            (ax_casync_measure_paths); Espresso scales its schemes' stages to
+                            them (espresso.h). n 0: not timed */
   AxLinearCost intra;    /* a message between two ranks of a node */
+  double latency_paid;   /* of a queued operation's latency, the share it pays
+                            (ax_casync_measure_overlap; espresso.h) */
   int ranks;             /* data-parallel N >= 1 */
   int ranks_per_node;    /* of those, on one node (divides N; else taken as 1) */
   AxFusionSpec fusion;
   AxAllreduceAlgo plain; /* the trainer's plain all-reduce */
   int plain_first;       /* the first tensor (the tied wte) stays alone and plain: it is
                             summed before the rest, or its other copy is summed plain */
+  int first_presummed;   /* with plain_first: the first tensor is summed before the gradient
+                            sum (the embedding sync), so the predicted sync leaves it out */
   int two_level;         /* the two-level schemes can run (mpi/sparse/two_level.h: the ranks sit
                             ranks_per_node >= 2 to a node on 2 or more nodes) */
   const char *scheme;    /* NULL or "auto": Espresso decides; else the option (espresso.h)
@@ -77,9 +88,12 @@ typedef struct {
   double *ready_s;              /* [n_groups] when its last member is final (0: all at once) */
   double backward_s;            /* the timeline's backward (0: none, all ready at once) */
   double sync_s;                /* the step's predicted sync after the backward's end: every
-                                   group, the kept-plain ones included, each from when it is
-                                   ready (0: one rank) */
+                                   group the gradient sum runs, the kept-plain ones included,
+                                   each from when it is ready (0: one rank) */
   double fusion_s, decide_s;    /* wall time of the two searches */
+  AxSizedTimes timed_factor[AX_ESP_N_SCHEMES]; /* what each timed scheme's stages were scaled
+                                   by at its timed sizes (espresso.h; n 0: none timed) */
+  double latency_paid;          /* the input's */
 } AxAutoCompress;
 
 /* Fuses t[n] (in flat-range order, consecutive) and decides each group; codec gives the

@@ -87,6 +87,9 @@ int ax_espresso_check(const AxEspressoProblem *p) {
   AX_TRY(check_cost(&p->gpu.dec, "GPU decode"));
   AX_TRY(check_cost(&p->cpu.enc, "CPU encode"));
   AX_TRY(check_cost(&p->cpu.dec, "CPU decode"));
+  if (!(p->latency_paid >= 0 && p->latency_paid <= 1))
+    return AX_FAIL("espresso: a queued stage pays %g of its latency, expected 0 to 1",
+                   p->latency_paid);
   if (!(p->ratio > 0) || !isfinite(p->ratio))
     return AX_FAIL("espresso: compression ratio %g, expected a finite ratio > 0", p->ratio);
   for (int o = 0; o < AX_ESPRESSO_N_OPTIONS; o++)
@@ -102,6 +105,7 @@ int ax_espresso_check(const AxEspressoProblem *p) {
 typedef struct {
   int p, g, flows, links;
   AxLinearCost intra, inter;
+  const AxSizedTimes *inter_at;
 } Net;
 
 typedef struct {
@@ -113,7 +117,7 @@ static double at(const AxLinearCost *c, double b) { return ax_linear_cost_at(c, 
 
 /* One b-byte message between nodes, k flows sharing the node's link. */
 static double inter_msg(const Net *n, double b, int k) {
-  return n->inter.latency_s + k * b / n->inter.bytes_per_s;
+  return ax_cost_at(&n->inter, n->inter_at, b) + (k - 1) * b / n->inter.bytes_per_s;
 }
 
 static int one_node(const Net *n) { return n->p == n->g; }
@@ -168,8 +172,8 @@ typedef struct {
   double r;
 } Codec;
 
-static double enc(const Codec *k, double b) { return at(&k->c->enc, b); }
-static double dec(const Codec *k, double b) { return at(&k->c->dec, b); }
+static double enc(const Codec *k, double b) { return ax_cost_at(&k->c->enc, &k->c->enc_at, b); }
+static double dec(const Codec *k, double b) { return ax_cost_at(&k->c->dec, &k->c->dec_at, b); }
 static void dev_stage(Stages *s, const Codec *k, double t) { push(s, t, t, 0, 0, k->dev); }
 
 /* HiPress's T_cpr (§6's coefficients, K = p): one stage on the link, its codec part on the
@@ -225,25 +229,80 @@ static void intra_half(Stages *s, const Net *in, const Codec *k, int compressed,
   if (compressed) dev_stage(s, k, (in->p - 1) * dec(k, e));
 }
 
+/* Scheme sc's stages for m bytes alone, added up. */
+static double scheme_time(const Net *n, const Codec *k, AxEspressoScheme sc, double m) {
+  Stages s = {.n = 0};
+  scheme(&s, n, k, sc, m);
+  double t = 0;
+  for (int j = 0; j < s.n; j++) t += s.v[j].dur;
+  return t;
+}
+
+/* p->timed[sc] over the stages' sum at its i-th size. */
+static double timed_ratio(const AxEspressoProblem *p, const Net *n, const Codec *k,
+                          AxEspressoScheme sc, int i) {
+  const AxSizedTimes *t = &p->timed[sc];
+  double model = scheme_time(n, k, sc, t->bytes[i]);
+  return model > 0 ? t->seconds[i] / model : 1;
+}
+
+/* The factor scheme sc's stages take at m (espresso.h): the ratio at the timed sizes,
+ * interpolated between them, the nearest one's beyond them; 1 where nothing was timed. */
+static double timed_factor(const AxEspressoProblem *p, const Net *n, const Codec *k,
+                           AxEspressoScheme sc, double m) {
+  const AxSizedTimes *t = &p->timed[sc];
+  if (t->n < 1) return 1;
+  if (t->n == 1 || m <= t->bytes[0]) return timed_ratio(p, n, k, sc, 0);
+  if (m >= t->bytes[t->n - 1]) return timed_ratio(p, n, k, sc, t->n - 1);
+  int i = 0;
+  while (m > t->bytes[i + 1]) i++;
+  double w = (m - t->bytes[i]) / (t->bytes[i + 1] - t->bytes[i]);
+  return (1 - w) * timed_ratio(p, n, k, sc, i) + w * timed_ratio(p, n, k, sc, i + 1);
+}
+
+static void scale(Stages *s, double f) {
+  for (int j = 0; j < s->n; j++) s->v[j].dur *= f, s->v[j].work *= f, s->v[j].lat *= f;
+}
+
+/* The codec of option op (its device's costs). */
+static Codec codec_of(const AxEspressoProblem *p, const AxEspressoOption *op) {
+  return (Codec){op->place == AX_ESP_CPU ? ESP_CPU : ESP_GPU,
+                 op->place == AX_ESP_CPU ? &p->cpu : &p->gpu, p->ratio};
+}
+
+/* One collective over all the ranks. */
+static Net flat_net(const AxEspressoProblem *p) {
+  int g = p->ranks_per_node, nodes = p->ranks / g;
+  return (Net){p->ranks, g, 1, (g > 1 ? ESP_INTRA : 0) | (nodes > 1 ? ESP_INTER : 0), p->intra,
+               p->inter, &p->inter_at};
+}
+
 static void build(const AxEspressoProblem *p, int o, double m, Stages *s) {
   s->n = 0;
   if (p->ranks <= 1) return;
   const AxEspressoOption *op = &OPTIONS[o];
   int g = p->ranks_per_node, nodes = p->ranks / g;
-  Codec k = {op->place == AX_ESP_CPU ? ESP_CPU : ESP_GPU,
-             op->place == AX_ESP_CPU ? &p->cpu : &p->gpu, p->ratio};
+  Codec k = codec_of(p, op);
   if (op->levels == AX_ESP_FLAT) {
-    Net flat = {p->ranks, g, 1, (g > 1 ? ESP_INTRA : 0) | (nodes > 1 ? ESP_INTER : 0),
-                p->intra, p->inter};
+    Net flat = flat_net(p);
     scheme(s, &flat, &k, op->scheme, m);
+    if (op->place != AX_ESP_PLAIN) scale(s, timed_factor(p, &flat, &k, op->scheme, m));
     return;
   }
-  Net in = {g, g, 1, ESP_INTRA, p->intra, p->inter};
-  Net out = {nodes, 1, g, ESP_INTER, p->intra, p->inter};
+  Net in = {g, g, 1, ESP_INTRA, p->intra, p->inter, &p->inter_at};
+  Net out = {nodes, 1, g, ESP_INTER, p->intra, p->inter, &p->inter_at};
   int both = op->levels == AX_ESP_TWO_LEVEL_INTRA;
   intra_half(s, &in, &k, both, 1, m);
   scheme(s, &out, &k, op->scheme, m / g);
   intra_half(s, &in, &k, both, 0, m);
+}
+
+double ax_espresso_timed_factor(const AxEspressoProblem *p, int o, double bytes) {
+  const AxEspressoOption *op = &OPTIONS[o];
+  if (p->ranks <= 1 || op->place == AX_ESP_PLAIN || op->levels != AX_ESP_FLAT) return 1;
+  Codec k = codec_of(p, op);
+  Net flat = flat_net(p);
+  return timed_factor(p, &flat, &k, op->scheme, bytes);
 }
 
 /* ------------------------------------------------------------------ the stage table */
@@ -457,7 +516,7 @@ void ax_espresso_step(const AxEspressoCtx *c, AxEspressoState *s, int i, int o,
       if (st->links & (1 << l)) start = fmax(start, s->link_free[l]);
     /* its messages' latency runs while it waits for the link (in flight behind the transfer
      * ahead of it), so a queued stage holds the link only for what is left of it */
-    double hidden = fmin(st->lat, start - t);
+    double hidden = (1 - c->p->latency_paid) * fmin(st->lat, start - t);
     if (st->dev >= 0) start = busy_place(&s->dev[st->dev], start, st->work);
     t = start + st->dur - hidden;
     if (!st->links) continue;

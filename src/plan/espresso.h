@@ -22,9 +22,11 @@
  * inside a node). One node or one rank per node: flat only. One rank: only 0 (nothing to send).
  *
  * Costs (§4.6's empirical models; AxLinearCost t(b) = latency + b / bandwidth of
- * mpi/casync/casync_cost.h). intra, inter: one message of b bytes between two ranks of a node, or
- * of two nodes when it is the only flow on the node's link (k flows at once: latency + k·b/bw).
- * Codec: enc(b) of b raw bytes, dec(b) of b encoded bytes, per device; r = encoded / raw.
+ * mpi/casync/casync_cost.h, or, where the caller measured them, read off measured points as the
+ * HiPress model reads its own: ax_cost_at). intra, inter: one message of b bytes between two
+ * ranks of a node, or of two nodes when it is the only flow on the node's link (k flows at
+ * once: t(b) + (k-1)·b/bw). Codec: enc(b) of b raw bytes, dec(b) of b encoded bytes, per
+ * device; r = encoded / raw.
  * For a collective over p members of an m-byte buffer, b = m/p:
  *   ar-ring  2(p-1) ring steps of b (Table 3's ring alpha, ax_casync_coefficients)
  *   ar-rhd   log2 p' halving and as many doubling exchanges of m/2, m/4, ... with partners at
@@ -39,6 +41,13 @@
  *   a2a+ag   divisible (Fig. 4.4): encode p parts of b | all-to-all of r·b | decode p-1 parts,
  *            encode the aggregate | all-gather of r·b | decode p-1 parts
  *   ag       indivisible (Fig. 4.3): encode m | all-gather of r·m | decode p-1 copies
+ * Where the caller timed a compressed flat scheme alone (timed[scheme]: the trainer times
+ * CaSync under ring, PS and all-gather side by side with the plain all-reduce at start-up),
+ * its stages are scaled by the measured time over the stages' sum, that ratio taken at each
+ * timed size and interpolated between them (the nearest one's beyond them), so that alone it
+ * takes what was measured and the model keeps only its structure: which parts hold the links
+ * and which the codec's device (task set-up, waits between steps and the messages'
+ * overheads that the terms above miss or overcount).
  * A ring step costs the slowest link it crosses (a node-ordered ring has one flow per node
  * link); an exchange with a partner at distance d crosses nodes when d >= g, then with g flows
  * per node link; an all-to-all is the larger of (g-1) intra messages and (p-g) inter messages
@@ -61,8 +70,9 @@
  *      when a gap fits it); it ends `duration` later, less the latency of its messages that
  *      ran while it waited for its links (ours: the trainer starts a chunk's operations at
  *      once and progresses them together, so a queued message is in flight behind the
- *      transfer ahead of it and only its bytes wait; the link's latency is paid once for a
- *      queue, not once for each tensor in it).
+ *      transfer ahead of it and only its bytes wait), less the share latency_paid of it that
+ *      the machine does not overlap (measured: on ranks that share cores a hand-off waits for
+ *      a descheduled rank whichever operation it belongs to).
  * The iteration time F(S) is when the last computation or stage ends. The forward pass and the
  * optimizer are the same under every strategy and are left out.
  *
@@ -86,6 +96,7 @@ typedef enum { AX_ESP_FLAT, AX_ESP_TWO_LEVEL, AX_ESP_TWO_LEVEL_INTRA } AxEspress
 typedef enum {
   AX_ESP_AR_RING, AX_ESP_AR_RHD, AX_ESP_CASYNC_RING, AX_ESP_CASYNC_PS, AX_ESP_A2A_AG, AX_ESP_AG
 } AxEspressoScheme;
+enum { AX_ESP_N_SCHEMES = AX_ESP_AG + 1 };
 
 typedef struct {
   const char *name; /* "gpu/2l/casync-ps" */
@@ -97,6 +108,8 @@ typedef struct {
 typedef struct {
   AxLinearCost enc; /* b raw bytes */
   AxLinearCost dec; /* b encoded bytes */
+  AxSizedTimes enc_at, dec_at; /* where measured, the points each is read off (ax_cost_at);
+                                  n 0: the line */
 } AxEspressoCodecCost;
 
 typedef struct {
@@ -106,8 +119,15 @@ typedef struct {
   int ranks;                /* N >= 1 */
   int ranks_per_node;       /* g >= 1, dividing N */
   AxLinearCost intra, inter;
+  AxSizedTimes inter_at;    /* where measured, the points of one message between nodes that
+                               inter is read off (ax_cost_at); n 0: the line */
   AxEspressoCodecCost gpu, cpu;
+  AxSizedTimes timed[AX_ESP_N_SCHEMES]; /* a flat compressed scheme alone, measured at some
+                               sizes (its stages are scaled to it, above); n 0: not timed */
   double ratio;             /* encoded / raw bytes, > 0 */
+  double latency_paid;      /* the share in [0, 1] of a queued stage's message latency that it
+                               still pays (ax_casync_measure_overlap); 0: all of it runs in the
+                               shadow of the transfer ahead */
   uint32_t allowed;         /* bit o: option o may be chosen; 0: every option */
   int cpu_only;             /* no GPU codec engine (a CPU backend, or codecs on host copies):
                                the GPU options are never chosen, Algorithm 4.1 searches the CPU
@@ -142,6 +162,9 @@ int ax_espresso_option_find(const char *name);
 int ax_espresso_option_applies(const AxEspressoProblem *p, int o);
 /* AX_OK when p is well-formed (and has an applicable uncompressed option). */
 int ax_espresso_check(const AxEspressoProblem *p);
+/* What option o's stages are scaled by for a tensor of `bytes` (1 where nothing was timed:
+ * above); p need not be checked, o must apply to it. */
+double ax_espresso_timed_factor(const AxEspressoProblem *p, int o, double bytes);
 
 /* F(S): the iteration time with choices[i] the option of tensor i (the reference evaluator). */
 int ax_espresso_iteration_time(const AxEspressoProblem *p, const int *choices, double *seconds);

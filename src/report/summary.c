@@ -214,6 +214,16 @@ static void linear_cost_json(AxJsonW *j, const char *key, const AxLinearCost *c,
   ax_jsonw_end(j);
 }
 
+/* Under --compress auto, what Espresso priced from start-up measurements beyond the costs:
+ * CaSync alone under each algorithm, and the share of its latency a queued operation pays. */
+static void espresso_terms_json(AxJsonW *j, const AxCompressReport *r) {
+  static const char *const ALGOS[AX_PROBE_ALGOS] = {"ring", "ps", "ag"};
+  ax_jsonw_object(j, "casync_timed");
+  for (int a = 0; a < AX_PROBE_ALGOS; a++) sized_times_json(j, ALGOS[a], &r->casync_timed[a]);
+  ax_jsonw_end(j);
+  ax_jsonw_num(j, "queued_latency_paid", r->latency_paid);
+}
+
 /* The gradient compression: what ran (the codec, the recipe's warm-up and frozen variance,
  * vectors, stages, the recipe's defaults), what decided rank 0's stage's parts, the costs the
  * cost model used (agreed by every rank), and the parts. null: the run compresses nothing. */
@@ -237,6 +247,7 @@ static void compression_json(AxJsonW *j, const AxCompressReport *r,
     linear_cost_json(j, "encode", &r->costs.enc, &r->costs.enc_at);
     linear_cost_json(j, "decode", &r->costs.dec, &r->costs.dec_at);
     ax_jsonw_num(j, "ratio", r->costs.ratio);
+    if (r->strategy) espresso_terms_json(j, r);
     ax_jsonw_end(j);
   } else {
     ax_jsonw_null(j, "costs");

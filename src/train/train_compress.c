@@ -24,27 +24,26 @@ const char *ax_data_link_name(AxDataLink l) {
                                : "shared memory";
 }
 
-/* The plain all-reduce the run takes (T_orig) and, with `engine`, CaSync with the run's codec
- * and algorithm timed side by side with it (ax_casync_measure_paths) on the data-parallel
- * group; *casync stays {0, 0} without. */
-static int measure_paths(AxTrainer *t, int engine, AxCasyncCosts *c, AxSizedTimes *casync) {
-  enum { REPS = 5 };
-  AxAllreduceAlgo algo = (AxAllreduceAlgo)t->cfg.grid.allreduce;
-  casync->n = 0;
-  if (!engine)
-    return ax_casync_measure_plain(t->grid.data, &t->grid.comm_cfg, algo, REPS, &c->plain,
-                                   &c->plain_at);
-  return ax_casync_measure_paths(t->grid.data, &t->grid.comm_cfg, algo, t->codec,
-                                 (AxCasyncAlgo)t->cfg.compression.compress_sync, REPS,
-                                 &c->plain, &c->plain_at, casync);
+/* The CaSync algorithms the run times side by side with its plain all-reduce: under
+ * --compress auto every one Espresso's flat schemes run (ring, PS, all-gather: AxCasyncAlgo
+ * order, so casync[a] is algorithm a's), else the one --compress-sync takes. */
+static int probed_algos(const AxTrainer *t, int strategy, AxCasyncAlgo *algos) {
+  if (!strategy) {
+    algos[0] = (AxCasyncAlgo)t->cfg.compression.compress_sync;
+    return 1;
+  }
+  algos[0] = AX_CASYNC_RING, algos[1] = AX_CASYNC_PS, algos[2] = AX_CASYNC_AG;
+  return AX_PROBE_ALGOS;
 }
 
-/* The seconds of every measured point of c and of casync into out (back 1: from out into
- * them), in one list: what the ranks agree on, point by point. */
-static void measured_seconds(AxCasyncCosts *c, AxSizedTimes *casync, double *out, int back) {
-  AxSizedTimes *sets[] = {&c->enc_at, &c->dec_at, &c->plain_at, casync};
+/* The seconds of every measured point of c and of casync[n_casync] into out (back 1: from
+ * out into them), in one list: what the ranks agree on, point by point. */
+static void measured_seconds(AxCasyncCosts *c, AxSizedTimes *casync, int n_casync, double *out,
+                             int back) {
+  AxSizedTimes *sets[3 + AX_PROBE_ALGOS] = {&c->enc_at, &c->dec_at, &c->plain_at};
+  for (int a = 0; a < n_casync; a++) sets[3 + a] = &casync[a];
   int n = 0;
-  for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++)
+  for (int s = 0; s < 3 + n_casync; s++)
     for (int i = 0; i < sets[s]->n; i++, n++)
       if (back) sets[s]->seconds[i] = out[n];
       else out[n] = sets[s]->seconds[i];
@@ -53,32 +52,34 @@ static void measured_seconds(AxCasyncCosts *c, AxSizedTimes *casync, double *out
 /* Costs every rank agrees on: each profiles its codec, the data-parallel group times the plain
  * all-reduce it runs over its own path, whose per-message cost is the send's (the link's
  * figures alone miss what a message costs on top of them), and CaSync with the codec side by
- * side with it, then the slowest figure of every term wins; CaSync's time beyond the model's
- * terms is the engine term (ax_casync_engine_from). Not under --compress auto (`engine` 0),
- * whose Espresso prices its own schemes. */
-static int agreed_costs(AxTrainer *t, AxCasyncCosts *c, int engine) {
-  enum { LINES = 8, N = LINES + 2 * AX_SIZED_MAX + 2 * AX_PROBE_SIZES };
+ * side with it (probed_algos), then the slowest figure of every term wins. Layer-wise,
+ * CaSync's time beyond the model's terms is the engine term (ax_casync_engine_from); under
+ * --compress auto (`strategy`) Espresso prices its schemes' own (compress_auto.h), from the
+ * times kept in casync[AX_PROBE_ALGOS]. */
+static int agreed_costs(AxTrainer *t, AxCasyncCosts *c, int strategy, AxSizedTimes *casync) {
+  enum { LINES = 8, N = LINES + 2 * AX_SIZED_MAX + (1 + AX_PROBE_ALGOS) * AX_PROBE_SIZES, REPS = 5 };
   AX_TRY(ax_casync_profile_codec(t->codec, 5, c));
   AX_TRY(ax_trainer_link_cost(t, t->grid.data, &c->send));
-  AxSizedTimes casync;
-  AX_TRY(measure_paths(t, engine && t->grid.D > 1, c, &casync));
+  AxCasyncAlgo algos[AX_PROBE_ALGOS];
+  int n_algos = probed_algos(t, strategy, algos);
+  AX_TRY(ax_casync_measure_paths(t->grid.data, &t->grid.comm_cfg,
+                                 (AxAllreduceAlgo)t->cfg.grid.allreduce, t->codec, algos,
+                                 n_algos, REPS, &c->plain, &c->plain_at, casync));
   double v[N] = {c->send.latency_s, 1.0 / c->send.bytes_per_s, c->enc.latency_s,
                  1.0 / c->enc.bytes_per_s, c->dec.latency_s, 1.0 / c->dec.bytes_per_s,
                  c->plain.latency_s, 1.0 / c->plain.bytes_per_s};
   /* the points' sizes are the same on every rank (the profile's and the probe's) */
-  measured_seconds(c, &casync, v + LINES, 0);
+  measured_seconds(c, casync, n_algos, v + LINES, 0);
   AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, N, MPI_DOUBLE, MPI_MAX, t->grid.world));
   c->send = (AxLinearCost){v[0], 1.0 / v[1]};
   c->enc = (AxLinearCost){v[2], 1.0 / v[3]};
   c->dec = (AxLinearCost){v[4], 1.0 / v[5]};
   c->plain = (AxLinearCost){v[6], 1.0 / v[7]};
-  measured_seconds(c, &casync, v + LINES, 1);
+  measured_seconds(c, casync, n_algos, v + LINES, 1);
   c->engine.n = 0;
   if (t->grid.D < 2) return AX_OK;
   c->send = ax_casync_send_from_plain(&c->plain, t->grid.D);
-  if (casync.n)
-    c->engine = ax_casync_engine_from(c, (AxCasyncAlgo)t->cfg.compression.compress_sync,
-                                      t->grid.D, &casync);
+  if (!strategy && casync[0].n) c->engine = ax_casync_engine_from(c, algos[0], t->grid.D, casync);
   return AX_OK;
 }
 
@@ -255,9 +256,10 @@ static int data_nodes(AxTrainer *t, int *g) {
  * to a node, two levels only where every one of them can. */
 static int agree_over_cell(AxTrainer *t, AxAutoCompressInput *in) {
   if (t->grid.cell == MPI_COMM_NULL) return AX_OK;
-  double v[2] = {in->intra.latency_s, 1.0 / in->intra.bytes_per_s};
+  double v[3] = {in->intra.latency_s, 1.0 / in->intra.bytes_per_s, in->latency_paid};
   int n[2] = {in->ranks_per_node, in->two_level};
-  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, t->grid.cell));
+  AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_MAX, t->grid.cell));
+  in->latency_paid = v[2];
   AX_MPI(MPI_Allreduce(MPI_IN_PLACE, n, 2, MPI_INT, MPI_MIN, t->grid.cell));
   in->intra = (AxLinearCost){v[0], 1.0 / v[1]};
   in->ranks_per_node = n[0];
@@ -279,8 +281,12 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   AX_TRY(ax_train_fusion(&t->cfg, &in.fusion));
   AX_TRY(data_nodes(t, &in.ranks_per_node));
   in.two_level = t->two_level.usable;
+  in.first_presummed = ax_trainer_wte_presummed(t);
   in.scheme = t->cfg.compression.compress_scheme;
+  memcpy(in.casync_at, t->compress_casync, sizeof in.casync_at);
   if (ax_link_emulating(t->links)) AX_TRY(ax_casync_measure_send(t->grid.data, &in.intra));
+  AX_TRY(ax_casync_measure_overlap(t->grid.data, &t->grid.comm_cfg, in.plain, 15,
+                                   &in.latency_paid));
   AX_TRY(agree_over_cell(t, &in));
   int n_t = ax_trainer_tensor_ranges(lay, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
@@ -343,7 +349,7 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   t->compress_in_memory = is_auto && !strategy && t->grid.D > 1 &&
                           t->compress_link == AX_DP_MEMORY && !ax_train_stages_requested(&t->cfg);
   t->compress_profiled = (is_auto || strategy) && t->grid.D > 1 && !t->compress_in_memory;
-  if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs, !strategy));
+  if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs, strategy, t->compress_casync));
   t->compress_costs = costs;
   if (drop_codec_unless_selected(t)) return AX_OK;
   AxGradPart *parts = NULL;
@@ -621,6 +627,9 @@ void ax_trainer_compress_report(const AxTrainer *t, AxCompressReport *out) {
   out->link = t->grid.D > 1 ? ax_data_link_name(t->compress_link) : NULL;
   out->costed = t->compress_profiled;
   out->costs = t->compress_costs;
+  out->strategy = t->auto_compress.n_groups > 0;
+  memcpy(out->casync_timed, t->compress_casync, sizeof out->casync_timed);
+  out->latency_paid = t->auto_compress.latency_paid;
   out->parts = t->gc.n_parts;
   ax_compress_part_totals(t->gc.parts, t->gc.n_parts, &out->compressed, &out->bytes,
                           &out->compressed_bytes);

@@ -32,6 +32,9 @@ typedef struct {
   const char *link;       /* ax_data_link_name; NULL: no data parallelism */
   int costed;             /* costs hold the agreed profile */
   AxCasyncCosts costs;
+  int strategy;           /* --compress auto: Espresso's own measured terms below */
+  AxSizedTimes casync_timed[AX_PROBE_ALGOS]; /* CaSync alone: ring, PS, all-gather */
+  double latency_paid;    /* of a queued operation's latency, the share it pays */
   int parts, compressed;
   size_t bytes, compressed_bytes;
 } AxCompressReport;

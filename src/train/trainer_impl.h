@@ -117,6 +117,8 @@ struct AxTrainer {
   AxGradCompress gc;       /* per-part decisions and codec states */
   AxShapedCodecs shaped;   /* the codec with a tensor's cols=, one per row length (cols=auto) */
   AxCasyncCosts compress_costs;
+  AxSizedTimes compress_casync[AX_PROBE_ALGOS]; /* CaSync timed at start-up under each
+                              algorithm the run probed (train_compress.c: probed_algos) */
   int compress_profiled;   /* 1: the cost model decided (costs above) */
   AxDataLink compress_link; /* what carries the data-parallel sum (agreed over all ranks) */
   int compress_in_memory;  /* 1: the cost model's parts kept plain: the ranks share memory */

@@ -52,9 +52,9 @@ typedef struct {
 } AxLinearCost;
 
 /* The start-up probes' sizes: 1 KB x 4 up to 4 MB (1, 4, 16, 64, 256 KB, 1, 4 MB); the most
- * points a measured cost keeps (the codec profile's 64 values x 4 up to 4M values: 9); the
+ * points a measured cost keeps (the codec profile's 64 values x 2 up to 4M values: 17); the
  * most CaSync algorithms one probe times (ring, PS, all-gather). */
-enum { AX_PROBE_SIZES = 7, AX_SIZED_MAX = 10, AX_PROBE_ALGOS = 3 };
+enum { AX_PROBE_SIZES = 7, AX_SIZED_MAX = 18, AX_PROBE_ALGOS = 3 };
 
 /* Seconds measured (or derived) at n sizes, strictly ascending bytes; n = 0: none. */
 typedef struct {
@@ -147,7 +147,7 @@ int ax_casync_linear_pass(const AxCodec *c, AxCodecState *st, const AxCodecCtx *
 size_t ax_casync_factor_cap(const AxCodec *c, size_t n);
 
 /* Profiles codec c on this core: encode and decode (merging) at sizes from 64 values (256
- * bytes: a call's own cost) by factors of 4 up to 4M values (16 MB), each the median of `reps`
+ * bytes: a call's own cost) by factors of 2 up to 4M values (16 MB), each the median of `reps`
  * timings of back-to-back calls (at least 50 us of them, divided by their number); a linear
  * codec: its factors and rebuild as the encode, no decode. Kept as c's enc_at and dec_at points
  * (per raw byte encoded, per encoded byte decoded) and fitted into its enc and dec lines by

@@ -38,7 +38,7 @@ done
 # loss is then about 0.6 of the first step's on both, 1% apart, against the bars' 0.9 and 5%)
 L="--steps 20 $AUTO --compress-codec onebit:ef=1"
 # shellcheck disable=SC2086
-if run flat1 4 $NODES $L --compress-scheme cpu/flat/casync-ring &&
+if run flat1 4 $NODES $L --compress-scheme cpu/flat/casync-ring --summary "$TMP/flat1.json" &&
    run twol1 4 $NODES $L --compress-scheme cpu/2l/ag; then
   a=$(awk -F, 'NR > 1 { v = $2 } END { print v }' "$TMP/twol1.csv")
   b=$(awk -F, 'NR > 1 { v = $2 } END { print v }' "$TMP/flat1.csv")
@@ -46,6 +46,24 @@ if run flat1 4 $NODES $L --compress-scheme cpu/flat/casync-ring &&
   echo "  onebit:ef=1 20 steps: two-level all-gather loss $a, flat CaSync ring $b (from $f)"
   awk -v a="$a" -v b="$b" -v f="$f" 'BEGIN { exit !(a < 0.9 * f && a <= 1.05 * b) }' ||
     fail "onebit through cpu/2l/ag: loss $a did not fall like the flat ring's $b (from $f)"
+  # what Espresso priced from start-up measurements reaches the header and the summary: CaSync
+  # timed alone under ring, PS and all-gather at the probe's seven sizes, and the share of its
+  # latency a queued operation pays
+  grep -q "measured at start-up: a queued operation pays [0-9]*% .* casync-ring x[0-9.]*" \
+    "$TMP/flat1.log" || { fail "flat1: no line of Espresso's measured terms"; cat "$TMP/flat1.log"; }
+  python3 - "$TMP/flat1.json" <<'PY' || fail "flat1: the summary lacks Espresso's measured terms"
+import json, sys
+k = json.load(open(sys.argv[1]))["compression"]["costs"]
+sizes = [1024 * 4 ** i for i in range(7)]
+for algo in ("ring", "ps", "ag"):
+    pts = k["casync_timed"][algo]
+    assert [p["bytes"] for p in pts] == sizes, (algo, pts)
+    assert all(p["seconds"] > 0 for p in pts), (algo, pts)
+assert 0 <= k["queued_latency_paid"] <= 1, k["queued_latency_paid"]
+print("  Espresso's measured terms: CaSync ring %s us; a queued operation pays %.0f%%" % (
+    ", ".join("%.0f" % (p["seconds"] * 1e6) for p in k["casync_timed"]["ring"]),
+    100 * k["queued_latency_paid"]))
+PY
 fi
 
 expect_job_error "--compress-scheme" 4 $NODES --steps 1 --compress auto --compress-scheme cpu/3l/ag

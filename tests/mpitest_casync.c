@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "mpi/casync/casync.h"
+#include "mpi/casync/casync_cost.h"
 #include "mpi/link/link_emulator.h"
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
@@ -815,6 +816,59 @@ START_TEST(names_and_bad_arguments) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ start-up probes */
+
+/* The same double on every rank of the world. */
+static int same_everywhere(double v) {
+  double lo = v, hi = v;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+/* The probes the trainer runs at start-up under --compress auto: CaSync under ring, PS and
+ * all-gather timed side by side with the plain all-reduce (seven sizes each, positive, the
+ * same figures on every rank), and the share of its latency a queued operation pays (in [0, 1],
+ * the same on every rank; 0 on one rank, which sends nothing); a probe of no algorithm or of
+ * more than it holds is refused. */
+START_TEST(startup_probes_agree_on_every_rank) {
+  AxCodec *c = codec("onebit:ef=1");
+  const AxCasyncAlgo algos[AX_PROBE_ALGOS] = {AX_CASYNC_RING, AX_CASYNC_PS, AX_CASYNC_AG};
+  AxLinearCost plain;
+  AxSizedTimes plain_at, casync[AX_PROBE_ALGOS];
+  int rc = ax_casync_measure_paths(g_comm, &g_cc, AX_ALLREDUCE_RING, c, algos, AX_PROBE_ALGOS,
+                                   2, &plain, &plain_at, casync);
+  mt_expect(rc == AX_OK, "measure_paths: %s", ax_error_message());
+  int want = mt_size > 1 ? AX_PROBE_SIZES : 0;
+  mt_expect(plain_at.n == want, "plain: %d points, expected %d", plain_at.n, want);
+  for (int a = 0; a < AX_PROBE_ALGOS && rc == AX_OK; a++) {
+    mt_expect(casync[a].n == want, "%s: %d points, expected %d", ax_casync_algo_name(algos[a]),
+              casync[a].n, want);
+    for (int i = 0; i < casync[a].n; i++) {
+      mt_expect(casync[a].bytes[i] == 1024.0 * pow(4, i), "%s: size %d is %g bytes",
+                ax_casync_algo_name(algos[a]), i, casync[a].bytes[i]);
+      mt_expect(casync[a].seconds[i] > 0 && same_everywhere(casync[a].seconds[i]),
+                "%s at %g bytes: %g s, not positive or not the same on every rank",
+                ax_casync_algo_name(algos[a]), casync[a].bytes[i], casync[a].seconds[i]);
+    }
+  }
+  double paid = -1;
+  rc = ax_casync_measure_overlap(g_comm, &g_cc, AX_ALLREDUCE_RING, 3, &paid);
+  mt_expect(rc == AX_OK, "measure_overlap: %s", ax_error_message());
+  mt_expect(paid >= 0 && paid <= 1 && same_everywhere(paid), "a queued operation pays %g", paid);
+  if (mt_size == 1) mt_expect(paid == 0, "one rank pays %g", paid);
+  for (int n = 0; n <= AX_PROBE_ALGOS + 1; n += AX_PROBE_ALGOS + 1) {
+    rc = ax_casync_measure_paths(g_comm, &g_cc, AX_ALLREDUCE_RING, c, algos, n, 2, &plain,
+                                 &plain_at, casync);
+    mt_expect(rc == AX_ERR && strstr(ax_error_message(), "algorithms, expected 1 to"),
+              "%d algorithms: %s", n, ax_error_message());
+    ax_error_clear();
+  }
+  mt_assert_all_ok("start-up probes");
+  ax_codec_free(c);
+}
+END_TEST
+
 static Suite *casync_suite(void) {
   Suite *s = suite_create("casync");
   TCase *tc = tu_tcase(s, "casync", 600);
@@ -828,6 +882,7 @@ static Suite *casync_suite(void) {
   tcase_add_test(tc, state_persists_across_calls);
   tcase_add_test(tc, an_emulated_link_changes_nothing_but_time);
   tcase_add_test(tc, operations_in_flight_together);
+  tcase_add_test(tc, startup_probes_agree_on_every_rank);
   return s;
 }
 

@@ -49,6 +49,10 @@ if run trace 4 --g-inter 2 --g-data 2 --micro-batch 1 --trace "$TMP/trace.json" 
   if command -v python3 >/dev/null; then
     python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/trace.json" ||
       fail "trace: not valid JSON"
+    # one clock for all ranks: no activation or gradient starts on its receiver before its
+    # sender finished it (origins set by a barrier alone broke this by milliseconds)
+    python3 "$(dirname "$0")/trace_causality.py" "$TMP/trace.json" >"$TMP/causality.txt" ||
+      fail "trace: ranks' clocks disagree: $(head -n 3 "$TMP/causality.txt")"
   fi
 fi
 

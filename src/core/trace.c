@@ -39,6 +39,15 @@ void ax_trace_free(AxTrace *t) {
 }
 
 void ax_trace_set_origin(AxTrace *t, double origin) { t->origin = origin; }
+
+double ax_trace_clock_offset(const double *t0, const double *tr, const double *t1, int n,
+                             double *rtt) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (t1[i] - t0[i] < t1[best] - t0[best]) best = i;
+  *rtt = t1[best] - t0[best];
+  return tr[best] - 0.5 * (t0[best] + t1[best]);
+}
 void ax_trace_set_step(AxTrace *t, int step) { t->step = step; }
 
 int ax_trace_active(const AxTrace *t) {

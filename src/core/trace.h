@@ -35,6 +35,12 @@ void ax_trace_off(AxTrace *t);
 int ax_trace_init(AxTrace *t, int step_lo, int step_hi, int capacity);
 void ax_trace_free(AxTrace *t);
 void ax_trace_set_origin(AxTrace *t, double origin);
+/* Another clock against this one from n exchanges: asked at t0[i] on this clock, read tr[i] on
+ * the other, answered at t1[i] here. The exchange with the shortest round trip (*rtt) gives it:
+ * tr - (t0 + t1) / 2, what the other clock reads ahead of this one, wrong by at most half that
+ * round trip (the reading lies somewhere within it). n >= 1. */
+double ax_trace_clock_offset(const double *t0, const double *tr, const double *t1, int n,
+                             double *rtt);
 void ax_trace_set_step(AxTrace *t, int step);
 int ax_trace_active(const AxTrace *t);
 /* Start time for an event (0 when not recording; t may be NULL: nothing recorded). */

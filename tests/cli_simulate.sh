@@ -37,6 +37,9 @@ printf 'name = one\ngpus_per_node = 2\nintra_bw = 4GB/s\ninter_bw = 4GB/s\ndevic
   { fail "simulate with an emulated profile"; cat "$TMP/sim-e.out"; }
 grep -q 'waiting on the emulated link as profiled' "$TMP/sim-e.out" ||
   { fail "the simulation does not say it used the waiting speeds"; cat "$TMP/sim-e.out"; }
+# a woken rank waits for a core there too (docs/simulator.md, "Ranks that share a host")
+grep -q "a message waits 0.5 ms for its receiver to be scheduled" "$TMP/sim-e.out" ||
+  { fail "oversubscribed over the emulated link: no hand-off wait"; cat "$TMP/sim-e.out"; }
 # without those speeds: a rank waiting on the emulated link weighs nothing on one host (it
 # sleeps on its doorbell), a third of a rank over several (the doorbells are off: it polls)
 for case in "2:0" "4:0.33"; do

@@ -25,16 +25,21 @@ enum { ADAMW_BYTES = 28, NORM_BYTES = 4 };
  * stays runnable and takes a whole share. */
 #define EMULATED_IDLE_WAITER_WEIGHT 0.0
 #define EMULATED_POLLING_WAITER_WEIGHT (1.0 / 3)
-/* A message between ranks of a host whose ranks outnumber its cores, where the waits poll
- * politely (MPI_Test, then sched_yield: no emulated link), waits for its receiver to be put on
- * a core: every rank stays runnable, and a rank whose message has come in runs when the
- * scheduler next picks it. Fitted, not measured, on two of the validation's four shapes
+/* A message between ranks of a host whose ranks outnumber its cores waits for its receiver to
+ * be put on a core: where the waits poll politely (MPI_Test, then sched_yield: no emulated
+ * link) every rank stays runnable, and a rank whose message has come in runs when the
+ * scheduler next picks it; where they sleep (the link emulator's doorbells) the woken rank
+ * waits for a core the computing ranks hold. Fitted, not measured, on two of the validation's
+ * four shapes
  * (128x512x256x1 and 32x256x256x1, grids 2x2 and 4x1; the other two held out): 1 ms on the
  * quiet pass of 2026-11-29 14:27, then 0.5 ms on the pass of 20:30, after the step's small
  * agreements stopped spinning in MPI_Wait (mpi/link/link_wait.c; the trainers got faster and
  * 1 ms overpriced them by 1-21%). docs/benchmarks.md, "The simulator after the timing fix".
  * Charged as the latency of every such message: the pipeline's, each step of a ring
- * all-reduce, each round of the step's small agreements. */
+ * all-reduce, each round of the step's small agreements; over an emulated link on top of its
+ * own since 2026-11-30, when the first trace on one clock measured its messages from the post
+ * to their receiver running at 0.50 ms on average (4x1, 4 ranks on 2 cores; docs/benchmarks.md,
+ * "Trace clocks"), where the value was not fitted. */
 #define OVERSUBSCRIBED_HANDOFF_S 0.5e-3
 
 /* Seconds of one micro-batch on one stage, before the stage's own blocks are counted. */
@@ -116,7 +121,7 @@ static AxSimLink link_between(const AxSimModel *sm, const AxMachine *m, const Ax
                               long long a, long long b) {
   if (node_of(sm, a) == node_of(sm, b))
     return (AxSimLink){sm->handoff_s, 1.0 / m->intra_bytes_per_s, 0};
-  if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s, 1.0 / emu->bytes_per_s, 1};
+  if (emu->bytes_per_s > 0) return (AxSimLink){emu->latency_s + sm->handoff_s, 1.0 / emu->bytes_per_s, 1};
   return (AxSimLink){m->latency_s + sm->handoff_s, 1.0 / m->inter_bytes_per_s, 0};
 }
 
@@ -323,9 +328,9 @@ static int oversubscribed(const AxSimModel *sm, const AxTrainConfig *cfg, const 
 }
 
 /* The latency a message pays for its receiver to be scheduled (OVERSUBSCRIBED_HANDOFF_S):
- * on an oversubscribed host whose waits poll politely; 0 elsewhere. */
+ * on an oversubscribed host; 0 elsewhere. */
 static double handoff_s(const AxSimModel *sm, const AxTrainConfig *cfg, const AxMachine *m) {
-  return oversubscribed(sm, cfg, m) && !cfg->grid.emulate_link ? OVERSUBSCRIBED_HANDOFF_S : 0;
+  return oversubscribed(sm, cfg, m) ? OVERSUBSCRIBED_HANDOFF_S : 0;
 }
 
 /* The cores the trainer would pin row 0's ranks to (binding_rule.h), with the machine's

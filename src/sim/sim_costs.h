@@ -42,8 +42,8 @@ typedef struct {
   double *fwd, *bwd, *send, *chunk_costs;
   int *core; /* [P]: row 0's cores when the trainer would pin its ranks; else NULL */
   double waiter_weight; /* the host's cores oversubscribed: a waiting rank's share (sim_engine.h) */
-  double handoff_s;     /* the host's cores oversubscribed, waits polite: a message's wait for its
-                         * receiver to be scheduled, added to every link's latency */
+  double handoff_s;     /* the host's cores oversubscribed: a message's wait for its receiver to
+                         * be scheduled, added to every link's latency */
   AxSimLink *link;
   AxSimTail *tail;
   double speed[AX_SIM_PROFILE_MAX_K];

@@ -111,6 +111,14 @@ void ax_grad_compress_free(AxGradCompress *gc) {
   *gc = (AxGradCompress){0};
 }
 
+void ax_grad_compress_set_momentum(AxGradCompress *gc, const float *m, float scale) {
+  for (int p = 0; p < gc->n_parts; p++) {
+    const AxGradPart *part = &gc->parts[p];
+    if (part->state && !part->choice.two_level)
+      ax_casync_state_set_momentum(part->state, m + part->lo, scale);
+  }
+}
+
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p) {
   return gc && gc->enabled && p < gc->n_parts &&
          (gc->parts[p].choice.compress || gc->parts[p].choice.two_level);

@@ -73,6 +73,11 @@ int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPa
  * the ranks between nodes. */
 void ax_grad_compress_sum_shape(const AxGradCompress *gc, int p, size_t *count, int *ranks);
 void ax_grad_compress_free(AxGradCompress *gc);
+/* The momentum of every compressed part's codec (one that carries the optimizer's first
+ * moment) becomes scale times m over the part (m: the stage's flat range, as the parts' lo/hi):
+ * when compression starts, the codec takes over the optimizer's moment. A two-level part's
+ * state is of its shard between nodes, not of the part: left as it is. */
+void ax_grad_compress_set_momentum(AxGradCompress *gc, const float *m, float scale);
 /* Whether part p is summed by an operation of its own now (CaSync, or two levels). */
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p);
 /* Whether any part of chunk c is (the rest: plain all-reduces of runs of parts). */

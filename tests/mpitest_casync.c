@@ -614,6 +614,48 @@ START_TEST(k_partitions_run_as_chosen) {
 }
 END_TEST
 
+/* A momentum handed to the state (ax_casync_state_set_momentum: the trainer's Adam moment when
+ * compression starts) lands on the values it belongs to in every layout: DGC sending every
+ * value (ratio 1) of a zero gradient sends its prepared momentum, 0.5 of what was handed over,
+ * so the sum is size x 0.5 x m exactly (halves of small integers), element by element. A
+ * momentum handed to the wrong piece, or not at all, moves the sum. Chunked (small pieces, K
+ * 0) and in K partitions. */
+static void check_momentum_handover(AxCasyncAlgo algo, size_t n, int k) {
+  AxCodec *dgc = codec("dgc:ratio=1,momentum=0.5");
+  AxCommConfig cc = tuned(256, 0);
+  AxCasyncState *st = NULL;
+  int rc = k ? ax_casync_state_new_parts(dgc, n, mt_size, k, &st)
+             : ax_casync_state_new(dgc, n, mt_size, &cc, &st);
+  float *m = mt_xmalloc(n * sizeof *m), *buf = mt_xmalloc(n * sizeof *buf);
+  for (size_t i = 0; i < n; i++) m[i] = (float)(i % 13) - 6.0f, buf[i] = 0;
+  if (rc == AX_OK) {
+    ax_casync_state_set_momentum(st, m, 1.0f);
+    rc = run_casync(&cc, dgc, algo, st, 1, buf, n, NULL);
+  }
+  mt_expect(rc == AX_OK, "dgc %s K=%d n=%zu: %s", ax_casync_algo_name(algo), k, n,
+            ax_error_message());
+  size_t bad = n;
+  float want = 0;
+  for (size_t i = 0; i < n && bad == n && rc == AX_OK && mt_size > 1; i++) {
+    want = (float)mt_size * 0.5f * m[i];
+    if (buf[i] != want) bad = i;
+  }
+  mt_expect(bad == n, "dgc %s K=%d n=%zu: element %zu is %g, not %g (the momentum handed over)",
+            ax_casync_algo_name(algo), k, n, bad, bad < n ? buf[bad] : 0, want);
+  ax_casync_state_free(st);
+  free(m);
+  free(buf);
+  ax_codec_free(dgc);
+}
+
+START_TEST(momentum_handed_over_lands_on_its_values) {
+  const int ks[] = {0, 1, mt_size, 2 * mt_size + 1};
+  for (int a = 0; a < N_ALGOS; a++)
+    for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) check_momentum_handover(ALGOS[a], 1001, ks[j]);
+  mt_assert_all_ok("the momentum handed over");
+}
+END_TEST
+
 START_TEST(state_persists_across_calls) {
   for (int a = 0; a < N_ALGOS; a++) check_state_persists(ALGOS[a]);
   mt_assert_all_ok("CaSync state across calls");
@@ -880,6 +922,7 @@ static Suite *casync_suite(void) {
   tcase_add_test(tc, wire_bytes_follow_the_codec_ratio);
   tcase_add_test(tc, k_partitions_run_as_chosen);
   tcase_add_test(tc, state_persists_across_calls);
+  tcase_add_test(tc, momentum_handed_over_lands_on_its_values);
   tcase_add_test(tc, an_emulated_link_changes_nothing_but_time);
   tcase_add_test(tc, operations_in_flight_together);
   tcase_add_test(tc, startup_probes_agree_on_every_rank);

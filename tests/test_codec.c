@@ -750,6 +750,33 @@ START_TEST(onebit_momentum_is_one_bit_adams) {
 }
 END_TEST
 
+/* The momentum handed over when compression starts (ax_codec_state_set_momentum: scale x the
+ * optimizer's moment) is where the next prepare starts: u = 0.9 (0.25 m) + 0.1 g for DGC and
+ * onebit with a momentum, bit for bit as the codec's own step rounds it; codecs without one
+ * (onebit, powersgd) keep nothing and prepare nothing. */
+START_TEST(momentum_handed_over_is_where_prepare_starts) {
+  enum { N = 96 };
+  static const char *const specs[] = {"dgc:ratio=0.1,momentum=0.9", "onebit:ef=1,momentum=0.9",
+                                      "onebit:ef=1", "powersgd:rank=2"};
+  float *m = tu_random(N, 1.0f, 41), *g = tu_random(N, 1.0f, 42);
+  for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+    AxCodec *c = parse(specs[s]);
+    AxCodecState *st = state_of(c, N);
+    float x[N];
+    memcpy(x, g, sizeof x);
+    ax_codec_state_set_momentum(c, st, m, 0.25f);
+    EXPECT_OK(ax_codec_prepare(c, st, x, N));
+    for (size_t i = 0; i < N; i++) {
+      float u = (0.25f * m[i]) * 0.9f + g[i] * (float)(1.0 - 0.9);
+      float want = ax_codec_momentum(c) > 0 ? u : g[i];
+      EXPECT_MSG(x[i] == want, "%s: prepared %zu is %g, not %g", specs[s], i, x[i], want);
+    }
+    ax_codec_state_free(st);
+    ax_codec_free(c);
+  }
+}
+END_TEST
+
 START_TEST(state_checkpoint_round_trips_exactly) {
   static const char *const specs[] = {"onebit:ef=1", "onebit:ef=1,momentum=0.5",
                                       "dgc:ratio=0.05", "graddrop",
@@ -1166,6 +1193,7 @@ int main(void) {
   tcase_add_test(tc, dgc_warms_up_its_sparsity);
   tcase_add_test(tc, dgc_under_adam_sends_the_largest_updates);
   tcase_add_test(tc, onebit_momentum_is_one_bit_adams);
+  tcase_add_test(tc, momentum_handed_over_is_where_prepare_starts);
   tcase_add_test(tc, state_checkpoint_round_trips_exactly);
   tcase_add_test(tc, randk_picks_the_same_indices_on_every_rank);
   tcase_add_test(tc, powersgd_rebuilds_a_rank_r_matrix);

@@ -65,6 +65,14 @@ AxCodecState *ax_casync_piece_state(const AxCasyncState *st, int seg, size_t k) 
 
 size_t ax_casync_state_partitions(const AxCasyncState *s) { return s ? s->n_states : 0; }
 
+void ax_casync_state_set_momentum(AxCasyncState *s, const float *m, float scale) {
+  if (!s || !s->states || s->linear) return;
+  for (int seg = 0; seg < s->size; seg++)
+    for (size_t k = 0; k < ax_casync_seg_pieces(s, seg); k++)
+      ax_codec_state_set_momentum(s->codec, ax_casync_piece_state(s, seg, k),
+                                  m + ax_casync_piece_offset(s, seg, k), scale);
+}
+
 /* Encode/decode codecs: a state per piece of every segment. */
 static int new_piece_states(AxCasyncState *s) {
   s->seg_first = ax_calloc((size_t)s->size + 1, sizeof *s->seg_first);

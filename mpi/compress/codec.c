@@ -375,6 +375,11 @@ size_t ax_codec_max_bytes(const AxCodec *c, size_t n) { return c->impl->max_byte
 /* Only the codecs whose keys hold momentum ever set it (parameters start zeroed). */
 double ax_codec_momentum(const AxCodec *c) { return c->p.momentum; }
 
+void ax_codec_state_set_momentum(const AxCodec *c, AxCodecState *s, const float *m, float scale) {
+  if (!s || c->p.momentum <= 0 || s->own_len < s->n) return;
+  for (size_t i = 0; i < s->n; i++) s->own[i] = scale * m[i]; /* the momentum is own[0..n) */
+}
+
 double ax_codec_ratio(const AxCodec *c, size_t n) {
   if (n == 0) return 1.0;
   size_t bytes = c->impl->steady_bytes ? c->impl->steady_bytes(c, n) : ax_codec_max_bytes(c, n);

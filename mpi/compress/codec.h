@@ -91,6 +91,11 @@ double ax_codec_momentum(const AxCodec *c);
  * accumulation, no scratch; e.g. identity, tbq). Linear codecs always have one and need it. */
 int ax_codec_state_new(const AxCodec *c, size_t n, AxCodecState **out);
 void ax_codec_state_free(AxCodecState *s);
+/* A codec that carries the optimizer's first moment (ax_codec_momentum above 0): its momentum
+ * over the state's n values becomes scale * m[0..n) (the optimizer's moment it takes over when
+ * compression starts, as 1-bit Adam's compression stage starts from its warm-up's momentum and
+ * DGC's momentum correction runs through its warm-up). Nothing for other codecs or no state. */
+void ax_codec_state_set_momentum(const AxCodec *c, AxCodecState *s, const float *m, float scale);
 /* Checkpointing: the state's size in bytes, and a copy out / in (same codec, same n). */
 size_t ax_codec_state_bytes(const AxCodecState *s);
 int ax_codec_state_save(const AxCodecState *s, void *buf);

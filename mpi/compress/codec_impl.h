@@ -73,7 +73,8 @@ struct AxCodecImpl {
   /* Optional: the rank a low-rank codec uses for a range of n (PowerSGD). */
   int (*rank_for)(const AxCodec *c, size_t n);
   /* Optional: this rank's own values of a range, in place, before any encode that contains
-   * them (st never NULL). DGC: its momentum correction; onebit: 1-bit Adam's momentum. */
+   * them (st never NULL). DGC: its momentum correction; onebit: 1-bit Adam's momentum. A
+   * codec with a momentum keeps it in own[0..n) (ax_codec_state_set_momentum writes it). */
   void (*prepare)(const AxCodec *c, AxCodecState *st, float *x, size_t n);
   int prepare_if_momentum; /* prepare only with a momentum above 0 */
   /* Encode x[n] (error feedback already applied by codec.c); st may be NULL. */

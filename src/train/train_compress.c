@@ -371,9 +371,24 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   return rc == AX_OK ? agreed : rc;
 }
 
+/* Compression starts this step, after a plain warm-up: a codec that carries the optimizer's
+ * first moment starts from Adam's, not from zero (1-bit Adam's compression stage takes its
+ * warm-up's momentum; DGC's momentum correction runs through its warm-up). Each rank's codec
+ * momentum is 1 / G_data of it: the ranks' own gradients, each 1 / G_data of the batch's
+ * (the loss is the mean over the global batch), sum to the batch's, and so do their momenta;
+ * times the loss scale, as the gradients the codec sees carry it. Adam's moments on the device
+ * (--optimizer device) are not read here: there the codec's momentum starts from zero. */
+static void hand_momentum_to_codec(AxTrainer *t) {
+  if (t->cfg.optim.optimizer_device || !t->off.m || ax_codec_momentum(t->codec) <= 0) return;
+  ax_grad_compress_set_momentum(&t->gc, t->off.m, t->loss_scale.scale / (float)t->grid.D);
+}
+
 void ax_trainer_compress_step(AxTrainer *t, int step) {
+  int was = t->gc.enabled, warmup = t->cfg.compression.warmup_steps;
   t->gc.step = (uint64_t)step;
-  t->gc.enabled = step > t->cfg.compression.warmup_steps;
+  t->gc.enabled = step > warmup;
+  if (t->codec && !was && t->gc.enabled && warmup > 0 && step == warmup + 1)
+    hand_momentum_to_codec(t);
 }
 
 /* Whether some part of the stage is compressed this step. */

@@ -48,6 +48,7 @@ double ax_trace_clock_offset(const double *t0, const double *tr, const double *t
   *rtt = t1[best] - t0[best];
   return tr[best] - 0.5 * (t0[best] + t1[best]);
 }
+
 void ax_trace_set_step(AxTrace *t, int step) { t->step = step; }
 
 int ax_trace_active(const AxTrace *t) {

@@ -6,6 +6,9 @@
 #    its momentum is applied once to each rank's own gradient through CaSync ring and PS: with
 #    every value sent, dgc equals identity with --beta1 0 to rounding (it delivers (1 - m) g, to
 #    which Adam's step is invariant but for eps; dgc with momentum 0: identity as is, exactly);
+#  - the codec that carries the momentum takes Adam's over when compression starts: the loss
+#    after the first compressed step is the plain run's to 2e-3 (1.7e-2 off without), also when
+#    resumed from the warm-up's last step;
 #  - the codec state goes into checkpoints: 10 steps, resume, 10 more equal 20 straight, bit for
 #    bit, with onebit's recipe (error feedback, 1-bit Adam's momentum, 3 plain steps, then the
 #    variance frozen; a resume with another codec, or with the same codec deciding other parts,
@@ -56,6 +59,30 @@ for sync in ring ps; do
   run "id$sync" 2 $D --compress identity &&
     run "dgc0$sync" 2 $D --compress dgc:ratio=1,momentum=0 && same_losses "dgc0$sync" "id$sync" 0 0
 done
+
+# the warm-up's momentum handed to the codec when compression starts: with every value sent
+# (dgc:ratio=1, momentum = --beta1 0.5) the first compressed step sums 0.5 of Adam's moment and
+# 0.5 of the gradients, Adam's own next moment, so the loss after it (step 12) is the plain
+# run's but for Adam's bias correction (1 - 0.5^11) and rounding, where a codec momentum
+# started from zero sends half the gradients alone; the 10 plain steps before are the plain
+# run's bit for bit. Resumed from the warm-up's last step, the hand-over happens there too (the
+# 13 steps straight, bit for bit); resumed past it, the checkpoint's state is kept (above).
+H="--g-data 2 --beta1 0.5 --grad-clip 0"
+HC="--compress dgc:ratio=1 --compress-min-bytes 0 --compress-warmup 10 --compress-freeze-variance 0 \
+  --compress-local-clip 0"
+# shellcheck disable=SC2086
+if run hplain 2 $H --steps 13 && run hand 2 $H $HC --steps 13; then
+  awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $1 <= 12 {
+      d = ($2 - l[$1]) / l[$1]; if (d < 0) d = -d
+      if ($1 <= 10 && d != 0) { printf "step %d: %.9g, plain %.9g\n", $1, $2, l[$1]; bad = 1 }
+      if ($1 == 12) { printf "  first compressed step: loss after it %.3g from the plain run\n", d
+                      if (d > 2e-3) bad = 1 } }
+    END { exit bad }' "$TMP/hplain.csv" "$TMP/hand.csv" ||
+    fail "the first compressed step does not take Adam's moment over"
+fi
+# shellcheck disable=SC2086
+run hhalf 2 $H $HC --steps 10 --checkpoint-dir "$TMP/hck" --checkpoint-every 10 &&
+  run hres 2 $H $HC --steps 13 --checkpoint-dir "$TMP/hck" --resume && same_losses hres hand 0 0
 
 # checkpoints carry the codec state: bit-identical resume with error feedback
 C="--compress onebit --compress-min-bytes 0 --g-data 2 --compress-warmup 3"

@@ -383,12 +383,14 @@ static void hand_momentum_to_codec(AxTrainer *t) {
   ax_grad_compress_set_momentum(&t->gc, t->off.m, t->loss_scale.scale / (float)t->grid.D);
 }
 
+/* Called once or twice a step (--dp-sync-early: again before the sum starts): the hand-over at
+ * the first call of the first step after the warm-up, also in a run resumed from the warm-up's
+ * last step (its gc starts enabled: the first call's step is what tells). */
 void ax_trainer_compress_step(AxTrainer *t, int step) {
-  int was = t->gc.enabled, warmup = t->cfg.compression.warmup_steps;
+  int warmup = t->cfg.compression.warmup_steps, again = t->gc.step == (uint64_t)step;
   t->gc.step = (uint64_t)step;
   t->gc.enabled = step > warmup;
-  if (t->codec && !was && t->gc.enabled && warmup > 0 && step == warmup + 1)
-    hand_momentum_to_codec(t);
+  if (t->codec && !again && warmup > 0 && step == warmup + 1) hand_momentum_to_codec(t);
 }
 
 /* Whether some part of the stage is compressed this step. */

@@ -12,15 +12,11 @@ enum { CLOCK_EXCHANGES = 16, CLOCK_TAG = 7301 };
 
 /* Whether every rank of comm is on this machine (one CLOCK_MONOTONIC), the same on all. */
 static int one_machine(MPI_Comm comm, int *yes) {
-  MPI_Comm node;
-  int size, local;
+  AxNodeRanks node;
+  int size;
   AX_MPI(MPI_Comm_size(comm, &size));
-  AX_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int rc = MPI_Comm_size(node, &local);
-  MPI_Comm_free(&node);
-  if (rc != MPI_SUCCESS) return ax_mpi_fail_at(rc, "MPI_Comm_size(node)", __FILE__, __LINE__);
-  int here = local == size;
-  AX_MPI(MPI_Allreduce(&here, yes, 1, MPI_INT, MPI_MIN, comm));
+  AX_TRY(ax_mpi_node_ranks(comm, &node));
+  *yes = node.local_size == size; /* the same on every rank: one node holds all, or none does */
   return AX_OK;
 }
 

@@ -54,12 +54,14 @@ static int index_chunks(AxGradCompress *gc) {
   return AX_OK;
 }
 
-void ax_grad_compress_sum_shape(const AxGradCompress *gc, int p, size_t *count, int *ranks) {
+void ax_grad_compress_sum_shape(const AxGradCompress *gc, int p, size_t *offset, size_t *count,
+                                int *ranks) {
   const AxGradPart *part = &gc->parts[p];
+  *offset = 0;
   *count = part->hi - part->lo;
   *ranks = gc->ranks;
   if (part->choice.two_level && gc->two_level) {
-    *count = ax_two_level_shard(gc->two_level, *count, NULL);
+    *count = ax_two_level_shard(gc->two_level, *count, offset);
     *ranks = gc->two_level->n_nodes;
   }
 }
@@ -73,9 +75,9 @@ static int new_states(AxGradCompress *gc, const AxCommConfig *base) {
                      "on two or more nodes", i);
     if (!p->choice.compress) continue;
     if (!p->codec) return AX_FAIL("compressed part %d has no codec", i);
-    size_t count;
+    size_t offset, count;
     int ranks;
-    ax_grad_compress_sum_shape(gc, i, &count, &ranks);
+    ax_grad_compress_sum_shape(gc, i, &offset, &count, &ranks);
     /* the K partitions its CaSync runs: the choice's (0: the comm's pieces), or one per
      * segment of its sum */
     int k = p->choice.whole_segments ? ranks : p->choice.parts;
@@ -111,11 +113,14 @@ void ax_grad_compress_free(AxGradCompress *gc) {
   *gc = (AxGradCompress){0};
 }
 
-void ax_grad_compress_set_momentum(AxGradCompress *gc, const float *m, float scale) {
+void ax_grad_compress_set_momentum(AxGradCompress *gc, const float *m, float loss_scale) {
   for (int p = 0; p < gc->n_parts; p++) {
-    const AxGradPart *part = &gc->parts[p];
-    if (part->state && !part->choice.two_level)
-      ax_casync_state_set_momentum(part->state, m + part->lo, scale);
+    if (!gc->parts[p].state) continue;
+    size_t offset, count;
+    int ranks;
+    ax_grad_compress_sum_shape(gc, p, &offset, &count, &ranks);
+    ax_casync_state_set_momentum(gc->parts[p].state, m + gc->parts[p].lo + offset,
+                                 loss_scale / (float)ranks);
   }
 }
 

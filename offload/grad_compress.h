@@ -70,14 +70,17 @@ int ax_grad_compress_init(AxGradCompress *gc, const AxOffload *o, const AxGradPa
                           int n_parts, AxCasyncAlgo algo, int ranks, uint64_t seed,
                           const AxCommConfig *base, const AxTwoLevel *two_level);
 /* What part p's CaSync sums: the part on gc->ranks, or (two-level) this rank's shard of it on
- * the ranks between nodes. */
-void ax_grad_compress_sum_shape(const AxGradCompress *gc, int p, size_t *count, int *ranks);
+ * the ranks between nodes; offset: where that starts in the part. */
+void ax_grad_compress_sum_shape(const AxGradCompress *gc, int p, size_t *offset, size_t *count,
+                                int *ranks);
 void ax_grad_compress_free(AxGradCompress *gc);
 /* The momentum of every compressed part's codec (one that carries the optimizer's first
- * moment) becomes scale times m over the part (m: the stage's flat range, as the parts' lo/hi):
- * when compression starts, the codec takes over the optimizer's moment. A two-level part's
- * state is of its shard between nodes, not of the part: left as it is. */
-void ax_grad_compress_set_momentum(AxGradCompress *gc, const float *m, float scale);
+ * moment) becomes m over what its CaSync sums (m: the stage's flat range, as the parts' lo/hi;
+ * a two-level part's shard), times loss_scale / the ranks of that sum: when compression
+ * starts, the codec takes over the optimizer's moment, each of the sum's ranks its share (the
+ * ranks' gradients, or the nodes' sums of them, add up to the batch's gradient, and so do
+ * their momenta). */
+void ax_grad_compress_set_momentum(AxGradCompress *gc, const float *m, float loss_scale);
 /* Whether part p is summed by an operation of its own now (CaSync, or two levels). */
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p);
 /* Whether any part of chunk c is (the rest: plain all-reduces of runs of parts). */

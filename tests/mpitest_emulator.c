@@ -15,6 +15,8 @@
  *     the spin sleeps, and an idle wait sleeps on the bell its message rings;
  *   - a held send goes out while its sender only waits for a receive (no deadlock); a dropped
  *     held send never arrives;
+ *   - idle work set on the links runs in the waits of the thread that set it (emulated or
+ *     real links), never inside itself, never on another thread, and not once unset;
  *   - the collectives and the p2p engine over an emulated link: exact results, every byte
  *     counted once by class, crossed or not, and no send left held.
  * Nothing here asserts that anything took less than some time: on a loaded machine anything
@@ -23,6 +25,7 @@
 #include <limits.h>
 #include <math.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -648,6 +651,85 @@ START_TEST(a_dropped_held_send_never_arrives) {
 }
 END_TEST
 
+/* Idle work (ax_link_set_idle_work) that tells rank 1 to send, the first time it runs: rank 0's
+ * wait can only end once its work has run. */
+typedef struct {
+  AxCommConfig cc;
+  int calls, depth, nested, go_sent;
+} IdleWork;
+
+static void idle_work(void *ctx) {
+  IdleWork *w = ctx;
+  w->calls++;
+  w->nested |= ++w->depth > 1;
+  if (!w->go_sent) {
+    int go = 1;
+    MPI_Send(&go, 1, MPI_INT, 1, 71, g_comm);
+    w->go_sent = 1;
+  }
+  AxLinkWaiter again = AX_LINK_NO_SPIN;
+  ax_link_pause(&w->cc, &again); /* a wait inside the work: not run again inside itself */
+  w->depth--;
+}
+
+static void *pause_on_another_thread(void *arg) {
+  AxLinkWaiter w = AX_LINK_NO_SPIN;
+  ax_link_pause(arg, &w);
+  return NULL;
+}
+
+/* Rank 1 sends `value` once rank 0's go came (or -1 after 20 s without it). */
+static void send_after_go(int tag) {
+  double t0 = MPI_Wtime();
+  int go = 0, flag = 0, value = tag;
+  while (!flag && MPI_Wtime() - t0 < 20) MPI_Iprobe(0, 71, g_comm, &flag, MPI_STATUS_IGNORE);
+  if (flag) MPI_Recv(&go, 1, MPI_INT, 0, 71, g_comm, MPI_STATUS_IGNORE);
+  else value = -1;
+  MPI_Send(&value, 1, MPI_INT, 0, tag, g_comm);
+}
+
+/* Work set on the links runs in every pause of a wait on the thread that set it, never inside
+ * itself and never on another thread, over an emulated link and over a real one (whose waits
+ * then poll instead of blocking in MPI); once unset it runs no more. */
+START_TEST(idle_work_runs_in_the_waits_of_its_thread) {
+  if (mt_size < 2) return;
+  const char *links[] = {"1Gbps,1ms", NULL};
+  for (int l = 0; l < 2; l++) {
+    AxLinkEmu *e = make_emu(1, links[l]);
+    IdleWork w = {.cc = config(e, NULL)};
+    const char *what = links[l] ? "emulated link" : "real link";
+    mt_run_begin("idle work");
+    if (mt_rank == 0) {
+      ax_link_set_idle_work(e, idle_work, &w);
+      pthread_t other;
+      pthread_create(&other, NULL, pause_on_another_thread, &w.cc);
+      pthread_join(other, NULL);
+      mt_expect(w.calls == 0, "%s: another thread's pause ran the work", what);
+      int got = 0;
+      MPI_Request r;
+      MPI_Irecv(&got, 1, MPI_INT, 1, 72, g_comm, &r);
+      wait_recv(&w.cc, &r);
+      mt_expect(got == 72 && w.calls >= 1 && w.go_sent && !w.nested,
+                "%s: received %d (-1: no go), the work ran %d time(s), nested %d", what, got,
+                w.calls, w.nested);
+      ax_link_set_idle_work(e, NULL, NULL);
+      int calls = w.calls;
+      MPI_Irecv(&got, 1, MPI_INT, 1, 73, g_comm, &r);
+      wait_recv(&w.cc, &r);
+      mt_expect(w.calls == calls, "%s: the work ran after it was unset", what);
+    } else if (mt_rank == 1) {
+      send_after_go(72);
+      int value = 73;
+      MPI_Send(&value, 1, MPI_INT, 0, 73, g_comm);
+    }
+    MPI_Barrier(g_comm);
+    mt_run_end();
+    ax_link_emu_destroy(e);
+  }
+  mt_assert_all_ok("idle work in waits");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ the engines over it */
 
 static float value(size_t i, int rank) {
@@ -782,6 +864,7 @@ static Suite *emulator_suite(void) {
   tcase_add_test(multi, timing_barrier_and_max_sleep_while_waiting);
   tcase_add_test(multi, held_sends_go_out_while_waiting_for_a_receive);
   tcase_add_test(multi, a_dropped_held_send_never_arrives);
+  tcase_add_test(multi, idle_work_runs_in_the_waits_of_its_thread);
   tcase_add_test(multi, collectives_over_the_link_are_exact_and_counted);
   tcase_add_test(multi, p2p_engine_over_the_link_is_counted_by_direction);
   return s;

@@ -39,7 +39,8 @@
  * waking every 40 us made where the kernel ran the computing ranks, and so the step time, vary
  * by a third from run to run (docs/emulator.md). A wait for this rank's own posted send never
  * goes idle (its completion rings nothing). Without the bells (ranks on several machines) every
- * sleep is a poll. Without an emulated link waits are as before (mpi_util.h: busy or polite).
+ * sleep is a poll. Without an emulated link waits are as before (mpi_util.h: busy or polite),
+ * but while idle work is set (ax_link_set_idle_work), when they poll as well.
  *
  * Counting: ax_link_isend counts every message (traffic.h) into cc->traffic as class m->cls,
  * crossed or not, whether or not the link is emulated.
@@ -146,8 +147,18 @@ int ax_link_wait_collective(const AxCommConfig *cc, MPI_Comm comm, MPI_Request *
  * Elsewhere MPI's own calls: spinning ranks leave the barrier closest together. */
 int ax_link_barrier(const AxCommConfig *cc, MPI_Comm comm);
 int ax_link_max(const AxCommConfig *cc, MPI_Comm comm, double mine, double *max);
-/* One pause between two polls of a wait (as above; without emulation ax_mpi_relax). */
+/* One pause between two polls of a wait (as above; without emulation ax_mpi_relax), after
+ * the idle work, if any. */
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w);
+/* Work that moves while this rank waits: from now on every pause of a wait on this thread
+ * (emulated or real links) first calls work(ctx), never inside itself, and the waits of real
+ * links poll instead of blocking in MPI (one work at a time; NULL ends it). The memory
+ * checkpoints' replicas use it (memckpt_replicas.c): a transfer whose receiver posts its next
+ * receive only when it runs, and whose sender over MPI's shared memory moves its bytes only
+ * inside MPI calls, moved only at the step's few ticks. The work reports its own failures
+ * later: it returns nothing here. */
+typedef void (*AxLinkIdleWork)(void *ctx);
+void ax_link_set_idle_work(AxLinkEmu *e, AxLinkIdleWork work, void *ctx);
 /* The emulator's pause with this rank's earliest held send due at next_due (LLONG_MAX: none),
  * its bells (off: every sleep a poll) and its sends' busy_until (ax_link_pause_plan; 0: none),
  * whether cc emulates or not (`axonn profile` waits so beside the ranks it times): 1 when it

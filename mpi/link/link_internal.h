@@ -2,6 +2,8 @@
 #ifndef AX_LINK_INTERNAL_H
 #define AX_LINK_INTERNAL_H
 
+#include <pthread.h>
+
 #include "link_bell.h"
 #include "link_emulator.h"
 #include "link_table.h"
@@ -20,6 +22,10 @@ struct AxLinkEmu {
   unsigned long long held, sleeps, spins; /* ax_link_stats */
   char *own_logs;      /* real links with log_uses: this rank's logs, one per node */
   double model_latency_s, model_bytes_per_s; /* ax_link_set_model (0: none yet) */
+  AxLinkIdleWork idle_work; /* ax_link_set_idle_work (NULL: none) */
+  void *idle_ctx;
+  pthread_t idle_thread;    /* the thread that set it, the only one that runs it */
+  int in_idle_work;
 };
 
 #endif

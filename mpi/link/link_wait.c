@@ -16,6 +16,30 @@ static AxLinkEmu *emulator(const AxCommConfig *cc) {
   return cc && cc->links && cc->links->emulating ? cc->links : NULL;
 }
 
+/* The idle work of cc's links that this thread runs (NULL: none). */
+static AxLinkEmu *idle_worker(const AxCommConfig *cc) {
+  AxLinkEmu *e = cc ? cc->links : NULL;
+  return e && e->idle_work && pthread_equal(e->idle_thread, pthread_self()) ? e : NULL;
+}
+
+/* Whether waits poll (a loop of tests and ax_link_pause) rather than block in MPI. */
+static int waits_poll(const AxCommConfig *cc) { return emulator(cc) || idle_worker(cc); }
+
+static void run_idle_work(const AxCommConfig *cc) {
+  AxLinkEmu *e = idle_worker(cc);
+  if (!e || e->in_idle_work) return;
+  e->in_idle_work = 1;
+  e->idle_work(e->idle_ctx);
+  e->in_idle_work = 0;
+}
+
+void ax_link_set_idle_work(AxLinkEmu *e, AxLinkIdleWork work, void *ctx) {
+  if (!e) return;
+  e->idle_work = work;
+  e->idle_ctx = ctx;
+  e->idle_thread = pthread_self();
+}
+
 int ax_link_progress(const AxCommConfig *cc) {
   AxLinkEmu *e = emulator(cc);
   if (!e || e->queue.n == 0) return AX_OK;
@@ -38,7 +62,7 @@ int ax_link_test(const AxCommConfig *cc, AxLinkSend *s, int *done) {
 }
 
 int ax_link_wait(const AxCommConfig *cc, AxLinkSend *s) {
-  if (!emulator(cc) && !s->held) return ax_mpi_wait(cc, &s->req, NULL);
+  if (!waits_poll(cc) && !s->held) return ax_mpi_wait(cc, &s->req, NULL);
   AxLinkWaiter w = {0};
   for (;;) {
     int done;
@@ -58,7 +82,7 @@ void ax_link_drop(const AxCommConfig *cc, AxLinkSend *s) {
 
 int ax_link_waitany(const AxCommConfig *cc, int n, MPI_Request *reqs, int *index,
                     MPI_Status *status) {
-  if (!emulator(cc)) return ax_mpi_waitany(cc, n, reqs, index, status);
+  if (!waits_poll(cc)) return ax_mpi_waitany(cc, n, reqs, index, status);
   AxLinkWaiter w = {0};
   for (;;) {
     int done = 0;
@@ -76,9 +100,9 @@ int ax_link_wait_recv(const AxCommConfig *cc, MPI_Request *req, MPI_Status *stat
 
 int ax_link_wait_collective(const AxCommConfig *cc, MPI_Comm comm, MPI_Request *req) {
   AxLinkEmu *e = emulator(cc);
-  if (!e) /* MPI's own wait as the blocking collective it stands for, or polite (cc->polite) */
+  if (!waits_poll(cc)) /* MPI's own wait as the blocking collective it stands for, or polite */
     return ax_mpi_wait(cc, req, NULL);
-  if (ax_link_bells_on(&e->bells)) {
+  if (e && ax_link_bells_on(&e->bells)) {
     const int *world;
     int size, rank;
     AX_MPI(MPI_Comm_size(comm, &size));
@@ -165,6 +189,7 @@ int ax_link_pause_until(const AxCommConfig *cc, AxLinkWaiter *w, long long next_
 }
 
 void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w) {
+  run_idle_work(cc);
   AxLinkEmu *e = emulator(cc);
   if (!e) {
     ax_mpi_relax(cc);

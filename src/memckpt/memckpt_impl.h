@@ -111,6 +111,9 @@ struct AxMemCkpt {
   AxFileMap send;             /* the file this rank writes (a writer's copy thread) and sends
                                * its replicas from: a view of its slot map */
   _Atomic int file_ready;     /* the copy thread is done with the file and its mapping */
+  int completing;             /* in complete_all (its own passes; none from the waits) */
+  int wait_rc;                /* a pass run from a wait that failed (reported next) */
+  char wait_err[512];
   /* Gemini's schedule (--replica-schedule idle) */
   int idle;
   AxReplicaLink link;         /* the replicas' link model and Algorithm 6.2's parameters */

@@ -25,11 +25,20 @@
  * The link model f(s) = alpha + s / B: the emulated link's own figures, or on real links a
  * ping-pong fitted between the first sender and its receiver (mpi/casync/casync_probe.c). A
  * receiver posts one receive at a time per file (a chunk's size is the sender's choice: the receive
- * is posted for the rest of the file, and MPI_Get_count says how much came). */
+ * is posted for the rest of the file, and MPI_Get_count says how much came).
+ *
+ * Between the step's ticks every wait of the main thread runs a pass too (ax_link_set_idle_work):
+ * a receiver posts its next receive as soon as a chunk has landed, a sender hands chunks to
+ * the spans as it waits in them, and MPI moves the bytes of both (over shared memory MPICH
+ * moves a large message only inside calls of the sender's and the receiver's). With the ticks
+ * alone (one at each forward and backward of a micro-batch) a receiver took about one chunk
+ * a tick and the rest crossed at the settle, which the whole step then waited for
+ * (docs/benchmarks.md, "Replicas that move while the ranks wait"). */
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +117,26 @@ int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
 
 /* ------------------------------------------------------------------ a step's transfers */
 
+static int pass(AxMemCkpt *mc, int send, int *all, int *handed);
+
+/* A wait's pass (ax_link_set_idle_work): its failure kept for the next tick or settle. */
+static void pass_while_waiting(void *ctx) {
+  AxMemCkpt *mc = ctx;
+  if (!mc->replicating || mc->completing || mc->wait_rc != AX_OK) return;
+  int all, handed;
+  mc->wait_rc = pass(mc, mc->idle ? 1 : 0, &all, &handed);
+  if (mc->wait_rc == AX_OK) return;
+  snprintf(mc->wait_err, sizeof mc->wait_err, "%s", ax_error_message());
+  ax_error_clear();
+}
+
+/* The failure of a wait's pass, once. */
+static int waits_failed(AxMemCkpt *mc) {
+  if (mc->wait_rc == AX_OK) return AX_OK;
+  mc->wait_rc = AX_OK;
+  return AX_FAIL("memory checkpoint replicas: %s", mc->wait_err);
+}
+
 int ax_replicas_begin(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   int me = (mc->v.grid != NULL) ? mc->v.grid->rank : 0, k = 0;
   mc->xfer = ax_calloc((size_t)n + 1, sizeof *mc->xfer);
@@ -123,7 +152,9 @@ int ax_replicas_begin(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
   }
   mc->n_xfer = k;
   mc->replicating = 1;
+  mc->wait_rc = AX_OK;
   atomic_store(&mc->file_ready, 0);
+  if (k > 0) ax_link_set_idle_work(mc->v.links, pass_while_waiting, mc);
   return AX_OK;
 }
 
@@ -282,8 +313,10 @@ static int pass(AxMemCkpt *mc, int send, int *all, int *handed) {
 static int complete_all(AxMemCkpt *mc) {
   AxCommConfig cc = replica_cc(mc);
   AxLinkWaiter w = {0};
-  int all, handed, rc;
-  while ((rc = pass(mc, 2, &all, &handed)) == AX_OK && !all) ax_link_pause(&cc, &w);
+  int all, handed, rc = waits_failed(mc);
+  mc->completing = 1;
+  while (rc == AX_OK && (rc = pass(mc, 2, &all, &handed)) == AX_OK && !all) ax_link_pause(&cc, &w);
+  mc->completing = 0;
   return rc;
 }
 
@@ -319,6 +352,7 @@ int ax_replicas_step_begin(AxMemCkpt *mc) {
 int ax_replicas_tick(AxMemCkpt *mc) {
   if (!mc->replicating) return AX_OK;
   int all, handed;
+  AX_TRY(waits_failed(mc));
   return pass(mc, mc->idle ? 1 : 0, &all, &handed);
 }
 
@@ -330,7 +364,8 @@ int ax_replicas_tick(AxMemCkpt *mc) {
 int ax_replicas_hand_over(AxMemCkpt *mc, int flush, int *handed) {
   int all;
   *handed = 1;
-  if (!mc->replicating || !mc->idle || flush) return AX_OK;
+  if (!mc->replicating || !mc->idle || flush) return waits_failed(mc);
+  AX_TRY(waits_failed(mc));
   return pass(mc, 1, &all, handed);
 }
 
@@ -413,6 +448,7 @@ int ax_replicas_complete(AxMemCkpt *mc) { return mc->replicating ? complete_all(
 
 void ax_replicas_free(AxMemCkpt *mc) {
   AxCommConfig cc = replica_cc(mc);
+  if (mc->n_xfer > 0) ax_link_set_idle_work(mc->v.links, NULL, NULL);
   for (int i = 0; i < mc->n_xfer; i++) {
     AxReplicaXfer *r = &mc->xfer[i];
     for (int c = 0; c < r->n_chunks; c++) ax_link_drop(&cc, &r->chunks[c]);

@@ -374,13 +374,14 @@ int ax_trainer_setup_compress(AxTrainer *t) {
 /* Compression starts this step, after a plain warm-up: a codec that carries the optimizer's
  * first moment starts from Adam's, not from zero (1-bit Adam's compression stage takes its
  * warm-up's momentum; DGC's momentum correction runs through its warm-up). Each rank's codec
- * momentum is 1 / G_data of it: the ranks' own gradients, each 1 / G_data of the batch's
- * (the loss is the mean over the global batch), sum to the batch's, and so do their momenta;
- * times the loss scale, as the gradients the codec sees carry it. Adam's moments on the device
- * (--optimizer device) are not read here: there the codec's momentum starts from zero. */
+ * momentum is its share of it: the ranks' own gradients, each 1 / G_data of the batch's (the
+ * loss is the mean over the global batch), sum to the batch's, and so do their momenta (a
+ * two-level part: each node's sum, 1 / the nodes); times the loss scale, as the gradients the
+ * codec sees carry it. (Compression runs with the optimizer on the host only: Adam's moments
+ * are in t->off.) */
 static void hand_momentum_to_codec(AxTrainer *t) {
-  if (t->cfg.optim.optimizer_device || !t->off.m || ax_codec_momentum(t->codec) <= 0) return;
-  ax_grad_compress_set_momentum(&t->gc, t->off.m, t->loss_scale.scale / (float)t->grid.D);
+  if (!t->off.m || ax_codec_momentum(t->codec) <= 0) return;
+  ax_grad_compress_set_momentum(&t->gc, t->off.m, t->loss_scale.scale);
 }
 
 /* Called once or twice a step (--dp-sync-early: again before the sum starts): the hand-over at

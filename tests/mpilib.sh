@@ -57,6 +57,15 @@ first_step_same() {
     fail "$1: first-step loss $b vs $ref $a (more than 1e-6 apart)"
 }
 
+# loss_near_at NAME REF STEP TOL: NAME's loss at STEP within TOL relative of REF's (printed)
+loss_near_at() {
+  awk -F, -v step="$3" -v tol="$4" -v name="$1" 'NR == FNR { l[$1] = $2; next }
+    FNR > 1 && $1 == step { d = ($2 - l[$1]) / l[$1]; if (d < 0) d = -d; seen = 1
+      printf "  %s: loss at step %d %.3g from the reference\n", name, step, d; bad = d > tol }
+    END { exit bad || !seen }' "$TMP/$2.csv" "$TMP/$1.csv" ||
+    fail "$1: loss at step $3 not within $4 of $2's"
+}
+
 tail_equal() {
   awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { bad = 1; print "step " $1 ": " $2 " vs " l[$1] }
     END { exit bad }' "$TMP/$2.csv" "$TMP/$1.csv" || fail "$1: losses differ from $2"

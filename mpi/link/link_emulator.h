@@ -153,10 +153,10 @@ void ax_link_pause(const AxCommConfig *cc, AxLinkWaiter *w);
 /* Work that moves while this rank waits: from now on every pause of a wait on this thread
  * (emulated or real links) first calls work(ctx), never inside itself, and the waits of real
  * links poll instead of blocking in MPI (one work at a time; NULL ends it). The memory
- * checkpoints' replicas use it (memckpt_replicas.c): a transfer whose receiver posts its next
- * receive only when it runs, and whose sender over MPI's shared memory moves its bytes only
- * inside MPI calls, moved only at the step's few ticks. The work reports its own failures
- * later: it returns nothing here. */
+ * checkpoints' replicas use it (memckpt_replicas.c): their receivers post each next receive
+ * from their own calls, and MPICH moves a large message over shared memory only inside both
+ * ranks' MPI calls, so with their calls at the step's ticks alone they hardly moved. The work
+ * reports its own failures later: it returns nothing here. */
 typedef void (*AxLinkIdleWork)(void *ctx);
 void ax_link_set_idle_work(AxLinkEmu *e, AxLinkIdleWork work, void *ctx);
 /* The emulator's pause with this rank's earliest held send due at next_due (LLONG_MAX: none),

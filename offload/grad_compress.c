@@ -124,6 +124,10 @@ void ax_grad_compress_set_momentum(AxGradCompress *gc, const float *m, float los
   }
 }
 
+void ax_grad_compress_rescale(AxGradCompress *gc, float factor) {
+  for (int p = 0; p < gc->n_parts; p++) ax_casync_state_rescale(gc->parts[p].state, factor);
+}
+
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p) {
   return gc && gc->enabled && p < gc->n_parts &&
          (gc->parts[p].choice.compress || gc->parts[p].choice.two_level);

@@ -50,6 +50,7 @@ typedef struct {
   AxGradPart *parts;       /* [n_parts], in range order */
   int *first;              /* [n_chunks + 1]: chunk c's parts are [first[c], first[c+1]) */
   uint64_t seed, step;     /* the codec context of this step (the trainer sets step) */
+  float grad_scale;        /* ... and the loss scale its gradients carry (0 or 1: none) */
   int enabled;             /* 0: every part plain (--compress-warmup) */
   const AxTwoLevel *two_level; /* the communicators of two-level parts (not owned; NULL: none) */
 } AxGradCompress;
@@ -81,6 +82,8 @@ void ax_grad_compress_free(AxGradCompress *gc);
  * ranks' gradients, or the nodes' sums of them, add up to the batch's gradient, and so do
  * their momenta). */
 void ax_grad_compress_set_momentum(AxGradCompress *gc, const float *m, float loss_scale);
+/* Every compressed part's state times factor (the loss scale changed by it). */
+void ax_grad_compress_rescale(AxGradCompress *gc, float factor);
 /* Whether part p is summed by an operation of its own now (CaSync, or two levels). */
 int ax_grad_compress_part_uses(const AxGradCompress *gc, int p);
 /* Whether any part of chunk c is (the rest: plain all-reduces of runs of parts). */

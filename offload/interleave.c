@@ -143,7 +143,8 @@ static int start_own(Reducer *rd, int p, int *k) {
                    rd->r->summed_lo, rd->r->summed_hi, part->lo, part->hi);
   AxCommConfig cc = ax_comm_config_resolve(rd->r->cc);
   AxCodecCtx ctx = {.seed = gc->seed, .step = gc->step, .range = part->lo,
-                    .adam_v = rd->o->v && !part->choice.two_level ? rd->o->v + part->lo : NULL};
+                    .adam_v = rd->o->v && !part->choice.two_level ? rd->o->v + part->lo : NULL,
+                    .grad_scale = gc->grad_scale};
   float *buf = rd->o->grads + part->lo;
   size_t count = part->hi - part->lo;
   if (part->choice.two_level) {

@@ -1,24 +1,23 @@
 /* loss_scale.c — the dynamic loss-scale state machine; see loss_scale.h. */
 #include "loss_scale.h"
 
-enum { INITIAL_SCALE = 1 << 16, GROWTH_INTERVAL = 200 };
+enum { INITIAL_SCALE = 1 << 16 };
 static const float MIN_SCALE = 1.0f / (1 << 24), MAX_SCALE = 1.0e30f;
 
-void ax_loss_scale_init(AxLossScale *ls, int enabled) {
+void ax_loss_scale_init(AxLossScale *ls, int enabled, int window) {
   *ls = (AxLossScale){.enabled = enabled, .scale = enabled ? (float)INITIAL_SCALE : 1.0f,
-                      .growth_interval = GROWTH_INTERVAL};
+                      .growth_interval = window > 0 ? window : 1};
 }
 
-int ax_loss_scale_update(AxLossScale *ls, int overflow) {
+float ax_loss_scale_update(AxLossScale *ls, int overflow) {
+  float before = ls->scale;
   if (overflow) {
     ls->skipped++;
     ls->clean_steps = 0;
     if (ls->enabled && ls->scale * 0.5f >= MIN_SCALE) ls->scale *= 0.5f;
-    return 1;
-  }
-  if (ls->enabled && ++ls->clean_steps >= ls->growth_interval) {
+  } else if (ls->enabled && ++ls->clean_steps >= ls->growth_interval) {
     ls->clean_steps = 0;
     if (ls->scale * 2.0f <= MAX_SCALE) ls->scale *= 2.0f;
   }
-  return 0;
+  return ls->scale / before;
 }

@@ -95,6 +95,8 @@ int ax_backprop_decode(AxBackprop *b, const void *msg, size_t bytes, AxMemKind m
   return AX_OK;
 }
 
+void ax_backprop_rescale(AxBackprop *b, float factor) { ax_codec_state_rescale(b->link, factor); }
+
 size_t ax_backprop_state_bytes(const AxBackprop *b) {
   return b->link ? ax_codec_state_bytes(b->link) : 0;
 }

@@ -61,6 +61,9 @@ int ax_backprop_encode(AxBackprop *b, const void *src, const void **msg, size_t 
 int ax_backprop_decode(AxBackprop *b, const void *msg, size_t bytes, AxMemKind mem,
                        const float **out);
 
+/* The link state times factor: the lazy error holds gradients at the loss scale of the step
+ * that left it, and follows the scale when it changes (ax_codec_state_rescale). */
+void ax_backprop_rescale(AxBackprop *b, float factor);
 /* The link state in checkpoints (0 bytes on stage 0). */
 size_t ax_backprop_state_bytes(const AxBackprop *b);
 int ax_backprop_state_save(const AxBackprop *b, void *buf);

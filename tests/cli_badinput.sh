@@ -119,6 +119,7 @@ bad "--hidden 99999999999 is out of range" "$AXONN" train --hidden 99999999999
 bad "--lr expects a number, got 'nan'" "$AXONN" train --lr nan
 bad "--lr expects a number, got 'inf'" "$AXONN" train --lr inf
 bad "--lr -0.1 is out of range" "$AXONN" train --lr -0.1
+bad "--loss-scale-window 0 is out of range" "$AXONN" train --loss-scale-window 0 --loss-scaling dynamic
 bad "--beta1 1 is out of range" "$AXONN" train --beta1 1
 bad "--tp-gather-budget -2 is out of range" "$AXONN" train --tp-gather-budget -2
 bad "--grad-clip expects a number" "$AXONN" train --grad-clip 1e999
@@ -218,6 +219,7 @@ bad "--ranks-per-node 3 does not divide the job's 1 rank(s)" "$AXONN" bench opti
 # ---------------------------------------------------------------- flags the configuration ignores
 # One warning each (issue 47), even under --quiet ($T has it); the run goes on.
 warns "--lazy-error has no effect without --compress-backprop" "$AXONN" train $T --lazy-error 0
+warns "--loss-scale-window has no effect without dynamic loss scaling" "$AXONN" train $T --loss-scale-window 5
 warns "--attention has no effect here: the fused attention runs on --device cuda" "$AXONN" train $T --attention fused
 warns "--compress-sync has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-sync ps
 warns "--compress-min-bytes has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-min-bytes 0

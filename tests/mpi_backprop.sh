@@ -6,6 +6,8 @@
 #  - --compress-warmup N: every backward message travels in full for the first N steps;
 #  - its state (the link's residual and Q) and selective stage compression's go into the
 #    checkpoints: 10 steps, resume, 10 more equal 20 straight, bit for bit, on 2x2;
+#  - both states follow a dynamic loss scale that doubles and halves: the unscaled run, bit for
+#    bit;
 #  - bad values: one clear line, non-zero exit, nothing written.
 . "$(dirname "$0")/mpilib.sh"
 
@@ -68,6 +70,13 @@ run full 4 $C --steps 20 &&
 run nolep 4 $C --steps 12 --lazy-error 0 --checkpoint-dir "$TMP/ck" --resume &&
   { grep -q "compression state of --compress-backprop .* starts fresh" "$TMP/nolep.log" ||
     { fail "resume with another backprop codec did not warn"; cat "$TMP/nolep.log"; }; }
+
+# dynamic loss scaling: the links' lazy error and Q, and the compressed stage's state, keep
+# gradients at the loss scale and follow it when it changes (doubled after 2 clean steps,
+# halved on the overflow at step 7): in fp32 the run is the unscaled one bit for bit
+run lsoff 4 $C --steps 12 --debug-overflow-step 7 --loss-scaling off &&
+  run lsdyn 4 $C --steps 12 --debug-overflow-step 7 --loss-scaling dynamic --loss-scale-window 2 &&
+  same_losses lsdyn lsoff 0 0
 
 # bad values: one line, non-zero, no metrics file
 for bad in "powersgd:rank=0" "onebit" "powersgd:cols=4" "powersgd:ef=1" "nosuch"; do

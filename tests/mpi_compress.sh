@@ -13,6 +13,9 @@
 #    bit, with onebit's recipe (error feedback, 1-bit Adam's momentum, 3 plain steps, then the
 #    variance frozen; a resume with another codec, or with the same codec deciding other parts,
 #    warns that the state starts fresh);
+#  - under dynamic loss scaling the codec state follows the scale and tbq's threshold ignores
+#    it: an fp32 run that doubles and halves it is the unscaled run bit for bit (onebit, dgc,
+#    powersgd, tbq);
 #  - the data-parallel bytes of the summary shrink by the codec's ratio (every part compressed:
 #    --compress-vectors 1);
 #  - ranks that share memory (one machine, no emulated link): the cost model keeps every part
@@ -96,6 +99,21 @@ run other 2 --compress topk:ratio=0.1 --compress-min-bytes 0 --g-data 2 --steps 
   --checkpoint-dir "$TMP/ck" --resume &&
   { grep -q "compression state .* starts fresh" "$TMP/other.log" ||
     { fail "resume with another codec did not warn"; cat "$TMP/other.log"; }; }
+
+# dynamic loss scaling: the codec state keeps gradients at the loss scale (error feedback, the
+# momenta, DGC's accumulation, PowerSGD's Q) and follows the scale when it changes (doubled
+# after 3 clean steps, halved on the overflow at step 10), and tbq's threshold is in unscaled
+# units: in fp32, where powers of 2 scale exactly, the runs are the unscaled ones bit for bit
+# (the state left at the old scale: the losses differed from step 5, 8 and 5 on; tbq's tau
+# against the scaled values: from step 2)
+LS="--g-data 2 --steps 16 --compress-min-bytes 0 --debug-overflow-step 10"
+for codec in onebit dgc powersgd tbq:ef=1; do
+  n=${codec%%:*}
+  # shellcheck disable=SC2086
+  run "lsoff$n" 2 $LS --compress $codec --loss-scaling off &&
+    run "ls$n" 2 $LS --compress $codec --loss-scaling dynamic --loss-scale-window 3 &&
+    same_losses "ls$n" "lsoff$n" 0 0
+done
 
 # the summary's data-parallel bytes shrink by the ratio (onebit: 1/32 of fp32, plus scales)
 run plain 2 --g-data 2 --steps 3 --summary "$TMP/plain.json" &&

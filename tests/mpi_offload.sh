@@ -8,9 +8,10 @@
 #    grid within 1e-5 of the plain step on the same grid; the same with a communication
 #    thread (--progress thread) instead of progress calls;
 #  - a bf16 all-reduce payload stays close (1e-2) to fp32;
-#  - dynamic loss scaling leaves an fp32 run's losses as they are, and a forced overflow skips
-#    exactly one step on every rank: 3 steps with an overflow at step 3 end with the weights
-#    of 2 steps, bit for bit;
+#  - dynamic loss scaling leaves an fp32 run's losses as they are (the scale doubled 6 times
+#    in 12 steps: each update divides by the scale its gradients carry, clipped or not; the
+#    summary's scale at the end), and a forced overflow skips exactly one step on every rank:
+#    3 steps with an overflow at step 3 end with the weights of 2 steps, bit for bit;
 #  - --optimizer device (the optimizer state beside the weights, the norm where the gradients
 #    are) gives the host optimizer's losses and weights bit for bit on the CPU backend, whose
 #    device memory is host memory (the same arrays, the same AdamW): with clipping, with
@@ -49,6 +50,19 @@ run grid_clip 4 --g-inter 2 --g-data 2 --bucket-size 500 --coarsening 2 --allred
 run bf16 2 --g-data 2 --grad-clip 0 --bucket-size 1000 --allreduce-dtype bf16 &&
   same_losses bf16 plain0 1e-2 2e-2
 run scaled 2 --g-data 2 --grad-clip 0 --loss-scaling dynamic && same_losses scaled plain0 0 0
+# the scale doubled after every 2 clean steps (--loss-scale-window 2, 6 times in 12 steps): each
+# update divides by the scale its gradients were computed with, the clipping norm too (a scale
+# doubled before its step's update took half a step: the losses differed from step 3 on)
+scale_at_end() { # scale_at_end NAME SCALE SKIPPED: the summary's run.loss_scale and skipped_steps
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["run"]
+sys.exit(0 if (r["loss_scale"], r["skipped_steps"]) == (float(sys.argv[2]), int(sys.argv[3])) else 1)' \
+    "$TMP/$1.json" "$2" "$3" || { fail "$1: the summary's loss scale is not $2 ($3 skipped)"; grep -o '"run":{[^}]*}' "$TMP/$1.json"; }
+}
+for clip in 0 1; do
+  run "grow$clip" 2 --g-data 2 --grad-clip $clip --loss-scaling dynamic --loss-scale-window 2 \
+    --summary "$TMP/grow$clip.json" && same_losses "grow$clip" "plain$clip" 0 0 &&
+    scale_at_end "grow$clip" 4194304 0
+done
 
 # forced overflow: every rank skips step 3 (constant lr, so 2 steps are a prefix of 3)
 NOSCHED="--lr-schedule constant --warmup 0 --loss-scaling dynamic"
@@ -71,6 +85,11 @@ done
 run devopt 1 --steps 3 $NOSCHED --debug-overflow-step 3 --optimizer device &&
   same_losses devopt skip1 0 0 && grep -q "step 3: gradients overflowed" "$TMP/devopt.log" ||
   fail "devopt: no overflow skipped"
+# and its scale doubled after each clean step (4 steps: 2^16 -> 2^20 less the skip's half)
+run devgrow 1 --steps 4 $NOSCHED --loss-scaling dynamic --loss-scale-window 1 --debug-overflow-step 3 \
+  --optimizer device --summary "$TMP/devgrow.json" &&
+  run hostgrow 1 --steps 4 $NOSCHED --loss-scaling off --debug-overflow-step 3 &&
+  same_losses devgrow hostgrow 0 0 && scale_at_end devgrow 262144 1
 COMMON=$COMMON_SAVED
 run host1 1 && run dev1 1 --optimizer device && same_losses dev1 host1 0 0
 CK="--optimizer device --checkpoint-dir $TMP/ck --checkpoint-every 6"

@@ -68,7 +68,7 @@ static size_t encode_ok(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ct
 
 static void decode_ok(const AxCodec *c, const uint8_t *buf, size_t bytes, float *out, size_t n,
                       int add) {
-  AxCodecCtx ctx = {0, 0, 0, NULL};
+  AxCodecCtx ctx = {0, 0, 0, NULL, 1};
   EXPECT_MSG(ax_codec_decode(c, &ctx, buf, bytes, out, n, add) == AX_OK, "%s: %s",
                 ax_codec_spec(c), ax_error_message());
 }
@@ -259,7 +259,7 @@ START_TEST(identity_is_exact_bit_for_bit) {
   float *x = tu_random(n, 5.0f, 1), *y = tu_zeros(n);
   x[3] = -0.0f, x[4] = INFINITY, x[5] = 1e-42f, x[6] = -INFINITY;
   AxCodec *c = parse("identity");
-  AxCodecCtx ctx = {1, 2, 3, NULL};
+  AxCodecCtx ctx = {1, 2, 3, NULL, 1};
   roundtrip(c, &ctx, x, n, y);
   ck_assert_int_eq(memcmp(x, y, n * sizeof *x), 0);
   ck_assert_double_eq(ax_codec_ratio(c, n), 1.0);
@@ -279,7 +279,7 @@ START_TEST(onebit_keeps_every_sign_and_the_scales) {
     if (x[i] >= 0) pos += x[i], npos++;
     else neg += x[i];
   }
-  AxCodecCtx ctx = {1, 2, 3, NULL};
+  AxCodecCtx ctx = {1, 2, 3, NULL, 1};
   AxCodec *mean = parse("onebit"), *two = parse("onebit:scale=twomeans"), *ef = parse("efsignsgd");
   roundtrip(mean, &ctx, x, n, y);
   for (size_t i = 0; i < n; i++) {
@@ -305,12 +305,20 @@ START_TEST(tbq_is_exact_on_its_levels) {
   size_t n = 1000;
   float *x = tu_random(n, 1.0f, 3), *y = tu_zeros(n);
   x[0] = 0.25f, x[1] = -0.25f, x[2] = 0.2499999f, x[3] = -0.2499999f;
-  AxCodecCtx ctx = {0, 0, 0, NULL};
+  AxCodecCtx ctx = {0, 0, 0, NULL, 1};
   roundtrip(c, &ctx, x, n, y);
   for (size_t i = 0; i < n; i++) {
     float want = x[i] >= 0.25f ? 0.25f : x[i] <= -0.25f ? -0.25f : 0.0f;
     EXPECT_MSG(y[i] == want, "%zu: %g -> %g, want %g", i, x[i], y[i], want);
   }
+  /* values that carry a loss scale meet tau times it: the unscaled decisions, scaled */
+  float *scaled = tu_zeros(n), *ys = tu_zeros(n);
+  for (size_t i = 0; i < n; i++) scaled[i] = 1024.0f * x[i];
+  AxCodecCtx at_scale = {.grad_scale = 1024.0f};
+  roundtrip(c, &at_scale, scaled, n, ys);
+  for (size_t i = 0; i < n; i++)
+    EXPECT_MSG(ys[i] == 1024.0f * y[i], "%zu: %g at scale 1024 -> %g, want %g", i, x[i], ys[i],
+               1024.0f * y[i]);
   ax_codec_free(c);
 }
 END_TEST
@@ -330,7 +338,7 @@ static void check_unbiased(const char *spec, int levels, int use_norm) {
   double s = use_norm ? sqrt(sq) : mx, step = s / levels;
   uint8_t *buf = enc_buf(c, N);
   for (uint64_t t = 0; t < TRIALS; t++) {
-    AxCodecCtx ctx = {7, t, 11, NULL};
+    AxCodecCtx ctx = {7, t, 11, NULL, 1};
     size_t bytes = encode_ok(c, NULL, &ctx, x, N, buf);
     decode_ok(c, buf, bytes, y, N, 0);
     for (size_t i = 0; i < N; i++) {
@@ -374,7 +382,7 @@ START_TEST(scaled_codecs_pass_non_finite_input_on) {
   for (size_t s = 0; s < sizeof specs / sizeof *specs; s++)
     for (int bad = 0; bad < 3; bad++) {
       AxCodec *c = parse(specs[s]);
-      AxCodecCtx ctx = {1, 2, 3, NULL};
+      AxCodecCtx ctx = {1, 2, 3, NULL, 1};
       float keep = x[37];
       x[37] = bad == 0 ? NAN : bad == 1 ? INFINITY : -INFINITY;
       roundtrip(c, &ctx, x, n, y);
@@ -394,7 +402,7 @@ START_TEST(stochastic_codecs_are_deterministic_given_the_context) {
   for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
     AxCodec *c = parse(specs[s]);
     uint8_t *a = enc_buf(c, n), *b = enc_buf(c, n), *d = enc_buf(c, n);
-    AxCodecCtx ctx = {3, 4, 5, NULL}, other = {3, 5, 5, NULL};
+    AxCodecCtx ctx = {3, 4, 5, NULL, 1}, other = {3, 5, 5, NULL, 1};
     size_t na = encode_ok(c, NULL, &ctx, x, n, a), nb = encode_ok(c, NULL, &ctx, x, n, b);
     EXPECT(na == nb && !memcmp(a, b, na));
     if (s < 2) { /* the quantizers draw other roundings at another step */
@@ -430,7 +438,7 @@ START_TEST(topk_keeps_exactly_the_k_largest) {
       char spec[64];
       snprintf(spec, sizeof spec, "topk:k=%zu", ks[q]);
       AxCodec *c = parse(spec);
-      AxCodecCtx ctx = {1, t, 2, NULL};
+      AxCodecCtx ctx = {1, t, 2, NULL, 1};
       roundtrip(c, &ctx, x, n, y);
       uint8_t *kept = tu_alloc(n);
       memset(kept, 0, n);
@@ -452,7 +460,7 @@ START_TEST(decode_add_adds) {
         *z = tu_zeros(n);
   for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
     AxCodec *c = parse(specs[s]);
-    AxCodecCtx ctx = {1, 1, 1, NULL};
+    AxCodecCtx ctx = {1, 1, 1, NULL, 1};
     uint8_t *buf = enc_buf(c, n);
     size_t bytes = encode_ok(c, NULL, &ctx, x, n, buf);
     for (size_t i = 0; i < n; i++) y[i] = NAN; /* add = 0 overwrites everything */
@@ -493,7 +501,7 @@ START_TEST(encoded_sizes_stay_within_max_bytes) {
         if (input == 3)
           for (size_t i = 0; i < n; i++) x[i] = (i & 1) ? 1e30f : -1e-30f;
         for (int with_state = 0; with_state < 2; with_state++) {
-          AxCodecCtx ctx = {9, (uint64_t)input, t, NULL};
+          AxCodecCtx ctx = {9, (uint64_t)input, t, NULL, 1};
           uint8_t *buf = enc_buf(c, n);
           size_t bytes = encode_ok(c, with_state ? st : NULL, &ctx, x, n, buf);
           if (fixed) ck_assert_uint_eq(bytes, ax_codec_max_bytes(c, n));
@@ -526,7 +534,7 @@ static void check_feedback_bounded(const char *spec, double bound) {
   float *x = tu_zeros(N);
   for (uint64_t step = 0; step < STEPS; step++) {
     fill_uniform(g, N, 1000 + step);
-    AxCodecCtx ctx = {1, step, 0, NULL};
+    AxCodecCtx ctx = {1, step, 0, NULL, 1};
     memcpy(x, g, N * sizeof *x);
     EXPECT_OK(ax_codec_prepare(c, st, x, N)); /* dgc: its momentum; the others: nothing */
     size_t bytes = encode_ok(c, st, &ctx, x, N, buf);
@@ -562,7 +570,7 @@ START_TEST(error_feedback_residual_is_exactly_what_encoding_lost) {
         float *g = tu_random(n, 1.0f, 80 + step);
         float *res = saved_floats(st, &len, ckpt);
         for (size_t i = 0; i < n; i++) x[i] = res[i] + g[i];
-        AxCodecCtx ctx = {3, step, 1, NULL};
+        AxCodecCtx ctx = {3, step, 1, NULL, 1};
         size_t nw = encode_ok(c, st, &ctx, g, n, with), no = encode_ok(c, NULL, &ctx, x, n, without);
         EXPECT_MSG(nw == no && !memcmp(with, without, nw), "%s n=%zu: other bytes", specs[s], n);
         decode_ok(c, without, no, y, n, 0);
@@ -615,7 +623,7 @@ START_TEST(dgc_warms_up_its_sparsity) {
   float *x = tu_random(N, 1.0f, 77);
   uint8_t *buf = enc_buf(c, N);
   for (uint64_t step = 10; step <= 20; step++) {
-    AxCodecCtx ctx = {5, step, 0, NULL};
+    AxCodecCtx ctx = {5, step, 0, NULL, 1};
     encode_ok(c, NULL, &ctx, x, N, buf);
     uint32_t count;
     memcpy(&count, buf, sizeof count);
@@ -643,7 +651,7 @@ START_TEST(dgc_under_adam_sends_the_largest_updates) {
   for (size_t i = 0; i < N / 2; i++) mag[i] = fabsf(x[2 * i]);
   float thr = kth_largest(mag, N / 2, KEEP);
   uint8_t *buf = enc_buf(c, N);
-  AxCodecCtx adam = {5, 1, 0, v}, plain = {5, 1, 0, NULL};
+  AxCodecCtx adam = {5, 1, 0, v, 1}, plain = {5, 1, 0, NULL, 1};
   size_t bytes = encode_ok(c, NULL, &adam, x, N, buf);
   decode_ok(c, buf, bytes, got, N, 0);
   size_t sent = 0;
@@ -682,7 +690,7 @@ START_TEST(dgc_corrects_momentum_once_and_masks_what_it_sends) {
       if (step % 2) x[i] += other[i]; /* odd steps: a partial sum holding another rank's */
       v[i] += x[i];
     }
-    AxCodecCtx ctx = {5, step, 0, NULL};
+    AxCodecCtx ctx = {5, step, 0, NULL, 1};
     size_t bytes = encode_ok(c, st, &ctx, x, N, buf);
     decode_ok(c, buf, bytes, got, N, 0);
     float mag[N];
@@ -737,7 +745,7 @@ START_TEST(onebit_momentum_is_one_bit_adams) {
       EXPECT_MSG(x[i] == u[i], "step %d: prepared %zu is %g, not u = %g", (int)step, i, x[i],
                  u[i]);
     }
-    AxCodecCtx ctx = {1, step, 0, NULL};
+    AxCodecCtx ctx = {1, step, 0, NULL, 1};
     size_t bytes = encode_ok(c, st, &ctx, x, N, buf), rbytes = encode_ok(plain, ref, &ctx, u, N,
                                                                          rbuf);
     ck_assert_uint_eq(bytes, rbytes); /* u with error feedback: what onebit:ef=1 sends of u */
@@ -787,7 +795,7 @@ START_TEST(state_checkpoint_round_trips_exactly) {
     AxCodecState *a = state_of(c, n), *b = state_of(c, n);
     uint8_t *ea = enc_buf(c, n), *eb = enc_buf(c, n);
     for (uint64_t step = 0; step < 5; step++) {
-      AxCodecCtx ctx = {2, step, 3, NULL};
+      AxCodecCtx ctx = {2, step, 3, NULL, 1};
       encode_ok(c, a, &ctx, tu_random(n, 1.0f, 50 + step), n, ea);
     }
     size_t bytes = ax_codec_state_bytes(a);
@@ -795,7 +803,7 @@ START_TEST(state_checkpoint_round_trips_exactly) {
     ck_assert_int_eq(ax_codec_state_save(a, ckpt), AX_OK);
     ck_assert_int_eq(ax_codec_state_load(b, ckpt, bytes), AX_OK);
     for (uint64_t step = 5; step < 8; step++) { /* resumed: the same bytes, step after step */
-      AxCodecCtx ctx = {2, step, 3, NULL};
+      AxCodecCtx ctx = {2, step, 3, NULL, 1};
       float *g = tu_random(n, 1.0f, 50 + step);
       size_t na = encode_ok(c, a, &ctx, g, n, ea), nb = encode_ok(c, b, &ctx, g, n, eb);
       EXPECT(na == nb && !memcmp(ea, eb, na));
@@ -864,7 +872,7 @@ START_TEST(linear_codecs_handle_every_size) {
         float *x = input == 0 ? tu_random(n + 1, 1.0f, 10 + t) : tu_zeros(n + 1);
         if (input == 2)
           for (size_t i = 0; i < n; i++) x[i] = 0.5f;
-        AxCodecCtx ctx = {9, (uint64_t)input, t, NULL};
+        AxCodecCtx ctx = {9, (uint64_t)input, t, NULL, 1};
         linear_sync(c, &st, &ctx, &x, 1, n, &out);
         for (size_t i = 0; i < n; i++) {
           EXPECT_MSG(isfinite(out[i]), "%s n=%zu: %g at %zu", specs[s], n, out[i], i);
@@ -887,7 +895,7 @@ START_TEST(randk_picks_the_same_indices_on_every_rank) {
   AxCodecState *st[2] = {state_of(c, n), state_of(c, n)};
   float *a = tu_random(n, 1.0f, 20), *b = tu_random(n, 1.0f, 21), *ra = tu_zeros(n),
         *rb = tu_zeros(n);
-  AxCodecCtx ctx = {4, 10, 6, NULL};
+  AxCodecCtx ctx = {4, 10, 6, NULL, 1};
   linear_sync(c, st, &ctx, (float *[]){a, b}, 2, n, (float *[]){ra, rb});
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
@@ -903,7 +911,7 @@ START_TEST(randk_picks_the_same_indices_on_every_rank) {
   for (size_t i = 0; i < n; i++) ones[i] = (float)(i + 1);
   ck_assert_int_eq(ax_codec_factor(c, st[0], &ctx, ones, n, 0, f1), AX_OK);
   for (size_t j = 0; j < k; j++) EXPECT(ra[(size_t)f1[j] - 1] != 0);
-  AxCodecCtx next = {4, 11, 6, NULL};
+  AxCodecCtx next = {4, 11, 6, NULL, 1};
   ck_assert_int_eq(ax_codec_factor(c, st[0], &next, ones, n, 0, f2), AX_OK);
   EXPECT(memcmp(f1, f2, k * sizeof *f1) != 0);
   ax_codec_state_free(st[0]);
@@ -935,7 +943,7 @@ START_TEST(powersgd_rebuilds_a_rank_r_matrix) {
     ck_assert_uint_eq(ax_codec_max_bytes(c, n),
                       4 * (ax_codec_factor_len(c, n, 0) + ax_codec_factor_len(c, n, 1)));
     for (uint64_t step = 0; step < 3; step++) { /* the first Q from the seed, then warm */
-      AxCodecCtx ctx = {5, step, 0, NULL};
+      AxCodecCtx ctx = {5, step, 0, NULL, 1};
       linear_sync(c, &st, &ctx, &m, 1, n, &out);
       EXPECT_MSG(tu_max_rel(out, m, n, 1e-5 * mx, 0) <= 1, "%s step %d", specs[s], (int)step);
     }
@@ -949,7 +957,7 @@ START_TEST(powersgd_rebuilds_a_rank_r_matrix) {
   }
   AxCodec *c = parse("powersgd:rank=2,cols=32"); /* rank 2 cannot hold it */
   AxCodecState *st = state_of(c, n);
-  AxCodecCtx ctx = {5, 0, 0, NULL};
+  AxCodecCtx ctx = {5, 0, 0, NULL, 1};
   linear_sync(c, &st, &ctx, &m, 1, n, &out);
   EXPECT(tu_max_rel(out, m, n, 1e-3 * mx, 0) > 1);
   ax_codec_state_free(st);
@@ -965,7 +973,7 @@ START_TEST(powersgd_factors_of_two_ranks_rebuild_their_sum) {
   float *ra = tu_zeros(n), *rb = tu_zeros(n), *r1 = tu_zeros(n);
   AxCodecState *two[2] = {state_of(c, n), state_of(c, n)}, *one = state_of(c, n);
   for (uint64_t step = 0; step < 3; step++) {
-    AxCodecCtx ctx = {6, step, 7, NULL};
+    AxCodecCtx ctx = {6, step, 7, NULL, 1};
     linear_sync(c, two, &ctx, (float *[]){a, b}, 2, n, (float *[]){ra, rb});
     linear_sync(c, &one, &ctx, &sum, 1, n, &r1);
     ck_assert_int_eq(memcmp(ra, rb, n * sizeof *ra), 0); /* every rank rebuilds the same bits */
@@ -977,7 +985,7 @@ START_TEST(powersgd_factors_of_two_ranks_rebuild_their_sum) {
   AxCodecState *resumed = state_of(c, n);
   ck_assert_int_eq(ax_codec_state_save(two[0], ckpt), AX_OK);
   ck_assert_int_eq(ax_codec_state_load(resumed, ckpt, bytes), AX_OK);
-  AxCodecCtx ctx = {6, 3, 7, NULL};
+  AxCodecCtx ctx = {6, 3, 7, NULL, 1};
   float *fa = tu_zeros(32 * 4), *fr = tu_zeros(32 * 4);
   ck_assert_int_eq(ax_codec_factor(c, two[0], &ctx, a, n, 0, fa), AX_OK);
   ck_assert_int_eq(ax_codec_factor(c, resumed, &ctx, a, n, 0, fr), AX_OK);
@@ -1001,7 +1009,7 @@ START_TEST(powersgd_link_message_is_p_and_q_and_rebuilds_a_rank_r_matrix) {
   ck_assert_uint_eq(ax_codec_p2p_max_bytes(c, n), (rows + cols) * 4 * 4);
   uint8_t *msg = tu_alloc(ax_codec_p2p_max_bytes(c, n));
   for (uint64_t step = 0; step < 2; step++) {
-    AxCodecCtx ctx = {9, step, 1, NULL};
+    AxCodecCtx ctx = {9, step, 1, NULL, 1};
     size_t bytes;
     ck_assert_int_eq(ax_codec_p2p_encode(c, st, &ctx, m, n, msg, &bytes), AX_OK);
     ck_assert_uint_eq(bytes, (rows + cols) * 4 * 4); /* (n + m) x r x 4 */
@@ -1013,7 +1021,7 @@ START_TEST(powersgd_link_message_is_p_and_q_and_rebuilds_a_rank_r_matrix) {
   ax_error_clear();
   AxCodec *r = parse("randk:ratio=0.1"); /* linear, but indices need no message: not a link */
   AxCodecState *rst = state_of(r, n);
-  AxCodecCtx ctx = {9, 0, 1, NULL};
+  AxCodecCtx ctx = {9, 0, 1, NULL, 1};
   size_t bytes;
   ck_assert_int_eq(ax_codec_p2p_encode(r, rst, &ctx, m, n, msg, &bytes), AX_ERR);
   EXPECT(strstr(ax_error_message(), "cannot compress a point-to-point link") != NULL);
@@ -1043,7 +1051,7 @@ START_TEST(link_error_feedback_telescopes) {
     memset(sum_true, 0, n * sizeof *sum_true);
     for (int mb = 0; mb < 5; mb++) {
       float *g = tu_random(n, 1.0f, 100 + 10 * round + mb);
-      AxCodecCtx ctx = {3, (uint64_t)round, 0, NULL};
+      AxCodecCtx ctx = {3, (uint64_t)round, 0, NULL, 1};
       size_t bytes;
       ck_assert_int_eq(ax_codec_p2p_encode(c, st, &ctx, g, n, msg, &bytes), AX_OK);
       ck_assert_int_eq(ax_codec_p2p_decode(c, &ctx, msg, bytes, got, n), AX_OK);
@@ -1068,7 +1076,7 @@ START_TEST(linear_and_encode_calls_are_not_mixed_up) {
   float x[8] = {0}, f[8];
   uint8_t buf[64];
   size_t bytes;
-  AxCodecCtx ctx = {0, 0, 0, NULL};
+  AxCodecCtx ctx = {0, 0, 0, NULL, 1};
   AxCodecState *st = state_of(p, 8);
   ax_error_clear();
   ck_assert_int_eq(ax_codec_encode(p, st, &ctx, x, 8, buf, &bytes), AX_ERR);

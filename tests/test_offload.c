@@ -160,20 +160,25 @@ START_TEST(bf16_wire_on_one_rank_leaves_gradients_exact) {
 }
 END_TEST
 
-START_TEST(loss_scale_halves_on_overflow_and_grows_after_200_clean_steps) {
+START_TEST(loss_scale_halves_on_overflow_and_grows_after_a_window_of_clean_steps) {
   AxLossScale ls;
-  ax_loss_scale_init(&ls, 1);
+  ax_loss_scale_init(&ls, 1, AX_LOSS_SCALE_WINDOW);
   ck_assert_float_eq(ls.scale, 65536.0f);
-  ck_assert_int_eq(ax_loss_scale_update(&ls, 1), 1);
+  ck_assert_float_eq(ax_loss_scale_update(&ls, 1), 0.5f);
   ck_assert_float_eq(ls.scale, 32768.0f);
-  for (int i = 0; i < 199; i++) ck_assert_int_eq(ax_loss_scale_update(&ls, 0), 0);
+  for (int i = 0; i < 199; i++) ck_assert_float_eq(ax_loss_scale_update(&ls, 0), 1.0f);
   ck_assert_float_eq(ls.scale, 32768.0f);
-  ax_loss_scale_update(&ls, 0);
+  ck_assert_float_eq(ax_loss_scale_update(&ls, 0), 2.0f); /* the 200th clean step */
   ck_assert_float_eq(ls.scale, 65536.0f);
   ck_assert_int_eq(ls.skipped, 1);
-  ax_loss_scale_init(&ls, 0);
-  ck_assert_int_eq(ax_loss_scale_update(&ls, 1), 1); /* off: an overflow still skips */
+  ax_loss_scale_init(&ls, 1, 3); /* --loss-scale-window 3 */
+  for (int i = 0; i < 2; i++) ck_assert_float_eq(ax_loss_scale_update(&ls, 0), 1.0f);
+  ck_assert_float_eq(ax_loss_scale_update(&ls, 0), 2.0f);
+  ck_assert_float_eq(ls.scale, 131072.0f);
+  ax_loss_scale_init(&ls, 0, AX_LOSS_SCALE_WINDOW);
+  ck_assert_float_eq(ax_loss_scale_update(&ls, 1), 1.0f); /* off: the scale stays 1 */
   ck_assert_float_eq(ls.scale, 1.0f);
+  ck_assert_int_eq(ls.skipped, 1); /* an overflow is still counted (and skipped: the caller) */
 }
 END_TEST
 
@@ -311,7 +316,7 @@ int main(void) {
   tcase_add_test(tc, chunked_update_equals_whole_update);
   tcase_add_test(tc, separate_device_copy_gets_the_update_written_back);
   tcase_add_test(tc, bf16_wire_on_one_rank_leaves_gradients_exact);
-  tcase_add_test(tc, loss_scale_halves_on_overflow_and_grows_after_200_clean_steps);
+  tcase_add_test(tc, loss_scale_halves_on_overflow_and_grows_after_a_window_of_clean_steps);
   tcase_add_test(tc, host_sumsq_matches_double_sum);
   tcase_add_test(tc, host_sumsq_on_threads_equals_serial_bit_for_bit);
   tcase_add_test(tc, device_optimizer_equals_the_host_update);

@@ -102,6 +102,8 @@ size_t ax_casync_state_partitions(const AxCasyncState *s);
 /* Each piece's codec momentum becomes scale times its values of m[count] (the range's own:
  * ax_codec_state_set_momentum); nothing for a codec without one or on one rank. */
 void ax_casync_state_set_momentum(AxCasyncState *s, const float *m, float scale);
+/* Every piece's codec state times factor (ax_codec_state_rescale); nothing for NULL. */
+void ax_casync_state_rescale(AxCasyncState *s, float factor);
 /* Checkpointing (same codec, count, comm_size and chunking): size, copy out, copy in. */
 size_t ax_casync_state_bytes(const AxCasyncState *s);
 int ax_casync_state_save(const AxCasyncState *s, void *buf);

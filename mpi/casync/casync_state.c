@@ -73,6 +73,11 @@ void ax_casync_state_set_momentum(AxCasyncState *s, const float *m, float scale)
                                   m + ax_casync_piece_offset(s, seg, k), scale);
 }
 
+void ax_casync_state_rescale(AxCasyncState *s, float factor) {
+  for (size_t i = 0; s && s->states && i < s->n_states; i++)
+    ax_codec_state_rescale(s->states[i], factor);
+}
+
 /* Encode/decode codecs: a state per piece of every segment. */
 static int new_piece_states(AxCasyncState *s) {
   s->seg_first = ax_calloc((size_t)s->size + 1, sizeof *s->seg_first);

@@ -380,6 +380,11 @@ void ax_codec_state_set_momentum(const AxCodec *c, AxCodecState *s, const float 
   for (size_t i = 0; i < s->n; i++) s->own[i] = scale * m[i]; /* the momentum is own[0..n) */
 }
 
+void ax_codec_state_rescale(AxCodecState *s, float factor) {
+  if (!s) return;
+  for (size_t i = 0; i < s->saved_len; i++) s->saved[i] *= factor;
+}
+
 double ax_codec_ratio(const AxCodec *c, size_t n) {
   if (n == 0) return 1.0;
   size_t bytes = c->impl->steady_bytes ? c->impl->steady_bytes(c, n) : ax_codec_max_bytes(c, n);

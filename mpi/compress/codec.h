@@ -35,10 +35,14 @@ typedef struct AxCodecState AxCodecState; /* one range's state across steps */
 /* What makes stochastic choices reproducible: the run's seed (the same on every rank), the
  * optimizer step, and the range (e.g. its offset in the stage's flat parameters); and, where
  * the optimizer is Adam, its second moment over the same values (adam_v[i] for value i; NULL:
- * none), which a sparsifier that selects the largest updates uses (DGC: codec_dgc.c). */
+ * none), which a sparsifier that selects the largest updates uses (DGC: codec_dgc.c); and the
+ * factor the values carry (dynamic loss scaling's scale; 0 or 1: none), by which a codec
+ * with an absolute threshold scales it (tbq's tau), so that it decides on the values as they
+ * are unscaled. */
 typedef struct {
   uint64_t seed, step, range;
   const float *adam_v;
+  float grad_scale;
 } AxCodecCtx;
 
 /* Parses a spec; "none" is an error here (the caller handles "no compression"). Unknown
@@ -96,6 +100,12 @@ void ax_codec_state_free(AxCodecState *s);
  * compression starts, as 1-bit Adam's compression stage starts from its warm-up's momentum and
  * DGC's momentum correction runs through its warm-up). Nothing for other codecs or no state. */
 void ax_codec_state_set_momentum(const AxCodec *c, AxCodecState *s, const float *m, float scale);
+/* Every value the state keeps across steps times factor: the error-feedback residual and the
+ * codec's own (DGC's momentum and accumulation, onebit's momentum: sums of gradients; PowerSGD's
+ * Q, whose scale its orthonormalization removes). Dynamic loss scaling calls it when the scale
+ * changes, so the state stays at the scale of the gradients it meets next (a power of 2:
+ * exact). Nothing for no state. */
+void ax_codec_state_rescale(AxCodecState *s, float factor);
 /* Checkpointing: the state's size in bytes, and a copy out / in (same codec, same n). */
 size_t ax_codec_state_bytes(const AxCodecState *s);
 int ax_codec_state_save(const AxCodecState *s, void *buf);

@@ -1,6 +1,8 @@
 /* codec_tbq.c — threshold binary quantization (Strom, "TBQ" in HiPress): x >= tau becomes
  * +tau, x <= -tau becomes -tau, the rest 0; 2 bits a value. Keys: tau (default 0.01, > 0),
- * ef (default 0; Strom keeps the residual: use ef=1 for his algorithm).
+ * ef (default 0; Strom keeps the residual: use ef=1 for his algorithm). tau is in the units of
+ * unscaled gradients: values that carry a loss scale (the context's grad_scale) meet tau times
+ * it, and the message carries the threshold used.
  * Format: float tau, then 2-bit codes (0: 0, 1: +tau, 2: -tau): 4 + 4*ceil(ceil(n/4)/4) bytes. */
 #include "codec_dense.h"
 #include "src/core/error.h"
@@ -20,8 +22,8 @@ static void codes_of(const float *x, size_t len, uint64_t first, const void *arg
 
 static int encode(const AxCodec *c, AxCodecState *st, const AxCodecCtx *ctx, const float *x,
                   size_t n, void *out, size_t *bytes) {
-  (void)st, (void)ctx;
-  float tau = (float)c->p.tau;
+  (void)st;
+  float tau = (float)c->p.tau * (ctx && ctx->grad_scale > 0 ? ctx->grad_scale : 1.0f);
   ax_dense_encode(x, n, 2, tau, codes_of, &tau, out, bytes);
   return AX_OK;
 }

@@ -132,6 +132,8 @@ static void run_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_num(j, "final_loss", s->final_loss);
   ax_jsonw_num(j, "final_val_loss", s->final_val_loss);
   ax_jsonw_int(j, "val_batches", s->val_batches);
+  ax_jsonw_num(j, "loss_scale", s->loss_scale);
+  ax_jsonw_int(j, "skipped_steps", s->skipped_steps);
   ax_jsonw_end(j);
 }
 

@@ -116,6 +116,8 @@ typedef struct {
   int ranks, g_inter, g_data, steps_run;
   double final_loss, final_val_loss; /* NAN when none */
   int val_batches; /* batches of --val-data behind final_val_loss */
+  double loss_scale; /* at the end (1: no loss scaling) */
+  long long skipped_steps; /* skipped on an overflow */
   AxTiming timing;
   AxPeakInfo peak;
   AxFigures fig;

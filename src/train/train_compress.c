@@ -390,6 +390,7 @@ static void hand_momentum_to_codec(AxTrainer *t) {
 void ax_trainer_compress_step(AxTrainer *t, int step) {
   int warmup = t->cfg.compression.warmup_steps, again = t->gc.step == (uint64_t)step;
   t->gc.step = (uint64_t)step;
+  t->gc.grad_scale = t->loss_scale.scale;
   t->gc.enabled = step > warmup;
   if (t->codec && !again && warmup > 0 && step == warmup + 1) hand_momentum_to_codec(t);
 }

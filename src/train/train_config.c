@@ -205,6 +205,9 @@ static const AxOption OPTIONS[] = {
            "gradient all-reduce payload (bf16 halves the bytes; summed in fp32)"),
     CHOICE("loss-scaling", optim.loss_scaling, "auto", "auto|dynamic|off",
            "dynamic loss scaling (auto: on for fp16 compute)"),
+    INT("loss-scale-window", optim.loss_scale_window, "200", "N",
+        "dynamic loss scaling: clean steps in a row before the scale doubles (an overflow "
+        "halves it and skips the step)", 1, 1 << 30),
     /* -- debug: an injected overflow (AxDebugOptions) */
     INT("debug-overflow-step", debug.debug_overflow_step, "0", "N",
         "testing: poison one gradient with inf at step N (0: never)", 0, 1 << 30),
@@ -678,6 +681,11 @@ int ax_train_backprop_on(const AxTrainConfig *cfg) {
   return cfg->compression.compress_backprop && strcmp(cfg->compression.compress_backprop, "none") != 0;
 }
 
+int ax_train_loss_scaling_on(const AxTrainConfig *cfg) {
+  if (cfg->optim.loss_scaling == AX_LOSS_SCALING_AUTO) return cfg->exec.precision == AX_PREC_FP16;
+  return cfg->optim.loss_scaling == AX_LOSS_SCALING_DYNAMIC;
+}
+
 void ax_train_message_shape(const AxTrainConfig *cfg, size_t *rows, size_t *cols) {
   size_t micro = (size_t)(cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data);
   *rows = micro / (size_t)cfg->grid.gz * (size_t)cfg->model.seq;
@@ -869,6 +877,8 @@ static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
       {"zen-hierarchy", no_zen,
        "here: Zen sums the first stage's embedding rows only with --g-inter 2+, --g-data 2+, "
        "--sparse-embedding-sync auto or zen, and no --fuse-embedding-sync"},
+      {"loss-scale-window", !ax_train_loss_scaling_on(cfg),
+       "without dynamic loss scaling (--loss-scaling dynamic, or auto with --precision fp16)"},
       {"dp-sync-early", cfg->grid.g_data < 2,
        "with --g-data 1 (there is no data-parallel sum to start early)"},
       {"attention", no_fused,

@@ -115,6 +115,7 @@ typedef struct {
   int progress;        /* 0: progress calls, 1: communication thread */
   int dp_sync_early;   /* 1: the data-parallel sum starts in the last micro-batch's backward */
   int loss_scaling;    /* AxLossScaling */
+  int loss_scale_window; /* clean steps before the scale doubles */
 } AxOptimOptions;
 
 /* Where and how the model computes. */
@@ -213,6 +214,8 @@ AxTpComm ax_train_tp_sizes(const AxTrainConfig *cfg);
 int ax_train_compress_min_bytes(const AxTrainConfig *cfg, int *is_auto, long long *bytes);
 /* Whether --compress-backprop asks for compressed backpropagation. */
 int ax_train_backprop_on(const AxTrainConfig *cfg);
+/* Whether dynamic loss scaling is on (--loss-scaling; auto: for fp16 compute). */
+int ax_train_loss_scaling_on(const AxTrainConfig *cfg);
 /* One rank's pipeline message (an activation or its gradient): rows x cols floats, the rows of
  * its micro-batch's sequences (under tensor parallelism its Z rank's) by the channels (its Y
  * rank's). What --compress-backprop compresses. */

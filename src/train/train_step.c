@@ -210,9 +210,21 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   return ax_offload_update_all(&t->off, params, &h, &t->trace);
 }
 
+/* Dynamic loss scaling's record of a step, once its update is done or skipped (so the update
+ * divides by the scale its gradients were computed with): where the scale changes, the codec
+ * state that keeps gradients across steps at the old scale (the data-parallel codecs' error
+ * feedback and momenta, the backward links' lazy error) changes with it. */
+static void record_loss_scale(AxTrainer *t, int overflow) {
+  float factor = ax_loss_scale_update(&t->loss_scale, overflow);
+  if (factor == 1.0f) return;
+  ax_grad_compress_rescale(&t->gc, factor);
+  if (t->have_backprop) ax_backprop_rescale(&t->backprop, factor);
+}
+
 /* The skipped step of an overflow (dynamic loss scaling): 1 when the step is skipped. */
 static int skip_on_overflow(AxTrainer *t, int step, int overflow, AxStepRecord *rec) {
-  if (!ax_loss_scale_update(&t->loss_scale, overflow)) return 0;
+  if (!overflow) return 0;
+  record_loss_scale(t, 1);
   rec->grad_norm = NAN;
   ax_warn("step %d: gradients overflowed; step skipped on every rank (loss scale now %g)", step,
           t->loss_scale.scale);
@@ -262,6 +274,7 @@ static int device_optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   ax_device_opt_update(&t->dopt, ax_stage_params(t->stage), grads, &h);
   ax_trace_end(&t->trace, AX_EV_OPTIMIZER, -1, t0);
   t->adam_steps++;
+  record_loss_scale(t, 0);
   return AX_OK;
 }
 
@@ -284,6 +297,7 @@ static int optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   ax_trainer_early_close(t, step);
   AX_TRY(rc);
   t->adam_steps++;
+  record_loss_scale(t, 0);
   return AX_OK;
 }
 

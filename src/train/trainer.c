@@ -149,11 +149,6 @@ static int load_params(AxTrainer *t) {
   return rc;
 }
 
-static int loss_scaling_on(const AxTrainConfig *cfg) {
-  if (cfg->optim.loss_scaling == AX_LOSS_SCALING_AUTO) return cfg->exec.precision == AX_PREC_FP16;
-  return cfg->optim.loss_scaling == AX_LOSS_SCALING_DYNAMIC;
-}
-
 int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
                               AxParamSegment segs[AX_N_PARAMS]) {
   int n = 0;
@@ -190,7 +185,8 @@ static int setup_stage(AxTrainer *t) {
   AX_TRY(ax_offload_init(&t->off, t->be, layout->total, ax_stage_params(t->stage),
                          ax_stage_grads(t->stage), &oc, t->opt_pool));
   AX_TRY(load_params(t));
-  ax_loss_scale_init(&t->loss_scale, loss_scaling_on(&t->cfg));
+  ax_loss_scale_init(&t->loss_scale, ax_train_loss_scaling_on(&t->cfg),
+                     t->cfg.optim.loss_scale_window);
   AX_TRY(t->be->ops->upload_f32(t->be, ax_stage_params(t->stage), t->off.master, layout->total,
                                 AX_STREAM_COMPUTE));
   if (t->cfg.optim.optimizer_device) {
@@ -330,21 +326,30 @@ static const char *optimizer_order(const AxTrainer *t) {
   return "all-reduce interleaved with host AdamW (each chunk updated as soon as it is summed)";
 }
 
+/* "dynamic (scale 65536; doubled after 200 clean steps, halved on an overflow)" or "off". */
+static const char *loss_scaling_text(const AxTrainer *t, char *buf, size_t cap) {
+  if (!t->loss_scale.enabled) return "off";
+  snprintf(buf, cap, "dynamic (scale %g; doubled after %d clean steps, halved on an overflow)",
+           t->loss_scale.scale, t->loss_scale.growth_interval);
+  return buf;
+}
+
 /* Where the optimizer runs, its chunks and the all-reduce's, for the header. */
 static void print_optimizer(const AxTrainer *t) {
+  char scaling[96];
   if (t->cfg.optim.optimizer_device) {
     ax_log("optimizer: AdamW and the gradient norm in device memory (--optimizer device): "
            "%.1f MB of fp32 master weights and moments there%s; the host arena holds their "
            "copy for files; %s; loss scaling %s", t->dopt.mem_bytes / 1e6,
            t->be->is_host ? " (the arena itself: device memory is host memory)" : "",
-           ax_device_sum_describe(t->dopt.sum), t->loss_scale.enabled ? "dynamic" : "off");
+           ax_device_sum_describe(t->dopt.sum), loss_scaling_text(t, scaling, sizeof scaling));
     return;
   }
   ax_log("optimizer: %s; %d bucket(s) of %zu, %d chunk(s) of %zu elements; all-reduce %s in %s; "
          "loss scaling %s", optimizer_order(t), t->off.n_buckets, t->off.bucket,
          t->off.n_chunks, t->off.chunk,
          ax_allreduce_algo_name((AxAllreduceAlgo)t->cfg.grid.allreduce),
-         t->off.wire ? "bf16" : "fp32", t->loss_scale.enabled ? "dynamic" : "off");
+         t->off.wire ? "bf16" : "fp32", loss_scaling_text(t, scaling, sizeof scaling));
 }
 
 /* Gz > 1: the gathered weights kept across micro-batches (--tp-ag-cache, --tp-gather-budget). */
@@ -524,6 +529,11 @@ double ax_trainer_loss_floor(const AxTrainer *t) { return t->floor; }
 const AxGptConfig *ax_trainer_model(const AxTrainer *t) { return &t->model; }
 const AxGrid *ax_trainer_grid(const AxTrainer *t) { return &t->grid; }
 int ax_trainer_val_batches(const AxTrainer *t) { return t->cfg.output.val_steps; }
+
+void ax_trainer_loss_scale(const AxTrainer *t, double *scale, long long *skipped) {
+  *scale = t->loss_scale.scale;
+  *skipped = t->loss_scale.skipped;
+}
 size_t ax_trainer_device_peak_bytes(const AxTrainer *t) { return t->be->device_peak_bytes; }
 const AxTrace *ax_trainer_trace(const AxTrainer *t) { return &t->trace; }
 const AxLinkEmu *ax_trainer_links(const AxTrainer *t) { return t->links; }

@@ -89,6 +89,8 @@ const AxGptConfig *ax_trainer_model(const AxTrainer *t);
 const AxGrid *ax_trainer_grid(const AxTrainer *t);
 /* Batches a validation takes (--val-steps, with `all` counted from the data). */
 int ax_trainer_val_batches(const AxTrainer *t);
+/* The loss scale now (1: off) and the steps skipped so far on an overflow. */
+void ax_trainer_loss_scale(const AxTrainer *t, double *scale, long long *skipped);
 /* The peak of this rank's device allocations so far (backend.h: device_peak_bytes). */
 size_t ax_trainer_device_peak_bytes(const AxTrainer *t);
 const AxTrace *ax_trainer_trace(const AxTrainer *t);

@@ -9,7 +9,8 @@
 #    is sent instead, bit for bit;
 #  - both copies of one stage lost: falls back to the newest file checkpoint and says so;
 #  - a rank killed inside the copy (slot emptied; files written; replicas sent): the
-#    half-made copy is never used, the previous step is, bit for bit;
+#    half-made copy is never used, the previous step is, bit for bit; a replica transfer that
+#    fails inside a wait ends the job with one line, and it resumes from memory bit for bit;
 #  - a different grid on restart (4x1 -> 2x2) within the file checkpoints' tolerance;
 #  - a normal end leaves no files; `axonn shm-clean` removes a dead job's;
 #  - 1x4 and 2x2, where each node CRCs half of each stage file it writes: every complete
@@ -226,6 +227,18 @@ for point in begin files replicas; do
     tail_equal "copy_${point}_resume" ref
   expect_log "copy_${point}_resume" "step 5 recovered from memory"
 done
+
+# a replica transfer that fails inside a wait (an error, not a kill: rank 3's pass in a wait of
+# step 6's copy, where the next step's pipeline receives wait for the stages before it): the
+# failure is kept and returned by the next tick or settle, so the job ends at once with one
+# line naming it, and resumes from memory bit for bit
+killed repl_error $P4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 6 \
+  --debug-hang-mode replica-error
+expect_log repl_error "error: memory checkpoint replicas, in a wait: a failure injected into a pass inside a wait"
+[ "$(grep -c "error:" "$TMP/repl_error.log")" -eq 1 ] ||
+  { fail "repl_error: not one error line"; cat "$TMP/repl_error.log"; }
+run repl_error_resume 4 $P4 --run-name "$NAME" --resume && tail_equal repl_error_resume ref
+expect_log repl_error_resume "recovered from memory"
 
 # a different grid on restart, with the run name derived from the run (not the grid)
 killed grid $P4 --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill

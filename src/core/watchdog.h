@@ -162,6 +162,7 @@ typedef enum {
   AX_DEBUG_HANG_COPY_BEGIN, /* SIGKILL itself in the step's memory checkpoint: slot emptied */
   AX_DEBUG_HANG_COPY_FILES, /* ... its files written, replicas not sent */
   AX_DEBUG_HANG_COPY_REPLICAS, /* ... its replicas handed over, no manifest written */
+  AX_DEBUG_HANG_REPLICA_ERROR, /* its first replica pass inside a wait of that step's copy fails */
 } AxDebugHang;
 
 #endif

@@ -45,6 +45,7 @@
 #include "mpi/mpi_util.h"
 #include "src/core/error.h"
 #include "src/core/log.h"
+#include "src/core/watchdog.h"
 #include "memckpt_store.h"
 #include "memckpt_impl.h"
 
@@ -119,22 +120,33 @@ int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
 
 static int pass(AxMemCkpt *mc, int send, int *all, int *handed);
 
+/* --debug-hang-mode replica-error: this rank's pass in a wait of that step's copy fails. */
+static int injected_failure(const AxMemCkpt *mc) {
+  int me = (mc->v.grid != NULL) ? mc->v.grid->rank : 0;
+  return mc->v.hang_mode == AX_DEBUG_HANG_REPLICA_ERROR && me == mc->v.hang_rank &&
+         mc->step == mc->v.hang_step;
+}
+
 /* A wait's pass (ax_link_set_idle_work): its failure kept for the next tick or settle. */
 static void pass_while_waiting(void *ctx) {
   AxMemCkpt *mc = ctx;
   if (!mc->replicating || mc->completing || mc->wait_rc != AX_OK) return;
   int all, handed;
-  mc->wait_rc = pass(mc, mc->idle ? 1 : 0, &all, &handed);
+  mc->wait_rc = injected_failure(mc)
+                    ? AX_FAIL("a failure injected into a pass inside a wait "
+                              "(--debug-hang-mode replica-error)")
+                    : pass(mc, mc->idle ? 1 : 0, &all, &handed);
   if (mc->wait_rc == AX_OK) return;
   snprintf(mc->wait_err, sizeof mc->wait_err, "%s", ax_error_message());
   ax_error_clear();
 }
 
-/* The failure of a wait's pass, once. */
+/* The failure of a wait's pass, once, with its own origin. */
 static int waits_failed(AxMemCkpt *mc) {
   if (mc->wait_rc == AX_OK) return AX_OK;
   mc->wait_rc = AX_OK;
-  return AX_FAIL("memory checkpoint replicas: %s", mc->wait_err);
+  ax_fail_forwarded(mc->wait_err);
+  return ax_error_context("memory checkpoint replicas, in a wait");
 }
 
 int ax_replicas_begin(AxMemCkpt *mc, const AxMemTransfer *x, int n) {

@@ -312,12 +312,13 @@ static const AxOption OPTIONS[] = {
     INT("debug-hang-step", debug.debug_hang_step, "1", "N",
         "testing: the step in which --debug-hang-rank stops", 1, 1 << 30),
     CHOICE("debug-hang-mode", debug.debug_hang_mode, "sleep",
-           "sleep|drop|checkpoint|kill|copy-begin|copy-files|copy-replicas",
+           "sleep|drop|checkpoint|kill|copy-begin|copy-files|copy-replicas|replica-error",
            "testing: that rank sleeps forever in a forward, drops its next pipeline message, "
            "sleeps forever in that step's checkpoint after writing its file (a rank of row 0), "
            "kills itself (SIGKILL) as the step begins, or kills itself in the step's memory "
            "checkpoint: its slot's manifest removed, its files written, or its replicas handed over "
-           "(what the idle schedule lets it send) with no manifest written yet"),
+           "(what the idle schedule lets it send) with no manifest written yet; or the first "
+           "pass of that copy's replicas inside one of its waits fails (an error, not a kill)"),
 };
 
 const AxOptionTable AX_TRAIN_OPTIONS = {
@@ -798,7 +799,7 @@ static int check_tensor_parallel(const AxTrainConfig *cfg) {
 static int check_memory_checkpoints(const AxTrainConfig *cfg) {
   int copy_kill = cfg->debug.debug_hang_mode >= AX_DEBUG_HANG_COPY_BEGIN;
   if (cfg->debug.debug_hang_rank >= 0 && copy_kill && !cfg->memckpt.memory_checkpoint_every)
-    return AX_FAIL("--debug-hang-mode copy-* needs --memory-checkpoint-every");
+    return AX_FAIL("--debug-hang-mode copy-* and replica-error need --memory-checkpoint-every");
   if (!cfg->memckpt.memory_checkpoint_every) return AX_OK;
   if (cfg->memckpt.run_name) AX_TRY(ax_memckpt_check_name(cfg->memckpt.run_name));
   if (strcmp(cfg->compression.compress, "none") || strcmp(cfg->compression.compress_backprop, "none"))

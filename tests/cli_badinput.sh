@@ -220,6 +220,7 @@ bad "--ranks-per-node 3 does not divide the job's 1 rank(s)" "$AXONN" bench opti
 # One warning each (issue 47), even under --quiet ($T has it); the run goes on.
 warns "--lazy-error has no effect without --compress-backprop" "$AXONN" train $T --lazy-error 0
 warns "--loss-scale-window has no effect without dynamic loss scaling" "$AXONN" train $T --loss-scale-window 5
+warns "Adam's variance is frozen after a warm-up of 1 step(s), fewer than the 20" "$AXONN" train $T --compress onebit --steps 12
 warns "--attention has no effect here: the fused attention runs on --device cuda" "$AXONN" train $T --attention fused
 warns "--compress-sync has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-sync ps
 warns "--compress-min-bytes has no effect under --compress auto" "$AXONN" train $T --compress auto --compress-min-bytes 0

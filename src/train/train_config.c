@@ -890,6 +890,21 @@ static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
       ax_warn("--%s has no effect %s", flags[i].flag, flags[i].why);
 }
 
+/* 1-bit Adam freezes Adam's variance as the warm-up leaves it: a warm-up shorter than the
+ * 1 / (1 - beta2) steps its average spans freezes an average of fewer steps, and a short
+ * run's recipe warm-up (a fraction of --steps) can be that short: a 12-step onebit run with
+ * the recipe's 1 plain step diverged (docs/compression.md, "Recipes"). One warning. */
+static void warn_short_freeze(const AxTrainConfig *cfg) {
+  const AxCompressionOptions *c = &cfg->compression;
+  if (!ax_train_compresses(cfg) || !c->freeze_variance || !(cfg->optim.beta2 < 1)) return;
+  int span = (int)ceil(1.0 / (1.0 - cfg->optim.beta2) - 1e-9);
+  if (c->warmup_steps >= span || c->warmup_steps >= cfg->optim.steps) return;
+  ax_warn("Adam's variance is frozen after a warm-up of %d step(s), fewer than the %d its "
+          "average spans (1 / (1 - --beta2 %g)); such a variance can make training diverge: "
+          "give --compress-warmup %d or more, or --compress-freeze-variance 0",
+          c->warmup_steps, span, cfg->optim.beta2, span);
+}
+
 int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   if (strcmp(cfg->exec.device, "cpu") != 0 && strcmp(cfg->exec.device, "cuda") != 0)
     return AX_FAIL("--device '%s' is not cpu or cuda", cfg->exec.device);
@@ -947,6 +962,7 @@ int ax_train_config_check(const AxTrainConfig *cfg, const AxOptState *st) {
   AX_TRY(check_backprop(cfg));
   AX_TRY(check_network(cfg));
   warn_inapplicable(cfg, st);
+  warn_short_freeze(cfg);
   return AX_OK;
 }
 

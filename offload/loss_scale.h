@@ -8,8 +8,6 @@
 #ifndef AX_LOSS_SCALE_H
 #define AX_LOSS_SCALE_H
 
-enum { AX_LOSS_SCALE_WINDOW = 200 }; /* clean steps before the scale doubles, by default */
-
 typedef struct {
   int enabled;
   float scale;         /* 1 when disabled */
@@ -18,7 +16,7 @@ typedef struct {
   long long skipped;   /* steps skipped so far */
 } AxLossScale;
 
-/* window: clean steps before the scale doubles (at least 1). */
+/* window: clean steps before the scale doubles (at least 1; --loss-scale-window, 200). */
 void ax_loss_scale_init(AxLossScale *ls, int enabled, int window);
 /* Records a step's outcome, after its update (or its skip: overflow); returns the factor the
  * scale changed by: 0.5 after an overflow, 2 at the end of a window of clean steps, else 1

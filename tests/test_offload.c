@@ -162,7 +162,7 @@ END_TEST
 
 START_TEST(loss_scale_halves_on_overflow_and_grows_after_a_window_of_clean_steps) {
   AxLossScale ls;
-  ax_loss_scale_init(&ls, 1, AX_LOSS_SCALE_WINDOW);
+  ax_loss_scale_init(&ls, 1, 200); /* --loss-scale-window's default */
   ck_assert_float_eq(ls.scale, 65536.0f);
   ck_assert_float_eq(ax_loss_scale_update(&ls, 1), 0.5f);
   ck_assert_float_eq(ls.scale, 32768.0f);
@@ -175,7 +175,7 @@ START_TEST(loss_scale_halves_on_overflow_and_grows_after_a_window_of_clean_steps
   for (int i = 0; i < 2; i++) ck_assert_float_eq(ax_loss_scale_update(&ls, 0), 1.0f);
   ck_assert_float_eq(ax_loss_scale_update(&ls, 0), 2.0f);
   ck_assert_float_eq(ls.scale, 131072.0f);
-  ax_loss_scale_init(&ls, 0, AX_LOSS_SCALE_WINDOW);
+  ax_loss_scale_init(&ls, 0, 200);
   ck_assert_float_eq(ax_loss_scale_update(&ls, 1), 1.0f); /* off: the scale stays 1 */
   ck_assert_float_eq(ls.scale, 1.0f);
   ck_assert_int_eq(ls.skipped, 1); /* an overflow is still counted (and skipped: the caller) */

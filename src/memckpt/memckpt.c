@@ -43,7 +43,6 @@ enum { CHUNK_BYTES = 64 << 20, MANIFEST = AX_MEMCKPT_MANIFEST };
 typedef AxMemTransfer Transfer; /* one file from one rank's slot to another rank's */
 
 static int world_size(const AxMemCkpt *mc) { return (mc->v.grid != NULL) ? mc->v.grid->size : 1; }
-static int world_rank(const AxMemCkpt *mc) { return (mc->v.grid != NULL) ? mc->v.grid->rank : 0; }
 static int agree(AxMemCkpt *mc, int rc) { return (mc->v.grid != NULL) ? ax_grid_agree(mc->v.grid, rc) : rc; }
 
 /* The lowest rank of a node: it scans, empties and completes the node's slots. */
@@ -54,7 +53,7 @@ static int leader_of(const AxMemCkpt *mc, int size, int node) {
 }
 
 static int is_leader(const AxMemCkpt *mc) {
-  return world_rank(mc) == leader_of(mc, world_size(mc), mc->node);
+  return ax_memckpt_rank(mc) == leader_of(mc, world_size(mc), mc->node);
 }
 
 static const char *slot_dir(const AxMemCkpt *mc, int slot, char *buf) {
@@ -101,11 +100,11 @@ static int learn_ranks(AxMemCkpt *mc) {
  * sections are worked out once, here. */
 static int decide_zero_copy(AxMemCkpt *mc) {
   mc->zero_copy = 0;
-  if (!mc->writes[world_rank(mc)] || mc->v.tensor_parallel || mc->v.optimizer_device) return AX_OK;
+  if (!mc->writes[ax_memckpt_rank(mc)] || mc->v.tensor_parallel || mc->v.optimizer_device) return AX_OK;
   AxStageLayout lay;
   const AxStageSpec *sp = mc->v.spec;
   ax_stage_layout(&lay, mc->v.model, sp->l0, sp->l1, sp->first, sp->last);
-  AX_TRY(ax_ckpt_stage_sections(mc->v.model, &lay, mc->stage_of[world_rank(mc)], mc->n_files,
+  AX_TRY(ax_ckpt_stage_sections(mc->v.model, &lay, mc->stage_of[ax_memckpt_rank(mc)], mc->n_files,
                                 &mc->sections));
   mc->zero_copy = mc->sections.skip == 0 && mc->sections.count == mc->v.off->n;
   return AX_OK;
@@ -148,7 +147,7 @@ static int setup(AxMemCkpt *mc) {
   mc->on = 1;
   snprintf(mc->name, sizeof mc->name, "%s", mc->v.name);
   mc->n_nodes = ax_link_nodes(mc->v.links);
-  mc->node = ax_link_node_of(mc->v.links, world_rank(mc));
+  mc->node = ax_link_node_of(mc->v.links, ax_memckpt_rank(mc));
   mc->replicas = mc->v.opt.replicas ? mc->v.opt.replicas : (mc->n_nodes < 2 ? 1 : 2);
   if (mc->replicas > mc->n_nodes)
     return AX_FAIL("--replicas %d exceeds the job's %d node(s)%s", mc->replicas, mc->n_nodes,
@@ -288,7 +287,7 @@ static int recv_file(AxMemCkpt *mc, const char *dir, const char *name, int from,
  * slot directories of this rank's node that files are read from and written to. */
 static int run_transfers(AxMemCkpt *mc, const Transfer *x, int n, const AxCkptManifest *man,
                          const char *src, const char *dst) {
-  int me = world_rank(mc), rc = AX_OK;
+  int me = ax_memckpt_rank(mc), rc = AX_OK;
   unsigned char **data = ax_calloc((size_t)n + 1, sizeof *data);
   AxLinkSend **sends = ax_calloc((size_t)n + 1, sizeof *sends);
   int *n_sends = ax_calloc((size_t)n + 1, sizeof *n_sends);
@@ -321,9 +320,7 @@ static int run_transfers(AxMemCkpt *mc, const Transfer *x, int n, const AxCkptMa
 
 /* --debug-hang-mode copy-*: this rank dies at that point of the step's memory checkpoint. */
 static void debug_kill(const AxMemCkpt *mc, int step, int mode) {
-  if (world_rank(mc) == mc->v.hang_rank && step == mc->v.hang_step &&
-      mc->v.hang_mode == mode)
-    raise(SIGKILL);
+  if (ax_memckpt_debug_at(mc, step, mode)) raise(SIGKILL);
 }
 
 /* The copy thread: this rank's stage file written into its slot's map (which the replicas
@@ -332,7 +329,7 @@ static void debug_kill(const AxMemCkpt *mc, int step, int mode) {
 static void *copy_main(void *arg) {
   AxMemCkpt *mc = arg;
   double cpu0 = ax_thread_cpu_now();
-  int me = world_rank(mc);
+  int me = ax_memckpt_rank(mc);
   int rc = ax_ckpt_fill_stage(mc->send.data, mc->send.size, mc->stage_of[me], mc->v.model,
                               mc->whole, mc->n_files, mc->fill[0], mc->fill[1],
                               mc->fill[2], mc->crc_part[me], mc->crc_parts[me], &mc->mine);
@@ -383,7 +380,7 @@ static void close_gather(AxMemCkpt *mc) {
  * slot's map. */
 static int launch_copy(AxMemCkpt *mc) {
   AX_TRY(mc->ops.gather(mc->ops.ctx, &mc->whole, &mc->whole_buf));
-  int me = world_rank(mc);
+  int me = ax_memckpt_rank(mc);
   if (!mc->writes[me]) return AX_OK;
   size_t bytes;
   AX_TRY(ax_ckpt_stage_bytes(mc->v.model, mc->whole, mc->stage_of[me], mc->n_files, &bytes));
@@ -411,7 +408,7 @@ int ax_memckpt_step_end(AxMemCkpt *mc, int step) {
   }
   if (mc->replicating) { /* never: a due step's settle completes the copy (agreed) */
     mc->skipped++;
-    if (world_rank(mc) == 0)
+    if (ax_memckpt_rank(mc) == 0)
       ax_log("memory checkpoints: the checkpoint of step %d is skipped: the replicas of step "
              "%d are still in flight", step, mc->step);
     return AX_OK;
@@ -539,7 +536,7 @@ int ax_memckpt_before_optim(AxMemCkpt *mc) {
   AX_TRY(ax_memckpt_invalidate(slot_dir(mc, mc->state_slot, dir))); /* before it is written */
   float *sec[3];
   AxFileMap view;
-  AX_TRY(ax_memckpt_slot_map(mc, mc->state_slot, mc->stage_of[world_rank(mc)], mc->sections.bytes,
+  AX_TRY(ax_memckpt_slot_map(mc, mc->state_slot, mc->stage_of[ax_memckpt_rank(mc)], mc->sections.bytes,
                              &view, NULL));
   sections_in(mc, &view, sec);
   mc->v.off->to = (AxAdamWOut){sec[0], sec[1], sec[2]};
@@ -771,7 +768,7 @@ static int needs_of(AxMemCkpt *mc, const char *dir, int n_files, int round, unsi
 /* Rank 0: where each file of the recovered step came from. */
 static void report(const AxMemCkpt *mc, const AxMemSlot *slots, int step, int n_files,
                    const Transfer *x, int n, double seconds) {
-  if (world_rank(mc) != 0) return;
+  if (ax_memckpt_rank(mc) != 0) return;
   int moved = 0;
   for (int f = 0; f < n_files; f++) {
     char line[1024];
@@ -803,7 +800,7 @@ int ax_memckpt_recover(AxMemCkpt *mc, int file_step, int *recovered, int *step) 
   int rc = agree(mc, scan_all(mc, &slots));
   int best = rc == AX_OK ? newest_whole_step(mc, slots) : -1;
   if (rc != AX_OK || best < 0 || best <= file_step) {
-    if (rc == AX_OK && world_rank(mc) == 0)
+    if (rc == AX_OK && ax_memckpt_rank(mc) == 0)
       ax_log("resume: %s", best < 0 ? "no memory checkpoint that the nodes hold whole"
                                      : "the file checkpoint is as new as the memory one");
     free(slots);

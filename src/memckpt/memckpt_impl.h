@@ -176,4 +176,14 @@ int ax_replicas_complete(AxMemCkpt *mc);
 void ax_replicas_free(AxMemCkpt *mc);
 void ax_replicas_report(const AxMemCkpt *mc);
 
+/* This rank in the job (0 without a grid). */
+static inline int ax_memckpt_rank(const AxMemCkpt *mc) {
+  return (mc->v.grid != NULL) ? mc->v.grid->rank : 0;
+}
+/* --debug-hang-rank/-step/-mode: whether this rank is to fail in `mode` at `step`'s copy. */
+static inline int ax_memckpt_debug_at(const AxMemCkpt *mc, int step, int mode) {
+  return ax_memckpt_rank(mc) == mc->v.hang_rank && step == mc->v.hang_step &&
+         mc->v.hang_mode == mode;
+}
+
 #endif

@@ -120,19 +120,13 @@ int ax_replicas_setup(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
 
 static int pass(AxMemCkpt *mc, int send, int *all, int *handed);
 
-/* --debug-hang-mode replica-error: this rank's pass in a wait of that step's copy fails. */
-static int injected_failure(const AxMemCkpt *mc) {
-  int me = (mc->v.grid != NULL) ? mc->v.grid->rank : 0;
-  return mc->v.hang_mode == AX_DEBUG_HANG_REPLICA_ERROR && me == mc->v.hang_rank &&
-         mc->step == mc->v.hang_step;
-}
-
 /* A wait's pass (ax_link_set_idle_work): its failure kept for the next tick or settle. */
 static void pass_while_waiting(void *ctx) {
   AxMemCkpt *mc = ctx;
   if (!mc->replicating || mc->completing || mc->wait_rc != AX_OK) return;
   int all, handed;
-  mc->wait_rc = injected_failure(mc)
+  /* --debug-hang-mode replica-error: this rank's pass in a wait of that step's copy fails */
+  mc->wait_rc = ax_memckpt_debug_at(mc, mc->step, AX_DEBUG_HANG_REPLICA_ERROR)
                     ? AX_FAIL("a failure injected into a pass inside a wait "
                               "(--debug-hang-mode replica-error)")
                     : pass(mc, mc->idle ? 1 : 0, &all, &handed);
@@ -150,7 +144,7 @@ static int waits_failed(AxMemCkpt *mc) {
 }
 
 int ax_replicas_begin(AxMemCkpt *mc, const AxMemTransfer *x, int n) {
-  int me = (mc->v.grid != NULL) ? mc->v.grid->rank : 0, k = 0;
+  int me = ax_memckpt_rank(mc), k = 0;
   mc->xfer = ax_calloc((size_t)n + 1, sizeof *mc->xfer);
   if (!mc->xfer) return AX_ERR;
   for (int i = 0; i < n; i++) {

@@ -317,8 +317,9 @@ static const AxOption OPTIONS[] = {
            "sleeps forever in that step's checkpoint after writing its file (a rank of row 0), "
            "kills itself (SIGKILL) as the step begins, or kills itself in the step's memory "
            "checkpoint: its slot's manifest removed, its files written, or its replicas handed over "
-           "(what the idle schedule lets it send) with no manifest written yet; or the first "
-           "pass of that copy's replicas inside one of its waits fails (an error, not a kill)"),
+           "(what the idle schedule lets it send) with no manifest written yet; or, a rank that "
+           "sends or receives replicas, its first pass of that copy's replicas inside one of "
+           "its waits fails (an error, not a kill)"),
 };
 
 const AxOptionTable AX_TRAIN_OPTIONS = {

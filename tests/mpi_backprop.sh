@@ -75,8 +75,9 @@ run nolep 4 $C --steps 12 --lazy-error 0 --checkpoint-dir "$TMP/ck" --resume &&
 # gradients at the loss scale and follow it when it changes (doubled after 2 clean steps,
 # halved on the overflow at step 7): in fp32 the run is the unscaled one bit for bit
 run lsoff 4 $C --steps 12 --debug-overflow-step 7 --loss-scaling off &&
-  run lsdyn 4 $C --steps 12 --debug-overflow-step 7 --loss-scaling dynamic --loss-scale-window 2 &&
-  same_losses lsdyn lsoff 0 0
+  run lsdyn 4 $C --steps 12 --debug-overflow-step 7 --loss-scaling dynamic --loss-scale-window 2 \
+    --summary "$TMP/lsdyn.json" &&
+  same_losses lsdyn lsoff 0 0 && scale_at_end lsdyn 1048576 1 # 2^16, x8, /2, x4
 
 # bad values: one line, non-zero, no metrics file
 for bad in "powersgd:rank=0" "onebit" "powersgd:cols=4" "powersgd:ef=1" "nosuch"; do

@@ -111,8 +111,9 @@ for codec in onebit dgc powersgd tbq:ef=1; do
   n=${codec%%:*}
   # shellcheck disable=SC2086
   run "lsoff$n" 2 $LS --compress $codec --loss-scaling off &&
-    run "ls$n" 2 $LS --compress $codec --loss-scaling dynamic --loss-scale-window 3 &&
-    same_losses "ls$n" "lsoff$n" 0 0
+    run "ls$n" 2 $LS --compress $codec --loss-scaling dynamic --loss-scale-window 3 \
+      --summary "$TMP/ls$n.json" &&
+    same_losses "ls$n" "lsoff$n" 0 0 && scale_at_end "ls$n" 1048576 1 # 2^16, x8, /2, x4
 done
 
 # the summary's data-parallel bytes shrink by the ratio (onebit: 1/32 of fp32, plus scales)

@@ -9,6 +9,7 @@
 #                                  a resumed NAME (first step > 1) is checked on its steps
 #   first_step_same NAME [REF]     the first step's loss within 1e-6 relative
 #   tail_equal NAME REF            NAME's losses (a resumed run's steps) equal REF's exactly
+#   scale_at_end NAME SCALE SKIPPED   NAME's summary: the loss scale at the end, steps skipped
 #   expect_job_error NEEDLE NP ARGS...   training on NP ranks fails, in bounded time, with
 #                                  NEEDLE on stderr
 #   PEAK        what run and expect_job_error give for the summary's peak: --peak-tflops 1, so
@@ -64,6 +65,14 @@ loss_near_at() {
       printf "  %s: loss at step %d %.3g from the reference\n", name, step, d; bad = d > tol }
     END { exit bad || !seen }' "$TMP/$2.csv" "$TMP/$1.csv" ||
     fail "$1: loss at step $3 not within $4 of $2's"
+}
+
+# scale_at_end NAME SCALE SKIPPED: NAME's summary ($TMP/NAME.json) ends with that dynamic loss
+# scale, having skipped that many steps
+scale_at_end() {
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["run"]
+sys.exit(0 if (r["loss_scale"], r["skipped_steps"]) == (float(sys.argv[2]), int(sys.argv[3])) else 1)' \
+    "$TMP/$1.json" "$2" "$3" || { fail "$1: the summary's loss scale is not $2 ($3 skipped)"; grep -o '"run":{[^}]*}' "$TMP/$1.json"; }
 }
 
 tail_equal() {

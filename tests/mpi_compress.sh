@@ -24,7 +24,8 @@
 #    emulated link the cost model compresses, and the summary carries the costs it used, every
 #    call's latency positive, the plain all-reduce timed over the link and the send's cost the
 #    per-message cost it implies; DGC's local clipping, with a threshold every gradient exceeds,
-#    changes the losses against the global clip (a switch that did nothing would fail);
+#    changes the losses against the global clip (a switch that did nothing would fail), also
+#    where only one stage of two compresses (every stage takes part in the row's norm);
 #  - `axonn plan` prints the cost model's decision table: per part T_orig, T_cpr, K, decision;
 #  - bad --compress input (and --compress-codec, --fusion, --sparse-embedding-sync): one clear
 #    line, non-zero exit, nothing written.
@@ -151,6 +152,18 @@ run localclip 2 $DGC --compress-local-clip 1 && run globalclip 2 $DGC --compress
   { awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { d = 1 } END { exit !d }' \
       "$TMP/globalclip.csv" "$TMP/localclip.csv" ||
       fail "localclip: --compress-local-clip 1 left the losses of the global clip"; }
+# where one stage compresses and another does not (--compress-stages 0.5 on 2x2), every stage of
+# a row takes part in the row's local norm and only the compressing one clips by it: the run
+# ends (each stage deciding for itself alone hung at the first compressed step: stage 1 went on
+# to the optimizer while stage 0 waited in the row's norm) and the local clip changes the losses
+# (dgc:ratio=1,momentum=0 sends every value: with the global clip it is the plain run)
+SEL="--g-inter 2 --g-data 2 --steps 4 --compress dgc:ratio=1,momentum=0 --compress-stages 0.5 \
+  --compress-min-bytes 0 --compress-warmup 0 --grad-clip 0.05 --step-timeout 30"
+# shellcheck disable=SC2086
+run sellocal 4 $SEL --compress-local-clip 1 && run selglobal 4 $SEL --compress-local-clip 0 &&
+  { awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { d = 1 } END { exit !d }' \
+      "$TMP/selglobal.csv" "$TMP/sellocal.csv" ||
+      fail "sellocal: --compress-local-clip 1 on one stage of two left the losses of the global clip"; }
 
 # across an emulated link the cost model compresses, from measured costs the summary reports:
 # the plain all-reduce timed over the link (never faster than the link's 1 Gb/s), whose

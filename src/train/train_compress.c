@@ -337,8 +337,8 @@ static int cell_decided_alike(AxTrainer *t, int *alike) {
   return AX_OK;
 }
 
-int ax_trainer_setup_compress(AxTrainer *t) {
-  if (ax_train_compressed_stages(&t->cfg, t->grid.P) == 0) return AX_OK;
+/* This stage's codec, costs and per-part decisions (collective where the cost model profiles). */
+static int setup_stage_compression(AxTrainer *t) {
   AX_TRY(ax_codec_parse(ax_train_codec_spec(&t->cfg), &t->codec));
   int is_auto, strategy = ax_train_compress_auto(&t->cfg);
   long long min_bytes = 0;
@@ -371,6 +371,26 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   return rc == AX_OK ? agreed : rc;
 }
 
+/* Whether some part of the stage is compressed once the warm-up is over. */
+static int stage_compresses(const AxTrainer *t) {
+  if (!t->codec) return 0;
+  for (int i = 0; i < t->gc.n_parts; i++)
+    if (t->gc.parts[i].choice.compress) return 1;
+  return 0;
+}
+
+/* The stage's compression, then whether some stage of the job compresses (agreed over all
+ * ranks: the stages of a row decide apart, and DGC's local clipping takes a norm along it). */
+int ax_trainer_setup_compress(AxTrainer *t) {
+  if (ax_train_compressed_stages(&t->cfg, t->grid.P) == 0) return AX_OK;
+  AX_TRY(ax_grid_agree(&t->grid, setup_stage_compression(t)));
+  t->compress_somewhere = stage_compresses(t);
+  if (t->have_grid && t->grid.size > 1)
+    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, &t->compress_somewhere, 1, MPI_INT, MPI_MAX,
+                         t->grid.world));
+  return AX_OK;
+}
+
 /* Compression starts this step, after a plain warm-up: a codec that carries the optimizer's
  * first moment starts from Adam's, not from zero (1-bit Adam's compression stage takes its
  * warm-up's momentum; DGC's momentum correction runs through its warm-up). Each rank's codec
@@ -396,12 +416,7 @@ void ax_trainer_compress_step(AxTrainer *t, int step) {
 }
 
 /* Whether some part of the stage is compressed this step. */
-static int compresses_now(const AxTrainer *t) {
-  if (!t->codec || !t->gc.enabled) return 0;
-  for (int i = 0; i < t->gc.n_parts; i++)
-    if (t->gc.parts[i].choice.compress) return 1;
-  return 0;
-}
+static int compresses_now(const AxTrainer *t) { return t->gc.enabled && stage_compresses(t); }
 
 /* 1-bit Adam's frozen variance: only where the stage compresses something (a stage whose parts
  * all stay plain, as in shared memory, trains as the uncompressed run). */
@@ -416,9 +431,13 @@ static int codec_carries_momentum(const AxTrainer *t) {
   return compresses_now(t) && ax_codec_momentum(t->codec) > 0;
 }
 
-int ax_trainer_clips_locally(const AxTrainer *t) {
+int ax_trainer_row_clips_locally(const AxTrainer *t) {
   return t->cfg.compression.local_clip && t->cfg.optim.grad_clip > 0 && t->grid.D > 1 &&
-         compresses_now(t);
+         t->gc.enabled && t->compress_somewhere;
+}
+
+int ax_trainer_clips_locally(const AxTrainer *t) {
+  return ax_trainer_row_clips_locally(t) && compresses_now(t);
 }
 
 double ax_trainer_local_clip_threshold(const AxTrainer *t) {

@@ -173,14 +173,14 @@ static double grads_span(void *ctx, size_t lo, size_t hi) {
   return ax_host_sumsq_pool(o->pool, o->grads + lo, hi - lo);
 }
 
-/* DGC's local gradient clipping (ax_trainer_clips_locally): this rank's gradient, the norm of
- * its pipeline row's (and tensor-parallel grid's) like the global one, scaled down to the local
- * threshold before the codec accumulates it. */
+/* DGC's local gradient clipping (ax_trainer_row_clips_locally): this rank's gradient, the norm
+ * of its pipeline row's (and tensor-parallel grid's) like the global one, scaled down to the
+ * local threshold before the codec accumulates it where the stage compresses. */
 static int clip_locally(AxTrainer *t, const AxReduceSpec *r) {
   double norm, limit = ax_trainer_local_clip_threshold(t);
   double sumsq = ax_reduce_spec_sumsq(r, 0, t->off.n, grads_span, &t->off);
   AX_TRY(finish_norm(t, sumsq, &norm));
-  if (!(norm > limit)) return AX_OK;
+  if (!ax_trainer_clips_locally(t) || !(norm > limit)) return AX_OK;
   float f = (float)(limit / norm);
   for (size_t i = 0; i < t->off.n; i++) t->off.grads[i] *= f;
   return AX_OK;
@@ -202,8 +202,8 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
     AX_TRY(ax_offload_reduce_update(&t->off, &r, params, &h, &sumsq));
     return finish_norm(t, sumsq, norm);
   }
+  if (ax_trainer_row_clips_locally(t)) AX_TRY(clip_locally(t, &r));
   int local = ax_trainer_clips_locally(t);
-  if (local) AX_TRY(clip_locally(t, &r));
   AX_TRY(ax_offload_reduce(&t->off, &r, &sumsq));
   AX_TRY(finish_norm(t, sumsq, norm));
   AxAdamWHyper h = adamw_hyper(t, lr, (local ? 1.0f : clip_factor(t, *norm)) * unscale);

@@ -122,6 +122,8 @@ struct AxTrainer {
   int compress_profiled;   /* 1: the cost model decided (costs above) */
   AxDataLink compress_link; /* what carries the data-parallel sum (agreed over all ranks) */
   int compress_in_memory;  /* 1: the cost model's parts kept plain: the ranks share memory */
+  int compress_somewhere;  /* 1: some stage of the job compresses a part after the warm-up
+                              (agreed over all ranks) */
   AxAutoCompress auto_compress; /* --compress auto's groups and decisions (n_groups 0: none) */
   AxTwoLevel two_level;    /* --compress auto: the data-parallel ranks' node and cross
                               communicators (usable 0: none) */
@@ -245,10 +247,14 @@ int ax_trainer_v_frozen_at(const AxTrainer *t);
  * momentum correction) compresses some of the stage's gradients (Lin et al.: the momentum
  * moves into the codec, the optimizer applies what arrives). */
 double ax_trainer_adam_beta1(const AxTrainer *t);
-/* DGC's local gradient clipping this step (--compress-local-clip, Lin et al. §3.3): 1 while
- * the stage compresses, with --grad-clip > 0 and 2+ data-parallel ranks; each rank then clips
- * its own gradient (its pipeline row's norm) to ax_trainer_local_clip_threshold before the sum,
- * and the summed gradient is not clipped again. */
+/* DGC's local gradient clipping this step (--compress-local-clip, Lin et al. §3.3), with
+ * --grad-clip > 0 and 2+ data-parallel ranks. Row: 1 while some stage of the job compresses;
+ * then every rank takes its own gradient's norm (its pipeline row's, a collective along the row
+ * and the tensor groups, so every stage of the row takes part). Stage: 1 where this stage
+ * compresses too; it clips its gradient to ax_trainer_local_clip_threshold by that norm before
+ * the sum, and the summed gradient is not clipped again (a stage that stays plain clips the
+ * sum by the global norm, as without compression). */
+int ax_trainer_row_clips_locally(const AxTrainer *t);
 int ax_trainer_clips_locally(const AxTrainer *t);
 /* --grad-clip / sqrt(G_data): the global threshold scaled by N^-1/2 (DGC §3.3). */
 double ax_trainer_local_clip_threshold(const AxTrainer *t);

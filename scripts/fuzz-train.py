@@ -240,6 +240,21 @@ def verdict_of_end(rc, err, losses):
     return "ok"
 
 
+def check_one_process(runner, refs, c, losses):
+    """A lossless layout's losses against the 1-rank run with the same optimizer settings
+    (refs: those runs, by their flags)."""
+    key = " ".join(c.reference_flags())
+    if key not in refs:
+        refs[key] = runner.run("ref%d" % len(refs), 1, c.reference_flags(), STEPS)
+    rc, err, ref, cmd = refs[key]
+    if rc != 0 or len(ref) != STEPS:
+        return "ONE PROCESS FAILED", "%s: %s" % (cmd, err.strip().splitlines()[-1:])
+    tol = REDUCED_PRECISION_TOL if c.value("--precision") else LOSSLESS_TOL
+    worst = max(abs(float(x) - float(y)) / float(y) for x, y in zip(losses, ref))
+    note = "losses within %.1e of one process's" % worst
+    return ("DIFFERS FROM ONE PROCESS" if worst > tol else "ok"), note
+
+
 def check_resume(runner, c, name, losses, rng, verdict, note):
     """The run checkpointed at RESUME_AT and resumed: bit for bit on its own grid; on another
     grid of as many ranks (where the configuration allows it), lossless ones within the
@@ -251,7 +266,8 @@ def check_resume(runner, c, name, losses, rng, verdict, note):
         shutil.copytree(ck, ck + "-other")
     second = runner.run(name + "r", c.ranks, c.flags, STEPS, keep + ["--resume"])
     if first[0] or second[0]:
-        return "RESUME FAILED", (second[1] or first[1]).strip().splitlines()[-1:]
+        said = (second[1] or first[1]).strip().splitlines()
+        return "RESUME FAILED", said[-1] if said else "exit %d, %d" % (first[0], second[0])
     if second[2] != losses:
         if not c.measured_decisions():
             return "RESUME DIFFERS", "straight %s, resumed %s" % (losses, second[2])
@@ -295,16 +311,7 @@ def main():
         rc, err, losses, cmd = runner.run(name, c.ranks, c.flags, STEPS)
         verdict, note = verdict_of_end(rc, err, losses), ""
         if verdict == "ok" and not c.lossy_codec and c.ranks > 1:
-            key = " ".join(c.reference_flags())
-            if key not in refs:
-                refs[key] = runner.run("ref%d" % len(refs), 1, c.reference_flags(), STEPS)
-            ref = refs[key][2]
-            tol = REDUCED_PRECISION_TOL if c.value("--precision") else LOSSLESS_TOL
-            if len(ref) == STEPS:
-                worst = max(abs(float(x) - float(y)) / float(y) for x, y in zip(losses, ref))
-                note = "losses within %.1e of one process's" % worst
-                if worst > tol:
-                    verdict = "DIFFERS FROM ONE PROCESS"
+            verdict, note = check_one_process(runner, refs, c, losses)
         if verdict == "ok" and not c.steps_recipe and not c.memory:
             # another generator: the draws that follow do not depend on this one's outcome
             regrid = random.Random("%d-%d" % (a.seed, i))

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Random train configurations, the same ones every time (scripts/fuzz-train.py, seed 7: 2 to 4
+# Random train configurations, the same ones every time (scripts/fuzz-train.py, seed 7: 1 to 4
 # ranks over every grid dimension, precisions, optimizers, codecs and their recipes, sync
 # schemes, overlaps, emulated links, memory checkpoints), each checked as a user would: it ends
 # (no hang, no crash, a refusal in exactly one line), a lossless layout trains as one process

@@ -155,8 +155,9 @@ run localclip 2 $DGC --compress-local-clip 1 && run globalclip 2 $DGC --compress
 # where one stage compresses and another does not (--compress-stages 0.5 on 2x2), every stage of
 # a row takes part in the row's local norm and only the compressing one clips by it: the run
 # ends (each stage deciding for itself alone hung at the first compressed step: stage 1 went on
-# to the optimizer while stage 0 waited in the row's norm) and the local clip changes the losses
-# (dgc:ratio=1,momentum=0 sends every value: with the global clip it is the plain run)
+# to the optimizer while stage 0 waited in the row's norm) and the local clip changes the losses;
+# dgc:ratio=1,momentum=0 sends every value, so with the global clip it is the plain run, bit
+# for bit
 SEL="--g-inter 2 --g-data 2 --steps 4 --compress dgc:ratio=1,momentum=0 --compress-stages 0.5 \
   --compress-min-bytes 0 --compress-warmup 0 --grad-clip 0.05 --step-timeout 30"
 # shellcheck disable=SC2086
@@ -164,6 +165,7 @@ run sellocal 4 $SEL --compress-local-clip 1 && run selglobal 4 $SEL --compress-l
   { awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { d = 1 } END { exit !d }' \
       "$TMP/selglobal.csv" "$TMP/sellocal.csv" ||
       fail "sellocal: --compress-local-clip 1 on one stage of two left the losses of the global clip"; }
+run selplain 4 --g-inter 2 --g-data 2 --steps 4 --grad-clip 0.05 && same_losses selglobal selplain 0 0
 
 # across an emulated link the cost model compresses, from measured costs the summary reports:
 # the plain all-reduce timed over the link (never faster than the link's 1 Gb/s), whose

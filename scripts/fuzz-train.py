@@ -5,11 +5,13 @@ with real MPI, and what a user expects of each checked:
 
   - it ends: no hang (a step timeout of 60 s, and a wall limit), no crash (no signal, no MPI
     abort but the trainer's own), and a refusal is exactly one `axonn: error:` line, once;
+    its data-parallel replicas end alike (the run compares them and warns otherwise);
   - a lossless configuration (fp32, no lossy codec) trains as one process does: every step's
     loss within 1e-4 of the 1-rank run with the same optimizer settings; bf16/fp16 within 3%;
   - a run checkpointed at step 3 and resumed continues bit for bit (every loss of steps 4-6
     equal to the straight run's; where the cost model decides from what it measures at each
-    start, the three runs may decide apart: then only that the resume runs), where the recipe
+    start, the straight run may decide apart: then the checkpointed run goes on to step 6 and
+    the resume, which decides on that run's measured costs, must equal it), where the recipe
     does not depend on --steps
     (a compression recipe whose warm-up or ratio follows the run's length is left out); a
     lossless one resumed on another grid of as many ranks (where its flags allow that grid)
@@ -237,6 +239,8 @@ def verdict_of_end(rc, err, losses):
         return "refused" if len(errors) == 1 and not others else "UNCLEAR ERROR"
     if len(losses) != STEPS or not all(math.isfinite(float(x)) for x in losses):
         return "NO LOSSES" if len(losses) != STEPS else "NON-FINITE"
+    if "data-parallel replicas of" in err:  # the run's own end check: they must be alike
+        return "REPLICAS DIFFER"
     return "ok"
 
 
@@ -261,20 +265,25 @@ def check_resume(runner, c, name, losses, rng, verdict, note):
     tolerance of one process's."""
     ck = os.path.join(runner.out, name + "r", "ck")
     keep = ["--checkpoint-dir", ck, "--checkpoint-every", str(RESUME_AT)]
-    first = runner.run(name + "r", c.ranks, c.flags, RESUME_AT, keep)
+    # where the cost model decides from what it measures, the straight run may decide apart
+    # from the checkpointed one: that one runs on to the end, its later checkpoint goes, and
+    # the resume (which takes the checkpointed run's figures back) must continue it exactly
+    measured = c.measured_decisions()
+    first = runner.run(name + "r", c.ranks, c.flags, STEPS if measured else RESUME_AT, keep)
     if first[0] == 0:
+        for d in os.listdir(ck):
+            if d.startswith("step-") and int(d[5:]) > RESUME_AT:
+                shutil.rmtree(os.path.join(ck, d))
         shutil.copytree(ck, ck + "-other")
     second = runner.run(name + "r", c.ranks, c.flags, STEPS, keep + ["--resume"])
     if first[0] or second[0]:
         said = (second[1] or first[1]).strip().splitlines()
         return "RESUME FAILED", said[-1] if said else "exit %d, %d" % (first[0], second[0])
-    if second[2] != losses:
-        if not c.measured_decisions():
-            return "RESUME DIFFERS", "straight %s, resumed %s" % (losses, second[2])
-        # the straight run, the checkpointed one and the resumed one each measured and decided;
-        # a resume that decides otherwise than its checkpoint says so
-        note += "; the cost model decided apart in the runs%s" % (
-            " (the resume warned: codec state started fresh)" if "starts fresh" in second[1] else "")
+    straight = first[2] if measured else losses
+    if second[2] != straight:
+        return "RESUME DIFFERS", "straight %s, resumed %s" % (straight, second[2])
+    if measured:
+        note += "; resumed on the checkpointed run's measured costs"
     if c.lossy_codec or c.ranks == 1:
         return verdict, note
     other = c.regridded(rng)

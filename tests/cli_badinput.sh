@@ -183,6 +183,7 @@ bad "--dp-sync-early 1 needs no loss scaling" "$AXONN" train $T --dp-sync-early 
 bad "--dp-sync-early 1 needs --device cpu --precision fp32" "$AXONN" train $T --dp-sync-early 1 --precision bf16
 bad "--dp-sync-early 1 needs --compress-local-clip 0" "$AXONN" train $T --dp-sync-early 1 --compress dgc
 bad "--compress-local-clip 'yes' is not auto or an integer from 0 to 1" "$AXONN" train $T --compress dgc --compress-local-clip yes
+bad "--compress-remeasure 2 is out of range" "$AXONN" train $T --compress onebit --compress-remeasure 2
 bad "--compress-local-clip 1 needs --grad-clip above 0" "$AXONN" train $T --compress dgc --compress-local-clip 1 --grad-clip 0
 bad "--ac 2 needs --checkpoint-activations" "$AXONN" train $T --ac 2
 bad "--resume needs --checkpoint-dir" "$AXONN" train $T --resume
@@ -231,6 +232,8 @@ warns "--dp-sync-early has no effect with --g-data 1" "$AXONN" train $T --dp-syn
 warns "--compress-sync has no effect without --compress (no gradient" "$AXONN" train $T --compress-sync ps
 warns "--compress-min-bytes has no effect without --compress (no gradient" "$AXONN" train $T --compress-min-bytes 4K
 warns "--compress-local-clip has no effect without --compress (no gradient" "$AXONN" train $T --compress-local-clip 1
+warns "--compress-remeasure has no effect without --compress (no gradient" "$AXONN" train $T --compress-remeasure 1
+warns "--compress-remeasure has no effect without --resume (a run that starts fresh" "$AXONN" train $T --compress onebit --compress-remeasure 1
 warns "--replica-schedule has no effect without --memory-checkpoint-every" "$AXONN" train $T --replica-schedule end
 warns "--zen-owners has no effect here: Zen sums the first stage's embedding rows only with --g-inter 2+" "$AXONN" train $T --zen-owners hash
 warns "--zen-hierarchy has no effect here: Zen sums" "$AXONN" train $T --zen-hierarchy flat

@@ -12,7 +12,9 @@
 #  - the codec state goes into checkpoints: 10 steps, resume, 10 more equal 20 straight, bit for
 #    bit, with onebit's recipe (error feedback, 1-bit Adam's momentum, 3 plain steps, then the
 #    variance frozen; a resume with another codec, or with the same codec deciding other parts,
-#    warns that the state starts fresh);
+#    warns that the state starts fresh); a resume under the cost model (layer-wise, and
+#    --compress auto with its backward timeline) decides on the checkpointed run's measured
+#    costs, so it continues that run bit for bit; --compress-remeasure 1 measures them again;
 #  - under dynamic loss scaling the codec state follows the scale and tbq's threshold ignores
 #    it: an fp32 run that doubles and halves it is the unscaled run bit for bit (onebit, dgc,
 #    powersgd, tbq);
@@ -25,7 +27,9 @@
 #    call's latency positive, the plain all-reduce timed over the link and the send's cost the
 #    per-message cost it implies; DGC's local clipping, with a threshold every gradient exceeds,
 #    changes the losses against the global clip (a switch that did nothing would fail), also
-#    where only one stage of two compresses (every stage takes part in the row's norm);
+#    where only one stage of two compresses (every stage takes part in the row's norm), and
+#    leaves the data-parallel replicas alike where the tied embedding was summed before (every
+#    run here fails when the run's end check finds its replicas apart: mpilib.sh);
 #  - `axonn plan` prints the cost model's decision table: per part T_orig, T_cpr, K, decision;
 #  - bad --compress input (and --compress-codec, --fusion, --sparse-embedding-sync): one clear
 #    line, non-zero exit, nothing written.
@@ -101,6 +105,42 @@ run other 2 --compress topk:ratio=0.1 --compress-min-bytes 0 --g-data 2 --steps 
   { grep -q "compression state .* starts fresh" "$TMP/other.log" ||
     { fail "resume with another codec did not warn"; cat "$TMP/other.log"; }; }
 
+# a resume decides on what its checkpoint's run measured: across an emulated link the cost
+# model decides from costs measured at the start, which a second measurement moves a little (a
+# part near the break-even point can flip, and its codec state would start fresh); resumed, the
+# run takes the checkpointed run's figures back (layer-wise and --compress auto with the
+# backward timeline): its summary's costs are that run's, its losses the straight run's bit for
+# bit; --compress-remeasure 1 measures again (other costs)
+same_costs() { # SUMMARY_A SUMMARY_B: 0 when the compression costs (the figures) are equal
+  python3 -c 'import json, sys
+c = [json.load(open(f))["compression"]["costs"] for f in sys.argv[1:]]
+for x in c: x.pop("measured_by")
+sys.exit(c[0] != c[1])' "$TMP/$1.json" "$TMP/$2.json"
+}
+measured_by() { # NAME WHO: the summary says who measured its costs
+  grep -q "\"measured_by\":\"$2" "$TMP/$1.json" ||
+    fail "$1: the summary's costs are not said to be measured by $2"
+}
+for m in "lw 2 --g-data 2 --ranks-per-node 1 --compress onebit" \
+  "auto 4 --g-data 4 --batch 16 --ranks-per-node 2 --compress auto --compress-codec onebit:ef=1 --dp-sync-early 1"; do
+  set -- $m; n=$1; np=$2; shift 2
+  M="$* --emulate-link 1Gbps --compress-warmup 2 --steps 8"
+  run "m$n" $np $M --checkpoint-dir "$TMP/m$n" --checkpoint-every 4 --summary "$TMP/m$n.json" ||
+    continue
+  rm -r "$TMP/m$n/step-00000008" && cp -r "$TMP/m$n" "$TMP/m${n}again"
+  run "m${n}kept" $np $M --checkpoint-dir "$TMP/m$n" --resume --summary "$TMP/m${n}kept.json" && {
+    tail_equal "m${n}kept" "m$n"
+    grep -q "resume: compression decides on the costs the run of .* measured" "$TMP/m${n}kept.log" ||
+      { fail "m${n}kept: no line saying the checkpoint's costs are kept"; cat "$TMP/m${n}kept.log"; }
+    same_costs "m${n}kept" "m$n" || fail "m${n}kept: its costs are not the checkpointed run's"
+    measured_by "m${n}kept" "the checkpointed run"
+  }
+  run "m${n}again" $np $M --checkpoint-dir "$TMP/m${n}again" --resume --compress-remeasure 1 \
+    --summary "$TMP/m${n}again.json" &&
+    { same_costs "m${n}again" "m$n" && fail "m${n}again: --compress-remeasure 1 kept the costs"
+      measured_by "m${n}again" "this run"; }
+done
+
 # dynamic loss scaling: the codec state keeps gradients at the loss scale (error feedback, the
 # momenta, DGC's accumulation, PowerSGD's Q) and follows the scale when it changes (doubled
 # after 3 clean steps, halved on the overflow at step 10), and tbq's threshold is in unscaled
@@ -152,6 +192,11 @@ run localclip 2 $DGC --compress-local-clip 1 && run globalclip 2 $DGC --compress
   { awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { d = 1 } END { exit !d }' \
       "$TMP/globalclip.csv" "$TMP/localclip.csv" ||
       fail "localclip: --compress-local-clip 1 left the losses of the global clip"; }
+# on 2x2 the first stage's tied embedding is summed over the data-parallel ranks before (the
+# sparse sync): no rank's own gradient, so it is clipped by the global norm, not by each rank's
+# local factor (which left the rows' embeddings apart; run's end check of the replicas)
+# shellcheck disable=SC2086
+run localclip22 4 --g-inter 2 $DGC --compress-local-clip 1
 # where one stage compresses and another does not (--compress-stages 0.5 on 2x2), every stage of
 # a row takes part in the row's local norm and only the compressing one clips by it: the run
 # ends (each stage deciding for itself alone hung at the first compressed step: stage 1 went on

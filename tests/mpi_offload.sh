@@ -11,7 +11,8 @@
 #  - dynamic loss scaling leaves an fp32 run's losses as they are (the scale doubled 6 times
 #    in 12 steps: each update divides by the scale its gradients carry, clipped or not; the
 #    summary's scale at the end), and a forced overflow skips exactly one step on every rank:
-#    3 steps with an overflow at step 3 end with the weights of 2 steps, bit for bit;
+#    3 steps with an overflow at step 3 end with the weights of 2 steps, bit for bit; the
+#    learning-rate schedule does not advance on the skipped step (its warm-up resumes there);
 #  - --optimizer device (the optimizer state beside the weights, the norm where the gradients
 #    are) gives the host optimizer's losses and weights bit for bit on the CPU backend, whose
 #    device memory is host memory (the same arrays, the same AdamW): with clipping, with
@@ -74,6 +75,19 @@ for grid in "1 1" "2 2"; do
   [ "$(grep -c overflowed "$TMP/skip$np.log")" -eq 1 ] || fail "skip$np: more than one skip"
   "$AXONN" compare "$TMP/two$np.bin" "$TMP/skip$np.bin" --tol 0 >"$TMP/c.out" 2>&1 ||
     { fail "skip$np: weights after the skipped step differ from 2 steps"; cat "$TMP/c.out"; }
+done
+
+# the learning-rate schedule follows the updates taken: after the skipped step 3 the warm-up
+# goes on where it stopped (step 4 takes step 3's rate), on the host and the device optimizer
+SCHED="--lr-schedule cosine --warmup 4 --loss-scaling dynamic --steps 5"
+for opt in host device; do
+  run "lrplain$opt" 1 $SCHED --optimizer $opt && run "lrskip$opt" 1 $SCHED --optimizer $opt \
+    --debug-overflow-step 3 && {
+    rates() { awk -F, 'NR > 1 { printf "%s ", $3 }' "$TMP/$1.csv"; }
+    set -- $(rates "lrplain$opt"); plain="$1 $2 $3 $3 $4"
+    [ "$(rates "lrskip$opt")" = "$plain " ] ||
+      fail "lrskip$opt: rates $(rates "lrskip$opt")against $plain (the schedule did not wait)"
+  }
 done
 
 # the device optimizer on one rank (here: the same arrays, so the same bits)

@@ -72,6 +72,7 @@ static int open_outputs(AxMetrics *m, const AxTrainConfig *cfg, const AxTrainer 
 static int finish(AxTrainer *t, const AxTrainConfig *cfg, const AxMetrics *m) {
   ax_wd_phase(AX_WD_FINAL, cfg->optim.steps);
   AX_WD_NOTE(-1, "writing the run summary");
+  AX_TRY(ax_trainer_compare_data_replicas(t));
   int read = !cfg->output.quiet || cfg->output.summary;
   int rc = read ? ax_summary_finish(t, cfg, m) : AX_OK;
   if (cfg->output.save && ax_trainer_save(t, cfg->output.save) != AX_OK) rc = AX_ERR;

@@ -134,6 +134,8 @@ static void run_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_int(j, "val_batches", s->val_batches);
   ax_jsonw_num(j, "loss_scale", s->loss_scale);
   ax_jsonw_int(j, "skipped_steps", s->skipped_steps);
+  if (s->replicas_differ < 0) ax_jsonw_null(j, "replicas_identical");
+  else ax_jsonw_bool(j, "replicas_identical", s->replicas_differ == 0);
   ax_jsonw_end(j);
 }
 
@@ -241,6 +243,7 @@ static void compression_json(AxJsonW *j, const AxCompressReport *r,
   ax_jsonw_str(j, "link", r->link);
   if (r->costed) {
     ax_jsonw_object(j, "costs");
+    ax_jsonw_str(j, "measured_by", r->costs_from);
     if (r->costs.plain.bytes_per_s > 0) {
       linear_cost_json(j, "plain_allreduce", &r->costs.plain, &r->costs.plain_at);
       sized_times_json(j, "casync_engine", &r->costs.engine); /* [] where not timed */

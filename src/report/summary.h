@@ -118,6 +118,7 @@ typedef struct {
   int val_batches; /* batches of --val-data behind final_val_loss */
   double loss_scale; /* at the end (1: no loss scaling) */
   long long skipped_steps; /* skipped on an overflow */
+  int replicas_differ; /* stage shards whose data-parallel replicas differ; -1: not compared */
   AxTiming timing;
   AxPeakInfo peak;
   AxFigures fig;

@@ -83,6 +83,14 @@ static int agreed_costs(AxTrainer *t, AxCasyncCosts *c, int strategy, AxSizedTim
   return AX_OK;
 }
 
+/* The agreed costs: measured now or, on a resume that keeps the checkpointed run's figures
+ * (train_measured.h), those. */
+static int run_costs(AxTrainer *t, AxCasyncCosts *c, int strategy, AxSizedTimes *casync) {
+  if (!ax_measured_replaying(&t->measured)) AX_TRY(agreed_costs(t, c, strategy, casync));
+  AX_TRY(ax_measured_take(&t->measured, c, sizeof *c));
+  return ax_measured_take(&t->measured, casync, AX_PROBE_ALGOS * sizeof *casync);
+}
+
 /* The profile's encode cost priced at the part's own rank: a codec with a rank (PowerSGD,
  * whose products grow linearly with it) is profiled at the rank ax_codec_cap_rank gives for
  * 128 (casync_cost.h: min(rank, 128); rank=auto at 16), and a part runs at
@@ -267,9 +275,33 @@ static int agree_over_cell(AxTrainer *t, AxAutoCompressInput *in) {
   return AX_OK;
 }
 
+/* What Espresso adds to the agreed costs, measured (a message inside a node costs a raw
+ * ping-pong when the link is emulated, else what the link measured; the overlap's latency
+ * paid), or as the checkpointed run measured them. */
+static int auto_costs(AxTrainer *t, AxAutoCompressInput *in) {
+  if (!ax_measured_replaying(&t->measured)) {
+    if (ax_link_emulating(t->links)) AX_TRY(ax_casync_measure_send(t->grid.data, &in->intra));
+    AX_TRY(ax_casync_measure_overlap(t->grid.data, &t->grid.comm_cfg, in->plain, 15,
+                                     &in->latency_paid));
+    AX_TRY(agree_over_cell(t, in));
+  }
+  AX_TRY(ax_measured_take(&t->measured, &in->intra, sizeof in->intra));
+  AX_TRY(ax_measured_take(&t->measured, &in->latency_paid, sizeof in->latency_paid));
+  AX_TRY(ax_measured_take(&t->measured, &in->ranks_per_node, sizeof in->ranks_per_node));
+  return ax_measured_take(&t->measured, &in->two_level, sizeof in->two_level);
+}
+
+/* When each of the n tensors' gradients is ready in the backward, and the backward's time:
+ * probed, or as the checkpointed run probed them. */
+static int timeline(AxTrainer *t, const AxTensorRange *tr, int n, double *ready, double *total) {
+  if (!ax_measured_replaying(&t->measured))
+    AX_TRY(ax_trainer_backward_timeline(t, tr, n, ready, total));
+  AX_TRY(ax_measured_take(&t->measured, ready, (size_t)n * sizeof *ready));
+  return ax_measured_take(&t->measured, total, sizeof *total);
+}
+
 /* --compress auto: Cupcake's groups and Espresso's decision per group (compress_auto.h), from
- * the agreed costs; a message inside a node costs a raw ping-pong when the link is emulated
- * (the emulated link is between nodes), else what the link measured. */
+ * the agreed costs and Espresso's own (auto_costs). */
 static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   AxAutoCompressInput in = {
@@ -284,10 +316,7 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   in.first_presummed = ax_trainer_wte_presummed(t);
   in.scheme = t->cfg.compression.compress_scheme;
   memcpy(in.casync_at, t->compress_casync, sizeof in.casync_at);
-  if (ax_link_emulating(t->links)) AX_TRY(ax_casync_measure_send(t->grid.data, &in.intra));
-  AX_TRY(ax_casync_measure_overlap(t->grid.data, &t->grid.comm_cfg, in.plain, 15,
-                                   &in.latency_paid));
-  AX_TRY(agree_over_cell(t, &in));
+  AX_TRY(auto_costs(t, &in));
   int n_t = ax_trainer_tensor_ranges(lay, NULL, 0);
   AxTensorRange *tr = ax_calloc((size_t)n_t + 1, sizeof *tr);
   if (!tr) return AX_ERR;
@@ -295,8 +324,7 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   /* --dp-sync-early: the sum starts in the backward, so Espresso gets its timeline */
   double *ready = ax_trainer_early_on(t) ? ax_calloc((size_t)n_t + 1, sizeof *ready) : NULL;
   int rc = ax_trainer_early_on(t) && !ready ? AX_ERR : AX_OK;
-  if (rc == AX_OK && ready)
-    rc = ax_trainer_backward_timeline(t, tr, n_t, ready, &in.backward_s);
+  if (rc == AX_OK && ready) rc = timeline(t, tr, n_t, ready, &in.backward_s);
   in.ready_s = ready;
   if (rc == AX_OK) rc = ax_compress_auto_plan(tr, n_t, t->codec, &in, &t->auto_compress);
   free(ready);
@@ -349,7 +377,7 @@ static int setup_stage_compression(AxTrainer *t) {
   t->compress_in_memory = is_auto && !strategy && t->grid.D > 1 &&
                           t->compress_link == AX_DP_MEMORY && !ax_train_stages_requested(&t->cfg);
   t->compress_profiled = (is_auto || strategy) && t->grid.D > 1 && !t->compress_in_memory;
-  if (t->compress_profiled) AX_TRY(agreed_costs(t, &costs, strategy, t->compress_casync));
+  if (t->compress_profiled) AX_TRY(run_costs(t, &costs, strategy, t->compress_casync));
   t->compress_costs = costs;
   if (drop_codec_unless_selected(t)) return AX_OK;
   AxGradPart *parts = NULL;
@@ -383,7 +411,9 @@ static int stage_compresses(const AxTrainer *t) {
  * ranks: the stages of a row decide apart, and DGC's local clipping takes a norm along it). */
 int ax_trainer_setup_compress(AxTrainer *t) {
   if (ax_train_compressed_stages(&t->cfg, t->grid.P) == 0) return AX_OK;
-  AX_TRY(ax_grid_agree(&t->grid, setup_stage_compression(t)));
+  int rc = setup_stage_compression(t);
+  if (rc == AX_OK) rc = ax_measured_done(&t->measured); /* a replay took every figure */
+  AX_TRY(ax_grid_agree(&t->grid, rc));
   t->compress_somewhere = stage_compresses(t);
   if (t->have_grid && t->grid.size > 1)
     AX_MPI(MPI_Allreduce(MPI_IN_PLACE, &t->compress_somewhere, 1, MPI_INT, MPI_MAX,
@@ -664,6 +694,9 @@ void ax_trainer_compress_report(const AxTrainer *t, AxCompressReport *out) {
   out->decided_by = decided_by(t);
   out->link = t->grid.D > 1 ? ax_data_link_name(t->compress_link) : NULL;
   out->costed = t->compress_profiled;
+  out->costs_from = ax_measured_replaying(&t->measured)
+                        ? "the checkpointed run, at its start (taken back on --resume)"
+                        : "this run, at its start";
   out->costs = t->compress_costs;
   out->strategy = t->auto_compress.n_groups > 0;
   memcpy(out->casync_timed, t->compress_casync, sizeof out->casync_timed);

@@ -31,6 +31,7 @@ typedef struct {
                              "--compress auto", "one data-parallel rank: nothing summed" */
   const char *link;       /* ax_data_link_name; NULL: no data parallelism */
   int costed;             /* costs hold the agreed profile */
+  const char *costs_from; /* who measured them: this run, or a checkpointed one (resumed) */
   AxCasyncCosts costs;
   int strategy;           /* --compress auto: Espresso's own measured terms below */
   AxSizedTimes casync_timed[AX_PROBE_ALGOS]; /* CaSync alone: ring, PS, all-gather */

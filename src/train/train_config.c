@@ -147,6 +147,10 @@ static const AxOption OPTIONS[] = {
         "each data-parallel rank clips its own gradient's norm to --grad-clip / sqrt(G_data) "
         "before the codec accumulates it, in place of clipping the summed gradient (auto: 1 "
         "for dgc, else 0; needs --grad-clip > 0)"),
+    INT("compress-remeasure", compression.compress_remeasure, "0", "0|1",
+        "on --resume, measure the costs the compression decisions rest on again (0: take the "
+        "figures the checkpointed run measured, so it decides as that run did and its codec "
+        "state carries over; they are kept where grid, codec and link are the same)", 0, 1),
     INT("compress-vectors", compression.compress_vectors, "0", "0|1",
         "compress the 1-D tensors (biases, LayerNorm weights) too (0: they are summed plain, "
         "as PowerSGD's reference implementation does)", 0, 1),
@@ -864,6 +868,9 @@ static void warn_inapplicable(const AxTrainConfig *cfg, const AxOptState *st) {
        "under --compress auto (Espresso decides which groups to compress)"},
       {"compress-vectors", plain, "without --compress (no gradient is compressed)"},
       {"compress-local-clip", plain, "without --compress (no gradient is compressed)"},
+      {"compress-remeasure", plain, "without --compress (no gradient is compressed)"},
+      {"compress-remeasure", !plain && !cfg->ckpt.resume,
+       "without --resume (a run that starts fresh measures its costs)"},
       {"compress-vectors", strategy,
        "under --compress auto (Espresso keeps every vector alone and plain)"},
       {"compress-codec", !strategy,

@@ -82,6 +82,8 @@ typedef struct {
   char *compress_warmup;    /* "auto" (the codec's recipe) or steps */
   char *compress_freeze_variance; /* "auto" (the recipe), 0 or 1 (1-bit Adam's frozen v) */
   char *compress_local_clip; /* "auto" (the recipe), 0 or 1 (DGC's local gradient clipping) */
+  int compress_remeasure;   /* 1: a resumed run measures its costs again (0: the
+                               checkpoint's, train_measured.h) */
   int compress_vectors;     /* 1: parts of at most one row (1-D tensors) may compress too */
   char *compress_stages;    /* "all" or F: the earliest fraction F of stages (Optimus-CC SC) */
   char *compress_backprop;  /* "none" or powersgd[:rank=R] */

@@ -173,17 +173,31 @@ static double grads_span(void *ctx, size_t lo, size_t hi) {
   return ax_host_sumsq_pool(o->pool, o->grads + lo, hi - lo);
 }
 
-/* DGC's local gradient clipping (ax_trainer_row_clips_locally): this rank's gradient, the norm
- * of its pipeline row's (and tensor-parallel grid's) like the global one, scaled down to the
- * local threshold before the codec accumulates it where the stage compresses. */
+/* DGC's local gradient clipping (ax_trainer_row_clips_locally): this rank's own gradient, the
+ * norm of its pipeline row's (and tensor-parallel grid's) like the global one, scaled down to
+ * the local threshold before the codec accumulates it where the stage compresses. A range the
+ * data-parallel ranks summed already (r's summed range: the tied embedding, by Zen, the rows'
+ * all-gather or the fused tied sum) is no rank's own gradient: scaled by each rank's own factor
+ * it would give every replica another update, so it is left out here and clipped by the
+ * global norm once the rest is summed (clip_presummed). */
 static int clip_locally(AxTrainer *t, const AxReduceSpec *r) {
   double norm, limit = ax_trainer_local_clip_threshold(t);
-  double sumsq = ax_reduce_spec_sumsq(r, 0, t->off.n, grads_span, &t->off);
+  size_t n = t->off.n, lo = r->summed_lo, hi = r->summed_hi > lo ? r->summed_hi : lo;
+  double sumsq = ax_reduce_spec_sumsq(r, 0, lo, grads_span, &t->off) +
+                 ax_reduce_spec_sumsq(r, hi, n, grads_span, &t->off);
   AX_TRY(finish_norm(t, sumsq, &norm));
   if (!ax_trainer_clips_locally(t) || !(norm > limit)) return AX_OK;
   float f = (float)(limit / norm);
-  for (size_t i = 0; i < t->off.n; i++) t->off.grads[i] *= f;
+  for (size_t i = 0; i < n; i++)
+    if (i < lo || i >= hi) t->off.grads[i] *= f;
   return AX_OK;
+}
+
+/* Under local clipping, the range summed before (clip_locally) clipped as without it: by the
+ * global norm of the summed gradient, the same factor on every replica. */
+static void clip_presummed(AxTrainer *t, const AxReduceSpec *r, double norm) {
+  float f = clip_factor(t, norm);
+  for (size_t i = r->summed_lo; i < r->summed_hi; i++) t->off.grads[i] *= f;
 }
 
 /* Sum the gradients over the data-parallel column and update the master weights, chunk by
@@ -206,6 +220,7 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   int local = ax_trainer_clips_locally(t);
   AX_TRY(ax_offload_reduce(&t->off, &r, &sumsq));
   AX_TRY(finish_norm(t, sumsq, norm));
+  if (local) clip_presummed(t, &r, *norm);
   AxAdamWHyper h = adamw_hyper(t, lr, (local ? 1.0f : clip_factor(t, *norm)) * unscale);
   return ax_offload_update_all(&t->off, params, &h, &t->trace);
 }
@@ -282,8 +297,10 @@ int ax_trainer_state_to_host(AxTrainer *t) {
   return t->cfg.optim.optimizer_device ? ax_device_opt_to_host(&t->dopt) : AX_OK;
 }
 
+/* The schedule follows the updates taken, not the steps: a step skipped for an overflow does
+ * not advance it (as Megatron-LM and DeepSpeed step their schedulers on updates only). */
 static int optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
-  rec->lr = ax_lr_at(&t->lr, step);
+  rec->lr = ax_lr_at(&t->lr, (int)t->adam_steps + 1);
   if (t->cfg.optim.optimizer_device) return device_optimizer_step(t, step, rec);
   AX_WD_NOTE(-1, "copying the gradients to host memory");
   AX_TRY(ax_offload_download_grads(&t->off, ax_stage_grads(t->stage)));

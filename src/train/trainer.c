@@ -555,6 +555,7 @@ void ax_trainer_destroy(AxTrainer *t) {
   ax_link_emu_destroy(t->links); /* after the engines that send through it */
   ax_trace_free(&t->trace);
   ax_grad_compress_free(&t->gc);
+  ax_measured_free(&t->measured);
   ax_codec_free(t->codec);
   ax_shaped_codecs_free(&t->shaped);
   ax_compress_auto_free(&t->auto_compress);
@@ -600,6 +601,7 @@ int ax_trainer_create_on(AxTrainer **out, const AxTrainConfig *cfg, AxBackendMak
   t->make_backend_ctx = ctx;
   t->cfg = *cfg;
   t->ckpt_lock = -1;
+  t->replicas_differ = -1;
   t->lr = (AxLrSchedule){.cosine = cfg->optim.lr_schedule == AX_LR_COSINE, .lr = cfg->optim.lr,
                          .min_frac = cfg->optim.min_lr_frac, .warmup = cfg->optim.warmup,
                          .total = cfg->optim.steps};
@@ -611,6 +613,8 @@ int ax_trainer_create_on(AxTrainer **out, const AxTrainConfig *cfg, AxBackendMak
   if (rc == AX_OK) rc = phase(t, setup_partition, "partitioning the layers");
   if (rc == AX_OK) rc = phase(t, setup_backend, "starting the compute backend");
   if (rc == AX_OK) rc = phase(t, setup_stage, "creating this rank's stage");
+  if (rc == AX_OK)
+    rc = phase(t, ax_trainer_keep_measured, "reading the checkpoint's measured costs");
   if (rc == AX_OK)
     rc = phase(t, ax_trainer_setup_compress, "setting up compression (profiling the codec)");
   if (rc == AX_OK)

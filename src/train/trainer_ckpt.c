@@ -83,19 +83,40 @@ static int write_stages(AxTrainer *t, int step, const char *step_dir, AxCkptFile
 /* ------------------------------------------------------------------ codec state */
 
 /* The compression states a rank keeps across steps, each in a per-rank file of its own:
- * --compress's (codec-R.bin: error feedback, momentum, PowerSGD's Q per part) and
- * --compress-backprop's (backprop-R.bin: the link's residual and Q). */
-typedef enum { STATE_CODEC = 0, STATE_BACKPROP, N_STATES } StateKind;
+ * --compress's (codec-R.bin: error feedback, momentum, PowerSGD's Q per part), the figures
+ * its cost model decided on (measured-R.bin: train_measured.h; taken back at set-up,
+ * ax_trainer_keep_measured, not by the resume) and --compress-backprop's (backprop-R.bin: the
+ * link's residual and Q). */
+typedef enum { STATE_CODEC = 0, STATE_BACKPROP, STATE_MEASURED, N_STATES } StateKind;
 
-static const char *const STATE_PREFIX[N_STATES] = {"codec", "backprop"};
-static const char *const STATE_OPTION[N_STATES] = {"--compress", "--compress-backprop"};
+static const char *const STATE_PREFIX[N_STATES] = {"codec", "backprop", "measured"};
+static const char *const STATE_OPTION[N_STATES] = {"--compress", "--compress-backprop",
+                                                   "--compress"};
 
 static void state_file_name(StateKind k, int rank, char *buf, size_t cap) {
   snprintf(buf, cap, "%s-%d.bin", STATE_PREFIX[k], rank);
 }
 
 static int has_state(const AxTrainer *t, StateKind k) {
-  return k == STATE_CODEC ? t->codec != NULL : t->have_backprop;
+  return k == STATE_CODEC ? t->codec != NULL
+         : k == STATE_MEASURED ? t->measured.n > 0
+                               : t->have_backprop;
+}
+
+/* What the measured figures belong to: the configuration that decides which figures the cost
+ * model measures and what they mean (a resume with another link, grid, codec or stage
+ * selection measures again), and how many bytes they are. */
+static void measured_label(const AxTrainer *t, size_t bytes, char *buf, size_t cap) {
+  const AxCompressionOptions *c = &t->cfg.compression;
+  const AxGridOptions *g = &t->cfg.grid;
+  snprintf(buf, cap, "measured codec %s sync %d scheme %s stages %s min-bytes %s fusion %s "
+           "grid %dx%d tp %d rank %d micro %d link %s rpn %d allreduce %d dtype %d early %d "
+           "bytes %zu", ax_train_codec_spec(&t->cfg), c->compress_sync,
+           c->compress_scheme ? c->compress_scheme : "-", c->compress_stages,
+           c->compress_min_bytes, c->fusion ? c->fusion : "-", t->grid.P, t->grid.D,
+           ax_grid_tp_size(&t->grid), t->grid.rank, t->micro,
+           g->emulate_link ? g->emulate_link : "-", g->ranks_per_node, g->allreduce,
+           t->cfg.optim.allreduce_dtype, t->cfg.optim.dp_sync_early, bytes);
 }
 
 /* What a rank's state belongs to: a resume restores it only into the same (the decisions
@@ -103,6 +124,10 @@ static int has_state(const AxTrainer *t, StateKind k) {
 static void state_label(const AxTrainer *t, StateKind k, char *buf, size_t cap) {
   if (k == STATE_BACKPROP) {
     ax_trainer_backprop_label(t, buf, cap);
+    return;
+  }
+  if (k == STATE_MEASURED) {
+    measured_label(t, t->measured.n, buf, cap);
     return;
   }
   snprintf(buf, cap, "codec %s sync %s grid %dx%d rank %d chunks %d layer-wise parts %d "
@@ -122,8 +147,9 @@ typedef struct {
 static int state_blob(const AxTrainer *t, StateKind k, StateBlob *b) {
   state_label(t, k, b->label, sizeof b->label);
   state_file_name(k, t->grid.rank, b->name, sizeof b->name);
-  b->bytes = k == STATE_CODEC ? ax_grad_compress_state_bytes(&t->gc)
-                              : ax_backprop_state_bytes(&t->backprop);
+  b->bytes = k == STATE_CODEC      ? ax_grad_compress_state_bytes(&t->gc)
+             : k == STATE_MEASURED ? t->measured.n
+                                   : ax_backprop_state_bytes(&t->backprop);
   b->buf = ax_malloc(b->bytes + 1);
   return b->buf ? AX_OK : AX_ERR;
 }
@@ -136,7 +162,8 @@ static int write_codec_state(AxTrainer *t, const char *step_dir, AxCkptFile info
     StateBlob b;
     AX_TRY(state_blob(t, (StateKind)k, &b));
     int rc = k == STATE_CODEC ? ax_grad_compress_save(&t->gc, b.buf)
-                              : ax_backprop_state_save(&t->backprop, b.buf);
+             : k == STATE_BACKPROP ? ax_backprop_state_save(&t->backprop, b.buf)
+                                   : (memcpy(b.buf, t->measured.bytes, b.bytes), AX_OK);
     if (rc == AX_OK)
       rc = ax_ckpt_blob_write(step_dir, b.name, b.label, b.buf, b.bytes, &info[k]);
     free(b.buf);
@@ -231,6 +258,7 @@ static void warn_dropped(const char *step_dir, StateKind k) {
 static int resume_codec_state(AxTrainer *t, const char *step_dir) {
   for (int k = 0; k < N_STATES; k++) {
     int status = 0, worst, kept;
+    if (k == STATE_MEASURED) continue; /* taken back at set-up (ax_trainer_keep_measured) */
     AX_TRY(ax_trainer_agree_flag(t, has_state(t, (StateKind)k), &kept));
     if (!kept) {
       if (t->grid.rank == 0) warn_dropped(step_dir, (StateKind)k);
@@ -311,6 +339,51 @@ static int agree_on_latest(AxTrainer *t, int *found, char *step_dir, int *step) 
     AX_MPI(MPI_Bcast(step, 1, MPI_INT, 0, t->grid.world));
     AX_MPI(MPI_Bcast(step_dir, 1024, MPI_CHAR, 0, t->grid.world));
   }
+  return AX_OK;
+}
+
+/* This rank's measured figures in step_dir, when it holds them under this run's label; *kept
+ * = 0 when not (none, or another configuration's). */
+static int read_measured(AxTrainer *t, const char *step_dir, int *kept) {
+  char name[64], path[1200], label[AX_BLOB_LABEL_MAX], mine[AX_BLOB_LABEL_MAX];
+  const char *at;
+  size_t bytes = 0;
+  *kept = 0;
+  state_file_name(STATE_MEASURED, t->grid.rank, name, sizeof name);
+  snprintf(path, sizeof path, "%s/%s", step_dir, name);
+  if (access(path, F_OK) != 0) return AX_OK;
+  AX_TRY(ax_ckpt_blob_label(step_dir, name, label, sizeof label));
+  if (!(at = strstr(label, " bytes ")) || sscanf(at, " bytes %zu", &bytes) != 1 || !bytes)
+    return AX_OK;
+  measured_label(t, bytes, mine, sizeof mine);
+  if (strcmp(label, mine) != 0) return AX_OK;
+  unsigned char *buf = ax_malloc(bytes);
+  if (!buf) return AX_ERR;
+  int found, same, rc = ax_ckpt_blob_read(step_dir, name, mine, buf, bytes, &found, &same);
+  if (rc == AX_OK && found && same) rc = ax_measured_replay(&t->measured, buf, bytes);
+  *kept = rc == AX_OK && found && same;
+  free(buf);
+  return rc;
+}
+
+int ax_trainer_keep_measured(AxTrainer *t) {
+  if (!t->cfg.ckpt.resume || t->cfg.compression.compress_remeasure ||
+      !ax_train_compresses(&t->cfg))
+    return AX_OK;
+  int found, step, kept, lacking;
+  char step_dir[1024] = {0};
+  AX_TRY(agree_on_latest(t, &found, step_dir, &step));
+  if (!found) return AX_OK;
+  AX_TRY(ax_grid_agree(&t->grid, read_measured(t, step_dir, &kept)));
+  AX_TRY(ax_trainer_agree_flag(t, !kept, &lacking));
+  if (lacking) { /* every rank measures, or none */
+    ax_measured_free(&t->measured);
+    return AX_OK;
+  }
+  if (t->grid.rank == 0)
+    ax_log("resume: compression decides on the costs the run of %s measured at its start "
+           "(its measured-*.bin), so it decides every part as that run did and the codec state "
+           "carries over; --compress-remeasure 1 measures them again", step_dir);
   return AX_OK;
 }
 

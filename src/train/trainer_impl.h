@@ -33,6 +33,7 @@
 #include "src/plan/replica_schedule.h"
 #include "src/plan/compress_auto.h"
 #include "train_compress.h"
+#include "train_measured.h"
 #include "src/memckpt/memckpt.h"
 #include "train_hooks.h"
 #include "trainer.h"
@@ -120,6 +121,10 @@ struct AxTrainer {
   AxSizedTimes compress_casync[AX_PROBE_ALGOS]; /* CaSync timed at start-up under each
                               algorithm the run probed (train_compress.c: probed_algos) */
   int compress_profiled;   /* 1: the cost model decided (costs above) */
+  int replicas_differ;     /* stage shards whose data-parallel replicas differ at the end
+                              (trainer_replicas.c); -1: not compared */
+  AxMeasured measured;     /* the figures the cost model decided on, as measured or as a
+                              resumed checkpoint kept them (train_measured.h) */
   AxDataLink compress_link; /* what carries the data-parallel sum (agreed over all ranks) */
   int compress_in_memory;  /* 1: the cost model's parts kept plain: the ranks share memory */
   int compress_somewhere;  /* 1: some stage of the job compresses a part after the warm-up
@@ -206,6 +211,11 @@ int ax_trainer_backward_timeline(AxTrainer *t, const AxTensorRange *tr, int n, d
 /* trainer_ckpt.c: creates and locks --checkpoint-dir (rank 0) and checks that every rank that
  * writes into it can (a setup phase; nothing when there is no --checkpoint-dir). */
 int ax_trainer_setup_checkpoints(AxTrainer *t);
+/* --resume with compression (before ax_trainer_setup_compress): where the newest checkpoint
+ * holds every rank's measured figures under this run's configuration, they are taken back
+ * (train_measured.h) and nothing is measured; else the run measures (--compress-remeasure 1:
+ * always). Collective. */
+int ax_trainer_keep_measured(AxTrainer *t);
 /* trainer_embed_sync.c: whether wte's gradient is summed over the data-parallel ranks before
  * the stage's data-parallel sum (fused embedding sync, or the sparse path), the setup phase
  * (collective over the data column), the sum itself (before the tied pair's), teardown. */

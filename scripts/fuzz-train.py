@@ -8,14 +8,12 @@ with real MPI, and what a user expects of each checked:
     its data-parallel replicas end alike (the run compares them and warns otherwise);
   - a lossless configuration (fp32, no lossy codec) trains as one process does: every step's
     loss within 1e-4 of the 1-rank run with the same optimizer settings; bf16/fp16 within 3%;
-  - a run checkpointed at step 3 and resumed continues bit for bit (every loss of steps 4-6
-    equal to the straight run's; where the cost model decides from what it measures at each
-    start, the straight run may decide apart: then the checkpointed run goes on to step 6 and
-    the resume, which decides on that run's measured costs, must equal it), where the recipe
-    does not depend on --steps
-    (a compression recipe whose warm-up or ratio follows the run's length is left out); a
-    lossless one resumed on another grid of as many ranks (where its flags allow that grid)
-    continues within the tolerance above.
+  - a run that checkpoints at step 3 (and goes on to step 6) is the straight run, and resumed
+    from that checkpoint it continues bit for bit (every loss of steps 4-6 equal to its own;
+    where the cost model decides from what it measures at each start, the straight run may
+    decide apart, and the resume decides on the checkpointed run's measured costs); a lossless
+    one resumed on another grid of as many ranks (where its flags allow that grid) continues
+    within the tolerance above.
 
 The same seed draws the same configurations, and no check depends on a time (where the cost
 model's measured decisions may differ between two runs, each check holds for either decision);
@@ -54,7 +52,6 @@ class Draw:
         self.rng = rng
         self.flags = []
         self.lossy_codec = False
-        self.steps_recipe = False  # a recipe that follows --steps: no resume check
         self.ranks = rng.choice([r for r in (1, 2, 2, 3, 4, 4, 4) if r <= ranks_max])
         self.grid()
         self.optimizer()
@@ -127,12 +124,8 @@ class Draw:
                 self.add("--compress-min-bytes", self.pick(0, "4K"))
             if self.maybe(.2):
                 self.add("--compress-stages", self.pick("all", 0.5))
-            warmup = self.maybe(.4)
-            if warmup:
+            if self.maybe(.4):
                 self.add("--compress-warmup", self.pick(0, 2))
-            # the recipes' warm-up follows --steps; DGC's ratio does too
-            self.steps_recipe = codec in ("onebit", "dgc", "powersgd", "auto") and (
-                not warmup or codec in ("dgc", "auto"))
         if self.maybe(.15):
             self.add("--compress-backprop", self.pick("powersgd", "powersgd:rank=2"))
             self.lossy_codec = True
@@ -184,9 +177,11 @@ class Draw:
         start (--compress auto; a lossy codec over an emulated link with --compress-min-bytes
         auto): two runs of the configuration may decide differently."""
         codec = self.value("--compress")
-        return codec == "auto" or (self.lossy_codec and codec not in (None, "identity")
-                                   and self.value("--emulate-link") is not None
-                                   and self.value("--compress-min-bytes") is None)
+        data = int(self.value("--g-data") or 1) >= 2
+        return data and (codec == "auto" or (
+            self.lossy_codec and codec not in (None, "identity")
+            and self.value("--emulate-link") is not None
+            and self.value("--compress-min-bytes") is None))
 
     def reference_flags(self):
         out = []
@@ -265,11 +260,14 @@ def check_resume(runner, c, name, losses, rng, verdict, note):
     tolerance of one process's."""
     ck = os.path.join(runner.out, name + "r", "ck")
     keep = ["--checkpoint-dir", ck, "--checkpoint-every", str(RESUME_AT)]
-    # where the cost model decides from what it measures, the straight run may decide apart
-    # from the checkpointed one: that one runs on to the end, its later checkpoint goes, and
-    # the resume (which takes the checkpointed run's figures back) must continue it exactly
+    # the checkpointed run goes on to the end (so a recipe that follows --steps is the same in
+    # it and in the resume), its later checkpoint goes, and the resume must continue it
+    # exactly; where the cost model decides from what it measures, the straight run may decide
+    # apart from the checkpointed one, whose figures the resume takes back
     measured = c.measured_decisions()
-    first = runner.run(name + "r", c.ranks, c.flags, STEPS if measured else RESUME_AT, keep)
+    first = runner.run(name + "r", c.ranks, c.flags, STEPS, keep)
+    if first[0] == 0 and not measured and first[2] != losses:
+        return "CHECKPOINTS CHANGE THE RUN", "straight %s, checkpointed %s" % (losses, first[2])
     if first[0] == 0:
         for d in os.listdir(ck):
             if d.startswith("step-") and int(d[5:]) > RESUME_AT:
@@ -279,9 +277,8 @@ def check_resume(runner, c, name, losses, rng, verdict, note):
     if first[0] or second[0]:
         said = (second[1] or first[1]).strip().splitlines()
         return "RESUME FAILED", said[-1] if said else "exit %d, %d" % (first[0], second[0])
-    straight = first[2] if measured else losses
-    if second[2] != straight:
-        return "RESUME DIFFERS", "straight %s, resumed %s" % (straight, second[2])
+    if second[2] != first[2]:
+        return "RESUME DIFFERS", "straight %s, resumed %s" % (first[2], second[2])
     if measured:
         note += "; resumed on the checkpointed run's measured costs"
     if c.lossy_codec or c.ranks == 1:
@@ -321,7 +318,7 @@ def main():
         verdict, note = verdict_of_end(rc, err, losses), ""
         if verdict == "ok" and not c.lossy_codec and c.ranks > 1:
             verdict, note = check_one_process(runner, refs, c, losses)
-        if verdict == "ok" and not c.steps_recipe and not c.memory:
+        if verdict == "ok" and not c.memory:
             # another generator: the draws that follow do not depend on this one's outcome
             regrid = random.Random("%d-%d" % (a.seed, i))
             verdict, note = check_resume(runner, c, name, losses, regrid, verdict, note)

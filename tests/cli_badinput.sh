@@ -107,6 +107,7 @@ bad "unknown option --nope" "$AXONN" train --nope 1
 # a misspelled flag: the nearest known one, for every subcommand's options
 bad "unknown option --metric (did you mean --metrics? see" "$AXONN" train --metric m.csv
 bad "unknown option --tensorbord (did you mean --tensorboard?" "$AXONN" train --tensorbord tb
+bad "unknown option --keep-checkpoints (did you mean --keep?" "$AXONN" train --keep-checkpoints 3
 bad "unknown option --g_data (did you mean --g-data?" "$AXONN" train --g_data 2
 bad "unknown option --temprature (did you mean --temperature?" "$AXONN" sample --temprature 1
 bad "--steps needs a value" "$AXONN" train --steps

@@ -2,9 +2,9 @@
 # Random train configurations, the same ones every time (scripts/fuzz-train.py, seed 7: 1 to 4
 # ranks over every grid dimension, precisions, optimizers, codecs and their recipes, sync
 # schemes, overlaps, emulated links, memory checkpoints), each checked as a user would: it ends
-# (no hang, no crash, a refusal in exactly one line), a lossless layout trains as one process
-# does, and a run checkpointed at step 3 and resumed continues bit for bit. `make fuzz` draws
-# more of them.
+# (no hang, no crash, a refusal in exactly one line, its data-parallel replicas alike), a
+# lossless layout trains as one process does, and a run checkpointed at step 3 and resumed
+# continues bit for bit. `make fuzz` draws more of them.
 . "$(dirname "$0")/mpilib.sh"
 
 MPIEXEC="$MPIEXEC" python3 "$(dirname "$0")/../scripts/fuzz-train.py" --bin "$AXONN" \

@@ -211,14 +211,29 @@ static int edit_distance(const char *a, size_t n, const char *b) {
   return row[m];
 }
 
+/* The longest known name that NAME starts with as a whole word ("keep" for
+ * "keep-checkpoints", "lr" for "lr-max"), or -1. */
+static int word_prefix_option(const AxOptionTable *t, const char *name, size_t len) {
+  int best = -1;
+  size_t best_n = 0;
+  for (int i = 0; i < t->n_opts; i++) {
+    size_t n = strlen(t->opts[i].name);
+    if (n < len && n > best_n && name[n] == '-' && !strncmp(name, t->opts[i].name, n))
+      best = i, best_n = n;
+  }
+  return best;
+}
+
 /* "unknown option --NAME", with the nearest known name when it is close (at most 2 edits, 1
- * for names of up to 4 letters): "did you mean --metrics?" */
+ * for names of up to 4 letters), else one it starts with as a word: "did you mean
+ * --metrics?" */
 static int unknown_option(const AxOptionTable *t, const char *name, size_t len) {
   int best = -1, best_d = len <= 4 ? 2 : 3;
   for (int i = 0; i < t->n_opts; i++) {
     int d = edit_distance(name, len, t->opts[i].name);
     if (d < best_d) best = i, best_d = d;
   }
+  if (best < 0) best = word_prefix_option(t, name, len);
   if (best >= 0)
     return AX_FAIL("unknown option --%.*s (did you mean --%s? see `axonn %s --help`)", (int)len,
                    name, t->opts[best].name, t->command);

@@ -3,12 +3,16 @@
 # (data/tinyshakespeare.txt) into byte-level shards, train a small byte-level GPT on it (the
 # validation loss printed as it falls), sample from the model with the prompt "ROMEO:", draw the
 # loss curve (scripts/plot-loss), and say where everything is and what to try next.
-# Sized to take about two and a half minutes on a 2-core machine (docs/benchmarks.md, "make run").
+# Sized to take about two minutes on a 2-core machine (docs/benchmarks.md, "make run").
 #
 # Usage: scripts/run.sh [OUT_DIR]   (default build/run)
-# Environment: AXONN (default bin/axonn); THREADS (default: the cores idle right now, measured
-# over half a second; at least 1); TEXT (default data/tinyshakespeare.txt); TRAIN_ARGS (the
-# model and schedule, default below); PROMPT, SAMPLE_TOKENS, TEMPERATURE for the sample.
+# Environment: AXONN (default bin/axonn); RANKS (data-parallel ranks, default: the cores idle
+# right now, measured over half a second, rounded down to a power of two that divides the
+# batch, at least 1) and THREADS (per rank, default 1): on two cores two ranks of one thread
+# took 6-23% less a step of this model than one process of two threads (docs/benchmarks.md,
+# "make run"); MPIEXEC (default mpiexec) launches more than one; TEXT (default
+# data/tinyshakespeare.txt); TRAIN_ARGS (the model and schedule, default below); PROMPT,
+# SAMPLE_TOKENS, TEMPERATURE for the sample.
 set -eu
 AXONN=${AXONN:-bin/axonn}
 OUT=${1:-build/run}
@@ -53,10 +57,29 @@ words_known() { # SAMPLE TEXT PROMPT
     END { printf "%d of %d (%.0f%%)", known, all, all ? 100 * known / all : 0 }' "$2" "$1"
 }
 
-if [ -z "${THREADS:-}" ]; then
-  THREADS=$(idle_cores)
-  echo "make run: $THREADS of $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') core(s) idle" \
-    "-> --threads $THREADS (THREADS=N make run chooses)"
+# The largest power of two at most $1 that divides the batch of TRAIN_ARGS (--batch, 32 when
+# not given there: the trainer's default is 32 too).
+ranks_for() {
+  batch=$(echo " $TRAIN_ARGS " | sed -n 's/.* --batch \([0-9][0-9]*\) .*/\1/p')
+  r=1
+  while [ $((r * 2)) -le "$1" ] && [ $((${batch:-32} % (r * 2))) -eq 0 ]; do r=$((r * 2)); done
+  echo $r
+}
+
+if [ -z "${RANKS:-}" ]; then
+  idle=$(idle_cores)
+  RANKS=$(ranks_for "$idle")
+  echo "make run: $idle of $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') core(s) idle" \
+    "-> $RANKS data-parallel rank(s) of ${THREADS:-1} thread(s) (RANKS=N THREADS=M make run" \
+    "chooses)"
+fi
+THREADS=${THREADS:-1}
+# one process, or RANKS of them over MPI splitting each batch (--g-data)
+if [ "$RANKS" -gt 1 ]; then
+  LAUNCH="${MPIEXEC:-mpiexec} -n $RANKS"
+  GRID="--g-data $RANKS"
+else
+  LAUNCH="" GRID=""
 fi
 mkdir -p "$OUT"
 name=$(basename "$TEXT" .txt)
@@ -64,8 +87,8 @@ say "$AXONN" prep --input "$TEXT" --output "$OUT/$name"
 # The whole output goes to train.log; the screen gets all of it but the JSON summary line,
 # which summary.json holds.
 # shellcheck disable=SC2086
-{ say "$AXONN" train --data "$OUT/${name}_train.bin" --val-data "$OUT/${name}_val.bin" \
-    $TRAIN_ARGS --threads "$THREADS" --metrics "$OUT/metrics.csv" \
+{ say $LAUNCH "$AXONN" train --data "$OUT/${name}_train.bin" --val-data "$OUT/${name}_val.bin" \
+    $TRAIN_ARGS $GRID --threads "$THREADS" --metrics "$OUT/metrics.csv" \
     --summary "$OUT/summary.json" --save "$OUT/model.bin"
   echo $? >"$OUT/train.rc"; } | tee "$OUT/train.log" | grep --line-buffered -v '^{"axonn_summary":' || :
 rc=$(cat "$OUT/train.rc" 2>/dev/null || echo 1)
@@ -73,7 +96,7 @@ rm -f "$OUT/train.rc"
 [ "$rc" -eq 0 ] || exit "$rc"
 echo "--- sample from the trained model (prompt \"$PROMPT\", temperature $TEMPERATURE):"
 set -- "$AXONN" sample --model "$OUT/model.bin" --prompt "$PROMPT" --tokens "$SAMPLE_TOKENS" \
-  --temperature "$TEMPERATURE" --threads "$THREADS"
+  --temperature "$TEMPERATURE" --threads $((RANKS * THREADS))
 echo "\$ $*"
 "$@" >"$OUT/sample.txt"
 cat "$OUT/sample.txt"

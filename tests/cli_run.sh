@@ -3,7 +3,8 @@
 # last always; automatic: 20 to 40 lines), each with step/total, loss, lr, ms, tokens/s, FLOP/s,
 # elapsed time and ETA, while the metrics CSV keeps every step; --quiet prints none. The loss
 # curve (scripts/plot-loss: a PNG, or "skipped:" without matplotlib) and scripts/run.sh, what
-# `make run` does, on a tiny model. Only the shape of the output is checked, never a speed.
+# `make run` does, on a tiny model, in one process and on 2 data-parallel ranks. Only the shape
+# of the output is checked, never a speed.
 . "$(dirname "$0")/testlib.sh"
 
 TINY="--layers 1 --hidden 16 --heads 1 --seq 8 --batch 2 --threads 1 --val-steps 0"
@@ -61,7 +62,7 @@ scripts/plot-loss "$TMP/missing.csv" "$TMP/x.png" 2>/dev/null; [ $? -eq 2 ] || f
 # ---- scripts/run.sh (what make run does after the build), on a tiny text and model
 i=0; : >"$TMP/text.txt"
 while [ $i -lt 200 ]; do echo "ROMEO: to be or not to be, that is the question $i" >>"$TMP/text.txt"; i=$((i + 1)); done
-AXONN=$AXONN THREADS=1 TEXT="$TMP/text.txt" SAMPLE_TOKENS=20 AXONN_PLOT_PYTHONS=/nonexistent \
+AXONN=$AXONN RANKS=1 THREADS=1 TEXT="$TMP/text.txt" SAMPLE_TOKENS=20 AXONN_PLOT_PYTHONS=/nonexistent \
   TRAIN_ARGS="--layers 1 --hidden 16 --heads 1 --seq 16 --batch 4 --steps 20 --val-every 10" \
   sh scripts/run.sh "$TMP/run" >"$TMP/run.out" 2>&1 || { fail "scripts/run.sh"; cat "$TMP/run.out"; }
 for f in model.bin metrics.csv summary.json train.log text_train.bin text_val.bin sample.txt; do
@@ -86,5 +87,16 @@ PY
 grep -q "^--- the sample's words found in $TMP/text.txt: $known (" "$TMP/run.out" ||
   fail "run.sh's word count is not '$known': $(grep 'words found' "$TMP/run.out")"
 grep -q '^{"axonn_summary":' "$TMP/run/train.log" || fail "train.log lacks the JSON summary line"
+# on 2 data-parallel ranks (what it chooses on 2 idle cores): launched under MPI, each batch
+# split over them, the same outputs
+AXONN=$AXONN RANKS=2 TEXT="$TMP/text.txt" SAMPLE_TOKENS=20 AXONN_PLOT_PYTHONS=/nonexistent \
+  TRAIN_ARGS="--layers 1 --hidden 16 --heads 1 --seq 16 --batch 4 --steps 20 --val-every 10" \
+  sh scripts/run.sh "$TMP/run2" >"$TMP/run2.out" 2>&1 || { fail "RANKS=2 scripts/run.sh"; cat "$TMP/run2.out"; }
+grep -q '^\$ mpiexec -n 2 .* train .* --g-data 2 --threads 1 ' "$TMP/run2.out" &&
+  grep -q '^grid: 1 stage(s) x 2 data-parallel row(s)' "$TMP/run2.out" ||
+  { fail "RANKS=2 scripts/run.sh did not train on 2 data-parallel ranks"; cat "$TMP/run2.out"; }
+for f in model.bin metrics.csv summary.json sample.txt; do
+  [ -s "$TMP/run2/$f" ] || fail "RANKS=2 run.sh left no $f"
+done
 
 finish

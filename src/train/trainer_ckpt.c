@@ -22,7 +22,8 @@ static int multi(const AxTrainer *t) { return t->have_grid && t->grid.size > 1; 
 
 int ax_trainer_agree_flag(AxTrainer *t, int local, int *any) {
   *any = local;
-  AX_WD_NOTE(-1, "in the all-reduce of the stop request (SIGTERM/SIGUSR1) over all ranks");
+  AX_WD_NOTE(-1, "in the all-reduce of a flag over all ranks (the stop request on "
+                 "SIGTERM/SIGUSR1, or a resume's agreement on what the checkpoint holds)");
   if (multi(t)) AX_MPI(MPI_Allreduce(&local, any, 1, MPI_INT, MPI_MAX, t->grid.world));
   return AX_OK;
 }

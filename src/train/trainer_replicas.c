@@ -4,8 +4,6 @@
  * compares them; a column that differs is a defect (the checkpoints and the saved model hold
  * row 0's and lose the others'), said in one warning and in the summary. (The replicas of a
  * tensor inside a tensor-parallel cell: ax_trainer_check_replicas, trainer_tp.c.) */
-#include <stdlib.h>
-
 #include "mpi/mpi_util.h"
 #include "src/core/crc32.h"
 #include "src/core/error.h"
@@ -22,15 +20,14 @@ static uint32_t state_crc(const AxTrainer *t) {
   return crc;
 }
 
-/* Whether the ranks of this rank's data-parallel column hold different states. */
+/* Whether the ranks of this rank's data-parallel column hold different states: the smallest
+ * and the largest of their CRCs. */
 static int column_differs(AxTrainer *t, int *differs) {
-  uint32_t mine = state_crc(t), *all = ax_calloc((size_t)t->grid.D, sizeof *all);
-  if (!all) return AX_ERR;
-  *differs = 0;
-  int rc = MPI_Allgather(&mine, 1, MPI_UINT32_T, all, 1, MPI_UINT32_T, t->grid.data);
-  for (int r = 1; r < t->grid.D && rc == MPI_SUCCESS; r++) *differs |= all[r] != all[0];
-  free(all);
-  return rc == MPI_SUCCESS ? AX_OK : AX_FAIL("MPI_Allgather of the replicas' CRCs failed");
+  uint32_t mine = state_crc(t), lo, hi;
+  AX_MPI(MPI_Allreduce(&mine, &lo, 1, MPI_UINT32_T, MPI_MIN, t->grid.data));
+  AX_MPI(MPI_Allreduce(&mine, &hi, 1, MPI_UINT32_T, MPI_MAX, t->grid.data));
+  *differs = lo != hi;
+  return AX_OK;
 }
 
 int ax_trainer_compare_data_replicas(AxTrainer *t) {
@@ -38,7 +35,7 @@ int ax_trainer_compare_data_replicas(AxTrainer *t) {
   if (!t->have_grid || t->grid.D < 2) return AX_OK;
   AX_WD_NOTE(-1, "comparing the data-parallel replicas' weights and moments (CRC-32)");
   AX_TRY(ax_trainer_state_to_host(t));
-  int differs;
+  int differs = 0;
   AX_TRY(column_differs(t, &differs));
   int counted = differs && t->grid.row == 0; /* one count a column */
   AX_MPI(MPI_Allreduce(&counted, &t->replicas_differ, 1, MPI_INT, MPI_SUM, t->grid.world));

@@ -110,7 +110,7 @@ run other 2 --compress topk:ratio=0.1 --compress-min-bytes 0 --g-data 2 --steps 
 # part near the break-even point can flip, and its codec state would start fresh); resumed, the
 # run takes the checkpointed run's figures back (layer-wise and --compress auto with the
 # backward timeline): its summary's costs are that run's, its losses the straight run's bit for
-# bit; --compress-remeasure 1 measures again (other costs)
+# bit; --compress-remeasure 1 measures again (other costs; layer-wise)
 same_costs() { # SUMMARY_A SUMMARY_B: 0 when the compression costs (the figures) are equal
   python3 -c 'import json, sys
 c = [json.load(open(f))["compression"]["costs"] for f in sys.argv[1:]]
@@ -127,7 +127,7 @@ for m in "lw 2 --g-data 2 --ranks-per-node 1 --compress onebit" \
   M="$* --emulate-link 1Gbps --compress-warmup 2 --steps 8"
   run "m$n" $np $M --checkpoint-dir "$TMP/m$n" --checkpoint-every 4 --summary "$TMP/m$n.json" ||
     continue
-  rm -r "$TMP/m$n/step-00000008" && cp -r "$TMP/m$n" "$TMP/m${n}again"
+  rm -r "$TMP/m$n/step-00000008" && cp -r "$TMP/m$n" "$TMP/m${n}again" # each resume its own
   run "m${n}kept" $np $M --checkpoint-dir "$TMP/m$n" --resume --summary "$TMP/m${n}kept.json" && {
     tail_equal "m${n}kept" "m$n"
     grep -q "resume: compression decides on the costs the run of .* measured" "$TMP/m${n}kept.log" ||
@@ -135,6 +135,7 @@ for m in "lw 2 --g-data 2 --ranks-per-node 1 --compress onebit" \
     same_costs "m${n}kept" "m$n" || fail "m${n}kept: its costs are not the checkpointed run's"
     measured_by "m${n}kept" "the checkpointed run"
   }
+  [ "$n" = lw ] || continue # measuring again: once is enough
   run "m${n}again" $np $M --checkpoint-dir "$TMP/m${n}again" --resume --compress-remeasure 1 \
     --summary "$TMP/m${n}again.json" &&
     { same_costs "m${n}again" "m$n" && fail "m${n}again: --compress-remeasure 1 kept the costs"

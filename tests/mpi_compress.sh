@@ -127,13 +127,22 @@ for m in "lw 2 --g-data 2 --ranks-per-node 1 --compress onebit" \
   M="$* --emulate-link 1Gbps --compress-warmup 2 --steps 8"
   run "m$n" $np $M --checkpoint-dir "$TMP/m$n" --checkpoint-every 4 --summary "$TMP/m$n.json" ||
     continue
-  rm -r "$TMP/m$n/step-00000008" && cp -r "$TMP/m$n" "$TMP/m${n}again" # each resume its own
+  # the later checkpoint goes; layer-wise, its measured costs are damaged instead: the resume
+  # finds it incomplete once (set-up and resume take the same newest checkpoint) and takes step 4
+  if [ "$n" = lw ]; then
+    printf 'X' | dd of="$TMP/m$n/step-00000008/measured-1.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+  else
+    rm -r "$TMP/m$n/step-00000008"
+  fi
+  cp -r "$TMP/m$n" "$TMP/m${n}again" # each resume its own
   run "m${n}kept" $np $M --checkpoint-dir "$TMP/m$n" --resume --summary "$TMP/m${n}kept.json" && {
     tail_equal "m${n}kept" "m$n"
     grep -q "resume: compression decides on the costs the run of .* measured" "$TMP/m${n}kept.log" ||
       { fail "m${n}kept: no line saying the checkpoint's costs are kept"; cat "$TMP/m${n}kept.log"; }
     same_costs "m${n}kept" "m$n" || fail "m${n}kept: its costs are not the checkpointed run's"
     measured_by "m${n}kept" "the checkpointed run"
+    [ "$n" != lw ] || [ "$(grep -c 'step-00000008 is incomplete or corrupt' "$TMP/m${n}kept.log")" -eq 1 ] ||
+      { fail "m${n}kept: the damaged checkpoint not skipped once"; grep corrupt "$TMP/m${n}kept.log"; }
   }
   [ "$n" = lw ] || continue # measuring again: once is enough
   run "m${n}again" $np $M --checkpoint-dir "$TMP/m${n}again" --resume --compress-remeasure 1 \

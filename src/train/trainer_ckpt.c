@@ -320,9 +320,15 @@ int ax_trainer_checkpoint(AxTrainer *t, int step) {
 /* ------------------------------------------------------------------ resume */
 
 /* Rank 0 finds the newest complete checkpoint and tells everyone its directory and step
- * (*found = 0 when there is none, or no --checkpoint-dir). */
+ * (*found = 0 when there is none, or no --checkpoint-dir), once: a second call (the resume
+ * after the set-up's measured costs) takes the first one's answer. */
 static int agree_on_latest(AxTrainer *t, int *found, char *step_dir, int *step) {
   int rc = AX_OK;
+  if (t->latest.known) {
+    *found = t->latest.found, *step = t->latest.step;
+    memcpy(step_dir, t->latest.dir, sizeof t->latest.dir);
+    return AX_OK;
+  }
   *found = 0;
   *step = -1;
   if (!t->cfg.ckpt.checkpoint_dir) return AX_OK;
@@ -340,6 +346,8 @@ static int agree_on_latest(AxTrainer *t, int *found, char *step_dir, int *step) 
     AX_MPI(MPI_Bcast(step, 1, MPI_INT, 0, t->grid.world));
     AX_MPI(MPI_Bcast(step_dir, 1024, MPI_CHAR, 0, t->grid.world));
   }
+  t->latest.known = 1, t->latest.found = *found, t->latest.step = *step;
+  memcpy(t->latest.dir, step_dir, sizeof t->latest.dir);
   return AX_OK;
 }
 

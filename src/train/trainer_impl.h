@@ -137,6 +137,11 @@ struct AxTrainer {
   AxBackprop backprop;
   int have_backprop;
   int ckpt_lock; /* rank 0: the fd holding --checkpoint-dir's lock, -1 when none */
+  struct {          /* the newest complete checkpoint, once found (trainer_ckpt.c): the
+                       set-up's measured costs and the resume take the same one */
+    int known, found, step;
+    char dir[1024];
+  } latest;
   AxMemCkpt *mc;       /* --memory-checkpoint-every (NULL: off; trainer_memckpt.c) */
   AxWholeStage mc_whole; /* what it asked gathered (ops.gather) */
   char run_name[80];   /* --run-name, or derived from the run (trainer_memckpt.c) */

@@ -7,6 +7,8 @@
 #    layouts, so bits may not; the key bias, which has no effect on the output and so trains on
 #    rounding noise alone, is left out: see src/cli/compare.c);
 #  - pipeline limits 1 to 4, and a delayed stage (arrival order changes, the math must not);
+#  - the run's end check of its data-parallel replicas finds replicas that differ (two ranks
+#    started with other seeds);
 #  - failures end the whole job with a clear message and a non-zero exit in bounded time.
 . "$(dirname "$0")/mpilib.sh"
 
@@ -36,6 +38,17 @@ run ckpt 2 --g-inter 2 --micro-batch 2 --checkpoint-activations --ac 1 && same_l
 
 # our own all-reduce algorithms instead of MPI_Allreduce
 run ring 2 --g-data 2 --micro-batch 2 --allreduce ring && same_losses ring
+# the end-of-run check of the data-parallel replicas (every `run` above passed it) sees replicas
+# that differ: two ranks launched with other seeds (MPI's MPMD form) start from other weights;
+# the run warns in one line and its summary says false
+APART="--layers 2 --hidden 32 --heads 2 --seq 16 --batch 8 --steps 2 --val-steps 0 --threads 1 \
+  --g-data 2 $PEAK"
+# shellcheck disable=SC2086
+timeout 120 $MPIEXEC -n 1 "$AXONN" train $APART --seed 1 --summary "$TMP/apart.json" : \
+  -n 1 "$AXONN" train $APART --seed 2 >"$TMP/apart.log" 2>&1 || fail "apart: training failed"
+[ "$(grep -c 'data-parallel replicas of 1 stage shard(s) hold different' "$TMP/apart.log")" -eq 1 ] &&
+  grep -q '"replicas_identical":false' "$TMP/apart.json" ||
+  { fail "apart: replicas of other seeds not reported as different"; cat "$TMP/apart.log"; }
 run rhd 4 --g-data 4 --micro-batch 2 --allreduce rhd && same_losses rhd
 run ring2x2 4 --g-inter 2 --g-data 2 --micro-batch 1 --allreduce ring && same_losses ring2x2
 

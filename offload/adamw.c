@@ -6,6 +6,35 @@
 
 #include "src/core/simd.h"
 
+const AxAdamWHyper *ax_adamw_settings(const AxAdamWHyper *h, const AxParamSegment *s) {
+  return s->codec && h->codec ? h->codec : h;
+}
+
+/* Appends [a, b) of segment s with codec flag `codec`. */
+static int append_piece(AxParamSegment *out, int k, int cap, const AxParamSegment *s, size_t a,
+                        size_t b, int codec) {
+  if (out && k < cap) out[k] = (AxParamSegment){a, b - a, s->decay, codec};
+  return k + 1;
+}
+
+int ax_param_segments_mark(const AxParamSegment *segs, int n, const AxParamSpan *spans,
+                           int n_spans, AxParamSegment *out, int cap) {
+  int k = 0, sp = 0;
+  for (int i = 0; i < n; i++) {
+    size_t at = segs[i].offset, end = at + segs[i].count;
+    while (at < end) {
+      while (sp < n_spans && spans[sp].hi <= at) sp++;
+      size_t lo = sp < n_spans ? spans[sp].lo : end;
+      int inside = lo <= at; /* in span sp, or plain up to it */
+      size_t b = inside ? spans[sp].hi : lo;
+      if (b > end) b = end;
+      k = append_piece(out, k, cap, &segs[i], at, b, inside);
+      at = b;
+    }
+  }
+  return k;
+}
+
 AxAdamWCoef ax_adamw_coef(const AxAdamWHyper *h, int decay) {
   AxAdamWCoef c;
   c.lr = h->lr;
@@ -146,11 +175,12 @@ static void update_span(const Job *j, size_t lo, size_t hi) {
     if (a < lo) a = lo;
     if (b > hi) b = hi;
     if (a >= b) continue;
+    const AxAdamWHyper *h = ax_adamw_settings(j->h, &j->segs[s]);
     if (j->to)
       ax_adamw_range_to(j->to->p + a, j->to->m + a, j->to->v + a, j->p + a, j->p + a, j->g + a,
-                        j->m + a, j->v + a, b - a, j->h, j->segs[s].decay);
+                        j->m + a, j->v + a, b - a, h, j->segs[s].decay);
     else
-      ax_adamw_range(j->p + a, j->g + a, j->m + a, j->v + a, b - a, j->h, j->segs[s].decay);
+      ax_adamw_range(j->p + a, j->g + a, j->m + a, j->v + a, b - a, h, j->segs[s].decay);
   }
 }
 

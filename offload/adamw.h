@@ -1,6 +1,8 @@
 /* adamw.h — AdamW with decoupled weight decay on host fp32 arrays: a scalar reference and a
  * vectorized (AVX2, scalar fallback), multithreaded kernel over parameter ranges. A range may
- * span several tensors; each tensor's slice is decayed or not as the segment table says.
+ * span several tensors; each tensor's slice is decayed or not as the segment table says, and a
+ * segment whose gradient came through a codec that carries part of the optimizer (DGC's
+ * momentum, 1-bit Adam's frozen variance) takes the hyper-parameters' codec settings.
  *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  (g = grad * grad_scale)
  *   p -= lr * ( (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + wd * p ) */
 #ifndef AX_ADAMW_H
@@ -11,20 +13,36 @@
 #include "src/backend/backend.h"
 #include "src/core/threadpool.h"
 
-typedef struct {
+typedef struct AxAdamWHyper {
   float lr, beta1, beta2, eps, weight_decay;
   int step;          /* t, counted from 1 */
   float grad_scale;  /* gradients are multiplied by this (clipping, loss-scale removal) */
   /* > 0: the second moment v is frozen as it was after this step (1-bit Adam's recipe for
    * compressed gradients: v is left untouched and bias-corrected as of that step) */
   int v_frozen_at;
+  /* the settings of the codec segments (the same but beta1 and v_frozen_at); NULL: these */
+  const struct AxAdamWHyper *codec;
 } AxAdamWHyper;
 
-/* A run of parameters that share the decay decision. */
+/* A run of parameters that share the decay decision and the settings (codec: h->codec's). */
 typedef struct {
   size_t offset, count;
   int decay;
+  int codec;
 } AxParamSegment;
+
+/* [lo, hi) of a flat parameter range. */
+typedef struct {
+  size_t lo, hi;
+} AxParamSpan;
+
+/* The settings segment s takes: h's, or h->codec's on a codec segment. */
+const AxAdamWHyper *ax_adamw_settings(const AxAdamWHyper *h, const AxParamSegment *s);
+/* segs[n] (in order) cut at the bounds of spans[n_spans] (in order, not overlapping), the
+ * pieces inside a span marked codec and the others not: writes at most cap into out (NULL:
+ * counts only) and returns how many there are. */
+int ax_param_segments_mark(const AxParamSegment *segs, int n, const AxParamSpan *spans,
+                           int n_spans, AxParamSegment *out, int cap);
 
 /* The coefficients of one update (backend.h says how they are applied). */
 AxAdamWCoef ax_adamw_coef(const AxAdamWHyper *h, int decay);

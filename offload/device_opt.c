@@ -162,7 +162,7 @@ void ax_device_opt_update(AxDeviceOpt *d, void *device_params, const void *devic
   }
   for (int s = 0; s < o->n_segs; s++) {
     const AxParamSegment *seg = &o->segs[s];
-    AxAdamWCoef c = ax_adamw_coef(h, seg->decay);
+    AxAdamWCoef c = ax_adamw_coef(ax_adamw_settings(h, seg), seg->decay);
     be->ops->adamw(be, d->master + seg->offset, d->m + seg->offset, d->v + seg->offset,
                    ax_at(be, (void *)device_grads, seg->offset),
                    ax_at(be, device_params, seg->offset), seg->count, &c);

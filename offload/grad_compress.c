@@ -141,9 +141,14 @@ int ax_grad_compress_uses(const AxGradCompress *gc, int c) {
 }
 
 uint32_t ax_grad_compress_fingerprint(const AxGradCompress *gc) {
+  return ax_grad_parts_fingerprint(gc->parts, gc->n_parts, 0, SIZE_MAX);
+}
+
+uint32_t ax_grad_parts_fingerprint(const AxGradPart *parts, int n, size_t lo, size_t hi) {
   uint32_t crc = 0;
-  for (int i = 0; i < gc->n_parts; i++) {
-    const AxGradPart *p = &gc->parts[i];
+  for (int i = 0; i < n; i++) {
+    const AxGradPart *p = &parts[i];
+    if (p->lo < lo || p->hi > hi) continue;
     uint64_t v[7] = {p->lo, p->hi, (uint64_t)p->choice.compress, (uint64_t)p->choice.algo,
                      (uint64_t)p->choice.parts, (uint64_t)p->choice.whole_segments,
                      (uint64_t)p->choice.two_level};

@@ -92,6 +92,8 @@ int ax_grad_compress_uses(const AxGradCompress *gc, int c);
  * two levels): two runs whose decisions differ (a cost model that decided otherwise on
  * resume) have other fingerprints. */
 uint32_t ax_grad_compress_fingerprint(const AxGradCompress *gc);
+/* The same over the parts[n] inside [lo, hi) (before a gc is made of them). */
+uint32_t ax_grad_parts_fingerprint(const AxGradPart *parts, int n, size_t lo, size_t hi);
 /* Checkpointing: every compressed part's state, in part order (same codec, parts and
  * ranks). */
 size_t ax_grad_compress_state_bytes(const AxGradCompress *gc);

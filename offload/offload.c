@@ -178,6 +178,17 @@ void ax_offload_update(AxOffload *o, size_t lo, size_t hi, const AxAdamWHyper *h
                      o->segs, o->n_segs, h);
 }
 
+int ax_offload_mark_codec(AxOffload *o, const AxParamSpan *spans, int n_spans) {
+  int n = ax_param_segments_mark(o->segs, o->n_segs, spans, n_spans, NULL, 0);
+  AxParamSegment *segs = ax_malloc((size_t)(n ? n : 1) * sizeof *segs);
+  if (!segs) return AX_ERR;
+  ax_param_segments_mark(o->segs, o->n_segs, spans, n_spans, segs, n);
+  free(o->segs);
+  o->segs = segs;
+  o->n_segs = n;
+  return AX_OK;
+}
+
 void ax_offload_move_state(AxOffload *o, int updated) {
   if (o->to.m && updated) {
     o->m = o->to.m;

@@ -59,7 +59,8 @@ typedef struct {
   uint16_t *bounce[2]; /* pinned pieces of `piece` bf16 gradients on their way down (a device
                           computing in bf16), or NULL */
   size_t piece;
-  AxParamSegment *segs; /* the decay mask (a copy of the config's) */
+  AxParamSegment *segs; /* the decay mask (a copy of the config's), cut where codec spans are
+                           marked (ax_offload_mark_codec) */
   int n_segs;
   AxPool *pool;      /* optimizer threads; NULL: the calling thread */
   /* Set for one step by a caller that keeps the state elsewhere (the memory checkpoints'
@@ -96,6 +97,10 @@ int ax_offload_write_back(AxOffload *o, void *device_params, size_t lo, size_t h
 int ax_offload_upload_grads(AxOffload *o, void *device_grads, size_t lo, size_t hi);
 /* AdamW on [lo, hi) of the master weights from the host gradients (into o->to, when set). */
 void ax_offload_update(AxOffload *o, size_t lo, size_t hi, const AxAdamWHyper *h);
+/* The spans (in order, not overlapping) whose gradients come through a codec that carries part
+ * of the optimizer: the segments are cut at their bounds, and the updates give those inside
+ * them the hyper-parameters' codec settings (adamw.h), the others the plain ones. */
+int ax_offload_mark_codec(AxOffload *o, const AxParamSpan *spans, int n_spans);
 /* After a step whose updates went into o->to: its m and v are the moments from now on
  * (updated: 0 when the step was skipped, leaving the moments where they were); o->to is
  * cleared either way. */

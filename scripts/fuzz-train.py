@@ -5,7 +5,8 @@ with real MPI, and what a user expects of each checked:
 
   - it ends: no hang (a step timeout of 60 s, and a wall limit), no crash (no signal, no MPI
     abort but the trainer's own), and a refusal is exactly one `axonn: error:` line, once;
-    its data-parallel replicas end alike (the run compares them and warns otherwise);
+    its data-parallel replicas and its tied embedding copies end alike (the run compares
+    them and warns otherwise);
   - a lossless configuration (fp32, no lossy codec) trains as one process does: every step's
     loss within 1e-4 of the 1-rank run with the same optimizer settings; bf16/fp16 within 3%;
   - a run that checkpoints at step 3 (and goes on to step 6) is the straight run, and resumed
@@ -236,6 +237,8 @@ def verdict_of_end(rc, err, losses):
         return "NO LOSSES" if len(losses) != STEPS else "NON-FINITE"
     if "data-parallel replicas of" in err:  # the run's own end check: they must be alike
         return "REPLICAS DIFFER"
+    if "tied embedding's copies on the first" in err:  # the same for the tied pair
+        return "TIED COPIES DIFFER"
     return "ok"
 
 

@@ -1,9 +1,12 @@
 #!/bin/sh
 # Optimus-CC's selective stage compression (--compress-stages F; real MPI, 2x2):
-#  - with onebit:ef=1 and F = 0.5 only stage 0 compresses: after one step the last stage's
-#    weights and Adam moments (its checkpoint file) are bit for bit the uncompressed run's, and
-#    so is the tied wte (its copy on stage 0 stays plain, as the last stage's copy is), while
-#    stage 0's other weights differ; F = 0 (no stage) is the uncompressed run bit for bit;
+#  - with onebit:ef=1,momentum=0 and F = 0.5 only stage 0 compresses: after one step the last
+#    stage's weights and Adam moments (its checkpoint file) are bit for bit the uncompressed
+#    run's, and so is the tied wte (its copy on stage 0 stays plain, as the last stage's copy
+#    is, and both take the job's codec settings, here Adam's own: no momentum in the codec, no
+#    warm-up to freeze the variance after; tests/mpi_compress.sh has the tied copies under a
+#    codec's momentum), while stage 0's other weights differ; F = 0 (no stage) is the
+#    uncompressed run bit for bit;
 #  - the summary's data-parallel bytes lie between the all-compressed and the uncompressed
 #    run's: stage 1's ranks send what they send uncompressed, stage 0's less (all but the
 #    tied wte compressed); printed;
@@ -23,7 +26,7 @@
 COMMON="--layers 4 --hidden 32 --heads 2 --seq 16 --batch 8 --micro-batch 2 --steps 1 \
   --shuffle 0 --seed 7 --val-steps 0 --threads 1 --grad-clip 0 --allreduce ring \
   --g-inter 2 --g-data 2 --checkpoint-every 1 --sparse-embedding-sync dense"
-C="--compress onebit:ef=1 --compress-min-bytes 0"
+C="--compress onebit:ef=1,momentum=0 --compress-min-bytes 0"
 CK=step-00000001
 
 run plain 4 --checkpoint-dir "$TMP/plain" --summary "$TMP/plain.json" &&

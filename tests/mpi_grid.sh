@@ -49,6 +49,15 @@ timeout 120 $MPIEXEC -n 1 "$AXONN" train $APART --seed 1 --summary "$TMP/apart.j
 [ "$(grep -c 'data-parallel replicas of 1 stage shard(s) hold different' "$TMP/apart.log")" -eq 1 ] &&
   grep -q '"replicas_identical":false' "$TMP/apart.json" ||
   { fail "apart: replicas of other seeds not reported as different"; cat "$TMP/apart.log"; }
+# ... and the tied embedding's two copies that differ: a pipeline's two stages launched with
+# other seeds start from other embeddings
+# shellcheck disable=SC2086
+timeout 120 $MPIEXEC -n 1 "$AXONN" train $APART --g-data 1 --g-inter 2 --seed 1 \
+  --summary "$TMP/tiedapart.json" : -n 1 "$AXONN" train $APART --g-data 1 --g-inter 2 --seed 2 \
+  >"$TMP/tiedapart.log" 2>&1 || fail "tiedapart: training failed"
+[ "$(grep -c "tied embedding's copies on the first and the last stage differ" \
+    "$TMP/tiedapart.log")" -eq 1 ] && grep -q '"tied_copies_identical":false' "$TMP/tiedapart.json" ||
+  { fail "tiedapart: tied copies of other seeds not reported as different"; cat "$TMP/tiedapart.log"; }
 run rhd 4 --g-data 4 --micro-batch 2 --allreduce rhd && same_losses rhd
 run ring2x2 4 --g-inter 2 --g-data 2 --micro-batch 1 --allreduce ring && same_losses ring2x2
 

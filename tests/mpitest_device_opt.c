@@ -64,7 +64,7 @@ static void check_sum(AxDeviceSum path, int summed) {
   const char *what = path == AX_DEVICE_SUM_DEVICE ? "in device memory" : "host-staged";
   AxBackend *be = tu_posing_backend();
   void *params = ax_alloc(be, N * sizeof(float)), *grads = ax_alloc(be, N * sizeof(float));
-  AxParamSegment seg = {0, N, 1};
+  AxParamSegment seg = {0, N, 1, 0};
   AxOffloadConfig oc = {.bucket_size = 500, .coarsening = 2, .segs = &seg, .n_segs = 1,
                         .grads_on_device = path == AX_DEVICE_SUM_DEVICE};
   AxOffload o;

@@ -82,7 +82,7 @@ static void check_case(const Case *c, const AxCodec *id) {
   AxBackend *be = tu_backend(1);
   float *grads = tu_zeros(N), *params = tu_zeros(N);
   for (size_t i = 0; i < N; i++) grads[i] = grad_of(mt_rank, i);
-  AxParamSegment seg = {0, N, 1};
+  AxParamSegment seg = {0, N, 1, 0};
   AxOffloadConfig oc = {.bucket_size = c->bucket, .coarsening = 1, .wire_bf16 = c->wire_bf16,
                         .segs = &seg, .n_segs = 1};
   AxOffload o;
@@ -139,7 +139,7 @@ START_TEST(a_compressed_part_cut_by_the_range_is_an_error) {
   ck_assert_int_eq(ax_codec_parse("identity", &id), AX_OK);
   AxBackend *be = tu_backend(1);
   float *grads = tu_zeros(N), *params = tu_zeros(N);
-  AxParamSegment seg = {0, N, 1};
+  AxParamSegment seg = {0, N, 1, 0};
   AxOffloadConfig oc = {.bucket_size = N, .coarsening = 1, .segs = &seg, .n_segs = 1};
   AxOffload o;
   ck_assert_int_eq(ax_offload_init(&o, be, N, params, grads, &oc, NULL), AX_OK);

@@ -49,7 +49,7 @@ START_TEST(adamw_matches_reference) {
   AxAdamWHyper h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                     .weight_decay = 0.1f, .step = 3, .grad_scale = 0.5f};
   /* three segments: decay, no decay, decay; updated by 3 threads with range cuts */
-  AxParamSegment segs[3] = {{0, 400, 1}, {400, 203, 0}, {603, 400, 1}};
+  AxParamSegment segs[3] = {{0, 400, 1, 0}, {400, 203, 0, 0}, {603, 400, 1, 0}};
   AxPool *pool = ax_pool_create(3, NULL, NULL);
   ax_adamw_update(pool, p, g, m, v, 0, n, segs, 3, &h);
   for (int s = 0; s < 3; s++) {

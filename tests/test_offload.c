@@ -223,7 +223,7 @@ END_TEST
 START_TEST(bf16_gradients_come_down_in_pieces_exactly) {
   AxBackend *be = tu_posing_backend();
   size_t n = 2 * 1000 + 123;
-  AxParamSegment seg = {0, n, 1};
+  AxParamSegment seg = {0, n, 1, 0};
   AxOffloadConfig cfg = {.bucket_size = n, .coarsening = 1, .segs = &seg, .n_segs = 1,
                          .piece = 1000};
   AxOffload o;
@@ -259,10 +259,81 @@ END_TEST
  * AdamW run on the device over segments with and without decay, the compute copy is the new
  * master (fp32), and the state comes back down equal bit for bit to the host's update of the
  * same state; until it does, the arena keeps the old state. */
+/* A random optimizer state in o (master, m, v >= 0) and its copy in *p, *m, *v (tu_alloc):
+ * the reference an update of o is checked against. */
+static void random_state(AxOffload *o, size_t n, float **p, float **m, float **v) {
+  float *v0 = tu_random(n, 1e-3f, 8);
+  memcpy(o->master, tu_random(n, 1.0f, 6), n * sizeof(float));
+  memcpy(o->m, tu_random(n, 0.01f, 7), n * sizeof(float));
+  for (size_t i = 0; i < n; i++) o->v[i] = fabsf(v0[i]);
+  *p = tu_alloc(n * sizeof **p);
+  *m = tu_alloc(n * sizeof **m);
+  *v = tu_alloc(n * sizeof **v);
+  memcpy(*p, o->master, n * sizeof **p);
+  memcpy(*m, o->m, n * sizeof **m);
+  memcpy(*v, o->v, n * sizeof **v);
+}
+
+/* Codec spans marked in the segment table (ax_offload_mark_codec): the segments are cut at the
+ * spans' bounds keeping each one's decay, and an update gives the elements inside a span the
+ * codec settings (beta1 0, the variance frozen: DGC's and 1-bit Adam's) and those outside Adam's
+ * own, each equal to the scalar reference with those settings; without codec settings every
+ * element takes the plain ones. */
+START_TEST(codec_spans_take_the_codec_settings) {
+  size_t n = 10007;
+  AxParamSegment segs[3] = {{0, 4000, 1, 0}, {4000, 3000, 0, 0}, {7000, 3007, 1, 0}};
+  AxOffloadConfig cfg = {.bucket_size = 1000, .coarsening = 2, .segs = segs, .n_segs = 3};
+  AxBackend *be = tu_backend(1);
+  void *params = ax_alloc(be, n * sizeof(float)), *grads = ax_alloc(be, n * sizeof(float));
+  AxOffload o;
+  ck_assert_int_eq(ax_offload_init(&o, be, n, params, grads, &cfg, NULL), AX_OK);
+  AxParamSpan spans[2] = {{1000, 5000}, {6500, 6600}};
+  ck_assert_int_eq(ax_offload_mark_codec(&o, spans, 2), AX_OK);
+  const AxParamSegment want[6] = {{0, 1000, 1, 0},    {1000, 3000, 1, 1}, {4000, 1000, 0, 1},
+                                  {5000, 1500, 0, 0}, {6500, 100, 0, 1},  {6600, 400, 0, 0}};
+  ck_assert_int_eq(o.n_segs, 7);
+  for (int s = 0; s < 6; s++)
+    ck_assert(o.segs[s].offset == want[s].offset && o.segs[s].count == want[s].count &&
+              o.segs[s].decay == want[s].decay && o.segs[s].codec == want[s].codec);
+  ck_assert(o.segs[6].offset == 7000 && o.segs[6].count == 3007 && !o.segs[6].codec);
+
+  float *g = tu_random(n, 0.1f, 5), *p, *m, *v;
+  memcpy(o.grads, g, n * sizeof(float));
+  random_state(&o, n, &p, &m, &v);
+  const float *v0 = v; /* the variance before the update (the reference's is updated in place) */
+  v = tu_alloc(n * sizeof *v);
+  memcpy(v, v0, n * sizeof *v);
+  AxAdamWHyper h = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                    .weight_decay = 0.1f, .step = 9, .grad_scale = 0.5f};
+  AxAdamWHyper c = h;
+  c.beta1 = 0.0f;
+  c.v_frozen_at = 4;
+  h.codec = &c;
+  ax_offload_update(&o, 0, n, &h);
+  for (int s = 0; s < o.n_segs; s++) {
+    const AxParamSegment *sg = &o.segs[s];
+    size_t a = sg->offset;
+    ax_adamw_ref(p + a, g + a, m + a, v + a, sg->count, sg->codec ? &c : &h, sg->decay);
+  }
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_float_eq_tol(o.master[i], p[i], 1e-6f);
+    ck_assert_float_eq_tol(o.m[i], m[i], 1e-7f);
+  }
+  for (size_t i = 1000; i < 5000; i++) ck_assert(o.v[i] == v0[i]); /* frozen */
+  ck_assert(o.v[999] != v0[999] && o.v[5000] != v0[5000]);
+  h.codec = NULL; /* no codec settings: the codec spans take the plain ones */
+  ax_offload_update(&o, 0, n, &h);
+  for (size_t i = 1000; i < 5000; i++) ck_assert(o.v[i] != v0[i] || g[i] == 0);
+  ax_offload_free(&o);
+  ax_free(be, params);
+  ax_free(be, grads);
+}
+END_TEST
+
 START_TEST(device_optimizer_equals_the_host_update) {
   AxBackend *be = tu_posing_backend();
   size_t n = 10007;
-  AxParamSegment segs[3] = {{0, 4000, 1}, {4000, 3000, 0}, {7000, 3007, 1}};
+  AxParamSegment segs[3] = {{0, 4000, 1, 0}, {4000, 3000, 0, 0}, {7000, 3007, 1, 0}};
   AxOffloadConfig cfg = {.bucket_size = n, .coarsening = 1, .segs = segs, .n_segs = 3,
                          .wire_bf16 = 1, .state_only = 1};
   void *params = ax_alloc(be, n * sizeof(float)), *grads = ax_alloc(be, n * sizeof(float));
@@ -272,16 +343,10 @@ START_TEST(device_optimizer_equals_the_host_update) {
   ck_assert(o.grads == NULL && o.wire == NULL);
   ck_assert_uint_eq(o.arena_bytes, 3 * ax_staggered(n * sizeof(float)));
   ck_assert_uint_eq(o.arena_bytes, ax_offload_arena_bytes(n, 0, 1, 1));
-  float *g = tu_random(n, 0.1f, 5), *v0 = tu_random(n, 1e-3f, 8);
-  memcpy(o.master, tu_random(n, 1.0f, 6), n * sizeof(float));
-  memcpy(o.m, tu_random(n, 0.01f, 7), n * sizeof(float));
-  for (size_t i = 0; i < n; i++) o.v[i] = fabsf(v0[i]);
+  float *g = tu_random(n, 0.1f, 5), *p, *m, *v;
+  random_state(&o, n, &p, &m, &v);
   ck_assert_int_eq(be->ops->upload_f32(be, params, o.master, n, AX_STREAM_COMPUTE), AX_OK);
   ck_assert_int_eq(be->ops->upload_f32(be, grads, g, n, AX_STREAM_COMPUTE), AX_OK);
-  float *p = tu_alloc(n * sizeof *p), *m = tu_alloc(n * sizeof *m), *v = tu_alloc(n * sizeof *v);
-  memcpy(p, o.master, n * sizeof *p);
-  memcpy(m, o.m, n * sizeof *m);
-  memcpy(v, o.v, n * sizeof *v);
   AxAdamWHyper h = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                     .weight_decay = 0.1f, .step = 3, .grad_scale = 0.5f};
   ax_adamw_update(NULL, p, g, m, v, 0, n, segs, 3, &h);
@@ -319,6 +384,7 @@ int main(void) {
   tcase_add_test(tc, loss_scale_halves_on_overflow_and_grows_after_a_window_of_clean_steps);
   tcase_add_test(tc, host_sumsq_matches_double_sum);
   tcase_add_test(tc, host_sumsq_on_threads_equals_serial_bit_for_bit);
+  tcase_add_test(tc, codec_spans_take_the_codec_settings);
   tcase_add_test(tc, device_optimizer_equals_the_host_update);
   tcase_add_test(tc, bf16_gradients_come_down_in_pieces_exactly);
   return tu_run(s);

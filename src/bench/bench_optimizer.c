@@ -172,7 +172,7 @@ static void write_json(OptBench *b, int k, const double sec[N_MODES]) {
 }
 
 static int bench_k(OptBench *b, int k) {
-  AxParamSegment all = {0, b->n, 1};
+  AxParamSegment all = {0, b->n, 1, 0};
   AxOffloadConfig oc = {.bucket_size = (size_t)b->c->bucket_size, .coarsening = k,
                         .segs = &all, .n_segs = 1};
   AxOffload o;
@@ -209,7 +209,7 @@ static int run_adamw_only(OptBench *b, AxOffload *o, int arg) {
 /* AdamW alone (no write-back) against a copy and an in-place add, over the whole array, every
  * rank at once (as in training: the ranks of a node share its memory bandwidth). */
 static int bench_bandwidth(OptBench *b) {
-  AxParamSegment all = {0, b->n, 1};
+  AxParamSegment all = {0, b->n, 1, 0};
   AxOffloadConfig oc = {.bucket_size = (size_t)b->c->bucket_size, .coarsening = 1,
                         .segs = &all, .n_segs = 1};
   AxOffload o;

@@ -136,6 +136,8 @@ static void run_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_int(j, "skipped_steps", s->skipped_steps);
   if (s->replicas_differ < 0) ax_jsonw_null(j, "replicas_identical");
   else ax_jsonw_bool(j, "replicas_identical", s->replicas_differ == 0);
+  if (s->tied_differ < 0) ax_jsonw_null(j, "tied_copies_identical");
+  else ax_jsonw_bool(j, "tied_copies_identical", s->tied_differ == 0);
   ax_jsonw_end(j);
 }
 

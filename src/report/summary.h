@@ -119,6 +119,7 @@ typedef struct {
   double loss_scale; /* at the end (1: no loss scaling) */
   long long skipped_steps; /* skipped on an overflow */
   int replicas_differ; /* stage shards whose data-parallel replicas differ; -1: not compared */
+  int tied_differ;     /* pairs of tied embedding copies that differ; -1: not compared */
   AxTiming timing;
   AxPeakInfo peak;
   AxFigures fig;

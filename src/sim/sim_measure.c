@@ -422,7 +422,7 @@ static int measure_host(const AxTrainConfig *cfg, int threads, AxSimProfile *p) 
   }
   float *g = a + n + 16, *m = g + n + 16, *v = m + n + 16;
   for (size_t i = 0; i < n; i++) a[i] = g[i] = 1e-3f * (float)(i % 97);
-  AxParamSegment seg = {0, n, 1};
+  AxParamSegment seg = {0, n, 1, 0};
   AxAdamWHyper h = {.lr = (float)cfg->optim.lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                     .weight_decay = 0.1f, .step = 1, .grad_scale = 1.0f};
   int bad = 0; /* a sum of squares that is not finite (it is used: it is not optimized away) */

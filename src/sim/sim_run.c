@@ -145,7 +145,7 @@ static void fill_summary(AxSummary *s, const AxTrainConfig *cfg, const AxSimMode
   s->g_inter = sm->P;
   s->g_data = sm->D;
   s->steps_run = cfg->optim.steps;
-  s->replicas_differ = -1; /* nothing trained */
+  s->replicas_differ = s->tied_differ = -1; /* nothing trained */
   s->final_loss = s->final_val_loss = s->loss_scale = NAN; /* no training: null */
   ax_summary_timing(&s->timing, met, cfg->output.timing_skip, cfg->output.timing_steps);
   s->peak.tflops_per_rank = sm->peak_tflops_per_rank;

@@ -233,13 +233,16 @@ static int drop_codec_unless_selected(AxTrainer *t) {
   return 1;
 }
 
-int ax_compress_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused) {
-  return stages > 1 && (selected < stages || fused) && lay->has[AX_P_WTE];
+int ax_compress_tied_alone(const AxStageLayout *lay, int stages) {
+  return stages > 1 && lay->has[AX_P_WTE];
 }
 
-void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused,
-                                 AxGradPart *parts, int n) {
-  if (!ax_compress_tied_plain(lay, stages, selected, fused)) return;
+int ax_compress_tied_plain(const AxStageLayout *lay, int stages, int selected, int presummed) {
+  return ax_compress_tied_alone(lay, stages) && (selected < stages || presummed);
+}
+
+void ax_compress_keep_tied_plain(const AxStageLayout *lay, AxGradPart *parts, int n) {
+  if (!lay->has[AX_P_WTE]) return;
   size_t lo = lay->offset[AX_P_WTE], hi = lo + lay->count[AX_P_WTE];
   for (int i = 0; i < n; i++)
     if (parts[i].lo >= lo && parts[i].hi <= hi) parts[i].choice.compress = 0;
@@ -307,9 +310,7 @@ static int auto_parts(AxTrainer *t, AxGradPart **parts, int *n) {
   AxAutoCompressInput in = {
       .costs = t->compress_costs, .intra = t->compress_costs.send, .ranks = t->grid.D,
       .plain = (AxAllreduceAlgo)t->cfg.grid.allreduce,
-      .plain_first = ax_compress_tied_plain(lay, t->grid.P,
-                                            ax_train_compressed_stages(&t->cfg, t->grid.P),
-                                            ax_trainer_wte_presummed(t))};
+      .plain_first = ax_compress_tied_alone(lay, t->grid.P)};
   AX_TRY(ax_train_fusion(&t->cfg, &in.fusion));
   AX_TRY(data_nodes(t, &in.ranks_per_node));
   in.two_level = t->two_level.usable;
@@ -365,6 +366,30 @@ static int cell_decided_alike(AxTrainer *t, int *alike) {
   return AX_OK;
 }
 
+/* The tied wte's parts on this end (ax_compress_tied_alone/_plain): plain where they must be;
+ * layer-wise on every stage, each end decides its copy alone, and both keep it plain unless
+ * every holder decided alike (a CRC of the ranges, which are also the codec contexts', and the
+ * decisions, compared over the world: the ranks that
+ * hold no copy, or one the data-parallel sum leaves out, give the neutral value). Collective
+ * over the world when every stage compresses layer-wise. */
+static int keep_tied_alike(AxTrainer *t, int strategy, AxGradPart *parts, int n) {
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  int P = t->grid.P, selected = ax_train_compressed_stages(&t->cfg, P);
+  int presummed = ax_trainer_wte_presummed(t);
+  if (P < 2) return AX_OK;
+  int alike = !strategy && !ax_compress_tied_plain(lay, P, selected, presummed);
+  if (!strategy && selected == P) { /* every rank is here */
+    int holder = lay->has[AX_P_WTE] && !presummed;
+    size_t lo = lay->offset[AX_P_WTE];
+    uint32_t crc = ax_grad_parts_fingerprint(parts, n, lo, lo + lay->count[AX_P_WTE]);
+    uint32_t v[2] = {holder ? crc : UINT32_MAX, holder ? ~crc : UINT32_MAX};
+    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT32_T, MPI_MIN, t->grid.world));
+    alike = alike && v[0] == ~v[1]; /* the smallest CRC is the largest */
+  }
+  if (!alike) ax_compress_keep_tied_plain(lay, parts, n);
+  return AX_OK;
+}
+
 /* This stage's codec, costs and per-part decisions (collective where the cost model profiles). */
 static int setup_stage_compression(AxTrainer *t) {
   AX_TRY(ax_codec_parse(ax_train_codec_spec(&t->cfg), &t->codec));
@@ -383,9 +408,8 @@ static int setup_stage_compression(AxTrainer *t) {
   AxGradPart *parts = NULL;
   int n = 0;
   int rc = strategy ? auto_parts(t, &parts, &n) : layerwise_parts(t, &parts, &n);
-  ax_compress_keep_tied_plain(ax_stage_layout_of(t->stage), t->grid.P,
-                              ax_train_compressed_stages(&t->cfg, t->grid.P),
-                              ax_trainer_wte_presummed(t), parts, n);
+  int kept = keep_tied_alike(t, strategy, parts, n);
+  rc = rc == AX_OK ? kept : rc;
   if (rc == AX_OK)
     rc = ax_grad_compress_init(&t->gc, &t->off, parts, n, (AxCasyncAlgo)t->cfg.compression.compress_sync,
                                t->grid.D, (uint64_t)t->cfg.data.seed, &t->grid.comm_cfg,
@@ -407,25 +431,33 @@ static int stage_compresses(const AxTrainer *t) {
   return 0;
 }
 
-/* Whether some stage of the job compresses (agreed over all ranks: the stages of a row decide
- * apart, and DGC's local clipping takes a norm along it). The tied embedding's two copies, the
- * first stage's and the last's, take Adam's steps with their own stage's settings: where one
- * end compresses under a codec that carries the momentum or freezes the variance (Adam's
- * beta1 0, its variance frozen) and the other end does not, the copies take different steps
- * and drift apart. Not fixed yet (docs/compression.md): said in one line. */
+/* Whether some stage of the job compresses, and under a codec that carries Adam's momentum
+ * (agreed over all ranks: the stages of a row decide apart, DGC's local clipping takes a norm
+ * along it, and the tied embedding's copies take the job's settings). */
 static int agree_on_stages(AxTrainer *t) {
-  int mine = stage_compresses(t), P = t->grid.P;
-  int v[4] = {mine, t->grid.stage == 0 && mine, t->grid.stage == P - 1 && mine,
-              mine && (t->cfg.compression.freeze_variance || ax_codec_momentum(t->codec) > 0)};
+  int mine = stage_compresses(t), v[2] = {mine, mine && ax_codec_momentum(t->codec) > 0};
   if (t->have_grid && t->grid.size > 1)
-    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT, MPI_MAX, t->grid.world));
+    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, t->grid.world));
   t->compress_somewhere = v[0];
-  if (P > 1 && v[1] != v[2] && v[3] && t->grid.rank == 0)
-    ax_warn("compression: stage %d compresses and stage %d does not, under a codec that "
-            "carries Adam's momentum or freezes its variance: the tied embedding's two copies "
-            "take different optimizer steps and drift apart (a known defect; "
-            "docs/compression.md)", v[1] ? 0 : P - 1, v[1] ? P - 1 : 0);
+  t->momentum_somewhere = v[1];
   return AX_OK;
+}
+
+/* Which parameters take the codec's Adam settings (ax_trainer_adam_beta1,
+ * ax_trainer_v_frozen_at; ax_offload_mark_codec): every one of a stage that compresses
+ * something, as 1-bit Adam's compression stage and DGC's momentum SGD treat the whole model
+ * (the plain parts there keep beta1 0 and the frozen variance too: giving them Adam's own
+ * settings measured worse, docs/benchmarks.md, "Adam's settings and the tied embedding"); and
+ * on a stage that compresses nothing, the tied embedding's copy where another stage
+ * compresses: its two copies, on the first and the last stage, take the job's settings, so
+ * they take one update whichever of them compresses. */
+static int mark_codec_settings(AxTrainer *t) {
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  AxParamSpan span = {0, 0};
+  if (stage_compresses(t)) span.hi = t->off.n;
+  else if (t->compress_somewhere && t->grid.P > 1 && lay->has[AX_P_WTE])
+    span = (AxParamSpan){lay->offset[AX_P_WTE], lay->offset[AX_P_WTE] + lay->count[AX_P_WTE]};
+  return span.hi > span.lo ? ax_offload_mark_codec(&t->off, &span, 1) : AX_OK;
 }
 
 /* The stage's compression, then what the stages agree on (agree_on_stages). */
@@ -434,7 +466,8 @@ int ax_trainer_setup_compress(AxTrainer *t) {
   int rc = setup_stage_compression(t);
   if (rc == AX_OK) rc = ax_measured_done(&t->measured); /* a replay took every figure */
   AX_TRY(ax_grid_agree(&t->grid, rc));
-  return agree_on_stages(t);
+  AX_TRY(agree_on_stages(t));
+  return mark_codec_settings(t);
 }
 
 /* Compression starts this step, after a plain warm-up: a codec that carries the optimizer's
@@ -464,17 +497,18 @@ void ax_trainer_compress_step(AxTrainer *t, int step) {
 /* Whether some part of the stage is compressed this step. */
 static int compresses_now(const AxTrainer *t) { return t->gc.enabled && stage_compresses(t); }
 
-/* 1-bit Adam's frozen variance: only where the stage compresses something (a stage whose parts
- * all stay plain, as in shared memory, trains as the uncompressed run). */
+/* 1-bit Adam's frozen variance, on the parameters that take the codec's settings
+ * (mark_codec_settings), once some stage compresses (where none compresses anything, as in one
+ * machine's memory, the run trains as the uncompressed one). */
 int ax_trainer_v_frozen_at(const AxTrainer *t) {
   const AxCompressionOptions *c = &t->cfg.compression;
-  return c->freeze_variance && compresses_now(t) ? c->warmup_steps : 0;
+  return c->freeze_variance && t->gc.enabled && t->compress_somewhere ? c->warmup_steps : 0;
 }
 
 /* Whether the stage's compressed gradients carry their momentum from the codec (DGC's
  * momentum correction) this step: then the optimizer must not apply a second one. */
 static int codec_carries_momentum(const AxTrainer *t) {
-  return compresses_now(t) && ax_codec_momentum(t->codec) > 0;
+  return t->gc.enabled && t->momentum_somewhere;
 }
 
 int ax_trainer_row_clips_locally(const AxTrainer *t) {

@@ -81,14 +81,18 @@ int ax_compress_cut_parts(const AxOffload *o, const AxStageLayout *lay, AxGradPa
  * compressed). */
 int ax_compress_decide_parts(const AxCompressPolicy *pol, AxShapedCodecs *cache,
                              const AxCasyncCosts *costs, AxGradPart *parts, int n);
-/* The parts inside lay's tied wte (a pipeline of `stages` > 1) become plain (tied_plain: whether
- * they must; keep: makes them so): under
- * --compress-stages (only `selected` of them compress) the last stage sums its copy plain, so
- * the first stage's must be too (both copies take the same update); with `fused`
- * (--fuse-embedding-sync) the data-parallel sum leaves wte out altogether. */
-int ax_compress_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused);
-void ax_compress_keep_tied_plain(const AxStageLayout *lay, int stages, int selected, int fused,
-                                 AxGradPart *parts, int n);
+/* The tied wte (lay's, on a pipeline of `stages` > 1), whose two copies on the first and the
+ * last stage must take one update: under --compress auto it stays alone and plain on both ends
+ * (tied_alone: Cupcake fuses each end's copy into its own stage's groups, which compress into
+ * other sums; on 2 x 2 with the dense embedding sum the copies drifted apart); layer-wise it
+ * stays plain (tied_plain) where the last stage sums its copy plain (--compress-stages: only
+ * `selected` of them compress) or the data-parallel sum leaves it out (`presummed`: the sparse
+ * or fused embedding sync), and else both ends cut it alike (it starts every stage's range) and
+ * decide it alike, which the trainer checks (train_compress.c: keep_tied_alike). keep: the parts
+ * inside it become plain. */
+int ax_compress_tied_alone(const AxStageLayout *lay, int stages);
+int ax_compress_tied_plain(const AxStageLayout *lay, int stages, int selected, int presummed);
+void ax_compress_keep_tied_plain(const AxStageLayout *lay, AxGradPart *parts, int n);
 /* The decision table: a line per part (the first max_lines, then how many more), each label
  * after `prefix`: its size, and under the cost model T_orig, T_cpr with its best K, and the
  * decision (with the K CaSync runs, and why a part stays plain where the policy decided it);

@@ -392,23 +392,15 @@ static int stages_codec(AxTrainConfig *cfg, const AxOptState *st) {
   return AX_OK;
 }
 
-/* Whether --compress-stages leaves some of 2+ stages plain: then the stages' Adam must keep
- * one first moment (the tied embedding's copies take one update), so no codec may carry it. */
-static int stages_mixed(const AxTrainConfig *cfg) {
-  int P = cfg->grid.g_inter, n = ax_train_compressed_stages(cfg, P);
-  return P > 1 && n > 0 && n < P;
-}
-
 /* The codec spec in effect: the recipe's keys the user's spec lacks, canonical when it parses. */
 static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressRecipe *r) {
   AxCompressionOptions *c = &cfg->compression;
   char keys[96], added[96] = "";
-  int mixed = stages_mixed(cfg);
   /* a sparsity warm-up only where the spec gives none of its keys, a ratio where it gives
    * neither ratio nor k */
   int own_ramp = ax_codec_spec_has(spec, "ramp") || ax_codec_spec_has(spec, "ramp_from");
   int own_ratio = ax_codec_spec_has(spec, "ratio") || ax_codec_spec_has(spec, "k");
-  ax_compress_recipe_keys(r, cfg->optim.beta1, !mixed, c->warmup_steps, cfg->optim.steps,
+  ax_compress_recipe_keys(r, cfg->optim.beta1, c->warmup_steps, cfg->optim.steps,
                           !own_ramp, !own_ratio, keys, sizeof keys);
   AX_TRY(ax_codec_spec_defaults(spec, keys, c->codec_spec, sizeof c->codec_spec, added,
                                 sizeof added));
@@ -442,9 +434,6 @@ static int resolve_codec(AxTrainConfig *cfg, const char *spec, const AxCompressR
                 "ramp=%d,ramp_from=%d (the sparsity warm-up: %.3g%% of --steps %d, after the %d "
                 "plain steps)", (int)floor(r->ramp_fraction * cfg->optim.steps + 1e-9),
                 c->warmup_steps + 1, 100 * r->ramp_fraction, cfg->optim.steps, c->warmup_steps);
-  if (r && r->momentum && mixed && !ax_codec_spec_has(spec, "momentum"))
-    recipe_item(&c->recipe, "codec", AX_STAGES_NO_MOMENTUM, "momentum=0 (--compress-stages %s)",
-                c->compress_stages);
   return AX_OK;
 }
 
@@ -727,17 +716,6 @@ static int check_backprop(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
-/* A codec that carries Adam's momentum turns Adam's own off on the stages it compresses: not
- * when --compress-stages leaves others plain (stages_mixed). */
-static int check_stages_momentum(const AxTrainConfig *cfg, double momentum) {
-  if (momentum <= 0 || !stages_mixed(cfg)) return AX_OK;
-  return AX_FAIL("--compress %s carries Adam's momentum (%g), which turns Adam's own off on the "
-                 "stages it compresses; with --compress-stages %s the last stage keeps it and "
-                 "the tied embedding's two copies would take different updates: give "
-                 "momentum=0 or --compress-stages all", ax_train_codec_spec(cfg), momentum,
-                 cfg->compression.compress_stages);
-}
-
 /* --compress and its companions: a codec that parses, a payload it can encode, the stages. */
 static int check_compress(const AxTrainConfig *cfg) {
   int is_auto;
@@ -758,7 +736,6 @@ static int check_compress(const AxTrainConfig *cfg) {
   AxCodec *codec;
   if (ax_codec_parse(ax_train_codec_spec(cfg), &codec) != AX_OK)
     return ax_error_context(ax_train_compress_auto(cfg) ? "--compress-codec" : "--compress");
-  double codec_momentum = ax_codec_momentum(codec);
   ax_codec_free(codec);
   if (cfg->optim.allreduce_dtype != 0)
     return AX_FAIL("--compress needs --allreduce-dtype fp32 (codecs encode fp32 gradients)");
@@ -768,7 +745,7 @@ static int check_compress(const AxTrainConfig *cfg) {
   if (cfg->compression.freeze_variance && cfg->compression.warmup_steps < 1)
     return AX_FAIL("--compress-freeze-variance needs --compress-warmup of at least 1 step (the "
                    "variance is frozen as the warm-up leaves it)");
-  return check_stages_momentum(cfg, codec_momentum);
+  return AX_OK;
 }
 
 int ax_train_grid_from_world(AxTrainConfig *cfg, const AxOptState *st, int world) {

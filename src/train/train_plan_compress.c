@@ -66,8 +66,7 @@ static int print_auto_stage(const AxTrainConfig *cfg, const AxStageLayout *lay, 
   AxAutoCompressInput in = {
       .costs = *c, .intra = c->send, .ranks = cfg->grid.g_data,
       .ranks_per_node = column_ranks_per_node(cfg), .plain = (AxAllreduceAlgo)cfg->grid.allreduce,
-      .plain_first = ax_compress_tied_plain(lay, P, ax_train_compressed_stages(cfg, P),
-                                            cfg->compression.fuse_embedding_sync || ax_train_sparse_embedding_path(cfg)),
+      .plain_first = ax_compress_tied_alone(lay, P),
       .scheme = cfg->compression.compress_scheme};
   in.two_level = in.ranks_per_node >= 2 && in.ranks / in.ranks_per_node >= 2 &&
                  in.ranks % in.ranks_per_node == 0;
@@ -114,7 +113,9 @@ static int print_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int
   int n;
   AX_TRY(ax_compress_cut_parts(&o, &lay, &parts, &n));
   int rc = column_in_memory(cfg, pol) ? AX_OK : ax_compress_decide_parts(pol, cache, c, parts, n);
-  ax_compress_keep_tied_plain(&lay, P, selected, cfg->compression.fuse_embedding_sync, parts, n);
+  if (ax_compress_tied_plain(&lay, P, selected, cfg->compression.fuse_embedding_sync ||
+                                                     ax_train_sparse_embedding_path(cfg)))
+    ax_compress_keep_tied_plain(&lay, parts, n);
   if (rc == AX_OK) {
     int compressed;
     size_t bytes, cbytes;

@@ -68,11 +68,6 @@ int ax_compress_recipe_warmup(const AxCompressRecipe *r, int steps) {
   return r ? (int)floor(r->warmup_fraction * steps + 1e-9) : 0;
 }
 
-const char AX_STAGES_NO_MOMENTUM[] =
-    "momentum left out: a codec that carries Adam's momentum turns Adam's own off on the stages "
-    "it compresses, and under --compress-stages the last stage keeps it, so the tied "
-    "embedding's two copies would take different updates";
-
 double ax_compress_recipe_ratio(const AxCompressRecipe *r, int steps, int warmup) {
   if (!r || !(r->sends > 0)) return 0;
   int after = steps - warmup;
@@ -81,8 +76,8 @@ double ax_compress_recipe_ratio(const AxCompressRecipe *r, int steps, int warmup
   return ratio < 1 ? ratio : 1;
 }
 
-void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int momentum, int warmup,
-                             int steps, int ramp, int ratio, char *out, size_t cap) {
+void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int warmup, int steps,
+                             int ramp, int ratio, char *out, size_t cap) {
   int len = 0;
   if (!r) {
     snprintf(out, cap, "%s", "");
@@ -92,7 +87,7 @@ void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int moment
   double rate = ratio ? ax_compress_recipe_ratio(r, steps, warmup) : 0;
   if (rate > 0 && len >= 0 && (size_t)len < cap)
     len += snprintf(out + len, cap - (size_t)len, "%sratio=%.3g", len ? "," : "", rate);
-  if (r->momentum && momentum && len >= 0 && (size_t)len < cap)
+  if (r->momentum && len >= 0 && (size_t)len < cap)
     len += snprintf(out + len, cap - (size_t)len, "%smomentum=%.9g", len ? "," : "", beta1);
   int ramp_steps = ramp ? (int)floor(r->ramp_fraction * steps + 1e-9) : 0;
   if (ramp_steps > 0 && len >= 0 && (size_t)len < cap)

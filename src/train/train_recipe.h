@@ -41,16 +41,14 @@ extern const char AX_VECTORS_SOURCE[];
 /* --compress-warmup auto under recipe r (NULL: 0) for a run of `steps`. */
 int ax_compress_recipe_warmup(const AxCompressRecipe *r, int steps);
 /* The codec keys of recipe r (NULL: none) into out[cap], momentum=beta1 included where it has
- * one and `momentum` allows it, a sparsity warm-up where it has one and `ramp` allows it:
+ * one, a sparsity warm-up where it has one and `ramp` allows it:
  * ramp=floor(fraction x steps) steps from the first step after `warmup` plain ones
  * (ramp_from=warmup+1), and where it sets the ratio and `ratio` allows it, that of
  * ax_compress_recipe_ratio. */
-void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int momentum, int warmup,
-                             int steps, int ramp, int ratio, char *out, size_t cap);
+void ax_compress_recipe_keys(const AxCompressRecipe *r, double beta1, int warmup, int steps,
+                             int ramp, int ratio, char *out, size_t cap);
 /* The ratio recipe r gives a run of `steps` with `warmup` plain ones: max(paper_ratio, sends /
  * (steps - warmup)), at most 1 (0: r sets none). */
 double ax_compress_recipe_ratio(const AxCompressRecipe *r, int steps, int warmup);
-/* Why a recipe leaves its momentum out under --compress-stages F on 2+ stages. */
-extern const char AX_STAGES_NO_MOMENTUM[];
 
 #endif

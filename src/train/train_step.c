@@ -144,12 +144,20 @@ static int any_overflow(AxTrainer *t, int step, int *overflow) {
                         overflow);
 }
 
-static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale) {
-  return (AxAdamWHyper){.lr = (float)lr, .beta1 = (float)ax_trainer_adam_beta1(t),
-                        .beta2 = (float)t->cfg.optim.beta2, .eps = (float)t->cfg.optim.eps,
-                        .weight_decay = (float)t->cfg.optim.weight_decay,
-                        .step = (int)(t->adam_steps + 1), .grad_scale = grad_scale,
-                        .v_frozen_at = ax_trainer_v_frozen_at(t)};
+/* AdamW's settings this step: Adam's own, and in *codec those of the parameters a compressing
+ * job gives its codec's (train_compress.c: mark_codec_settings), which may carry the first
+ * moment and freeze the second; codec must outlive the settings' use. */
+static AxAdamWHyper adamw_hyper(const AxTrainer *t, double lr, float grad_scale,
+                                AxAdamWHyper *codec) {
+  AxAdamWHyper h = {.lr = (float)lr, .beta1 = (float)t->cfg.optim.beta1,
+                    .beta2 = (float)t->cfg.optim.beta2, .eps = (float)t->cfg.optim.eps,
+                    .weight_decay = (float)t->cfg.optim.weight_decay,
+                    .step = (int)(t->adam_steps + 1), .grad_scale = grad_scale};
+  *codec = h;
+  codec->beta1 = (float)ax_trainer_adam_beta1(t);
+  codec->v_frozen_at = ax_trainer_v_frozen_at(t);
+  h.codec = codec;
+  return h;
 }
 
 /* The global gradient norm: each stage's sum of squares summed along the pipeline row and over
@@ -212,7 +220,7 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   double sumsq;
   int may_clip = t->cfg.optim.grad_clip > 0;
   if (t->cfg.optim.offload && !may_clip) {
-    AxAdamWHyper h = adamw_hyper(t, lr, unscale);
+    AxAdamWHyper codec, h = adamw_hyper(t, lr, unscale, &codec);
     AX_TRY(ax_offload_reduce_update(&t->off, &r, params, &h, &sumsq));
     return finish_norm(t, sumsq, norm);
   }
@@ -221,7 +229,8 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   AX_TRY(ax_offload_reduce(&t->off, &r, &sumsq));
   AX_TRY(finish_norm(t, sumsq, norm));
   if (local) clip_presummed(t, &r, *norm);
-  AxAdamWHyper h = adamw_hyper(t, lr, (local ? 1.0f : clip_factor(t, *norm)) * unscale);
+  AxAdamWHyper codec, h = adamw_hyper(t, lr, (local ? 1.0f : clip_factor(t, *norm)) * unscale,
+                                      &codec);
   return ax_offload_update_all(&t->off, params, &h, &t->trace);
 }
 
@@ -284,7 +293,8 @@ static int device_optimizer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   if (skip) return AX_OK;
   AX_TRY(finish_norm(t, sumsq, &rec->grad_norm));
   float unscale = 1.0f / t->loss_scale.scale;
-  AxAdamWHyper h = adamw_hyper(t, rec->lr, clip_factor(t, rec->grad_norm) * unscale);
+  AxAdamWHyper codec, h = adamw_hyper(t, rec->lr, clip_factor(t, rec->grad_norm) * unscale,
+                                      &codec);
   double t0 = ax_trace_begin(&t->trace);
   ax_device_opt_update(&t->dopt, ax_stage_params(t->stage), grads, &h);
   ax_trace_end(&t->trace, AX_EV_OPTIMIZER, -1, t0);

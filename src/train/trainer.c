@@ -155,7 +155,7 @@ int ax_trainer_decay_segments(const AxStageLayout *lay, int decay_all,
   for (int id = 0; id < AX_N_PARAMS; id++)
     if (lay->has[id])
       segs[n++] = (AxParamSegment){lay->offset[id], lay->count[id],
-                                   decay_all || ax_param_decays(id)};
+                                   decay_all || ax_param_decays(id), 0};
   return n;
 }
 
@@ -601,7 +601,7 @@ int ax_trainer_create_on(AxTrainer **out, const AxTrainConfig *cfg, AxBackendMak
   t->make_backend_ctx = ctx;
   t->cfg = *cfg;
   t->ckpt_lock = -1;
-  t->replicas_differ = -1;
+  t->replicas_differ = t->tied_differ = -1;
   t->lr = (AxLrSchedule){.cosine = cfg->optim.lr_schedule == AX_LR_COSINE, .lr = cfg->optim.lr,
                          .min_frac = cfg->optim.min_lr_frac, .warmup = cfg->optim.warmup,
                          .total = cfg->optim.steps};

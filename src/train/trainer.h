@@ -90,11 +90,16 @@ const AxGrid *ax_trainer_grid(const AxTrainer *t);
 /* Batches a validation takes (--val-steps, with `all` counted from the data). */
 int ax_trainer_val_batches(const AxTrainer *t);
 /* The end of a run (collective): every data-parallel replica's weights and Adam moments
- * compared with its column's by CRC-32; a column that differs is warned about (a defect). */
+ * compared with its column's by CRC-32, and the tied embedding's two copies on each row's
+ * first and last stage with each other; a column or a pair that differs is warned about (a
+ * defect). */
 int ax_trainer_compare_data_replicas(AxTrainer *t);
 /* The stage shards whose replicas differed at that check; -1: not compared (one data-parallel
  * rank, or not checked yet). */
 int ax_trainer_data_replicas_differ(const AxTrainer *t);
+/* The pairs of tied embedding copies (a pipeline row's, per tensor-parallel shard) that
+ * differed at that check; -1: not compared (one stage, or not checked yet). */
+int ax_trainer_tied_copies_differ(const AxTrainer *t);
 /* The loss scale now (1: off) and the steps skipped so far on an overflow. */
 void ax_trainer_loss_scale(const AxTrainer *t, double *scale, long long *skipped);
 /* The peak of this rank's device allocations so far (backend.h: device_peak_bytes). */

@@ -123,12 +123,14 @@ struct AxTrainer {
   int compress_profiled;   /* 1: the cost model decided (costs above) */
   int replicas_differ;     /* stage shards whose data-parallel replicas differ at the end
                               (trainer_replicas.c); -1: not compared */
+  int tied_differ;         /* pairs of tied wte copies that differ then; -1: not compared */
   AxMeasured measured;     /* the figures the cost model decided on, as measured or as a
                               resumed checkpoint kept them (train_measured.h) */
   AxDataLink compress_link; /* what carries the data-parallel sum (agreed over all ranks) */
   int compress_in_memory;  /* 1: the cost model's parts kept plain: the ranks share memory */
   int compress_somewhere;  /* 1: some stage of the job compresses a part after the warm-up
                               (agreed over all ranks) */
+  int momentum_somewhere;  /* 1: ... under a codec that carries Adam's momentum */
   AxAutoCompress auto_compress; /* --compress auto's groups and decisions (n_groups 0: none) */
   AxTwoLevel two_level;    /* --compress auto: the data-parallel ranks' node and cross
                               communicators (usable 0: none) */
@@ -255,12 +257,12 @@ int ax_trainer_setup_backprop(AxTrainer *t);
 void ax_trainer_backprop_step(AxTrainer *t, int step);
 void ax_trainer_print_backprop(const AxTrainer *t);
 void ax_trainer_backprop_label(const AxTrainer *t, char *buf, size_t cap);
-/* The step Adam's second moment stays frozen at while gradients are compressed
- * (--compress-freeze-variance), 0 when it is updated as usual. */
+/* The step Adam's second moment stays frozen at, on the parameters that take the codec's settings,
+ * while gradients are compressed (--compress-freeze-variance), 0 when it is updated as usual. */
 int ax_trainer_v_frozen_at(const AxTrainer *t);
-/* Adam's beta1 this step: --beta1, or 0 while a codec that applies its own momentum (DGC's
- * momentum correction) compresses some of the stage's gradients (Lin et al.: the momentum
- * moves into the codec, the optimizer applies what arrives). */
+/* Adam's beta1 this step on the parameters that take the codec's settings: --beta1, or 0 while
+ * a codec that applies its own momentum (DGC's momentum correction) compresses gradients (Lin
+ * et al.: the momentum moves into the codec, the optimizer applies what arrives). */
 double ax_trainer_adam_beta1(const AxTrainer *t);
 /* DGC's local gradient clipping this step (--compress-local-clip, Lin et al. §3.3), with
  * --grad-clip > 0 and 2+ data-parallel ranks. Row: 1 while some stage of the job compresses;

@@ -61,24 +61,34 @@ START_TEST(chunks_cover_the_range_once) {
 }
 END_TEST
 
+/* small_layout()'s stage in o, chunked in buckets of `bucket`, cut into its compression parts
+ * (returned, calloc'd; *n of them) at the tensors tr[n_t] (64 at most). */
+static AxGradPart *cut_small_stage(AxBackend *be, size_t bucket, AxOffload *o, AxTensorRange *tr,
+                                   int *n_t, int *n) {
+  AxStageLayout lay = small_layout();
+  float *grads = tu_zeros(lay.total), *params = tu_zeros(lay.total);
+  *n_t = ax_trainer_tensor_ranges(&lay, tr, 64);
+  AxParamSegment segs[AX_N_PARAMS];
+  AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = 1, .segs = segs,
+                        .n_segs = ax_trainer_decay_segments(&lay, 0, segs)};
+  ck_assert_int_eq(ax_offload_init(o, be, lay.total, params, grads, &oc, NULL), AX_OK);
+  *n = ax_grad_parts_cut(o, tr, *n_t, NULL, 0);
+  AxGradPart *parts = calloc((size_t)*n, sizeof *parts);
+  ck_assert_int_eq(ax_grad_parts_cut(o, tr, *n_t, parts, *n), *n);
+  return parts;
+}
+
 START_TEST(compression_parts_cut_chunks_at_tensors) {
   AxBackend *be = tu_backend(1);
   AxStageLayout lay = small_layout();
-  float *grads = tu_zeros(lay.total), *params = tu_zeros(lay.total);
-  AxTensorRange tr[64];
-  int n_t = ax_trainer_tensor_ranges(&lay, tr, 64);
-  /* 2 embeddings, 12 layer kinds x 2 layers, the final LayerNorm's 2 */
-  ck_assert_int_eq(n_t, 2 + 12 * 2 + 2);
-  ck_assert_uint_eq(tr[0].cols, 8);
   for (size_t bucket = 1; bucket < 3000; bucket = bucket * 3 + 7) {
-    AxParamSegment segs[AX_N_PARAMS];
-    AxOffloadConfig oc = {.bucket_size = bucket, .coarsening = 1, .segs = segs,
-                          .n_segs = ax_trainer_decay_segments(&lay, 0, segs)};
+    AxTensorRange tr[64];
     AxOffload o;
-    ck_assert_int_eq(ax_offload_init(&o, be, lay.total, params, grads, &oc, NULL), AX_OK);
-    int n = ax_grad_parts_cut(&o, tr, n_t, NULL, 0);
-    AxGradPart *parts = calloc((size_t)n, sizeof *parts);
-    ck_assert_int_eq(ax_grad_parts_cut(&o, tr, n_t, parts, n), n);
+    int n_t, n;
+    AxGradPart *parts = cut_small_stage(be, bucket, &o, tr, &n_t, &n);
+    /* 2 embeddings, 12 layer kinds x 2 layers, the final LayerNorm's 2 */
+    ck_assert_int_eq(n_t, 2 + 12 * 2 + 2);
+    ck_assert_uint_eq(tr[0].cols, 8);
     ck_assert_int_ge(n, n_t > o.n_chunks ? n_t : o.n_chunks);
     size_t next = 0;
     for (int p = 0; p < n; p++) {
@@ -93,6 +103,31 @@ START_TEST(compression_parts_cut_chunks_at_tensors) {
     free(parts);
     ax_offload_free(&o);
   }
+  ax_backend_destroy(be);
+}
+END_TEST
+
+/* The fingerprint of the parts inside a range (what the two ends of the tied embedding compare
+ * before they compress it: train_compress.c keep_tied_alike) follows a decision inside it and
+ * ignores one outside it. */
+START_TEST(parts_fingerprint_sees_only_its_range) {
+  AxBackend *be = tu_backend(1);
+  AxStageLayout lay = small_layout();
+  AxTensorRange tr[64];
+  AxOffload o;
+  int n_t, n;
+  AxGradPart *parts = cut_small_stage(be, 100, &o, tr, &n_t, &n);
+  size_t lo = lay.offset[AX_P_WTE], hi = lo + lay.count[AX_P_WTE];
+  ck_assert(parts[0].lo == lo && parts[0].hi <= hi && parts[n - 1].lo >= hi);
+  uint32_t wte = ax_grad_parts_fingerprint(parts, n, lo, hi);
+  uint32_t all = ax_grad_parts_fingerprint(parts, n, 0, SIZE_MAX);
+  parts[n - 1].choice.compress = 1; /* outside wte */
+  ck_assert_uint_eq(ax_grad_parts_fingerprint(parts, n, lo, hi), wte);
+  ck_assert_uint_ne(ax_grad_parts_fingerprint(parts, n, 0, SIZE_MAX), all);
+  parts[0].choice.compress = 1; /* inside */
+  ck_assert_uint_ne(ax_grad_parts_fingerprint(parts, n, lo, hi), wte);
+  free(parts);
+  ax_offload_free(&o);
   ax_backend_destroy(be);
 }
 END_TEST
@@ -384,6 +419,7 @@ int main(void) {
   tcase_add_test(tc, loss_scale_halves_on_overflow_and_grows_after_a_window_of_clean_steps);
   tcase_add_test(tc, host_sumsq_matches_double_sum);
   tcase_add_test(tc, host_sumsq_on_threads_equals_serial_bit_for_bit);
+  tcase_add_test(tc, parts_fingerprint_sees_only_its_range);
   tcase_add_test(tc, codec_spans_take_the_codec_settings);
   tcase_add_test(tc, device_optimizer_equals_the_host_update);
   tcase_add_test(tc, bf16_gradients_come_down_in_pieces_exactly);

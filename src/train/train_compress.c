@@ -369,9 +369,9 @@ static int cell_decided_alike(AxTrainer *t, int *alike) {
 /* The tied wte's parts on this end (ax_compress_tied_alone/_plain): plain where they must be;
  * layer-wise on every stage, each end decides its copy alone, and both keep it plain unless
  * every holder decided alike (a CRC of the ranges, which are also the codec contexts', and the
- * decisions, compared over the world: the ranks that
- * hold no copy, or one the data-parallel sum leaves out, give the neutral value). Collective
- * over the world when every stage compresses layer-wise. */
+ * decisions, compared over the world: the ranks that hold no copy, or one the data-parallel
+ * sum leaves out, give the neutral value). Collective over the world when every stage
+ * compresses layer-wise. */
 static int keep_tied_alike(AxTrainer *t, int strategy, AxGradPart *parts, int n) {
   const AxStageLayout *lay = ax_stage_layout_of(t->stage);
   int P = t->grid.P, selected = ax_train_compressed_stages(&t->cfg, P);
@@ -505,8 +505,9 @@ int ax_trainer_v_frozen_at(const AxTrainer *t) {
   return c->freeze_variance && t->gc.enabled && t->compress_somewhere ? c->warmup_steps : 0;
 }
 
-/* Whether the stage's compressed gradients carry their momentum from the codec (DGC's
- * momentum correction) this step: then the optimizer must not apply a second one. */
+/* Whether the job's compressed gradients carry their momentum from the codec (DGC's momentum
+ * correction, 1-bit Adam's) this step: then the optimizer must not apply a second one on the
+ * parameters that take the codec's settings (mark_codec_settings). */
 static int codec_carries_momentum(const AxTrainer *t) {
   return t->gc.enabled && t->momentum_somewhere;
 }

@@ -23,7 +23,7 @@ cb_r4_every=--compress-backprop,powersgd:rank=4,--epilogue-only,0
 cb_r4_every_no_lep=--compress-backprop,powersgd:rank=4,--epilogue-only,0,--lazy-error,0"}
 mkdir -p "$OUT"
 . "$(dirname "$0")/curves-lib.sh"
-"$AXONN" prep --input data/tinyshakespeare.txt --output "$OUT/shak" >/dev/null || exit 1
+curves_prep
 COMMON="--data $OUT/shak_train.bin --val-data $OUT/shak_val.bin $(echo "$MODEL" | tr , ' ') \
   --seed ${SEED:-7} --steps $STEPS --lr 3e-3 --val-every 25 --val-steps 16 --threads 1 --quiet \
   $(echo "$GRID" | tr , ' ')"

@@ -21,13 +21,9 @@ OUT=${1:-build/compress-curves}
 SHAPES=${SHAPES:-"2x64 4x128 6x192"}
 CODECS=${CODECS:-"onebit powersgd dgc"}
 STEPS=${STEPS:-600}
-LINK=${LINK:-1Gbps,50us}
-SEED=${SEED:-7}
 EXTRA=${EXTRA:-}
-mkdir -p "$OUT"
 . "$(dirname "$0")/curves-lib.sh"
-NP=2
-"$AXONN" prep --input data/tinyshakespeare.txt --output "$OUT/shak" >/dev/null || exit 1
+curves_prep
 
 # dp_bytes NAME: the run's data-parallel bytes per step over both ranks (its summary)
 dp_bytes() {
@@ -37,10 +33,7 @@ print(json.load(open(sys.argv[1]))["communication"]["per_step"]["sum"]["data_par
 }
 
 for shape in $SHAPES; do
-  layers=${shape%x*}; hidden=${shape#*x}; heads=$((hidden / 32 < 4 ? 4 : hidden / 32))
-  COMMON="--data $OUT/shak_train.bin --val-data $OUT/shak_val.bin --layers $layers \
-    --hidden $hidden --heads $heads --seq 64 --batch 16 --seed $SEED --steps $STEPS --lr 3e-3 \
-    --val-every 50 --val-steps 16 --threads 1 --g-data 2 --ranks-per-node 1 --emulate-link $LINK"
+  curves_1x2 "$shape"
   curves_train "none-$shape" --summary "$OUT/none-$shape.json"
   base=$(curves_val "none-$shape"); bbase=$(dp_bytes "none-$shape")
   echo "$shape uncompressed: final validation loss $base, data-parallel bytes per step $bbase ($STEPS steps, 1x2, EMULATED $LINK)"

@@ -12,6 +12,9 @@
 #    half-made copy is never used, the previous step is, bit for bit; a replica transfer that
 #    fails inside a wait ends the job with one line, and it resumes from memory bit for bit;
 #  - a different grid on restart (4x1 -> 2x2) within the file checkpoints' tolerance;
+#  - with compression (2x2, onebit and compressed backpropagation): a recovery from memory
+#    restarts the per-rank compression state and says so; it trains exactly as a file
+#    checkpoint's resume with that state taken out, not as the run never interrupted;
 #  - a normal end leaves no files; `axonn shm-clean` removes a dead job's;
 #  - 1x4 and 2x2, where each node CRCs half of each stage file it writes: every complete
 #    copy's trailer and manifest hold the CRC of its bytes, and a killed run resumes from them
@@ -107,6 +110,14 @@ assert seen >= int(sys.argv[2]), seen
 PY
 }
 
+# resumed NAME WANT: the summary's run.resumed is WANT (JSON)
+resumed() {
+  python3 -c 'import json, sys
+got = json.load(open(sys.argv[1]))["run"]["resumed"]
+sys.exit(got != json.loads(sys.argv[2]) and "run.resumed: %s" % got)' "$TMP/$1.json" "$2" ||
+    fail "$1: the summary's run.resumed is not $2"
+}
+
 run ref 4 $P4 --run-name "$NAME" --summary "$TMP/ref.json" || exit 1
 expect_log ref "memory checkpoints: every 1 step"
 # 10 copies, all complete; each rank wrote its stage file 10 times. Zero-copy: the optimizers
@@ -152,7 +163,9 @@ expect_log skip_resume "step 5 recovered from memory (every node its own)"
 killed dp_kill --g-data 4 --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 \
   --debug-hang-mode kill
 copies_whole dp_kill 2  # step 5's copy of stage 0 on each of the two nodes, at least
-run dp_resume 4 --g-data 4 --run-name "$NAME" --resume && tail_equal dp_resume dp
+run dp_resume 4 --g-data 4 --run-name "$NAME" --resume --summary "$TMP/dp_resume.json" &&
+  tail_equal dp_resume dp
+resumed dp_resume '{"from": "memory", "step": 5, "compression_state": null}'
 expect_log dp_resume "step 5 recovered from memory (every node its own)"
 
 # 2x2: both nodes write stages 0 and 1, each CRCs half of each file; the settle meets the
@@ -217,6 +230,47 @@ run lost_resume 4 $P4 --run-name "$NAME" --checkpoint-dir "$TMP/ck" --resume &&
   tail_equal lost_resume ref
 expect_log lost_resume "no memory checkpoint that the nodes hold whole"
 expect_log lost_resume "continuing from $TMP/ck/step-00000004"
+rm -rf "$TMP/ck"
+
+# With compression (2x2: onebit on the data-parallel sums, PowerSGD between the stages, both
+# forced and without a warm-up, so both keep error feedback from the first step): a memory
+# checkpoint holds one file a stage and no per-rank compression state, so a recovery from
+# memory restarts that state (as DeepSpeed's 1-bit Adam does at every load) and says so. It
+# trains on exactly as a resume from a file checkpoint of the same step whose compression state
+# was taken out, and not as the run never interrupted, which a file checkpoint with its
+# compression state continues bit for bit.
+CODEC="$G22 --compress onebit --compress-min-bytes 0 --compress-warmup 0
+  --compress-backprop powersgd:rank=2"
+run codec_ref 4 $CODEC --run-name "$NAME" --summary "$TMP/codec_ref.json" || exit 1
+resumed codec_ref null
+killed codec_kill $CODEC --run-name "$NAME" --checkpoint-dir "$TMP/ck" --checkpoint-every 5 \
+  --debug-hang-rank 3 --debug-hang-step 7 --debug-hang-mode kill
+run codec_mem 4 $CODEC --run-name "$NAME" --resume --summary "$TMP/codec_mem.json"
+expect_log codec_mem "step 5 recovered from memory"
+resumed codec_mem '{"from": "memory", "step": 5, "compression_state": "restarted"}'
+expect_log codec_mem "not the compression state of --compress and --compress-backprop"
+awk -F, 'NR == FNR { l[$1] = $2; next } FNR > 1 && $2 != l[$1] { d = 1 } END { exit !d }' \
+  "$TMP/codec_ref.csv" "$TMP/codec_mem.csv" ||
+  fail "codec_mem: the losses of the run never interrupted, though its codec state restarted"
+run codec_file 4 $CODEC --run-name "$NAME" --checkpoint-dir "$TMP/ck" --resume \
+  --summary "$TMP/codec_file.json" && tail_equal codec_file codec_ref
+resumed codec_file '{"from": "file", "step": 5, "compression_state": "restored"}'
+step5=$TMP/ck/step-00000005
+ls "$step5"/codec-*.bin "$step5"/backprop-*.bin >/dev/null 2>&1 ||
+  fail "codec_kill: no compression state in $step5"
+rm -f "$step5"/codec-*.bin "$step5"/backprop-*.bin
+python3 - "$step5/manifest" <<'PY' || fail "codec_kill: cannot take the states out of its manifest"
+import sys, zlib
+path = sys.argv[1]
+lines = open(path).read().splitlines(True)
+assert lines[-1].startswith("crc ")
+text = "".join(l for l in lines[:-1] if not l.startswith(("state codec-", "state backprop-")))
+open(path, "w").write(text + "crc %08x\n" % zlib.crc32(text.encode()))
+PY
+run codec_fresh 4 $CODEC --run-name "$NAME" --checkpoint-dir "$TMP/ck" --resume \
+  --summary "$TMP/codec_fresh.json" && tail_equal codec_fresh codec_mem
+expect_log codec_fresh "holds no such state"
+resumed codec_fresh '{"from": "file", "step": 5, "compression_state": "restarted"}'
 rm -rf "$TMP/ck"
 
 # killed inside the copy of step 6, at three points: step 5 is used

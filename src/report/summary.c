@@ -121,6 +121,22 @@ static void model_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_end(j);
 }
 
+/* run.resumed: null, or where the state came from and what became of the compression state. */
+static void resumed_json(AxJsonW *j, const AxResumeReport *r) {
+  static const char *const FROM[] = {NULL, "file", "memory"};
+  static const char *const CODEC[] = {NULL, "restored", "restarted"};
+  if (r->from == AX_RESUMED_NONE) {
+    ax_jsonw_null(j, "resumed");
+    return;
+  }
+  ax_jsonw_object(j, "resumed");
+  ax_jsonw_str(j, "from", FROM[r->from]);
+  ax_jsonw_int(j, "step", r->step);
+  if (r->codec_state == AX_CODEC_STATE_NONE) ax_jsonw_null(j, "compression_state");
+  else ax_jsonw_str(j, "compression_state", CODEC[r->codec_state]);
+  ax_jsonw_end(j);
+}
+
 static void run_json(AxJsonW *j, const AxSummary *s) {
   ax_jsonw_object(j, "run");
   ax_jsonw_int(j, "ranks", s->ranks);
@@ -138,6 +154,7 @@ static void run_json(AxJsonW *j, const AxSummary *s) {
   else ax_jsonw_bool(j, "replicas_identical", s->replicas_differ == 0);
   if (s->tied_differ < 0) ax_jsonw_null(j, "tied_copies_identical");
   else ax_jsonw_bool(j, "tied_copies_identical", s->tied_differ == 0);
+  resumed_json(j, &s->resumed);
   ax_jsonw_end(j);
 }
 

@@ -120,6 +120,7 @@ typedef struct {
   long long skipped_steps; /* skipped on an overflow */
   int replicas_differ; /* stage shards whose data-parallel replicas differ; -1: not compared */
   int tied_differ;     /* pairs of tied embedding copies that differ; -1: not compared */
+  AxResumeReport resumed; /* from AX_RESUMED_NONE: a run from its first step */
   AxTiming timing;
   AxPeakInfo peak;
   AxFigures fig;

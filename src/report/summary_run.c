@@ -151,6 +151,7 @@ static void fill_basics(AxSummary *s, const AxTrainer *t, const AxTrainConfig *c
   ax_trainer_loss_scale(t, &s->loss_scale, &s->skipped_steps);
   s->replicas_differ = ax_trainer_data_replicas_differ(t);
   s->tied_differ = ax_trainer_tied_copies_differ(t);
+  ax_trainer_resume_report(t, &s->resumed);
   ax_summary_timing(&s->timing, m, cfg->output.timing_skip, cfg->output.timing_steps);
   ax_trainer_compress_report(t, &s->compress);
   ax_trainer_embed_sync_report(t, &s->embed_sync);

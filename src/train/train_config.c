@@ -777,16 +777,14 @@ static int check_tensor_parallel(const AxTrainConfig *cfg) {
   return AX_OK;
 }
 
-/* --memory-checkpoint-every and its options; what memory checkpoints do not hold yet. */
+/* --memory-checkpoint-every and its options (with compression too: a recovery from memory
+ * restarts the per-rank compression state, trainer_ckpt.c). */
 static int check_memory_checkpoints(const AxTrainConfig *cfg) {
   int copy_kill = cfg->debug.debug_hang_mode >= AX_DEBUG_HANG_COPY_BEGIN;
   if (cfg->debug.debug_hang_rank >= 0 && copy_kill && !cfg->memckpt.memory_checkpoint_every)
     return AX_FAIL("--debug-hang-mode copy-* and replica-error need --memory-checkpoint-every");
   if (!cfg->memckpt.memory_checkpoint_every) return AX_OK;
   if (cfg->memckpt.run_name) AX_TRY(ax_memckpt_check_name(cfg->memckpt.run_name));
-  if (strcmp(cfg->compression.compress, "none") || strcmp(cfg->compression.compress_backprop, "none"))
-    return AX_FAIL("--memory-checkpoint-every does not hold the compression state yet: run it "
-                   "without --compress and --compress-backprop");
   return AX_OK;
 }
 

@@ -100,6 +100,14 @@ int ax_trainer_data_replicas_differ(const AxTrainer *t);
 /* The pairs of tied embedding copies (a pipeline row's, per tensor-parallel shard) that
  * differed at that check; -1: not compared (one stage, or not checked yet). */
 int ax_trainer_tied_copies_differ(const AxTrainer *t);
+/* Where a resumed run's state came from (the summary's run.resumed): from (AX_RESUMED_*), the
+ * step, and what became of the compression state (AX_CODEC_STATE_*; NONE: the run keeps none). */
+enum { AX_RESUMED_NONE = 0, AX_RESUMED_FILE, AX_RESUMED_MEMORY };
+enum { AX_CODEC_STATE_NONE = 0, AX_CODEC_STATE_RESTORED, AX_CODEC_STATE_RESTARTED };
+typedef struct {
+  int from, step, codec_state;
+} AxResumeReport;
+void ax_trainer_resume_report(const AxTrainer *t, AxResumeReport *out);
 /* The loss scale now (1: off) and the steps skipped so far on an overflow. */
 void ax_trainer_loss_scale(const AxTrainer *t, double *scale, long long *skipped);
 /* The peak of this rank's device allocations so far (backend.h: device_peak_bytes). */

@@ -256,7 +256,10 @@ static void warn_dropped(const char *step_dir, StateKind k) {
           STATE_OPTION[k]);
 }
 
-static int resume_codec_state(AxTrainer *t, const char *step_dir) {
+/* *outcome: AX_CODEC_STATE_RESTORED where every state the run keeps came back, RESTARTED where
+ * some started fresh, NONE where it keeps none (the same on every rank). */
+static int resume_codec_state(AxTrainer *t, const char *step_dir, int *outcome) {
+  *outcome = AX_CODEC_STATE_NONE;
   for (int k = 0; k < N_STATES; k++) {
     int status = 0, worst, kept;
     if (k == STATE_MEASURED) continue; /* taken back at set-up (ax_trainer_keep_measured) */
@@ -267,6 +270,8 @@ static int resume_codec_state(AxTrainer *t, const char *step_dir) {
     }
     AX_TRY(ax_grid_agree(&t->grid, read_state(t, (StateKind)k, step_dir, &status)));
     AX_TRY(ax_trainer_agree_flag(t, status, &worst));
+    if (*outcome != AX_CODEC_STATE_RESTARTED)
+      *outcome = worst ? AX_CODEC_STATE_RESTARTED : AX_CODEC_STATE_RESTORED;
     if (worst && t->grid.rank == 0)
       ax_warn("resume: %s holds %s; the compression state of %s (error feedback, momentum, Q) "
               "starts fresh, so this run does not continue the checkpointed one bit for bit",
@@ -274,6 +279,30 @@ static int resume_codec_state(AxTrainer *t, const char *step_dir) {
               worst == 1 ? "no such state (written without it?)"
                          : "the state of another codec, grid or chunking", STATE_OPTION[k]);
   }
+  return AX_OK;
+}
+
+/* A recovery from memory: a memory checkpoint holds one file a stage, and the compression
+ * state is one a rank (error feedback, momentum, Q), so it starts fresh, as DeepSpeed's 1-bit
+ * Adam resets its errors at every load (docs/memory-checkpoints.md), and the cost model's
+ * figures are those of this start unless a file checkpoint of the run held them (every rank
+ * measures or none: ax_trainer_keep_measured); rank 0 says so. */
+static int codec_state_restarts(AxTrainer *t, int step, int *outcome) {
+  int kept = has_state(t, STATE_CODEC) || has_state(t, STATE_BACKPROP), any;
+  AX_TRY(ax_trainer_agree_flag(t, kept, &any));
+  *outcome = any ? AX_CODEC_STATE_RESTARTED : AX_CODEC_STATE_NONE;
+  int remeasured = has_state(t, STATE_MEASURED) && !ax_measured_replaying(&t->measured);
+  if (any && t->grid.rank == 0)
+    ax_warn("resume: the memory checkpoint of step %d holds the weights and Adam's state but "
+            "not the compression state of %s (error feedback, momentum, Q: one a rank), which "
+            "starts fresh%s; this run does not continue the checkpointed one bit for bit",
+            step, t->codec && t->have_backprop ? "--compress and --compress-backprop"
+                  : t->codec                   ? "--compress"
+                                               : "--compress-backprop",
+            remeasured ? ", and its cost model decides on costs measured at this start (no file "
+                         "checkpoint of the run holds the first start's: a part near "
+                         "break-even may be compressed otherwise)"
+                       : "");
   return AX_OK;
 }
 
@@ -391,8 +420,8 @@ int ax_trainer_keep_measured(AxTrainer *t) {
   }
   if (t->grid.rank == 0)
     ax_log("resume: compression decides on the costs the run of %s measured at its start "
-           "(its measured-*.bin), so it decides every part as that run did and the codec state "
-           "carries over; --compress-remeasure 1 measures them again", step_dir);
+           "(its measured-*.bin), so it decides every part as that run did; "
+           "--compress-remeasure 1 measures them again", step_dir);
   return AX_OK;
 }
 
@@ -410,20 +439,25 @@ int ax_trainer_resume(AxTrainer *t, int *step) {
            t->cfg.ckpt.checkpoint_dir ? t->cfg.ckpt.checkpoint_dir : "memory");
     return AX_OK;
   }
+  t->resumed.from = from_memory ? AX_RESUMED_MEMORY : AX_RESUMED_FILE;
   if (!from_memory) {
     AX_WD_NOTE(-1, "reading the checkpoint");
     AX_TRY(ax_grid_agree(&t->grid, ax_trainer_load_checkpoint(t, step_dir, step)));
-    AX_TRY(resume_codec_state(t, step_dir));
+    AX_TRY(resume_codec_state(t, step_dir, &t->resumed.codec_state));
     ax_log("resume: continuing from %s (step %d); found and read in %.3f s%s", step_dir, *step,
            ax_now() - t0, t->mc ? "; memory held nothing newer" : "");
     snprintf(t->weights_from, sizeof t->weights_from, "checkpoint %s (step %d)", step_dir,
              *step);
   } else {
+    AX_TRY(codec_state_restarts(t, *step, &t->resumed.codec_state));
     snprintf(t->weights_from, sizeof t->weights_from, "memory checkpoint of run %s (step %d)",
              t->run_name, *step);
   }
+  t->resumed.step = *step;
   if (*step >= t->cfg.optim.steps)
     ax_warn("resume: the checkpoint is at step %d, --steps is %d: nothing left to do", *step,
             t->cfg.optim.steps);
   return AX_OK;
 }
+
+void ax_trainer_resume_report(const AxTrainer *t, AxResumeReport *out) { *out = t->resumed; }

@@ -148,6 +148,7 @@ struct AxTrainer {
   AxWholeStage mc_whole; /* what it asked gathered (ops.gather) */
   char run_name[80];   /* --run-name, or derived from the run (trainer_memckpt.c) */
   char weights_from[1100]; /* a resumed run's checkpoint and step, for the header ("": none) */
+  AxResumeReport resumed;  /* the same for the summary (trainer.h) */
   AxStepHooks hooks;   /* who attaches to the step's named points (train_hooks.h) */
   /* --dp-sync-early (train_early_sync.c) */
   AxEarlySum *early;          /* the step's early sum: open from its last backward to the sum */

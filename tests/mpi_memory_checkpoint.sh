@@ -14,7 +14,9 @@
 #  - a different grid on restart (4x1 -> 2x2) within the file checkpoints' tolerance;
 #  - with compression (2x2, onebit and compressed backpropagation): a recovery from memory
 #    restarts the per-rank compression state and says so; it trains exactly as a file
-#    checkpoint's resume with that state taken out, not as the run never interrupted;
+#    checkpoint's resume with that state taken out, not as the run never interrupted; where its
+#    cost model measured its costs again (1x4 over an emulated link) the warning says that too;
+#    the summary's run.resumed says where each resumed run's state came from;
 #  - a normal end leaves no files; `axonn shm-clean` removes a dead job's;
 #  - 1x4 and 2x2, where each node CRCs half of each stage file it writes: every complete
 #    copy's trailer and manifest hold the CRC of its bytes, and a killed run resumes from them
@@ -272,6 +274,15 @@ run codec_fresh 4 $CODEC --run-name "$NAME" --checkpoint-dir "$TMP/ck" --resume 
 expect_log codec_fresh "holds no such state"
 resumed codec_fresh '{"from": "file", "step": 5, "compression_state": "restarted"}'
 rm -rf "$TMP/ck"
+# where the cost model decides (over an emulated link), the recovered run measured its costs
+# again, a file checkpoint holding none of them, and the warning says so too
+COSTED="--g-data 4 --compress onebit --compress-warmup 0 --emulate-link 1Gbps,50us"
+killed costed_kill $COSTED --run-name "$NAME" --debug-hang-rank 3 --debug-hang-step 7 \
+  --debug-hang-mode kill
+run costed_mem 4 $COSTED --run-name "$NAME" --resume
+expect_log costed_mem "its cost model decides on costs measured at this start"
+! grep -q "costs measured at this start" "$TMP/codec_mem.log" ||
+  fail "codec_mem: its warning names costs measured again, though it measured none"
 
 # killed inside the copy of step 6, at three points: step 5 is used
 for point in begin files replicas; do

@@ -216,6 +216,16 @@ run tiedonebit 4 --g-inter 2 --g-data 2 --steps 3 --compress onebit --compress-s
       fail "tiedonebit: the tied copies not compared, or onebit without its momentum"; }
 run tieddgc 4 --g-inter 2 --g-data 2 --steps 3 --compress dgc:ratio=0.25 --compress-stages 0.5 \
   --compress-warmup 1
+# DGC's local clipping where one stage compresses and the other does not, with the dense
+# embedding sum (wte no rank's own sum yet): the compressing end clipped its wte copy by each
+# rank's local norm before the sum, the other by the global norm after it, and the copies
+# drifted apart (the run's end check warned); both now clip it by the global norm. Under
+# --compress auto this happened whenever Espresso compressed parts on one stage only.
+run tiedclip 4 --g-inter 2 --g-data 2 --steps 3 --hidden 64 --compress dgc:ratio=0.05 \
+  --compress-stages 0.5 --compress-warmup 1 --sparse-embedding-sync dense --grad-clip 0.05 &&
+  { grep -q "compress-local-clip 1" "$TMP/tiedclip.log" &&
+      grep -q "5 of 14 part(s)" "$TMP/tiedclip.log" ||
+      fail "tiedclip: not locally clipped, or its first stage compresses nothing"; }
 run tieddense 4 --g-inter 2 --g-data 2 --steps 3 --compress auto --compress-codec dgc \
   --ranks-per-node 2 --emulate-link 1Gbps,5us --compress-warmup 1 --sparse-embedding-sync dense &&
   { grep -q 'group 0: wte (1 tensor(s).*kept plain' "$TMP/tieddense.log" ||

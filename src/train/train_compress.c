@@ -435,11 +435,12 @@ static int stage_compresses(const AxTrainer *t) {
  * (agreed over all ranks: the stages of a row decide apart, DGC's local clipping takes a norm
  * along it, and the tied embedding's copies take the job's settings). */
 static int agree_on_stages(AxTrainer *t) {
-  int mine = stage_compresses(t), v[2] = {mine, mine && ax_codec_momentum(t->codec) > 0};
+  int mine = stage_compresses(t), v[3] = {mine, mine && ax_codec_momentum(t->codec) > 0, !mine};
   if (t->have_grid && t->grid.size > 1)
-    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, t->grid.world));
+    AX_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, t->grid.world));
   t->compress_somewhere = v[0];
   t->momentum_somewhere = v[1];
+  t->plain_somewhere = v[2];
   return AX_OK;
 }
 
@@ -519,6 +520,14 @@ int ax_trainer_row_clips_locally(const AxTrainer *t) {
 
 int ax_trainer_clips_locally(const AxTrainer *t) {
   return ax_trainer_row_clips_locally(t) && compresses_now(t);
+}
+
+void ax_trainer_clip_left_out(const AxTrainer *t, const AxReduceSpec *r, size_t *lo, size_t *hi) {
+  const AxStageLayout *lay = ax_stage_layout_of(t->stage);
+  *lo = r->summed_lo, *hi = r->summed_hi > r->summed_lo ? r->summed_hi : r->summed_lo;
+  if (*hi > *lo || t->grid.P < 2 || !t->plain_somewhere || !lay->has[AX_P_WTE]) return;
+  *lo = lay->offset[AX_P_WTE];
+  *hi = *lo + lay->count[AX_P_WTE];
 }
 
 double ax_trainer_local_clip_threshold(const AxTrainer *t) {

@@ -187,10 +187,12 @@ static double grads_span(void *ctx, size_t lo, size_t hi) {
  * data-parallel ranks summed already (r's summed range: the tied embedding, by Zen, the rows'
  * all-gather or the fused tied sum) is no rank's own gradient: scaled by each rank's own factor
  * it would give every replica another update, so it is left out here and clipped by the
- * global norm once the rest is summed (clip_presummed). */
+ * global norm once the rest is summed (clip_left_out); so is the tied embedding's copy where
+ * another stage compresses nothing (ax_trainer_clip_left_out). */
 static int clip_locally(AxTrainer *t, const AxReduceSpec *r) {
   double norm, limit = ax_trainer_local_clip_threshold(t);
-  size_t n = t->off.n, lo = r->summed_lo, hi = r->summed_hi > lo ? r->summed_hi : lo;
+  size_t n = t->off.n, lo, hi;
+  ax_trainer_clip_left_out(t, r, &lo, &hi);
   double sumsq = ax_reduce_spec_sumsq(r, 0, lo, grads_span, &t->off) +
                  ax_reduce_spec_sumsq(r, hi, n, grads_span, &t->off);
   AX_TRY(finish_norm(t, sumsq, &norm));
@@ -201,11 +203,13 @@ static int clip_locally(AxTrainer *t, const AxReduceSpec *r) {
   return AX_OK;
 }
 
-/* Under local clipping, the range summed before (clip_locally) clipped as without it: by the
+/* Under local clipping, the range left out of it (clip_locally) clipped as without it: by the
  * global norm of the summed gradient, the same factor on every replica. */
-static void clip_presummed(AxTrainer *t, const AxReduceSpec *r, double norm) {
+static void clip_left_out(AxTrainer *t, const AxReduceSpec *r, double norm) {
   float f = clip_factor(t, norm);
-  for (size_t i = r->summed_lo; i < r->summed_hi; i++) t->off.grads[i] *= f;
+  size_t lo, hi;
+  ax_trainer_clip_left_out(t, r, &lo, &hi);
+  for (size_t i = lo; i < hi; i++) t->off.grads[i] *= f;
 }
 
 /* Sum the gradients over the data-parallel column and update the master weights, chunk by
@@ -228,7 +232,7 @@ static int reduce_and_update(AxTrainer *t, double lr, double *norm) {
   int local = ax_trainer_clips_locally(t);
   AX_TRY(ax_offload_reduce(&t->off, &r, &sumsq));
   AX_TRY(finish_norm(t, sumsq, norm));
-  if (local) clip_presummed(t, &r, *norm);
+  if (local) clip_left_out(t, &r, *norm);
   AxAdamWHyper codec, h = adamw_hyper(t, lr, (local ? 1.0f : clip_factor(t, *norm)) * unscale,
                                       &codec);
   return ax_offload_update_all(&t->off, params, &h, &t->trace);

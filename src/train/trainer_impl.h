@@ -131,6 +131,7 @@ struct AxTrainer {
   int compress_somewhere;  /* 1: some stage of the job compresses a part after the warm-up
                               (agreed over all ranks) */
   int momentum_somewhere;  /* 1: ... under a codec that carries Adam's momentum */
+  int plain_somewhere;     /* 1: some stage of the job compresses nothing (agreed likewise) */
   AxAutoCompress auto_compress; /* --compress auto's groups and decisions (n_groups 0: none) */
   AxTwoLevel two_level;    /* --compress auto: the data-parallel ranks' node and cross
                               communicators (usable 0: none) */
@@ -274,6 +275,11 @@ double ax_trainer_adam_beta1(const AxTrainer *t);
  * sum by the global norm, as without compression). */
 int ax_trainer_row_clips_locally(const AxTrainer *t);
 int ax_trainer_clips_locally(const AxTrainer *t);
+/* Under local clipping, the range of this stage's gradient left out of it and clipped by the
+ * global norm once summed: the range the data-parallel ranks summed before (no rank's own), and
+ * the tied embedding's copy wherever a stage of the job compresses nothing (that end clips its
+ * copy by the global norm, so both ends do, and the copies take one update); lo == hi: none. */
+void ax_trainer_clip_left_out(const AxTrainer *t, const AxReduceSpec *r, size_t *lo, size_t *hi);
 /* --grad-clip / sqrt(G_data): the global threshold scaled by N^-1/2 (DGC §3.3). */
 double ax_trainer_local_clip_threshold(const AxTrainer *t);
 

@@ -3,6 +3,7 @@
 #ifndef AX_GPT_BLOCK_H
 #define AX_GPT_BLOCK_H
 
+#include "dropout.h"
 #include "gpt_config.h"
 #include "src/backend/backend.h"
 
@@ -27,6 +28,7 @@ typedef struct {
   void *dtmp; /* [N, C] */
   void *dbig; /* [N, 4C] */
   void *datt; /* [NH, T, T] */
+  void *ddrop; /* [N, C]: a branch's dropped gradient (NULL without dropout) */
 } AxBlockScratch;
 
 /* Parameter (or gradient) tensors of one block, indexed by AxParamId (layer tensors only). */
@@ -38,10 +40,12 @@ typedef struct {
   int B, T, C, NH;
 } AxBlockDims;
 
+/* drop: the block's dropout (its layer, the micro-batch's place; NULL or p = 0: none). The
+ * backward takes the forward's. */
 void ax_block_forward(AxBackend *be, const AxBlockParams *p, const AxBlockActs *a,
-                      const void *in, const AxBlockDims *d);
+                      const void *in, const AxBlockDims *d, const AxDropout *drop);
 void ax_block_backward(AxBackend *be, const AxBlockParams *p, AxBlockParams *g,
                        const AxBlockActs *a, const void *in, const AxBlockScratch *s,
-                       const AxBlockDims *d);
+                       const AxBlockDims *d, const AxDropout *drop);
 
 #endif

@@ -101,6 +101,7 @@ static void carve_all(AxGptStage *st, Carve *c, size_t esz) {
   st->scratch.dbig = carve(c, 4 * N * w->cx * esz);
   st->scratch.datt =
       carve(c, ax_attention_scratch_bytes(st->fused_attention, esz, w->B, (int)T, w->heads));
+  if (st->spec.dropout > 0) st->scratch.ddrop = carve(c, N * cy * esz);
   if (st->spec.last) {
     st->lnf = carve(c, N * cy * esz);
     st->lnf_mean = carve(c, N * sizeof(float));
@@ -123,6 +124,8 @@ static int check_spec(const AxGptConfig *cfg, const AxStageSpec *s) {
   if (s->ac < 0 || s->ac > s->l1 - s->l0)
     return AX_FAIL("checkpoint segment of %d blocks does not fit a stage of %d blocks", s->ac,
                    s->l1 - s->l0);
+  if (!(s->dropout >= 0 && s->dropout < 1))
+    return AX_FAIL("dropout probability %g is not in [0, 1)", s->dropout);
   return s->tp ? ax_tp_stage_check(cfg, s->tp, s->B) : AX_OK;
 }
 
@@ -192,6 +195,9 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
   if (spec->tp && !ax_backend_has_tp(be))
     return AX_FAIL("tensor parallelism (--gx/--gy/--gz) needs a backend with its kernels; the "
                    "%s backend has none", be->ops->name);
+  if (spec->dropout > 0 && !be->ops->dropout)
+    return AX_FAIL("--dropout needs a backend with a dropout kernel; the %s backend has none "
+                   "yet (use --device cpu)", be->ops->name);
   AxGptStage *st = stage_skeleton(cfg, spec);
   if (!st) return AX_ERR;
   st->be = be;
@@ -312,20 +318,28 @@ static void block_acts(AxGptStage *st, int slot, int b, AxBlockActs *a, const vo
 
 /* ------------------------------------------------------------------ forward */
 
+/* The dropout of local block b (b < 0: the embedding) in `slot`'s micro-batch. */
+static AxDropout block_dropout(const AxGptStage *st, int slot, int b) {
+  AxDropout d = st->slots[slot].drop;
+  d.layer = st->spec.l0 + b;
+  return d;
+}
+
 /* recompute: the forward of a checkpointed segment again, for its backward. */
 static int forward_blocks(AxGptStage *st, int slot, int b0, int b1, int recompute) {
   for (int b = b0; b < b1; b++) {
     AxBlockActs a;
     const void *in;
     block_acts(st, slot, b, &a, &in);
+    AxDropout drop = block_dropout(st, slot, b);
     if (st->spec.tp) {
       AX_TRY(ax_stage_tp_block_forward(st, b, &a, in, !recompute || !st->spec.ag_cache,
-                                       b + 1 < b1 ? b + 1 : -1));
+                                       b + 1 < b1 ? b + 1 : -1, &drop));
       continue;
     }
     AxBlockParams p;
     ax_stage_block_params(st, st->params, b, &p);
-    ax_block_forward(st->be, &p, &a, in, &st->dims);
+    ax_block_forward(st->be, &p, &a, in, &st->dims, &drop);
   }
   return AX_OK;
 }
@@ -346,22 +360,58 @@ size_t ax_stage_message_bytes(const AxGptStage *st) {
   return (size_t)st->w.rows * st->w.cy * st->be->esz;
 }
 
+/* The embedding's dropout on x ([rows, C/Gy]), in place: its output in the forward, the
+ * gradient reaching it in the backward. */
+static void embed_dropout(AxGptStage *st, int slot, void *x) {
+  AxDropout d = block_dropout(st, slot, -1);
+  if (ax_dropout_on(&d))
+    ax_dropout_apply(st->be, &d, AX_DROP_EMBEDDING, x, x, NULL, st->w.rows, st->w.cy);
+}
+
 static int embed_forward(AxGptStage *st, int slot, const int32_t *tokens_host) {
   AxBackend *be = st->be;
   Slot *sl = &st->slots[slot];
   AX_TRY(be->ops->copy(be, sl->tokens, own_rows(st, tokens_host),
                        (size_t)st->w.rows * sizeof(int32_t), AX_COPY_H2D, AX_STREAM_COMPUTE));
-  if (st->spec.tp) return ax_stage_tp_embed_forward(st, slot);
-  be->ops->encoder_forward(be, sl->input, sl->tokens,
-                           ax_stage_param_view(st, st->params, AX_P_WTE),
-                           ax_stage_param_view(st, st->params, AX_P_WPE), st->dims.B,
-                           st->dims.T, st->dims.C);
+  if (st->spec.tp)
+    AX_TRY(ax_stage_tp_embed_forward(st, slot));
+  else
+    be->ops->encoder_forward(be, sl->input, sl->tokens,
+                             ax_stage_param_view(st, st->params, AX_P_WTE),
+                             ax_stage_param_view(st, st->params, AX_P_WPE), st->dims.B,
+                             st->dims.T, st->dims.C);
+  embed_dropout(st, slot, sl->input);
   return AX_OK;
+}
+
+void ax_stage_set_dropout_origin(AxGptStage *st, uint64_t step, uint64_t first_sequence) {
+  st->origin_set = 1;
+  st->origin_step = step;
+  st->origin_sequence = first_sequence;
+}
+
+/* The dropout `slot`'s forward and backward run: the stage's, placed at the origin set for this
+ * forward (none where none was set: validation, sampling). */
+static void place_dropout(AxGptStage *st, int slot) {
+  AxDropout d = {0};
+  if (st->origin_set && st->spec.dropout > 0) {
+    int z = st->spec.tp ? st->spec.tp->coord[AX_TP_Z] : 0;
+    int y = st->spec.tp ? st->spec.tp->coord[AX_TP_Y] : 0;
+    d = (AxDropout){.p = st->spec.dropout,
+                    .seed = st->spec.dropout_seed,
+                    .step = st->origin_step,
+                    .row0 = (st->origin_sequence + (uint64_t)z * st->w.B) * st->dims.T,
+                    .col0 = (uint64_t)y * st->w.cy,
+                    .width = (uint64_t)st->dims.C};
+  }
+  st->slots[slot].drop = d;
+  st->origin_set = 0;
 }
 
 int ax_stage_forward(AxGptStage *st, int slot, const int32_t *tokens_host, const void *input,
                      AxMemKind input_mem) {
   AX_TRY(check_slot(st, slot));
+  place_dropout(st, slot);
   if (st->spec.first)
     AX_TRY(embed_forward(st, slot, tokens_host));
   else
@@ -383,11 +433,12 @@ static int backward_block(AxGptStage *st, int slot, int b) {
   AxBlockActs a;
   const void *in;
   block_acts(st, slot, b, &a, &in);
-  if (st->spec.tp) return ax_stage_tp_block_backward(st, b, &a, in);
+  AxDropout drop = block_dropout(st, slot, b);
+  if (st->spec.tp) return ax_stage_tp_block_backward(st, b, &a, in, &drop);
   AxBlockParams p, g;
   ax_stage_block_params(st, st->params, b, &p);
   ax_stage_block_params(st, st->grads, b, &g);
-  ax_block_backward(st->be, &p, &g, &a, in, &st->scratch, &st->dims);
+  ax_block_backward(st->be, &p, &g, &a, in, &st->scratch, &st->dims, &drop);
   return AX_OK;
 }
 
@@ -411,6 +462,7 @@ static int backward_blocks(AxGptStage *st, int slot) {
   }
   if (ac) st->held_slot = st->held_segment = -1;
   if (!st->spec.first) return AX_OK;
+  embed_dropout(st, slot, st->scratch.dres); /* the first stage sends no input gradient */
   if (st->spec.tp) return ax_stage_tp_embed_backward(st, slot);
   st->be->ops->encoder_backward(st->be, ax_stage_param_view(st, st->grads, AX_P_WTE),
                                 ax_stage_param_view(st, st->grads, AX_P_WPE), st->scratch.dres,

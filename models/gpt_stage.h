@@ -50,6 +50,8 @@ typedef struct {
   double gather_budget_mb; /* tensor parallel with ag_cache: MB (1e6 bytes) of gathered block
                             * weights kept across micro-batches, the first blocks first; < 0:
                             * every block. Blocks beyond it are gathered every micro-batch. */
+  float dropout;           /* GPT-2's dropout probability (dropout.h), in [0, 1); 0: none */
+  uint64_t dropout_seed;   /* the masks' seed */
 } AxStageSpec;
 
 /* Bytes of device memory for activations (arena) with this spec, without allocating; with the
@@ -81,6 +83,12 @@ int ax_stage_gather_kept(const AxGptStage *st, size_t *bytes);
 /* Tensor parallel, once a step after the last backward: sums the gradients of the tensors
  * replicated over Z (partial sums over this rank's sequences) over Z. Nothing otherwise. */
 int ax_stage_reduce_replicas(AxGptStage *st);
+
+/* With spec.dropout: the next ax_stage_forward is a training forward of the micro-batch whose
+ * first sequence is `first_sequence` of step `step`'s whole (global) batch; it and its backward
+ * drop the elements every layout of the run drops there. A forward without it drops nothing
+ * (validation, sampling). */
+void ax_stage_set_dropout_origin(AxGptStage *st, uint64_t step, uint64_t first_sequence);
 
 /* Forward of one micro-batch into `slot`. The first stage takes host tokens [B*T] (the whole
  * micro-batch's; with tensor parallelism it reads its Z rank's sequences); the others take the

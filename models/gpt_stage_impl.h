@@ -18,6 +18,7 @@ typedef struct {
   int32_t *targets;   /* [rows] last stage */
   AxBlockActs *acts;  /* n_blocks, when every activation is kept */
   void **seg_inputs;  /* n_segments, checkpoint mode; seg_inputs[0] == input */
+  AxDropout drop;     /* the micro-batch's dropout, set by its forward (p = 0: none) */
 } Slot;
 
 /* Local widths (see above). */
@@ -73,6 +74,9 @@ struct AxGptStage {
   double *bwd_done_s, bwd_total_s, bwd_t0;
   AxStageBlockHook after_block;
   void *after_block_ctx;
+  /* where the next forward's micro-batch sits (ax_stage_set_dropout_origin) */
+  int origin_set;
+  uint64_t origin_step, origin_sequence;
 };
 
 /* Views of the flat parameter (flat = params) or gradient (flat = grads) buffer. */
@@ -87,8 +91,9 @@ int ax_stage_tp_embed_backward(AxGptStage *st, int slot);
  * recompute with the all-gather cache); the backward uses the forward's. next: the block whose
  * forward follows (-1: none), whose all-gathers start now under OAG. */
 int ax_stage_tp_block_forward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
-                              int gather, int next);
-int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, const void *in);
+                              int gather, int next, const AxDropout *drop);
+int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
+                               const AxDropout *drop);
 int ax_stage_tp_head_forward(AxGptStage *st, int slot);
 int ax_stage_tp_loss(AxGptStage *st, int slot, float dloss);
 int ax_stage_tp_head_backward(AxGptStage *st, int slot);

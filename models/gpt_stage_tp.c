@@ -171,14 +171,14 @@ void ax_stage_tp_init_cache(AxGptStage *st) {
 }
 
 int ax_stage_tp_block_forward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
-                              int gather, int next) {
+                              int gather, int next, const AxDropout *drop) {
   if (gather) AX_TRY(gather_or_finish_prefetch(st, b));
   if (gather && st->spec.oag && next >= 0 && st->w.Gz > 1) AX_TRY(prefetch_block(st, next));
   AxBlockParams p;
   AxTpBlockWeights w;
   ax_stage_block_params(st, st->params, b, &p);
   block_weight_views(st, b, &p, &w);
-  return ax_tp_block_forward(st->be, st->spec.tp, &p, &w, a, in, &st->dims);
+  return ax_tp_block_forward(st->be, st->spec.tp, &p, &w, a, in, &st->dims, drop);
 }
 
 /* The backward's communication options for block b: under ORS the block's own dŴ scratch and
@@ -193,7 +193,8 @@ static AxTpBlockBackwardOpts backward_opts(AxGptStage *st, int b) {
   return o;
 }
 
-int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, const void *in) {
+int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, const void *in,
+                               const AxDropout *drop) {
   AxBlockParams p, g;
   AxTpBlockWeights w;
   ax_stage_block_params(st, st->params, b, &p);
@@ -201,7 +202,7 @@ int ax_stage_tp_block_backward(AxGptStage *st, int b, const AxBlockActs *a, cons
   block_weight_views(st, b, &p, &w);
   AxTpBlockBackwardOpts o = backward_opts(st, b);
   return ax_tp_block_backward(st->be, st->spec.tp, &p, &g, &w, a, in, &st->scratch, &st->dims,
-                              &o);
+                              &o, drop);
 }
 
 /* lnf, then the logits. A stage that also holds the embedding reuses the block its forward

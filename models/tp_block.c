@@ -89,9 +89,30 @@ int ax_tp_qkv_row(const AxTpComm *c, int C, int r) {
   return (r / per) * C + c->coord[AX_TP_X] * per + r % per;
 }
 
+/* out = residual + proj(x) on n rows of its output: the residual added with the bias before the
+ * all-reduce, or after it with the branch's dropout (the same mask on every rank that holds the
+ * rows, drop->col0 their first channel). */
+static int branch_forward(AxBackend *be, AxTpComm *c, const AxTpLinear *l, const AxDropout *drop,
+                          int what, void *out, const void *x, const void *w, const void *b,
+                          const void *residual) {
+  if (!ax_dropout_on(drop)) return ax_tp_linear_forward(be, c, l, out, x, w, b, residual);
+  AX_TRY(ax_tp_linear_forward(be, c, l, out, x, w, b, NULL));
+  ax_dropout_apply(be, drop, what, out, out, residual, l->N, ax_tp_linear_out(c, l));
+  return AX_OK;
+}
+
+/* The gradient reaching a branch's projection: d(out) itself, or dropped into `scratch`. */
+static const void *branch_grad(AxBackend *be, AxTpComm *c, const AxTpLinear *l,
+                               const AxDropout *drop, int what, const void *dout,
+                               void *scratch) {
+  if (!ax_dropout_on(drop)) return dout;
+  ax_dropout_apply(be, drop, what, scratch, dout, NULL, l->N, ax_tp_linear_out(c, l));
+  return scratch;
+}
+
 int ax_tp_block_forward(AxBackend *be, AxTpComm *c, const AxBlockParams *p,
                         const AxTpBlockWeights *w, const AxBlockActs *a, const void *in,
-                        const AxBlockDims *d) {
+                        const AxBlockDims *d, const AxDropout *drop) {
   int B = d->B / c->size[AX_TP_Z], n = B * d->T, C = d->C, Gx = c->size[AX_TP_X];
   AxTpLinear qkv = linear_of(QKV, n, C), proj = linear_of(ATTPROJ, n, C);
   AxTpLinear fc = linear_of(FC, n, C), fcproj = linear_of(FCPROJ, n, C);
@@ -99,13 +120,14 @@ int ax_tp_block_forward(AxBackend *be, AxTpComm *c, const AxBlockParams *p,
                                  C));
   AX_TRY(ax_tp_linear_forward(be, c, &qkv, a->qkv, a->ln1, W(QKVW), P(QKVB), NULL));
   ax_attention_forward(be, a->atty, a->att, a->qkv, B, d->T, C / Gx, d->NH / Gx);
-  AX_TRY(ax_tp_linear_forward(be, c, &proj, a->res2, a->atty, W(ATTPROJW), P(ATTPROJB), in));
+  AX_TRY(branch_forward(be, c, &proj, drop, AX_DROP_ATTENTION, a->res2, a->atty, W(ATTPROJW),
+                        P(ATTPROJB), in));
   AX_TRY(ax_tp_layernorm_forward(be, c, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(LN2W),
                                  P(LN2B), n, C));
   AX_TRY(ax_tp_linear_forward(be, c, &fc, a->fch, a->ln2, W(FCW), P(FCB), NULL));
   be->ops->gelu_forward(be, a->fch_gelu, a->fch, (size_t)n * ax_tp_linear_out(c, &fc));
-  return ax_tp_linear_forward(be, c, &fcproj, a->out, a->fch_gelu, W(FCPROJW), P(FCPROJB),
-                              a->res2);
+  return branch_forward(be, c, &fcproj, drop, AX_DROP_MLP, a->out, a->fch_gelu, W(FCPROJW),
+                        P(FCPROJB), a->res2);
 }
 
 /* One matrix's backward options out of the block's. */
@@ -116,7 +138,7 @@ static AxTpBackwardOpts opts_of(const AxTpBlockBackwardOpts *o, int id) {
 int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxBlockParams *g,
                          const AxTpBlockWeights *w, const AxBlockActs *a, const void *in,
                          const AxBlockScratch *s, const AxBlockDims *d,
-                         const AxTpBlockBackwardOpts *o) {
+                         const AxTpBlockBackwardOpts *o, const AxDropout *drop) {
   int B = d->B / c->size[AX_TP_Z], n = B * d->T, C = d->C, Gx = c->size[AX_TP_X];
   AxTpLinear qkv = linear_of(QKV, n, C), proj = linear_of(ATTPROJ, n, C);
   AxTpLinear fc = linear_of(FC, n, C), fcproj = linear_of(FCPROJ, n, C);
@@ -124,14 +146,16 @@ int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxB
   AxTpBackwardOpts o_fc = opts_of(o, AX_P_FCW), o_fcproj = opts_of(o, AX_P_FCPROJW);
   void *dres = s->dres, *dtmp = s->dtmp, *dbig = s->dbig;
   /* MLP: dres = d(out) also flows unchanged to res2 through the residual */
-  AX_TRY(ax_tp_linear_backward(be, c, &fcproj, dbig, G(FCPROJW), G(FCPROJB), dres, a->fch_gelu,
+  const void *dproj = branch_grad(be, c, &fcproj, drop, AX_DROP_MLP, dres, s->ddrop);
+  AX_TRY(ax_tp_linear_backward(be, c, &fcproj, dbig, G(FCPROJW), G(FCPROJB), dproj, a->fch_gelu,
                                W(FCPROJW), &o_fcproj));
   be->ops->gelu_backward(be, dbig, a->fch, dbig, (size_t)n * ax_tp_linear_out(c, &fc));
   AX_TRY(ax_tp_linear_backward(be, c, &fc, dtmp, G(FCW), G(FCB), dbig, a->ln2, W(FCW), &o_fc));
   AX_TRY(ax_tp_layernorm_backward(be, c, dres, G(LN2W), G(LN2B), dtmp, a->res2, P(LN2W),
                                   a->ln2_mean, a->ln2_rstd, dbig, n, C));
   /* attention: dres = d(res2) also flows unchanged to the block input */
-  AX_TRY(ax_tp_linear_backward(be, c, &proj, dtmp, G(ATTPROJW), G(ATTPROJB), dres, a->atty,
+  dproj = branch_grad(be, c, &proj, drop, AX_DROP_ATTENTION, dres, s->ddrop);
+  AX_TRY(ax_tp_linear_backward(be, c, &proj, dtmp, G(ATTPROJW), G(ATTPROJB), dproj, a->atty,
                                W(ATTPROJW), &o_proj));
   ax_attention_backward(be, dbig, s->datt, dtmp, a->atty, a->att, a->qkv, B, d->T, C / Gx,
                         d->NH / Gx);

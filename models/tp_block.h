@@ -52,11 +52,12 @@ int ax_tp_qkv_row(const AxTpComm *c, int C, int r);
 
 int ax_tp_block_forward(AxBackend *be, AxTpComm *c, const AxBlockParams *p,
                         const AxTpBlockWeights *w, const AxBlockActs *a, const void *in,
-                        const AxBlockDims *d);
-/* s->dres in: d(block output); out: d(block input). */
+                        const AxBlockDims *d, const AxDropout *drop);
+/* s->dres in: d(block output); out: d(block input). drop: the forward's dropout (gpt_block.h;
+ * its col0 this rank's first channel of the residual stream). */
 int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxBlockParams *g,
                          const AxTpBlockWeights *w, const AxBlockActs *a, const void *in,
                          const AxBlockScratch *s, const AxBlockDims *d,
-                         const AxTpBlockBackwardOpts *o);
+                         const AxTpBlockBackwardOpts *o, const AxDropout *drop);
 
 #endif

@@ -42,8 +42,8 @@ WALL_S = 240
 LOSSLESS_TOL = 1e-4
 REDUCED_PRECISION_TOL = 3e-2
 GRID_FLAGS = ("--g-inter", "--gx", "--gy", "--gz", "--g-data")
-# optimizer settings the reference run copies
-OPTIMIZER_FLAGS = ("--grad-clip", "--weight-decay", "--precision", "--loss-scaling")
+# optimizer and model settings the reference run copies
+OPTIMIZER_FLAGS = ("--grad-clip", "--weight-decay", "--precision", "--loss-scaling", "--dropout")
 
 
 class Draw:
@@ -106,6 +106,8 @@ class Draw:
             self.add("--grad-clip", self.pick(0, 1, 0.1))
         if self.maybe(.1):
             self.add("--weight-decay", 0.1)
+        if self.maybe(.15):
+            self.add("--dropout", 0.1)
         if self.maybe(.15):
             self.add("--progress", "thread")
         if self.maybe(.1):

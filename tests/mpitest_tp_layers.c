@@ -304,6 +304,7 @@ static void block_acts(AxBlockActs *a, size_t rows, size_t C, size_t att) {
 static void block_scratch(AxBlockScratch *s, size_t rows, size_t C, size_t att) {
   s->dres = tu_zeros(rows * C), s->dtmp = tu_zeros(rows * C), s->dbig = tu_zeros(4 * rows * C);
   s->datt = tu_zeros(att);
+  s->ddrop = tu_zeros(rows * C);
 }
 
 
@@ -341,7 +342,9 @@ static void expect_model_bytes(Env *e) {
                 "XYZ"[d], e->tp.stats.bytes[d][op].sent, want[d][op]);
 }
 
-static void check_block(Env *e, int overlaps) {
+/* dropout > 0: both blocks drop with it, the serial one's rows at global row R0 and this
+ * rank's at R0 + its first row, its channels at its first one (the masks must agree). */
+static void check_block(Env *e, int overlaps, float dropout) {
   const int C = BC;
   AxBlockDims d = {BM, T, C, BNH};
   AxBlockParams p, g, pl, gl, w;
@@ -368,11 +371,17 @@ static void check_block(Env *e, int overlaps) {
   AxBlockScratch s, sl;
   block_acts(&a, NT, C, (size_t)BM * BNH * T * T);
   block_scratch(&s, NT, C, (size_t)BNH * T * T);
-  ax_block_forward(g_be, &p, &a, in, &d);
+  enum { R0 = 5 * T };
+  AxDropout drop = {.p = dropout, .seed = 9, .step = 3, .row0 = R0, .width = (uint64_t)C,
+                    .layer = 2};
+  ax_block_forward(g_be, &p, &a, in, &d, &drop);
   memcpy(s.dres, dout, (size_t)NT * C * sizeof(float));
-  ax_block_backward(g_be, &p, &g, &a, in, &s, &d);
+  ax_block_backward(g_be, &p, &g, &a, in, &s, &d, &drop);
 
   int n = e->rows, Cy = C / e->Gy, c0 = e->y * Cy;
+  AxDropout dropl = drop;
+  dropl.row0 = R0 + (uint64_t)e->row0;
+  dropl.col0 = (uint64_t)c0;
   block_acts(&al, n, C, (size_t)BM * BNH * T * T);
   block_scratch(&sl, n, C, (size_t)BNH * T * T);
   float *inl = block_of(in, C, e->row0, n, c0, Cy);
@@ -384,8 +393,9 @@ static void check_block(Env *e, int overlaps) {
     o.scratch[id] = o.ors ? tu_zeros(ax_tp_block_dw_scratch(e->c, C, id) + 1) : tps;
   memcpy(sl.dres, block_of(dout, C, e->row0, n, c0, Cy), (size_t)n * Cy * sizeof(float));
   int rc = ax_tp_block_check(e->c, &d);
-  if (rc == AX_OK) rc = ax_tp_block_forward(g_be, e->c, &pl, &w, &al, inl, &d);
-  if (rc == AX_OK) rc = ax_tp_block_backward(g_be, e->c, &pl, &gl, &w, &al, inl, &sl, &d, &o);
+  if (rc == AX_OK) rc = ax_tp_block_forward(g_be, e->c, &pl, &w, &al, inl, &d, &dropl);
+  if (rc == AX_OK)
+    rc = ax_tp_block_backward(g_be, e->c, &pl, &gl, &w, &al, inl, &sl, &d, &o, &dropl);
   if (rc == AX_OK) rc = ax_tp_rs_queue_finish(g_be, e->c, &queue);
   for (int id = 0; id < AX_N_PARAMS && rc == AX_OK; id++)
     if (ax_param_is_layer(id) && !ax_tp_block_gathered(e->c, C, id))
@@ -423,7 +433,9 @@ START_TEST(every_layer_matches_the_serial_layer_on_every_grid) {
         check_layernorm(&e);
         check_embedding(&e);
         check_head_and_loss(&e);
-        for (int o = 0; o <= OV_ALL; o++) check_block(&e, o);
+        for (int o = 0; o <= OV_ALL; o++) check_block(&e, o, 0.0f);
+        check_block(&e, 0, 0.3f); /* GPT-2's dropout: the same elements dropped */
+        check_block(&e, OV_ALL, 0.3f);
         ax_grid_destroy(&e.grid);
         tu_free_all(); /* this grid's tensors */
         mt_run_end();

@@ -1,10 +1,12 @@
 /* test_kernels.c — CPU kernels against plain references: fast exp/tanh against libm, the
  * vectorized multithreaded AdamW against the scalar reference, causal softmax rows, GEMM
- * transposes and batching, and kernels that must not depend on the thread count. */
+ * transposes and batching, kernels that must not depend on the thread count, and dropout's
+ * masks (placed by the element's place in the whole tensor). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/dropout.h"
 #include "models/layers.h"
 #include "offload/adamw.h"
 #include "src/backend/vecmath.h"
@@ -278,6 +280,77 @@ START_TEST(storage16_rounds_the_fp32_kernels_once) {
 }
 END_TEST
 
+/* Dropout: about p of the elements dropped, the others scaled by 1 / (1 - p) and added to the
+ * residual; the mask is the element's in the whole tensor, so a piece (rows and channels of
+ * it placed by row0/col0, as a tensor-parallel rank holds them) drops what the whole does, any
+ * thread count alike; another step or site draws another mask; the backward's mask is the
+ * forward's; 16-bit storage rounds the fp32 result once. */
+START_TEST(dropout_masks_follow_the_element) {
+  AxBackend *b1 = tu_backend(1), *b3 = tu_backend(3);
+  int N = 64, C = 48;
+  size_t nc = (size_t)N * C;
+  float *x = tu_random(nc, 1.0f, 1), *res = tu_random(nc, 1.0f, 2), *whole = tu_zeros(nc);
+  AxDropout d = {.p = 0.25f, .seed = 11, .step = 4, .row0 = 128, .width = (uint64_t)C,
+                 .layer = 3};
+  ax_dropout_apply(b1, &d, AX_DROP_MLP, whole, x, res, N, C);
+  size_t dropped = 0;
+  for (size_t i = 0; i < nc; i++) {
+    if (whole[i] == res[i]) {
+      dropped++;
+      continue;
+    }
+    ck_assert_float_eq(whole[i], res[i] + x[i] * (1.0f / 0.75f));
+  }
+  /* 3072 draws at p = 0.25: 768 expected, 24 their standard deviation */
+  ck_assert_msg(dropped > 768 - 5 * 24 && dropped < 768 + 5 * 24, "%zu of %zu dropped", dropped,
+                nc);
+  /* the piece of rows 16..47, channels 24..47, on 3 threads, in place */
+  int r0 = 16, rows = 32, c0 = 24, cols = 24;
+  float *piece = tu_alloc((size_t)rows * cols * 4), *pres = tu_alloc((size_t)rows * cols * 4);
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      piece[r * cols + c] = x[(size_t)(r0 + r) * C + c0 + c];
+      pres[r * cols + c] = res[(size_t)(r0 + r) * C + c0 + c];
+    }
+  AxDropout dp = d;
+  dp.row0 += (uint64_t)r0;
+  dp.col0 = (uint64_t)c0;
+  ax_dropout_apply(b3, &dp, AX_DROP_MLP, piece, piece, pres, rows, cols);
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++)
+      ck_assert_float_eq(piece[r * cols + c], whole[(size_t)(r0 + r) * C + c0 + c]);
+  /* the backward (no residual) drops the same elements; another step or site others */
+  float *back = tu_zeros(nc), *other = tu_zeros(nc), *site = tu_zeros(nc);
+  ax_dropout_apply(b1, &d, AX_DROP_MLP, back, x, NULL, N, C);
+  AxDropout later = d;
+  later.step++;
+  ax_dropout_apply(b1, &later, AX_DROP_MLP, other, x, NULL, N, C);
+  ax_dropout_apply(b1, &d, AX_DROP_ATTENTION, site, x, NULL, N, C);
+  size_t differ_step = 0, differ_site = 0;
+  for (size_t i = 0; i < nc; i++) {
+    ck_assert_int_eq(back[i] == 0.0f, whole[i] == res[i]);
+    differ_step += (other[i] == 0.0f) != (back[i] == 0.0f);
+    differ_site += (site[i] == 0.0f) != (back[i] == 0.0f);
+  }
+  ck_assert_uint_gt(differ_step, nc / 5);
+  ck_assert_uint_gt(differ_site, nc / 5);
+  static const AxDType TYPES[] = {AX_DTYPE_BF16, AX_DTYPE_F16};
+  for (int k = 0; k < 2; k++) {
+    AxBackend *be = backend16(TYPES[k]);
+    uint16_t *hx, *hres;
+    float *fx, *fres, *want = tu_zeros(nc);
+    random16(TYPES[k], nc, 3, &hx, &fx);
+    random16(TYPES[k], nc, 4, &hres, &fres);
+    ax_dropout_apply(be, &d, AX_DROP_EMBEDDING, hx, hx, hres, N, C);
+    ax_dropout_apply(b1, &d, AX_DROP_EMBEDDING, want, fx, fres, N, C);
+    same_rounded(TYPES[k], hx, want, nc);
+    ax_backend_destroy(be);
+  }
+  ax_backend_destroy(b1);
+  ax_backend_destroy(b3);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("kernels");
   TCase *tc = tu_tcase(s, "kernels", 60);
@@ -288,5 +361,6 @@ int main(void) {
   tcase_add_test(tc, kernels_independent_of_thread_count);
   tcase_add_test(tc, fp16_conversions_round_to_nearest_even);
   tcase_add_test(tc, storage16_rounds_the_fp32_kernels_once);
+  tcase_add_test(tc, dropout_masks_follow_the_element);
   return tu_run(s);
 }

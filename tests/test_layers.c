@@ -321,21 +321,29 @@ typedef struct {
   int32_t *in, *tgt;
 } ModelCtx;
 
+/* A training forward of the micro-batch at sequence 6 of step 3: with dropout, the same mask
+ * every time (the finite differences see one function). */
+static int model_forward(ModelCtx *c) {
+  ax_stage_set_dropout_origin(c->st, 3, 6);
+  return ax_stage_forward(c->st, 0, c->in, NULL, AX_MEM_HOST);
+}
+
 static double model_loss(void *p) {
   ModelCtx *c = p;
   double loss;
-  ck_assert_int_eq(ax_stage_forward(c->st, 0, c->in, NULL, AX_MEM_HOST), AX_OK);
+  ck_assert_int_eq(model_forward(c), AX_OK);
   ck_assert_int_eq(ax_stage_loss_backward(c->st, 0, c->tgt, 0.0f, &loss), AX_OK);
   return loss;
 }
 
-/* Gradient of the mean loss of a 2-block model with respect to samples of every tensor. */
-static void check_model(int ac, int threads) {
+/* Gradient of the mean loss of a 2-block model with respect to samples of every tensor, with
+ * GPT-2's dropout at probability `dropout` (its masks drawn again by a recomputed segment). */
+static double check_model(int ac, int threads, float dropout) {
   AxBackend *be = tu_backend(threads);
   AxGptConfig cfg = {.max_seq = 8, .vocab = 11, .padded_vocab = 16, .layers = 2, .heads = 2,
                      .channels = 8};
   AxStageSpec spec = {.l0 = 0, .l1 = 2, .first = 1, .last = 1, .B = 2, .T = 6, .n_slots = 1,
-                      .ac = ac};
+                      .ac = ac, .dropout = dropout, .dropout_seed = 5};
   ModelCtx c;
   ck_assert_int_eq(ax_stage_create(&c.st, be, &cfg, &spec), AX_OK);
   const AxStageLayout *lay = ax_stage_layout_of(c.st);
@@ -354,24 +362,41 @@ static void check_model(int ac, int threads) {
   }
   double loss;
   ck_assert_int_eq(ax_stage_zero_grads(c.st), AX_OK);
-  ck_assert_int_eq(ax_stage_forward(c.st, 0, c.in, NULL, AX_MEM_HOST), AX_OK);
+  ck_assert_int_eq(model_forward(&c), AX_OK);
   ck_assert_int_eq(ax_stage_loss_backward(c.st, 0, c.tgt, 1.0f / n, &loss), AX_OK);
   float *g = tu_alloc(lay->total * sizeof *g);
   memcpy(g, grads, lay->total * sizeof *g);
   for (int id = 0; id < AX_N_PARAMS; id++) {
     char what[64];
-    snprintf(what, sizeof what, "model (ac %d) d%s", ac, ax_param_name(id));
+    snprintf(what, sizeof what, "model (ac %d, dropout %g) d%s", ac, dropout, ax_param_name(id));
     check_grad(what, params + lay->offset[id], g + lay->offset[id], lay->count[id], model_loss,
                &c, 40);
   }
+  /* a forward without an origin (validation, sampling) drops nothing */
+  ck_assert_int_eq(ax_stage_forward(c.st, 0, c.in, NULL, AX_MEM_HOST), AX_OK);
+  double plain;
+  ck_assert_int_eq(ax_stage_loss_backward(c.st, 0, c.tgt, 0.0f, &plain), AX_OK);
+  ck_assert_double_eq_tol(model_loss(&c), loss, 1e-6);
   ax_stage_destroy(c.st);
   ax_backend_destroy(be);
+  return plain - loss;
 }
 
-START_TEST(model_backward) { check_model(0, 1); }
+/* (the forward without an origin against the training forward: within rounding without dropout) */
+START_TEST(model_backward) { ck_assert_double_le(fabs(check_model(0, 1, 0.0f)), 1e-6); }
 END_TEST
 
-START_TEST(model_backward_checkpointed) { check_model(1, 2); }
+START_TEST(model_backward_checkpointed) {
+  ck_assert_double_le(fabs(check_model(1, 2, 0.0f)), 1e-6);
+}
+END_TEST
+
+/* Dropout changes the training forward's loss (and only it); the gradient is the dropped
+ * forward's, with every block's activations kept and with each block recomputed. */
+START_TEST(model_backward_dropout) {
+  ck_assert_double_gt(fabs(check_model(0, 1, 0.2f)), 1e-3);
+  ck_assert_double_gt(fabs(check_model(1, 2, 0.2f)), 1e-3);
+}
 END_TEST
 
 int main(void) {
@@ -386,5 +411,6 @@ int main(void) {
   tcase_add_test(tc, embedding_backward);
   tcase_add_test(tc, model_backward);
   tcase_add_test(tc, model_backward_checkpointed);
+  tcase_add_test(tc, model_backward_dropout);
   return tu_run(s);
 }

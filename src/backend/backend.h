@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "src/core/dropout_mask.h"
+
 typedef enum { AX_DTYPE_F32 = 0, AX_DTYPE_BF16, AX_DTYPE_F16 } AxDType;
 typedef enum { AX_STREAM_COMPUTE = 0, AX_STREAM_COPY, AX_STREAM_COMM, AX_N_STREAMS } AxStream;
 typedef enum { AX_COPY_H2D = 0, AX_COPY_D2H, AX_COPY_D2D, AX_COPY_H2H } AxCopyKind;
@@ -160,6 +162,11 @@ typedef struct {
   void (*xent_finish)(AxBackend *be, float *losses, void *logits, const float *mx,
                       const float *sums, const int32_t *targets, int v0, int N, int nv, int ld,
                       float dloss);
+  /* Dropout over the piece m describes (src/core/dropout_mask.h): out = (residual ? residual
+   * : 0) + (kept ? x · m->scale : 0), element by element; out may alias x. NULL where the
+   * backend has none (a stage with dropout then refuses to start). */
+  void (*dropout)(AxBackend *be, void *out, const void *x, const void *residual,
+                  const AxDropoutMask *m);
   /* reductions and vector updates over n elements */
   double (*sumsq)(AxBackend *be, const void *x, size_t n); /* synchronizes */
   void (*scale)(AxBackend *be, void *x, float s, size_t n);

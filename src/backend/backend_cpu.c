@@ -198,6 +198,10 @@ static void cpu_crossentropy(AxBackend *be, float *losses, void *logits, const i
                              int N, int V, int ldv, float dloss) {
   ax_cpu_crossentropy(pool_of(be), losses, logits, targets, N, V, ldv, dloss);
 }
+static void cpu_dropout(AxBackend *be, void *out, const void *x, const void *residual,
+                        const AxDropoutMask *m) {
+  ax_cpu_dropout(pool_of(be), out, x, residual, m);
+}
 static double cpu_sumsq(AxBackend *be, const void *x, size_t n) {
   return ax_cpu_sumsq(pool_of(be), x, n);
 }
@@ -281,6 +285,7 @@ static const AxBackendOps CPU_OPS = {
     .softmax_causal_backward = cpu_softmax_bwd,
     .crossentropy = cpu_crossentropy,
     .sumsq = cpu_sumsq,
+    .dropout = cpu_dropout,
     .scale = cpu_scale,
     .add = cpu_add,
     .row_sums = cpu_row_sums,

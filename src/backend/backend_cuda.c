@@ -345,6 +345,10 @@ static void cu_bias_residual(AxBackend *be, void *out, const void *bias, const v
                              int N, int C) {
   LAUNCH(be, axk_bias_residual, out, bias, residual, N, C);
 }
+static void cu_dropout(AxBackend *be, void *out, const void *x, const void *residual,
+                       const AxDropoutMask *m) {
+  LAUNCH(be, axk_dropout, out, x, residual, m);
+}
 static void cu_bias_backward(AxBackend *be, void *dbias, const void *dout, int N, int C) {
   LAUNCH(be, axk_bias_backward, dbias, dout, N, C);
 }
@@ -492,6 +496,7 @@ static const AxBackendOps CUDA_OPS = {
     .layernorm_forward = cu_layernorm_forward,
     .layernorm_backward = cu_layernorm_backward,
     .bias_residual = cu_bias_residual,
+    .dropout = cu_dropout,
     .bias_backward = cu_bias_backward,
     .gelu_forward = cu_gelu_forward,
     .gelu_backward = cu_gelu_backward,

@@ -21,6 +21,7 @@ typedef struct {
   int N, C, T, ldv, V;
   float s;
   double *partial;
+  const AxDropoutMask *mask;
 } Args;
 
 static void run(AxPool *pool, AxPoolFn fn, Args *a) { ax_pool_run(pool, fn, a); }
@@ -309,6 +310,29 @@ static void bias_bwd_task(void *ctx, int tid, int nt) {
 void ax_cpu_bias_backward(AxPool *pool, float *dbias, const float *dout, int N, int C) {
   Args a = {.db = dbias, .dout = dout, .N = N, .C = C};
   run(pool, bias_bwd_task, &a);
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+static void dropout_task(void *ctx, int tid, int nt) {
+  Args *a = ctx;
+  const AxDropoutMask *m = a->mask;
+  size_t lo, hi, C = (size_t)m->cols;
+  ax_split((size_t)m->rows, tid, nt, &lo, &hi);
+  for (size_t i = lo; i < hi; i++) {
+    float *o = a->out + i * C;
+    const float *x = a->inp + i * C, *r = a->res ? a->res + i * C : NULL;
+    for (size_t c = 0; c < C; c++) {
+      float kept = ax_dropout_keeps(m, (int)i, (int)c) ? x[c] * m->scale : 0.0f;
+      o[c] = r ? r[c] + kept : kept;
+    }
+  }
+}
+
+void ax_cpu_dropout(AxPool *pool, float *out, const float *x, const float *residual,
+                    const AxDropoutMask *m) {
+  Args a = {.out = out, .inp = x, .res = residual, .mask = m};
+  run(pool, dropout_task, &a);
 }
 
 /* ---------------------------------------------------------------- GELU (tanh form) */

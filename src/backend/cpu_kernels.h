@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "src/core/dropout_mask.h"
 #include "src/core/threadpool.h"
 
 void ax_cpu_encoder_forward(AxPool *pool, float *out, const int32_t *tokens, const float *wte,
@@ -33,6 +34,8 @@ void ax_cpu_softmax_causal_backward(AxPool *pool, float *datt, const float *att,
                                     int T);
 void ax_cpu_crossentropy(AxPool *pool, float *losses, float *logits, const int32_t *targets,
                          int N, int V, int ldv, float dloss);
+void ax_cpu_dropout(AxPool *pool, float *out, const float *x, const float *residual,
+                    const AxDropoutMask *m);
 double ax_cpu_sumsq(AxPool *pool, const float *x, size_t n);
 void ax_cpu_scale(AxPool *pool, float *x, float s, size_t n);
 void ax_cpu_add(AxPool *pool, float *dst, const float *src, size_t n);

@@ -369,6 +369,16 @@ static double h_sumsq(AxBackend *be, const void *x, size_t n) {
   return r;
 }
 
+static void h_dropout(AxBackend *be, void *out, const void *x, const void *residual,
+                      const AxDropoutMask *m) {
+  size_t n = (size_t)m->rows * (size_t)m->cols;
+  Operands s = begin(be);
+  float *o = io(&s, out, n);
+  const float *fx = in(&s, x, n), *r = in(&s, residual, n);
+  if (ready(&s)) inner(be)->ops->dropout(inner(be), o, fx, r, m);
+  end(&s);
+}
+
 static void h_scale(AxBackend *be, void *x, float k, size_t n) {
   Operands s = begin(be);
   float *f = io(&s, x, n);
@@ -417,6 +427,7 @@ static const AxBackendOps CPU16_OPS = {
     .softmax_causal_backward = h_softmax_backward,
     .crossentropy = h_crossentropy,
     .sumsq = h_sumsq,
+    .dropout = h_dropout,
     .scale = h_scale,
     .add = h_add,
     .row_sums = h_row_sums,

@@ -161,6 +161,17 @@ __global__ void bias_residual(E *out, const E *bias, const E *res, size_t N, int
   }
 }
 
+/* out may alias x: each element is read before it is written, by the same thread. */
+template <typename E>
+__global__ void dropout(E *out, const E *x, const E *res, AxDropoutMask m) {
+  size_t n = (size_t)m.rows * m.cols;
+  for (size_t i = thread_index(); i < n; i += thread_count()) {
+    int r = (int)(i / m.cols), c = (int)(i % m.cols);
+    float kept = ax_dropout_keeps(&m, r, c) ? to_f(x[i]) * m.scale : 0.0f;
+    out[i] = from_f<E>(res ? to_f(res[i]) + kept : kept);
+  }
+}
+
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_CUBE 0.044715f
 
@@ -415,6 +426,15 @@ cudaError_t axk_bias_backward(const AxkCtx *k, void *dbias, const void *dout, in
   if (2 * (size_t)C > k->scratch_floats) return cudaErrorInvalidValue;
   AXK_DISPATCH(k->dtype, column_sums<E, false>(k, NULL, (E *)dbias, (const E *)dout, NULL, NULL,
                                                NULL, N, C));
+  return launched();
+}
+
+cudaError_t axk_dropout(const AxkCtx *k, void *out, const void *x, const void *residual,
+                        const AxDropoutMask *m) {
+  size_t n = (size_t)m->rows * m->cols;
+  if (!n) return cudaSuccess;
+  AXK_DISPATCH(k->dtype, dropout<E><<<stride_blocks(k, n), kBlock, 0, k->stream>>>(
+                             (E *)out, (const E *)x, (const E *)residual, *m));
   return launched();
 }
 

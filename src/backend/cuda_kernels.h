@@ -53,6 +53,9 @@ cudaError_t axk_layernorm_param_grads(const AxkCtx *k, void *dw, void *db, const
 cudaError_t axk_bias_residual(const AxkCtx *k, void *out, const void *bias, const void *residual,
                               int N, int C);
 cudaError_t axk_bias_backward(const AxkCtx *k, void *dbias, const void *dout, int N, int C);
+/* backend.h's dropout: out = (residual ? residual : 0) + the kept elements of x scaled. */
+cudaError_t axk_dropout(const AxkCtx *k, void *out, const void *x, const void *residual,
+                        const AxDropoutMask *m);
 cudaError_t axk_gelu_forward(const AxkCtx *k, void *out, const void *inp, size_t n);
 cudaError_t axk_gelu_backward(const AxkCtx *k, void *dinp, const void *inp, const void *dout,
                               size_t n);

@@ -26,7 +26,8 @@ enum {
   AX_CRNG_QUANT = 1,   /* stochastic rounding of quantizers */
   AX_CRNG_SAMPLE = 2,  /* threshold samples */
   AX_CRNG_RANDK = 3,   /* rand-k's indices */
-  AX_CRNG_POWERSGD = 4 /* PowerSGD's initial Q */
+  AX_CRNG_POWERSGD = 4, /* PowerSGD's initial Q */
+  AX_CRNG_DROPOUT = 5   /* dropout masks (dropout_mask.h; the site in the stream's upper bits) */
 };
 
 AX_CRNG_FN uint64_t ax_crng_mix64(uint64_t z) {

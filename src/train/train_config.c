@@ -47,6 +47,9 @@ static const AxOption OPTIONS[] = {
     INT("heads", model.heads, "4", "N", "attention heads (must divide --hidden)", 1, 1 << 16),
     INT("seq", model.seq, "64", "N", "sequence length (tokens per sequence)", 1, 1 << 20),
     INT("vocab", model.vocab, "256", "N", "vocabulary size (256 = bytes)", 2, 65536),
+    FLT("dropout", model.dropout, "0", "P",
+        "GPT-2's dropout in training: the embedding's output and each residual branch dropped "
+        "with probability P (GPT-2: 0.1; 0: none)", 0, 0.9),
     /* -- data (AxDataOptions) */
     STR("data", data.shards, NULL, "PATTERN",
         "llm.c token shards (file, glob or comma list); none: built-in Markov corpus"),

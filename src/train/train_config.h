@@ -25,6 +25,7 @@ typedef struct {
   char *preset; /* --model: a preset (models/gpt_presets.h); explicit dimension flags win */
   char *init;
   int layers, hidden, heads, seq, vocab;
+  double dropout; /* GPT-2's residual and embedding dropout (models/dropout.h) */
 } AxModelOptions;
 
 typedef struct {

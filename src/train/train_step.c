@@ -28,6 +28,9 @@ static int cb_forward(void *ctx, int mb, int slot, const void *input, AxMemKind 
   AxTrainer *t = ctx;
   const int32_t *tokens = t->spec.first ? t->inputs + mb_offset(t, mb) : NULL;
   AX_TRY(ax_step_hooks_run(&t->hooks, AX_STEP_TICK, 0, 0));
+  if (!t->validating) /* the micro-batch's first sequence in the step's global batch */
+    ax_stage_set_dropout_origin(t->stage, (uint64_t)t->step_now,
+                                (uint64_t)t->grid.row * t->shard + (uint64_t)mb * t->micro);
   AX_TRY(ax_stage_forward(t->stage, slot, tokens, input, input_mem));
   *output = ax_stage_output(t->stage, slot);
   if (t->validating && t->spec.last) { /* forward-only: the loss, no gradients */
@@ -370,6 +373,7 @@ int ax_trainer_step(AxTrainer *t, int step, AxStepRecord *rec) {
   AX_TRY(load_batch(t, &t->train));
   t->loss_sum = 0;
   t->validating = 0;
+  t->step_now = step;
   debug_hang(t, step);
   ax_trainer_backprop_step(t, step);
   t->backwards = 0;

@@ -107,7 +107,9 @@ static int setup_partition(AxTrainer *t) {
                           .tp = ax_trainer_tp_on(t) ? &t->tpm.comm : NULL,
                           .oar = t->cfg.grid.tp_oar, .ors = t->cfg.grid.tp_ors, .oag = t->cfg.grid.tp_oag,
                           .ag_cache = t->cfg.grid.tp_ag_cache,
-                          .gather_budget_mb = t->cfg.grid.tp_gather_budget};
+                          .gather_budget_mb = t->cfg.grid.tp_gather_budget,
+                          .dropout = (float)t->cfg.model.dropout,
+                          .dropout_seed = (uint64_t)t->cfg.data.seed};
   return AX_OK;
 }
 
@@ -393,9 +395,14 @@ void ax_trainer_print_header(const AxTrainer *t) {
   const AxGptConfig *m = &t->model;
   if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
   const char *from = t->weights_from[0] ? t->weights_from : t->cfg.model.init;
-  ax_log("axonn train: GPT-2 L=%d C=%d NH=%d T=%d V=%d (padded %d) | %.2fM parameters%s%s",
+  char dropout[64] = "";
+  if (t->spec.dropout > 0)
+    snprintf(dropout, sizeof dropout, " | dropout %g (embedding and residual branches)",
+             t->spec.dropout);
+  ax_log("axonn train: GPT-2 L=%d C=%d NH=%d T=%d V=%d (padded %d) | %.2fM parameters%s%s%s",
          m->layers, m->channels, m->heads, t->cfg.model.seq, m->vocab, m->padded_vocab,
-         ax_gpt_num_params(m) / 1e6, from ? " from " : " (random init)", from ? from : "");
+         ax_gpt_num_params(m) / 1e6, from ? " from " : " (random init)", from ? from : "",
+         dropout);
   ax_log("batch: %d sequences x %d tokens = %d tokens/step; per row %d micro-batch(es) of %d; "
          "pipeline limit %d; activation checkpointing: %s", t->cfg.data.batch, t->cfg.model.seq,
          t->cfg.data.batch * t->cfg.model.seq, t->n_micro, t->micro, t->limit,

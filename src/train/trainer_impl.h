@@ -166,6 +166,7 @@ struct AxTrainer {
   /* per-step accumulation by the stage callbacks */
   double loss_sum;
   int validating;
+  int step_now;   /* the training step the forwards run in (their dropout masks') */
 };
 
 int ax_trainer_tp_on(const AxTrainer *t);

@@ -320,6 +320,27 @@ START_TEST(bias_residual_and_backward) {
 }
 END_TEST
 
+/* Dropout: the GPU's masks are the CPU's (the same counter-based draw, crng.h), in place with
+ * a residual (the forward) and without (the backward), on a piece placed inside a wider tensor. */
+START_TEST(dropout_same_mask) {
+  FOR_EACH_PRECISION(c) {
+    int N = 300, C = 70;
+    size_t nc = (size_t)N * C;
+    float *x = rnd(&c, nc, 1.0f, 1), *res = rnd(&c, nc, 1.0f, 2), *out = tu_zeros(nc);
+    void *dx = up(&c, x, nc), *dres = up(&c, res, nc);
+    AxDropout d = {.p = 0.3f, .seed = 5, .step = 9, .row0 = 640, .col0 = 70, .width = 210,
+                   .layer = 1};
+    ax_dropout_apply(c.cpu, &d, AX_DROP_MLP, out, x, res, N, C);
+    ax_dropout_apply(c.gpu, &d, AX_DROP_MLP, dx, dx, dres, N, C);
+    same(&c, "dropout (forward, in place)", down(&c, dx, nc), out, nc);
+    ax_dropout_apply(c.cpu, &d, AX_DROP_EMBEDDING, out, x, NULL, N, C);
+    void *dy = up(&c, x, nc), *dout = dev(&c, nc * c.gpu->esz);
+    ax_dropout_apply(c.gpu, &d, AX_DROP_EMBEDDING, dout, dy, NULL, N, C);
+    same(&c, "dropout (backward)", down(&c, dout, nc), out, nc);
+  }
+}
+END_TEST
+
 /* ------------------------------------------------------------------ GELU, softmax, xent */
 
 START_TEST(gelu_forward_backward) {
@@ -787,6 +808,7 @@ static int run_suite(void) {
   tcase_add_test(tc, encoder_forward_backward);
   tcase_add_test(tc, layernorm_forward_backward);
   tcase_add_test(tc, bias_residual_and_backward);
+  tcase_add_test(tc, dropout_same_mask);
   tcase_add_test(tc, gelu_forward_backward);
   tcase_add_test(tc, softmax_causal_forward_backward);
   tcase_add_test(tc, attention_fused_matches_explicit);

@@ -6,7 +6,8 @@
 #     "skipped: no GPU" or "skipped: built without CUDA" and exits 0 where it cannot run; then
 #     so does this script.
 #  2. `axonn train --device cuda` on one GPU: 1x1 against the CPU backend (fp32, 10 steps,
-#     1e-3 relative: cuBLAS and OpenBLAS sum in different orders), and the 2x1 and 1x2 grids,
+#     1e-3 relative: cuBLAS and OpenBLAS sum in different orders; also with --dropout 0.1),
+#     and the 2x1 and 1x2 grids,
 #     two ranks sharing the GPU, against the 1x1 GPU run (1e-4 relative); bf16 and fp16 1x1
 #     runs must start within 2% of the fp32 loss and learn.
 #  3. --optimizer device (AdamW and the norm on the GPU) against the host optimizer: fp32
@@ -79,6 +80,9 @@ if run ref 1 --device cuda --save "$TMP/ref.bin"; then
   close ref cpu 1e-3
   run grid2x1 2 --device cuda --g-inter 2 && close grid2x1 ref 1e-4
   run grid1x2 2 --device cuda --g-data 2 && close grid1x2 ref 1e-4
+  # GPT-2's dropout: the GPU drops what the CPU drops (the masks are the same draw)
+  run cpudrop 1 --device cpu --dropout 0.1 && run drop 1 --device cuda --dropout 0.1 &&
+    close drop cpudrop 1e-3
   run bf16 1 --device cuda --precision bf16 && learns bf16 ref 0.02
   run fp16 1 --device cuda --precision fp16 && learns fp16 ref 0.02
   run devopt 1 --device cuda --optimizer device --save "$TMP/devopt.bin" &&

@@ -7,9 +7,9 @@
 #    layouts, so bits may not; the key bias, which has no effect on the output and so trains on
 #    rounding noise alone, is left out: see src/cli/compare.c);
 #  - pipeline limits 1 to 4, and a delayed stage (arrival order changes, the math must not);
-#  - GPT-2's dropout (--dropout): 2x2, a checkpointed pipeline and a tensor-parallel grid with
-#    data parallelism drop what one rank drops (the masks follow the element's place in the
-#    step's batch), and the single-rank run with dropout differs from the one without;
+#  - GPT-2's dropout (--dropout): 2x2, a checkpointed pipeline and the tensor-parallel 1x2x2
+#    drop what one rank drops (the masks follow the element's place in the step's batch), and
+#    the single-rank run with dropout differs from the one without;
 #  - the run's end check of its data-parallel replicas finds replicas that differ (two ranks
 #    started with other seeds);
 #  - failures end the whole job with a clear message and a non-zero exit in bounded time.

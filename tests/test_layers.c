@@ -399,6 +399,30 @@ START_TEST(model_backward_dropout) {
 }
 END_TEST
 
+/* A backend without the dropout kernel: a stage with dropout refuses to start, in one error
+ * that names the backend; without dropout the same backend makes the stage. */
+START_TEST(dropout_needs_the_backend_kernel) {
+  AxBackend *cpu = tu_backend(1);
+  AxBackendOps ops = *cpu->ops;
+  ops.dropout = NULL;
+  ops.name = "kernel-less";
+  AxBackend bare = *cpu;
+  bare.ops = &ops;
+  AxGptConfig cfg = {.max_seq = 8, .vocab = 11, .padded_vocab = 16, .layers = 2, .heads = 2,
+                     .channels = 8};
+  AxStageSpec spec = {.l0 = 0, .l1 = 2, .first = 1, .last = 1, .B = 2, .T = 6, .n_slots = 1,
+                      .dropout = 0.1f};
+  AxGptStage *st = NULL;
+  tu_expect_error(ax_stage_create(&st, &bare, &cfg, &spec),
+                  "--dropout needs a backend with a dropout kernel; the kernel-less backend");
+  ck_assert_ptr_null(st);
+  spec.dropout = 0;
+  ck_assert_int_eq(ax_stage_create(&st, &bare, &cfg, &spec), AX_OK);
+  ax_stage_destroy(st);
+  ax_backend_destroy(cpu);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("layers");
   TCase *tc = tu_tcase(s, "finite-differences", 120);
@@ -412,5 +436,6 @@ int main(void) {
   tcase_add_test(tc, model_backward);
   tcase_add_test(tc, model_backward_checkpointed);
   tcase_add_test(tc, model_backward_dropout);
+  tcase_add_test(tc, dropout_needs_the_backend_kernel);
   return tu_run(s);
 }

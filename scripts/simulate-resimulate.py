@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 KEPT = {"device", "threads", "precision", "micro_batch", "seq", "hidden", "heads", "vocab",
-        "stage_blocks", "concurrency_speed", "waiting_speed"}
+        "dropout", "stage_blocks", "concurrency_speed", "waiting_speed"}
 
 
 def read_profile(path):

@@ -5,7 +5,7 @@
 # the paper's 12B run on summit within the paper's band; a 12,288-rank grid simulated (its wall
 # time printed, not asserted: the target of 10 s is a benchmark's, docs/benchmarks.md); and
 # bad input (a machine file's unknown key, an unknown device, grids that do not divide, a
-# profile of another shape, one without waiting speeds or with a bad one, a profile or machine
+# profile of another shape or dropout, one without waiting speeds or with a bad one, a profile or machine
 # key out of its range (a copy bandwidth of 0, an infinite bandwidth), tensor parallelism or
 # compression (not modelled), no machine,
 # --optimizer device on two ranks), each one
@@ -122,6 +122,19 @@ expect_error "does not divide the 4 rank" simulate $TINY --g-inter 2 --g-data 2 
 expect_error "not divisible by --g-data 3" simulate $TINY --g-data 3 --machine summit
 expect_error "measured at --micro-batch 1, this run has 2" simulate $TINY --micro-batch 2 \
   --machine summit --profile "$TMP/p.txt"
+# a profile with --dropout times its blocks with their masks drawn (a simulated run is priced
+# with them), and another dropout's run is refused
+"$AXONN" profile $TINY --dropout 0.1 --out "$TMP/pd.txt" >"$TMP/profile-d.out" 2>&1 ||
+  { fail "profile --dropout 0.1"; cat "$TMP/profile-d.out"; }
+grep -q '^dropout = 0.1$' "$TMP/pd.txt" || fail "a profile with --dropout 0.1 does not say so"
+grep -q 'dropout drawn' "$TMP/profile-d.out" || fail "profile --dropout does not say it drew masks"
+grep -q '^dropout = 0$' "$TMP/p.txt" || fail "a profile without dropout does not say 0"
+expect_error "measured at --dropout 0.1, this run has 0" simulate $TINY --machine summit \
+  --profile "$TMP/pd.txt"
+expect_error "measured at --dropout 0, this run has 0.1" simulate $TINY --dropout 0.1 \
+  --machine summit --profile "$TMP/p.txt"
+"$AXONN" simulate $TINY --dropout 0.1 --steps 3 --profile "$TMP/pd.txt" >"$TMP/sim-d.out" 2>&1 ||
+  { fail "simulate --dropout 0.1 with its profile"; cat "$TMP/sim-d.out"; }
 grep -v '^waiting_speed' "$TMP/p.txt" >"$TMP/old.txt" # a profile written before waiting_speed
 expect_error "has no 'waiting_speed = ...' line" simulate $TINY --machine summit \
   --profile "$TMP/old.txt"

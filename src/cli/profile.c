@@ -48,13 +48,14 @@ static int profile(int argc, char **argv, int *help) {
   if (rc == AX_OK && run && launched <= 0)
     ax_log_result("profile: block forward %.4g ms, backward %.4g ms (in a stage of %d); "
                   "embedding +%.4g/+%.4g ms, "
-                  "head and loss +%.4g/+%.4g ms (micro-batch %d x %d, %d thread(s)); AdamW %.3g "
+                  "head and loss +%.4g/+%.4g ms (micro-batch %d x %d, %d thread(s)%s); AdamW %.3g "
                   "ns, norm %.3g ns, sum %.3g ns a parameter; copy %.3g GB/s; gradients down "
                   "%.3g ns, weights up %.3g ns, zeroed %.3g ns a parameter -> %s",
                   p.block_forward_s * 1e3, p.block_backward_s * 1e3, p.stage_blocks,
                   p.first_forward_s * 1e3,
                   p.first_backward_s * 1e3, p.last_forward_s * 1e3, p.last_backward_s * 1e3,
-                  p.micro_batch, p.seq, p.threads, p.adamw_s_per_elem * 1e9,
+                  p.micro_batch, p.seq, p.threads, p.dropout > 0 ? ", dropout drawn" : "",
+                  p.adamw_s_per_elem * 1e9,
                   p.norm_s_per_elem * 1e9, p.reduce_s_per_elem * 1e9, p.copy_bytes_per_s / 1e9,
                   p.download_s_per_elem * 1e9, p.upload_s_per_elem * 1e9,
                   p.zero_s_per_elem * 1e9, out);

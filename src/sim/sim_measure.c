@@ -50,6 +50,8 @@ typedef struct {
   AxGptConfig m;
   AxGptStage *st[N_STAGES]; /* one-block middle, first and last stages; a middle one of `deep` */
   int deep;                 /* blocks of the run's deepest stage */
+  float dropout;     /* the run's --dropout: every timed forward drops, as a training one */
+  uint64_t forwards; /* forwards run: each one's dropout origin, so each draws its own masks */
   int32_t *tokens;
   void *act;         /* an activation (device), input of a middle/last forward and a gradient */
   int B, T;
@@ -57,7 +59,8 @@ typedef struct {
 
 static int make_stage(Bench *b, int k) {
   AxStageSpec spec = {.l0 = 0, .l1 = k == DEEP ? b->deep : 1, .first = k == ONE_FIRST,
-                      .last = k == ONE_LAST, .B = b->B, .T = b->T, .n_slots = 1};
+                      .last = k == ONE_LAST, .B = b->B, .T = b->T, .n_slots = 1,
+                      .dropout = b->dropout, .dropout_seed = 1};
   AX_TRY(ax_stage_create(&b->st[k], b->be, &b->m, &spec));
   AxStageLayout lay = *ax_stage_layout_of(b->st[k]);
   float *host = ax_malloc(lay.total * sizeof *host);
@@ -114,6 +117,7 @@ static int bench_open(Bench *b, const AxTrainConfig *cfg) {
   b->m.layers = b->deep;
   b->B = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
   b->T = cfg->model.seq;
+  b->dropout = (float)cfg->model.dropout;
   AxBackendConfig bc = {.device = cfg->exec.device, .dtype = (AxDType)cfg->exec.precision,
                         .threads = cfg->exec.threads, .bind = cfg->exec.bind,
                         .fused_attention = cfg->exec.fused_attention, .local_size = 1};
@@ -142,6 +146,7 @@ static void bench_close(Bench *b) {
 }
 
 static int run_forward(Bench *b, int k) {
+  ax_stage_set_dropout_origin(b->st[k], ++b->forwards, 0); /* without --dropout: nothing */
   AX_TRY(ax_stage_forward(b->st[k], 0, k == ONE_FIRST ? b->tokens : NULL,
                           k == ONE_FIRST ? NULL : b->act, AX_MEM_DEVICE));
   return ax_sync(b->be);
@@ -473,5 +478,6 @@ int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p) {
   p->hidden = cfg->model.hidden;
   p->heads = cfg->model.heads;
   p->vocab = cfg->model.vocab;
+  p->dropout = cfg->model.dropout;
   return AX_OK;
 }

@@ -28,6 +28,8 @@ static const AxOption KEYS[] = {
     PCOUNT("hidden", hidden, "hidden size"),
     PCOUNT("heads", heads, "attention heads"),
     PCOUNT("vocab", vocab, "vocabulary"),
+    {"dropout", AX_OPT_FLOAT, OFF(dropout), NULL, "P",
+     "the dropout the training forwards were timed with (0: none)", 0, 0.9, NULL},
     PCOUNT("stage_blocks", stage_blocks, "blocks of the stage a block was timed in"),
     PSEC("block_forward_s", block_forward_s, "a block's forward"),
     PSEC("block_backward_s", block_backward_s, "a block's backward"),
@@ -119,6 +121,9 @@ int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg) {
       return AX_FAIL("the profile was measured at --%s %d, this run has %d: profile it with "
                      "the run's options (axonn profile ...)", dims[i].name, dims[i].profile,
                      dims[i].run);
+  if (p->dropout != cfg->model.dropout)
+    return AX_FAIL("the profile was measured at --dropout %g, this run has %g: profile it with "
+                   "the run's options (axonn profile ...)", p->dropout, cfg->model.dropout);
   if (strcmp(p->device, cfg->exec.device))
     return AX_FAIL("the profile was measured on --device %s, this run has %s", p->device,
                    cfg->exec.device);

@@ -351,6 +351,42 @@ START_TEST(dropout_masks_follow_the_element) {
 }
 END_TEST
 
+/* The backend's dropout against the mask's definition (ax_dropout_keeps, one draw at a
+ * time), bit for bit: pieces of 45 channels of a 64-wide tensor (eight-lane blocks and a
+ * remainder), the third row crossing index 2^32 at its 26th channel (an eight-lane draw
+ * starting at the 25th would give seven lanes the wrong upper half), on 1 and 3 threads, with
+ * and without a residual. */
+START_TEST(dropout_kernel_matches_the_mask_definition) {
+  enum { ROWS = 4, COLS = 45 };
+  size_t n = (size_t)ROWS * COLS;
+  float *x = tu_random(n, 1.0f, 5), *res = tu_random(n, 1.0f, 6), *out = tu_zeros(n);
+  AxDropoutMask m = {.key = ax_crng_key(3, 7, AX_CRNG_DROPOUT), .threshold = 1u << 30,
+                     .scale = 1.0f / 0.75f, .rows = ROWS, .cols = COLS,
+                     .row0 = 4294967296ull / 64 - 3, .col0 = 39, .width = 64};
+  ck_assert(ax_dropout_index(&m, 2, 24) == 4294967295ull); /* row 2 crosses 2^32 */
+  for (int threads = 1; threads <= 3; threads += 2) {
+    AxBackend *be = tu_backend(threads);
+    for (int with_res = 0; with_res < 2; with_res++) {
+      const float *r = with_res ? res : NULL;
+      be->ops->dropout(be, out, x, r, &m);
+      size_t dropped = 0;
+      for (int i = 0; i < ROWS; i++)
+        for (int c = 0; c < COLS; c++) {
+          size_t k = (size_t)i * COLS + c;
+          float kept = ax_dropout_keeps(&m, i, c) ? x[k] * m.scale : 0.0f;
+          float want = r ? r[k] + kept : kept;
+          dropped += !ax_dropout_keeps(&m, i, c);
+          ck_assert_msg(memcmp(&out[k], &want, sizeof want) == 0,
+                        "row %d channel %d: %a, the mask's definition %a", i, c, out[k], want);
+        }
+      ck_assert_uint_gt(dropped, 0);
+      ck_assert_uint_lt(dropped, n);
+    }
+    ax_backend_destroy(be);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("kernels");
   TCase *tc = tu_tcase(s, "kernels", 60);
@@ -362,5 +398,6 @@ int main(void) {
   tcase_add_test(tc, fp16_conversions_round_to_nearest_even);
   tcase_add_test(tc, storage16_rounds_the_fp32_kernels_once);
   tcase_add_test(tc, dropout_masks_follow_the_element);
+  tcase_add_test(tc, dropout_kernel_matches_the_mask_definition);
   return tu_run(s);
 }

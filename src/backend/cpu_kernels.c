@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "src/core/crng_simd.h"
 #include "vecmath.h"
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
@@ -314,19 +315,44 @@ void ax_cpu_bias_backward(AxPool *pool, float *dbias, const float *dout, int N, 
 
 /* ---------------------------------------------------------------- dropout */
 
+/* Columns [c0, c1) of row `row`, one draw at a time. */
+static void dropout_span(const AxDropoutMask *m, int row, size_t c0, size_t c1, float *o,
+                         const float *x, const float *r) {
+  for (size_t c = c0; c < c1; c++) {
+    float kept = ax_dropout_keeps(m, row, (int)c) ? x[c] * m->scale : 0.0f;
+    o[c] = r ? r[c] + kept : kept;
+  }
+}
+
+/* One row: eight draws at a time where AVX2 is (the same bits: crng_simd.h), the rest and
+ * eight indices across a multiple of 2^32 one at a time. */
+static void dropout_row(const AxDropoutMask *m, int row, float *o, const float *x,
+                        const float *r) {
+  size_t c = 0, C = (size_t)m->cols;
+#ifdef AX_SIMD_AVX2
+  uint64_t first = ax_dropout_index(m, row, 0);
+  const __m256 scale = _mm256_set1_ps(m->scale);
+  for (; c + 8 <= C; c += 8) {
+    if (!ax_crng_x8_ok(first + c)) {
+      dropout_span(m, row, c, c + 8, o, x, r);
+      continue;
+    }
+    __m256i keep = ax_crng_at_leastx8(ax_crng_u32x8(m->key, first + c), m->threshold);
+    __m256 kept = _mm256_and_ps(_mm256_castsi256_ps(keep),
+                                _mm256_mul_ps(_mm256_loadu_ps(x + c), scale));
+    if (r) kept = _mm256_add_ps(_mm256_loadu_ps(r + c), kept);
+    _mm256_storeu_ps(o + c, kept);
+  }
+#endif
+  dropout_span(m, row, c, C, o, x, r);
+}
+
 static void dropout_task(void *ctx, int tid, int nt) {
   Args *a = ctx;
-  const AxDropoutMask *m = a->mask;
-  size_t lo, hi, C = (size_t)m->cols;
-  ax_split((size_t)m->rows, tid, nt, &lo, &hi);
-  for (size_t i = lo; i < hi; i++) {
-    float *o = a->out + i * C;
-    const float *x = a->inp + i * C, *r = a->res ? a->res + i * C : NULL;
-    for (size_t c = 0; c < C; c++) {
-      float kept = ax_dropout_keeps(m, (int)i, (int)c) ? x[c] * m->scale : 0.0f;
-      o[c] = r ? r[c] + kept : kept;
-    }
-  }
+  size_t lo, hi, C = (size_t)a->mask->cols;
+  ax_split((size_t)a->mask->rows, tid, nt, &lo, &hi);
+  for (size_t i = lo; i < hi; i++)
+    dropout_row(a->mask, (int)i, a->out + i * C, a->inp + i * C, a->res ? a->res + i * C : NULL);
 }
 
 void ax_cpu_dropout(AxPool *pool, float *out, const float *x, const float *residual,

@@ -4,7 +4,7 @@
  * get whole. The key comes from (seed, step, stream) through splitmix64; the value is
  * murmur3's 32-bit finalizer applied twice, keyed, to the index's two halves:
  *   h = fmix32(fmix32(lo ^ k0) ^ (k1 + hi * 0x9E3779B9))
- * Header-only and plain integer arithmetic, so C, the AVX2 operators (mpi/compress/ops_random.c)
+ * Header-only and plain integer arithmetic, so C, its AVX2 lanes (crng_simd.h)
  * and CUDA (`__host__ __device__` under nvcc) give the same bits. */
 #ifndef AX_CRNG_H
 #define AX_CRNG_H

@@ -19,9 +19,14 @@ typedef struct {
                                * whole [*, width] tensor */
 } AxDropoutMask;
 
+/* The draw's index of the piece's element (r, c): its place in the whole tensor (a row's
+ * elements have consecutive indices, which a vector path draws eight at a time). */
+AX_CRNG_FN uint64_t ax_dropout_index(const AxDropoutMask *m, int r, int c) {
+  return (m->row0 + (uint64_t)r) * m->width + m->col0 + (uint64_t)c;
+}
+
 AX_CRNG_FN int ax_dropout_keeps(const AxDropoutMask *m, int r, int c) {
-  uint64_t i = (m->row0 + (uint64_t)r) * m->width + m->col0 + (uint64_t)c;
-  return ax_crng_u32(m->key, i) >= m->threshold;
+  return ax_crng_u32(m->key, ax_dropout_index(m, r, c)) >= m->threshold;
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* gpt_block.c — a GPT-2 transformer block:
  *   res2 = in + attproj(attention(qkv(ln1(in))));  out = res2 + fcproj(gelu(fc(ln2(res2))))
- * with dropout (dropout.h) on the two branches before they are added, where it is on. */
+ * with dropout (dropout.h) on the two branches before they are added, and on the attention's
+ * probabilities, where it is on. */
 #include "gpt_block.h"
 
 #include "layers.h"
@@ -33,7 +34,7 @@ void ax_block_forward(AxBackend *be, const AxBlockParams *p, const AxBlockActs *
   int N = d->B * d->T, C = d->C;
   be->ops->layernorm_forward(be, a->ln1, a->ln1_mean, a->ln1_rstd, in, P(LN1W), P(LN1B), N, C);
   ax_linear_forward(be, a->qkv, a->ln1, P(QKVW), P(QKVB), NULL, N, C, 3 * C);
-  ax_attention_forward(be, a->atty, a->att, a->qkv, d->B, d->T, C, d->NH);
+  ax_attention_forward(be, a->atty, a->att, a->qkv, d->B, d->T, C, d->NH, drop);
   branch_forward(be, drop, AX_DROP_ATTENTION, a->res2, a->atty, P(ATTPROJW), P(ATTPROJB), in, N,
                  C, C);
   be->ops->layernorm_forward(be, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(LN2W), P(LN2B),
@@ -60,7 +61,8 @@ void ax_block_backward(AxBackend *be, const AxBlockParams *p, AxBlockParams *g,
   dproj = branch_grad(be, drop, AX_DROP_ATTENTION, s->dres, s->ddrop, N, C);
   ax_linear_backward(be, s->dtmp, G(ATTPROJW), G(ATTPROJB), dproj, a->atty, P(ATTPROJW), N, C,
                      C, 0);
-  ax_attention_backward(be, s->dbig, s->datt, s->dtmp, a->atty, a->att, a->qkv, d->B, d->T, C, d->NH);
+  ax_attention_backward(be, s->dbig, s->datt, s->dtmp, a->atty, a->att, a->qkv, d->B, d->T, C,
+                        d->NH, drop);
   ax_linear_backward(be, s->dtmp, G(QKVW), G(QKVB), s->dbig, a->ln1, P(QKVW), N, C, 3 * C, 0);
   be->ops->layernorm_backward(be, s->dres, G(LN1W), G(LN1B), s->dtmp, in, P(LN1W), a->ln1_mean,
                               a->ln1_rstd, N, C);

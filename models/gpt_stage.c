@@ -102,6 +102,7 @@ static void carve_all(AxGptStage *st, Carve *c, size_t esz) {
   st->scratch.datt =
       carve(c, ax_attention_scratch_bytes(st->fused_attention, esz, w->B, (int)T, w->heads));
   if (st->spec.dropout > 0) st->scratch.ddrop = carve(c, N * cy * esz);
+  if (st->spec.attention_dropout > 0) st->att_probs = carve(c, (size_t)w->heads * T * T * esz);
   if (st->spec.last) {
     st->lnf = carve(c, N * cy * esz);
     st->lnf_mean = carve(c, N * sizeof(float));
@@ -126,6 +127,8 @@ static int check_spec(const AxGptConfig *cfg, const AxStageSpec *s) {
                    s->l1 - s->l0);
   if (!(s->dropout >= 0 && s->dropout < 1))
     return AX_FAIL("dropout probability %g is not in [0, 1)", s->dropout);
+  if (!(s->attention_dropout >= 0 && s->attention_dropout < 1))
+    return AX_FAIL("attention dropout probability %g is not in [0, 1)", s->attention_dropout);
   return s->tp ? ax_tp_stage_check(cfg, s->tp, s->B) : AX_OK;
 }
 
@@ -195,13 +198,19 @@ int ax_stage_create(AxGptStage **out, AxBackend *be, const AxGptConfig *cfg,
   if (spec->tp && !ax_backend_has_tp(be))
     return AX_FAIL("tensor parallelism (--gx/--gy/--gz) needs a backend with its kernels; the "
                    "%s backend has none", be->ops->name);
-  if (spec->dropout > 0 && !be->ops->dropout)
-    return AX_FAIL("--dropout needs a backend with a dropout kernel; the %s backend has none "
-                   "yet (use --device cpu)", be->ops->name);
+  if ((spec->dropout > 0 || spec->attention_dropout > 0) && !be->ops->dropout)
+    return AX_FAIL("--%s needs a backend with a dropout kernel; the %s backend has none "
+                   "yet (use --device cpu)", spec->dropout > 0 ? "dropout" : "attention-dropout",
+                   be->ops->name);
   AxGptStage *st = stage_skeleton(cfg, spec);
   if (!st) return AX_ERR;
   st->be = be;
   st->fused_attention = ax_backend_fused_attention(be, st->w.cx, st->w.heads);
+  if (st->fused_attention && spec->attention_dropout > 0) {
+    ax_stage_destroy(st);
+    return AX_FAIL("--attention-dropout needs the explicit attention (--attention explicit): the "
+                   "fused kernels of the %s backend keep no probabilities to drop", be->ops->name);
+  }
   size_t pbytes = st->layout.total * be->esz;
   Carve measure = {0};
   carve_all(st, &measure, be->esz);
@@ -394,15 +403,20 @@ void ax_stage_set_dropout_origin(AxGptStage *st, uint64_t step, uint64_t first_s
  * forward (none where none was set: validation, sampling). */
 static void place_dropout(AxGptStage *st, int slot) {
   AxDropout d = {0};
-  if (st->origin_set && st->spec.dropout > 0) {
-    int z = st->spec.tp ? st->spec.tp->coord[AX_TP_Z] : 0;
+  if (st->origin_set && (st->spec.dropout > 0 || st->spec.attention_dropout > 0)) {
+    int x = st->spec.tp ? st->spec.tp->coord[AX_TP_X] : 0;
     int y = st->spec.tp ? st->spec.tp->coord[AX_TP_Y] : 0;
+    int z = st->spec.tp ? st->spec.tp->coord[AX_TP_Z] : 0;
     d = (AxDropout){.p = st->spec.dropout,
+                    .p_att = st->spec.attention_dropout,
                     .seed = st->spec.dropout_seed,
                     .step = st->origin_step,
                     .row0 = (st->origin_sequence + (uint64_t)z * st->w.B) * st->dims.T,
                     .col0 = (uint64_t)y * st->w.cy,
-                    .width = (uint64_t)st->dims.C};
+                    .width = (uint64_t)st->dims.C,
+                    .head0 = (uint64_t)x * st->w.heads,
+                    .heads = (uint64_t)st->dims.NH,
+                    .probs = st->att_probs};
   }
   st->slots[slot].drop = d;
   st->origin_set = 0;

@@ -51,6 +51,7 @@ typedef struct {
                             * weights kept across micro-batches, the first blocks first; < 0:
                             * every block. Blocks beyond it are gathered every micro-batch. */
   float dropout;           /* GPT-2's dropout probability (dropout.h), in [0, 1); 0: none */
+  float attention_dropout; /* the attention probabilities' (dropout.h; explicit attention) */
   uint64_t dropout_seed;   /* the masks' seed */
 } AxStageSpec;
 

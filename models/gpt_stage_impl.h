@@ -65,6 +65,7 @@ struct AxGptStage {
   size_t arena_bytes;
   Slot *slots;
   AxBlockScratch scratch;
+  void *att_probs; /* --attention-dropout: one sequence's dropped probabilities [heads, T, T] */
   AxBlockActs *recompute;           /* ac buffers, checkpoint mode */
   int held_slot, held_segment;      /* whose activations `recompute` holds; -1: stale */
   void *lnf, *logits;

@@ -35,12 +35,12 @@ size_t ax_attention_scratch_bytes(int fused, size_t esz, int B, int T, int NH) {
 }
 
 void ax_attention_forward(AxBackend *be, void *out, void *att, const void *qkv, int B, int T,
-                          int C, int NH) {
-  if (ax_backend_fused_attention(be, C, NH)) {
+                          int C, int NH, const AxDropout *drop) {
+  if (ax_backend_fused_attention(be, C, NH)) { /* no dropout: the stage refuses it there */
     be->ops->attention_fused_forward(be, out, att, qkv, B, T, C, NH);
     return;
   }
-  int hs = C / NH;
+  int hs = C / NH, dropped = ax_attention_dropout_on(drop);
   float scale = 1.0f / sqrtf((float)hs);
   for (int b = 0; b < B; b++) {
     const void *q = ax_at(be, (void *)qkv, (size_t)b * T * 3 * C);
@@ -51,21 +51,22 @@ void ax_attention_forward(AxBackend *be, void *out, void *att, const void *qkv, 
                      .stride_a = hs, .stride_b = hs, .stride_c = (long long)T * T};
     ax_gemm(be, &scores, q, k, a);
     be->ops->softmax_causal_forward(be, a, NH, T);
+    if (dropped) ax_dropout_probs(be, drop, b, NH, T, drop->probs, a);
     AxGemm mix = {.m = T, .n = hs, .k = T, .alpha = 1, .beta = 0,
                   .lda = T, .ldb = 3 * C, .ldc = C, .batch = NH,
                   .stride_a = (long long)T * T, .stride_b = hs, .stride_c = hs};
-    ax_gemm(be, &mix, a, v, ax_at(be, out, (size_t)b * T * C));
+    ax_gemm(be, &mix, dropped ? drop->probs : a, v, ax_at(be, out, (size_t)b * T * C));
   }
 }
 
 void ax_attention_backward(AxBackend *be, void *dqkv, void *datt, const void *dout,
                            const void *out, const void *att, const void *qkv, int B, int T,
-                           int C, int NH) {
-  if (ax_backend_fused_attention(be, C, NH)) {
+                           int C, int NH, const AxDropout *drop) {
+  if (ax_backend_fused_attention(be, C, NH)) { /* no dropout: the stage refuses it there */
     be->ops->attention_fused_backward(be, dqkv, datt, dout, out, att, qkv, B, T, C, NH);
     return;
   }
-  int hs = C / NH;
+  int hs = C / NH, dropped = ax_attention_dropout_on(drop);
   float scale = 1.0f / sqrtf((float)hs);
   long long TT = (long long)T * T;
   for (int b = 0; b < B; b++) {
@@ -77,13 +78,16 @@ void ax_attention_backward(AxBackend *be, void *dqkv, void *datt, const void *do
     const void *a = ax_at(be, (void *)att, (size_t)b * NH * TT);
     const void *dy = ax_at(be, (void *)dout, (size_t)b * T * C);
     void *da = datt; /* one sequence at a time: scratch of NH x T x T is enough */
-    /* datt = dy @ v^T ; dv = att^T @ dy */
+    /* datt = dy @ v^T ; dv = att^T @ dy (with dropout, of the dropped att, formed again; the
+     * gradient reaching the whole att is datt dropped with the same mask) */
     AxGemm g1 = {.trans_b = 1, .m = T, .n = T, .k = hs, .alpha = 1, .lda = C, .ldb = 3 * C,
                  .ldc = T, .batch = NH, .stride_a = hs, .stride_b = hs, .stride_c = TT};
     ax_gemm(be, &g1, dy, v, da);
+    if (dropped) ax_dropout_probs(be, drop, b, NH, T, drop->probs, a);
     AxGemm g2 = {.trans_a = 1, .m = T, .n = hs, .k = T, .alpha = 1, .lda = T, .ldb = C,
                  .ldc = 3 * C, .batch = NH, .stride_a = TT, .stride_b = hs, .stride_c = hs};
-    ax_gemm(be, &g2, a, dy, dv);
+    ax_gemm(be, &g2, dropped ? drop->probs : a, dy, dv);
+    if (dropped) ax_dropout_probs(be, drop, b, NH, T, da, da);
     be->ops->softmax_causal_backward(be, da, a, NH, T);
     /* scores = scale * q k^T: dq = scale * dscores @ k ; dk = scale * dscores^T @ q */
     AxGemm g3 = {.m = T, .n = hs, .k = T, .alpha = scale, .lda = T, .ldb = 3 * C,

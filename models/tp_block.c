@@ -119,7 +119,7 @@ int ax_tp_block_forward(AxBackend *be, AxTpComm *c, const AxBlockParams *p,
   AX_TRY(ax_tp_layernorm_forward(be, c, a->ln1, a->ln1_mean, a->ln1_rstd, in, P(LN1W), P(LN1B), n,
                                  C));
   AX_TRY(ax_tp_linear_forward(be, c, &qkv, a->qkv, a->ln1, W(QKVW), P(QKVB), NULL));
-  ax_attention_forward(be, a->atty, a->att, a->qkv, B, d->T, C / Gx, d->NH / Gx);
+  ax_attention_forward(be, a->atty, a->att, a->qkv, B, d->T, C / Gx, d->NH / Gx, drop);
   AX_TRY(branch_forward(be, c, &proj, drop, AX_DROP_ATTENTION, a->res2, a->atty, W(ATTPROJW),
                         P(ATTPROJB), in));
   AX_TRY(ax_tp_layernorm_forward(be, c, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(LN2W),
@@ -158,7 +158,7 @@ int ax_tp_block_backward(AxBackend *be, AxTpComm *c, const AxBlockParams *p, AxB
   AX_TRY(ax_tp_linear_backward(be, c, &proj, dtmp, G(ATTPROJW), G(ATTPROJB), dproj, a->atty,
                                W(ATTPROJW), &o_proj));
   ax_attention_backward(be, dbig, s->datt, dtmp, a->atty, a->att, a->qkv, B, d->T, C / Gx,
-                        d->NH / Gx);
+                        d->NH / Gx, drop);
   AX_TRY(ax_tp_linear_backward(be, c, &qkv, dtmp, G(QKVW), G(QKVB), dbig, a->ln1, W(QKVW),
                                &o_qkv));
   return ax_tp_layernorm_backward(be, c, dres, G(LN1W), G(LN1B), dtmp, in, P(LN1W), a->ln1_mean,

@@ -43,7 +43,8 @@ LOSSLESS_TOL = 1e-4
 REDUCED_PRECISION_TOL = 3e-2
 GRID_FLAGS = ("--g-inter", "--gx", "--gy", "--gz", "--g-data")
 # optimizer and model settings the reference run copies
-OPTIMIZER_FLAGS = ("--grad-clip", "--weight-decay", "--precision", "--loss-scaling", "--dropout")
+OPTIMIZER_FLAGS = ("--grad-clip", "--weight-decay", "--precision", "--loss-scaling", "--dropout",
+                   "--attention-dropout")
 
 
 class Draw:
@@ -108,6 +109,8 @@ class Draw:
             self.add("--weight-decay", 0.1)
         if self.maybe(.15):
             self.add("--dropout", 0.1)
+            if self.maybe(.5):  # GPT's third, the attention probabilities'
+                self.add("--attention-dropout", 0.1)
         if self.maybe(.15):
             self.add("--progress", "thread")
         if self.maybe(.1):

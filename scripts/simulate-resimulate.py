@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 KEPT = {"device", "threads", "precision", "micro_batch", "seq", "hidden", "heads", "vocab",
-        "dropout", "stage_blocks", "concurrency_speed", "waiting_speed"}
+        "dropout", "attention_dropout", "stage_blocks", "concurrency_speed", "waiting_speed"}
 
 
 def read_profile(path):

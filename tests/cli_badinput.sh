@@ -122,6 +122,7 @@ bad "--lr expects a number, got 'inf'" "$AXONN" train --lr inf
 bad "--lr -0.1 is out of range" "$AXONN" train --lr -0.1
 bad "--dropout 1 is out of range" "$AXONN" train --dropout 1
 bad "--dropout expects a number" "$AXONN" train --dropout 0.1x
+bad "--attention-dropout 0.95 is out of range" "$AXONN" train --attention-dropout 0.95
 bad "--loss-scale-window 0 is out of range" "$AXONN" train --loss-scale-window 0 --loss-scaling dynamic
 bad "--beta1 1 is out of range" "$AXONN" train --beta1 1
 bad "--tp-gather-budget -2 is out of range" "$AXONN" train --tp-gather-budget -2

@@ -7,9 +7,10 @@
 #    layouts, so bits may not; the key bias, which has no effect on the output and so trains on
 #    rounding noise alone, is left out: see src/cli/compare.c);
 #  - pipeline limits 1 to 4, and a delayed stage (arrival order changes, the math must not);
-#  - GPT-2's dropout (--dropout): 2x2, a checkpointed pipeline and the tensor-parallel 1x2x2
-#    drop what one rank drops (the masks follow the element's place in the step's batch), and
-#    the single-rank run with dropout differs from the one without;
+#  - GPT-2's dropout (--dropout, --attention-dropout): 2x2, a checkpointed pipeline and the
+#    tensor-parallel 1x2x2 and 2x1x1 (heads split) drop what one rank drops (the masks follow
+#    the element's place in the step's batch), and the single-rank run with dropout differs
+#    from the one without;
 #  - the run's end check of its data-parallel replicas finds replicas that differ (two ranks
 #    started with other seeds);
 #  - failures end the whole job with a clear message and a non-zero exit in bounded time.
@@ -40,13 +41,15 @@ run delay2 4 --g-inter 2 --g-data 2 --micro-batch 1 --debug-delay-stage 0 --debu
 run ckpt 2 --g-inter 2 --micro-batch 2 --checkpoint-activations --ac 1 && same_losses ckpt
 
 # dropout: the same elements dropped on every layout, recomputed segments included
-run dropref 1 --micro-batch 2 --dropout 0.2 || exit 1
+DROP="--dropout 0.2 --attention-dropout 0.2"
+run dropref 1 --micro-batch 2 $DROP || exit 1
 awk -F, 'NR == FNR { if (FNR == 3) a = $2; next } FNR == 3 { exit !(a != $2) }' \
   "$TMP/ref.csv" "$TMP/dropref.csv" || fail "dropref: step 2's loss is the run's without dropout"
-run drop2x2 4 --g-inter 2 --g-data 2 --micro-batch 1 --dropout 0.2 && same_losses drop2x2 dropref
-run dropckpt 2 --g-inter 2 --micro-batch 2 --dropout 0.2 --checkpoint-activations --ac 1 &&
+run drop2x2 4 --g-inter 2 --g-data 2 --micro-batch 1 $DROP && same_losses drop2x2 dropref
+run dropckpt 2 --g-inter 2 --micro-batch 2 $DROP --checkpoint-activations --ac 1 &&
   same_losses dropckpt dropref
-run droptp 4 --gy 2 --gz 2 --micro-batch 2 --dropout 0.2 && same_losses droptp dropref
+run droptp 4 --gy 2 --gz 2 --micro-batch 2 $DROP && same_losses droptp dropref
+run droptpx 2 --gx 2 --micro-batch 2 $DROP && same_losses droptpx dropref
 
 # our own all-reduce algorithms instead of MPI_Allreduce
 run ring 2 --g-data 2 --micro-batch 2 --allreduce ring && same_losses ring

@@ -168,11 +168,12 @@ typedef struct {
   AxBackend *be;
   int B, T, C, NH;
   float *qkv, *att, *out, *R;
+  const AxDropout *drop; /* NULL: none */
 } AttCtx;
 
 static double att_loss(void *p) {
   AttCtx *c = p;
-  ax_attention_forward(c->be, c->out, c->att, c->qkv, c->B, c->T, c->C, c->NH);
+  ax_attention_forward(c->be, c->out, c->att, c->qkv, c->B, c->T, c->C, c->NH, c->drop);
   return dot(c->out, c->R, (size_t)c->B * c->T * c->C);
 }
 
@@ -209,7 +210,7 @@ START_TEST(attention_forward_reference) {
   c.att = tu_zeros((size_t)c.B * c.NH * c.T * c.T);
   c.out = tu_zeros(n);
   float *ref = tu_zeros(n);
-  ax_attention_forward(c.be, c.out, c.att, c.qkv, c.B, c.T, c.C, c.NH);
+  ax_attention_forward(c.be, c.out, c.att, c.qkv, c.B, c.T, c.C, c.NH, c.drop);
   attention_reference(ref, c.qkv, c.B, c.T, c.C, c.NH);
   ck_assert_double_le(tu_max_rel(c.out, ref, n, 1e-6, 1e-5), 1.0);
   /* causality: every probability above the diagonal is exactly zero */
@@ -230,8 +231,57 @@ START_TEST(attention_backward) {
   c.out = tu_zeros(n);
   float *dqkv = tu_zeros(3 * n), *datt = tu_zeros((size_t)c.NH * c.T * c.T);
   att_loss(&c);
-  ax_attention_backward(c.be, dqkv, datt, c.R, c.out, c.att, c.qkv, c.B, c.T, c.C, c.NH);
+  ax_attention_backward(c.be, dqkv, datt, c.R, c.out, c.att, c.qkv, c.B, c.T, c.C, c.NH, c.drop);
   check_grad("attention dqkv", c.qkv, dqkv, 3 * n, att_loss, &c, 1000);
+  ax_backend_destroy(c.be);
+}
+END_TEST
+
+/* --attention-dropout: the gradient of the dropped attention against finite differences (the
+ * backward forms the dropped probabilities again and drops their gradient with the same mask),
+ * for a piece of 2 of the model's 4 heads (the second pair) starting at its third sequence, as
+ * a tensor-parallel X rank holds it; the dropped output differs from the whole one, and the
+ * same heads drop the same probabilities whichever rank holds them. */
+START_TEST(attention_backward_dropout) {
+  AttCtx c = {.be = tu_backend(1), .B = 2, .T = 5, .C = 8, .NH = 2};
+  size_t n = (size_t)c.B * c.T * c.C, tt = (size_t)c.NH * c.T * c.T;
+  AxDropout d = {.p_att = 0.3f, .seed = 5, .step = 3, .row0 = 2 * 5, .head0 = 2, .heads = 4,
+                 .layer = 1, .probs = tu_zeros(tt)};
+  c.qkv = tu_random(3 * n, 1.0f, 1);
+  c.R = tu_random(n, 1.0f, 2);
+  c.att = tu_zeros((size_t)c.B * tt);
+  c.out = tu_zeros(n);
+  float *whole = tu_zeros(n), *dqkv = tu_zeros(3 * n), *datt = tu_zeros(tt);
+  att_loss(&c);
+  memcpy(whole, c.out, n * sizeof *whole);
+  c.drop = &d;
+  att_loss(&c);
+  ck_assert_double_gt(tu_max_rel(c.out, whole, n, 1e-6, 1e-5), 1e3); /* something dropped */
+  ax_attention_backward(c.be, dqkv, datt, c.R, c.out, c.att, c.qkv, c.B, c.T, c.C, c.NH, c.drop);
+  check_grad("attention dqkv, dropped", c.qkv, dqkv, 3 * n, att_loss, &c, 1000);
+  /* the probabilities of sequence 1 (the piece's second) dropped again: a probability is
+   * dropped or scaled by 1 / 0.7 by its place, the same place giving the same draw */
+  float *again = tu_zeros(tt);
+  const float *p1 = c.att + tt;
+  ax_dropout_probs(c.be, &d, 1, c.NH, c.T, again, p1);
+  size_t kept = 0, dropped = 0;
+  for (size_t i = 0; i < tt; i++) {
+    if (p1[i] == 0.0f) continue; /* above the diagonal */
+    if (again[i] == 0.0f) {
+      dropped++;
+      continue;
+    }
+    kept++;
+    ck_assert_float_eq(again[i], p1[i] * (1.0f / 0.7f));
+  }
+  ck_assert_uint_gt(dropped, 0);
+  ck_assert_uint_gt(kept, dropped);
+  AxDropout whole_heads = d; /* the same sequence and heads as a piece of all 4 heads */
+  float *four = tu_zeros(2 * tt), *dropped4 = tu_zeros(2 * tt);
+  memcpy(four + tt, p1, tt * sizeof *four);
+  whole_heads.head0 = 0;
+  ax_dropout_probs(c.be, &whole_heads, 1, 4, c.T, dropped4, four);
+  for (size_t i = 0; i < tt; i++) ck_assert_float_eq(dropped4[tt + i], again[i]);
   ax_backend_destroy(c.be);
 }
 END_TEST
@@ -337,13 +387,15 @@ static double model_loss(void *p) {
 }
 
 /* Gradient of the mean loss of a 2-block model with respect to samples of every tensor, with
- * GPT-2's dropout at probability `dropout` (its masks drawn again by a recomputed segment). */
-static double check_model(int ac, int threads, float dropout) {
+ * GPT-2's dropout at probability `dropout` and the attention probabilities' at `att_dropout`
+ * (their masks drawn again by a recomputed segment). */
+static double check_model(int ac, int threads, float dropout, float att_dropout) {
   AxBackend *be = tu_backend(threads);
   AxGptConfig cfg = {.max_seq = 8, .vocab = 11, .padded_vocab = 16, .layers = 2, .heads = 2,
                      .channels = 8};
   AxStageSpec spec = {.l0 = 0, .l1 = 2, .first = 1, .last = 1, .B = 2, .T = 6, .n_slots = 1,
-                      .ac = ac, .dropout = dropout, .dropout_seed = 5};
+                      .ac = ac, .dropout = dropout, .attention_dropout = att_dropout,
+                      .dropout_seed = 5};
   ModelCtx c;
   ck_assert_int_eq(ax_stage_create(&c.st, be, &cfg, &spec), AX_OK);
   const AxStageLayout *lay = ax_stage_layout_of(c.st);
@@ -368,7 +420,8 @@ static double check_model(int ac, int threads, float dropout) {
   memcpy(g, grads, lay->total * sizeof *g);
   for (int id = 0; id < AX_N_PARAMS; id++) {
     char what[64];
-    snprintf(what, sizeof what, "model (ac %d, dropout %g) d%s", ac, dropout, ax_param_name(id));
+    snprintf(what, sizeof what, "model (ac %d, dropout %g, attention %g) d%s", ac, dropout,
+             att_dropout, ax_param_name(id));
     check_grad(what, params + lay->offset[id], g + lay->offset[id], lay->count[id], model_loss,
                &c, 40);
   }
@@ -383,19 +436,22 @@ static double check_model(int ac, int threads, float dropout) {
 }
 
 /* (the forward without an origin against the training forward: within rounding without dropout) */
-START_TEST(model_backward) { ck_assert_double_le(fabs(check_model(0, 1, 0.0f)), 1e-6); }
+START_TEST(model_backward) { ck_assert_double_le(fabs(check_model(0, 1, 0.0f, 0.0f)), 1e-6); }
 END_TEST
 
 START_TEST(model_backward_checkpointed) {
-  ck_assert_double_le(fabs(check_model(1, 2, 0.0f)), 1e-6);
+  ck_assert_double_le(fabs(check_model(1, 2, 0.0f, 0.0f)), 1e-6);
 }
 END_TEST
 
 /* Dropout changes the training forward's loss (and only it); the gradient is the dropped
- * forward's, with every block's activations kept and with each block recomputed. */
+ * forward's, with every block's activations kept and with each block recomputed; the same for
+ * the attention probabilities' dropout alone and with the other. */
 START_TEST(model_backward_dropout) {
-  ck_assert_double_gt(fabs(check_model(0, 1, 0.2f)), 1e-3);
-  ck_assert_double_gt(fabs(check_model(1, 2, 0.2f)), 1e-3);
+  ck_assert_double_gt(fabs(check_model(0, 1, 0.2f, 0.0f)), 1e-3);
+  ck_assert_double_gt(fabs(check_model(1, 2, 0.2f, 0.0f)), 1e-3);
+  ck_assert_double_gt(fabs(check_model(0, 1, 0.0f, 0.3f)), 1e-3);
+  ck_assert_double_gt(fabs(check_model(1, 2, 0.2f, 0.2f)), 1e-3);
 }
 END_TEST
 
@@ -431,6 +487,7 @@ int main(void) {
   tcase_add_test(tc, gelu_backward);
   tcase_add_test(tc, attention_forward_reference);
   tcase_add_test(tc, attention_backward);
+  tcase_add_test(tc, attention_backward_dropout);
   tcase_add_test(tc, crossentropy_backward);
   tcase_add_test(tc, embedding_backward);
   tcase_add_test(tc, model_backward);

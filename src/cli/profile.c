@@ -54,7 +54,7 @@ static int profile(int argc, char **argv, int *help) {
                   p.block_forward_s * 1e3, p.block_backward_s * 1e3, p.stage_blocks,
                   p.first_forward_s * 1e3,
                   p.first_backward_s * 1e3, p.last_forward_s * 1e3, p.last_backward_s * 1e3,
-                  p.micro_batch, p.seq, p.threads, p.dropout > 0 ? ", dropout drawn" : "",
+                  p.micro_batch, p.seq, p.threads, p.dropout > 0 || p.attention_dropout > 0 ? ", dropout drawn" : "",
                   p.adamw_s_per_elem * 1e9,
                   p.norm_s_per_elem * 1e9, p.reduce_s_per_elem * 1e9, p.copy_bytes_per_s / 1e9,
                   p.download_s_per_elem * 1e9, p.upload_s_per_elem * 1e9,

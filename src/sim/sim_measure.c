@@ -50,7 +50,7 @@ typedef struct {
   AxGptConfig m;
   AxGptStage *st[N_STAGES]; /* one-block middle, first and last stages; a middle one of `deep` */
   int deep;                 /* blocks of the run's deepest stage */
-  float dropout;     /* the run's --dropout: every timed forward drops, as a training one */
+  float dropout, attention_dropout; /* the run's: every timed forward drops, as a training one */
   uint64_t forwards; /* forwards run: each one's dropout origin, so each draws its own masks */
   int32_t *tokens;
   void *act;         /* an activation (device), input of a middle/last forward and a gradient */
@@ -60,7 +60,8 @@ typedef struct {
 static int make_stage(Bench *b, int k) {
   AxStageSpec spec = {.l0 = 0, .l1 = k == DEEP ? b->deep : 1, .first = k == ONE_FIRST,
                       .last = k == ONE_LAST, .B = b->B, .T = b->T, .n_slots = 1,
-                      .dropout = b->dropout, .dropout_seed = 1};
+                      .dropout = b->dropout, .attention_dropout = b->attention_dropout,
+                      .dropout_seed = 1};
   AX_TRY(ax_stage_create(&b->st[k], b->be, &b->m, &spec));
   AxStageLayout lay = *ax_stage_layout_of(b->st[k]);
   float *host = ax_malloc(lay.total * sizeof *host);
@@ -118,6 +119,7 @@ static int bench_open(Bench *b, const AxTrainConfig *cfg) {
   b->B = cfg->data.micro_batch ? cfg->data.micro_batch : cfg->data.batch / cfg->grid.g_data;
   b->T = cfg->model.seq;
   b->dropout = (float)cfg->model.dropout;
+  b->attention_dropout = (float)cfg->model.attention_dropout;
   AxBackendConfig bc = {.device = cfg->exec.device, .dtype = (AxDType)cfg->exec.precision,
                         .threads = cfg->exec.threads, .bind = cfg->exec.bind,
                         .fused_attention = cfg->exec.fused_attention, .local_size = 1};
@@ -479,5 +481,6 @@ int ax_sim_profile_measure(const AxTrainConfig *cfg, AxSimProfile *p) {
   p->heads = cfg->model.heads;
   p->vocab = cfg->model.vocab;
   p->dropout = cfg->model.dropout;
+  p->attention_dropout = cfg->model.attention_dropout;
   return AX_OK;
 }

@@ -30,6 +30,8 @@ static const AxOption KEYS[] = {
     PCOUNT("vocab", vocab, "vocabulary"),
     {"dropout", AX_OPT_FLOAT, OFF(dropout), NULL, "P",
      "the dropout the training forwards were timed with (0: none)", 0, 0.9, NULL},
+    {"attention_dropout", AX_OPT_FLOAT, OFF(attention_dropout), NULL, "P",
+     "the attention dropout the training forwards were timed with (0: none)", 0, 0.9, NULL},
     PCOUNT("stage_blocks", stage_blocks, "blocks of the stage a block was timed in"),
     PSEC("block_forward_s", block_forward_s, "a block's forward"),
     PSEC("block_backward_s", block_backward_s, "a block's backward"),
@@ -121,9 +123,14 @@ int ax_sim_profile_matches(const AxSimProfile *p, const AxTrainConfig *cfg) {
       return AX_FAIL("the profile was measured at --%s %d, this run has %d: profile it with "
                      "the run's options (axonn profile ...)", dims[i].name, dims[i].profile,
                      dims[i].run);
-  if (p->dropout != cfg->model.dropout)
-    return AX_FAIL("the profile was measured at --dropout %g, this run has %g: profile it with "
-                   "the run's options (axonn profile ...)", p->dropout, cfg->model.dropout);
+  const struct { const char *name; double profile, run; } rates[] = {
+      {"dropout", p->dropout, cfg->model.dropout},
+      {"attention-dropout", p->attention_dropout, cfg->model.attention_dropout}};
+  for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
+    if (rates[i].profile != rates[i].run)
+      return AX_FAIL("the profile was measured at --%s %g, this run has %g: profile it with "
+                     "the run's options (axonn profile ...)", rates[i].name, rates[i].profile,
+                     rates[i].run);
   if (strcmp(p->device, cfg->exec.device))
     return AX_FAIL("the profile was measured on --device %s, this run has %s", p->device,
                    cfg->exec.device);

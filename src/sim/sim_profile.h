@@ -21,6 +21,7 @@ typedef struct {
   int threads, precision; /* threads per rank; AxPrecision */
   int micro_batch, seq, hidden, heads, vocab;
   double dropout; /* --dropout: the blocks and the embedding timed with their masks drawn */
+  double attention_dropout; /* --attention-dropout: the blocks timed with its masks drawn */
   int stage_blocks; /* blocks of the stage the blocks' times were measured in: the run's
                      * deepest (a one-block stage repeated keeps its weights in the caches) */
   /* seconds of one micro-batch: a block (its stage's time over its blocks), what an end adds */

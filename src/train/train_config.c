@@ -50,6 +50,9 @@ static const AxOption OPTIONS[] = {
     FLT("dropout", model.dropout, "0", "P",
         "GPT-2's dropout in training: the embedding's output and each residual branch dropped "
         "with probability P (GPT-2: 0.1; 0: none)", 0, 0.9),
+    FLT("attention-dropout", model.attention_dropout, "0", "P",
+        "GPT's third dropout in training: each attention probability dropped with probability P "
+        "before it weighs the values (GPT-2: 0.1; 0: none; explicit attention only)", 0, 0.9),
     /* -- data (AxDataOptions) */
     STR("data", data.shards, NULL, "PATTERN",
         "llm.c token shards (file, glob or comma list); none: built-in Markov corpus"),

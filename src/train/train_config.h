@@ -26,6 +26,7 @@ typedef struct {
   char *init;
   int layers, hidden, heads, seq, vocab;
   double dropout; /* GPT-2's residual and embedding dropout (models/dropout.h) */
+  double attention_dropout; /* GPT's attention-probability dropout (models/dropout.h) */
 } AxModelOptions;
 
 typedef struct {

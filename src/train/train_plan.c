@@ -42,7 +42,8 @@ void ax_plan_stage(const AxTrainConfig *cfg, const AxGptConfig *m, const int *fi
                       .B = micro, .T = cfg->model.seq, .n_slots = ax_sched_slots(s, P, limit),
                       .tp = ax_train_tp_ranks(cfg) > 1 ? &tp : NULL, .oar = cfg->grid.tp_oar,
                       .ors = cfg->grid.tp_ors, .oag = cfg->grid.tp_oag,
-                      .ag_cache = cfg->grid.tp_ag_cache, .dropout = (float)cfg->model.dropout};
+                      .ag_cache = cfg->grid.tp_ag_cache, .dropout = (float)cfg->model.dropout,
+                      .attention_dropout = (float)cfg->model.attention_dropout};
   double n = (double)lay.total;
   out->params = n;
   out->weights = out->grads = n * (double)esz;

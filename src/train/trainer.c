@@ -109,6 +109,7 @@ static int setup_partition(AxTrainer *t) {
                           .ag_cache = t->cfg.grid.tp_ag_cache,
                           .gather_budget_mb = t->cfg.grid.tp_gather_budget,
                           .dropout = (float)t->cfg.model.dropout,
+                          .attention_dropout = (float)t->cfg.model.attention_dropout,
                           .dropout_seed = (uint64_t)t->cfg.data.seed};
   return AX_OK;
 }
@@ -395,10 +396,11 @@ void ax_trainer_print_header(const AxTrainer *t) {
   const AxGptConfig *m = &t->model;
   if (ax_grid_print(&t->grid, t->be->desc) != AX_OK) ax_error_clear();
   const char *from = t->weights_from[0] ? t->weights_from : t->cfg.model.init;
-  char dropout[64] = "";
-  if (t->spec.dropout > 0)
-    snprintf(dropout, sizeof dropout, " | dropout %g (embedding and residual branches)",
-             t->spec.dropout);
+  char dropout[128] = "";
+  if (t->spec.dropout > 0 || t->spec.attention_dropout > 0)
+    snprintf(dropout, sizeof dropout,
+             " | dropout %g (embedding and residual branches), %g (attention probabilities)",
+             t->spec.dropout, t->spec.attention_dropout);
   ax_log("axonn train: GPT-2 L=%d C=%d NH=%d T=%d V=%d (padded %d) | %.2fM parameters%s%s%s",
          m->layers, m->channels, m->heads, t->cfg.model.seq, m->vocab, m->padded_vocab,
          ax_gpt_num_params(m) / 1e6, from ? " from " : " (random init)", from ? from : "",

@@ -426,8 +426,8 @@ static void check_attention(Ctx *c, int B, int T, int C, int NH) {
   /* the CPU, fp32, explicit */
   float *out = tu_alloc(no * sizeof(float)), *att = tu_alloc((size_t)B * NH * T * T * 4);
   float *datt = tu_alloc((size_t)NH * T * T * 4), *dqkv = tu_alloc(nq * sizeof(float));
-  ax_attention_forward(c->cpu, out, att, qkv, B, T, C, NH);
-  ax_attention_backward(c->cpu, dqkv, datt, dout, out, att, qkv, B, T, C, NH);
+  ax_attention_forward(c->cpu, out, att, qkv, B, T, C, NH, NULL);
+  ax_attention_backward(c->cpu, dqkv, datt, dout, out, att, qkv, B, T, C, NH, NULL);
   /* the GPU, fused, twice, then explicit */
   void *g_qkv = up(c, qkv, nq), *g_dout = up(c, dout, no);
   float *runs[3][4];
@@ -437,8 +437,8 @@ static void check_attention(Ctx *c, int B, int T, int C, int NH) {
     int fused = ax_backend_fused_attention(gpu, C, NH);
     void *g_att = dev(c, ax_attention_bytes(fused, gpu->esz, B, T, NH));
     void *g_scratch = dev(c, ax_attention_scratch_bytes(fused, gpu->esz, B, T, NH));
-    ax_attention_forward(gpu, g_out, g_att, g_qkv, B, T, C, NH);
-    ax_attention_backward(gpu, g_dqkv, g_scratch, g_dout, g_out, g_att, g_qkv, B, T, C, NH);
+    ax_attention_forward(gpu, g_out, g_att, g_qkv, B, T, C, NH, NULL);
+    ax_attention_backward(gpu, g_dqkv, g_scratch, g_dout, g_out, g_att, g_qkv, B, T, C, NH, NULL);
     ck_assert_msg(ax_sync(gpu) == AX_OK, "%s", ax_error_message());
     float *d = down(c, g_dqkv, nq);
     runs[run][0] = down(c, g_out, no);
@@ -481,6 +481,45 @@ START_TEST(attention_fused_matches_explicit) {
     check_attention(&c, 2, 77, 64, 4);   /* 16 */
     check_attention(&c, 1, 130, 96, 3);  /* 32 */
     check_attention(&c, 1, 1, 128, 2);   /* one token */
+  }
+}
+END_TEST
+
+/* --attention-dropout on the GPU's explicit attention (its dropout kernel draws the CPU's
+ * mask) against the CPU's fp32, forward and backward, within the precision's tolerance as
+ * above; the dropped output differs from the whole one. */
+static void check_attention_dropout(Ctx *c, int B, int T, int C, int NH) {
+  AxBackend *gpu = c->gpu;
+  double tol = c->p->dtype == AX_DTYPE_BF16 ? 2e-2 : c->p->dtype == AX_DTYPE_F16 ? 4e-3 : 1e-5;
+  size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, tt = (size_t)NH * T * T;
+  float *qkv = rnd(c, nq, 2.0f, 41), *dout = rnd(c, no, 1.0f, 42);
+  AxDropout d = {.p_att = 0.2f, .seed = 9, .step = 2, .row0 = (uint64_t)3 * T, .head0 = 0,
+                 .heads = (uint64_t)NH, .layer = 1, .probs = tu_alloc(tt * 4)};
+  float *out = tu_alloc(no * 4), *whole = tu_alloc(no * 4), *att = tu_alloc((size_t)B * tt * 4);
+  float *datt = tu_alloc(tt * 4), *dqkv = tu_alloc(nq * 4);
+  ax_attention_forward(c->cpu, whole, att, qkv, B, T, C, NH, NULL);
+  ax_attention_forward(c->cpu, out, att, qkv, B, T, C, NH, &d);
+  ax_attention_backward(c->cpu, dqkv, datt, dout, out, att, qkv, B, T, C, NH, &d);
+  ck_assert_double_gt(rel_to_largest(out, whole, no, &(size_t){0}), 1e-2);
+  gpu->fused_attention = 0;
+  void *g_qkv = up(c, qkv, nq), *g_dout = up(c, dout, no);
+  void *g_out = dev(c, no * gpu->esz), *g_dqkv = dev(c, nq * gpu->esz);
+  void *g_att = dev(c, ax_attention_bytes(0, gpu->esz, B, T, NH));
+  void *g_scratch = dev(c, ax_attention_scratch_bytes(0, gpu->esz, B, T, NH));
+  AxDropout g = d;
+  g.probs = dev(c, tt * gpu->esz);
+  ax_attention_forward(gpu, g_out, g_att, g_qkv, B, T, C, NH, &g);
+  ax_attention_backward(gpu, g_dqkv, g_scratch, g_dout, g_out, g_att, g_qkv, B, T, C, NH, &g);
+  ck_assert_msg(ax_sync(gpu) == AX_OK, "%s", ax_error_message());
+  gpu->fused_attention = 1;
+  same_to_largest(c, "attention dropout out", down(c, g_out, no), out, no, tol);
+  same_to_largest(c, "attention dropout dqkv", down(c, g_dqkv, nq), dqkv, nq, tol);
+  dev_free_all(c);
+}
+
+START_TEST(attention_dropout_same_mask) {
+  FOR_EACH_PRECISION(c) {
+    check_attention_dropout(&c, 2, 33, 64, 4);
   }
 }
 END_TEST
@@ -809,6 +848,7 @@ static int run_suite(void) {
   tcase_add_test(tc, layernorm_forward_backward);
   tcase_add_test(tc, bias_residual_and_backward);
   tcase_add_test(tc, dropout_same_mask);
+  tcase_add_test(tc, attention_dropout_same_mask);
   tcase_add_test(tc, gelu_forward_backward);
   tcase_add_test(tc, softmax_causal_forward_backward);
   tcase_add_test(tc, attention_fused_matches_explicit);

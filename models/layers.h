@@ -18,10 +18,10 @@ void ax_linear_backward(AxBackend *be, void *dinp, void *dw, void *db, const voi
 /* Causal multi-head self-attention core. qkv: [B, T, 3C] (q | k | v, heads contiguous inside
  * each); out: [B, T, C]; att: what the backward needs, of ax_attention_bytes(): where the
  * backend has fused attention (ax_backend_fused_attention) its per-query statistics, [B, NH, T]
- * floats; else the softmax probabilities [B, NH, T, T], made by strided-batched GEMMs. */
-/* With ax_attention_dropout_on(drop) (explicit attention only), the probabilities weigh the
- * values dropped (dropout.h), att keeps them whole, and drop->probs is the scratch they are
- * dropped into; drop may be NULL. */
+ * floats; else the softmax probabilities [B, NH, T, T], made by strided-batched GEMMs. With
+ * ax_attention_dropout_on(drop) (explicit attention only), the probabilities weigh the values
+ * dropped (dropout.h), att keeps them whole, and drop->probs is the scratch they are dropped
+ * into; drop may be NULL. */
 void ax_attention_forward(AxBackend *be, void *out, void *att, const void *qkv, int B, int T,
                           int C, int NH, const AxDropout *drop);
 /* dqkv = (written) gradient for qkv; datt: scratch of ax_attention_scratch_bytes(); dout is

@@ -455,8 +455,9 @@ START_TEST(model_backward_dropout) {
 }
 END_TEST
 
-/* A backend without the dropout kernel: a stage with dropout refuses to start, in one error
- * that names the backend; without dropout the same backend makes the stage. */
+/* A backend without the dropout kernel: a stage with dropout (or attention dropout) refuses to
+ * start, in one error that names the backend; without either the same backend makes the
+ * stage. */
 START_TEST(dropout_needs_the_backend_kernel) {
   AxBackend *cpu = tu_backend(1);
   AxBackendOps ops = *cpu->ops;
@@ -473,7 +474,46 @@ START_TEST(dropout_needs_the_backend_kernel) {
                   "--dropout needs a backend with a dropout kernel; the kernel-less backend");
   ck_assert_ptr_null(st);
   spec.dropout = 0;
+  spec.attention_dropout = 0.1f;
+  tu_expect_error(ax_stage_create(&st, &bare, &cfg, &spec),
+                  "--attention-dropout needs a backend with a dropout kernel");
+  ck_assert_ptr_null(st);
+  spec.attention_dropout = 0;
   ck_assert_int_eq(ax_stage_create(&st, &bare, &cfg, &spec), AX_OK);
+  ax_stage_destroy(st);
+  ax_backend_destroy(cpu);
+}
+END_TEST
+
+/* Fused attention keeps no probabilities: a stage with attention dropout on a backend whose
+ * attention is fused refuses in one error; the same backend makes the stage without it, and
+ * the CPU's explicit attention makes it with it. (The CPU backend posing as one with fused
+ * kernels: the check happens before any attention runs.) */
+static int always_fused(AxBackend *be, int C, int NH) {
+  (void)be, (void)C, (void)NH;
+  return 1;
+}
+
+START_TEST(attention_dropout_needs_explicit_attention) {
+  AxBackend *cpu = tu_backend(1);
+  AxBackendOps ops = *cpu->ops;
+  ops.attention_fused_ok = always_fused;
+  ops.name = "fused";
+  AxBackend fused = *cpu;
+  fused.ops = &ops;
+  fused.fused_attention = 1;
+  AxGptConfig cfg = {.max_seq = 8, .vocab = 11, .padded_vocab = 16, .layers = 2, .heads = 2,
+                     .channels = 8};
+  AxStageSpec spec = {.l0 = 0, .l1 = 2, .first = 1, .last = 1, .B = 2, .T = 6, .n_slots = 1,
+                      .attention_dropout = 0.1f};
+  AxGptStage *st = NULL;
+  tu_expect_error(ax_stage_create(&st, &fused, &cfg, &spec),
+                  "--attention-dropout needs the explicit attention (--attention explicit)");
+  ck_assert_ptr_null(st);
+  ck_assert_int_eq(ax_stage_create(&st, cpu, &cfg, &spec), AX_OK);
+  ax_stage_destroy(st);
+  spec.attention_dropout = 0;
+  ck_assert_int_eq(ax_stage_create(&st, &fused, &cfg, &spec), AX_OK);
   ax_stage_destroy(st);
   ax_backend_destroy(cpu);
 }
@@ -494,5 +534,6 @@ int main(void) {
   tcase_add_test(tc, model_backward_checkpointed);
   tcase_add_test(tc, model_backward_dropout);
   tcase_add_test(tc, dropout_needs_the_backend_kernel);
+  tcase_add_test(tc, attention_dropout_needs_explicit_attention);
   return tu_run(s);
 }

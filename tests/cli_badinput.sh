@@ -392,9 +392,10 @@ ckpt --steps 11 --checkpoint-every 2 --keep 1 --resume || { fail "resumed run"; 
 ckpt --steps 12 --checkpoint-every 2 --keep 2 --resume || fail "second resume"
 grep -q "continuing from $CK/step-00000010 (step 10)" "$TMP/ck.log" || { fail "resume did not take step 10"; cat "$TMP/ck.log"; }
 [ "$(steps)" = "step-00000010 step-00000012 " ] || fail "--keep 2 left: $(steps)"
-# a resume that changes the data, the seed or the learning rate is told so
-ckpt --steps 14 --checkpoint-every 2 --resume --seed 7 --lr 1e-3 --data "$IN/t_train.bin"
-for w in "--seed 7 differs from the 1337" "--lr 0.001 differs from the 0.003" "--data '$IN/t_train.bin' differs from '-'"; do
+# a resume that changes the data, the seed, the learning rate or the dropout is told so
+ckpt --steps 14 --checkpoint-every 2 --resume --seed 7 --lr 1e-3 --data "$IN/t_train.bin" --dropout 0.1
+for w in "--seed 7 differs from the 1337" "--lr 0.001 differs from the 0.003" "--data '$IN/t_train.bin' differs from '-'" \
+  "--dropout 0.1 --attention-dropout 0 differ from the 0 and 0"; do
   grep -q -- "warning: resume: $w" "$TMP/ck.log" || { fail "no warning: $w"; cat "$TMP/ck.log"; }
 done
 # manifest fields are range-checked, not only CRC-checked: a checkpoint whose manifest says
@@ -416,6 +417,11 @@ edit_manifest "$CK/step-00000012/manifest" step -5
 "$AXONN" export --checkpoint "$CK/step-00000012" --output "$OUT/e.bin" 2>"$TMP/err" &&
   fail "export of a manifest with step -5"
 grep -q "step -5" "$TMP/err" || { fail "step -5 not reported"; cat "$TMP/err"; }
+edit_manifest "$CK/step-00000012/manifest" step 12
+edit_manifest "$CK/step-00000012/manifest" dropout "1.5 0"
+"$AXONN" export --checkpoint "$CK/step-00000012" --output "$OUT/e.bin" 2>"$TMP/err" &&
+  fail "export of a manifest with dropout 1.5"
+grep -q "dropout 1.5 or attention dropout 0 is out of range" "$TMP/err" || { fail "dropout 1.5 not reported"; cat "$TMP/err"; }
 rm -rf "$CK"
 # two runs on one directory: the second is refused, naming the first; a dead owner's lock is
 # stale (the lock dies with its process)

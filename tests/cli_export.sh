@@ -4,6 +4,8 @@
 #  - an independent reader (tests/safetensors_check.py, from the safetensors specification and
 #    GPT2Model's names and shapes) checks the header, the byte ranges and every value against
 #    the llm.c file of the same checkpoint (Conv1D matrices transposed, wte without padding);
+#  - config.json's resid_pdrop, embd_pdrop and attn_pdrop are the run's --dropout and
+#    --attention-dropout (the checkpoint's manifest records them);
 #  - round trip: `axonn compare` reads the directory back equal to the llm.c file (bit for
 #    bit), and `--init DIR` trains on exactly as `--init FILE.bin` does (same losses);
 #  - bad input: a truncated or foreign .safetensors, a missing tensor, another dtype: one line.
@@ -16,13 +18,21 @@
 R="--seq 16 --batch 4 --threads 1 --val-steps 0"
 M="--layers 2 --hidden 32 --heads 2 --vocab 200 $R"
 # shellcheck disable=SC2086
-"$AXONN" train $M --steps 3 --checkpoint-dir "$TMP/ck" --checkpoint-every 3 --quiet \
+"$AXONN" train $M --steps 3 --dropout 0.1 --attention-dropout 0.05 --checkpoint-dir "$TMP/ck" \
+  --checkpoint-every 3 --quiet \
   >/dev/null 2>"$TMP/train.err" || { fail "training for the checkpoint failed"; cat "$TMP/train.err"; }
 "$AXONN" export --checkpoint "$TMP/ck" --output "$TMP/m.bin" >/dev/null || fail "export llmc"
 "$AXONN" export --checkpoint "$TMP/ck" --output "$TMP/hf" --format safetensors >"$TMP/exp.out" ||
   fail "export safetensors"
 grep -q "model.safetensors, config.json" "$TMP/exp.out" || fail "export did not name its files"
 python3 "$(dirname "$0")/safetensors_check.py" "$TMP/hf" "$TMP/m.bin" || fail "safetensors_check"
+# config.json carries the dropouts the run trained with (GPT2Config's names), and says so
+python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+sys.exit((c["resid_pdrop"], c["embd_pdrop"], c["attn_pdrop"]) != (0.1, 0.1, 0.05))' "$TMP/hf/config.json" ||
+  { fail "config.json's dropouts are not the run's 0.1, 0.1 and 0.05"; grep pdrop "$TMP/hf/config.json"; }
+grep -q "resid_pdrop and embd_pdrop 0.1 (--dropout), attn_pdrop 0.05" "$TMP/exp.out" ||
+  fail "export did not say the dropouts it wrote"
 
 "$AXONN" compare "$TMP/m.bin" "$TMP/hf" --tol 0 >"$TMP/cmp.out" 2>&1 ||
   { fail "compare: the directory does not read back as the llm.c file"; cat "$TMP/cmp.out"; }

@@ -59,12 +59,19 @@ static int export_model(const ExportConfig *c) {
   ax_stage_layout(&lay, &man.model, 0, man.model.layers, 1, 1);
   float *params = ax_malloc(lay.total * sizeof *params);
   int rc = params ? ax_ckpt_read_stage(step_dir, &man, &lay, params, NULL, NULL) : AX_ERR;
+  const AxHfDropout drop = {man.dropout, man.attention_dropout}; /* 0 where not recorded */
   if (rc == AX_OK)
-    rc = c->format ? ax_hf_gpt2_write(c->output, &man.model, params)
+    rc = c->format ? ax_hf_gpt2_write(c->output, &man.model, &drop, params)
                    : ax_model_file_write(c->output, &man.model, params);
   if (rc == AX_OK)
     printf("exported step %d of %s (%zu parameters) to %s%s\n", man.step, step_dir, lay.total,
            c->output, c->format ? " (model.safetensors, config.json)" : "");
+  if (rc == AX_OK && c->format)
+    printf(man.have_dropout ? "config.json: resid_pdrop and embd_pdrop %g (--dropout), attn_pdrop "
+                              "%g (--attention-dropout), as the run trained\n"
+                            : "config.json: resid_pdrop, embd_pdrop and attn_pdrop %g and %g: "
+                              "the checkpoint predates recording its dropout\n",
+           drop.resid_embd, drop.attn);
   free(params);
   ax_ckpt_manifest_free(&man);
   return rc;

@@ -317,6 +317,8 @@ static void print_manifest(FILE *o, const AxCkptManifest *man) {
           m->heads, m->vocab, m->padded_vocab, m->max_seq, man->batch, man->seq, man->stages);
   if (man->have_run)
     fprintf(o, "seed %lld\nlr %.17g\ndata %s\n", man->seed, man->lr, man->data);
+  if (man->have_dropout)
+    fprintf(o, "dropout %.17g %.17g\n", man->dropout, man->attention_dropout);
   for (int i = 0; i < man->n_files; i++)
     fprintf(o, "file %s %llu %08x\n", man->files[i].name, man->files[i].bytes,
             man->files[i].crc);
@@ -379,6 +381,8 @@ static int parse_line(AxCkptManifest *man, const char *line) {
   if (sscanf(line, "stages %d", &man->stages) == 1) return 1;
   if (sscanf(line, "seed %lld", &man->seed) == 1) return man->have_run = 1;
   if (sscanf(line, "lr %lf", &man->lr) == 1) return man->have_run = 1;
+  if (sscanf(line, "dropout %lf %lf", &man->dropout, &man->attention_dropout) == 2)
+    return man->have_dropout = 1;
   if (!strncmp(line, "data ", 5)) {
     snprintf(man->data, sizeof man->data, "%s", line + 5);
     return man->have_run = 1;
@@ -436,6 +440,10 @@ static int check_fields(const char *path, const AxCkptManifest *man) {
       man->stages > man->model.layers)
     return AX_FAIL("%s: batch %d, sequence %d or %d stages do not fit the model", path,
                    man->batch, man->seq, man->stages);
+  if (man->have_dropout && !(man->dropout >= 0 && man->dropout < 1 &&
+                             man->attention_dropout >= 0 && man->attention_dropout < 1))
+    return AX_FAIL("%s: dropout %g or attention dropout %g is out of range", path, man->dropout,
+                   man->attention_dropout);
   for (int i = 0; i < man->n_records; i++) AX_TRY(check_record(path, man, &man->records[i]));
   return AX_OK;
 }

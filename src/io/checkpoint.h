@@ -56,6 +56,10 @@ typedef struct {
   long long seed;
   double lr;
   char data[AX_CKPT_DATA_MAX]; /* --data, or "-" for the built-in corpus */
+  /* the run's --dropout and --attention-dropout (the export's config.json says them); absent
+   * in older manifests: have_dropout = 0 */
+  int have_dropout;
+  double dropout, attention_dropout;
   float loss_scale;
   int clean_steps;
   AxGptConfig model;

@@ -189,18 +189,18 @@ static int write_tensors(const char *path, const AxGptConfig *cfg, const float *
 }
 
 /* GPT2Config for cfg: llm.c's GPT-2 (tanh GELU, LayerNorm eps 1e-5, tied LM head). */
-static int write_config(const char *path, const AxGptConfig *c) {
+static int write_config(const char *path, const AxGptConfig *c, const AxHfDropout *d) {
   Text j = {0};
   text_add(&j,
            "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
            "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n"
            "  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_inner\": null,\n"
            "  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
-           "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
+           "  \"resid_pdrop\": %.9g,\n  \"embd_pdrop\": %.9g,\n  \"attn_pdrop\": %.9g,\n"
            "  \"initializer_range\": 0.02,\n  \"tie_word_embeddings\": true,\n"
            "  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n  \"torch_dtype\": \"float32\"\n}\n",
-           c->vocab, c->max_seq, c->max_seq, c->channels, c->layers, c->heads, c->vocab - 1,
-           c->vocab - 1);
+           c->vocab, c->max_seq, c->max_seq, c->channels, c->layers, c->heads, d->resid_embd,
+           d->resid_embd, d->attn, c->vocab - 1, c->vocab - 1);
   if (j.failed) return AX_FAIL("out of memory for config.json");
   AxFile f;
   int rc = ax_file_open_write(&f, path);
@@ -213,7 +213,8 @@ static int write_config(const char *path, const AxGptConfig *c) {
   return rc;
 }
 
-int ax_hf_gpt2_write(const char *dir, const AxGptConfig *cfg, const float *params) {
+int ax_hf_gpt2_write(const char *dir, const AxGptConfig *cfg, const AxHfDropout *drop,
+                     const float *params) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return AX_FAIL("cannot create the directory %s: %s", dir, strerror(errno));
   struct stat st;
@@ -222,7 +223,7 @@ int ax_hf_gpt2_write(const char *dir, const AxGptConfig *cfg, const float *param
   char tensors[PATH_MAX], config[PATH_MAX];
   model_paths(dir, tensors, config);
   AX_TRY(write_tensors(tensors, cfg, params));
-  return write_config(config, cfg);
+  return write_config(config, cfg, drop);
 }
 
 /* ------------------------------------------------------------------------------- reading */

@@ -16,9 +16,15 @@
 /* Whether path is a Hugging Face GPT-2 (a directory holding model.safetensors, or a file
  * whose name ends in .safetensors). */
 int ax_hf_gpt2_is(const char *path);
+/* GPT2Config's dropouts: resid_pdrop and embd_pdrop (axonn's --dropout drops both places),
+ * attn_pdrop (--attention-dropout). */
+typedef struct {
+  double resid_embd, attn;
+} AxHfDropout;
 /* Writes cfg's model (params: llm.c order, ax_gpt_num_params floats) into directory dir
- * (created if missing; the two files written atomically). */
-int ax_hf_gpt2_write(const char *dir, const AxGptConfig *cfg, const float *params);
+ * (created if missing; the two files written atomically), config.json with drop's dropouts. */
+int ax_hf_gpt2_write(const char *dir, const AxGptConfig *cfg, const AxHfDropout *drop,
+                     const float *params);
 /* The dimensions (config.json's n_head, the tensors' shapes); padded_vocab as the trainer
  * pads (ax_gpt_pad_vocab). */
 int ax_hf_gpt2_read_config(const char *path, AxGptConfig *cfg);

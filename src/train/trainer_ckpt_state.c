@@ -16,7 +16,9 @@ int ax_trainer_build_manifest(AxTrainer *t, int step, AxCkptFile *files, AxCkptM
                           .clean_steps = t->loss_scale.clean_steps, .model = t->model,
                           .batch = t->cfg.data.batch, .seq = t->cfg.model.seq, .stages = t->grid.P,
                           .files = files, .n_files = t->grid.P, .have_run = 1,
-                          .seed = t->cfg.data.seed, .lr = t->cfg.optim.lr};
+                          .seed = t->cfg.data.seed, .lr = t->cfg.optim.lr, .have_dropout = 1,
+                          .dropout = t->cfg.model.dropout,
+                          .attention_dropout = t->cfg.model.attention_dropout};
   snprintf(man->data, sizeof man->data, "%s", t->cfg.data.shards ? t->cfg.data.shards : "-");
   for (int s = 0; s < t->grid.P; s++) {
     AxCkptRecord *r;
@@ -61,6 +63,11 @@ static void warn_changes(const AxTrainer *t, const AxCkptManifest *man, const ch
   if (man->lr != t->cfg.optim.lr)
     ax_warn("resume: --lr %g differs from the %g that %s was trained with", t->cfg.optim.lr, man->lr,
             step_dir);
+  if (man->have_dropout && (man->dropout != t->cfg.model.dropout ||
+                            man->attention_dropout != t->cfg.model.attention_dropout))
+    ax_warn("resume: --dropout %g --attention-dropout %g differ from the %g and %g that %s was "
+            "trained with", t->cfg.model.dropout, t->cfg.model.attention_dropout, man->dropout,
+            man->attention_dropout, step_dir);
   if (strcmp(man->data, data) != 0)
     ax_warn("resume: --data '%s' differs from '%s' that %s was trained on (the data position "
             "carries over)", data, man->data, step_dir);

@@ -16,7 +16,9 @@ with real MPI, and what a user expects of each checked:
     one resumed on another grid of as many ranks (where its flags allow that grid) continues
     within the tolerance above.
 
-The same seed draws the same configurations, and no check depends on a time (where the cost
+Three draws in four leave out the flags the trainer is known to refuse together (Draw.fit:
+the later flag of each such pair), so that more of them run; the rest keep them, and check
+that the refusal is one clear line. The same seed draws the same configurations, and no check depends on a time (where the cost
 model's measured decisions may differ between two runs, each check holds for either decision);
 a check that fails names the configuration and the command. Exit status 1 when any failed.
 
@@ -41,6 +43,8 @@ WALL_S = 240
 # the losses of a lossless layout against one process's, relative
 LOSSLESS_TOL = 1e-4
 REDUCED_PRECISION_TOL = 3e-2
+# the share of draws that leave out what the trainer is known to refuse (Draw.fit)
+FIT_SHARE = 0.75
 GRID_FLAGS = ("--g-inter", "--gx", "--gy", "--gz", "--g-data")
 # optimizer and model settings the reference run copies
 OPTIMIZER_FLAGS = ("--grad-clip", "--weight-decay", "--precision", "--loss-scaling", "--dropout",
@@ -53,13 +57,17 @@ class Draw:
     def __init__(self, rng, ranks_max):
         self.rng = rng
         self.flags = []
-        self.lossy_codec = False
         self.ranks = rng.choice([r for r in (1, 2, 2, 3, 4, 4, 4) if r <= ranks_max])
         self.grid()
         self.optimizer()
         self.compression()
         self.communication()
         self.checkpoints()
+        # most draws leave out what the trainer is known to refuse, so that more of them run;
+        # the rest keep it, and check that the refusal is one clear line
+        if self.maybe(FIT_SHARE):
+            self.fit()
+        self.lossy_codec = self.lossy()
 
     def maybe(self, p):
         return self.rng.random() < p
@@ -69,6 +77,39 @@ class Draw:
 
     def add(self, *xs):
         self.flags += [str(x) for x in xs]
+
+    def drop(self, flag):
+        """Removes flag and its value."""
+        if flag in self.flags:
+            i = self.flags.index(flag)
+            del self.flags[i:i + 2]
+
+    def fit(self):
+        """Leaves out the flags of the trainer's most frequent refusals (src/train/train_config.c):
+        the later of each conflicting pair, as a user would."""
+        pipeline = int(self.value("--g-inter")) >= 2
+        fp32 = self.value("--precision") is None and self.value("--allreduce-dtype") is None
+        if not pipeline or self.value("--precision") is not None:
+            self.drop("--compress-backprop")  # between stages, fp32 gradients only
+        if self.value("--compress") is not None or self.memory:
+            self.drop("--optimizer")  # codecs and memory checkpoints use the host's state
+            if self.value("--compress") is not None:
+                self.drop("--allreduce-dtype")  # codecs encode fp32 gradients
+        if not pipeline and self.value("--sparse-embedding-sync") in ("zen", "allgather"):
+            self.drop("--sparse-embedding-sync")  # one stage's LM head makes wte's gradient dense
+        if self.value("--sparse-embedding-sync") == "allgather":
+            self.drop("--fuse-embedding-sync")
+        tensor = any(int(self.value(f)) > 1 for f in ("--gx", "--gy", "--gz"))
+        if not fp32 or tensor or self.value("--progress") is not None:
+            self.drop("--dp-sync-early")  # the backward's blocks sum fp32 gradients as they go
+        if self.value("--emulate-link") is not None and self.value("--allreduce") == "mpi":
+            self.drop("--allreduce")  # MPI_Iallreduce would move its bytes past the emulator
+
+    def lossy(self):
+        """Whether a flag of the draw changes the sums (a lossy codec, bf16 gradients)."""
+        codec = self.value("--compress")
+        return (codec not in (None, "identity") or self.value("--compress-backprop") is not None
+                or self.value("--allreduce-dtype") is not None)
 
     def grid_dims(self):
         dims = [1] * 5  # G_inter, Gx, Gy, Gz, G_data
@@ -121,7 +162,6 @@ class Draw:
             codec = self.pick("onebit", "dgc", "powersgd", "tbq", "topk:ratio=0.1", "auto",
                               "identity")
             self.add("--compress", codec)
-            self.lossy_codec = codec != "identity"
             if codec == "auto":
                 self.add("--compress-codec", self.pick("onebit", "dgc", "powersgd"))
             if self.maybe(.3):
@@ -134,14 +174,12 @@ class Draw:
                 self.add("--compress-warmup", self.pick(0, 2))
         if self.maybe(.15):
             self.add("--compress-backprop", self.pick("powersgd", "powersgd:rank=2"))
-            self.lossy_codec = True
 
     def communication(self):
         if self.maybe(.2):
             self.add("--allreduce", self.pick("mpi", "ring", "rhd"))
         if self.maybe(.15):
             self.add("--allreduce-dtype", "bf16")
-            self.lossy_codec = True
         if self.maybe(.15):
             self.add("--bucket-size", self.pick(1000, 100000))
         if self.maybe(.15):

@@ -18,9 +18,10 @@ with real MPI, and what a user expects of each checked:
 
 Three draws in four leave out the flags the trainer is known to refuse together (Draw.fit:
 the later flag of each such pair), so that more of them run; the rest keep them, and check
-that the refusal is one clear line. The same seed draws the same configurations, and no check depends on a time (where the cost
-model's measured decisions may differ between two runs, each check holds for either decision);
-a check that fails names the configuration and the command. Exit status 1 when any failed.
+that the refusal is one clear line. The same seed draws the same configurations, and no check
+depends on a time (where the cost model's measured decisions may differ between two runs, each
+check holds for either decision); a check that fails names the configuration and the command.
+Exit status 1 when any failed.
 
   usage: [MPIEXEC=mpiexec] scripts/fuzz-train.py [--bin bin/axonn] [--count N] [--seed S]
                                [--out DIR] [--ranks-max 4] [--keep]

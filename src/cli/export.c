@@ -66,12 +66,12 @@ static int export_model(const ExportConfig *c) {
   if (rc == AX_OK)
     printf("exported step %d of %s (%zu parameters) to %s%s\n", man.step, step_dir, lay.total,
            c->output, c->format ? " (model.safetensors, config.json)" : "");
-  if (rc == AX_OK && c->format)
-    printf(man.have_dropout ? "config.json: resid_pdrop and embd_pdrop %g (--dropout), attn_pdrop "
-                              "%g (--attention-dropout), as the run trained\n"
-                            : "config.json: resid_pdrop, embd_pdrop and attn_pdrop %g and %g: "
-                              "the checkpoint predates recording its dropout\n",
-           drop.resid_embd, drop.attn);
+  if (rc == AX_OK && c->format && man.have_dropout)
+    printf("config.json: resid_pdrop and embd_pdrop %g (--dropout), attn_pdrop %g "
+           "(--attention-dropout), as the run trained\n", drop.resid_embd, drop.attn);
+  else if (rc == AX_OK && c->format)
+    printf("config.json: resid_pdrop, embd_pdrop and attn_pdrop 0: the checkpoint predates "
+           "recording its run's dropout\n");
   free(params);
   ax_ckpt_manifest_free(&man);
   return rc;

@@ -455,6 +455,14 @@ START_TEST(model_backward_dropout) {
 }
 END_TEST
 
+/* The two-block model and whole-model stage that the dropout refusals below are asked to make. */
+static const AxGptConfig REFUSAL_MODEL = {.max_seq = 8, .vocab = 11, .padded_vocab = 16,
+                                          .layers = 2, .heads = 2, .channels = 8};
+static AxStageSpec refusal_spec(float dropout, float attention_dropout) {
+  return (AxStageSpec){.l0 = 0, .l1 = 2, .first = 1, .last = 1, .B = 2, .T = 6, .n_slots = 1,
+                       .dropout = dropout, .attention_dropout = attention_dropout};
+}
+
 /* A backend without the dropout kernel: a stage with dropout (or attention dropout) refuses to
  * start, in one error that names the backend; without either the same backend makes the
  * stage. */
@@ -465,21 +473,18 @@ START_TEST(dropout_needs_the_backend_kernel) {
   ops.name = "kernel-less";
   AxBackend bare = *cpu;
   bare.ops = &ops;
-  AxGptConfig cfg = {.max_seq = 8, .vocab = 11, .padded_vocab = 16, .layers = 2, .heads = 2,
-                     .channels = 8};
-  AxStageSpec spec = {.l0 = 0, .l1 = 2, .first = 1, .last = 1, .B = 2, .T = 6, .n_slots = 1,
-                      .dropout = 0.1f};
+  AxStageSpec spec = refusal_spec(0.1f, 0);
   AxGptStage *st = NULL;
-  tu_expect_error(ax_stage_create(&st, &bare, &cfg, &spec),
+  tu_expect_error(ax_stage_create(&st, &bare, &REFUSAL_MODEL, &spec),
                   "--dropout needs a backend with a dropout kernel; the kernel-less backend");
   ck_assert_ptr_null(st);
   spec.dropout = 0;
   spec.attention_dropout = 0.1f;
-  tu_expect_error(ax_stage_create(&st, &bare, &cfg, &spec),
+  tu_expect_error(ax_stage_create(&st, &bare, &REFUSAL_MODEL, &spec),
                   "--attention-dropout needs a backend with a dropout kernel");
   ck_assert_ptr_null(st);
   spec.attention_dropout = 0;
-  ck_assert_int_eq(ax_stage_create(&st, &bare, &cfg, &spec), AX_OK);
+  ck_assert_int_eq(ax_stage_create(&st, &bare, &REFUSAL_MODEL, &spec), AX_OK);
   ax_stage_destroy(st);
   ax_backend_destroy(cpu);
 }
@@ -502,18 +507,15 @@ START_TEST(attention_dropout_needs_explicit_attention) {
   AxBackend fused = *cpu;
   fused.ops = &ops;
   fused.fused_attention = 1;
-  AxGptConfig cfg = {.max_seq = 8, .vocab = 11, .padded_vocab = 16, .layers = 2, .heads = 2,
-                     .channels = 8};
-  AxStageSpec spec = {.l0 = 0, .l1 = 2, .first = 1, .last = 1, .B = 2, .T = 6, .n_slots = 1,
-                      .attention_dropout = 0.1f};
+  AxStageSpec spec = refusal_spec(0, 0.1f);
   AxGptStage *st = NULL;
-  tu_expect_error(ax_stage_create(&st, &fused, &cfg, &spec),
+  tu_expect_error(ax_stage_create(&st, &fused, &REFUSAL_MODEL, &spec),
                   "--attention-dropout needs the explicit attention (--attention explicit)");
   ck_assert_ptr_null(st);
-  ck_assert_int_eq(ax_stage_create(&st, cpu, &cfg, &spec), AX_OK);
+  ck_assert_int_eq(ax_stage_create(&st, cpu, &REFUSAL_MODEL, &spec), AX_OK);
   ax_stage_destroy(st);
   spec.attention_dropout = 0;
-  ck_assert_int_eq(ax_stage_create(&st, &fused, &cfg, &spec), AX_OK);
+  ck_assert_int_eq(ax_stage_create(&st, &fused, &REFUSAL_MODEL, &spec), AX_OK);
   ax_stage_destroy(st);
   ax_backend_destroy(cpu);
 }

@@ -112,7 +112,7 @@ bad "unknown option --g_data (did you mean --g-data?" "$AXONN" train --g_data 2
 bad "unknown option --temprature (did you mean --temperature?" "$AXONN" sample --temprature 1
 bad "--steps needs a value" "$AXONN" train --steps
 bad "--steps expects an integer, got 'ten'" "$AXONN" train --steps ten
-bad "--steps -1 is out of range" "$AXONN" train --steps -1
+bad "--steps -1 is out of range \[0, 1073741824\]" "$AXONN" train --steps -1
 bad "--val-steps 'x' is not all or an integer from 0 to" "$AXONN" train --val-steps x
 bad "--layers 0 is out of range" "$AXONN" train --layers 0
 bad "--batch 0 is out of range" "$AXONN" train --batch 0

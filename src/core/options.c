@@ -55,8 +55,9 @@ static int range_ok(const AxOption *o, double v) {
   return o->min > o->max || (v >= o->min && v <= o->max);
 }
 
+/* %.15g: an integer bound prints whole (1073741824, not 1.07374e+09), a real one as given. */
 static int range_error(const AxOption *o, const char *value) {
-  return AX_FAIL("--%s %s is out of range [%g, %g]", o->name, value, o->min, o->max);
+  return AX_FAIL("--%s %s is out of range [%.15g, %.15g]", o->name, value, o->min, o->max);
 }
 
 /* K, M, G: x 1024, 1024^2, 1024^3 (bucket sizes and data sizes read better that way). */

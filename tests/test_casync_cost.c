@@ -299,8 +299,9 @@ END_TEST
 /* A measured cost by hand: points of a per-call cost that jumps between 16 KB and 64 KB (a
  * sparse codec's threshold sample) on a line of 1 us + m / 1 GB/s. At the points the cost is
  * the point, between two it is the line through them, above the largest that point plus the
- * line's rate, below the smallest that point less the line's rate (floored at the smaller of
- * the line's latency and that point); no points: the line. */
+ * rate from the largest point at most a quarter its size (64 KB: 180 us over 192 KB, not the
+ * line's 1 GB/s), below the smallest that point less the line's rate (floored at the smaller
+ * of the line's latency and that point); no points: the line. */
 START_TEST(cost_reads_between_measured_sizes) {
   AxLinearCost line = {1e-6, 1e9};
   AxSizedTimes at = {.n = 3, .bytes = {16384, 65536, 262144},
@@ -309,13 +310,31 @@ START_TEST(cost_reads_between_measured_sizes) {
     ck_assert_double_eq_tol(ax_cost_at(&line, &at, at.bytes[i]), at.seconds[i], 1e-15);
   ck_assert_double_eq_tol(ax_cost_at(&line, &at, 32768), 20e-6 + 100e-6 / 3, 1e-15);
   ck_assert_double_eq_tol(ax_cost_at(&line, &at, 1 << 20),
-                          300e-6 + (1048576.0 - 262144) / 1e9, 1e-15);
+                          300e-6 + (1048576.0 - 262144) * 180e-6 / (262144 - 65536), 1e-15);
   ck_assert_double_eq_tol(ax_cost_at(&line, &at, 8192), 20e-6 - 8192 / 1e9, 1e-15);
   ck_assert_double_eq_tol(ax_cost_at(&line, &at, 0), 20e-6 - 16384 / 1e9, 1e-15);
   AxLinearCost slow = {1e-6, 1e8}; /* the line's rate would go below its latency: floored */
   ck_assert_double_eq_tol(ax_cost_at(&slow, &at, 0), 1e-6, 1e-18);
   AxSizedTimes none = {0};
   ck_assert_double_eq_tol(ax_cost_at(&line, &none, 65536), 1e-6 + 65536 / 1e9, 1e-18);
+}
+END_TEST
+
+/* Beyond the largest point, the top of the measured range's rate only where it is measured and
+ * sane: one point, or none a quarter the largest's size or less: the line's rate; a top point
+ * no slower than the one four times smaller (noise): the line's; a rise that would read bytes
+ * beyond it cheaper than half the largest point's average: that half. */
+START_TEST(cost_beyond_the_largest_point_falls_back_to_the_line) {
+  AxLinearCost line = {1e-6, 1e9};
+  AxSizedTimes one = {.n = 1, .bytes = {65536}, .seconds = {100e-6}};
+  ck_assert_double_eq_tol(ax_cost_at(&line, &one, 131072), 100e-6 + 65536 / 1e9, 1e-15);
+  AxSizedTimes close = {.n = 2, .bytes = {65536, 131072}, .seconds = {100e-6, 150e-6}};
+  ck_assert_double_eq_tol(ax_cost_at(&line, &close, 262144), 150e-6 + 131072 / 1e9, 1e-15);
+  AxSizedTimes flat = {.n = 2, .bytes = {65536, 262144}, .seconds = {200e-6, 150e-6}};
+  ck_assert_double_eq_tol(ax_cost_at(&line, &flat, 524288), 150e-6 + 262144 / 1e9, 1e-15);
+  AxSizedTimes shallow = {.n = 2, .bytes = {65536, 262144}, .seconds = {190e-6, 200e-6}};
+  ck_assert_double_eq_tol(ax_cost_at(&line, &shallow, 524288),
+                          200e-6 + 262144 * (200e-6 / 262144) / 2, 1e-15);
   ck_assert_double_eq_tol(ax_cost_at(&line, NULL, 65536), 1e-6 + 65536 / 1e9, 1e-18);
 }
 END_TEST
@@ -546,6 +565,7 @@ int main(void) {
   tcase_add_test(tc, engine_interpolates_between_sizes);
   tcase_add_test(tc, engine_term_moves_the_decision_by_hand);
   tcase_add_test(tc, cost_reads_between_measured_sizes);
+  tcase_add_test(tc, cost_beyond_the_largest_point_falls_back_to_the_line);
   tcase_add_test(tc, sized_times_merge_sizes_that_do_not_grow);
   tcase_add_test(tc, t_orig_is_the_measured_plain_all_reduce);
   tcase_add_test(tc, measured_encode_moves_the_decision_by_hand);

@@ -21,11 +21,25 @@ static double between(const AxSizedTimes *e, int i, double bytes) {
   return e->seconds[i] + (bytes - e->bytes[i]) * slope;
 }
 
+/* Seconds a byte beyond the largest point: the rate between it and the largest point at most a
+ * quarter its size (the top of the measured range, where a per-call cost no longer counts;
+ * points that close are not so close that their noise sets it), never faster than twice that
+ * point's own average rate; the line's where no such point is or the rise is not positive. */
+static double upper_slope(const AxLinearCost *line, const AxSizedTimes *at) {
+  int last = at->n - 1, j = -1;
+  for (int i = 0; i < last; i++)
+    if (at->bytes[i] <= at->bytes[last] / 4) j = i;
+  double slope = j < 0 ? 0 : (at->seconds[last] - at->seconds[j]) / (at->bytes[last] - at->bytes[j]);
+  if (!(slope > 0) || !isfinite(slope)) return 1.0 / line->bytes_per_s;
+  double average = at->seconds[last] / at->bytes[last];
+  return slope > average / 2 ? slope : average / 2;
+}
+
 double ax_cost_at(const AxLinearCost *line, const AxSizedTimes *at, double bytes) {
   if (!at || at->n < 1) return ax_linear_cost_at(line, bytes);
   int last = at->n - 1;
   if (bytes >= at->bytes[last])
-    return at->seconds[last] + (bytes - at->bytes[last]) / line->bytes_per_s;
+    return at->seconds[last] + (bytes - at->bytes[last]) * upper_slope(line, at);
   if (bytes <= at->bytes[0]) {
     double t = at->seconds[0] - (at->bytes[0] - bytes) / line->bytes_per_s;
     double floor = line->latency_s < at->seconds[0] ? line->latency_s : at->seconds[0];

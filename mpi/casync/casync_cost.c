@@ -29,7 +29,8 @@ static double upper_slope(const AxLinearCost *line, const AxSizedTimes *at) {
   int last = at->n - 1, j = -1;
   for (int i = 0; i < last; i++)
     if (at->bytes[i] <= at->bytes[last] / 4) j = i;
-  double slope = j < 0 ? 0 : (at->seconds[last] - at->seconds[j]) / (at->bytes[last] - at->bytes[j]);
+  double slope =
+      j < 0 ? 0 : (at->seconds[last] - at->seconds[j]) / (at->bytes[last] - at->bytes[j]);
   if (!(slope > 0) || !isfinite(slope)) return 1.0 / line->bytes_per_s;
   double average = at->seconds[last] / at->bytes[last];
   return slope > average / 2 ? slope : average / 2;

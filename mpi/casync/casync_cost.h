@@ -102,8 +102,8 @@ double ax_linear_cost_at(const AxLinearCost *c, double bytes);
  * largest point that point's time plus, for the rest, the rate between it and the largest point
  * at most a quarter its size (never faster than twice the largest point's average rate; the
  * line's where there is no such point or no rise: the line, fitted on relative errors, leans
- * on the small sizes, and read 16 MB plain all-reduces over EMULATED 1, 10 and 100 Gb/s links
- * 11-16%, 31-42% and up to 51% above their measured time); below the smallest, that
+ * on the small sizes, and priced 16 MB plain all-reduces over an EMULATED 1 Gb/s link 13%
+ * above their measured time, the top rate 5%); below the smallest, that
  * point's time less the line's rate for the difference, never below the smaller of the line's
  * latency and that time. at NULL or n = 0: the line. */
 double ax_cost_at(const AxLinearCost *line, const AxSizedTimes *at, double bytes);
